@@ -1,0 +1,1 @@
+"""Servers tokenbench can start itself. Today: the embedded llama.cpp server (xllamacpp)."""

@@ -1,0 +1,211 @@
+"""`tokenbench calibrate`: the client's own measurement error and CPU cost at a given load.
+
+Starts the mock server in a child process (pinned to one core, the client to another when the
+machine has two), runs a closed-loop load against it, then compares what the client measured with
+what the mock logged it delivered. Both processes read the same monotonic clock
+(``time.perf_counter`` is CLOCK_MONOTONIC on Linux), so per-chunk delivery delay is exact.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from .config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
+from .report.files import read_records
+
+
+@dataclass(frozen=True)
+class CalibrationSpec:
+    users: int
+    requests: int
+    ttft_ms: float = 50.0
+    itl_ms: float = 10.0
+    output_tokens: int = 128
+    pin_cores: bool = True
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    spec: CalibrationSpec
+    ok: int
+    total: int
+    ttft_error_ms_mean: float | None
+    ttft_error_ms_p99: float | None
+    itl_error_ms_mean: float | None
+    itl_error_ms_p99: float | None
+    chunk_delay_ms_mean: float | None  # client arrival - mock write, per chunk
+    chunk_delay_ms_p99: float | None
+    send_delay_ms_mean: float | None  # mock received - client sent
+    send_delay_ms_p99: float | None
+    cpu_us_per_token: float | None
+    mock_cpu_fraction: float | None  # of one core, in the steady window: near 1.0 = mock-bound
+    achieved_tokens_per_s: float | None
+    offered_tokens_per_s: float
+    run_dir: str
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _CpuSampler(threading.Thread):
+    """Samples this process's CPU time against the monotonic clock (for CPU per token)."""
+
+    def __init__(self, other_pid: int | None = None, interval_s: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[tuple[float, float, float]] = []
+        self._other_pid = other_pid
+        self._interval_s = interval_s
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            self.samples.append((time.perf_counter(), time.process_time(), _proc_cpu_s(self._other_pid)))
+            self._halt.wait(self._interval_s)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+    def cpu_between(self, t0: float, t1: float, column: int = 1) -> float:
+        ts = np.array([s[0] for s in self.samples])
+        cpu = np.array([s[column] for s in self.samples])
+        return float(np.interp(t1, ts, cpu) - np.interp(t0, ts, cpu))
+
+
+def _proc_cpu_s(pid: int | None) -> float:
+    """user+system CPU seconds of another process (Linux /proc); NaN where unavailable."""
+    if pid is None:
+        return float("nan")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def _wait_http(url: str, timeout_s: float = 20.0) -> None:
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout_s:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer within {timeout_s:.0f}s")
+
+
+def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> CalibrationResult:
+    from .runner import run
+
+    port = free_port()
+    mock = subprocess.Popen(
+        [sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", str(spec.ttft_ms),
+         "--itl-ms", str(spec.itl_ms), "--output-tokens", str(spec.output_tokens)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    own_affinity = os.sched_getaffinity(0)
+    pinned = spec.pin_cores and len(own_affinity) >= 2
+    try:
+        if pinned:
+            cores = sorted(own_affinity)
+            os.sched_setaffinity(mock.pid, {cores[0]})
+            os.sched_setaffinity(0, {cores[1]})
+        url = f"http://127.0.0.1:{port}"
+        _wait_http(url + "/health")
+        out_dir = Path(tempfile.mkdtemp(prefix="calibrate-", dir=out_root))
+        config = RunConfig(
+            target=TargetConfig(url=url, api="chat"),
+            loads=[UsersLoad(users=spec.users)],
+            stop=StopConfig(max_requests=spec.requests),
+            dataset=DatasetConfig(name="synthetic", input_tokens=16, output_tokens=spec.output_tokens, num_prompts=64),
+            live=False,
+            out_dir=out_dir / "run",
+        )
+        sampler = _CpuSampler(other_pid=mock.pid)
+        sampler.start()
+        result = run(config, Console(file=io.StringIO()))
+        sampler.stop()
+        with urllib.request.urlopen(url + "/mock/deliveries", timeout=30) as resp:
+            deliveries = json.loads(resp.read())
+        (out_dir / "deliveries.json").write_text(json.dumps(deliveries))
+    finally:
+        if pinned:
+            os.sched_setaffinity(0, own_affinity)
+        mock.terminate()
+        mock.wait(timeout=10)
+    return _compare(spec, result.run_dir, result.results, deliveries, sampler)
+
+
+def _compare(spec, run_dir: Path, results: dict, deliveries: dict, sampler: _CpuSampler) -> CalibrationResult:
+    origin = results["clock"]["origin_monotonic_s"]
+    records = read_records(run_dir)
+    ttft_err, itl_err, delay, send = [], [], [], []
+    all_chunks: list[float] = []
+    for r in records:
+        all_chunks.extend(r.chunk_times_s)
+        d = deliveries.get(r.response_id or "")
+        if not r.ok or d is None or len(d["chunk_times_s"]) != len(r.chunk_times_s):
+            continue
+        mock_times = np.array(d["chunk_times_s"]) - origin
+        mine = np.array(r.chunk_times_s)
+        send.append(d["received_s"] - origin - r.sent_s)
+        ttft_err.append((mine[0] - r.sent_s) - (mock_times[0] - (d["received_s"] - origin)))
+        itl_err.extend(np.diff(mine) - np.diff(mock_times))
+        delay.extend(mine - mock_times)
+    # Steady window: between 10% and 90% of all chunk arrivals (excludes start-up and tail).
+    all_chunks.sort()
+    cpu_us = achieved = mock_cpu = None
+    if len(all_chunks) > 10:
+        t0, t1 = all_chunks[len(all_chunks) // 10], all_chunks[len(all_chunks) * 9 // 10]
+        n = len(all_chunks) * 8 // 10
+        if t1 > t0:
+            achieved = n / (t1 - t0)
+            cpu_us = sampler.cpu_between(t0 + origin, t1 + origin) / n * 1e6
+            mock_cpu = sampler.cpu_between(t0 + origin, t1 + origin, column=2) / (t1 - t0)
+    req = results["points"][0]["requests"]
+    stream_s = (spec.ttft_ms + (spec.output_tokens - 1) * spec.itl_ms) / 1e3
+    ms = lambda a, f: float(f(np.asarray(a)) * 1e3) if len(a) else None  # noqa: E731
+    p99 = lambda a: np.percentile(a, 99)  # noqa: E731
+    return CalibrationResult(
+        spec=spec, ok=req["ok"], total=req["total"],
+        ttft_error_ms_mean=ms(ttft_err, np.mean), ttft_error_ms_p99=ms(ttft_err, p99),
+        itl_error_ms_mean=ms(itl_err, np.mean), itl_error_ms_p99=ms(itl_err, p99),
+        chunk_delay_ms_mean=ms(delay, np.mean), chunk_delay_ms_p99=ms(delay, p99),
+        send_delay_ms_mean=ms(send, np.mean), send_delay_ms_p99=ms(send, p99),
+        cpu_us_per_token=cpu_us, mock_cpu_fraction=mock_cpu, achieved_tokens_per_s=achieved,
+        offered_tokens_per_s=spec.users * spec.output_tokens / stream_s,
+        run_dir=str(run_dir),
+    )
+
+
+def calibration_table(results: list[CalibrationResult]) -> Table:
+    table = Table(title="client overhead against the mock (error = client-measured - mock-delivered)")
+    for col in ("streams", "requests", "ok", "TTFT err mean ms", "TTFT err p99 ms", "ITL err mean ms",
+                "ITL err p99 ms", "send delay mean/p99 ms", "chunk delay mean/p99 ms", "CPU µs/token", "mock CPU", "achieved tok/s", "offered tok/s"):
+        table.add_column(col, justify="right")
+    f = lambda v, p=".2f": "-" if v is None else format(v, p)  # noqa: E731
+    for r in results:
+        table.add_row(str(r.spec.users), str(r.spec.requests), f"{r.ok}/{r.total}",
+                      f(r.ttft_error_ms_mean), f(r.ttft_error_ms_p99), f(r.itl_error_ms_mean),
+                      f(r.itl_error_ms_p99), f"{f(r.send_delay_ms_mean)}/{f(r.send_delay_ms_p99)}",
+                      f"{f(r.chunk_delay_ms_mean)}/{f(r.chunk_delay_ms_p99)}", f(r.cpu_us_per_token, ".1f"), f(r.mock_cpu_fraction, ".0%"),
+                      f(r.achieved_tokens_per_s, ".0f"), f(r.offered_tokens_per_s, ".0f"))
+    return table

@@ -1,0 +1,217 @@
+"""Command line: flags -> config, then one call. Nothing else lives here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from .config import (
+    DatasetConfig,
+    RateLoad,
+    RunConfig,
+    StopConfig,
+    TargetConfig,
+    UsersLoad,
+    parse_slo,
+)
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False,
+                  help="Benchmark LLM inference servers: realistic load, every streamed chunk timed.")
+err = Console(stderr=True)
+
+# The embedded default scenario (about a minute): a small ramp of chat users.
+DEFAULT_USERS = 4
+DEFAULT_RAMP_S = 10.0
+DEFAULT_DURATION_S = 50.0
+DEFAULT_INPUT_TOKENS = 64
+DEFAULT_OUTPUT_TOKENS = 64
+
+
+class UsageError(Exception):
+    """Bad input: the message names what to change."""
+
+
+def _numbers(text: str | None, flag: str, cast=float) -> list:
+    if text is None:
+        return []
+    try:
+        values = [cast(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"{flag} takes a comma-separated list of numbers, got {text!r}") from None
+    if not values:
+        raise UsageError(f"{flag} is empty")
+    return values
+
+
+def _fail(message: str, code: int) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for e in exc.errors():
+        where = ".".join(str(x) for x in e["loc"] if not str(x).isdigit() or len(e["loc"]) == 1)
+        parts.append(f"{where or 'settings'}: {e['msg']}")
+    return "invalid settings: " + "; ".join(parts)
+
+
+@app.command()
+def run(
+    url: Annotated[Optional[str], typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000. Omit to start the embedded llama.cpp backend.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model name to request (default: the first of /v1/models). Without --url: a .gguf path for the embedded server.")] = None,
+    api: Annotated[str, typer.Option(help="chat (/v1/chat/completions) or completions (/v1/completions).")] = "chat",
+    users: Annotated[Optional[str], typer.Option(help="Closed loop: concurrent users, a list runs one point each: 10,50,100.")] = None,
+    rate: Annotated[Optional[str], typer.Option(help="Open loop: requests/s, a list runs one point each: 1,2,4,8.")] = None,
+    ramp_up: Annotated[float, typer.Option(help="Seconds over which users are spawned evenly.")] = 0.0,
+    think_time: Annotated[float, typer.Option(help="Seconds a user waits after a reply before its next request.")] = 0.0,
+    arrival: Annotated[str, typer.Option(help="Open-loop arrivals: constant, poisson or gamma.")] = "poisson",
+    burstiness: Annotated[float, typer.Option(help="Gamma shape for --arrival gamma (1 = poisson, <1 burstier).")] = 1.0,
+    max_concurrency: Annotated[Optional[int], typer.Option(help="Open loop: at most this many in flight; the wait is recorded as queue delay.")] = None,
+    duration: Annotated[Optional[float], typer.Option(help="Seconds of load per point.")] = None,
+    max_requests: Annotated[Optional[int], typer.Option(help="Stop a point after this many requests.")] = None,
+    warmup: Annotated[float, typer.Option(help="Seconds after ramp-up excluded from metrics.")] = 0.0,
+    drain_timeout: Annotated[float, typer.Option(help="Seconds in-flight requests may finish after the load stops.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Seed for prompts and arrivals.")] = 0,
+    dataset: Annotated[str, typer.Option(help="synthetic, sharegpt, dolly or jsonl.")] = "synthetic",
+    dataset_path: Annotated[Optional[Path], typer.Option(help="Dataset file (sharegpt JSON, dolly JSONL, your JSONL).")] = None,
+    input_tokens: Annotated[Optional[int], typer.Option(help="Synthetic prompt length in tokens.")] = None,
+    output_tokens: Annotated[Optional[int], typer.Option(help="max_tokens per request (default: dataset's reply length; synthetic 128).")] = None,
+    num_prompts: Annotated[int, typer.Option(help="Distinct prompts to load (then cycled).")] = 1000,
+    min_prompt_tokens: Annotated[Optional[int], typer.Option(help="Keep prompts with at least this many tokens.")] = None,
+    max_prompt_tokens: Annotated[Optional[int], typer.Option(help="Keep prompts with at most this many tokens.")] = None,
+    system_prompt: Annotated[Optional[str], typer.Option(help="System prompt TEXT or @FILE.")] = None,
+    unique_prefix: Annotated[bool, typer.Option(help="Prefix every prompt uniquely to defeat prefix caching across requests and runs.")] = False,
+    tokenizer: Annotated[Optional[str], typer.Option(help="HF tokenizer.json (or folder) for exact lengths; default: the server's /tokenize.")] = None,
+    ignore_eos: Annotated[bool, typer.Option(help="Ask the server to ignore EOS (fixed output lengths).")] = False,
+    api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key.")] = "OPENAI_API_KEY",
+    timeout: Annotated[float, typer.Option(help="Seconds a whole request may take.")] = 600.0,
+    read_timeout: Annotated[float, typer.Option(help="Seconds of silence allowed within a stream.")] = 120.0,
+    slo: Annotated[Optional[str], typer.Option(help="Goodput objectives, e.g. ttft=500ms,tpot=50ms.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Run directory (default runs/<timestamp>).")] = None,
+    window: Annotated[float, typer.Option(help="Time-series window in seconds.")] = 5.0,
+    live: Annotated[bool, typer.Option(help="Show the live view.")] = True,
+    keep_text: Annotated[bool, typer.Option(help="Store generated text in records.jsonl.")] = False,
+) -> None:
+    """Benchmark a server (or, with no --url, the embedded llama.cpp backend)."""
+    try:
+        config = _run_config(**locals())
+    except UsageError as exc:
+        _fail(str(exc), 2)
+    except ValidationError as exc:
+        _fail(_validation_message(exc), 2)
+    from .backends.llamacpp_embedded import BackendError
+    from .clients.openai import TargetUnreachable
+    from .runner import run as run_benchmark
+
+    try:
+        result = run_benchmark(config, err)
+    except (TargetUnreachable, BackendError) as exc:
+        _fail(str(exc), 3)
+    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+        _fail(str(exc), 2)
+    err.print(f"results: {result.run_dir}/results.json  records: {result.run_dir}/records.jsonl")
+    if result.interrupted:
+        err.print("[yellow]interrupted: in-flight requests were recorded as cancelled[/]")
+        raise typer.Exit(130)
+
+
+def _run_config(**a) -> RunConfig:
+    users, rates = _numbers(a["users"], "--users", int), _numbers(a["rate"], "--rate")
+    if users and rates:
+        raise UsageError("use --users (closed loop) or --rate (open loop), not both")
+    duration, max_requests = a["duration"], a["max_requests"]
+    default_scenario = not users and not rates
+    if default_scenario:
+        users, a["ramp_up"] = [DEFAULT_USERS], a["ramp_up"] or DEFAULT_RAMP_S
+        if duration is None and max_requests is None:
+            duration = DEFAULT_DURATION_S
+    loads = (
+        [UsersLoad(users=u, ramp_up_s=a["ramp_up"], think_time_s=a["think_time"]) for u in users]
+        if users
+        else [RateLoad(rate_per_s=r, arrival=a["arrival"], burstiness=a["burstiness"],
+                       max_concurrency=a["max_concurrency"]) for r in rates]
+    )
+    for load in loads:
+        if isinstance(load, UsersLoad) and duration is not None and load.ramp_up_s + a["warmup"] >= duration:
+            raise UsageError(f"--duration {duration:g} must be longer than --ramp-up + --warmup "
+                             f"({load.ramp_up_s + a['warmup']:g}s), or nothing is measured")
+    try:
+        slo = parse_slo(a["slo"]) if a["slo"] else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    small = default_scenario and a["url"] is None
+    return RunConfig(
+        target=TargetConfig(url=a["url"], model=a["model"], api=a["api"], api_key_env=a["api_key_env"],
+                            request_timeout_s=a["timeout"], read_timeout_s=a["read_timeout"],
+                            ignore_eos=a["ignore_eos"]),
+        loads=loads,
+        stop=StopConfig(duration_s=duration, max_requests=max_requests, warmup_s=a["warmup"],
+                        drain_timeout_s=a["drain_timeout"]),
+        dataset=DatasetConfig(
+            name=a["dataset"], path=a["dataset_path"],
+            input_tokens=a["input_tokens"] or (DEFAULT_INPUT_TOKENS if small else 128),
+            output_tokens=a["output_tokens"] or (DEFAULT_OUTPUT_TOKENS if small else None),
+            num_prompts=a["num_prompts"], min_prompt_tokens=a["min_prompt_tokens"],
+            max_prompt_tokens=a["max_prompt_tokens"], system_prompt=a["system_prompt"],
+            unique_prefix=a["unique_prefix"], tokenizer=a["tokenizer"],
+        ),
+        **({"slo": slo} if slo else {}),
+        seed=a["seed"], window_s=a["window"], out_dir=a["out"], live=a["live"], keep_text=a["keep_text"],
+    )
+
+
+@app.command()
+def mock(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 9000,
+    ttft_ms: Annotated[float, typer.Option(help="Time to first content chunk.")] = 50.0,
+    itl_ms: Annotated[float, typer.Option(help="Gap between content chunks.")] = 10.0,
+    output_tokens: Annotated[int, typer.Option(help="Chunks per reply when a request sets no max_tokens.")] = 128,
+    tokens_per_chunk: Annotated[int, typer.Option(help="Tokens each chunk stands for.")] = 1,
+    fault: Annotated[str, typer.Option(help="none, http_500, http_429, http_400, disconnect, malformed, error_event, no_content, stall.")] = "none",
+    fault_every: Annotated[int, typer.Option(help="Apply the fault to every N-th request.")] = 1,
+    fault_after_chunks: Annotated[int, typer.Option(help="Mid-stream faults happen after this many chunks.")] = 3,
+) -> None:
+    """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
+    from .mock import MockSettings, serve
+
+    try:
+        settings = MockSettings(ttft_ms=ttft_ms, itl_ms=itl_ms, output_tokens=output_tokens,
+                                tokens_per_chunk=tokens_per_chunk, fault=fault, fault_every=fault_every,
+                                fault_after_chunks=fault_after_chunks)
+    except (TypeError, ValueError) as exc:
+        _fail(str(exc), 2)
+    from typing import get_args
+
+    from .mock import Fault
+
+    if fault not in get_args(Fault):
+        _fail(f"--fault must be one of {', '.join(get_args(Fault))}", 2)
+    err.print(f"mock server on http://127.0.0.1:{port} (TTFT {ttft_ms} ms, ITL {itl_ms} ms)")
+    serve(settings, port=port)
+
+
+@app.command()
+def calibrate(
+    users: Annotated[int, typer.Option(help="Concurrent streams.")] = 32,
+    requests: Annotated[Optional[int], typer.Option(help="Requests in all (default 8 per user).")] = None,
+    ttft_ms: Annotated[float, typer.Option()] = 50.0,
+    itl_ms: Annotated[float, typer.Option()] = 10.0,
+    output_tokens: Annotated[int, typer.Option()] = 128,
+    pin: Annotated[bool, typer.Option(help="Pin the mock to one core and the client to another.")] = True,
+) -> None:
+    """Measure the client's own overhead floor at a load, against the mock server."""
+    from .calibrate import CalibrationSpec, calibrate as run_calibration, calibration_table
+
+    spec = CalibrationSpec(users=users, requests=requests or users * 8, ttft_ms=ttft_ms,
+                           itl_ms=itl_ms, output_tokens=output_tokens, pin_cores=pin)
+    result = run_calibration(spec)
+    Console().print(calibration_table([result]))
+
+
+def main() -> None:  # pragma: no cover
+    app()

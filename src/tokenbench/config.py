@@ -1,0 +1,160 @@
+"""One typed tree of settings and the one home of every default.
+
+The CLI only turns flags into these models; everything downstream receives typed config.
+Validation errors name the field to fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Api = Literal["chat", "completions"]
+Arrival = Literal["constant", "poisson", "gamma"]
+DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl"]
+
+SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TargetConfig(_Model):
+    """The server under test. ``url`` None means: start the embedded default backend."""
+
+    url: str | None = None
+    model: str | None = None  # model name sent in requests; for the embedded backend, a .gguf path
+    api: Api = "chat"
+    api_key_env: str = "OPENAI_API_KEY"  # read at send time; the key itself is never stored
+    request_timeout_s: float = 600.0  # whole request, first byte to end of stream
+    read_timeout_s: float = 120.0  # longest silence between two reads of one stream
+    connect_timeout_s: float = 10.0
+    ignore_eos: bool = False
+    include_usage: bool = True
+    temperature: float | None = 0.0
+    extra_body: dict = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^https?://[^/]+", v):
+            raise ValueError(f"--url must look like http://HOST:PORT, got {v!r}")
+        return v.rstrip("/") if v else v
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
+
+
+class UsersLoad(_Model):
+    """Closed loop: ``users`` users spawned evenly over ``ramp_up_s``; each sends its next request
+    ``think_time_s`` after the previous one ends."""
+
+    kind: Literal["users"] = "users"
+    users: int = Field(gt=0)
+    ramp_up_s: float = Field(default=0.0, ge=0)
+    think_time_s: float = Field(default=0.0, ge=0)
+
+
+class RateLoad(_Model):
+    """Open loop: arrivals at ``rate_per_s`` regardless of responses."""
+
+    kind: Literal["rate"] = "rate"
+    rate_per_s: float = Field(gt=0)
+    arrival: Arrival = "poisson"
+    burstiness: float = Field(default=1.0, gt=0)  # gamma shape; 1.0 = poisson
+    max_concurrency: int | None = Field(default=None, gt=0)
+
+
+LoadPoint = UsersLoad | RateLoad
+
+
+class StopConfig(_Model):
+    duration_s: float | None = Field(default=None, gt=0)
+    max_requests: int | None = Field(default=None, gt=0)
+    warmup_s: float = Field(default=0.0, ge=0)  # after ramp-up; excluded from metrics
+    drain_timeout_s: float = Field(default=60.0, ge=0)  # wait for in-flight requests at the end
+
+    @model_validator(mode="after")
+    def _some_stop(self) -> StopConfig:
+        if self.duration_s is None and self.max_requests is None:
+            raise ValueError("set --duration and/or --max-requests so the load stops by itself")
+        return self
+
+
+class DatasetConfig(_Model):
+    name: DatasetName = "synthetic"
+    path: Path | None = None
+    input_tokens: int = Field(default=128, gt=0)  # synthetic prompt length
+    output_tokens: int | None = Field(default=None, gt=0)  # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
+    num_prompts: int = Field(default=1000, gt=0)  # prompts loaded, then cycled
+    min_prompt_tokens: int | None = None  # filter (dolly, sharegpt)
+    max_prompt_tokens: int | None = None
+    system_prompt: str | None = None
+    unique_prefix: bool = False
+    tokenizer: str | None = None  # HF tokenizer.json path or folder; default: the target's /tokenize
+
+    @model_validator(mode="after")
+    def _range(self) -> DatasetConfig:
+        lo, hi = self.min_prompt_tokens, self.max_prompt_tokens
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(f"--min-prompt-tokens {lo} is above --max-prompt-tokens {hi}")
+        return self
+
+
+class SLOConfig(_Model):
+    ttft_s: float | None = Field(default=None, gt=0)
+    tpot_s: float | None = Field(default=None, gt=0)
+    e2e_s: float | None = Field(default=None, gt=0)
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2e_s))
+
+
+class RunConfig(_Model):
+    target: TargetConfig = TargetConfig()
+    loads: list[LoadPoint] = Field(min_length=1)
+    stop: StopConfig
+    dataset: DatasetConfig = DatasetConfig()
+    slo: SLOConfig = SLOConfig()
+    seed: int = 0
+    window_s: float = Field(default=5.0, gt=0)  # time-series window
+    out_dir: Path | None = None  # default runs/<timestamp>
+    keep_text: bool = False  # store generated text in records.jsonl
+    live: bool = True
+
+    def redacted(self) -> dict:
+        """The resolved config as written to config.json. Secrets are never in config (keys are
+        read from the env var named by ``api_key_env``); header-like extra_body keys are masked."""
+        data = self.model_dump(mode="json")
+        body = data["target"].get("extra_body") or {}
+        for key in list(body):
+            if re.search(r"key|token|secret|auth", key, re.I):
+                body[key] = "***"
+        return data
+
+
+def parse_duration_s(text: str) -> float:
+    """'500ms' -> 0.5, '2s' -> 2.0, '1.5' -> 1.5 (seconds by default)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m)?\s*", text)
+    if not m:
+        raise ValueError(f"cannot read a duration from {text!r}; write e.g. 500ms or 2s")
+    value = float(m.group(1))
+    return value * {"ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}[m.group(2)]
+
+
+def parse_slo(text: str) -> SLOConfig:
+    """'ttft=500ms,tpot=50ms' -> SLOConfig."""
+    fields: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, eq, value = part.partition("=")
+        key = {"ttft": "ttft_s", "tpot": "tpot_s", "e2e": "e2e_s"}.get(name.strip().lower())
+        if not eq or key is None:
+            raise ValueError(f"--slo part {part!r}: write NAME=VALUE with NAME one of ttft, tpot, e2e")
+        fields[key] = parse_duration_s(value)
+    return SLOConfig(**fields)

@@ -1,0 +1,134 @@
+"""Datasets -> a list of Requests. One function per source; ``build_requests`` picks by name.
+
+Lengths: with a tokenizer, prompt lengths are exact and reply lengths are counted; without one they
+are estimated (about 1.3 tokens per word) and ``DatasetInfo.exact_lengths`` says so.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import DatasetConfig, SYNTHETIC_OUTPUT_TOKENS
+from ..records import Request
+from . import dolly, jsonl, sharegpt
+from .synthetic import synthetic_prompts
+from .tokenizers import Tokenizer
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    num_requests: int
+    exact_lengths: bool
+    tokenizer: str | None
+    system_prompt: bool
+    unique_prefix: bool
+    source: str | None
+
+    def to_json(self) -> dict:
+        return self.__dict__.copy()
+
+
+def _estimate(text: str) -> int:
+    return max(1, round(len(text.split()) * 1.3))
+
+
+def read_system_prompt(value: str | None) -> str | None:
+    """``TEXT`` or ``@FILE``."""
+    if value is None or not value.startswith("@"):
+        return value
+    path = Path(value[1:])
+    if not path.is_file():
+        raise FileNotFoundError(f"--system-prompt @{path}: no such file")
+    return path.read_text(encoding="utf-8")
+
+
+def _make(prompt: str, system: str | None, max_tokens: int | None, prompt_tokens: int | None) -> Request:
+    if system:
+        messages = ({"role": "system", "content": system}, {"role": "user", "content": prompt})
+        return Request(messages=messages, max_tokens=max_tokens, expected_prompt_tokens=prompt_tokens)
+    return Request(prompt=prompt, max_tokens=max_tokens, expected_prompt_tokens=prompt_tokens)
+
+
+def _in_range(n: int, cfg: DatasetConfig) -> bool:
+    return (cfg.min_prompt_tokens is None or n >= cfg.min_prompt_tokens) and (
+        cfg.max_prompt_tokens is None or n <= cfg.max_prompt_tokens
+    )
+
+
+def build_requests(
+    cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int
+) -> tuple[list[Request], DatasetInfo]:
+    system = read_system_prompt(cfg.system_prompt)
+    count = tokenizer.count if tokenizer is not None else _estimate
+    requests: list[Request] = []
+    source: str | None = str(cfg.path) if cfg.path else None
+    if cfg.name == "synthetic":
+        out = cfg.output_tokens or SYNTHETIC_OUTPUT_TOKENS
+        for text in synthetic_prompts(cfg.num_prompts, cfg.input_tokens, tokenizer, seed):
+            requests.append(_make(text, system, out, cfg.input_tokens))
+    elif cfg.name == "jsonl":
+        if cfg.path is None:
+            raise ValueError("--dataset jsonl needs --dataset-path FILE.jsonl")
+        for r in jsonl.load(cfg.path):
+            if system and r.prompt is not None:
+                r = _make(r.prompt, system, r.max_tokens, None)
+            if r.max_tokens is None and cfg.output_tokens is not None:
+                r = Request(prompt=r.prompt, messages=r.messages, max_tokens=cfg.output_tokens)
+            requests.append(r)
+    else:
+        if cfg.name == "sharegpt":
+            path = cfg.path or sharegpt.default_path()
+            source = str(path)
+            pairs = list(sharegpt.conversations(path))
+        else:
+            pairs = [(dolly.prompt_of(row), row.get("response") or "") for row in dolly.rows(cfg.path)]
+            source = source or dolly.HUB_ID
+        random.Random(seed).shuffle(pairs)
+        for prompt, reply in pairs:
+            if len(requests) >= cfg.num_prompts:
+                break
+            n_prompt = count(prompt)
+            if not _in_range(n_prompt, cfg):
+                continue
+            out = cfg.output_tokens
+            if out is None:
+                out = count(reply)
+                # vLLM's ShareGPT sampling rules: drop tiny replies and over-long pairs.
+                if out < 4 or n_prompt < 4 or n_prompt > 1024 or n_prompt + out > 2048:
+                    continue
+            requests.append(_make(prompt, system, out, n_prompt))
+    if not requests:
+        raise ValueError(
+            f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)"
+        )
+    if cfg.name != "synthetic":
+        random.Random(seed + 1).shuffle(requests)
+    info = DatasetInfo(
+        name=cfg.name,
+        num_requests=len(requests),
+        exact_lengths=tokenizer is not None,
+        tokenizer=tokenizer.name if tokenizer is not None else None,
+        system_prompt=bool(system),
+        unique_prefix=cfg.unique_prefix,
+        source=source,
+    )
+    return requests, info
+
+
+def with_prefix(request: Request, prefix: str) -> Request:
+    """The same request with ``prefix`` before its (last) user text: defeats prefix caching."""
+    if request.prompt is not None:
+        return Request(prompt=prefix + request.prompt, max_tokens=request.max_tokens,
+                       expected_prompt_tokens=request.expected_prompt_tokens)
+    messages = list(request.messages or ())
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i]["role"] == "user":
+            messages[i] = {**messages[i], "content": prefix + messages[i]["content"]}
+            break
+    # The system prompt stays first and shared: a unique prefix on it would also defeat the
+    # cache a real deployment gets for a common system prompt; put it where the user text starts.
+    return Request(messages=tuple(messages), max_tokens=request.max_tokens,
+                   expected_prompt_tokens=request.expected_prompt_tokens)

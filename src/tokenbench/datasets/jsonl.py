@@ -1,0 +1,39 @@
+"""Your own prompts: one JSON object per line, ``{"prompt": ...}`` or ``{"messages": [...]}``, with
+an optional ``max_tokens``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..records import Request
+
+
+def load(path: Path) -> list[Request]:
+    requests = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: not a JSON line ({exc.msg})") from exc
+            if not isinstance(row, dict):
+                raise ValueError(f"{where}: expected an object with 'prompt' or 'messages'")
+            max_tokens = row.get("max_tokens")
+            if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens <= 0):
+                raise ValueError(f"{where}: max_tokens must be a positive integer")
+            if isinstance(row.get("prompt"), str):
+                requests.append(Request(prompt=row["prompt"], max_tokens=max_tokens))
+            elif isinstance(row.get("messages"), list) and all(
+                isinstance(m, dict) and "role" in m and "content" in m for m in row["messages"]
+            ):
+                messages = tuple({"role": m["role"], "content": m["content"]} for m in row["messages"])
+                requests.append(Request(messages=messages, max_tokens=max_tokens))
+            else:
+                raise ValueError(
+                    f"{where}: expected 'prompt' (a string) or 'messages' (a list of {{role, content}})"
+                )
+    return requests

@@ -1,0 +1,300 @@
+"""Drives a client under one load point. The one place that reads the clock to schedule work.
+
+Closed loop (UsersLoad): user i starts at its ramp offset and sends its next request when its last
+one ended (+ think time). Open loop (RateLoad): requests start at their arrival times whatever the
+responses; with ``max_concurrency`` they may wait for a slot, and that wait is queue delay
+(``sent_s - scheduled_s``), never hidden.
+
+Stopping: at ``duration_s`` (or once ``max_requests`` were issued) no new request starts; requests
+in flight may finish within ``drain_timeout_s``, then are cancelled. An interrupt (Ctrl-C) cancels
+everything in flight at once. Every request that was created becomes exactly one record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from .clients import Client
+from .datasets import with_prefix
+from .config import RateLoad, StopConfig, UsersLoad, LoadPoint
+from .load import arrival_times, ramp_up_s, user_start_times
+from .records import Outcome, Request, RequestRecord, RunClock
+
+
+@dataclass
+class LiveStats:
+    """Counters for the live view. Written by the load generator only; read by the display."""
+
+    point: int = 0
+    label: str = ""
+    started_s: float = 0.0
+    planned_s: float | None = None
+    active_users: int = 0
+    in_flight: int = 0
+    done: int = 0
+    errors: int = 0
+    output_chunks: int = 0
+    last_ttfts_s: list[float] = field(default_factory=list)
+
+    def record_done(self, record: RequestRecord) -> None:
+        self.done += 1
+        if record.outcome is not Outcome.OK:
+            self.errors += 1
+        self.output_chunks += len(record.chunk_times_s)
+        ttft = record.ttft_s
+        if ttft is not None:
+            self.last_ttfts_s.append(ttft)
+            if len(self.last_ttfts_s) > 200:
+                del self.last_ttfts_s[:100]
+
+
+@dataclass
+class PointRun:
+    """What the load generator knows about a point beyond its records: its time span and users."""
+
+    index: int
+    load: LoadPoint
+    start_s: float
+    ramp_end_s: float  # start + ramp-up
+    window_start_s: float  # ramp end + warm-up
+    load_end_s: float  # when the load stopped issuing (duration end or last issue)
+    end_s: float  # after drain
+    user_spans: list[tuple[float, float]] = field(default_factory=list)
+    interrupted: bool = False
+    num_records: int = 0
+
+
+class RequestSource:
+    """Hands out Requests in order from a finite list, cycling; ids are unique per run.
+
+    With ``unique_nonce`` every request gets a prefix no earlier request or run had, so neither a
+    cycled prompt nor a repeated run hits the server's prefix cache.
+    """
+
+    def __init__(self, requests: list[Request], unique_nonce: str | None = None) -> None:
+        if not requests:
+            raise ValueError("the dataset produced no requests")
+        self._requests = requests
+        self._nonce = unique_nonce
+        self._next = 0
+
+    def take(self) -> tuple[int, Request]:
+        i = self._next
+        self._next += 1
+        request = self._requests[i % len(self._requests)]
+        if self._nonce is not None:
+            request = with_prefix(request, f"[{self._nonce}-{i}] ")
+        return i, request
+
+
+RecordSink = Callable[[RequestRecord], None]
+
+
+class LoadGenerator:
+    def __init__(
+        self,
+        client: Client,
+        clock: RunClock,
+        sink: RecordSink,
+        stats: LiveStats | None = None,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._sink = sink
+        self.stats = stats or LiveStats()
+        self._interrupt = asyncio.Event()
+        # Records created but not yet written. Whatever is left here when a point ends (a task
+        # cancelled before it ever ran) is written as cancelled: every request is one record.
+        self._open: dict[int, RequestRecord] = {}
+
+    def _new_record(self, **fields) -> RequestRecord:
+        record = RequestRecord(**fields)
+        self._open[record.id] = record
+        return record
+
+    def _finish(self, record: RequestRecord) -> None:
+        if self._open.pop(record.id, None) is None:
+            return
+        self.stats.record_done(record)
+        self._sink(record)
+
+    def interrupt(self) -> None:
+        """Stop now: cancel in-flight requests (they are recorded as cancelled)."""
+        self._interrupt.set()
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupt.is_set()
+
+    async def _sleep_until(self, t: float) -> bool:
+        """Sleep to run-clock time ``t``; False if interrupted first."""
+        delay = t - self._clock.now()
+        if delay > 0:
+            try:
+                await asyncio.wait_for(self._interrupt.wait(), delay)
+            except asyncio.TimeoutError:
+                return True
+        return not self._interrupt.is_set()
+
+    async def _send(self, request: Request, record: RequestRecord) -> None:
+        stats = self.stats
+        stats.in_flight += 1
+        try:
+            await self._client.send(request, record)
+        finally:
+            stats.in_flight -= 1
+            self._finish(record)
+
+    async def run_point(
+        self, index: int, load: LoadPoint, stop: StopConfig, source: RequestSource, seed: int
+    ) -> PointRun:
+        start = self._clock.now()
+        ramp_end = start + ramp_up_s(load)
+        run = PointRun(
+            index=index,
+            load=load,
+            start_s=start,
+            ramp_end_s=ramp_end,
+            window_start_s=ramp_end + stop.warmup_s,
+            load_end_s=start,
+            end_s=start,
+        )
+        stats = self.stats
+        stats.point, stats.started_s = index, start
+        stats.planned_s = stop.duration_s
+        deadline = start + stop.duration_s if stop.duration_s is not None else None
+        budget = _Budget(stop.max_requests)
+        tasks: set[asyncio.Task] = set()
+        if isinstance(load, UsersLoad):
+            issuer = self._users(run, load, deadline, budget, source, tasks)
+        else:
+            issuer = self._arrivals(run, load, stop, seed, budget, source, tasks)
+        issue_task = asyncio.ensure_future(issuer)
+        interrupt_task = asyncio.ensure_future(self._interrupt.wait())
+        if isinstance(load, UsersLoad):
+            # Users stop issuing at the deadline; their last requests drain inside this wait.
+            limit = None if deadline is None else deadline + stop.drain_timeout_s - self._clock.now()
+            await asyncio.wait({issue_task, interrupt_task}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        else:
+            await asyncio.wait({issue_task, interrupt_task}, return_when=asyncio.FIRST_COMPLETED)
+            if not self.interrupted:
+                await self._drain(tasks, stop.drain_timeout_s)
+        issue_task.cancel()
+        for task in list(tasks):
+            task.cancel()
+        await asyncio.gather(issue_task, *tasks, return_exceptions=True)
+        interrupt_task.cancel()
+        for record in list(self._open.values()):
+            record.error = record.error or "not sent: the run stopped first"
+            self._finish(record)
+        now = self._clock.now()
+        # The load ends at the deadline; without one, when the last request is done.
+        run.load_end_s = min(now, deadline) if deadline is not None else now
+        run.end_s = self._clock.now()
+        run.interrupted = self.interrupted
+        run.num_records = budget.issued
+        return run
+
+    async def _drain(self, tasks: set[asyncio.Task], timeout_s: float) -> None:
+        pending = {t for t in tasks if not t.done()}
+        if not pending:
+            return
+        interrupt_task = asyncio.ensure_future(self._interrupt.wait())
+        gathered = asyncio.ensure_future(asyncio.wait(pending))
+        await asyncio.wait({gathered, interrupt_task}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        gathered.cancel()
+        interrupt_task.cancel()
+
+    async def _users(
+        self,
+        run: PointRun,
+        load: UsersLoad,
+        deadline: float | None,
+        budget: _Budget,
+        source: RequestSource,
+        tasks: set[asyncio.Task],
+    ) -> None:
+        # Each user's requests run as tasks of their own so cancelling at the end marks them
+        # cancelled records; the user loop just waits on its current request.
+        async def user(u: int, offset_s: float) -> None:
+            if not await self._sleep_until(run.start_s + offset_s):
+                return
+            began = self._clock.now()
+            self.stats.active_users += 1
+            scheduled = began
+            try:
+                while deadline is None or self._clock.now() < deadline:
+                    if not budget.take():
+                        break
+                    rid, request = source.take()
+                    record = self._new_record(point=run.index, id=rid, scheduled_s=scheduled, user=u)
+                    task = asyncio.ensure_future(self._send(request, record))
+                    tasks.add(task)
+                    await asyncio.shield(task)
+                    tasks.discard(task)
+                    scheduled = self._clock.now() + load.think_time_s
+                    if load.think_time_s and not await self._sleep_until(scheduled):
+                        break
+            finally:
+                self.stats.active_users -= 1
+                run.user_spans.append((began, self._clock.now()))
+
+        users = [asyncio.ensure_future(user(u, off)) for u, off in enumerate(user_start_times(load))]
+        try:
+            await asyncio.gather(*users)
+        finally:
+            for task in users:
+                task.cancel()
+
+    async def _arrivals(
+        self,
+        run: PointRun,
+        load: RateLoad,
+        stop: StopConfig,
+        seed: int,
+        budget: _Budget,
+        source: RequestSource,
+        tasks: set[asyncio.Task],
+    ) -> None:
+        slots = asyncio.Semaphore(load.max_concurrency) if load.max_concurrency else None
+
+        async def one(request: Request, record: RequestRecord) -> None:
+            if slots is None:
+                await self._send(request, record)
+                return
+            try:
+                await slots.acquire()
+            except asyncio.CancelledError:
+                record.outcome = Outcome.CANCELLED
+                record.error = "waiting for a concurrency slot when the run stopped"
+                self._finish(record)
+                raise
+            try:
+                await self._send(request, record)
+            finally:
+                slots.release()
+
+        for offset in arrival_times(load, seed, stop):
+            if not await self._sleep_until(run.start_s + offset) or not budget.take():
+                break
+            rid, request = source.take()
+            record = self._new_record(point=run.index, id=rid, scheduled_s=run.start_s + offset)
+            task = asyncio.ensure_future(one(request, record))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+
+class _Budget:
+    """Counts issued requests against ``max_requests`` (None = unbounded)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.issued = 0
+
+    def take(self) -> bool:
+        if self.limit is not None and self.issued >= self.limit:
+            return False
+        self.issued += 1
+        return True

@@ -1,0 +1,164 @@
+"""`tokenbench mock`: a scripted OpenAI-compatible streaming server for self-checks and tests.
+
+Timing is scripted and absolute: content chunk i of a request is written at
+``received + ttft + i * itl`` (no drift from sleep overshoot adding up). The mock logs what it
+actually delivered - when each request arrived and when each chunk was written, on the machine's
+monotonic clock - at ``GET /mock/deliveries`` so a benchmark can compare what the client measured
+with what was really sent.
+
+Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
+http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
+(a non-JSON event mid-stream), error_event (an ``{"error": ...}`` event), no_content (role-only
+and usage, no content), stall (stops sending mid-stream and holds the connection).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from aiohttp import web
+
+Fault = Literal[
+    "none", "http_500", "http_429", "http_400", "disconnect", "malformed", "error_event",
+    "no_content", "stall",
+]
+
+
+@dataclass(frozen=True)
+class MockSettings:
+    ttft_ms: float = 50.0
+    itl_ms: float = 10.0
+    output_tokens: int = 128  # chunks per reply when the request sets no max_tokens
+    tokens_per_chunk: int = 1
+    word: str = "hi"
+    model: str = "mock-model"
+    fault: Fault = "none"
+    fault_every: int = 1
+    fault_after_chunks: int = 3
+    record_deliveries: bool = True
+
+
+@dataclass
+class Delivery:
+    received_s: float
+    chunk_times_s: list[float] = field(default_factory=list)
+    fault: str | None = None
+
+
+class MockServer:
+    def __init__(self, settings: MockSettings) -> None:
+        self.s = settings
+        self.deliveries: dict[str, Delivery] = {}
+        self._count = 0
+        self.app = web.Application()
+        self.app.add_routes([
+            web.get("/health", self._health),
+            web.get("/v1/models", self._models),
+            web.post("/v1/chat/completions", self._chat),
+            web.post("/v1/completions", self._completions),
+            web.post("/tokenize", self._tokenize),
+            web.get("/mock/deliveries", self._deliveries),
+            web.get("/metrics", self._metrics),
+        ])
+
+    async def _health(self, _: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _models(self, _: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.s.model, "object": "model"}]})
+
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        text = body.get("content") or body.get("prompt") or ""
+        tokens = list(range(len(text.split())))
+        return web.json_response({"tokens": tokens, "count": len(tokens)})
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        return web.Response(text=f"# TYPE mock_requests_total counter\nmock_requests_total {self._count}\n")
+
+    async def _deliveries(self, _: web.Request) -> web.Response:
+        return web.json_response({k: d.__dict__ for k, d in self.deliveries.items()})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._stream(request, chat=True)
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._stream(request, chat=False)
+
+    def _fault_for_this(self) -> str | None:
+        self._count += 1
+        if self.s.fault == "none" or self._count % self.s.fault_every:
+            return None
+        return self.s.fault
+
+    async def _stream(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        received = time.perf_counter()
+        body = await request.json()
+        fault = self._fault_for_this()
+        rid = f"mock-{self._count}"
+        if fault in ("http_500", "http_429", "http_400"):
+            status = int(fault[5:])
+            return web.json_response({"error": {"message": f"scripted {fault}", "code": status}}, status=status)
+        n_chunks = int(body.get("max_tokens") or self.s.output_tokens)
+        n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
+        delivery = Delivery(received, fault=fault)
+        if self.s.record_deliveries:
+            self.deliveries[rid] = delivery
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        created = int(time.time())
+        obj = "chat.completion.chunk" if chat else "text_completion"
+
+        def event(choice: dict | None, usage: dict | None = None) -> bytes:
+            data = {"id": rid, "object": obj, "created": created, "model": self.s.model,
+                    "choices": [choice] if choice else []}
+            if usage:
+                data["usage"] = usage
+            return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
+
+        if chat:  # like vLLM: a role-only first chunk with empty content, which is not output
+            await resp.write(event({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}))
+        text = (" " + self.s.word) * self.s.tokens_per_chunk
+        piece = event({"index": 0, "delta": {"content": text}, "finish_reason": None} if chat
+                      else {"index": 0, "text": text, "finish_reason": None})
+        start = received + self.s.ttft_ms / 1e3
+        itl = self.s.itl_ms / 1e3
+        for i in range(0 if fault != "no_content" else n_chunks, n_chunks):
+            if fault and i == self.s.fault_after_chunks:
+                if fault == "disconnect":
+                    request.transport.close()  # type: ignore[union-attr]
+                    return resp
+                if fault == "malformed":
+                    await resp.write(b"data: {this is not json\n\n")
+                elif fault == "error_event":
+                    await resp.write(b'data: {"error": {"message": "scripted error event"}}\n\n')
+                elif fault == "stall":
+                    await asyncio.sleep(3600)
+            delay = start + i * itl - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            delivery.chunk_times_s.append(time.perf_counter())
+            await resp.write(piece)
+        finish = {"index": 0, "delta": {}, "finish_reason": "length"} if chat else {"index": 0, "text": "", "finish_reason": "length"}
+        await resp.write(event(finish))
+        prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
+        completion = 0 if fault == "no_content" else n_chunks * self.s.tokens_per_chunk
+        await resp.write(event(None, {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                                      "total_tokens": prompt_tokens + completion}))
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+
+def serve(settings: MockSettings, host: str = "127.0.0.1", port: int = 9000) -> None:
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover
+        pass
+    web.run_app(MockServer(settings).app, host=host, port=port, print=None, access_log=None)

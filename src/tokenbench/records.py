@@ -1,0 +1,143 @@
+"""What is sent (Request) and what happened to it (RequestRecord): raw facts only.
+
+Every metric is derived from records, so a metric bug never needs a re-run. Times are seconds on
+the run's monotonic clock (``time.perf_counter()`` minus the run origin, see ``RunClock``).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Outcome(str, enum.Enum):
+    OK = "ok"
+    HTTP_ERROR = "http_error"
+    CONNECT_ERROR = "connect_error"
+    TIMEOUT = "timeout"
+    STREAM_ERROR = "stream_error"  # dropped connection or malformed event
+    NO_OUTPUT = "no_output"  # stream ended without a single content chunk
+    CANCELLED = "cancelled"  # still in flight when the run stopped
+
+
+class TokenSource(str, enum.Enum):
+    SERVER = "server"  # the server's usage report
+    TOKENIZER = "tokenizer"  # client-side tokenizer over the received text
+    CHUNKS = "chunks"  # one token per content chunk: an estimate
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request to send. Exactly one of ``prompt`` / ``messages`` is set."""
+
+    prompt: str | None = None
+    messages: tuple[dict[str, str], ...] | None = None
+    max_tokens: int | None = None
+    expected_prompt_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("a Request needs exactly one of prompt or messages")
+
+    def as_prompt_text(self) -> str:
+        """Flatten chat messages for the completions API (and prompt text for chat)."""
+        if self.prompt is not None:
+            return self.prompt
+        return "\n\n".join(m["content"] for m in self.messages or ())
+
+    def as_messages(self) -> list[dict[str, str]]:
+        if self.messages is not None:
+            return list(self.messages)
+        return [{"role": "user", "content": self.prompt or ""}]
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """What happened to one request. ``chunk_times_s`` holds the arrival of every content chunk."""
+
+    point: int
+    id: int
+    scheduled_s: float
+    sent_s: float | None = None
+    chunk_times_s: list[float] = field(default_factory=list)
+    end_s: float | None = None  # last content chunk
+    closed_s: float | None = None  # stream ended (or failed)
+    outcome: Outcome = Outcome.CANCELLED
+    status: int | None = None
+    error: str | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    output_tokens_source: TokenSource | None = None
+    server_output_tokens: int | None = None
+    client_output_tokens: int | None = None
+    user: int | None = None
+    response_id: str | None = None  # the server's id for the reply, to match server logs
+    output_text: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+    @property
+    def ttft_s(self) -> float | None:
+        if not self.chunk_times_s or self.sent_s is None:
+            return None
+        return self.chunk_times_s[0] - self.sent_s
+
+    @property
+    def e2e_s(self) -> float | None:
+        if self.end_s is None or self.sent_s is None:
+            return None
+        return self.end_s - self.sent_s
+
+    @property
+    def queue_s(self) -> float | None:
+        if self.sent_s is None:
+            return None
+        return self.sent_s - self.scheduled_s
+
+    @property
+    def tpot_s(self) -> float | None:
+        """(E2E - TTFT) / (output_tokens - 1); only defined for >= 2 output tokens."""
+        if self.output_tokens is None or self.output_tokens < 2:
+            return None
+        ttft, e2e = self.ttft_s, self.e2e_s
+        if ttft is None or e2e is None:
+            return None
+        return (e2e - ttft) / (self.output_tokens - 1)
+
+    def to_json(self, keep_text: bool = False) -> dict[str, Any]:
+        data = asdict(self)
+        data["outcome"] = self.outcome.value
+        data["output_tokens_source"] = (
+            self.output_tokens_source.value if self.output_tokens_source else None
+        )
+        if not keep_text:
+            data.pop("output_text")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RequestRecord:
+        data = dict(data)
+        data["outcome"] = Outcome(data["outcome"])
+        src = data.get("output_tokens_source")
+        data["output_tokens_source"] = TokenSource(src) if src else None
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True, slots=True)
+class RunClock:
+    """The run's one clock: monotonic seconds since ``origin`` plus the wall time of the origin."""
+
+    origin_monotonic_s: float
+    origin_unix_s: float
+
+    @classmethod
+    def start(cls) -> RunClock:
+        return cls(time.perf_counter(), time.time())
+
+    def now(self) -> float:
+        return time.perf_counter() - self.origin_monotonic_s

@@ -1,0 +1,87 @@
+"""Console output: the per-point summary table and the live view during a run (Rich)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from ..loadgen import LiveStats
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:.1f}"
+
+
+def _num(value: float | None, fmt: str = ".1f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def summary_table(points: list[dict]) -> Table:
+    table = Table(title="tokenbench results (latencies in ms, over successful requests in the window)")
+    for col in ("load", "ok/total", "errors", "out tok/s", "req/s", "goodput/s",
+                "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "ITL p99",
+                "E2E p50", "queue p99", "conc"):
+        table.add_column(col, justify="right" if col != "load" else "left")
+    for p in points:
+        req = p["requests"]
+        errors = ", ".join(f"{k} {v}" for k, v in req["by_outcome"].items() if k != "ok") or "0"
+        table.add_row(
+            p["label"],
+            f"{req['ok']}/{req['total']}",
+            errors,
+            _num(p["output_tokens_per_s"]),
+            _num(p["requests_per_s"], ".2f"),
+            _num(p["goodput_per_s"], ".2f"),
+            _ms(p["ttft_s"]["p50"]), _ms(p["ttft_s"]["p99"]),
+            _ms(p["tpot_s"]["p50"]), _ms(p["tpot_s"]["p99"]),
+            _ms(p["itl_s"]["p50"]), _ms(p["itl_s"]["p99"]),
+            _ms(p["e2e_s"]["p50"]), _ms(p["queue_s"]["p99"]),
+            _num(p["concurrency"]["mean"]),
+        )
+    return table
+
+
+class LiveView:
+    """A Rich live panel fed from LiveStats. Refreshes twice a second from its own timer so the
+    load generator never waits on rendering."""
+
+    def __init__(self, stats: LiveStats, now, console: Console, enabled: bool) -> None:
+        self._stats = stats
+        self._now = now
+        self._console = console
+        self._enabled = enabled and console.is_terminal
+        self._live: Live | None = None
+        self._last = (time.perf_counter(), 0)
+
+    def __enter__(self) -> LiveView:
+        if self._enabled:
+            self._live = Live(get_renderable=self._render, console=self._console,
+                              refresh_per_second=2, transient=True)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+
+    def _render(self) -> Table:
+        s = self._stats
+        elapsed = self._now() - s.started_s
+        t, chunks = time.perf_counter(), s.output_chunks
+        t0, c0 = self._last
+        rate = (chunks - c0) / (t - t0) if t > t0 else 0.0
+        if t - t0 > 2:
+            self._last = (t, chunks)
+        ttft = np.median(s.last_ttfts_s[-100:]) if s.last_ttfts_s else None
+        remaining = f"{max(0.0, s.planned_s - elapsed):.0f}s" if s.planned_s else "-"
+        table = Table.grid(padding=(0, 2))
+        table.add_row(
+            f"[bold]{s.label}[/]", f"elapsed {elapsed:.0f}s", f"remaining {remaining}",
+            f"users {s.active_users}", f"in flight {s.in_flight}", f"done {s.done}",
+            f"errors {s.errors}", f"~{rate:.0f} chunks/s", f"TTFT p50 {_ms(ttft)} ms",
+        )
+        return table

@@ -1,0 +1,177 @@
+"""`tokenbench run`, top to bottom: target -> dataset -> load points -> records -> metrics -> files.
+
+Each load point runs with everything else equal; results.json is rewritten after every point and
+records are flushed as they finish, so an interrupted run keeps everything it measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from . import __version__
+from .backends.llamacpp_embedded import EmbeddedLlamaCpp, EmbeddedSettings, default_gguf
+from .clients.openai import OpenAIClient, TargetUnreachable, make_session, probe, warm_connections
+from .config import RunConfig, TargetConfig
+from .datasets import DatasetInfo, build_requests
+from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
+from .load import describe
+from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
+from .metrics import Window, summarize_point, timeseries
+from .records import RequestRecord, RunClock
+from .report.console import LiveView, summary_table
+from .report.files import RunWriter, default_run_dir
+
+try:
+    import uvloop
+except ImportError:  # pragma: no cover
+    uvloop = None
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    results: dict
+    interrupted: bool
+
+
+def run(config: RunConfig, console: Console | None = None) -> RunResult:
+    console = console or Console(stderr=True)
+    writer = RunWriter(config.out_dir or default_run_dir(), keep_text=config.keep_text)
+    try:
+        with _target(config, writer.dir, console) as (target, backend):
+            runner = uvloop.run if uvloop is not None else asyncio.run
+            return runner(_run_points(config, target, backend, writer, console))
+    finally:
+        writer.close()
+
+
+@contextlib.contextmanager
+def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tuple[TargetConfig, dict]]:
+    """Attach to --url, or start the embedded llama.cpp server for the run's duration."""
+    if config.target.url is not None:
+        yield config.target, {"backend": "attached"}
+        return
+    model = Path(config.target.model) if config.target.model else default_gguf()
+    settings = EmbeddedSettings(model_path=model, parallel=max(_max_users(config), 1))
+    console.print(f"starting the embedded llama.cpp server with {model.name} ...")
+    with EmbeddedLlamaCpp(settings, run_dir / "server.log") as server:
+        console.print(f"server ready at {server.url} after {server.cold_start_s:.1f}s")
+        target = config.target.model_copy(update={"url": server.url, "model": server.model_alias})
+        yield target, server.describe()
+
+
+def _concurrency_hint(load) -> int:
+    """Connections to open before a point: its users, or its concurrency cap (open loop)."""
+    return min(getattr(load, "users", None) or getattr(load, "max_concurrency", None) or 1, 1024)
+
+
+def _max_users(config: RunConfig) -> int:
+    users = [getattr(p, "users", 0) or getattr(p, "max_concurrency", 0) or 0 for p in config.loads]
+    return min(max(users + [4]), 64)
+
+
+async def _run_points(
+    config: RunConfig, target: TargetConfig, backend: dict, writer: RunWriter, console: Console
+) -> RunResult:
+    clock = RunClock.start()
+    async with make_session(target, clock.now) as session:
+        target = await _resolve_model(session, target)
+        tokenizer = _tokenizer(config, target)
+        requests, info = build_requests(config.dataset, tokenizer, config.seed)
+        writer.write_config(_config_json(config, target, backend, info))
+        records: list[RequestRecord] = []
+
+        def sink(record: RequestRecord) -> None:
+            records.append(record)
+            writer.write_record(record)
+
+        count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
+        client = OpenAIClient(session, target, clock.now, count_tokens=count, keep_text=config.keep_text)
+        stats = LiveStats()
+        gen = LoadGenerator(client, clock, sink, stats)
+        nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
+        source = RequestSource(requests, unique_nonce=nonce)
+        results = _results_header(config, target, backend, info, clock)
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, gen.interrupt)
+        try:
+            with LiveView(stats, clock.now, console, enabled=config.live):
+                for index, load in enumerate(config.loads):
+                    stats.label = describe(load)
+                    first = len(records)
+                    await warm_connections(session, target, _concurrency_hint(load))
+                    point_run = await gen.run_point(index, load, config.stop, source, config.seed + index)
+                    results["points"].append(_point_result(config, point_run, records[first:]))
+                    writer.write_results(results)
+                    if point_run.interrupted:
+                        break
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+    results["interrupted"] = gen.interrupted
+    writer.write_results(results)
+    console.print(summary_table(results["points"]))
+    return RunResult(writer.dir, results, gen.interrupted)
+
+
+async def _resolve_model(session, target: TargetConfig) -> TargetConfig:
+    models = await probe(session, target)  # raises TargetUnreachable before any load
+    if target.model is None:
+        if not models:
+            raise TargetUnreachable(f"{target.url}/v1/models lists no model; pass --model NAME")
+        target = target.model_copy(update={"model": models[0]})
+    return target
+
+
+def _tokenizer(config: RunConfig, target: TargetConfig) -> Tokenizer | None:
+    if config.dataset.tokenizer:
+        return HFTokenizer(config.dataset.tokenizer)
+    assert target.url is not None
+    return RemoteTokenizer.available(target.url, target.model)
+
+
+def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord]) -> dict:
+    window = Window(run.window_start_s, run.load_end_s)
+    point = {
+        "index": run.index,
+        "label": describe(run.load),
+        "load": {**run.load.model_dump(mode="json"), "warmup_s": config.stop.warmup_s,
+                 "duration_s": config.stop.duration_s, "max_requests": config.stop.max_requests},
+        "span": {"start_s": run.start_s, "ramp_end_s": run.ramp_end_s,
+                 "load_end_s": run.load_end_s, "end_s": run.end_s},
+        "interrupted": run.interrupted,
+    }
+    point.update(summarize_point(records, window, config.slo))
+    point["timeseries"] = timeseries(
+        records, run.start_s, run.end_s, run.ramp_end_s, run.user_spans, config.window_s
+    )
+    return point
+
+
+def _config_json(config: RunConfig, target: TargetConfig, backend: dict, info: DatasetInfo) -> dict:
+    data = config.redacted()
+    data["resolved_target"] = {"url": target.url, "model": target.model, "api": target.api}
+    data["backend"] = backend
+    data["dataset_info"] = info.to_json()
+    data["tool"] = {"name": "tokenbench", "version": __version__}
+    return data
+
+
+def _results_header(config, target, backend, info: DatasetInfo, clock: RunClock) -> dict:
+    return {
+        "tool": {"name": "tokenbench", "version": __version__},
+        "target": {"url": target.url, "model": target.model, "api": target.api,
+                   "ignore_eos": target.ignore_eos, **backend},
+        "dataset": info.to_json(),
+        "slo": config.slo.model_dump(),
+        "clock": {"origin_monotonic_s": clock.origin_monotonic_s, "origin_unix_s": clock.origin_unix_s,
+                  "unit": "seconds since origin, time.perf_counter()"},
+        "points": [],
+    }
