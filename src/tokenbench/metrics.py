@@ -173,9 +173,9 @@ def summarize_point(
     length = window.length_s
     rate = (lambda x: x / length) if length > 0 else (lambda x: None)
     out_tokens = output_tokens_in(records, window)
-    prompt_tokens = sum(
-        (r.prompt_tokens or 0) for r in in_window if r.sent_s is not None
-    )
+    # Prompt tokens of successful requests started in the window (a rejected request's prompt
+    # was not necessarily processed).
+    prompt_tokens = sum(r.prompt_tokens or 0 for r in ok)
     completed = sum(1 for r in records if r.outcome is Outcome.OK and r.end_s is not None and window.contains(r.end_s))
     good = sum(1 for r in in_window if meets_slo(r, slo)) if slo.any else None
     mean_conc, peak_conc = concurrency(records, window)

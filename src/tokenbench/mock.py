@@ -161,4 +161,5 @@ def serve(settings: MockSettings, host: str = "127.0.0.1", port: int = 9000) -> 
         uvloop.install()
     except ImportError:  # pragma: no cover
         pass
-    web.run_app(MockServer(settings).app, host=host, port=port, print=None, access_log=None)
+    web.run_app(MockServer(settings).app, host=host, port=port, print=None, access_log=None,
+                shutdown_timeout=1.0)

@@ -74,6 +74,7 @@ class RequestRecord:
     client_output_tokens: int | None = None
     user: int | None = None
     response_id: str | None = None  # the server's id for the reply, to match server logs
+    retries: int = 0  # re-sent once after the server closed a reused idle connection
     output_text: str | None = None
 
     @property

@@ -8,6 +8,7 @@ A separate process keeps the server's threads off the load generator's interpret
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -22,6 +23,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--alias", default=None)
     args = ap.parse_args()
+    # Keep the real stdout only for the address line; everything else (llama.cpp prints to
+    # stdout too) goes to stderr, i.e. the log file. A stdout pipe nobody reads fills up at 64 KB
+    # and blocks the server mid-run.
+    address_out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
 
     import xllamacpp as xlc
 
@@ -37,7 +43,8 @@ def main() -> None:
     params.cpuparams_batch.n_threads = args.threads
     params.endpoint_metrics = True
     server = xlc.Server(params)
-    print(f"LISTENING {server.listening_address}", flush=True)
+    address_out.write(f"LISTENING {server.listening_address}\n")
+    address_out.close()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

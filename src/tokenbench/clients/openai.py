@@ -161,32 +161,17 @@ class OpenAIClient:
         data = json.dumps(self.payload(request)).encode()
         stream = _StreamState(self._chat)
         now = self._now
-        record.sent_s = now()
         try:
-            async with self._session.post(
-                self._url, data=data, headers=self._headers, trace_request_ctx=record
-            ) as resp:
-                record.status = resp.status
-                if resp.status != 200:
-                    body = await resp.text(errors="replace")
-                    record.closed_s = now()
-                    record.outcome = Outcome.HTTP_ERROR
-                    record.error = f"HTTP {resp.status}: {body[:_ERROR_BODY_CHARS]}"
-                    return
-                decoder = SSEDecoder()
-                chunk_times = record.chunk_times_s
-                async for raw in resp.content.iter_any():
-                    t = now()
-                    for event in decoder.feed(raw):
-                        if stream.handle(event.data) and not stream.failed:
-                            chunk_times.append(t)
-                    if stream.failed or stream.done:
-                        break
-                if not stream.failed and not stream.done:
-                    for event in decoder.close():
-                        if stream.handle(event.data):
-                            chunk_times.append(now())
-                record.closed_s = now()
+            try:
+                await self._exchange(data, record, stream)
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                if record.status is not None:
+                    raise
+                # The server closed an idle keep-alive connection just as we reused it (llama.cpp
+                # closes idle connections after 5 s): the request never reached it. Retry once
+                # on a fresh connection, as browsers do; the lost time stays in queue delay.
+                record.retries += 1
+                await self._exchange(data, record, stream)
         except asyncio.CancelledError:
             record.closed_s = now()
             record.outcome = Outcome.CANCELLED
@@ -194,27 +179,63 @@ class OpenAIClient:
             self._finish_tokens(record, stream)
             raise
         except aiohttp.ClientConnectorError as exc:
-            record.closed_s = now()
-            record.outcome = Outcome.CONNECT_ERROR
-            record.error = f"{type(exc).__name__}: {exc}"
-            return
+            self._fail(record, stream, Outcome.CONNECT_ERROR, f"{type(exc).__name__}: {exc}")
         except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            record.closed_s = now()
-            record.outcome = Outcome.TIMEOUT
-            record.error = f"timed out ({type(exc).__name__}) after {record.closed_s - record.sent_s:.1f}s"
-            self._finish_tokens(record, stream)
-            return
+            if stream.done:  # [DONE] arrived; the server just kept the body open
+                record.closed_s = now()
+                record.outcome = self._outcome(record, stream)
+                self._finish_tokens(record, stream)
+                return
+            waited = now() - (record.sent_s or record.scheduled_s)
+            self._fail(record, stream, Outcome.TIMEOUT, f"timed out ({type(exc).__name__}) after {waited:.1f}s")
         except (aiohttp.ClientError, OSError) as exc:
-            record.closed_s = now()
-            record.outcome = Outcome.STREAM_ERROR
-            record.error = f"{type(exc).__name__}: {exc}"
+            self._fail(record, stream, Outcome.STREAM_ERROR, f"{type(exc).__name__}: {exc}")
+        else:
+            record.outcome = self._outcome(record, stream)
             self._finish_tokens(record, stream)
-            return
-        record.outcome = self._outcome(record, stream)
+
+    def _fail(self, record: RequestRecord, stream: _StreamState, outcome: Outcome, error: str) -> None:
+        record.closed_s = self._now()
+        record.outcome = outcome
+        record.error = error
         self._finish_tokens(record, stream)
+
+    async def _exchange(self, data: bytes, record: RequestRecord, stream: _StreamState) -> None:
+        """One HTTP exchange: POST, then read the event stream to its end, stamping content chunks."""
+        now = self._now
+        record.sent_s = now()  # refined by the trace hook when the body reaches the socket
+        async with self._session.post(
+            self._url, data=data, headers=self._headers, trace_request_ctx=record
+        ) as resp:
+            record.status = resp.status
+            if resp.status != 200:
+                body = await resp.text(errors="replace")
+                record.closed_s = now()
+                stream.http_error = f"HTTP {resp.status}: {body[:_ERROR_BODY_CHARS]}"
+                return
+            decoder = SSEDecoder()
+            chunk_times = record.chunk_times_s
+            handle = stream.handle
+            # Hot path: one iteration per network read. Read to EOF even after [DONE] so the
+            # connection goes back to the pool instead of being closed with unread bytes.
+            async for raw in resp.content.iter_any():
+                t = now()
+                for event in decoder.feed(raw):
+                    if handle(event.data):
+                        chunk_times.append(t)
+                if stream.failed:
+                    break
+            if not stream.failed:
+                for event in decoder.close():
+                    if handle(event.data):
+                        chunk_times.append(now())
+            record.closed_s = now()
 
     @staticmethod
     def _outcome(record: RequestRecord, stream: _StreamState) -> Outcome:
+        if stream.http_error is not None:
+            record.error = stream.http_error
+            return Outcome.HTTP_ERROR
         if stream.failed:
             record.error = stream.error
             return Outcome.STREAM_ERROR
@@ -248,7 +269,7 @@ class OpenAIClient:
 class _StreamState:
     """Interprets decoded event payloads of one stream. ``handle`` returns True for a content chunk."""
 
-    __slots__ = ("chat", "text", "done", "failed", "error", "prompt_tokens", "completion_tokens", "response_id")
+    __slots__ = ("chat", "text", "done", "failed", "error", "prompt_tokens", "completion_tokens", "response_id", "http_error")
 
     def __init__(self, chat: bool) -> None:
         self.chat = chat
@@ -259,6 +280,7 @@ class _StreamState:
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
         self.response_id: str | None = None
+        self.http_error: str | None = None
 
     def _fail(self, message: str) -> bool:
         if not self.failed:
@@ -267,6 +289,8 @@ class _StreamState:
         return False
 
     def handle(self, data: bytes) -> bool:
+        if self.failed:
+            return False
         if data == b"[DONE]":
             self.done = True
             return False
