@@ -21,7 +21,18 @@ from .config import (
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False,
                   help="Benchmark LLM inference servers: realistic load, every streamed chunk timed.")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
+
+# Settings fields as the flags that set them, so validation errors name the flag to fix.
+_FLAGS = {
+    "DatasetConfig.name": "--dataset", "DatasetConfig.input_tokens": "--input-tokens",
+    "DatasetConfig.output_tokens": "--output-tokens", "DatasetConfig.num_prompts": "--num-prompts",
+    "UsersLoad.users": "--users", "UsersLoad.ramp_up_s": "--ramp-up", "UsersLoad.think_time_s": "--think-time",
+    "RateLoad.rate_per_s": "--rate", "RateLoad.arrival": "--arrival", "RateLoad.burstiness": "--burstiness",
+    "RateLoad.max_concurrency": "--max-concurrency", "StopConfig.duration_s": "--duration",
+    "StopConfig.max_requests": "--max-requests", "StopConfig.warmup_s": "--warmup",
+    "TargetConfig.url": "--url", "TargetConfig.api": "--api", "RunConfig.window_s": "--window",
+}
 
 # The embedded default scenario (about a minute): a small ramp of chat users.
 DEFAULT_USERS = 4
@@ -55,8 +66,9 @@ def _fail(message: str, code: int) -> None:
 def _validation_message(exc: ValidationError) -> str:
     parts = []
     for e in exc.errors():
-        where = ".".join(str(x) for x in e["loc"] if not str(x).isdigit() or len(e["loc"]) == 1)
-        parts.append(f"{where or 'settings'}: {e['msg']}")
+        field = ".".join(str(x) for x in e["loc"])
+        flag = _FLAGS.get(f"{exc.title}.{field}", field or exc.title)
+        parts.append(f"{flag}: {e['msg'].removeprefix('Value error, ')}")
     return "invalid settings: " + "; ".join(parts)
 
 

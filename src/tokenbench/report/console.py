@@ -21,27 +21,26 @@ def _num(value: float | None, fmt: str = ".1f") -> str:
 
 
 def summary_table(points: list[dict]) -> Table:
-    table = Table(title="tokenbench results (latencies in ms, over successful requests in the window)")
-    for col in ("load", "ok/total", "errors", "out tok/s", "req/s", "goodput/s",
-                "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "ITL p99",
-                "E2E p50", "queue p99", "conc"):
-        table.add_column(col, justify="right" if col != "load" else "left")
+    """One column per load point, one row per metric: fits a terminal for a few points."""
+    table = Table(title="tokenbench: latencies in ms over successful requests in the window")
+    table.add_column("metric")
     for p in points:
-        req = p["requests"]
-        errors = ", ".join(f"{k} {v}" for k, v in req["by_outcome"].items() if k != "ok") or "0"
-        table.add_row(
-            p["label"],
-            f"{req['ok']}/{req['total']}",
-            errors,
-            _num(p["output_tokens_per_s"]),
-            _num(p["requests_per_s"], ".2f"),
-            _num(p["goodput_per_s"], ".2f"),
-            _ms(p["ttft_s"]["p50"]), _ms(p["ttft_s"]["p99"]),
-            _ms(p["tpot_s"]["p50"]), _ms(p["tpot_s"]["p99"]),
-            _ms(p["itl_s"]["p50"]), _ms(p["itl_s"]["p99"]),
-            _ms(p["e2e_s"]["p50"]), _ms(p["queue_s"]["p99"]),
-            _num(p["concurrency"]["mean"]),
-        )
+        table.add_column(p["label"], justify="right")
+
+    def row(name: str, fn) -> None:
+        table.add_row(name, *(fn(p) for p in points))
+
+    row("requests ok/total", lambda p: f"{p['requests']['ok']}/{p['requests']['total']}")
+    row("failures", lambda p: ", ".join(f"{k} {v}" for k, v in p["requests"]["by_outcome"].items() if k != "ok") or "0")
+    row("window s", lambda p: _num(p["window_s"]))
+    row("output tok/s", lambda p: _num(p["output_tokens_per_s"]))
+    row("total tok/s", lambda p: _num(p["total_tokens_per_s"]))
+    row("requests/s", lambda p: _num(p["requests_per_s"], ".2f"))
+    if any(p["goodput_per_s"] is not None for p in points):
+        row("goodput/s (good %)", lambda p: f"{_num(p['goodput_per_s'], '.2f')} ({_num((p['good_fraction'] or 0) * 100, '.0f')}%)")
+    for key, name in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "E2E"), ("queue_s", "queue")):
+        row(f"{name} mean / p50 / p99", lambda p, k=key: f"{_ms(p[k]['mean'])} / {_ms(p[k]['p50'])} / {_ms(p[k]['p99'])}")
+    row("in flight mean / peak", lambda p: f"{_num(p['concurrency']['mean'])} / {p['concurrency']['peak']}")
     return table
 
 
