@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -110,7 +110,9 @@ class RequestRecord:
         return (e2e - ttft) / (self.output_tokens - 1)
 
     def to_json(self, keep_text: bool = False) -> dict[str, Any]:
-        data = asdict(self)
+        # Not dataclasses.asdict: it deep-copies every chunk list (measured ~3% of client CPU at
+        # 256 streams with py-spy).
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["outcome"] = self.outcome.value
         data["output_tokens_source"] = (
             self.output_tokens_source.value if self.output_tokens_source else None

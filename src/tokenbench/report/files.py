@@ -11,6 +11,15 @@ from typing import Any
 
 from ..records import RequestRecord
 
+try:  # records are written on the client's hot path; orjson is ~5x faster than json here
+    import orjson
+
+    def _dumps(data: dict) -> str:
+        return orjson.dumps(data).decode()
+except ImportError:  # pragma: no cover
+    def _dumps(data: dict) -> str:
+        return json.dumps(data)
+
 
 def default_run_dir(root: Path = Path("runs")) -> Path:
     return root / datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -30,7 +39,7 @@ class RunWriter:
         _write_json(self.dir / "config.json", config)
 
     def write_record(self, record: RequestRecord) -> None:
-        self._records.write(json.dumps(record.to_json(self._keep_text)) + "\n")
+        self._records.write(_dumps(record.to_json(self._keep_text)) + "\n")
         self._records.flush()
         self.num_records += 1
 
