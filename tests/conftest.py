@@ -4,26 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from tokenbench.calibrate import free_port
-
-
-def _wait(url: str, proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"mock exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{url} not ready")
+from tokenbench.procs import stop, wait_http
 
 
 @pytest.fixture
@@ -39,16 +25,10 @@ def start_mock() -> Iterator[Callable[..., str]]:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"
-        _wait(url + "/health", proc)
+        wait_http(url + "/health", 20.0, proc)
         start.procs = procs  # type: ignore[attr-defined]
         return url
 
     yield start
     for proc in procs:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, grace_s=10)

