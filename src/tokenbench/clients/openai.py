@@ -23,10 +23,7 @@ from ..config import TargetConfig
 from ..records import Outcome, Request, RequestRecord, TokenSource
 from .sse import SSEDecoder
 
-try:  # orjson parses a typical 300-byte chunk ~4x faster than json; optional.
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    _loads = json.loads
+from orjson import loads as _loads  # event payloads are parsed on the hot path
 
 _ERROR_BODY_CHARS = 500
 
@@ -179,20 +176,16 @@ class OpenAIClient:
             self._finish_tokens(record, stream)
             raise
         except aiohttp.ClientConnectorError as exc:
-            self._fail(record, stream, Outcome.CONNECT_ERROR, f"{type(exc).__name__}: {exc}")
+            return self._fail(record, stream, Outcome.CONNECT_ERROR, f"{type(exc).__name__}: {exc}")
         except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            if stream.done:  # [DONE] arrived; the server just kept the body open
-                record.closed_s = now()
-                record.outcome = self._outcome(record, stream)
-                self._finish_tokens(record, stream)
-                return
-            waited = now() - (record.sent_s or record.scheduled_s)
-            self._fail(record, stream, Outcome.TIMEOUT, f"timed out ({type(exc).__name__}) after {waited:.1f}s")
+            if not stream.done:
+                waited = now() - (record.sent_s or record.scheduled_s)
+                return self._fail(record, stream, Outcome.TIMEOUT, f"timed out ({type(exc).__name__}) after {waited:.1f}s")
+            record.closed_s = now()  # [DONE] arrived; the server just kept the body open
         except (aiohttp.ClientError, OSError) as exc:
-            self._fail(record, stream, Outcome.STREAM_ERROR, f"{type(exc).__name__}: {exc}")
-        else:
-            record.outcome = self._outcome(record, stream)
-            self._finish_tokens(record, stream)
+            return self._fail(record, stream, Outcome.STREAM_ERROR, f"{type(exc).__name__}: {exc}")
+        record.outcome = self._outcome(record, stream)
+        self._finish_tokens(record, stream)
 
     def _fail(self, record: RequestRecord, stream: _StreamState, outcome: Outcome, error: str) -> None:
         record.closed_s = self._now()
