@@ -117,7 +117,7 @@ def run(
     except ValidationError as exc:
         _fail(_validation_message(exc), 2)
     from .backends.llamacpp_embedded import BackendError
-    from .clients.openai import TargetUnreachable
+    from .clients.stream import TargetUnreachable
     from .runner import run as run_benchmark
 
     try:

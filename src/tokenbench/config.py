@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Api = Literal["chat", "completions"]
+Api = Literal["chat", "completions", "tgi", "triton", "ollama"]  # the values of --api (clients.WIRES)
 Arrival = Literal["constant", "poisson", "gamma"]
 DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl"]
 

@@ -75,6 +75,9 @@ class RequestRecord:
     user: int | None = None
     response_id: str | None = None  # the server's id for the reply, to match server logs
     retries: int = 0  # re-sent once after the server closed a reused idle connection
+    # The server's own per-request timing fields, verbatim by its names and units (Ollama's
+    # eval_count / eval_duration ns / prompt_eval_duration ns, llama.cpp's "timings"). Raw facts.
+    server_timings: dict[str, float] | None = None
     output_text: str | None = None
 
     @property

@@ -18,7 +18,8 @@ from rich.console import Console
 
 from . import __version__
 from .backends.llamacpp_embedded import EmbeddedLlamaCpp, EmbeddedSettings, default_gguf
-from .clients.openai import OpenAIClient, TargetUnreachable, make_session, probe, warm_connections
+from .clients import wire_for
+from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
 from .config import RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
@@ -82,8 +83,9 @@ async def _run_points(
     config: RunConfig, target: TargetConfig, backend: dict, writer: RunWriter, console: Console
 ) -> RunResult:
     clock = RunClock.start()
+    wire = wire_for(target.api)
     async with make_session(target, clock.now) as session:
-        target = await _resolve_model(session, target)
+        target = await _resolve_model(session, target, wire)
         tokenizer = _tokenizer(config, target)
         requests, info = build_requests(config.dataset, tokenizer, config.seed)
         writer.write_config(_config_json(config, target, backend, info))
@@ -94,7 +96,7 @@ async def _run_points(
             writer.write_record(record)
 
         count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
-        client = OpenAIClient(session, target, clock.now, count_tokens=count, keep_text=config.keep_text)
+        client = StreamingClient(session, target, wire, clock.now, count_tokens=count, keep_text=config.keep_text)
         stats = LiveStats()
         gen = LoadGenerator(client, clock, sink, stats)
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
@@ -107,7 +109,7 @@ async def _run_points(
                 for index, load in enumerate(config.loads):
                     stats.label = describe(load)
                     first = len(records)
-                    await warm_connections(session, target, _concurrency_hint(load))
+                    await warm_connections(session, target, wire, _concurrency_hint(load))
                     point_run = await gen.run_point(index, load, config.stop, source, config.seed + index)
                     results["points"].append(_point_result(config, point_run, records[first:]))
                     writer.write_results(results)
@@ -121,11 +123,11 @@ async def _run_points(
     return RunResult(writer.dir, results, gen.interrupted)
 
 
-async def _resolve_model(session, target: TargetConfig) -> TargetConfig:
-    models = await probe(session, target)  # raises TargetUnreachable before any load
+async def _resolve_model(session, target: TargetConfig, wire) -> TargetConfig:
+    models = await probe(session, target, wire)  # raises TargetUnreachable before any load
     if target.model is None:
         if not models:
-            raise TargetUnreachable(f"{target.url}/v1/models lists no model; pass --model NAME")
+            raise TargetUnreachable(f"{target.url}{wire.probe_path} names no model; pass --model NAME")
         target = target.model_copy(update={"model": models[0]})
     return target
 

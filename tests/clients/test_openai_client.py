@@ -7,7 +7,8 @@ import json
 from aiohttp import web
 from rich.console import Console
 
-from tokenbench.clients.openai import OpenAIClient, make_session
+from tokenbench.clients.openai import OpenAIWire
+from tokenbench.clients.stream import StreamingClient, make_session
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.records import Outcome, Request, RequestRecord, RunClock
 from tokenbench.runner import run
@@ -42,7 +43,7 @@ async def test_large_event_split_across_writes_parses():
     target = TargetConfig(url=url, model="m")
     try:
         async with make_session(target, clock.now) as session:
-            client = OpenAIClient(session, target, clock.now, keep_text=True)
+            client = StreamingClient(session, target, OpenAIWire(chat=True), clock.now, keep_text=True)
             record = RequestRecord(point=0, id=0, scheduled_s=clock.now())
             await client.send(Request(prompt="hi", max_tokens=1), record)
     finally:

@@ -1,10 +1,24 @@
-"""Clients send one Request and fill its RequestRecord. A new protocol is one module here."""
+"""Clients send one Request and fill its RequestRecord. A protocol is one Wire module here and one
+line in ``WIRES`` (the values of ``--api``)."""
 
+from collections.abc import Callable
 from typing import Protocol
 
 from ..records import Request, RequestRecord
+from .openai import OpenAIWire
+from .stream import Wire
 
 
 class Client(Protocol):
     async def send(self, request: Request, record: RequestRecord) -> None:
         """Fill ``record``; never raise for a failed request (only re-raise cancellation)."""
+
+
+WIRES: dict[str, Callable[[], Wire]] = {
+    "chat": lambda: OpenAIWire(chat=True),
+    "completions": lambda: OpenAIWire(chat=False),
+}
+
+
+def wire_for(api: str) -> Wire:
+    return WIRES[api]()

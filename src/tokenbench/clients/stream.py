@@ -1,0 +1,332 @@
+"""The one streaming request path shared by every protocol: POST, read the stream, stamp chunks.
+
+A protocol (OpenAI chat/completions, TGI, Triton, Ollama) is a small ``Wire``: the URL, the JSON
+body, the framing (SSE or newline-delimited JSON) and a ``Stream`` that reads one decoded payload
+at a time and says whether it carried content. Everything about timing, retries, outcomes and
+token counts lives here once, so every protocol is measured the same way.
+
+``StreamingClient.send`` never raises for a failed request; a failure is an outcome on the record.
+Only cancellation propagates (after the record is marked ``cancelled``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+import aiohttp
+
+from ..config import TargetConfig
+from ..records import Outcome, Request, RequestRecord, TokenSource
+from .sse import SSEDecoder
+
+ERROR_BODY_CHARS = 500
+
+Framing = Literal["sse", "ndjson"]
+
+
+class TargetUnreachable(Exception):
+    """The target could not be reached or did not answer like the server --api names."""
+
+
+class Stream:
+    """What one response stream said so far. Subclasses implement ``handle``."""
+
+    __slots__ = ("text", "done", "failed", "error", "prompt_tokens", "completion_tokens",
+                 "response_id", "http_error", "server_timings")
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.done = False  # the server said the reply is complete
+        self.failed = False
+        self.error: str | None = None
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.response_id: str | None = None
+        self.http_error: str | None = None
+        self.server_timings: dict[str, float] | None = None
+
+    def fail(self, message: str) -> bool:
+        if not self.failed:
+            self.failed = True
+            self.error = message
+        return False
+
+    def handle(self, data: bytes) -> bool:
+        """Read one payload; return True when it carried content (a chunk to stamp)."""
+        raise NotImplementedError
+
+
+class Wire(Protocol):
+    """One protocol's side of a request (see clients/openai.py, tgi.py, triton.py, ollama.py)."""
+
+    framing: Framing
+    probe_path: str  # GET before any load: must answer 200
+
+    def url(self, target: TargetConfig) -> str: ...
+
+    def payload(self, request: Request, target: TargetConfig) -> dict[str, Any]: ...
+
+    def new_stream(self) -> Stream: ...
+
+    def model_ids(self, probe_json: Any) -> list[str]:
+        """Model names found in the probe's answer (may be empty)."""
+        ...
+
+
+class LineDecoder:
+    """Newline-delimited JSON framing (Ollama): one payload per non-empty line, any size."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed_data(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        if b"\n" not in data:
+            return []
+        *lines, rest = self._buf.split(b"\n")
+        self._buf = bytearray(rest)
+        return [line.rstrip(b"\r") for line in lines if line.strip()]
+
+    def close_data(self) -> list[bytes]:
+        tail, self._buf = bytes(self._buf).strip(), bytearray()
+        return [tail] if tail else []
+
+
+class _SSEPayloads:
+    """SSEDecoder seen as a stream of ``data`` payloads, the shape the client loop reads."""
+
+    __slots__ = ("_decoder",)
+
+    def __init__(self) -> None:
+        self._decoder = SSEDecoder()
+
+    def feed_data(self, data: bytes) -> list[bytes]:
+        return [e.data for e in self._decoder.feed(data)]
+
+    def close_data(self) -> list[bytes]:
+        return [e.data for e in self._decoder.close()]
+
+
+def auth_headers(target: TargetConfig) -> dict[str, str]:
+    key = target.api_key()
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def _stamp_sent(now: Callable[[], float]) -> aiohttp.TraceConfig:
+    """Stamp ``sent_s`` when the request body is handed to the socket, not when we asked aiohttp
+    to send it. On Python < 3.12 aiohttp writes the body from a separate task, so under a burst of
+    requests the gap between the two grew to ~8 ms median / 40 ms p99 at 256 streams
+    (benchmarks/client_overhead.py); that lag belongs to queue delay (sent - scheduled), not TTFT.
+    """
+
+    async def on_chunk_sent(_session, ctx, _params) -> None:
+        record = ctx.trace_request_ctx
+        if record is not None:
+            record.sent_s = now()
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_chunk_sent.append(on_chunk_sent)
+    trace.freeze()
+    return trace
+
+
+def make_session(target: TargetConfig, now: Callable[[], float] | None = None) -> aiohttp.ClientSession:
+    """Connector ``limit=0``: aiohttp's default of 100 silently queues requests above 100 in flight
+    and inflates TTFT. Keep-alive so a request does not pay a TCP handshake."""
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=75)
+    timeout = aiohttp.ClientTimeout(
+        total=target.request_timeout_s,
+        sock_connect=target.connect_timeout_s,
+        sock_read=target.read_timeout_s,
+    )
+    # read_bufsize: a larger high-water mark so a 1 MB event is not read in 64 KB pause/resume steps.
+    traces = [_stamp_sent(now)] if now is not None else []
+    return aiohttp.ClientSession(
+        connector=connector, timeout=timeout, read_bufsize=1 << 20, trace_configs=traces
+    )
+
+
+async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire) -> list[str]:
+    """Check the target answers before any load; return the model ids it lists."""
+    assert target.url is not None
+    url = target.url + wire.probe_path
+    try:
+        async with session.get(
+            url, headers=auth_headers(target), timeout=aiohttp.ClientTimeout(total=15)
+        ) as resp:
+            if resp.status != 200:
+                body = (await resp.text())[:ERROR_BODY_CHARS]
+                raise TargetUnreachable(
+                    f"{url} answered HTTP {resp.status}: {body!r}. Check --url and --api "
+                    f"(and the API key in ${target.api_key_env} if the server needs one)."
+                )
+            text = await resp.text()
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        raise TargetUnreachable(
+            f"cannot reach {target.url} ({type(exc).__name__}: {exc}). Is the server running, "
+            f"and is --url right?"
+        ) from exc
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    return wire.model_ids(data)
+
+
+async def warm_connections(
+    session: aiohttp.ClientSession, target: TargetConfig, wire: Wire, count: int
+) -> int:
+    """Open ``count`` keep-alive connections before a load point (concurrent GETs of the probe
+    path), so the first wave of requests does not pay TCP set-up inside its TTFT: 256 simultaneous
+    connects added ~24 ms to the first requests' TTFT here. Returns how many succeeded."""
+    assert target.url is not None
+    url = target.url + wire.probe_path
+    headers = auth_headers(target)
+
+    async def one() -> bool:
+        try:
+            async with session.get(url, headers=headers) as resp:
+                await resp.read()
+                return resp.status == 200
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            return False
+
+    return sum(await asyncio.gather(*(one() for _ in range(count))))
+
+
+class StreamingClient:
+    """Sends Requests to one target over one Wire and records what happened."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        target: TargetConfig,
+        wire: Wire,
+        now: Callable[[], float],
+        count_tokens: Callable[[str], int] | None = None,
+        keep_text: bool = False,
+    ) -> None:
+        if target.url is None or target.model is None:
+            raise ValueError("a client needs a resolved target url and model")
+        self._session = session
+        self._target = target
+        self._wire = wire
+        self._now = now
+        self._count_tokens = count_tokens
+        self._keep_text = keep_text
+        self._url = wire.url(target)
+        self._headers = {"Content-Type": "application/json", **auth_headers(target)}
+        self._decoder = LineDecoder if wire.framing == "ndjson" else _SSEPayloads
+
+    def payload(self, request: Request) -> dict[str, Any]:
+        return self._wire.payload(request, self._target)
+
+    async def send(self, request: Request, record: RequestRecord) -> None:
+        data = json.dumps(self.payload(request)).encode()
+        stream = self._wire.new_stream()
+        now = self._now
+        try:
+            try:
+                await self._exchange(data, record, stream)
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                if record.status is not None:
+                    raise
+                # The server closed an idle keep-alive connection just as we reused it (llama.cpp
+                # closes idle connections after 5 s): the request never reached it. Retry once
+                # on a fresh connection, as browsers do; the lost time stays in queue delay.
+                record.retries += 1
+                await self._exchange(data, record, stream)
+        except asyncio.CancelledError:
+            record.closed_s = now()
+            record.outcome = Outcome.CANCELLED
+            record.error = "in flight when the run stopped"
+            self._finish_tokens(record, stream)
+            raise
+        except aiohttp.ClientConnectorError as exc:
+            return self._fail(record, stream, Outcome.CONNECT_ERROR, f"{type(exc).__name__}: {exc}")
+        except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            if not stream.done:
+                waited = now() - (record.sent_s or record.scheduled_s)
+                return self._fail(record, stream, Outcome.TIMEOUT, f"timed out ({type(exc).__name__}) after {waited:.1f}s")
+            record.closed_s = now()  # the reply was complete; the server just kept the body open
+        except (aiohttp.ClientError, OSError) as exc:
+            return self._fail(record, stream, Outcome.STREAM_ERROR, f"{type(exc).__name__}: {exc}")
+        record.outcome = self._outcome(record, stream)
+        self._finish_tokens(record, stream)
+
+    def _fail(self, record: RequestRecord, stream: Stream, outcome: Outcome, error: str) -> None:
+        record.closed_s = self._now()
+        record.outcome = outcome
+        record.error = error
+        self._finish_tokens(record, stream)
+
+    async def _exchange(self, data: bytes, record: RequestRecord, stream: Stream) -> None:
+        """One HTTP exchange: POST, then read the stream to its end, stamping content chunks."""
+        now = self._now
+        record.sent_s = now()  # refined by the trace hook when the body reaches the socket
+        async with self._session.post(
+            self._url, data=data, headers=self._headers, trace_request_ctx=record
+        ) as resp:
+            record.status = resp.status
+            if resp.status != 200:
+                body = await resp.text(errors="replace")
+                record.closed_s = now()
+                stream.http_error = f"HTTP {resp.status}: {body[:ERROR_BODY_CHARS]}"
+                return
+            decoder = self._decoder()
+            chunk_times = record.chunk_times_s
+            handle = stream.handle
+            # Hot path: one iteration per network read. Read to EOF even after the final event so
+            # the connection goes back to the pool instead of being closed with unread bytes.
+            async for raw in resp.content.iter_any():
+                t = now()
+                for payload in decoder.feed_data(raw):
+                    if handle(payload):
+                        chunk_times.append(t)
+                if stream.failed:
+                    break
+            if not stream.failed:
+                for payload in decoder.close_data():
+                    if handle(payload):
+                        chunk_times.append(now())
+            record.closed_s = now()
+
+    @staticmethod
+    def _outcome(record: RequestRecord, stream: Stream) -> Outcome:
+        if stream.http_error is not None:
+            record.error = stream.http_error
+            return Outcome.HTTP_ERROR
+        if stream.failed:
+            record.error = stream.error
+            return Outcome.STREAM_ERROR
+        if not record.chunk_times_s:
+            record.error = "stream ended without a content chunk"
+            return Outcome.NO_OUTPUT
+        return Outcome.OK
+
+    def _finish_tokens(self, record: RequestRecord, stream: Stream) -> None:
+        if record.chunk_times_s:
+            record.end_s = record.chunk_times_s[-1]
+        record.prompt_tokens = stream.prompt_tokens
+        record.response_id = stream.response_id
+        record.server_output_tokens = stream.completion_tokens
+        record.server_timings = stream.server_timings
+        text = "".join(stream.text) if (self._count_tokens or self._keep_text) else None
+        if self._count_tokens is not None and text is not None and record.chunk_times_s:
+            record.client_output_tokens = self._count_tokens(text)
+        if self._keep_text:
+            record.output_text = text
+        if record.server_output_tokens is not None and record.outcome is Outcome.OK:
+            record.output_tokens = record.server_output_tokens
+            record.output_tokens_source = TokenSource.SERVER
+        elif record.client_output_tokens is not None:
+            record.output_tokens = record.client_output_tokens
+            record.output_tokens_source = TokenSource.TOKENIZER
+        elif record.chunk_times_s:
+            record.output_tokens = len(record.chunk_times_s)
+            record.output_tokens_source = TokenSource.CHUNKS
