@@ -50,6 +50,35 @@ class TargetConfig(_Model):
         return os.environ.get(self.api_key_env) or None
 
 
+class EngineKnobs(_Model):
+    """The settings every backend profile maps to its own native flags (backends/*.py). None means
+    "the engine's default"; a knob an engine has no flag for is an error naming --engine-arg."""
+
+    max_num_seqs: int | None = Field(default=None, gt=0)  # max concurrent sequences / batch size
+    kv_memory: float | None = Field(default=None, gt=0, le=1)  # accelerator memory fraction: weights + KV
+    max_model_len: int | None = Field(default=None, gt=0)
+    prefix_caching: bool | None = None
+    quantization: str | None = None
+    tensor_parallel: int | None = Field(default=None, gt=0)
+    engine_args: tuple[str, ...] = ()  # passed through verbatim after the mapped flags
+    engine_env: dict[str, str] = Field(default_factory=dict)
+
+
+class BackendConfig(_Model):
+    """A server tokenbench launches (``--backend NAME --model M``) or attaches to (``--url`` with
+    ``--backend NAME``: only its metric names and quirks are used)."""
+
+    name: str
+    model: str | None = None  # what the engine loads: hub id or local path
+    served_model_name: str | None = None  # name sent in requests; defaults per engine
+    knobs: EngineKnobs = Field(default_factory=EngineKnobs)
+    executable: str | None = None  # overrides the engine's command (e.g. a venv's bin/vllm)
+    port: int | None = Field(default=None, gt=0, lt=65536)  # None: a free port on 127.0.0.1
+    ready_timeout_s: float = Field(default=900.0, gt=0)  # includes downloads/conversion/compilation
+    metrics_interval_s: float = Field(default=1.0, gt=0)  # /metrics scrape period
+    metrics_url: str | None = None  # default: the target URL + the profile's metrics path
+
+
 class UsersLoad(_Model):
     """Closed loop: ``users`` users spawned evenly over ``ramp_up_s``; each sends its next request
     ``think_time_s`` after the previous one ends."""
@@ -121,6 +150,7 @@ class RunConfig(_Model):
     loads: list[LoadPoint] = Field(min_length=1)
     stop: StopConfig
     dataset: DatasetConfig = DatasetConfig()
+    backend: BackendConfig | None = None
     slo: SLOConfig = SLOConfig()
     seed: int = 0
     window_s: float = Field(default=5.0, gt=0)  # time-series window

@@ -1,0 +1,166 @@
+"""What a backend profile is: how to launch an engine, its knobs, its APIs and its metric names.
+
+A profile is data plus two small functions (local and container command). Each engine is one
+module in this package and one line in ``backends.PROFILES``. Commands are argument lists, never
+shell strings. Metric names are cited next to each mapping in the engine's module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import EngineKnobs
+
+
+class BackendError(Exception):
+    """A backend could not be launched as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class MetricNames:
+    """Prometheus sample names per normalized field. Each field lists candidates, newest name
+    first (engines rename metrics between versions); the first one present in a scrape is used
+    and samples with the same name but different labels are summed. Histograms are given by base
+    name (``<name>_sum`` / ``<name>_count`` are read), in seconds unless a scale says otherwise."""
+
+    running: tuple[str, ...] = ()  # gauge: requests being decoded/prefilled now
+    waiting: tuple[str, ...] = ()  # gauge: requests queued in the engine
+    kv_usage: tuple[str, ...] = ()  # gauge: KV-cache usage
+    kv_usage_scale: float = 1.0  # multiply to get 0..1 (0.01 when the engine reports percent)
+    preemptions: tuple[str, ...] = ()  # counter
+    prefix_cache_hits: tuple[str, ...] = ()  # counter (tokens or blocks, as the engine counts)
+    prefix_cache_queries: tuple[str, ...] = ()  # counter, same unit as hits
+    generated_tokens: tuple[str, ...] = ()  # counter
+    ttft_histogram: tuple[str, ...] = ()
+    itl_histogram: tuple[str, ...] = ()  # inter-token / time-per-output-token histogram
+    histogram_scale: float = 1.0  # multiply a histogram's _sum to get seconds (0.001 for ms)
+    path: str = "/metrics"
+
+    def fields(self) -> dict[str, tuple[str, ...]]:
+        return {
+            "running": self.running, "waiting": self.waiting, "kv_usage": self.kv_usage,
+            "preemptions": self.preemptions, "prefix_cache_hits": self.prefix_cache_hits,
+            "prefix_cache_queries": self.prefix_cache_queries,
+            "generated_tokens": self.generated_tokens,
+        }
+
+    def histograms(self) -> dict[str, tuple[str, ...]]:
+        return {"ttft": self.ttft_histogram, "itl": self.itl_histogram}
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything a profile needs to render a command."""
+
+    model: str
+    served_name: str
+    host: str
+    port: int
+    knobs: EngineKnobs
+    executable: str | None = None  # overrides the first word(s) of the local command
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the caller's environment
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str  # the key in PROFILES and the value of --backend
+    title: str
+    apis: tuple[str, ...]  # values of --api it serves; the first is the default
+    default_port: int
+    ready_path: str  # GET answers 2xx once the model is loaded and requests can be served
+    local: Callable[[LaunchSpec], Launch]
+    container: Callable[[LaunchSpec], Launch]
+    metrics: MetricNames | None  # None: the engine has no Prometheus endpoint
+    version_path: str | None = None  # GET returning JSON with the engine version
+    version_field: str | None = None  # dotted key in that JSON
+    version_package: str | None = None  # else: the Python distribution of the engine
+    ignore_eos: bool = True  # honours ignore_eos (fixed-length outputs)
+    usage: str = ""  # where the server reports token usage
+    quirks: tuple[str, ...] = ()
+    cold_start_includes: str = "process start and model load"
+    docs: tuple[str, ...] = ()  # where the facts in the module come from
+
+    @property
+    def default_api(self) -> str:
+        return self.apis[0]
+
+
+def knob_flags(
+    knobs: EngineKnobs,
+    engine: str,
+    values: Mapping[str, str],
+    switches: Mapping[str, tuple[str | None, str | None]] = {},
+) -> list[str]:
+    """Map the common knobs to native flags. ``values``: knob -> flag taking a value;
+    ``switches``: knob -> (flag when True, flag when False). A knob that is set but that this
+    engine has no flag for raises BackendError naming the pass-through."""
+    argv: list[str] = []
+    for knob, value in _set_knobs(knobs).items():
+        if knob in values:
+            argv += [values[knob], _fmt(value)]
+        elif knob in switches:
+            flag = switches[knob][0 if value else 1]
+            if flag is None:
+                raise unsupported(engine, knob, value)
+            argv.append(flag)
+        else:
+            raise unsupported(engine, knob, value)
+    return argv
+
+
+def _set_knobs(knobs: EngineKnobs) -> dict[str, object]:
+    data = knobs.model_dump(exclude={"engine_args", "engine_env"})
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _fmt(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+KNOB_FLAGS = {
+    "max_num_seqs": "--max-num-seqs", "kv_memory": "--kv-memory", "max_model_len": "--max-model-len",
+    "prefix_caching": "--prefix-caching/--no-prefix-caching", "quantization": "--quantization",
+    "tensor_parallel": "--tensor-parallel",
+}
+
+
+def unsupported(engine: str, knob: str, value: object) -> BackendError:
+    return BackendError(
+        f"{engine} has no native flag for {KNOB_FLAGS.get(knob, knob)}={value}; drop it, or pass "
+        f"the engine's own flag with --engine-arg"
+    )
+
+
+def container_model(spec: LaunchSpec, mount: str = "/model") -> tuple[list[str], str]:
+    """Volume flags and the model as the container sees it: a local folder/file is mounted
+    read-only at ``mount``; a hub id is passed as is with the host's HF cache mounted."""
+    path = Path(spec.model)
+    if path.exists():
+        source = path.parent if path.is_file() else path
+        inside = f"{mount}/{path.name}" if path.is_file() else mount
+        return ["-v", f"{source.resolve()}:{mount}:ro"], inside
+    return ["-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface"], spec.model
+
+
+def docker_run(spec: LaunchSpec, image: str, args: list[str], volumes: list[str], *,
+               gpus: bool = True, env: Mapping[str, str] = {}) -> Launch:
+    """``docker run`` of an engine image, publishing its port on loopback only."""
+    argv = ["docker", "run", "--rm", "--ipc=host", "-p", f"127.0.0.1:{spec.port}:{spec.port}"]
+    if gpus:
+        argv += ["--gpus", "all"]
+    argv += volumes
+    for key, value in {**env, **spec.knobs.engine_env}.items():
+        argv += ["-e", f"{key}={value}"]
+    return Launch(tuple(argv + [image, *args]))
+
+
+def exe(spec: LaunchSpec, default: list[str]) -> list[str]:
+    """The engine's command words, or the user's --engine-bin in their place."""
+    return [spec.executable] if spec.executable else default

@@ -1,0 +1,95 @@
+"""llama.cpp: ``llama-server`` (a binary you installed) and the in-process ``xllamacpp`` server (a
+pip wheel, hosted in a tokenbench child process). Both take the same flags, so one mapping.
+
+Facts and their sources:
+- Flags: ggml-org/llama.cpp common/arg.cpp and tools/server/README.md: -m, --host, --port,
+  -np/--parallel (slots = max concurrent sequences), -c/--ctx-size (the TOTAL context, split
+  evenly across slots, so max model length L with N slots needs -c L*N), -a/--alias, --metrics
+  (the /metrics endpoint is off unless asked), --cache-prompt/--no-cache-prompt (reuse of a
+  slot's KV prefix, llama.cpp's prefix caching). No memory-fraction, quantization (the GGUF file
+  decides) or tensor-parallel flag with the same meaning: those knobs are refused.
+- Readiness: GET /health answers 503 while loading and 200 when ready (tools/server/README.md).
+  GET /props has "build_info" (the build, "b0-unknown" in the xllamacpp wheel).
+- Metrics (tools/server/server.cpp, handle_metrics; names checked on a live xllamacpp server,
+  tests/fixtures/llamacpp_metrics.txt): llamacpp:requests_processing, llamacpp:requests_deferred,
+  llamacpp:tokens_predicted_total, llamacpp:prompt_tokens_cached_total. No KV-usage gauge any more
+  (llamacpp:kv_cache_usage_ratio was removed upstream), no preemption (a slot owns its context)
+  and no latency histograms.
+- Usage: the final chunk with stream_options.include_usage; it also carries "timings" (ms), kept
+  in the record as server_timings. ignore_eos is accepted as a request field.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, container_model, docker_run, exe, knob_flags
+
+IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
+
+METRICS = MetricNames(
+    running=("llamacpp:requests_processing",),
+    waiting=("llamacpp:requests_deferred",),
+    kv_usage=("llamacpp:kv_cache_usage_ratio",),  # older builds only
+    generated_tokens=("llamacpp:tokens_predicted_total",),
+    prefix_cache_hits=("llamacpp:prompt_tokens_cached_total",),
+)
+
+DEFAULT_SLOTS = 4
+DEFAULT_SLOT_CONTEXT = 2048
+
+
+def _args(spec: LaunchSpec, model: str) -> list[str]:
+    knobs = spec.knobs
+    slots = knobs.max_num_seqs or DEFAULT_SLOTS
+    ctx = slots * (knobs.max_model_len or DEFAULT_SLOT_CONTEXT)
+    rest = knobs.model_copy(update={"max_num_seqs": None, "max_model_len": None})
+    if knobs.quantization is not None:
+        raise BackendError("llama.cpp takes its quantization from the GGUF file: pass a quantized "
+                           "--model file instead of --quantization")
+    return [
+        "-m", model, "--host", spec.host, "--port", str(spec.port), "--alias", spec.served_name,
+        "--parallel", str(slots), "--ctx-size", str(ctx), "--metrics",
+        *knob_flags(rest, "llama.cpp", {}, {"prefix_caching": ("--cache-prompt", "--no-cache-prompt")}),
+        *knobs.engine_args,
+    ]
+
+
+def local(spec: LaunchSpec) -> Launch:
+    return Launch((*exe(spec, ["llama-server"]), *_args(spec, spec.model)), dict(spec.knobs.engine_env))
+
+
+def embedded_local(spec: LaunchSpec) -> Launch:
+    threads = ["--threads", str(_threads())]
+    default = [sys.executable, "-m", "tokenbench.backends._xllamacpp_child"]
+    return Launch((*exe(spec, default), *_args(spec, spec.model), *threads), dict(spec.knobs.engine_env))
+
+
+def _threads() -> int:
+    import os
+
+    return max(1, (os.cpu_count() or 2) - 1)  # leave a core to the load generator
+
+
+def container(spec: LaunchSpec) -> Launch:
+    volumes, model = container_model(spec)
+    return docker_run(spec, IMAGE, _args(spec, model), volumes, gpus=False)
+
+
+_COMMON = dict(
+    apis=("chat", "completions"),
+    default_port=8080,
+    ready_path="/health",
+    container=container,
+    metrics=METRICS,
+    usage="final chunk with stream_options.include_usage; also 'timings' (ms) per request",
+    quirks=("--ctx-size is the total context over all slots (tokenbench renders slots * max model length)",
+            "closes idle keep-alive connections after 5 s (the client re-sends once)"),
+    docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
+)
+
+PROFILE = Profile(name="llamacpp", title="llama.cpp (llama-server)", local=local,
+                  version_path="/props", version_field="build_info", **_COMMON)
+
+EMBEDDED_PROFILE = Profile(name="xllamacpp", title="llama.cpp (in-process xllamacpp)",
+                           local=embedded_local, version_package="xllamacpp", **_COMMON)

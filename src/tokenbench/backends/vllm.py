@@ -1,0 +1,79 @@
+"""vLLM (`vllm serve`): OpenAI completions + chat, Prometheus at /metrics.
+
+Facts and their sources:
+- CLI flags: vllm-project/vllm vllm/engine/arg_utils.py (EngineArgs.add_cli_args):
+  --max-num-seqs, --gpu-memory-utilization, --max-model-len, --enable-prefix-caching /
+  --no-enable-prefix-caching, --quantization, --tensor-parallel-size, --served-model-name.
+- Readiness: GET /health answers 200 once the engine is up (vllm/entrypoints/openai/api_server.py);
+  GET /version -> {"version": ...} (same file).
+- Metrics: vllm/v1/metrics/loggers.py (PrometheusStatLogger) and docs/design/metrics.md. V1 renamed
+  vllm:gpu_cache_usage_perc -> vllm:kv_cache_usage_perc (a 0..1 fraction despite "perc") and
+  vllm:time_per_output_token_seconds -> vllm:inter_token_latency_seconds; both names are listed.
+- CPU build: VLLM_CPU_KVCACHE_SPACE (GiB) sizes the KV cache on CPU (docs/getting_started/
+  installation/cpu.md); --kv-cache-memory-bytes sizes it directly in newer versions (arg_utils.py).
+- Usage: final SSE chunk with empty choices when stream_options.include_usage is true
+  (vllm/entrypoints/openai/serving_chat.py). ignore_eos is a vLLM extra sampling parameter
+  (vllm/entrypoints/openai/protocol.py).
+"""
+
+from __future__ import annotations
+
+from .base import Launch, LaunchSpec, MetricNames, Profile, container_model, docker_run, exe, knob_flags
+
+IMAGE = "vllm/vllm-openai:latest"
+
+# vllm/v1/metrics/loggers.py (PrometheusStatLogger): gauge_scheduler_running / _waiting,
+# gauge_kv_cache_usage, counter_num_preempted_reqs, counter_prefix_cache_hits / _queries,
+# counter_generation_tokens, histogram_time_to_first_token, histogram_inter_token_latency.
+METRICS = MetricNames(
+    running=("vllm:num_requests_running",),
+    waiting=("vllm:num_requests_waiting",),
+    kv_usage=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+    preemptions=("vllm:num_preemptions_total",),
+    prefix_cache_hits=("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    prefix_cache_queries=("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+    generated_tokens=("vllm:generation_tokens_total",),
+    ttft_histogram=("vllm:time_to_first_token_seconds",),
+    itl_histogram=("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+)
+
+
+def _args(spec: LaunchSpec, model: str) -> list[str]:
+    return [
+        model, "--host", spec.host, "--port", str(spec.port), "--served-model-name", spec.served_name,
+        *knob_flags(spec.knobs, "vLLM", {
+            "max_num_seqs": "--max-num-seqs", "kv_memory": "--gpu-memory-utilization",
+            "max_model_len": "--max-model-len", "quantization": "--quantization",
+            "tensor_parallel": "--tensor-parallel-size",
+        }, {"prefix_caching": ("--enable-prefix-caching", "--no-enable-prefix-caching")}),
+        *spec.knobs.engine_args,
+    ]
+
+
+def local(spec: LaunchSpec) -> Launch:
+    return Launch((*exe(spec, ["vllm", "serve"]), *_args(spec, spec.model)), dict(spec.knobs.engine_env))
+
+
+def container(spec: LaunchSpec) -> Launch:
+    volumes, model = container_model(spec)
+    # The image's entrypoint is the OpenAI server; arguments follow the image name.
+    return docker_run(spec, IMAGE, _args(spec, model), volumes)
+
+
+PROFILE = Profile(
+    name="vllm",
+    title="vLLM",
+    apis=("completions", "chat"),
+    default_port=8000,
+    ready_path="/health",
+    local=local,
+    container=container,
+    metrics=METRICS,
+    version_path="/version",
+    version_field="version",
+    version_package="vllm",
+    usage="final chunk with empty choices when stream_options.include_usage is set",
+    quirks=("first chat delta carries only the role (not counted as a chunk)",
+            "on CPU, VLLM_CPU_KVCACHE_SPACE (GiB) sizes the KV cache; --gpu-memory-utilization does not"),
+    docs=("vllm/engine/arg_utils.py", "vllm/v1/metrics/loggers.py", "vllm/entrypoints/openai/api_server.py"),
+)
