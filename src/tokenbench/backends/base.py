@@ -8,7 +8,7 @@ shell strings. Metric names are cited next to each mapping in the engine's modul
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import EngineKnobs
@@ -138,15 +138,20 @@ def unsupported(engine: str, knob: str, value: object) -> BackendError:
     )
 
 
-def container_model(spec: LaunchSpec, mount: str = "/model") -> tuple[list[str], str]:
-    """Volume flags and the model as the container sees it: a local folder/file is mounted
-    read-only at ``mount``; a hub id is passed as is with the host's HF cache mounted."""
+def in_container(spec: LaunchSpec, mount: str = "/model") -> tuple[LaunchSpec, list[str]]:
+    """The spec as a container sees it, plus its volume flags. Inside, the server binds 0.0.0.0
+    (its own network namespace); ``docker_run`` publishes the port on the host's 127.0.0.1 only.
+    A local model folder/file is mounted read-only at ``mount``; a hub id is passed as is with
+    the host's HF cache mounted."""
     path = Path(spec.model)
     if path.exists():
         source = path.parent if path.is_file() else path
-        inside = f"{mount}/{path.name}" if path.is_file() else mount
-        return ["-v", f"{source.resolve()}:{mount}:ro"], inside
-    return ["-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface"], spec.model
+        model = f"{mount}/{path.name}" if path.is_file() else mount
+        volumes = ["-v", f"{source.resolve()}:{mount}:ro"]
+    else:
+        model = spec.model
+        volumes = ["-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface"]
+    return replace(spec, model=model, host="0.0.0.0", executable=None), volumes
 
 
 def docker_run(spec: LaunchSpec, image: str, args: list[str], volumes: list[str], *,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sys
 
-from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, container_model, docker_run, exe, knob_flags
+from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, in_container, docker_run, exe, knob_flags
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
 
@@ -72,8 +72,8 @@ def _threads() -> int:
 
 
 def container(spec: LaunchSpec) -> Launch:
-    volumes, model = container_model(spec)
-    return docker_run(spec, IMAGE, _args(spec, model), volumes, gpus=False)
+    inside, volumes = in_container(spec)
+    return docker_run(spec, IMAGE, _args(inside, inside.model), volumes, gpus=False)
 
 
 _COMMON = dict(

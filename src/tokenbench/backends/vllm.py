@@ -18,7 +18,7 @@ Facts and their sources:
 
 from __future__ import annotations
 
-from .base import Launch, LaunchSpec, MetricNames, Profile, container_model, docker_run, exe, knob_flags
+from .base import Launch, LaunchSpec, MetricNames, Profile, in_container, docker_run, exe, knob_flags
 
 IMAGE = "vllm/vllm-openai:latest"
 
@@ -55,9 +55,9 @@ def local(spec: LaunchSpec) -> Launch:
 
 
 def container(spec: LaunchSpec) -> Launch:
-    volumes, model = container_model(spec)
+    inside, volumes = in_container(spec)
     # The image's entrypoint is the OpenAI server; arguments follow the image name.
-    return docker_run(spec, IMAGE, _args(spec, model), volumes)
+    return docker_run(spec, IMAGE, _args(inside, inside.model), volumes)
 
 
 PROFILE = Profile(
