@@ -96,9 +96,10 @@ def test_ctrl_c_stops_cleanly_and_keeps_everything(start_mock, tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     deadline = time.time() + 30
-    while time.time() < deadline and not (out / "records.jsonl").exists():
-        time.sleep(0.1)
-    time.sleep(3.0)  # requests take ~2 s: some done, three in flight
+    records_file = out / "records.jsonl"
+    while time.time() < deadline and not (records_file.exists() and records_file.stat().st_size):
+        time.sleep(0.05)
+    time.sleep(1.0)  # requests take ~2 s: the first ones are done, three are in flight
     os.kill(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr

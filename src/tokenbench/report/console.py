@@ -41,6 +41,54 @@ def summary_table(points: list[dict]) -> Table:
     for key, name in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "E2E"), ("queue_s", "queue")):
         row(f"{name} mean / p50 / p99", lambda p, k=key: f"{_ms(p[k]['mean'])} / {_ms(p[k]['p50'])} / {_ms(p[k]['p99'])}")
     row("in flight mean / peak", lambda p: f"{_num(p['concurrency']['mean'])} / {p['concurrency']['peak']}")
+    servers = [p.get("server") or {} for p in points]
+    if any(servers):
+        def srv(key: str, fmt=_num):
+            return lambda p: fmt((p.get("server") or {}).get(key))
+
+        def gauge(key: str, scale: float = 1.0):
+            def fn(p):
+                g = (p.get("server") or {}).get(key)
+                return "-" if not g else f"{g['mean'] * scale:.1f} / {g['max'] * scale:.1f}"
+            return fn
+
+        row("server: preemptions", srv("preemptions", lambda v: _num(v, ".0f")))
+        row("server: generated tokens", srv("generated_tokens", lambda v: _num(v, ".0f")))
+        row("server: TTFT mean ms", srv("ttft_s_mean", _ms))
+        row("server: running mean / max", gauge("running"))
+        row("server: waiting mean / max", gauge("waiting"))
+        row("server: KV usage % mean / max", gauge("kv_usage", 100.0))
+    return table
+
+
+def backends_table(profiles) -> Table:
+    table = Table(title="tokenbench backends (tokenbench backends show NAME prints the launch command)")
+    for col in ("name", "engine", "APIs", "metrics", "ignore_eos", "cold start includes"):
+        table.add_column(col)
+    for p in profiles:
+        metrics = "-" if p.metrics is None else p.metrics.path
+        table.add_row(p.name, p.title, ", ".join(p.apis), metrics, "yes" if p.ignore_eos else "no",
+                      p.cold_start_includes)
+    return table
+
+
+def profile_panel(profile, spec) -> Table:
+    """What a profile knows, under its launch command."""
+    table = Table.grid(padding=(0, 2))
+    table.add_row("engine", profile.title)
+    table.add_row("APIs", ", ".join(profile.apis) + f" (default {profile.default_api})")
+    table.add_row("ready", f"GET http://{spec.host}:{spec.port}{profile.ready_path}")
+    table.add_row("usage", profile.usage or "-")
+    table.add_row("ignore_eos", "honoured" if profile.ignore_eos else "not supported")
+    if profile.metrics is None:
+        table.add_row("metrics", "no Prometheus endpoint")
+    else:
+        table.add_row("metrics", profile.metrics.path)
+        for field, names in {**profile.metrics.fields(), **profile.metrics.histograms()}.items():
+            table.add_row(f"  {field}", " | ".join(names) or "- (not exposed)")
+    for quirk in profile.quirks:
+        table.add_row("quirk", quirk)
+    table.add_row("cold start", profile.cold_start_includes)
     return table
 
 

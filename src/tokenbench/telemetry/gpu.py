@@ -1,0 +1,47 @@
+"""GPU utilization, memory and power through NVML (nvidia-ml-py). Without a GPU or driver the
+reason is recorded and every reading is absent: never a zero that looks like an idle GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class GPUSampler:
+    available: bool
+    reason: str | None
+    _handles: list
+
+    @classmethod
+    def open(cls) -> GPUSampler:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception as exc:  # ImportError, NVMLError_LibraryNotFound, DriverNotLoaded, ...
+            return cls(False, f"{type(exc).__name__}: {exc}", [])
+        if not handles:
+            return cls(False, "NVML found no GPU", [])
+        return cls(True, None, handles)
+
+    def read(self) -> list[dict] | None:
+        if not self.available:
+            return None
+        import pynvml
+
+        out = []
+        for index, h in enumerate(self._handles):
+            row: dict = {"index": index}
+            for key, fn in (
+                ("util_pct", lambda: pynvml.nvmlDeviceGetUtilizationRates(h).gpu),
+                ("mem_used_bytes", lambda: pynvml.nvmlDeviceGetMemoryInfo(h).used),
+                ("mem_total_bytes", lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total),
+                ("power_w", lambda: pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0),
+            ):
+                try:
+                    row[key] = fn()
+                except Exception:  # a reading this GPU does not support stays absent
+                    pass
+            out.append(row)
+        return out

@@ -1,0 +1,87 @@
+"""Prometheus text -> flat samples -> the normalized fields of a backend profile (pure).
+
+Parsing uses prometheus_client's text parser. A flat sample key is the sample name plus its
+labels in sorted order (``name{a="1",b="2"}``); histogram buckets and ``_created`` samples are
+dropped (they are large and not used). A profile's candidate name may carry a label selector,
+``name{label="value"}``: the samples with that name whose labels include those pairs are summed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from ..backends.base import MetricNames
+
+_SELECTOR = re.compile(r'^([^{]+)(?:\{(.*)\})?$')
+_PAIR = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    value: float
+
+    @property
+    def key(self) -> str:
+        if not self.labels:
+            return self.name
+        return self.name + "{" + ",".join(f'{k}="{v}"' for k, v in self.labels) + "}"
+
+
+def parse(text: str) -> list[Sample]:
+    """All samples except histogram buckets and ``_created`` timestamps. Raises ValueError on
+    text that is not the Prometheus exposition format."""
+    out: list[Sample] = []
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name.endswith(("_bucket", "_created")):
+                continue
+            out.append(Sample(s.name, tuple(sorted(s.labels.items())), float(s.value)))
+    return out
+
+
+def flat(samples: list[Sample]) -> dict[str, float]:
+    return {s.key: s.value for s in samples}
+
+
+def _select(samples: list[Sample], candidate: str) -> float | None:
+    m = _SELECTOR.match(candidate.strip())
+    if m is None:
+        return None
+    name, selector = m.group(1), m.group(2) or ""
+    wanted = set(_PAIR.findall(selector))
+    values = [s.value for s in samples if s.name == name and wanted <= set(s.labels)]
+    return sum(values) if values else None
+
+
+def first_present(samples: list[Sample], candidates: tuple[str, ...]) -> float | None:
+    for candidate in candidates:
+        value = _select(samples, candidate)
+        if value is not None:
+            return value
+    return None
+
+
+def normalize(samples: list[Sample], names: MetricNames) -> dict[str, float]:
+    """Normalized fields present in this scrape (absent fields are left out, never 0).
+    Histograms give ``<field>_sum_s`` (seconds) and ``<field>_count``."""
+    values: dict[str, float] = {}
+    for field, candidates in names.fields().items():
+        value = first_present(samples, candidates)
+        if value is not None:
+            values[field] = value * names.kv_usage_scale if field == "kv_usage" else value
+    for field, candidates in names.histograms().items():
+        for base in candidates:
+            name, _, selector = base.partition("{")
+            suffix = "{" + selector if selector else ""
+            total = _select(samples, f"{name}_sum{suffix}")
+            count = _select(samples, f"{name}_count{suffix}")
+            if total is not None and count is not None:
+                values[f"{field}_sum_s"] = total * names.histogram_scale
+                values[f"{field}_count"] = count
+                break
+    return values

@@ -1,0 +1,152 @@
+"""The sampler: a child process that scrapes a server's /metrics (and NVML) every interval and
+appends one JSON line per scrape to ``samples.jsonl`` in the run directory, flushed as it goes.
+
+Why a process: parsing a vLLM /metrics page (~300 samples with histograms) takes milliseconds of
+pure-Python CPU; inside the load generator's event loop that would delay chunk timestamps.
+Timestamps use ``time.perf_counter()`` minus the run's origin, as records do: on Linux it is
+CLOCK_MONOTONIC, one clock for every process on the machine, so samples and records share an axis.
+
+File lines: first ``{"kind": "header", ...}`` (URL, backend, interval, GPU availability), then
+``{"kind": "scrape", "t_s", "ok", "scrape_s", "values", "raw", "gpu"}``; a failed scrape is
+``"ok": false`` with its ``error`` (noted, never fatal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from .. import procs
+from .gpu import GPUSampler
+from .prom import flat, normalize, parse
+
+
+def scrape_line(url: str, names, origin: float, gpu: GPUSampler, timeout_s: float) -> dict:
+    t = time.perf_counter() - origin
+    line: dict = {"kind": "scrape", "t_s": t}
+    if url:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+                text = resp.read().decode("utf-8", errors="replace")
+            samples = parse(text)
+            line["ok"] = True
+            line["values"] = normalize(samples, names) if names is not None else {}
+            line["raw"] = flat(samples)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            line["ok"] = False
+            line["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        line["scrape_s"] = time.perf_counter() - origin - t
+    line["gpu"] = gpu.read()
+    return line
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="tokenbench-sampler")
+    ap.add_argument("--metrics-url", default="")
+    ap.add_argument("--backend", default=None)
+    ap.add_argument("--interval", type=float, default=1.0)
+    ap.add_argument("--origin", type=float, required=True, help="the run clock's perf_counter origin")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    names = None
+    if args.backend:
+        from ..backends import get_profile
+
+        names = get_profile(args.backend).metrics
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    gpu = GPUSampler.open()
+    with open(args.out, "a", buffering=1) as out:
+        out.write(json.dumps({
+            "kind": "header", "metrics_url": args.metrics_url or None, "backend": args.backend,
+            "interval_s": args.interval,
+            "gpu": {"available": gpu.available, "reason": gpu.reason},
+        }) + "\n")
+        next_t = time.perf_counter()
+        while not stop.is_set():
+            out.write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu,
+                                             min(5.0, max(args.interval, 0.5)))) + "\n")
+            next_t += args.interval
+            stop.wait(max(0.0, next_t - time.perf_counter()))
+
+
+class Sampler:
+    """Context manager owning the sampler child: ``with Sampler(...) as s: ... s.wait_past(t)``."""
+
+    def __init__(self, out: Path, origin_monotonic_s: float, metrics_url: str | None,
+                 backend: str | None, interval_s: float) -> None:
+        self.out = out
+        self.interval_s = interval_s
+        self.metrics_url = metrics_url
+        self._argv = [sys.executable, "-m", "tokenbench.telemetry.sampler", "--out", str(out),
+                      "--origin", repr(origin_monotonic_s), "--interval", str(interval_s)]
+        if metrics_url:
+            self._argv += ["--metrics-url", metrics_url]
+        if backend:
+            self._argv += ["--backend", backend]
+        self._origin = origin_monotonic_s
+        self._proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> Sampler:
+        self._proc = subprocess.Popen(self._argv, stdin=subprocess.DEVNULL)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        procs.stop(self._proc, grace_s=5.0)
+        self._proc = None
+
+    async def wait_past(self, t_s: float, timeout_s: float | None = None) -> None:
+        """Wait until a scrape stamped at or after ``t_s`` is on disk (so a point's counters are
+        bracketed), or ``timeout_s`` passes (default: three intervals + 5 s)."""
+        import asyncio
+
+        deadline = time.perf_counter() + (timeout_s if timeout_s is not None else 3 * self.interval_s + 5)
+        while time.perf_counter() < deadline:
+            if self._proc is None or self._proc.poll() is not None:
+                return
+            if any(s.get("t_s", -1) >= t_s for s in read_samples(self.out)[-3:]):
+                return
+            await asyncio.sleep(min(0.1, self.interval_s / 4))
+
+
+def read_samples(path: Path) -> list[dict]:
+    """Scrape lines of a samples file; a torn last line (the writer was killed) is skipped."""
+    if not path.exists():
+        return []
+    out = []
+    with open(path, "rb") as f:
+        for line in f:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if obj.get("kind") == "scrape":
+                out.append(obj)
+    return out
+
+
+def read_header(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    with open(path, "rb") as f:
+        for line in f:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if obj.get("kind") == "header":
+                return obj
+    return None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Server and GPU samples -> what a load point and each time-series window report (pure).
+
+Counters are differenced between the scrapes that bracket the span (the last at or before its
+start, the first at or after its end), so a 1 s scrape interval can attribute up to one interval
+of a neighbouring span. Gauges are the mean/max of the scrapes inside the span. A field the
+server does not expose stays None, never 0. Server-side latency means come from histogram
+_sum/_count deltas over the same brackets.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+COUNTERS = ("preemptions", "generated_tokens", "prefix_cache_hits", "prefix_cache_queries")
+GAUGES = ("running", "waiting", "kv_usage")
+
+
+def _delta(a: dict | None, b: dict | None, field: str) -> float | None:
+    if a is None or b is None:
+        return None
+    va, vb = a["values"].get(field), b["values"].get(field)
+    if va is None or vb is None:
+        return None
+    return vb - va
+
+
+def _bracket(ok: list[dict], start_s: float, end_s: float) -> tuple[dict | None, dict | None]:
+    times = [s["t_s"] for s in ok]
+    i = bisect_right(times, start_s) - 1
+    j = bisect_left(times, end_s)
+    before = ok[i] if i >= 0 else (ok[0] if ok and ok[0]["t_s"] <= end_s else None)
+    after = ok[j] if j < len(ok) else (ok[-1] if ok and ok[-1]["t_s"] >= start_s else None)
+    return before, after
+
+
+def _stats(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    return {"mean": sum(values) / len(values), "max": max(values)}
+
+
+def _hist_mean(a: dict | None, b: dict | None, field: str) -> tuple[float | None, float | None]:
+    d_sum, d_count = _delta(a, b, f"{field}_sum_s"), _delta(a, b, f"{field}_count")
+    if d_sum is None or d_count is None:
+        return None, None
+    return (d_sum / d_count if d_count > 0 else None), d_count
+
+
+def point_server(samples: list[dict], start_s: float, end_s: float) -> dict | None:
+    """The server's view of [start_s, end_s]; None when nothing was scraped from a server."""
+    scraped = [s for s in samples if "ok" in s]
+    if not scraped:
+        return None
+    ok = [s for s in scraped if s["ok"]]
+    inside = [s for s in ok if start_s <= s["t_s"] <= end_s]
+    failed = [s for s in scraped if not s["ok"] and start_s <= s["t_s"] <= end_s]
+    before, after = _bracket(ok, start_s, end_s)
+    out: dict = {
+        "scrapes": len(inside),
+        "failed_scrapes": len(failed),
+        "first_scrape_error": failed[0].get("error") if failed else None,
+        "bracket_s": [before["t_s"], after["t_s"]] if before and after else None,
+    }
+    for field in COUNTERS:
+        out[field] = _delta(before, after, field)
+    hits, queries = out["prefix_cache_hits"], out["prefix_cache_queries"]
+    out["prefix_cache_hit_rate"] = hits / queries if hits is not None and queries else None
+    for field in GAUGES:
+        out[field] = _stats([s["values"][field] for s in inside if field in s["values"]])
+    for field in ("ttft", "itl"):
+        mean, count = _hist_mean(before, after, field)
+        out[f"{field}_s_mean"] = mean
+        out[f"{field}_count"] = count
+    return out
+
+
+def point_gpu(samples: list[dict], header: dict | None, start_s: float, end_s: float) -> dict:
+    gpu_info = (header or {}).get("gpu") or {"available": False, "reason": "not sampled"}
+    if not gpu_info.get("available"):
+        return {"available": False, "reason": gpu_info.get("reason")}
+    rows = [g for s in samples if start_s <= s["t_s"] <= end_s for g in (s.get("gpu") or [])]
+
+    def col(key: str) -> list[float]:
+        return [r[key] for r in rows if key in r]
+
+    util, power, mem = col("util_pct"), col("power_w"), col("mem_used_bytes")
+    return {
+        "available": True,
+        "util_pct": _stats(util),
+        "power_w": _stats(power),
+        "mem_used_bytes_max": max(mem) if mem else None,
+    }
+
+
+def window_server(samples: list[dict], start_s: float, end_s: float) -> dict:
+    """Server gauges for one time-series window: the mean of scrapes inside it, else the scrape
+    nearest its middle; preemptions counted between the scrapes at/before its edges."""
+    ok = [s for s in samples if s.get("ok")]
+    if not ok:
+        return {}
+    inside = [s for s in ok if start_s <= s["t_s"] < end_s]
+    if not inside:
+        mid = (start_s + end_s) / 2
+        inside = [min(ok, key=lambda s: abs(s["t_s"] - mid))]
+    out: dict = {}
+    for field in GAUGES:
+        values = [s["values"][field] for s in inside if field in s["values"]]
+        out[f"server_{field}"] = sum(values) / len(values) if values else None
+    before, after = _at_or_before(ok, start_s), _at_or_before(ok, end_s)
+    out["server_preemptions"] = _delta(before, after, "preemptions")
+    util = [g["util_pct"] for s in inside for g in (s.get("gpu") or []) if "util_pct" in g]
+    out["gpu_util_pct"] = sum(util) / len(util) if util else None
+    return out
+
+
+def _at_or_before(ok: list[dict], t: float) -> dict | None:
+    i = bisect_right([s["t_s"] for s in ok], t) - 1
+    return ok[i] if i >= 0 else None
