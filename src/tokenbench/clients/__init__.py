@@ -5,8 +5,11 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..records import Request, RequestRecord
+from .ollama import OllamaWire
 from .openai import OpenAIWire
 from .stream import Wire
+from .tgi import TGIWire
+from .triton import TritonWire
 
 
 class Client(Protocol):
@@ -17,6 +20,9 @@ class Client(Protocol):
 WIRES: dict[str, Callable[[], Wire]] = {
     "chat": lambda: OpenAIWire(chat=True),
     "completions": lambda: OpenAIWire(chat=False),
+    "tgi": TGIWire,
+    "triton": TritonWire,
+    "ollama": OllamaWire,
 }
 
 
