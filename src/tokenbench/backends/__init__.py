@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from . import llamacpp, vllm
+from . import llamacpp, lmdeploy, mlc, ollama, ray, sglang, tgi, triton, trtllm, vllm
 from .base import BackendError, Profile
 
 PROFILES: dict[str, Profile] = {
     "vllm": vllm.PROFILE,
+    "sglang": sglang.PROFILE,
+    "lmdeploy-turbomind": lmdeploy.TURBOMIND_PROFILE,
+    "lmdeploy-pytorch": lmdeploy.PYTORCH_PROFILE,
+    "tgi": tgi.PROFILE,
+    "trtllm": trtllm.PROFILE,
+    "triton": triton.PROFILE,
+    "mlc": mlc.PROFILE,
     "llamacpp": llamacpp.PROFILE,
     "xllamacpp": llamacpp.EMBEDDED_PROFILE,
+    "ollama": ollama.PROFILE,
+    "ray": ray.PROFILE,
 }
 
 

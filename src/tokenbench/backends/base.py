@@ -78,6 +78,9 @@ class Profile:
     local: Callable[[LaunchSpec], Launch]
     container: Callable[[LaunchSpec], Launch]
     metrics: MetricNames | None  # None: the engine has no Prometheus endpoint
+    # Where the sampler scrapes when it is not the server's URL + metrics.path (a separate
+    # metrics port: Triton, Ray). For a server tokenbench did not launch, pass --metrics-url.
+    metrics_url: Callable[[LaunchSpec], str] | None = None
     version_path: str | None = None  # GET returning JSON with the engine version
     version_field: str | None = None  # dotted key in that JSON
     version_package: str | None = None  # else: the Python distribution of the engine

@@ -1,0 +1,184 @@
+"""Ray Serve LLM (vLLM engine behind Ray Serve's OpenAI ingress): OpenAI chat + completions;
+Prometheus on the Ray metrics export port.
+
+Facts and their sources (ray-project/ray unless a URL is given):
+- API: ``LLMConfig(model_loading_config={model_id, model_source}, engine_kwargs={...},
+  deployment_config={...}, log_engine_metrics=...)`` and ``build_openai_app({"llm_configs": [...]})``
+  then ``serve.run(app, blocking=True)`` (doc/source/serve/llm/quick-start.md,
+  doc/source/serve/llm/user-guides/configuration.md). ``engine_kwargs`` are passed straight to vLLM,
+  so the knobs are vLLM engine-argument names (vllm-project/vllm vllm/engine/arg_utils.py):
+  max_num_seqs, gpu_memory_utilization, max_model_len, enable_prefix_caching, quantization,
+  tensor_parallel_size. model_id is the name requests use; model_source a hub id or local path.
+- Rendering: the documented CLI is ``serve run config.yaml`` (configuration.md "YAML equivalent"),
+  which needs a file; a profile renders argv + env only and writes nothing. So the command is
+  ``python3 -c PROGRAM CONFIG_JSON``: PROGRAM is the documented Python API above, verbatim, plus
+  ``ray.init(address="local", _metrics_export_port=M)`` ("local": start a new local Ray instance even
+  if one exists, python/ray/_private/worker.py ray.init docstring; _metrics_export_port:
+  doc/source/ray-observability/user-guides/add-app-metrics.rst) and
+  ``serve.start(http_options={"host", "port"})`` (ray.serve.start / HTTPOptions API docs; the HTTP
+  proxy defaults to 127.0.0.1:8000). CONFIG_JSON is the LLMConfig as JSON, readable in the run's
+  config. --engine-bin replaces ``python3`` (use the interpreter that has ray[serve,llm]).
+- engine_args: ``KEY=VALUE`` adds engine_kwargs[KEY]; ``llm_config.KEY=VALUE`` sets an LLMConfig
+  field (e.g. accelerator_type, deployment_config, experimental_configs). VALUE is JSON when it parses
+  as JSON, else a string.
+- Readiness: the OpenAI ingress (python/ray/llm/_internal/serve/core/ingress/ingress.py) answers
+  GET /v1/models from the configs it fetched from the LLM server replicas (``llm_config.remote()``),
+  so until the engine replica is up the list can be empty: ready means the served model is listed.
+- Metrics: "All engine metrics, including vLLM, are available through the Ray metrics export
+  endpoint" (doc/source/serve/llm/user-guides/observability.md); log_engine_metrics is on by default
+  only from Ray 2.51, so it is set explicitly. Ray prefixes application metrics with "ray_"
+  (add-app-metrics.rst), and vLLM's Ray logger replaces characters outside [a-zA-Z0-9_] with "_"
+  (vllm-project/vllm vllm/v1/metrics/ray_wrappers.py ``_get_sanitized_opentelemetry_name``; older
+  vLLM kept the ':'), so vllm:num_requests_running is exported as ray_vllm_num_requests_running.
+  Counters carry "_total" when Ray exports them as Prometheus counters (ray PR #43795); both forms are
+  listed. The export port is NOT the HTTP port: tokenbench uses http port + 1; point the sampler at
+  metrics_url(spec).
+- Streaming: experimental_configs.stream_batching_interval_ms defaults to 50 (configuration.md):
+  the ingress flushes streamed tokens in batches, which shapes measured inter-token gaps.
+- Version: the ``ray`` Python distribution; no HTTP version endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container
+
+IMAGE = "rayproject/ray-llm:2.49.1-py311-cu128"  # Docker Hub tags: {ray version}-py{XY}-cu{XYZ}; pin yours
+
+PROGRAM = """\
+import json, sys
+import ray
+from ray import serve
+from ray.serve.llm import LLMConfig, build_openai_app
+c = json.loads(sys.argv[1])
+ray.init(address="local", _metrics_export_port=c["metrics_port"])
+serve.start(http_options={"host": c["host"], "port": c["port"]})
+serve.run(build_openai_app({"llm_configs": [LLMConfig(**c["llm_config"])]}), blocking=True)
+"""
+
+# knob -> vLLM engine argument inside engine_kwargs (vllm/engine/arg_utils.py; configuration.md)
+ENGINE_KWARGS = {
+    "max_num_seqs": "max_num_seqs",
+    "kv_memory": "gpu_memory_utilization",
+    "max_model_len": "max_model_len",
+    "prefix_caching": "enable_prefix_caching",
+    "quantization": "quantization",
+    "tensor_parallel": "tensor_parallel_size",
+}
+
+
+def _vllm(name: str, counter: bool = False) -> tuple[str, ...]:
+    """Candidate exported names for a vLLM metric under Ray, newest first."""
+    sanitized, colon = f"ray_vllm_{name}", f"ray_vllm:{name}"
+    if counter:
+        return (f"{sanitized}_total", sanitized, f"{colon}_total", colon)
+    return (sanitized, colon)
+
+
+# vllm/v1/metrics/loggers.py names (see vllm.py) as exported through Ray (module docstring).
+METRICS = MetricNames(
+    running=_vllm("num_requests_running"),
+    waiting=_vllm("num_requests_waiting"),
+    kv_usage=_vllm("kv_cache_usage_perc") + _vllm("gpu_cache_usage_perc"),  # 0..1 despite "perc"
+    preemptions=_vllm("num_preemptions", counter=True),
+    prefix_cache_hits=_vllm("prefix_cache_hits", counter=True),  # tokens
+    prefix_cache_queries=_vllm("prefix_cache_queries", counter=True),
+    generated_tokens=_vllm("generation_tokens", counter=True),
+    ttft_histogram=_vllm("time_to_first_token_seconds"),
+    itl_histogram=_vllm("inter_token_latency_seconds") + _vllm("time_per_output_token_seconds"),
+    path="/metrics",  # on the Ray METRICS EXPORT port: see metrics_url()
+)
+
+
+def metrics_port(http_port: int) -> int:
+    return http_port + 1
+
+
+def metrics_url(spec: LaunchSpec) -> str:
+    return f"http://127.0.0.1:{metrics_port(spec.port)}{METRICS.path}"
+
+
+def llm_config(spec: LaunchSpec, model: str) -> dict:
+    """The LLMConfig (as plain data) for this spec: knobs and engine_args folded in."""
+    knobs = spec.knobs
+    engine_kwargs = {ENGINE_KWARGS[k]: v for k, v in
+                     knobs.model_dump(exclude={"engine_args", "engine_env"}, exclude_none=True).items()}
+    config: dict = {
+        "model_loading_config": {"model_id": spec.served_name, "model_source": model},
+        "engine_kwargs": engine_kwargs,
+        "log_engine_metrics": True,
+    }
+    for arg in knobs.engine_args:
+        key, sep, raw = arg.partition("=")
+        if not sep or not key or key.startswith("-"):
+            raise BackendError(
+                f"Ray Serve LLM takes --engine-arg as KEY=VALUE (a vLLM engine_kwargs entry) or "
+                f"llm_config.KEY=VALUE (an LLMConfig field), got {arg!r}")
+        value = _value(raw)
+        if key.startswith("llm_config."):
+            config[key.removeprefix("llm_config.")] = value
+        else:
+            engine_kwargs[key] = value
+    return config
+
+
+def _value(raw: str) -> object:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _args(spec: LaunchSpec, model: str) -> list[str]:
+    config = {"host": spec.host, "port": spec.port, "metrics_port": metrics_port(spec.port),
+              "llm_config": llm_config(spec, model)}
+    return ["-c", PROGRAM, json.dumps(config, sort_keys=True)]
+
+
+def local(spec: LaunchSpec) -> Launch:
+    return Launch((*exe(spec, ["python3"]), *_args(spec, spec.model)), dict(spec.knobs.engine_env))
+
+
+def container(spec: LaunchSpec) -> Launch:
+    inside, volumes = in_container(spec)
+    # The metrics export port is published too (docker_run publishes the HTTP port only); the flag
+    # pair goes with the volume flags, which docker_run places before the image name.
+    m = metrics_port(spec.port)
+    publish = ["-p", f"127.0.0.1:{m}:{m}"]
+    return docker_run(spec, IMAGE, ["python3", *_args(inside, inside.model)], [*publish, *volumes])
+
+
+PROFILE = Profile(
+    metrics_url=metrics_url,
+    name="ray",
+    title="Ray Serve LLM (vLLM)",
+    apis=("chat", "completions"),
+    default_port=8000,
+    ready_path="/v1/models",
+    local=local,
+    container=container,
+    metrics=METRICS,
+    version_package="ray",
+    usage="final chunk with usage when stream_options.include_usage is set (vLLM's OpenAI layer)",
+    quirks=(
+        "Prometheus metrics are on the Ray metrics export port (http port + 1), not the HTTP port: "
+        "point the sampler at the metrics URL (ray.metrics_url)",
+        "GET /v1/models can answer 200 with an empty list while the engine replica is still "
+        "loading: the server is ready when the served model id is listed",
+        "streamed tokens are flushed in batches every 50 ms by default "
+        "(llm_config.experimental_configs={\"stream_batching_interval_ms\": ...} via --engine-arg): "
+        "inter-token gaps and chunk counts reflect that, not the engine",
+        "rendered as python3 -c <Serve LLM program> <LLMConfig JSON>: the documented serve run needs "
+        "a YAML file, which a profile does not write; --engine-bin picks the interpreter",
+        "starts its own local Ray instance (ray.init(address='local')), with Ray's other ports "
+        "(GCS, dashboard) at their defaults",
+        "older Ray versions require an accelerator type: --engine-arg=llm_config.accelerator_type=A10G",
+    ),
+    cold_start_includes="Ray start, Serve start, replica scheduling and vLLM engine load (download if a "
+                        "hub id)",
+    docs=("doc/source/serve/llm/quick-start.md", "doc/source/serve/llm/user-guides/configuration.md",
+          "doc/source/serve/llm/user-guides/observability.md",
+          "python/ray/llm/_internal/serve/core/ingress/ingress.py",
+          "vllm-project/vllm vllm/v1/metrics/ray_wrappers.py"),
+)

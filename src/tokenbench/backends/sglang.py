@@ -1,0 +1,119 @@
+"""SGLang (`python -m sglang.launch_server`): OpenAI completions + chat, Prometheus at /metrics
+when started with --enable-metrics (always rendered).
+
+Facts and their sources:
+- CLI flags: sgl-project/sglang python/sglang/srt/server_args.py (ServerArgs; the flag is the
+  field name with dashes): --model-path (alias --model), --host, --port, --served-model-name,
+  --max-running-requests, --mem-fraction-static ("fraction of the memory used for static
+  allocation (model weights and KV cache memory pool)", the same meaning as our kv_memory),
+  --context-length, --disable-radix-cache ("Disable RadixAttention for prefix caching"; the radix
+  cache is on by default, so prefix_caching=on renders nothing), --quantization, --tp-size (alias
+  --tensor-parallel-size), --enable-metrics ("Enable log prometheus metrics", default off).
+- Readiness: GET /health and GET /health_generate are one handler that answers 503 while the
+  server status is Starting and 200 once a 1-token generation comes back
+  (python/sglang/srt/entrypoints/http_server.py). GET /get_server_info returns the server args
+  plus "version" (same file).
+- Metrics: python/sglang/srt/metrics/collector.py (SchedulerMetricsCollector,
+  TokenizerMetricsCollector). sglang:token_usage is a 0..1 fraction of the KV pool (example value
+  0.28 in docs/references/production_metrics.md). The inter-token histogram was called
+  sglang:time_per_output_token_seconds in older releases (docs/references/production_metrics.md)
+  and sglang:inter_token_latency_seconds now; both are listed, newest first. Also exported but not
+  mapped: sglang:gen_throughput (tok/s gauge), sglang:cache_hit_rate (gauge),
+  sglang:e2e_request_latency_seconds, sglang:queue_time_seconds.
+- Usage: stream_options.include_usage and the ignore_eos extra parameter are request fields of
+  CompletionRequest / ChatCompletionRequest (python/sglang/srt/entrypoints/openai/protocol.py).
+- Container: lmsysorg/sglang has no server entrypoint; docs/get_started/install.md runs
+  `lmsysorg/sglang:latest python3 -m sglang.launch_server ... --host 0.0.0.0 --port 30000` with
+  ~/.cache/huggingface mounted at /root/.cache/huggingface. Default port 30000 (same doc).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import Launch, LaunchSpec, MetricNames, Profile, in_container, docker_run, exe, knob_flags
+
+IMAGE = "lmsysorg/sglang:latest"
+MODULE = ["-m", "sglang.launch_server"]
+
+# python/sglang/srt/metrics/collector.py:
+#   SchedulerMetricsCollector: sglang:num_running_reqs, sglang:num_queue_reqs (gauges),
+#     sglang:token_usage (gauge, 0..1), sglang:num_retracted_requests_total (counter; requests
+#     retracted = preempted when the KV cache is full).
+#   TokenizerMetricsCollector: sglang:prompt_tokens_total, sglang:generation_tokens_total,
+#     sglang:cached_tokens_total (counters, tokens; cached is only incremented when a request hit
+#     the cache, so it is absent until the first hit), sglang:time_to_first_token_seconds,
+#     sglang:inter_token_latency_seconds (histograms, seconds; the ITL _sum adds each interval and
+#     the buckets count tokens, so _sum/_count is the mean time per output token).
+# docs/references/production_metrics.md (older): sglang:time_per_output_token_seconds.
+METRICS = MetricNames(
+    running=("sglang:num_running_reqs",),
+    waiting=("sglang:num_queue_reqs",),
+    kv_usage=("sglang:token_usage",),
+    preemptions=("sglang:num_retracted_requests_total",),
+    prefix_cache_hits=("sglang:cached_tokens_total",),
+    prefix_cache_queries=("sglang:prompt_tokens_total",),
+    generated_tokens=("sglang:generation_tokens_total",),
+    ttft_histogram=("sglang:time_to_first_token_seconds",),
+    itl_histogram=("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
+)
+
+
+def _args(spec: LaunchSpec, model: str) -> list[str]:
+    knobs = spec.knobs
+    if knobs.prefix_caching:  # the radix cache is SGLang's default (server_args.py)
+        knobs = knobs.model_copy(update={"prefix_caching": None})
+    return [
+        "--model-path", model, "--host", spec.host, "--port", str(spec.port),
+        "--served-model-name", spec.served_name, "--enable-metrics",
+        *knob_flags(knobs, "SGLang", {
+            "max_num_seqs": "--max-running-requests", "kv_memory": "--mem-fraction-static",
+            "max_model_len": "--context-length", "quantization": "--quantization",
+            "tensor_parallel": "--tp-size",
+        }, {"prefix_caching": (None, "--disable-radix-cache")}),
+        *spec.knobs.engine_args,
+    ]
+
+
+def _command(spec: LaunchSpec) -> list[str]:
+    """``python3 -m sglang.launch_server``; --engine-bin replaces it, except that a Python
+    interpreter given as --engine-bin (a venv's bin/python) keeps ``-m sglang.launch_server``."""
+    if spec.executable and Path(spec.executable).name.startswith("python"):
+        return [spec.executable, *MODULE]
+    return exe(spec, ["python3", *MODULE])
+
+
+def local(spec: LaunchSpec) -> Launch:
+    return Launch((*_command(spec), *_args(spec, spec.model)), dict(spec.knobs.engine_env))
+
+
+def container(spec: LaunchSpec) -> Launch:
+    inside, volumes = in_container(spec)
+    return docker_run(spec, IMAGE, ["python3", *MODULE, *_args(inside, inside.model)], volumes)
+
+
+PROFILE = Profile(
+    name="sglang",
+    title="SGLang",
+    apis=("chat", "completions"),
+    default_port=30000,
+    ready_path="/health",
+    local=local,
+    container=container,
+    metrics=METRICS,
+    version_path="/get_server_info",
+    version_field="version",
+    version_package="sglang",
+    usage="final chunk with usage when stream_options.include_usage is set",
+    quirks=(
+        "/metrics exists only with --enable-metrics (tokenbench always passes it)",
+        "/health runs a 1-token generation (503 until the server status is Up)",
+        "prefix_caching=on is the default (radix cache) and renders no flag; off renders "
+        "--disable-radix-cache",
+        "sglang:cached_tokens_total is absent until the first prefix-cache hit",
+    ),
+    cold_start_includes="process start, model load and the server's first successful /health "
+                        "generation",
+    docs=("python/sglang/srt/server_args.py", "python/sglang/srt/metrics/collector.py",
+          "python/sglang/srt/entrypoints/http_server.py", "docs/references/production_metrics.md"),
+)
