@@ -6,6 +6,11 @@ actually delivered - when each request arrived and when each chunk was written, 
 monotonic clock - at ``GET /mock/deliveries`` so a benchmark can compare what the client measured
 with what was really sent.
 
+``GET /metrics`` speaks vLLM's metric names (backends/vllm.py) so ``--backend vllm`` attached to
+the mock exercises the whole telemetry path with known answers: running requests, generated
+tokens, the scripted TTFT in ``vllm:time_to_first_token_seconds``, and ``vllm:num_preemptions_total``
+counting each request that arrives while more than ``kv_slots`` are in flight (0: never).
+
 Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
 http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
 (a non-JSON event mid-stream), error_event (an ``{"error": ...}`` event), no_content (role-only
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 Fault = Literal[
     "none", "http_500", "http_429", "http_400", "disconnect", "malformed", "error_event",
@@ -40,6 +46,7 @@ class MockSettings:
     fault_every: int = 1
     fault_after_chunks: int = 3
     record_deliveries: bool = True
+    kv_slots: int = 0  # > 0: a request arriving above this many in flight counts a "preemption"
 
 
 @dataclass
@@ -54,6 +61,14 @@ class MockServer:
         self.s = settings
         self.deliveries: dict[str, Delivery] = {}
         self._count = 0
+        self._in_flight = 0
+        self._registry = CollectorRegistry()
+        labels = {"labelnames": ["model_name"], "registry": self._registry}
+        self._running = Gauge("vllm:num_requests_running", "in flight", **labels).labels(settings.model)
+        Gauge("vllm:num_requests_waiting", "never queued", **labels).labels(settings.model).set(0)
+        self._generated = Counter("vllm:generation_tokens", "generated", **labels).labels(settings.model)
+        self._preempted = Counter("vllm:num_preemptions", "over kv_slots", **labels).labels(settings.model)
+        self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", **labels).labels(settings.model)
         self.app = web.Application()
         self.app.add_routes([
             web.get("/health", self._health),
@@ -78,7 +93,7 @@ class MockServer:
         return web.json_response({"tokens": tokens, "count": len(tokens)})
 
     async def _metrics(self, _: web.Request) -> web.Response:
-        return web.Response(text=f"# TYPE mock_requests_total counter\nmock_requests_total {self._count}\n")
+        return web.Response(body=generate_latest(self._registry), content_type="text/plain")
 
     async def _deliveries(self, _: web.Request) -> web.Response:
         return web.json_response({k: d.__dict__ for k, d in self.deliveries.items()})
@@ -96,6 +111,17 @@ class MockServer:
         return self.s.fault
 
     async def _stream(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        self._in_flight += 1
+        self._running.set(self._in_flight)
+        if self.s.kv_slots and self._in_flight > self.s.kv_slots:
+            self._preempted.inc()
+        try:
+            return await self._reply(request, chat)
+        finally:
+            self._in_flight -= 1
+            self._running.set(self._in_flight)
+
+    async def _reply(self, request: web.Request, chat: bool) -> web.StreamResponse:
         received = time.perf_counter()
         body = await request.json()
         fault = self._fault_for_this()
@@ -143,6 +169,9 @@ class MockServer:
                 await asyncio.sleep(delay)
             delivery.chunk_times_s.append(time.perf_counter())
             await resp.write(piece)
+            if i == 0:
+                self._ttft.observe(delivery.chunk_times_s[0] - received)
+            self._generated.inc(self.s.tokens_per_chunk)
         finish = {"index": 0, "delta": {}, "finish_reason": "length"} if chat else {"index": 0, "text": "", "finish_reason": "length"}
         await resp.write(event(finish))
         prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())

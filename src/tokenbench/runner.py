@@ -53,8 +53,8 @@ def run(config: RunConfig, console: Console | None = None) -> RunResult:
     writer = RunWriter(config.out_dir or default_run_dir(), keep_text=config.keep_text)
     clock = RunClock.start()
     try:
-        with _target(config, writer.dir, console) as (target, backend, profile):
-            with _sampler(config, target, profile, writer.dir, clock) as sampler:
+        with _target(config, writer.dir, console) as (target, backend, profile, metrics_url):
+            with _sampler(config, target, profile, metrics_url, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
                 return runner(_run_points(config, target, backend, writer, console, clock, sampler))
     finally:
@@ -77,14 +77,15 @@ def _backend(config: RunConfig) -> BackendConfig | None:
 
 
 @contextlib.contextmanager
-def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tuple[TargetConfig, dict, Profile | None]]:
-    """Attach to --url, or launch the backend for the run's duration and stop it after."""
+def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tuple[TargetConfig, dict, Profile | None, str | None]]:
+    """Attach to --url, or launch the backend for the run's duration and stop it after. Also
+    says where its metrics are when that is not the server URL + the profile's path."""
     launch = _backend(config)
     if launch is None:
         named = config.backend.name if config.backend else None
         profile = get_profile(named) if named else None
         target = _with_api(config.target, profile)
-        yield target, {"backend": named or "attached", "engine": profile.title if profile else None}, profile
+        yield target, {"backend": named or "attached", "engine": profile.title if profile else None}, profile, None
         return
     assert launch.name is not None
     profile = get_profile(launch.name)
@@ -94,7 +95,8 @@ def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tupl
         console.print(f"{profile.title} ready at {server.url} after {server.cold_start_s:.1f}s "
                       f"(version {server.version or 'unknown'})")
         target = config.target.model_copy(update={"url": server.url, "model": server.spec.served_name})
-        yield _with_api(target, profile), server.describe(), profile
+        metrics_url = profile.metrics_url(server.spec) if profile.metrics_url else None
+        yield _with_api(target, profile), server.describe(), profile, metrics_url
 
 
 def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
@@ -105,11 +107,11 @@ def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
     return target
 
 
-def _sampler(config: RunConfig, target: TargetConfig, profile: Profile | None, run_dir: Path,
-             clock: RunClock) -> Sampler:
+def _sampler(config: RunConfig, target: TargetConfig, profile: Profile | None, metrics_url: str | None,
+             run_dir: Path, clock: RunClock) -> Sampler:
     """Scrapes the server's /metrics (when its profile or --metrics-url says where) and the GPU."""
     backend = config.backend or BackendConfig()
-    url = backend.metrics_url
+    url = backend.metrics_url or metrics_url
     if url is None and profile is not None and profile.metrics is not None:
         url = f"{target.url}{profile.metrics.path}"
     return Sampler(run_dir / "samples.jsonl", clock.origin_monotonic_s, url,

@@ -1,0 +1,61 @@
+"""The sampler process and the telemetry path end to end against the mock (which speaks vLLM's
+metric names with scripted values)."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tokenbench.calibrate import free_port
+from tokenbench.telemetry.sampler import Sampler, read_header, read_samples
+
+
+async def test_a_failed_scrape_is_noted_and_sampling_goes_on(tmp_path):
+    dead = f"http://127.0.0.1:{free_port()}/metrics"
+    out = tmp_path / "samples.jsonl"
+    with Sampler(out, time.perf_counter(), dead, "vllm", 0.2) as sampler:
+        await sampler.wait_past(0.5, timeout_s=10)
+    scrapes = read_samples(out)
+    assert len(scrapes) >= 3
+    assert all(s["ok"] is False and "URLError" in s["error"] for s in scrapes)
+    header = read_header(out)
+    assert header["backend"] == "vllm" and header["gpu"]["available"] is False and header["gpu"]["reason"]
+
+
+def _run(url, out, *extra):
+    proc = subprocess.run(
+        [sys.executable, "-m", "tokenbench", "run", "--url", url, *extra, "--out", str(out), "--no-live"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((out / "results.json").read_text())
+
+
+def test_attached_backend_reports_server_metrics_with_known_answers(start_mock, tmp_path):
+    url = start_mock(ttft_ms=80, itl_ms=10, kv_slots=2)
+    results = _run(url, tmp_path / "run", "--backend", "vllm", "--api", "chat", "--users", "2,4",
+                   "--duration", "3", "--output-tokens", "20", "--metrics-interval", "0.25")
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").open()]
+    low, high = results["points"]
+    for point in (low, high):
+        mine = [r for r in records if r["point"] == point["index"]]
+        assert point["server"]["generated_tokens"] == sum(r["output_tokens"] for r in mine)
+        # the mock's histogram holds its scripted 80 ms TTFT; the client measured about the same
+        assert point["server"]["ttft_s_mean"] == pytest.approx(0.080, abs=0.01)
+        assert point["ttft_s"]["mean"] == pytest.approx(point["server"]["ttft_s_mean"], abs=0.02)
+    assert low["server"]["preemptions"] == 0  # 2 users never exceed 2 slots
+    assert high["server"]["preemptions"] > 0  # 4 users do
+    assert high["server"]["running"]["max"] == 4 and low["server"]["running"]["max"] <= 2
+    assert results["telemetry"]["metrics_url"] == f"{url}/metrics"
+
+
+def test_unreachable_metrics_do_not_stop_the_run(start_mock, tmp_path):
+    url = start_mock(ttft_ms=20, itl_ms=5)
+    dead = f"http://127.0.0.1:{free_port()}/metrics"
+    results = _run(url, tmp_path / "run", "--metrics-url", dead, "--users", "1", "--duration", "2",
+                   "--output-tokens", "5")
+    point = results["points"][0]
+    assert point["requests"]["ok"] == point["requests"]["total"] > 0
+    assert point["server"]["failed_scrapes"] > 0 and point["server"]["generated_tokens"] is None

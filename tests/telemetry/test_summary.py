@@ -1,0 +1,56 @@
+"""Samples -> per-point and per-window server figures: known answers, None never 0."""
+
+import pytest
+
+from tokenbench.telemetry.summary import point_gpu, point_server, window_server
+
+
+def scrape(t, **values):
+    return {"kind": "scrape", "t_s": t, "ok": True, "values": values, "raw": {}, "gpu": None}
+
+
+SAMPLES = [
+    scrape(0.5, running=0, preemptions=2, generated_tokens=100, ttft_sum_s=1.0, ttft_count=10),
+    scrape(1.5, running=4, preemptions=3, generated_tokens=200, ttft_sum_s=2.0, ttft_count=14),
+    {"kind": "scrape", "t_s": 2.5, "ok": False, "error": "URLError: refused", "gpu": None},
+    scrape(3.5, running=2, preemptions=6, generated_tokens=500, ttft_sum_s=4.0, ttft_count=20),
+    scrape(4.5, running=0, preemptions=6, generated_tokens=520, ttft_sum_s=4.2, ttft_count=21),
+]
+
+
+def test_counters_are_differenced_between_the_bracketing_scrapes():
+    s = point_server(SAMPLES, 1.0, 4.0)  # bracketed by the scrapes at 0.5 and 4.5
+    assert s["bracket_s"] == [0.5, 4.5]
+    assert s["preemptions"] == 4 and s["generated_tokens"] == 420
+    assert s["ttft_s_mean"] == pytest.approx(3.2 / 11) and s["ttft_count"] == 11
+    assert s["running"] == {"mean": 3.0, "max": 4}  # the scrapes inside: 1.5 and 3.5
+    assert s["scrapes"] == 2 and s["failed_scrapes"] == 1 and "refused" in s["first_scrape_error"]
+
+
+def test_fields_the_server_does_not_expose_are_none():
+    s = point_server(SAMPLES, 1.0, 4.0)
+    assert s["kv_usage"] is None and s["waiting"] is None
+    assert s["prefix_cache_hits"] is None and s["prefix_cache_hit_rate"] is None
+    assert s["itl_s_mean"] is None
+
+
+def test_no_scrapes_means_no_server_summary():
+    assert point_server([], 0, 1) is None
+    only_gpu = [{"kind": "scrape", "t_s": 0.5, "gpu": None}]  # no metrics URL: GPU lines only
+    assert point_server(only_gpu, 0, 1) is None
+
+
+def test_window_takes_inside_mean_or_nearest_and_counts_preemptions():
+    w = window_server(SAMPLES, 1.0, 4.0)
+    assert w["server_running"] == 3.0 and w["server_preemptions"] == 4  # 6 (3.5) minus 2 (0.5): the scrapes at or before its edges
+    empty = window_server(SAMPLES, 5.0, 6.0)  # no scrape inside: the nearest (4.5)
+    assert empty["server_running"] == 0 and empty["server_preemptions"] == 0
+
+
+def test_gpu_unavailable_is_said_not_zeroed():
+    header = {"gpu": {"available": False, "reason": "NVMLError_LibraryNotFound"}}
+    assert point_gpu(SAMPLES, header, 0, 5) == {"available": False, "reason": "NVMLError_LibraryNotFound"}
+    gpu_samples = [dict(scrape(t), gpu=[{"index": 0, "util_pct": u, "power_w": 100.0 + u,
+                                         "mem_used_bytes": 1000 * u}]) for t, u in ((0.5, 50), (1.5, 70))]
+    g = point_gpu(gpu_samples, {"gpu": {"available": True}}, 0, 2)
+    assert g["util_pct"] == {"mean": 60.0, "max": 70} and g["mem_used_bytes_max"] == 70000
