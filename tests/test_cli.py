@@ -29,3 +29,52 @@ def test_missing_dataset_file_is_named(tmp_path, start_mock):
                                       "--dataset", "jsonl", "--dataset-path", str(tmp_path / "none.jsonl"),
                                       "--out", str(tmp_path / "out"), "--no-live"])
     assert result.exit_code == 2 and "none.jsonl" in result.output
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--backend", "nosuch", "--model", "m"], "not a known backend"),
+    (["--backend", "vllm"], "pass --model"),
+    (["--backend", "ollama", "--model", "m", "--prefix-caching"], "--engine-arg"),
+    (["--backend", "vllm", "--model", "m", "--kv-memory", "1.5"], "--kv-memory"),
+    (["--url", "http://127.0.0.1:1", "--max-num-seqs", "4"], "launched"),
+    (["--backend", "vllm", "--model", "m", "--engine-env", "NOEQUALS"], "KEY=VALUE"),
+])
+def test_bad_backend_flags_exit_2_before_launch(args, needle):
+    result = CliRunner().invoke(app, ["run", *args, "--users", "1", "--duration", "5"])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output
+
+
+def test_backends_lists_every_profile():
+    from tokenbench.backends import PROFILES
+
+    result = CliRunner().invoke(app, ["backends"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert len(PROFILES) >= 10
+    for name in PROFILES:
+        assert name in result.output
+
+
+def test_backends_show_prints_the_exact_command():
+    result = CliRunner().invoke(app, ["backends", "show", "vllm", "--model", "Qwen/Qwen2.5-0.5B",
+                                      "--max-num-seqs", "64", "--kv-memory", "0.8",
+                                      "--engine-arg=--enforce-eager"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]
+    assert first == ("vllm serve Qwen/Qwen2.5-0.5B --host 127.0.0.1 --port 8000 --served-model-name "
+                     "Qwen/Qwen2.5-0.5B --max-num-seqs 64 --gpu-memory-utilization 0.8 --enforce-eager")
+    assert "vllm:num_preemptions_total" in result.output  # what it knows: the metric mapping
+
+
+def test_backends_show_container_and_env_knobs():
+    result = CliRunner().invoke(app, ["backends", "show", "ollama", "--model", "smollm2:135m",
+                                      "--max-num-seqs", "4", "--container"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]
+    assert first.startswith("docker run") and "127.0.0.1:11434:11434" in first
+    assert "OLLAMA_NUM_PARALLEL=4" in first
+
+
+def test_backends_show_refuses_an_unmappable_knob():
+    result = CliRunner().invoke(app, ["backends", "show", "llamacpp", "--quantization", "awq"])
+    assert result.exit_code == 2 and "GGUF" in result.output

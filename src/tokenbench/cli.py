@@ -232,20 +232,38 @@ def _backend_config(a: dict) -> BackendConfig | None:
                 raise UsageError("engine knobs (--max-num-seqs, --engine-arg, ...) need a launched "
                                  "backend: drop --url and pass --backend NAME --model M")
             # the embedded default backend takes the knobs too
-            return BackendConfig(name="xllamacpp", model=a["model"], knobs=knobs, executable=a["engine_bin"],
-                                 metrics_interval_s=a["metrics_interval"])
+            config = BackendConfig(name="xllamacpp", model=a["model"], knobs=knobs, executable=a["engine_bin"],
+                                   metrics_interval_s=a["metrics_interval"])
+            _check_backend(config, launch=False)
+            return config
         if a["metrics_url"] is not None:
             return BackendConfig(metrics_url=a["metrics_url"], metrics_interval_s=a["metrics_interval"])
         return None
-    if a["url"] is None and not a["model"]:
+    if a["url"] is None and not a["model"] and a["backend"] != "xllamacpp":
         raise UsageError(f"--backend {a['backend']} without --url launches it: pass --model (what it should load)")
     if a["url"] is not None and knobs != EngineKnobs():
         raise UsageError("engine knobs are for a server tokenbench launches; with --url they would be ignored")
-    return BackendConfig(
+    config = BackendConfig(
         name=a["backend"], model=a["model"], served_model_name=a["served_model_name"], knobs=knobs,
         executable=a["engine_bin"], ready_timeout_s=a["ready_timeout"],
         metrics_interval_s=a["metrics_interval"], metrics_url=a["metrics_url"],
     )
+    _check_backend(config, launch=a["url"] is None)
+    return config
+
+
+def _check_backend(config: BackendConfig, launch: bool) -> None:
+    """Bad input before anything starts: an unknown profile, a knob it cannot map, an API it
+    does not serve."""
+    from .backends import BackendError, get_profile
+    from .backends.server import launch_spec
+
+    try:
+        profile = get_profile(config.name or "")
+        if launch and profile.name != "xllamacpp":  # the embedded model path is resolved later
+            profile.local(launch_spec(profile, config))
+    except BackendError as exc:
+        raise UsageError(str(exc)) from None
 
 
 backends_app = typer.Typer(help="Backend profiles: list them, or show the exact launch command.",
