@@ -7,6 +7,7 @@ shell strings. Metric names are cited next to each mapping in the engine's modul
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -170,5 +171,7 @@ def docker_run(spec: LaunchSpec, image: str, args: list[str], volumes: list[str]
 
 
 def exe(spec: LaunchSpec, default: list[str]) -> list[str]:
-    """The engine's command words, or the user's --engine-bin in their place."""
-    return [spec.executable] if spec.executable else default
+    """The engine's command words, or the user's --engine-bin in their place. --engine-bin may be
+    several words (``"/venv/bin/python -m vllm.entrypoints.cli.main serve"``): split like a shell
+    would, but never run through one."""
+    return shlex.split(spec.executable) if spec.executable else default
