@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tokenbench.calibrate import free_port
+from tokenbench.procs import free_port
 from tokenbench.procs import stop, wait_http
 
 

@@ -11,7 +11,7 @@ import time
 import pytest
 from rich.console import Console
 
-from tokenbench.calibrate import free_port
+from tokenbench.procs import free_port
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.runner import run
 

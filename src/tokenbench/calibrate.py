@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
-from .procs import stop, wait_http
+from .procs import free_port, stop, wait_http
 from .report.files import read_records
 
 
@@ -58,12 +57,6 @@ class CalibrationResult:
     achieved_tokens_per_s: float | None
     offered_tokens_per_s: float
     run_dir: str
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _CpuSampler(threading.Thread):

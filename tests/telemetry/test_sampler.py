@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tokenbench.calibrate import free_port
+from tokenbench.procs import free_port
 from tokenbench.telemetry.sampler import Sampler, read_header, read_samples
 
 

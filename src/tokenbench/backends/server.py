@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -22,12 +21,6 @@ from ..config import BackendConfig
 from .base import BackendError, LaunchSpec, Profile
 
 HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def launch_spec(profile: Profile, config: BackendConfig, port: int | None = None) -> LaunchSpec:
@@ -55,7 +48,7 @@ class ManagedServer:
         self.profile = profile
         self.config = config
         self.log_path = log_path
-        self.spec = launch_spec(profile, config, config.port or free_port())
+        self.spec = launch_spec(profile, config, config.port or procs.free_port(HOST))
         self.launch = profile.local(self.spec)  # raises BackendError for unmapped knobs
         self.url = f"http://{HOST}:{self.spec.port}"
         self.cold_start_s: float | None = None
