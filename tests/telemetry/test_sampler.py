@@ -16,7 +16,9 @@ async def test_a_failed_scrape_is_noted_and_sampling_goes_on(tmp_path):
     dead = f"http://127.0.0.1:{free_port()}/metrics"
     out = tmp_path / "samples.jsonl"
     with Sampler(out, time.perf_counter(), dead, "vllm", 0.2) as sampler:
-        await sampler.wait_past(0.5, timeout_s=10)
+        await sampler.wait_past(0.0, timeout_s=10)
+        first = read_samples(out)[0]["t_s"]
+        await sampler.wait_past(first + 0.4, timeout_s=10)  # two intervals later
     scrapes = read_samples(out)
     assert len(scrapes) >= 3
     assert all(s["ok"] is False and "URLError" in s["error"] for s in scrapes)
