@@ -61,7 +61,7 @@ def test_backends_show_prints_the_exact_command():
                                       "--engine-arg=--enforce-eager"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     first = result.output.splitlines()[0]
-    assert first == ("vllm serve Qwen/Qwen2.5-0.5B --host 127.0.0.1 --port 8000 --served-model-name "
+    assert first == ("vllm serve --model Qwen/Qwen2.5-0.5B --host 127.0.0.1 --port 8000 --served-model-name "
                      "Qwen/Qwen2.5-0.5B --max-num-seqs 64 --gpu-memory-utilization 0.8 --enforce-eager")
     assert "vllm:num_preemptions_total" in result.output  # what it knows: the metric mapping
 

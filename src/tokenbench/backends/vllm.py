@@ -39,8 +39,11 @@ METRICS = MetricNames(
 
 
 def _args(spec: LaunchSpec, model: str) -> list[str]:
+    # --model rather than the positional tag: `vllm serve` maps its positional tag onto --model
+    # (vllm/entrypoints/cli/serve.py), while `python -m vllm.entrypoints.openai.api_server` and the
+    # launcher entry ignore a positional tag and would fall back to the default hub model.
     return [
-        model, "--host", spec.host, "--port", str(spec.port), "--served-model-name", spec.served_name,
+        "--model", model, "--host", spec.host, "--port", str(spec.port), "--served-model-name", spec.served_name,
         *knob_flags(spec.knobs, "vLLM", {
             "max_num_seqs": "--max-num-seqs", "kv_memory": "--gpu-memory-utilization",
             "max_model_len": "--max-model-len", "quantization": "--quantization",
@@ -74,6 +77,9 @@ PROFILE = Profile(
     version_package="vllm",
     usage="final chunk with empty choices when stream_options.include_usage is set",
     quirks=("first chat delta carries only the role (not counted as a chunk)",
-            "on CPU, VLLM_CPU_KVCACHE_SPACE (GiB) sizes the KV cache; --gpu-memory-utilization does not"),
+            "on CPU, VLLM_CPU_KVCACHE_SPACE (whole GiB) or --engine-arg=--kv-cache-memory-bytes=N sizes "
+            "the KV cache (the env var wins when set)",
+            "vllm-cpu's `vllm` script fails (no 'vllm' distribution metadata): pass --engine-bin "
+            "'PYTHON -m vllm.entrypoints.launchers.api_server.entry'"),
     docs=("vllm/engine/arg_utils.py", "vllm/v1/metrics/loggers.py", "vllm/entrypoints/openai/api_server.py"),
 )

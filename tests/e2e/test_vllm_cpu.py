@@ -1,0 +1,93 @@
+"""vLLM's CPU build, launched by tokenbench: the preemption experiment in miniature.
+
+A KV cache of 23,592,960 bytes holds 1,024 tokens of SmolLM2-135M (23,040 bytes per token): 8
+blocks of 128, 7 usable. A request of 200 prompt + 128 output tokens needs 3 blocks, so two
+sequences fit and more do not. Sixteen closed-loop users against max-num-seqs 2, 4, 8, 16: the
+engine must report no preemption at 2 and some at 16, read from its own
+``vllm:num_preemptions_total`` by the sampler, beside the throughput and the server's TTFT
+histogram mean. Set up by ``scripts/setup_vllm_cpu.sh`` (``make test`` runs it; cached in .cache/).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
+MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
+KV_CACHE_BYTES = 23_592_960
+SWEEP = (2, 4, 8, 16)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    if not (VENV_PYTHON.exists() and (MODEL / "config.json").exists()):
+        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    base = tmp_path_factory.mktemp("vllm")
+    results = {}
+    for seqs in SWEEP:
+        out = base / f"seqs{seqs}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "tokenbench", "run", "--backend", "vllm", "--model", str(MODEL),
+             "--served-model-name", "smollm2",
+             "--engine-bin", f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
+             "--max-num-seqs", str(seqs), "--max-model-len", "512",
+             "--engine-arg=--enforce-eager", f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}",
+             "--engine-env", "HF_HUB_OFFLINE=1", "--ready-timeout", "300",
+             "--api", "completions", "--users", "16", "--duration", "20", "--drain-timeout", "3",
+             "--input-tokens", "200", "--output-tokens", "128", "--ignore-eos",
+             "--out", str(out), "--no-live"],
+            capture_output=True, text=True, timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        results[seqs] = (out, json.loads((out / "results.json").read_text()))
+    _print_table(results)
+    return results
+
+
+def _print_table(results) -> None:
+    print("\nmax-num-seqs | preemptions | output tok/s | client TTFT mean s | server TTFT mean s | KV max | cold start s")
+    for seqs, (_, r) in results.items():
+        p, s = r["points"][0], r["points"][0]["server"]
+        print(f"{seqs:>12} | {s['preemptions']:>11.0f} | {p['output_tokens_per_s']:>12.1f} | "
+              f"{p['ttft_s']['mean']:>18.2f} | {s['ttft_s_mean']:>18.2f} | {s['kv_usage']['max']:>6.2f} | "
+              f"{r['target']['cold_start_s']:>12.1f}")
+
+
+def test_preemptions_appear_only_when_the_kv_cache_cannot_hold_the_batch(sweep):
+    preemptions = {seqs: r["points"][0]["server"]["preemptions"] for seqs, (_, r) in sweep.items()}
+    assert preemptions[2] == 0, preemptions
+    assert preemptions[16] > 0, preemptions
+
+
+def test_every_point_reports_throughput_and_server_ttft_beside_the_client(sweep):
+    for seqs, (out, r) in sweep.items():
+        point, server = r["points"][0], r["points"][0]["server"]
+        assert point["output_tokens_per_s"] > 0 and point["requests"]["ok"] > 0
+        assert point["ttft_s"]["mean"] > 0
+        assert server["ttft_s_mean"] is not None and server["ttft_s_mean"] > 0 and server["ttft_count"] > 0
+        assert 0 < server["kv_usage"]["max"] <= 1.0
+        assert server["running"]["max"] <= seqs
+        records = [json.loads(line) for line in (out / "records.jsonl").open()]
+        ok_tokens = sum(rec["output_tokens"] for rec in records if rec["outcome"] == "ok")
+        assert server["generated_tokens"] >= ok_tokens  # cancelled streams generated some too
+        assert all(rec["output_tokens"] == 128 for rec in records if rec["outcome"] == "ok")  # ignore_eos
+
+
+def test_launch_facts_are_recorded(sweep):
+    out, r = sweep[2]
+    target = r["target"]
+    assert target["backend"] == "vllm" and target["engine_version"] == "0.32.0"
+    assert target["cold_start_s"] > 1 and "--max-num-seqs" in target["command"]
+    assert (out / "server.log").stat().st_size > 0
+    lines = [json.loads(line) for line in (out / "samples.jsonl").open()]
+    assert any("vllm:num_preemptions_total" in k for s in lines if s.get("ok") for k in s["raw"])
