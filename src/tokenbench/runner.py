@@ -33,7 +33,7 @@ from .records import RequestRecord, RunClock
 from .report.console import LiveView, summary_table
 from .report.files import RunWriter, default_run_dir
 from .telemetry.sampler import Sampler, read_header, read_samples
-from .telemetry.summary import point_gpu, point_server, window_server
+from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
 
 try:
     import uvloop
@@ -205,6 +205,9 @@ def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord]
     point.update(summarize_point(records, window, config.slo))
     samples = read_samples(samples_path)
     point["server"] = point_server(samples, run.start_s, run.end_s)
+    if point["server"] is not None:
+        first_chunks = [(r.chunk_times_s[0], r.ttft_s) for r in records if r.ttft_s is not None]
+        point["server"]["client_ttft_s_matched"] = matched_client_ttft(first_chunks, point["server"])
     point["gpu"] = point_gpu(samples, read_header(samples_path), run.start_s, run.end_s)
     point["timeseries"] = [
         {**w, **window_server(samples, w["start_s"], w["end_s"])}

@@ -47,6 +47,9 @@ def test_attached_backend_reports_server_metrics_with_known_answers(start_mock, 
         # the mock's histogram holds its scripted 80 ms TTFT; the client measured about the same
         assert point["server"]["ttft_s_mean"] == pytest.approx(0.080, abs=0.01)
         assert point["ttft_s"]["mean"] == pytest.approx(point["server"]["ttft_s_mean"], abs=0.02)
+        matched = point["server"]["client_ttft_s_matched"]
+        assert matched["count"] == point["server"]["ttft_count"]  # the very same requests
+        assert matched["mean"] == pytest.approx(point["server"]["ttft_s_mean"], abs=0.01)
     assert low["server"]["preemptions"] == 0  # 2 users never exceed 2 slots
     assert high["server"]["preemptions"] > 0  # 4 users do
     assert high["server"]["running"]["max"] == 4 and low["server"]["running"]["max"] <= 2

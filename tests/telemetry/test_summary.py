@@ -2,7 +2,7 @@
 
 import pytest
 
-from tokenbench.telemetry.summary import point_gpu, point_server, window_server
+from tokenbench.telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
 
 
 def scrape(t, **values):
@@ -54,3 +54,10 @@ def test_gpu_unavailable_is_said_not_zeroed():
                                          "mem_used_bytes": 1000 * u}]) for t, u in ((0.5, 50), (1.5, 70))]
     g = point_gpu(gpu_samples, {"gpu": {"available": True}}, 0, 2)
     assert g["util_pct"] == {"mean": 60.0, "max": 70} and g["mem_used_bytes_max"] == 70000
+
+
+def test_matched_client_ttft_uses_the_servers_bracket():
+    server = point_server(SAMPLES, 1.0, 4.0)  # bracket 0.5 .. 4.5
+    first_chunks = [(0.4, 9.0), (1.0, 0.2), (4.4, 0.4), (4.6, 9.0)]  # outside, in, in, outside
+    assert matched_client_ttft(first_chunks, server) == {"mean": pytest.approx(0.3), "count": 2}
+    assert matched_client_ttft(first_chunks, None) is None

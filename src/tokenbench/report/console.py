@@ -55,6 +55,7 @@ def summary_table(points: list[dict]) -> Table:
         row("server: preemptions", srv("preemptions", lambda v: _num(v, ".0f")))
         row("server: generated tokens", srv("generated_tokens", lambda v: _num(v, ".0f")))
         row("server: TTFT mean ms", srv("ttft_s_mean", _ms))
+        row("  client, same requests", lambda p: _ms(((p.get("server") or {}).get("client_ttft_s_matched") or {}).get("mean")))
         row("server: running mean / max", gauge("running"))
         row("server: waiting mean / max", gauge("waiting"))
         row("server: KV usage % mean / max", gauge("kv_usage", 100.0))

@@ -116,3 +116,16 @@ def window_server(samples: list[dict], start_s: float, end_s: float) -> dict:
 def _at_or_before(ok: list[dict], t: float) -> dict | None:
     i = bisect_right([s["t_s"] for s in ok], t) - 1
     return ok[i] if i >= 0 else None
+
+
+def matched_client_ttft(first_chunks: list[tuple[float, float]], server: dict | None) -> dict | None:
+    """The client's TTFT over the same requests the server's TTFT histogram counted over the point:
+    every request whose first chunk arrived between the bracketing scrapes, whatever its outcome
+    (``first_chunks`` = (first chunk time, TTFT) pairs). The headline client TTFT covers only
+    successful requests started in the window, so under overload (cancelled stragglers) the two
+    populations differ; this one is comparable (vLLM CPU: 10.604 s client vs 10.598 s server)."""
+    if not server or server.get("ttft_s_mean") is None or not server.get("bracket_s"):
+        return None
+    lo, hi = server["bracket_s"]
+    ttfts = [ttft for t, ttft in first_chunks if lo <= t <= hi]
+    return {"mean": sum(ttfts) / len(ttfts) if ttfts else None, "count": len(ttfts)}
