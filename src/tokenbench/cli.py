@@ -323,6 +323,100 @@ def backends_show(
     err.print(profile_panel(profile, spec))
 
 
+experiment_app = typer.Typer(help="Experiments: backends x knobs x loads x trials from a YAML file or a preset.",
+                             no_args_is_help=True)
+app.add_typer(experiment_app, name="experiment")
+
+
+@experiment_app.command("run")
+def experiment_run(
+    file: Annotated[Optional[Path], typer.Argument(help="Experiment YAML file.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="A built-in experiment instead of a file (tokenbench experiment presets).")] = None,
+    scale: Annotated[str, typer.Option(help="Preset size: small (minutes on a CPU) or full (the study, for GPUs).")] = "small",
+    out: Annotated[Optional[Path], typer.Option(help="Experiment directory (default runs/<name>); re-running resumes it.")] = None,
+) -> None:
+    """Run an experiment: each server configuration launched once, one run directory per cell,
+    trials aggregated; finished cells are skipped when resumed."""
+    from .experiments.presets import preset as load_preset
+    from .experiments.runner import run_experiment
+    from .experiments.spec import ExperimentError, load_spec
+
+    try:
+        if (file is None) == (preset is None):
+            raise ExperimentError("give an experiment FILE or --preset NAME (one of them)")
+        if scale not in ("small", "full"):
+            raise ExperimentError(f"--scale must be small or full, got {scale!r}")
+        spec = load_spec(file) if file is not None else load_preset(preset, scale)  # type: ignore[arg-type]
+        result = run_experiment(spec, out or Path("runs") / spec.name, err)
+    except ExperimentError as exc:
+        _fail(str(exc), 2)
+    err.print(f"experiment: {result.dir}/experiment.json   report: tokenbench report {result.dir}")
+    if result.interrupted:
+        err.print("[yellow]interrupted: run the same command again to resume[/]")
+        raise typer.Exit(130)
+    failed = [c for c in result.state["cells"].values() if c["status"] != "ok"]
+    if failed:
+        raise typer.Exit(1)
+
+
+@experiment_app.command("presets")
+def experiment_presets(
+    show: Annotated[Optional[str], typer.Option(help="Print this preset as YAML (copy it to start your own).")] = None,
+    scale: Annotated[str, typer.Option(help="small or full.")] = "small",
+) -> None:
+    """List the built-in experiments, or print one as YAML."""
+    import yaml
+
+    from .experiments.presets import PRESETS, preset_data
+    from .experiments.spec import ExperimentError
+
+    if show is None:
+        from .experiments import presets as module
+
+        typer.echo((module.__doc__ or "").strip())
+        typer.echo("\npresets: " + ", ".join(PRESETS))
+        return
+    try:
+        typer.echo(yaml.safe_dump(preset_data(show, scale), sort_keys=False))  # type: ignore[arg-type]
+    except ExperimentError as exc:
+        _fail(str(exc), 2)
+
+
+@app.command()
+def report(
+    dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
+    out: Annotated[Optional[Path], typer.Option(help="Where to write report.html, report.md and charts/ (default: the first directory).")] = None,
+) -> None:
+    """Write a self-contained HTML report (plus PNG charts and a Markdown summary)."""
+    from .report.html import write_report
+
+    for d in dirs:
+        if not ((d / "results.json").exists() or (d / "experiment.json").exists()):
+            _fail(f"{d}: not a run directory (results.json) or an experiment directory (experiment.json)", 2)
+    files = write_report(dirs, out or dirs[0])
+    err.print(f"report: {files.html}  markdown: {files.markdown}  charts: {files.charts_dir}")
+
+
+@app.command()
+def compare(
+    dirs: Annotated[list[Path], typer.Argument(help="Two or more run or experiment directories.")],
+    out: Annotated[Optional[Path], typer.Option(help="Also write the comparison as Markdown here.")] = None,
+) -> None:
+    """Side by side with deltas, and whether each difference is significant across trials."""
+    from .report import compare as cmp
+
+    if len(dirs) < 2:
+        _fail("compare needs at least two directories", 2)
+    for d in dirs:
+        if not ((d / "results.json").exists() or (d / "experiment.json").exists()):
+            _fail(f"{d}: not a run directory (results.json) or an experiment directory (experiment.json)", 2)
+    result = cmp.compare(dirs)
+    Console().print(cmp.compare_table(result))
+    if out is not None:
+        out.write_text(cmp.compare_markdown(result))
+        err.print(f"comparison: {out}")
+
+
 @app.command()
 def mock(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 9000,

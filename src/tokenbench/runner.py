@@ -48,12 +48,15 @@ class RunResult:
     interrupted: bool
 
 
-def run(config: RunConfig, console: Console | None = None) -> RunResult:
+def run(config: RunConfig, console: Console | None = None, server: dict | None = None) -> RunResult:
+    """``server``: facts of a server the caller launched (experiments launch once per server
+    configuration and run several cells against it); they go into results as the target's."""
     console = console or Console(stderr=True)
     writer = RunWriter(config.out_dir or default_run_dir(), keep_text=config.keep_text)
     clock = RunClock.start()
     try:
         with _target(config, writer.dir, console) as (target, backend, profile, metrics_url):
+            backend = {**backend, **(server or {})}
             with _sampler(config, target, profile, metrics_url, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
                 return runner(_run_points(config, target, backend, writer, console, clock, sampler))

@@ -133,3 +133,35 @@ class LiveView:
             f"errors {s.errors}", f"~{rate:.0f} chunks/s", f"TTFT p50 {_ms(ttft)} ms",
         )
         return table
+
+
+def _ci(metric: dict | None, scale: float = 1.0, fmt: str = ".1f") -> str:
+    if not metric or metric.get("mean") is None:
+        return "-"
+    text = format(metric["mean"] * scale, fmt)
+    if metric.get("ci95") is not None:
+        text += " ± " + format(metric["ci95"] * scale, fmt)
+    return text
+
+
+def experiment_table(state: dict) -> Table:
+    """One row per (server configuration, variant, load point): trial means ± 95% CI."""
+    cells = state.get("cells", {}).values()
+    done = sum(1 for c in cells if c.get("status") == "ok")
+    failed = [c for c in cells if c.get("status") == "failed"]
+    title = f"experiment {state.get('name')}: {done}/{len(state.get('cells', {}))} cells ok"
+    if failed:
+        title += f", {len(failed)} failed"
+    table = Table(title=title + " (mean ± 95% CI over trials)")
+    for col in ("server", "variant", "load", "n", "output tok/s", "TTFT p50 ms", "TPOT mean ms",
+                "errors %", "preemptions"):
+        table.add_column(col, justify="left" if col in ("server", "variant", "load") else "right")
+    for row in state.get("aggregates", []):
+        m = row["metrics"]
+        table.add_row(row["server"], row["variant"], row["label"], str(m["output_tokens_per_s"]["n"]),
+                      _ci(m["output_tokens_per_s"]), _ci(m["ttft_s_p50"], 1e3), _ci(m["tpot_s_mean"], 1e3),
+                      _ci(m["error_rate"], 100.0), _ci(m["server_preemptions"], fmt=".0f"))
+    for row in state.get("servers", []):
+        if row.get("status") == "failed":
+            table.add_row(row["label"], "-", "server failed", "0", "-", "-", "-", "-", "-")
+    return table

@@ -1,0 +1,128 @@
+"""Built-in experiments: the two studies tokenbench must redo, at full size (GPUs) and at a small
+scale that finishes in minutes on a 2-core CPU.
+
+- ``users``: the closed-loop users study (BentoML's LLM inference backends comparison): 10, 50
+  and 100 users spawned over a 20 s ramp, 5 minutes per point, 5 s windows, Dolly prompts with and
+  without a system prompt, one line per backend. Small: the embedded llama.cpp server, 1/2/4 users.
+- ``throughput``: the serving-throughput study (the vLLM whitepaper's experiments): a request-rate
+  sweep with fixed 128/128 tokens, a max-num-seqs sweep with preemption counts, a KV-memory
+  sweep, 10 trials averaged, and the engine alone vs behind a server (Ray Serve). Small: vLLM's
+  CPU build (``make vllm-cpu``) with a KV cache small enough to preempt; no Ray on this CPU.
+
+A preset is plain data, validated exactly like a user's YAML file (``experiment presets --show``
+prints it, so it can be copied and edited).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from .spec import ExperimentError, ExperimentSpec, parse_spec
+
+Scale = Literal["small", "full"]
+
+DATA = resources.files("tokenbench") / "data"
+FULL_MODEL = "meta-llama/Meta-Llama-3-8B-Instruct"  # the users study's model
+VLLM_VENV_PYTHON = Path(".cache/vllm-venv/bin/python")  # scripts/setup_vllm_cpu.sh, from the repo root
+VLLM_CPU_MODEL = Path(".cache/models/SmolLM2-135M-Instruct")
+# 1,024 tokens of SmolLM2-135M (23,040 B/token): two 328-token sequences fit, more preempt.
+VLLM_CPU_KV_BYTES = 23_592_960
+
+
+def _users(scale: Scale) -> dict[str, Any]:
+    system = f"@{DATA / 'system_prompt.txt'}"
+    if scale == "full":
+        backends = [{"backend": b, "model": FULL_MODEL, "knobs": {"max_num_seqs": 256}}
+                    for b in ("vllm", "lmdeploy-turbomind", "tgi", "trtllm", "mlc", "sglang")]
+        return {
+            "name": "users-study", "backends": backends,
+            "load": {"users": [10, 50, 100], "ramp_up_s": 20},
+            "stop": {"duration_s": 300, "drain_timeout_s": 60},
+            "dataset": {"name": "dolly", "output_tokens": 256},
+            "variants": [{"label": "no-system"}, {"label": "system", "system_prompt": system}],
+            "api": "chat", "window_s": 5, "trials": 1,
+            "slo": {"ttft_s": 0.5, "tpot_s": 0.05},
+        }
+    return {
+        "name": "users-study-small",
+        "description": "Closed-loop users study at CPU scale: embedded llama.cpp, 1/2/4 users.",
+        "backends": [{"backend": "xllamacpp", "label": "llamacpp", "knobs": {"max_num_seqs": 4}}],
+        "load": {"users": [1, 2, 4], "ramp_up_s": 4},
+        "stop": {"duration_s": 20, "drain_timeout_s": 10},
+        "dataset": {"name": "dolly", "path": str(DATA / "dolly_sample.jsonl"), "output_tokens": 32},
+        "variants": [{"label": "no-system"}, {"label": "system", "system_prompt": system}],
+        "api": "chat", "window_s": 5, "trials": 1,
+        "slo": {"ttft_s": 2.0, "tpot_s": 0.2},
+    }
+
+
+def _throughput(scale: Scale) -> dict[str, Any]:
+    fixed = {"name": "synthetic", "input_tokens": 128, "output_tokens": 128, "unique_prefix": True}
+    if scale == "full":
+        model = FULL_MODEL
+        return {
+            "name": "throughput-study",
+            "backends": [
+                {"label": "vllm-seqs", "backend": "vllm", "model": model,
+                 "sweep": {"max_num_seqs": [64, 128, 256, 512]}},
+                {"label": "vllm-kv", "backend": "vllm", "model": model, "knobs": {"max_num_seqs": 256},
+                 "sweep": {"kv_memory": [0.5, 0.7, 0.9]}},
+                {"label": "ray-vllm", "backend": "ray", "model": model, "knobs": {"max_num_seqs": 256}},
+            ],
+            "load": {"rates": [1, 2, 4, 8, 16, 32], "arrival": "poisson"},
+            "stop": {"duration_s": 120, "drain_timeout_s": 60},
+            "dataset": fixed, "api": "completions", "ignore_eos": True, "trials": 10,
+            "slo": {"ttft_s": 1.0, "tpot_s": 0.1},
+        }
+    if not (VLLM_VENV_PYTHON.exists() and (VLLM_CPU_MODEL / "config.json").exists()):
+        raise ExperimentError(
+            "the small throughput preset runs vLLM's CPU build: run `make vllm-cpu` (or "
+            "scripts/setup_vllm_cpu.sh) first, from the repository root"
+        )
+    vllm = {
+        "backend": "vllm", "model": str(VLLM_CPU_MODEL.resolve()), "served_model_name": "smollm2",
+        "engine_bin": f"{VLLM_VENV_PYTHON.resolve()} -m vllm.entrypoints.launchers.api_server.entry",
+        "ready_timeout_s": 300,
+    }
+    args = ["--enforce-eager", "--max-model-len=512"]
+    env = {"HF_HUB_OFFLINE": "1"}
+
+    def kv(times: int) -> str:
+        return f"--kv-cache-memory-bytes={VLLM_CPU_KV_BYTES * times}"
+
+    return {
+        "name": "throughput-study-small",
+        "description": "Serving-throughput study at CPU scale: vLLM CPU, a rate sweep, a max-num-seqs "
+                       "sweep and a KV-cache sweep, 128/128 tokens, 2 trials.",
+        "backends": [
+            {**vllm, "label": "vllm-kv1x", "knobs": {"engine_args": args + [kv(1)], "engine_env": env},
+             "sweep": {"max_num_seqs": [2, 16]}, "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES}},
+            # The KV sweep in bytes: on CPU --gpu-memory-utilization is a fraction of all RAM minus
+            # the process's RSS (vllm/v1/worker/cpu_worker.py), too coarse for a cache this small.
+            {**vllm, "label": "vllm-kv2x", "knobs": {"max_num_seqs": 16, "engine_args": args + [kv(2)],
+                                                     "engine_env": env},
+             "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES * 2, "max_num_seqs": 16}},
+        ],
+        "load": {"rates": [0.25, 1.0], "arrival": "poisson"},
+        "stop": {"duration_s": 12, "drain_timeout_s": 3},
+        "dataset": fixed, "api": "completions", "ignore_eos": True, "trials": 2,
+        "slo": {"ttft_s": 2.0, "tpot_s": 0.1},
+        "metrics_interval_s": 0.5,
+    }
+
+
+PRESETS = {"users": _users, "throughput": _throughput}
+
+
+def preset_data(name: str, scale: Scale) -> dict[str, Any]:
+    try:
+        make = PRESETS[name]
+    except KeyError:
+        raise ExperimentError(f"--preset {name!r}: choose one of {', '.join(PRESETS)}") from None
+    return make(scale)
+
+
+def preset(name: str, scale: Scale) -> ExperimentSpec:
+    return parse_spec(preset_data(name, scale), f"preset {name} ({scale})")

@@ -1,0 +1,176 @@
+"""`tokenbench experiment run`, top to bottom: expand the spec, then per server configuration:
+launch it once, run its pending cells (each a normal run directory), stop it; aggregate trials.
+
+State lives in ``experiment.json`` in the experiment directory, rewritten atomically after every
+cell, so an interrupted experiment resumes where it stopped: cells marked ``ok`` are skipped, a
+cell that was running is run again from scratch. A server that does not start, or a cell that
+fails, is recorded with its error and the experiment goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from .. import __version__
+from ..backends import BackendError, get_profile
+from ..backends.llamacpp import default_gguf
+from ..backends.server import ManagedServer
+from ..clients.stream import TargetUnreachable
+from ..config import BackendConfig
+from ..runner import run as run_cell
+from .aggregate import aggregate
+from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand
+
+STATE = "experiment.json"
+
+
+@dataclass
+class ExperimentResult:
+    dir: Path
+    state: dict
+    interrupted: bool
+
+
+def run_experiment(spec: ExperimentSpec, out_dir: Path, console: Console) -> ExperimentResult:
+    plans = expand(spec)
+    state = _load_state(out_dir, spec)
+    planned = [c.id for plan in plans for c in plan.cells]
+    try:
+        for plan in plans:
+            pending = [c for c in plan.cells if state["cells"].get(c.id, {}).get("status") != "ok"]
+            if not pending:
+                console.print(f"[dim]{plan.label}: all {len(plan.cells)} cells done, skipped[/]")
+                continue
+            if _run_server(plan, pending, out_dir, state, console):
+                return _finish(out_dir, state, planned, console, interrupted=True)
+    except KeyboardInterrupt:
+        return _finish(out_dir, state, planned, console, interrupted=True)
+    return _finish(out_dir, state, planned, console, interrupted=False)
+
+
+def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: dict, console: Console) -> bool:
+    """Launch (or attach to) one server configuration and run its cells; True if interrupted."""
+    server_row = _server_row(state, plan)
+    try:
+        with _server(plan, out_dir, console) as (url, facts, metrics_url):
+            server_row.update(status="ok", error=None, **{k: facts.get(k) for k in ("cold_start_s", "engine_version")})
+            _save(out_dir, state)
+            for cell in cells:
+                if _run_one(cell, plan, url, facts, metrics_url, out_dir, state, console):
+                    return True
+    except (BackendError, FileNotFoundError) as exc:
+        server_row.update(status="failed", error=str(exc))
+        for cell in cells:
+            if state["cells"].get(cell.id, {}).get("status") != "ok":
+                _mark(state, cell, plan, "failed", f"server did not start: {exc}")
+        console.print(f"[red]{plan.label}: {exc}[/]")
+        _save(out_dir, state)
+    return False
+
+
+@contextlib.contextmanager
+def _server(plan: ServerPlan, out_dir: Path, console: Console) -> Iterator[tuple[str, dict, str | None]]:
+    if plan.backend is None:  # attach
+        yield plan.entry.url, {"backend": plan.entry.backend or "attached"}, plan.entry.metrics_url
+        return
+    backend = plan.backend
+    if backend.name == "xllamacpp" and backend.model is None:
+        backend = backend.model_copy(update={"model": str(default_gguf())})
+    profile = get_profile(backend.name or "")
+    logs = out_dir / "servers"
+    logs.mkdir(exist_ok=True)
+    server = ManagedServer(profile, backend, logs / f"{plan.label}.log")
+    console.print(f"[bold]{plan.label}[/]: starting {profile.title}")
+    with server:
+        console.print(f"{plan.label}: ready after {server.cold_start_s:.1f}s")
+        metrics_url = backend.metrics_url or (profile.metrics_url(server.spec) if profile.metrics_url else None)
+        yield server.url, {**server.describe(), "served_model_name": server.spec.served_name}, metrics_url
+
+
+def _run_one(cell: Cell, plan: ServerPlan, url: str, facts: dict, metrics_url: str | None,
+             out_dir: Path, state: dict, console: Console) -> bool:
+    run_dir = out_dir / "cells" / cell.id
+    if run_dir.exists():  # a cell interrupted or failed earlier: start it again from nothing
+        shutil.rmtree(run_dir)
+    config = cell.config.model_copy(update={
+        "target": cell.config.target.model_copy(update={
+            "url": url, "model": cell.config.target.model or facts.get("served_model_name")}),
+        "backend": BackendConfig(name=facts.get("backend") if facts.get("backend") != "attached" else None,
+                                 metrics_url=metrics_url,
+                                 metrics_interval_s=(cell.config.backend or BackendConfig()).metrics_interval_s),
+        "out_dir": run_dir,
+    })
+    console.print(f"  cell {cell.id}")
+    _mark(state, cell, plan, "running", None)
+    _save(out_dir, state)
+    t0 = time.perf_counter()
+    try:
+        result = run_cell(config, console, server={k: v for k, v in facts.items() if k != "served_model_name"})
+    except (TargetUnreachable, BackendError, ValueError, OSError) as exc:
+        _mark(state, cell, plan, "failed", f"{type(exc).__name__}: {exc}")
+        console.print(f"  [red]cell {cell.id} failed: {exc}[/]")
+        _save(out_dir, state)
+        return False
+    status = "interrupted" if result.interrupted else "ok"
+    _mark(state, cell, plan, status, None, wall_s=time.perf_counter() - t0)
+    _save(out_dir, state)
+    return result.interrupted
+
+
+def _mark(state: dict, cell: Cell, plan: ServerPlan, status: str, error: str | None, **extra) -> None:
+    state["cells"][cell.id] = {"server": plan.label, "variant": cell.variant, "trial": cell.trial,
+                               "status": status, "error": error, "run_dir": f"cells/{cell.id}", **extra}
+
+
+def _server_row(state: dict, plan: ServerPlan) -> dict:
+    for row in state["servers"]:
+        if row["label"] == plan.label:
+            return row
+    row = {"label": plan.label, "backend": plan.entry.backend or "attached", "swept": plan.swept,
+           "status": "pending", "error": None}
+    state["servers"].append(row)
+    return row
+
+
+def _load_state(out_dir: Path, spec: ExperimentSpec) -> dict:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / STATE
+    spec_json = spec.model_dump(mode="json")
+    if path.exists():
+        state = json.loads(path.read_text())
+        if state.get("spec") != spec_json:
+            raise ExperimentError(
+                f"{out_dir} holds a different experiment ({state.get('name')!r}, or the same one with "
+                f"other settings); resume needs the same file, so pass another --out"
+            )
+        return state
+    return {"name": spec.name, "description": spec.description, "spec": spec_json,
+            "tool": {"name": "tokenbench", "version": __version__}, "created_unix_s": time.time(),
+            "servers": [], "cells": {}, "aggregates": [], "complete": False}
+
+
+def _save(out_dir: Path, state: dict) -> None:
+    tmp = out_dir / (STATE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=1))
+    os.replace(tmp, out_dir / STATE)
+
+
+def _finish(out_dir: Path, state: dict, planned: list[str], console: Console,
+            interrupted: bool) -> ExperimentResult:
+    state["aggregates"] = aggregate(out_dir, state)
+    state["complete"] = not interrupted and all(
+        state["cells"].get(cell_id, {}).get("status") == "ok" for cell_id in planned)
+    _save(out_dir, state)
+    from ..report.console import experiment_table
+
+    console.print(experiment_table(state))
+    return ExperimentResult(out_dir, state, interrupted)

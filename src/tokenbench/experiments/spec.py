@@ -1,0 +1,236 @@
+"""The experiment file: one typed tree (pydantic), validated with errors that name the field, and
+its expansion into server configurations and cells.
+
+A *server configuration* is one backend entry with one combination of its swept knobs; it is
+launched once. A *cell* is (server configuration, dataset variant, trial): one `tokenbench run`
+with every load point, written to its own run directory.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..config import (
+    Arrival,
+    BackendConfig,
+    DatasetConfig,
+    EngineKnobs,
+    RateLoad,
+    RunConfig,
+    SLOConfig,
+    StopConfig,
+    TargetConfig,
+    UsersLoad,
+)
+
+_KNOBS = set(EngineKnobs.model_fields)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BackendEntry(_Model):
+    """One backend to launch (``backend`` + ``model``) or to attach to (``url``)."""
+
+    label: str | None = None  # default: the backend name (+ swept values)
+    backend: str | None = None  # a profile name (tokenbench backends); with url: its metric names
+    url: str | None = None  # attach instead of launching (knobs and sweeps are then refused)
+    model: str | None = None
+    served_model_name: str | None = None
+    engine_bin: str | None = None
+    knobs: EngineKnobs = Field(default_factory=EngineKnobs)
+    # knob -> values; every combination is one server configuration. engine_args may be swept
+    # too (a list of argument lists), for engine-specific settings such as a KV cache in bytes.
+    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+    ready_timeout_s: float = Field(default=900.0, gt=0)
+    metrics_url: str | None = None
+    # Facts about this configuration for reports, beside the swept knobs (e.g. a KV cache size
+    # given through engine_args): {"kv_cache_bytes": 23592960}.
+    tags: dict[str, float | int | str] = Field(default_factory=dict)
+
+    @field_validator("sweep")
+    @classmethod
+    def _sweep(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in v.items():
+            if key not in _KNOBS:
+                raise ValueError(f"sweep key {key!r} is not a knob; use one of {', '.join(sorted(_KNOBS))}")
+            if not values:
+                raise ValueError(f"sweep.{key} is empty")
+        return v
+
+    @model_validator(mode="after")
+    def _target(self) -> BackendEntry:
+        if self.url is None and self.backend is None:
+            raise ValueError("give backend (to launch it) or url (to attach)")
+        if self.url is not None and (self.sweep or self.knobs != EngineKnobs()):
+            raise ValueError("knobs and sweep need a launched backend; drop url")
+        return self
+
+
+class LoadSpec(_Model):
+    users: list[int] | None = None
+    rates: list[float] | None = None
+    ramp_up_s: float = Field(default=0.0, ge=0)
+    think_time_s: float = Field(default=0.0, ge=0)
+    arrival: Arrival = "poisson"
+    burstiness: float = Field(default=1.0, gt=0)
+    max_concurrency: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one(self) -> LoadSpec:
+        if bool(self.users) == bool(self.rates):
+            raise ValueError("give users (closed loop) or rates (open loop), not both")
+        return self
+
+    def points(self) -> list[UsersLoad | RateLoad]:
+        if self.users:
+            return [UsersLoad(users=u, ramp_up_s=self.ramp_up_s, think_time_s=self.think_time_s) for u in self.users]
+        return [RateLoad(rate_per_s=r, arrival=self.arrival, burstiness=self.burstiness,
+                         max_concurrency=self.max_concurrency) for r in self.rates or []]
+
+
+class Variant(_Model):
+    """A dataset variant (e.g. with and without a system prompt): fields override ``dataset``."""
+
+    label: str
+    system_prompt: str | None = None
+    input_tokens: int | None = Field(default=None, gt=0)
+    output_tokens: int | None = Field(default=None, gt=0)
+    unique_prefix: bool | None = None
+
+
+class ExperimentSpec(_Model):
+    name: str
+    description: str = ""
+    backends: list[BackendEntry] = Field(min_length=1)
+    load: LoadSpec
+    stop: StopConfig
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    variants: list[Variant] = Field(default_factory=lambda: [Variant(label="default")])
+    trials: int = Field(default=1, ge=1)
+    api: Literal["chat", "completions", "tgi", "triton", "ollama"] | None = None
+    ignore_eos: bool = False
+    slo: SLOConfig = Field(default_factory=SLOConfig)
+    window_s: float = Field(default=5.0, gt=0)
+    metrics_interval_s: float = Field(default=1.0, gt=0)
+    seed: int = 0
+
+    @field_validator("variants")
+    @classmethod
+    def _labels(cls, v: list[Variant]) -> list[Variant]:
+        labels = [x.label for x in v]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"variant labels must be unique, got {labels}")
+        return v
+
+
+class ExperimentError(Exception):
+    """A bad experiment file; the message names the field."""
+
+
+def load_spec(path: Path) -> ExperimentSpec:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ExperimentError(f"{path}: no such experiment file") from None
+    except yaml.YAMLError as exc:
+        raise ExperimentError(f"{path}: not valid YAML: {exc}") from None
+    return parse_spec(data, str(path))
+
+
+def parse_spec(data: Any, source: str = "experiment") -> ExperimentSpec:
+    if not isinstance(data, dict):
+        raise ExperimentError(f"{source}: expected a mapping at the top level")
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        parts = []
+        for e in exc.errors():
+            where = ".".join(str(x) for x in e["loc"])
+            parts.append(f"{where}: {e['msg'].removeprefix('Value error, ')}")
+        raise ExperimentError(f"{source}: " + "; ".join(parts)) from None
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str  # also the run directory name under cells/
+    variant: str
+    trial: int
+    config: RunConfig
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    label: str
+    entry: BackendEntry
+    backend: BackendConfig | None  # None: attach to entry.url
+    swept: dict[str, Any]
+    cells: tuple[Cell, ...]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "-", text).strip("-")[:80] or "x"
+
+
+def _value_label(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "+".join(str(v).lstrip("-") for v in value)
+    return str(value)
+
+
+def expand(spec: ExperimentSpec) -> list[ServerPlan]:
+    plans: list[ServerPlan] = []
+    seen: set[str] = set()
+    for entry in spec.backends:
+        keys = list(entry.sweep)
+        for combo in itertools.product(*(entry.sweep[k] for k in keys)) if keys else [()]:
+            swept = dict(zip(keys, combo))
+            base = entry.label or entry.backend or "attached"
+            label = _slug(base + "".join(f"_{k}={_value_label(v)}" for k, v in swept.items()))
+            if label in seen:
+                raise ExperimentError(f"two server configurations are both labelled {label!r}; set label")
+            seen.add(label)
+            backend = None
+            if entry.url is None:
+                knobs = entry.knobs.model_copy(update={k: (tuple(v) if k == "engine_args" else v)
+                                                       for k, v in swept.items()})
+                backend = BackendConfig(
+                    name=entry.backend, model=entry.model, served_model_name=entry.served_model_name,
+                    knobs=EngineKnobs.model_validate(knobs.model_dump()), executable=entry.engine_bin,
+                    ready_timeout_s=entry.ready_timeout_s, metrics_interval_s=spec.metrics_interval_s,
+                    metrics_url=entry.metrics_url,
+                )
+            cells = tuple(
+                Cell(id=_slug(f"{label}__{variant.label}__t{trial}"), variant=variant.label, trial=trial,
+                     config=_run_config(spec, entry, variant, trial))
+                for variant in spec.variants for trial in range(1, spec.trials + 1)
+            )
+            plans.append(ServerPlan(label, entry, backend, {**entry.tags, **swept}, cells))
+    return plans
+
+
+def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, trial: int) -> RunConfig:
+    overrides = {k: v for k, v in variant.model_dump(exclude={"label"}).items() if v is not None}
+    dataset = spec.dataset.model_copy(update=overrides)
+    return RunConfig(
+        target=TargetConfig(url=entry.url, model=entry.served_model_name if entry.url else None,
+                            api=spec.api, ignore_eos=spec.ignore_eos),
+        loads=spec.load.points(),
+        stop=spec.stop,
+        dataset=DatasetConfig.model_validate(dataset.model_dump()),
+        backend=BackendConfig(name=entry.backend, metrics_url=entry.metrics_url,
+                              metrics_interval_s=spec.metrics_interval_s) if entry.backend else None,
+        slo=spec.slo,
+        # each trial gets its own seed: the same prompts in another order, other arrival times
+        seed=spec.seed + (trial - 1) * 1000,
+        window_s=spec.window_s,
+        live=False,
+    )

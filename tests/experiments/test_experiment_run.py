@@ -1,0 +1,90 @@
+"""Experiments against the mock: cells, trials aggregated, a failed server recorded, resume."""
+
+import json
+import subprocess
+import sys
+
+import yaml
+
+
+def _write(tmp_path, url, **extra):
+    spec = {
+        "name": "mock-exp",
+        "backends": [
+            {"label": "mock", "url": url, "backend": "vllm"},
+            {"label": "broken", "backend": "vllm", "model": "m", "engine_bin": "/nonexistent/vllm"},
+        ],
+        "load": {"users": [1, 2]},
+        "stop": {"duration_s": 1.5},
+        "dataset": {"input_tokens": 16, "output_tokens": 8},
+        "trials": 2,
+        "api": "chat",
+        **extra,
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _run(path, out):
+    return subprocess.run([sys.executable, "-m", "tokenbench", "experiment", "run", str(path), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_experiment_runs_cells_aggregates_trials_and_records_a_failed_server(start_mock, tmp_path):
+    url = start_mock(ttft_ms=30, itl_ms=5)
+    out = tmp_path / "exp"
+    proc = _run(_write(tmp_path, url), out)
+    assert proc.returncode == 1, proc.stderr[-3000:]  # one server failed: not a clean exit
+    state = json.loads((out / "experiment.json").read_text())
+    cells = state["cells"]
+    ok = [c for c in cells.values() if c["status"] == "ok"]
+    failed = [c for c in cells.values() if c["status"] == "failed"]
+    assert len(ok) == 2 and len(failed) == 2
+    assert all("server did not start" in c["error"] and "--engine-bin" in c["error"] for c in failed)
+    assert {s["label"]: s["status"] for s in state["servers"]} == {"mock": "ok", "broken": "failed"}
+    for c in ok:
+        results = json.loads((out / c["run_dir"] / "results.json").read_text())
+        assert [p["label"] for p in results["points"]] == ["1 users", "2 users"]
+        assert results["points"][0]["server"]["ttft_s_mean"] is not None  # metric names from --backend vllm
+    rows = state["aggregates"]
+    assert [(r["server"], r["label"]) for r in rows] == [("mock", "1 users"), ("mock", "2 users")]
+    tput = rows[1]["metrics"]["output_tokens_per_s"]
+    assert tput["n"] == 2 and tput["ci95"] is not None and tput["mean"] > 0
+    assert rows[0]["metrics"]["ttft_s_mean"]["mean"] == pytest_approx(0.030, 0.015)
+    assert state["complete"] is False
+    assert "mock" in proc.stderr and "broken" in proc.stderr  # the summary table
+
+
+def pytest_approx(value, abs_):
+    import pytest
+
+    return pytest.approx(value, abs=abs_)
+
+
+def test_resume_skips_finished_cells_and_reruns_the_rest(start_mock, tmp_path):
+    url = start_mock(ttft_ms=20, itl_ms=5)
+    spec = _write(tmp_path, url)
+    out = tmp_path / "exp"
+    _run(spec, out)
+    state = json.loads((out / "experiment.json").read_text())
+    ok_ids = sorted(k for k, c in state["cells"].items() if c["status"] == "ok")
+    first_mtimes = {k: (out / state["cells"][k]["run_dir"] / "results.json").stat().st_mtime for k in ok_ids}
+    # as if the run had been interrupted during the second trial
+    state["cells"][ok_ids[1]]["status"] = "running"
+    (out / "experiment.json").write_text(json.dumps(state))
+    proc = _run(spec, out)
+    state = json.loads((out / "experiment.json").read_text())
+    assert "all 2 cells done" not in proc.stderr
+    after = {k: (out / state["cells"][k]["run_dir"] / "results.json").stat().st_mtime for k in ok_ids}
+    assert after[ok_ids[0]] == first_mtimes[ok_ids[0]]  # finished: skipped
+    assert after[ok_ids[1]] > first_mtimes[ok_ids[1]]  # was running: run again
+    assert state["cells"][ok_ids[1]]["status"] == "ok"
+
+
+def test_a_different_experiment_in_the_same_directory_is_refused(start_mock, tmp_path):
+    url = start_mock()
+    out = tmp_path / "exp"
+    _run(_write(tmp_path, url), out)
+    proc = _run(_write(tmp_path, url, trials=3), out)
+    assert proc.returncode == 2 and "different experiment" in proc.stderr

@@ -1,0 +1,77 @@
+"""Experiment files: validation names the field; expansion into servers and cells; trial CIs."""
+
+import math
+
+import pytest
+
+from tokenbench.experiments.aggregate import mean_ci95
+from tokenbench.experiments.presets import PRESETS, preset, preset_data
+from tokenbench.experiments.spec import ExperimentError, expand, load_spec, parse_spec
+
+BASE = {
+    "name": "t",
+    "backends": [{"backend": "xllamacpp", "sweep": {"max_num_seqs": [2, 4]}}],
+    "load": {"users": [1, 2]},
+    "stop": {"duration_s": 5},
+    "variants": [{"label": "a"}, {"label": "b", "system_prompt": "be brief"}],
+    "trials": 3,
+}
+
+
+def test_expansion_gives_one_server_per_sweep_value_and_one_cell_per_variant_and_trial():
+    plans = expand(parse_spec(BASE))
+    assert [p.label for p in plans] == ["xllamacpp_max_num_seqs=2", "xllamacpp_max_num_seqs=4"]
+    assert [p.backend.knobs.max_num_seqs for p in plans] == [2, 4]
+    cells = plans[0].cells
+    assert len(cells) == 6 and len({c.id for c in cells}) == 6
+    assert {c.config.dataset.system_prompt for c in cells} == {None, "be brief"}
+    assert len({c.config.seed for c in cells}) == 3  # each trial its own seed
+    assert [len(c.config.loads) for c in cells] == [2] * 6
+
+
+@pytest.mark.parametrize("patch,needle", [
+    ({"trials": 0}, "trials"),
+    ({"load": {"users": [1], "rates": [1.0]}}, "load: give users"),
+    ({"backends": [{"backend": "vllm", "sweep": {"max_seqs": [1]}}]}, "backends.0.sweep"),
+    ({"backends": [{"url": "http://127.0.0.1:1", "knobs": {"max_num_seqs": 4}}]}, "drop url"),
+    ({"stop": {"duraton_s": 5}}, "stop.duraton_s"),
+    ({"variants": [{"label": "x"}, {"label": "x"}]}, "unique"),
+    ({"backends": []}, "backends"),
+])
+def test_bad_fields_are_named(patch, needle):
+    with pytest.raises(ExperimentError) as exc:
+        parse_spec({**BASE, **patch})
+    assert needle in str(exc.value)
+
+
+def test_yaml_errors_name_the_file(tmp_path):
+    bad = tmp_path / "e.yaml"
+    bad.write_text("name: [unclosed\n")
+    with pytest.raises(ExperimentError, match="e.yaml: not valid YAML"):
+        load_spec(bad)
+    with pytest.raises(ExperimentError, match="no such experiment file"):
+        load_spec(tmp_path / "missing.yaml")
+
+
+def test_mean_ci95_known_answer():
+    # values 10, 12, 14: mean 12, s = 2, t(0.975, 2) = 4.3027 -> half-width 4.3027 * 2 / sqrt(3)
+    r = mean_ci95([10, 12, 14])
+    assert r["mean"] == 12 and r["n"] == 3
+    assert r["ci95"] == pytest.approx(4.302653 * 2 / math.sqrt(3), rel=1e-5)
+    assert mean_ci95([5.0])["ci95"] is None  # one trial: unknown, not 0
+    assert mean_ci95([None, None]) == {"mean": None, "ci95": None, "n": 0, "values": []}
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_full_presets_validate(name):
+    spec = preset(name, "full")
+    assert spec.trials >= 1 and expand(spec)
+
+
+def test_small_users_preset_is_cpu_sized():
+    data = preset_data("users", "small")
+    spec = parse_spec(data)
+    assert spec.backends[0].backend == "xllamacpp"
+    assert spec.load.users == [1, 2, 4] and {v.label for v in spec.variants} == {"no-system", "system"}
+    total_s = len(spec.variants) * len(spec.load.users) * spec.stop.duration_s
+    assert total_s <= 180  # minutes, not hours
