@@ -61,3 +61,9 @@ def test_matched_client_ttft_uses_the_servers_bracket():
     first_chunks = [(0.4, 9.0), (1.0, 0.2), (4.4, 0.4), (4.6, 9.0)]  # outside, in, in, outside
     assert matched_client_ttft(first_chunks, server) == {"mean": pytest.approx(0.3), "count": 2}
     assert matched_client_ttft(first_chunks, None) is None
+
+
+def test_a_counter_created_during_the_point_counts_from_zero():
+    samples = [scrape(0.5, running=0), scrape(2.5, running=1, preemptions=3)]
+    assert point_server(samples, 1.0, 2.0)["preemptions"] == 3
+    assert point_server([scrape(0.5), scrape(2.5)], 1.0, 2.0)["preemptions"] is None  # never exposed

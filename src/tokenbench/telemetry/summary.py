@@ -16,12 +16,15 @@ GAUGES = ("running", "waiting", "kv_usage")
 
 
 def _delta(a: dict | None, b: dict | None, field: str) -> float | None:
+    """Counter increase from scrape ``a`` to ``b``. A counter missing from ``a`` but present in
+    ``b`` was created in between (engines create labelled counters lazily, e.g. SGLang's
+    cached_tokens_total at the first hit): Prometheus counters start at 0, so it counts from 0."""
     if a is None or b is None:
         return None
     va, vb = a["values"].get(field), b["values"].get(field)
-    if va is None or vb is None:
+    if vb is None:
         return None
-    return vb - va
+    return vb - (va or 0.0)
 
 
 def _bracket(ok: list[dict], start_s: float, end_s: float) -> tuple[dict | None, dict | None]:
