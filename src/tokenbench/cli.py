@@ -394,7 +394,7 @@ def report(
         if not ((d / "results.json").exists() or (d / "experiment.json").exists()):
             _fail(f"{d}: not a run directory (results.json) or an experiment directory (experiment.json)", 2)
     files = write_report(dirs, out or dirs[0])
-    err.print(f"report: {files.html}  markdown: {files.markdown}  charts: {files.charts_dir}")
+    err.print(f"report: {files.html}  markdown: {files.markdown}  charts: {len(files.charts)} PNG in {files.html.parent / 'charts'}")
 
 
 @app.command()

@@ -1,0 +1,88 @@
+"""Draw Chart specs as PNG files with matplotlib (Agg: no display needed)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless; must precede pyplot's import
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .charts import Chart, Panel  # noqa: E402
+
+_MARKERS = {"circle": "o", "x": "X", "star": "*"}
+
+
+def _nan(values: list[float | None]) -> list[float]:
+    # matplotlib breaks a line at NaN: a null window is a gap, never a dip to 0.
+    return [math.nan if v is None else float(v) for v in values]
+
+
+def _draw_panel(ax, panel: Panel, chart: Chart) -> None:
+    if any(s.kind == "bar" for s in panel.series):
+        categories = list(dict.fromkeys(x for s in panel.series for x in s.x))
+        bottom = [0.0] * len(categories)
+        for s in panel.series:
+            heights = [0.0] * len(categories)
+            for x, y in zip(s.x, s.y):
+                heights[categories.index(x)] = y or 0.0
+            ax.bar(range(len(categories)), heights, bottom=bottom if panel.stacked else None,
+                   label=s.name, color=s.color)
+            if panel.stacked:
+                bottom = [b + h for b, h in zip(bottom, heights)]
+        ax.set_xticks(range(len(categories)))
+        ax.set_xticklabels(categories, rotation=30, ha="right", fontsize=7)
+        return
+    for s in panel.series:
+        y = _nan(s.y)
+        if s.kind == "markers":
+            ax.scatter(s.x, y, label=s.name if s.show_legend else None, color=s.color,
+                       marker=_MARKERS.get(s.symbol, "o"), s=90 if s.symbol != "circle" else 30, zorder=3)
+        elif s.kind == "dash":
+            ax.plot(s.x, y, "--", label=s.name, color=s.color, linewidth=1)
+        else:
+            marker = _MARKERS.get(s.symbol, "o") if len(s.x) < 60 else None
+            ax.plot(s.x, y, label=s.name if s.show_legend else None, color=s.color, marker=marker,
+                    markersize=12 if s.symbol == "star" else 4, linewidth=1.5)
+        if s.error is not None:
+            ax.errorbar(s.x, y, yerr=_nan([e if e is not None else math.nan for e in s.error]),
+                        fmt="none", ecolor=s.color, capsize=3, linewidth=1)
+
+
+def render_png(chart: Chart, path: Path) -> Path:
+    rows = len(chart.panels)
+    height = 2.4 * rows + 1.2 if rows > 1 else 4.5
+    with plt.rc_context({"text.parse_math": False}):  # a "$" in a model name is text, not TeX
+        fig, axes = plt.subplots(rows, 1, figsize=(10, height), sharex=not chart.x_categorical, squeeze=False)
+        try:
+            for ax, panel in zip(axes[:, 0], chart.panels):
+                _draw_panel(ax, panel, chart)
+                ax.set_ylabel(panel.y_label)
+                if panel.log_y:
+                    ax.set_yscale("log")
+                ax.grid(True, alpha=0.3)
+                for span in chart.spans:
+                    ax.axvspan(span.x0, span.x1, color="#888888" if span.kind == "ramp" else "#cccccc",
+                               alpha=0.25 if span.kind == "ramp" else 0.2, linewidth=0)
+                for mark in chart.marks:
+                    ax.axvline(mark.x, color="#555555", linewidth=0.8, linestyle=":")
+                if any(s.show_legend for s in panel.series):
+                    ax.legend(fontsize=7, loc="best")
+            top = axes[0, 0]
+            for mark in chart.marks:
+                top.annotate(mark.label, (mark.x, 1.0), xycoords=("data", "axes fraction"), fontsize=7,
+                             xytext=(2, 2), textcoords="offset points", va="bottom")
+            axes[-1, 0].set_xlabel(chart.x_label)
+            fig.suptitle(chart.title)
+            fig.tight_layout()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=100)
+        finally:
+            plt.close(fig)
+    return path
+
+
+def write_pngs(charts: list[Chart], charts_dir: Path) -> list[Path]:
+    return [render_png(c, charts_dir / f"{c.chart_id}.png") for c in charts]

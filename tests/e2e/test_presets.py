@@ -1,0 +1,108 @@
+"""Both studies' presets at small scale on real CPU backends, then the report in Chromium.
+
+users: the embedded llama.cpp server, 1/2/4 users, Dolly-format prompts with and without a system
+prompt. throughput: vLLM CPU (scripts/setup_vllm_cpu.sh), a rate sweep, max-num-seqs 2 vs 16 and
+a KV cache twice as large, 2 trials. Then `tokenbench report` on both experiments and
+`tokenbench compare` of the two max-num-seqs configurations' experiment against itself.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tokenbench(*args, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "tokenbench", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def _experiment(tmp_path_factory, preset):
+    out = tmp_path_factory.mktemp(preset) / "exp"
+    proc = _tokenbench("experiment", "run", "--preset", preset, "--scale", "small", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    state = json.loads((out / "experiment.json").read_text())
+    assert state["complete"] is True
+    return out, state
+
+
+@pytest.fixture(scope="module")
+def users_study(tmp_path_factory):
+    pytest.importorskip("xllamacpp")
+    return _experiment(tmp_path_factory, "users")
+
+
+@pytest.fixture(scope="module")
+def throughput_study(tmp_path_factory):
+    if not (ROOT / ".cache/vllm-venv/bin/python").exists():
+        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return _experiment(tmp_path_factory, "throughput")
+
+
+def _rows(state, server):
+    return {r["label"].split(",")[0]: r["metrics"] for r in state["aggregates"] if r["server"] == server}
+
+
+def test_users_study_small(users_study):
+    out, state = users_study
+    rows = [(r["variant"], r["label"].split(",")[0]) for r in state["aggregates"]]
+    assert rows == [(v, f"{u} users") for v in ("no-system", "system") for u in (1, 2, 4)]
+    for row in state["aggregates"]:
+        m = row["metrics"]
+        assert m["output_tokens_per_s"]["mean"] > 0 and m["ttft_s_p50"]["mean"] > 0
+        assert m["error_rate"]["mean"] == 0
+    system_cell = next(c for c in state["cells"].values() if c["variant"] == "system")
+    records = [json.loads(line) for line in (out / system_cell["run_dir"] / "records.jsonl").open()]
+    plain_cell = next(c for c in state["cells"].values() if c["variant"] == "no-system")
+    plain = [json.loads(line) for line in (out / plain_cell["run_dir"] / "records.jsonl").open()]
+    # the system prompt (about 110 tokens) is in every request of the system variant
+    assert min(r["prompt_tokens"] for r in records) > max(r["prompt_tokens"] for r in plain) - 60 + 100
+
+
+def test_throughput_study_small(throughput_study):
+    _, state = throughput_study
+    low = _rows(state, "vllm-kv1x_max_num_seqs=2")
+    high = _rows(state, "vllm-kv1x_max_num_seqs=16")
+    assert set(low) == set(high) == {"0.25 req/s", "1 req/s"}
+    assert all(m["server_preemptions"]["mean"] == 0 for m in low.values())
+    assert max(m["server_preemptions"]["mean"] for m in high.values()) > 0
+    for rows in (low, high, _rows(state, "vllm-kv2x")):
+        for m in rows.values():
+            assert m["output_tokens_per_s"]["n"] == 2 and m["output_tokens_per_s"]["ci95"] is not None
+            assert m["server_ttft_s_mean"]["mean"] is not None
+
+
+def test_report_of_both_studies_renders_in_chromium(users_study, throughput_study, tmp_path):
+    out = tmp_path / "report"
+    proc = _tokenbench("report", str(users_study[0]), str(throughput_study[0]), "--out", str(out), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = (out / "report.html").read_text()
+    assert "users-study-small" in html and "throughput-study-small" in html
+    assert len(list((out / "charts").glob("*.png"))) >= 6
+    assert "Verdict" in (out / "report.md").read_text() or "verdict" in (out / "report.md").read_text().lower()
+    sys.path.insert(0, str(ROOT / "tests" / "report"))
+    from browser_check import check_in_chromium
+
+    check = check_in_chromium(out / "report.html", tmp_path / "screenshot.png")
+    assert check.errors == [], check.errors
+    assert check.charts and all(c["marks"] > 0 for c in check.charts), check.charts
+    assert check.distinct_colors > 50
+
+
+def test_compare_two_experiments(throughput_study, users_study, tmp_path):
+    md = tmp_path / "compare.md"
+    proc = _tokenbench("compare", str(throughput_study[0]), str(throughput_study[0]), "--out", str(md),
+                       timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = md.read_text()
+    assert "vllm-kv1x_max_num_seqs=16" in text
