@@ -12,7 +12,6 @@ from __future__ import annotations
 
 
 import json
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -164,8 +163,6 @@ def mean_ci95(values: list[float | None]) -> Stat:
     return Stat(r["mean"], r["ci95"], r["n"], tuple(r["values"]))
 
 
-def _isnan(v: Any) -> bool:
-    return isinstance(v, float) and math.isnan(v)
 
 
 # ---------------------------------------------------------------------------------------------
