@@ -13,7 +13,7 @@ everything in flight at once. Every request that was created becomes exactly one
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .clients import Client

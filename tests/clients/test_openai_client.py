@@ -1,6 +1,5 @@
 """The OpenAI client against in-process servers: huge events, split events, no pool ceiling."""
 
-import asyncio
 import io
 import json
 
