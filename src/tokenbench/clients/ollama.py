@@ -33,11 +33,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from orjson import loads as _loads  # lines are parsed on the hot path
 
 from ..config import TargetConfig
 from ..records import Request
-from .stream import ERROR_BODY_CHARS, Stream
+from .stream import Stream
 
 # Top-level fields of api/types.go GenerateRequest. extra_body keys among them go to the top level;
 # every other key is a model option (num_ctx, top_k, seed, ...), Ollama's native parameters object.
@@ -89,14 +88,9 @@ class OllamaStream(Stream):
     def handle(self, data: bytes) -> bool:
         if self.failed or not data:
             return False
-        try:
-            obj = _loads(data)
-        except ValueError:
-            return self.fail(f"malformed line (not JSON): {data[:200]!r}")
-        if not isinstance(obj, dict):
-            return self.fail(f"malformed line (not an object): {data[:200]!r}")
-        if "error" in obj:
-            return self.fail(f"error line: {str(obj['error'])[:ERROR_BODY_CHARS]}")
+        obj = self.json_object(data, unit="line")
+        if obj is None:
+            return False
         if obj.get("done") is True:
             self.done = True
             # Every number on the final line, by Ollama's names and units (durations in ns).

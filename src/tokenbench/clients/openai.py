@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from orjson import loads as _loads  # event payloads are parsed on the hot path
 
 from ..config import TargetConfig
 from ..records import Request
-from .stream import ERROR_BODY_CHARS, Stream
+from .stream import Stream
 
 
 class OpenAIWire:
@@ -68,14 +67,9 @@ class OpenAIStream(Stream):
             return False
         if not data:
             return False
-        try:
-            obj = _loads(data)
-        except ValueError:
-            return self.fail(f"malformed event (not JSON): {data[:200]!r}")
-        if not isinstance(obj, dict):
-            return self.fail(f"malformed event (not an object): {data[:200]!r}")
-        if "error" in obj:
-            return self.fail(f"error event: {str(obj['error'])[:ERROR_BODY_CHARS]}")
+        obj = self.json_object(data)
+        if obj is None:
+            return False
         if self.response_id is None:
             self.response_id = obj.get("id")
         usage = obj.get("usage")

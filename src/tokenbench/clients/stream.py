@@ -22,6 +22,8 @@ from ..config import TargetConfig
 from ..records import Outcome, Request, RequestRecord, TokenSource
 from .sse import SSEDecoder
 
+from orjson import loads as _loads  # payloads are parsed on the hot path
+
 ERROR_BODY_CHARS = 500
 
 Framing = Literal["sse", "ndjson"]
@@ -57,6 +59,24 @@ class Stream:
     def handle(self, data: bytes) -> bool:
         """Read one payload; return True when it carried content (a chunk to stamp)."""
         raise NotImplementedError
+
+    def json_object(self, data: bytes, unit: str = "event") -> dict | None:
+        """The payload as a JSON object, or None after failing the stream with the reason: not
+        JSON, not an object, or the server's ``{"error": ...}`` (with ``error_type`` if given)."""
+        try:
+            obj = _loads(data)
+        except ValueError:
+            self.fail(f"malformed {unit} (not JSON): {data[:200]!r}")
+            return None
+        if not isinstance(obj, dict):
+            self.fail(f"malformed {unit} (not an object): {data[:200]!r}")
+            return None
+        if "error" in obj:
+            kind = obj.get("error_type")
+            message = str(obj["error"])[:ERROR_BODY_CHARS]
+            self.fail(f"error {unit} ({kind}): {message}" if kind else f"error {unit}: {message}")
+            return None
+        return obj
 
 
 class Wire(Protocol):

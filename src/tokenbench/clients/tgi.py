@@ -26,11 +26,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from orjson import loads as _loads  # event payloads are parsed on the hot path
 
 from ..config import TargetConfig
 from ..records import Request
-from .stream import ERROR_BODY_CHARS, Stream
+from .stream import Stream
 
 
 class TGIWire:
@@ -77,16 +76,9 @@ class TGIStream(Stream):
     def handle(self, data: bytes) -> bool:
         if self.failed or not data:
             return False
-        try:
-            obj = _loads(data)
-        except ValueError:
-            return self.fail(f"malformed event (not JSON): {data[:200]!r}")
-        if not isinstance(obj, dict):
-            return self.fail(f"malformed event (not an object): {data[:200]!r}")
-        if "error" in obj:
-            kind = obj.get("error_type")
-            message = str(obj["error"])[:ERROR_BODY_CHARS]
-            return self.fail(f"error event ({kind}): {message}" if kind else f"error event: {message}")
+        obj = self.json_object(data)  # TGI's error events carry error_type (router/src/lib.rs)
+        if obj is None:
+            return False
         details = obj.get("details")
         if isinstance(details, dict):
             self.done = True
