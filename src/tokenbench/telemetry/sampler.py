@@ -118,8 +118,8 @@ class Sampler:
             await asyncio.sleep(min(0.1, self.interval_s / 4))
 
 
-def read_samples(path: Path) -> list[dict]:
-    """Scrape lines of a samples file; a torn last line (the writer was killed) is skipped."""
+def _lines(path: Path, kind: str) -> list[dict]:
+    """The samples file's lines of one kind; a torn last line (the writer was killed) is skipped."""
     if not path.exists():
         return []
     out = []
@@ -129,23 +129,18 @@ def read_samples(path: Path) -> list[dict]:
                 obj = json.loads(line)
             except ValueError:
                 continue
-            if obj.get("kind") == "scrape":
+            if obj.get("kind") == kind:
                 out.append(obj)
     return out
 
 
+def read_samples(path: Path) -> list[dict]:
+    return _lines(path, "scrape")
+
+
 def read_header(path: Path) -> dict | None:
-    if not path.exists():
-        return None
-    with open(path, "rb") as f:
-        for line in f:
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if obj.get("kind") == "header":
-                return obj
-    return None
+    headers = _lines(path, "header")
+    return headers[0] if headers else None
 
 
 if __name__ == "__main__":
