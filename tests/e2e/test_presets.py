@@ -65,8 +65,10 @@ def test_users_study_small(users_study):
     records = [json.loads(line) for line in (out / system_cell["run_dir"] / "records.jsonl").open()]
     plain_cell = next(c for c in state["cells"].values() if c["variant"] == "no-system")
     plain = [json.loads(line) for line in (out / plain_cell["run_dir"] / "records.jsonl").open()]
-    # the system prompt (about 110 tokens) is in every request of the system variant
-    assert min(r["prompt_tokens"] for r in records) > max(r["prompt_tokens"] for r in plain) - 60 + 100
+    # the system prompt (~94 tokens with its chat-template framing) is in every request of the
+    # system variant: the same Dolly prompts are ~94 tokens longer (seen: 37..105 vs 131..199)
+    assert min(r["prompt_tokens"] for r in records) - min(r["prompt_tokens"] for r in plain) > 80
+    assert max(r["prompt_tokens"] for r in records) - max(r["prompt_tokens"] for r in plain) > 80
 
 
 def test_throughput_study_small(throughput_study):
