@@ -56,8 +56,8 @@ def test_container_publishes_http_and_metrics_ports_on_loopback():
     launch = ray_profile.container(spec(**KNOBS))
     argv = launch.argv
     assert argv[:argv.index(ray_profile.IMAGE) + 3] == (
-        "docker", "run", "--rm", "--ipc=host", "-p", "127.0.0.1:8300:8300", "--gpus", "all",
-        "-p", "127.0.0.1:8301:8301", "-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface",
+        "docker", "run", "--rm", "--ipc=host", "-p", "127.0.0.1:8300:8300",
+        "-p", "127.0.0.1:8301:8301", "--gpus", "all", "-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface",
         "-e", "HF_HUB_OFFLINE=1", ray_profile.IMAGE, "python3", "-c",
     )
     assert argv[-2] == ray_profile.PROGRAM

@@ -28,8 +28,8 @@ def test_local_argv_binds_every_listener_to_loopback():
 def test_container_publishes_http_and_metrics_ports_on_loopback(tmp_path):
     launch = triton.container(spec(model=str(tmp_path), port=9100, engine_env={"CUDA_VISIBLE_DEVICES": "0"}))
     assert launch.argv == (
-        "docker", "run", "--rm", "--ipc=host", "-p", "127.0.0.1:9100:9100", "--gpus", "all",
-        "-p", "127.0.0.1:9102:9102", "-v", f"{tmp_path.resolve()}:/model:ro",
+        "docker", "run", "--rm", "--ipc=host", "-p", "127.0.0.1:9100:9100",
+        "-p", "127.0.0.1:9102:9102", "--gpus", "all", "-v", f"{tmp_path.resolve()}:/model:ro",
         "-e", "CUDA_VISIBLE_DEVICES=0", triton.IMAGE,
         "tritonserver", *server_flags("0.0.0.0", 9100, "/model"),
     )

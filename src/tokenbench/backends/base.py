@@ -159,9 +159,12 @@ def in_container(spec: LaunchSpec, mount: str = "/model") -> tuple[LaunchSpec, l
 
 
 def docker_run(spec: LaunchSpec, image: str, args: list[str], volumes: list[str], *,
-               gpus: bool = True, env: Mapping[str, str] = {}) -> Launch:
-    """``docker run`` of an engine image, publishing its port on loopback only."""
-    argv = ["docker", "run", "--rm", "--ipc=host", "-p", f"127.0.0.1:{spec.port}:{spec.port}"]
+               gpus: bool = True, env: Mapping[str, str] = {}, extra_ports: tuple[int, ...] = ()) -> Launch:
+    """``docker run`` of an engine image, publishing its port (and ``extra_ports``, e.g. a
+    separate metrics port) on loopback only."""
+    argv = ["docker", "run", "--rm", "--ipc=host"]
+    for port in (spec.port, *extra_ports):
+        argv += ["-p", f"127.0.0.1:{port}:{port}"]
     if gpus:
         argv += ["--gpus", "all"]
     argv += volumes

@@ -142,11 +142,8 @@ def local(spec: LaunchSpec) -> Launch:
 
 def container(spec: LaunchSpec) -> Launch:
     inside, volumes = in_container(spec)
-    # The metrics port must be published too (docker_run publishes the HTTP port only). The flag
-    # pair goes with the volume flags, which docker_run places before the image name.
-    m = metrics_port(spec.port)
-    publish = ["-p", f"127.0.0.1:{m}:{m}"]
-    return docker_run(spec, IMAGE, ["tritonserver", *_args(inside, inside.model)], [*publish, *volumes])
+    # the metrics port is published too: the sampler scrapes it from the host
+    return docker_run(spec, IMAGE, ["tritonserver", *_args(inside, inside.model)], volumes, extra_ports=(metrics_port(spec.port),))
 
 
 PROFILE = Profile(
