@@ -88,3 +88,35 @@ def test_a_different_experiment_in_the_same_directory_is_refused(start_mock, tmp
     _run(_write(tmp_path, url), out)
     proc = _run(_write(tmp_path, url, trials=3), out)
     assert proc.returncode == 2 and "different experiment" in proc.stderr
+
+
+def test_ctrl_c_stops_the_experiment_and_the_same_command_resumes_it(start_mock, tmp_path):
+    import os
+    import signal
+    import time
+
+    url = start_mock(ttft_ms=20, itl_ms=5)
+    spec = _write(tmp_path, url, backends=[{"label": "mock", "url": url, "backend": "vllm"}], trials=3,
+                  stop={"duration_s": 2.0})
+    out = tmp_path / "exp"
+    proc = subprocess.Popen([sys.executable, "-m", "tokenbench", "experiment", "run", str(spec), "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    state_file = out / "experiment.json"
+    deadline = time.time() + 60
+    while time.time() < deadline:  # wait until the second cell is running
+        if state_file.exists() and len(json.loads(state_file.read_text())["cells"]) >= 2:
+            break
+        time.sleep(0.1)
+    time.sleep(1.0)
+    os.kill(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr[-2000:]
+    state = json.loads(state_file.read_text())
+    assert state["complete"] is False
+    statuses = sorted(c["status"] for c in state["cells"].values())
+    assert statuses == ["interrupted", "ok"], statuses
+    again = _run(spec, out)
+    assert again.returncode == 0, again.stderr[-2000:]
+    state = json.loads(state_file.read_text())
+    assert state["complete"] is True and len(state["cells"]) == 3
+    assert all(c["status"] == "ok" for c in state["cells"].values())

@@ -115,6 +115,10 @@ def _run_one(cell: Cell, plan: ServerPlan, url: str, facts: dict, metrics_url: s
     t0 = time.perf_counter()
     try:
         result = run_cell(config, console, server={k: v for k, v in facts.items() if k != "served_model_name"})
+    except KeyboardInterrupt:  # Ctrl-C outside a load point (set-up, between points)
+        _mark(state, cell, plan, "interrupted", "Ctrl-C", wall_s=time.perf_counter() - t0)
+        _save(out_dir, state)
+        raise
     except (TargetUnreachable, BackendError, ValueError, OSError) as exc:
         _mark(state, cell, plan, "failed", f"{type(exc).__name__}: {exc}")
         console.print(f"  [red]cell {cell.id} failed: {exc}[/]")
