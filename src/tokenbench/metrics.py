@@ -238,10 +238,18 @@ def timeseries(
                 "output_tokens_per_s": out / w.length_s,
                 "ttft_s_mean": float(np.mean(ttfts)) if ttfts else None,
                 "ttft_s_p90": float(np.percentile(ttfts, 90)) if ttfts else None,
+                # failures that ended in this window; requests cancelled because the run
+                # stopped are counted apart (they are not the server's failures)
                 "errors": sum(
                     1
                     for r in records
-                    if r.outcome is not Outcome.OK and r.closed_s is not None and w.contains(r.closed_s)
+                    if r.outcome not in (Outcome.OK, Outcome.CANCELLED)
+                    and r.closed_s is not None and w.contains(r.closed_s)
+                ),
+                "cancelled": sum(
+                    1
+                    for r in records
+                    if r.outcome is Outcome.CANCELLED and r.closed_s is not None and w.contains(r.closed_s)
                 ),
             }
         )
