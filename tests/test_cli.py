@@ -78,3 +78,18 @@ def test_backends_show_container_and_env_knobs():
 def test_backends_show_refuses_an_unmappable_knob():
     result = CliRunner().invoke(app, ["backends", "show", "llamacpp", "--quantization", "awq"])
     assert result.exit_code == 2 and "GGUF" in result.output
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["experiment", "run"], "FILE or --preset"),
+    (["experiment", "run", "--preset", "nosuch"], "choose one of"),
+    (["experiment", "run", "--preset", "users", "--scale", "medium"], "--scale must be small or full"),
+    (["experiment", "run", "/nonexistent/exp.yaml"], "no such experiment file"),
+    (["experiment", "presets", "--show", "nosuch"], "choose one of"),
+    (["report", "/nonexistent/dir"], "not a run directory"),
+    (["compare", "/nonexistent/a"], "at least two"),
+])
+def test_bad_experiment_and_report_input_exit_2(args, needle):
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    assert needle in result.output
