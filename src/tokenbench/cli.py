@@ -239,8 +239,6 @@ def _backend_config(a: dict) -> BackendConfig | None:
         if a["metrics_url"] is not None:
             return BackendConfig(metrics_url=a["metrics_url"], metrics_interval_s=a["metrics_interval"])
         return None
-    if a["url"] is None and not a["model"] and a["backend"] != "xllamacpp":
-        raise UsageError(f"--backend {a['backend']} without --url launches it: pass --model (what it should load)")
     if a["url"] is not None and knobs != EngineKnobs():
         raise UsageError("engine knobs are for a server tokenbench launches; with --url they would be ignored")
     config = BackendConfig(
@@ -260,7 +258,7 @@ def _check_backend(config: BackendConfig, launch: bool) -> None:
 
     try:
         profile = get_profile(config.name or "")
-        if launch and profile.name != "xllamacpp":  # the embedded model path is resolved later
+        if launch:
             profile.local(launch_spec(profile, config))
     except BackendError as exc:
         raise UsageError(str(exc)) from None

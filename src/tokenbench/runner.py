@@ -19,7 +19,6 @@ from rich.console import Console
 from . import __version__
 from .backends import get_profile
 from .backends.base import Profile
-from .backends.llamacpp import default_gguf
 from .backends.server import ManagedServer
 from .clients import wire_for
 from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
@@ -70,12 +69,11 @@ def _backend(config: RunConfig) -> BackendConfig | None:
     if config.target.url is not None:
         return None
     backend = config.backend or BackendConfig(name="xllamacpp")
-    if backend.name == "xllamacpp":
+    if backend.name == "xllamacpp":  # the default path: --model is a GGUF, one slot per user
         knobs = backend.knobs
         if knobs.max_num_seqs is None:
             knobs = knobs.model_copy(update={"max_num_seqs": _max_users(config)})
-        model = backend.model or config.target.model or str(default_gguf())
-        backend = backend.model_copy(update={"knobs": knobs, "model": model})
+        backend = backend.model_copy(update={"knobs": knobs, "model": backend.model or config.target.model})
     return backend
 
 

@@ -82,6 +82,7 @@ class Profile:
     # Where the sampler scrapes when it is not the server's URL + metrics.path (a separate
     # metrics port: Triton, Ray). For a server tokenbench did not launch, pass --metrics-url.
     metrics_url: Callable[[LaunchSpec], str] | None = None
+    default_model: Callable[[], str] | None = None  # what it loads when --model is not given
     version_path: str | None = None  # GET returning JSON with the engine version
     version_field: str | None = None  # dotted key in that JSON
     version_package: str | None = None  # else: the Python distribution of the engine

@@ -115,4 +115,5 @@ PROFILE = Profile(name="llamacpp", title="llama.cpp (llama-server)", local=local
                   version_path="/props", version_field="build_info", **_COMMON)
 
 EMBEDDED_PROFILE = Profile(name="xllamacpp", title="llama.cpp (in-process xllamacpp)",
-                           local=embedded_local, version_package="xllamacpp", **_COMMON)
+                           local=embedded_local, version_package="xllamacpp",
+                           default_model=lambda: str(default_gguf()), **_COMMON)

@@ -24,11 +24,13 @@ HOST = "127.0.0.1"
 
 
 def launch_spec(profile: Profile, config: BackendConfig, port: int | None = None) -> LaunchSpec:
-    if not config.model:
-        raise BackendError(f"--backend {profile.name} needs --model (what the engine should load)")
+    model = config.model or (profile.default_model() if profile.default_model else None)
+    if not model:
+        raise BackendError(f"--backend {profile.name} without --url launches it: pass --model "
+                           f"(what it should load)")
     return LaunchSpec(
-        model=config.model,
-        served_name=config.served_model_name or _default_served_name(config.model),
+        model=model,
+        served_name=config.served_model_name or _default_served_name(model),
         host=HOST,
         port=port or config.port or profile.default_port,
         knobs=config.knobs,

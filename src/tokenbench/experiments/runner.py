@@ -22,7 +22,6 @@ from rich.console import Console
 
 from .. import __version__
 from ..backends import BackendError, get_profile
-from ..backends.llamacpp import default_gguf
 from ..backends.server import ManagedServer
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig
@@ -83,8 +82,6 @@ def _server(plan: ServerPlan, out_dir: Path, console: Console) -> Iterator[tuple
         yield plan.entry.url, {"backend": plan.entry.backend or "attached"}, plan.entry.metrics_url
         return
     backend = plan.backend
-    if backend.name == "xllamacpp" and backend.model is None:
-        backend = backend.model_copy(update={"model": str(default_gguf())})
     profile = get_profile(backend.name or "")
     logs = out_dir / "servers"
     logs.mkdir(exist_ok=True)
