@@ -31,7 +31,7 @@ from .metrics import Window, summarize_point, timeseries
 from .records import RequestRecord, RunClock
 from .report.console import LiveView, summary_table
 from .report.files import RunWriter, default_run_dir
-from .telemetry.sampler import Sampler, read_header, read_samples
+from .telemetry.sampler import Sampler, SamplesFile
 from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
 
 try:
@@ -164,7 +164,7 @@ async def _run_points(
                     point_run = await gen.run_point(index, load, config.stop, source, config.seed + index)
                     if not point_run.interrupted:
                         await sampler.wait_past(point_run.end_s)  # bracket the point's counters
-                    results["points"].append(_point_result(config, point_run, records[first:], sampler.out))
+                    results["points"].append(_point_result(config, point_run, records[first:], sampler.file))
                     writer.write_results(results)
                     if point_run.interrupted:
                         break
@@ -192,7 +192,7 @@ def _tokenizer(config: RunConfig, target: TargetConfig) -> Tokenizer | None:
     return RemoteTokenizer.available(target.url, target.model)
 
 
-def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord], samples_path: Path) -> dict:
+def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord], samples_file: SamplesFile) -> dict:
     window = Window(run.window_start_s, run.load_end_s)
     point = {
         "index": run.index,
@@ -204,12 +204,12 @@ def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord]
         "interrupted": run.interrupted,
     }
     point.update(summarize_point(records, window, config.slo))
-    samples = read_samples(samples_path)
+    samples = samples_file.scrapes()
     point["server"] = point_server(samples, run.start_s, run.end_s)
     if point["server"] is not None:
         first_chunks = [(r.chunk_times_s[0], r.ttft_s) for r in records if r.ttft_s is not None]
         point["server"]["client_ttft_s_matched"] = matched_client_ttft(first_chunks, point["server"])
-    point["gpu"] = point_gpu(samples, read_header(samples_path), run.start_s, run.end_s)
+    point["gpu"] = point_gpu(samples, samples_file.header(), run.start_s, run.end_s)
     point["timeseries"] = [
         {**w, **window_server(samples, w["start_s"], w["end_s"])}
         for w in timeseries(records, run.start_s, run.end_s, run.ramp_end_s, run.user_spans, config.window_s)

@@ -79,12 +79,51 @@ def main(argv: list[str] | None = None) -> None:
             stop.wait(max(0.0, next_t - time.perf_counter()))
 
 
+class SamplesFile:
+    """Reads a samples file as it grows: each call parses only the lines appended since the last
+    one (the runner looks after every point and polls while waiting for a bracketing scrape; a
+    long run's file is megabytes of raw metrics). A line still being written is left for later."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._scrapes: list[dict] = []
+        self._header: dict | None = None
+
+    def _refresh(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        complete = data.rfind(b"\n") + 1
+        self._offset += complete
+        for line in data[:complete].splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue  # a torn line (the writer was killed mid-write)
+            if obj.get("kind") == "scrape":
+                self._scrapes.append(obj)
+            elif obj.get("kind") == "header" and self._header is None:
+                self._header = obj
+
+    def scrapes(self) -> list[dict]:
+        self._refresh()
+        return self._scrapes
+
+    def header(self) -> dict | None:
+        self._refresh()
+        return self._header
+
+
 class Sampler:
     """Context manager owning the sampler child: ``with Sampler(...) as s: ... s.wait_past(t)``."""
 
     def __init__(self, out: Path, origin_monotonic_s: float, metrics_url: str | None,
                  backend: str | None, interval_s: float) -> None:
         self.out = out
+        self.file = SamplesFile(out)
         self.interval_s = interval_s
         self.metrics_url = metrics_url
         self._argv = [sys.executable, "-m", "tokenbench.telemetry.sampler", "--out", str(out),
@@ -93,7 +132,6 @@ class Sampler:
             self._argv += ["--metrics-url", metrics_url]
         if backend:
             self._argv += ["--backend", backend]
-        self._origin = origin_monotonic_s
         self._proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Sampler:
@@ -113,34 +151,19 @@ class Sampler:
         while time.perf_counter() < deadline:
             if self._proc is None or self._proc.poll() is not None:
                 return
-            if any(s.get("t_s", -1) >= t_s for s in read_samples(self.out)[-3:]):
+            scrapes = self.file.scrapes()
+            if scrapes and scrapes[-1]["t_s"] >= t_s:  # lines are appended in time order
                 return
             await asyncio.sleep(min(0.1, self.interval_s / 4))
 
 
-def _lines(path: Path, kind: str) -> list[dict]:
-    """The samples file's lines of one kind; a torn last line (the writer was killed) is skipped."""
-    if not path.exists():
-        return []
-    out = []
-    with open(path, "rb") as f:
-        for line in f:
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if obj.get("kind") == kind:
-                out.append(obj)
-    return out
-
-
 def read_samples(path: Path) -> list[dict]:
-    return _lines(path, "scrape")
+    """The scrape lines of a finished samples file."""
+    return SamplesFile(path).scrapes()
 
 
 def read_header(path: Path) -> dict | None:
-    headers = _lines(path, "header")
-    return headers[0] if headers else None
+    return SamplesFile(path).header()
 
 
 if __name__ == "__main__":
