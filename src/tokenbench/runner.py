@@ -19,7 +19,7 @@ from rich.console import Console
 from . import __version__
 from .backends import get_profile
 from .backends.base import Profile
-from .backends.server import ManagedServer
+from .backends.server import ManagedServer, metrics_url_for
 from .clients import wire_for
 from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
 from .config import BackendConfig, RunConfig, TargetConfig
@@ -56,7 +56,7 @@ def run(config: RunConfig, console: Console | None = None, server: dict | None =
     try:
         with _target(config, writer.dir, console) as (target, backend, profile, metrics_url):
             backend = {**backend, **(server or {})}
-            with _sampler(config, target, profile, metrics_url, writer.dir, clock) as sampler:
+            with _sampler(config, profile, metrics_url, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
                 return runner(_run_points(config, target, backend, writer, console, clock, sampler))
     finally:
@@ -86,7 +86,8 @@ def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tupl
         named = config.backend.name if config.backend else None
         profile = get_profile(named) if named else None
         target = _with_api(config.target, profile)
-        yield target, {"backend": named or "attached", "engine": profile.title if profile else None}, profile, None
+        facts = {"backend": named or "attached", "engine": profile.title if profile else None}
+        yield target, facts, profile, metrics_url_for(profile, target.url)
         return
     assert launch.name is not None
     profile = get_profile(launch.name)
@@ -96,8 +97,7 @@ def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tupl
         console.print(f"{profile.title} ready at {server.url} after {server.cold_start_s:.1f}s "
                       f"(version {server.version or 'unknown'})")
         target = config.target.model_copy(update={"url": server.url, "model": server.spec.served_name})
-        metrics_url = profile.metrics_url(server.spec) if profile.metrics_url else None
-        yield _with_api(target, profile), server.describe(), profile, metrics_url
+        yield _with_api(target, profile), server.describe(), profile, metrics_url_for(profile, server.url, server.spec)
 
 
 def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
@@ -108,14 +108,11 @@ def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
     return target
 
 
-def _sampler(config: RunConfig, target: TargetConfig, profile: Profile | None, metrics_url: str | None,
-             run_dir: Path, clock: RunClock) -> Sampler:
+def _sampler(config: RunConfig, profile: Profile | None, metrics_url: str | None, run_dir: Path,
+             clock: RunClock) -> Sampler:
     """Scrapes the server's /metrics (when its profile or --metrics-url says where) and the GPU."""
     backend = config.backend or BackendConfig()
-    url = backend.metrics_url or metrics_url
-    if url is None and profile is not None and profile.metrics is not None:
-        url = f"{target.url}{profile.metrics.path}"
-    return Sampler(run_dir / "samples.jsonl", clock.origin_monotonic_s, url,
+    return Sampler(run_dir / "samples.jsonl", clock.origin_monotonic_s, backend.metrics_url or metrics_url,
                    profile.name if profile else None, backend.metrics_interval_s)
 
 

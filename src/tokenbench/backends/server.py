@@ -38,6 +38,18 @@ def launch_spec(profile: Profile, config: BackendConfig, port: int | None = None
     )
 
 
+def metrics_url_for(profile: Profile | None, url: str | None, spec: LaunchSpec | None = None) -> str | None:
+    """Where a server's Prometheus metrics are: the profile's own rule for a launched server (a
+    separate metrics port), else the server URL + the profile's path; None without metrics."""
+    if profile is None:
+        return None
+    if spec is not None and profile.metrics_url is not None:
+        return profile.metrics_url(spec)
+    if profile.metrics is None or url is None:
+        return None
+    return f"{url}{profile.metrics.path}"
+
+
 def _default_served_name(model: str) -> str:
     path = Path(model)
     return path.stem if path.suffix == ".gguf" else path.name if path.exists() else model

@@ -22,7 +22,7 @@ from rich.console import Console
 
 from .. import __version__
 from ..backends import BackendError, get_profile
-from ..backends.server import ManagedServer
+from ..backends.server import ManagedServer, metrics_url_for
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig
 from ..runner import run as run_cell
@@ -89,7 +89,7 @@ def _server(plan: ServerPlan, out_dir: Path, console: Console) -> Iterator[tuple
     console.print(f"[bold]{plan.label}[/]: starting {profile.title}")
     with server:
         console.print(f"{plan.label}: ready after {server.cold_start_s:.1f}s")
-        metrics_url = backend.metrics_url or (profile.metrics_url(server.spec) if profile.metrics_url else None)
+        metrics_url = backend.metrics_url or metrics_url_for(profile, server.url, server.spec)
         yield server.url, {**server.describe(), "served_model_name": server.spec.served_name}, metrics_url
 
 
