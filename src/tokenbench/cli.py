@@ -380,6 +380,14 @@ def experiment_presets(
         _fail(str(exc), 2)
 
 
+def _require_result_dirs(dirs: list[Path]) -> None:
+    from .report.load import is_experiment_dir, is_run_dir
+
+    for d in dirs:
+        if not (is_run_dir(d) or is_experiment_dir(d)):
+            _fail(f"{d}: not a run directory (results.json) or an experiment directory (experiment.json)", 2)
+
+
 @app.command()
 def report(
     dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
@@ -388,9 +396,7 @@ def report(
     """Write a self-contained HTML report (plus PNG charts and a Markdown summary)."""
     from .report.html import write_report
 
-    for d in dirs:
-        if not ((d / "results.json").exists() or (d / "experiment.json").exists()):
-            _fail(f"{d}: not a run directory (results.json) or an experiment directory (experiment.json)", 2)
+    _require_result_dirs(dirs)
     files = write_report(dirs, out or dirs[0])
     err.print(f"report: {files.html}  markdown: {files.markdown}  charts: {len(files.charts)} PNG in {files.html.parent / 'charts'}")
 
@@ -405,9 +411,7 @@ def compare(
 
     if len(dirs) < 2:
         _fail("compare needs at least two directories", 2)
-    for d in dirs:
-        if not ((d / "results.json").exists() or (d / "experiment.json").exists()):
-            _fail(f"{d}: not a run directory (results.json) or an experiment directory (experiment.json)", 2)
+    _require_result_dirs(dirs)
     result = cmp.compare(dirs)
     Console().print(cmp.compare_table(result))
     if out is not None:

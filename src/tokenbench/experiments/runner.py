@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from ..backends import BackendError, get_profile
 from ..backends.server import ManagedServer, metrics_url_for
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig
+from ..report.files import write_json
 from ..runner import run as run_cell
 from .aggregate import aggregate
 from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand
@@ -160,9 +160,7 @@ def _load_state(out_dir: Path, spec: ExperimentSpec) -> dict:
 
 
 def _save(out_dir: Path, state: dict) -> None:
-    tmp = out_dir / (STATE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=1))
-    os.replace(tmp, out_dir / STATE)
+    write_json(out_dir / STATE, state)
 
 
 def _finish(out_dir: Path, state: dict, planned: list[str], console: Console,

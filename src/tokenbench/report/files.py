@@ -29,7 +29,7 @@ class RunWriter:
         self.num_records = 0
 
     def write_config(self, config: dict[str, Any]) -> None:
-        _write_json(self.dir / "config.json", config)
+        write_json(self.dir / "config.json", config)
 
     def write_record(self, record: RequestRecord) -> None:
         self._records.write(orjson.dumps(record.to_json(self._keep_text)).decode() + "\n")
@@ -37,13 +37,14 @@ class RunWriter:
         self.num_records += 1
 
     def write_results(self, results: dict[str, Any]) -> None:
-        _write_json(self.dir / "results.json", results)
+        write_json(self.dir / "results.json", results)
 
     def close(self) -> None:
         self._records.close()
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Atomically: readers (and a resumed experiment) never see half a file."""
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)  # readers never see half a file
