@@ -62,3 +62,49 @@ def test_more_than_100_in_flight_without_a_pool_ceiling(start_mock, tmp_path):
     assert point["requests"]["ok"] == 150
     assert point["concurrency"]["peak"] == 150  # aiohttp's default limit=100 would cap this
     assert point["ttft_s"]["p99"] < 1.2  # nobody waited for a connection slot
+
+
+async def _server_dropping_first(dropped: int):
+    """A raw HTTP server that closes its first ``dropped`` connections on receipt of a request
+    (as a server does with a keep-alive connection it had already closed), then answers."""
+    import asyncio
+
+    seen = {"connections": 0}
+    reply = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+             b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
+             b'data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1}}\n\ndata: [DONE]\n\n')
+
+    async def handle(reader, writer):
+        seen["connections"] += 1
+        await reader.readuntil(b"\r\n\r\n")
+        if seen["connections"] > dropped:
+            writer.write(reply)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", seen
+
+
+async def _send_once(url):
+    clock = RunClock.start()
+    target = TargetConfig(url=url, model="m", api="chat")
+    record = RequestRecord(point=0, id=0, scheduled_s=0.0)
+    async with make_session(target, clock.now) as session:
+        client = StreamingClient(session, target, OpenAIWire(chat=True), clock.now)
+        await client.send(Request(prompt="hello", max_tokens=1), record)
+    return record
+
+
+async def test_dead_connections_before_any_response_are_resent():
+    server, url, seen = await _server_dropping_first(2)
+    async with server:
+        record = await _send_once(url)
+    assert record.outcome is Outcome.OK and record.retries == 2 and seen["connections"] == 3
+
+
+async def test_resends_are_bounded():
+    server, url, seen = await _server_dropping_first(10)
+    async with server:
+        record = await _send_once(url)
+    assert record.outcome is Outcome.STREAM_ERROR and record.retries == 3 and seen["connections"] == 4

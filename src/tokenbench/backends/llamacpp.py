@@ -107,7 +107,7 @@ _COMMON = dict(
     metrics=METRICS,
     usage="final chunk with stream_options.include_usage; also 'timings' (ms) per request",
     quirks=("--ctx-size is the total context over all slots (tokenbench renders slots * max model length)",
-            "closes idle keep-alive connections after 5 s (the client re-sends once)"),
+            "closes idle keep-alive connections after 5 s (the client re-sends, up to 3 times)"),
     docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
 )
 

@@ -25,6 +25,7 @@ from .sse import SSEDecoder
 from orjson import loads as _loads  # payloads are parsed on the hot path
 
 ERROR_BODY_CHARS = 500
+MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
 
 Framing = Literal["sse", "ndjson"]
 
@@ -251,16 +252,19 @@ class StreamingClient:
         stream = self._wire.new_stream()
         now = self._now
         try:
-            try:
-                await self._exchange(data, record, stream)
-            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
-                if record.status is not None:
-                    raise
-                # The server closed an idle keep-alive connection just as we reused it (llama.cpp
-                # closes idle connections after 5 s): the request never reached it. Retry once
-                # on a fresh connection, as browsers do; the lost time stays in queue delay.
-                record.retries += 1
-                await self._exchange(data, record, stream)
+            while True:
+                try:
+                    await self._exchange(data, record, stream)
+                    break
+                except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                    if record.status is not None or record.retries >= MAX_RESENDS:
+                        raise
+                    # The server had closed the pooled keep-alive connection we reused (llama.cpp
+                    # closes idle ones after 5 s): the request never reached it. Re-send, as
+                    # browsers do; the lost time stays in queue delay. The pool may hand out
+                    # another dead connection (a fresh-clone `make run` once lost a request on
+                    # the second one), so a few re-sends, each discarding the dead connection.
+                    record.retries += 1
         except asyncio.CancelledError:
             record.closed_s = now()
             record.outcome = Outcome.CANCELLED
