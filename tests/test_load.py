@@ -34,3 +34,13 @@ def test_random_arrivals_have_the_asked_rate_and_are_reproducible(arrival, burst
 def test_duration_bounds_arrivals():
     times = list(arrival_times(RateLoad(rate_per_s=100), 0, StopConfig(duration_s=1.0)))
     assert all(t < 1.0 for t in times) and 70 < len(times) < 130
+
+
+@pytest.mark.parametrize("arrival", ["poisson", "gamma"])
+def test_random_arrivals_draw_the_first_gap_too(arrival):
+    """No arrival pinned at t = 0: over many seeds, 0.25/s x 20 s gives 5 arrivals on average, not 6."""
+    load = RateLoad(rate_per_s=0.25, arrival=arrival, burstiness=1.0)
+    counts = [len(list(arrival_times(load, seed, StopConfig(duration_s=20)))) for seed in range(4000)]
+    firsts = [next(iter(arrival_times(load, seed, StopConfig(max_requests=1)))) for seed in range(200)]
+    assert np.mean(counts) == pytest.approx(5.0, abs=0.15)
+    assert min(firsts) > 0

@@ -32,7 +32,8 @@ def test_scripted_timing_is_measured(start_mock, tmp_path, api):
     url = start_mock(ttft_ms=50, itl_ms=10)
     result = run(config(url, tmp_path, [UsersLoad(users=4)], StopConfig(max_requests=16), api=api), quiet())
     point = result.results["points"][0]
-    assert point["requests"] == {"total": 16, "ok": 16, "by_outcome": {"ok": 16}}
+    assert point["requests"] == {"total": 16, "ok": 16, "by_outcome": {"ok": 16}, "retries": 0,
+                                 "retried_requests": 0, "ok_without_end_marker": 0}
     # The mock writes its first content chunk 50 ms after reading the request, then one per 10 ms.
     assert 0.050 <= point["ttft_s"]["mean"] < 0.060
     assert point["ttft_s"]["p50"] == pytest.approx(0.050, abs=0.005)

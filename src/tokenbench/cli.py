@@ -426,10 +426,11 @@ def mock(
     itl_ms: Annotated[float, typer.Option(help="Gap between content chunks.")] = 10.0,
     output_tokens: Annotated[int, typer.Option(help="Chunks per reply when a request sets no max_tokens.")] = 128,
     tokens_per_chunk: Annotated[int, typer.Option(help="Tokens each chunk stands for.")] = 1,
-    fault: Annotated[str, typer.Option(help="none, http_500, http_429, http_400, disconnect, malformed, error_event, no_content, stall.")] = "none",
+    fault: Annotated[str, typer.Option(help="none, http_500, http_429, http_400, disconnect, malformed, error_event, no_content, stall, abort, no_end.")] = "none",
     fault_every: Annotated[int, typer.Option(help="Apply the fault to every N-th request.")] = 1,
     fault_after_chunks: Annotated[int, typer.Option(help="Mid-stream faults happen after this many chunks.")] = 3,
     kv_slots: Annotated[int, typer.Option(help="Count a vllm:num_preemptions_total for each request arriving above this many in flight (0: never).")] = 0,
+    max_streams: Annotated[int, typer.Option(help="Capacity: at most this many requests generate at once; the rest wait FIFO (0: no limit).")] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from .mock import MockSettings, serve
@@ -437,7 +438,8 @@ def mock(
     try:
         settings = MockSettings(ttft_ms=ttft_ms, itl_ms=itl_ms, output_tokens=output_tokens,
                                 tokens_per_chunk=tokens_per_chunk, fault=fault, fault_every=fault_every,
-                                fault_after_chunks=fault_after_chunks, kv_slots=kv_slots)
+                                fault_after_chunks=fault_after_chunks, kv_slots=kv_slots,
+                                max_streams=max_streams)
     except (TypeError, ValueError) as exc:
         _fail(str(exc), 2)
     from typing import get_args

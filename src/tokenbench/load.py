@@ -22,25 +22,28 @@ def user_start_times(load: UsersLoad) -> list[float]:
 def arrival_times(load: RateLoad, seed: int, stop: StopConfig) -> Iterator[float]:
     """Open-loop arrival times, ending before ``stop.duration_s`` or after ``stop.max_requests``.
 
-    constant: every 1/rate s. poisson: exponential gaps with mean 1/rate. gamma: gaps with shape
-    ``burstiness`` and mean 1/rate (burstiness < 1 is burstier than poisson, > 1 smoother; the same
-    convention as vLLM's ``--burstiness``).
+    constant: every 1/rate s, the first at 0. poisson: exponential gaps with mean 1/rate. gamma:
+    gaps with shape ``burstiness`` and mean 1/rate (burstiness < 1 is burstier than poisson, > 1
+    smoother; the same convention as vLLM's ``--burstiness``). For poisson and gamma the first
+    gap is drawn too (a renewal process started at 0): an arrival pinned at t = 0 would add one
+    request to the expected rate x duration.
     """
     rng = np.random.default_rng(seed)
     mean_gap = 1.0 / load.rate_per_s
-    t = 0.0
+
+    def gap() -> float:
+        if load.arrival == "poisson":
+            return float(rng.exponential(mean_gap))
+        return float(rng.gamma(load.burstiness, mean_gap / load.burstiness))
+
+    t = 0.0 if load.arrival == "constant" else gap()
     n = 0
     while stop.max_requests is None or n < stop.max_requests:
         if stop.duration_s is not None and t >= stop.duration_s:
             return
         yield t
         n += 1
-        if load.arrival == "constant":
-            t = n * mean_gap  # no accumulated float drift
-        elif load.arrival == "poisson":
-            t += float(rng.exponential(mean_gap))
-        else:
-            t += float(rng.gamma(load.burstiness, mean_gap / load.burstiness))
+        t = n * mean_gap if load.arrival == "constant" else t + gap()  # constant: no float drift
 
 
 def ramp_up_s(load: LoadPoint) -> float:

@@ -13,6 +13,8 @@ everything in flight at once. Every request that was created becomes exactly one
 from __future__ import annotations
 
 import asyncio
+import json
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -59,15 +61,25 @@ class PointRun:
     start_s: float
     ramp_end_s: float  # start + ramp-up
     window_start_s: float  # ramp end + warm-up
-    load_end_s: float  # when the load stopped issuing (duration end or last issue)
+    # The end of the measurement window: the deadline when the point has a duration (even if the
+    # last request finished earlier); without one, closed loop: when the last request ended, open
+    # loop: the last arrival plus one mean gap (N arrivals span N gaps).
+    load_end_s: float
     end_s: float  # after drain
     user_spans: list[tuple[float, float]] = field(default_factory=list)
     interrupted: bool = False
     num_records: int = 0
+    last_arrival_s: float | None = None  # open loop: the last scheduled arrival
 
 
 class RequestSource:
     """Hands out Requests in order from a finite list, cycling; ids are unique per run.
+
+    Each load point draws its own sequence: it starts at an offset fixed by the load and the seed
+    (``start_point``), never where the previous point stopped. So "4 users" gets the same prompts
+    in every configuration and every run with that seed, however many requests earlier points
+    completed (which depends on the server's speed), and different loads start at different
+    places in the list (fewer repeats between points for the prefix cache to catch).
 
     With ``unique_nonce`` every request gets a prefix no earlier request or run had, so neither a
     cycled prompt nor a repeated run hits the server's prefix cache.
@@ -78,12 +90,20 @@ class RequestSource:
             raise ValueError("the dataset produced no requests")
         self._requests = requests
         self._nonce = unique_nonce
-        self._next = 0
+        self._next_id = 0
+        self._offset = 0
+        self._taken = 0
+
+    def start_point(self, load: LoadPoint, seed: int) -> None:
+        key = json.dumps([seed, load.model_dump(mode="json")], sort_keys=True).encode()
+        self._offset = zlib.crc32(key) % len(self._requests)
+        self._taken = 0
 
     def take(self) -> tuple[int, Request]:
-        i = self._next
-        self._next += 1
-        request = self._requests[i % len(self._requests)]
+        i = self._next_id
+        self._next_id += 1
+        request = self._requests[(self._offset + self._taken) % len(self._requests)]
+        self._taken += 1
         if self._nonce is not None:
             request = with_prefix(request, f"[{self._nonce}-{i}] ")
         return i, request
@@ -186,12 +206,19 @@ class LoadGenerator:
             task.cancel()
         await asyncio.gather(issue_task, *tasks, return_exceptions=True)
         interrupt_task.cancel()
-        for record in list(self._open.values()):
-            record.error = record.error or "not sent: the run stopped first"
-            self._finish(record)
         now = self._clock.now()
-        # The load ends at the deadline; without one, when the last request is done.
-        run.load_end_s = min(now, deadline) if deadline is not None else now
+        for record in list(self._open.values()):
+            if record.sent_s is None:  # its task was cancelled before it ever ran
+                record.outcome = Outcome.NOT_SENT
+                record.error = record.error or "not sent: the point ended first"
+                record.closed_s = record.closed_s if record.closed_s is not None else now
+            self._finish(record)
+        if deadline is not None and not self.interrupted:
+            run.load_end_s = deadline
+        elif isinstance(load, RateLoad) and run.last_arrival_s is not None and not self.interrupted:
+            run.load_end_s = run.last_arrival_s + 1.0 / load.rate_per_s
+        else:
+            run.load_end_s = min(now, deadline) if deadline is not None else now
         run.end_s = self._clock.now()
         run.interrupted = self.interrupted
         run.num_records = budget.issued
@@ -229,7 +256,8 @@ class LoadGenerator:
                     if not budget.take():
                         break
                     rid, request = source.take()
-                    record = self._new_record(point=run.index, id=rid, scheduled_s=scheduled, user=u)
+                    record = self._new_record(point=run.index, id=rid, scheduled_s=scheduled, user=u,
+                                              dataset_prompt_tokens=request.expected_prompt_tokens)
                     task = asyncio.ensure_future(self._send(request, record))
                     tasks.add(task)
                     await asyncio.shield(task)
@@ -267,8 +295,9 @@ class LoadGenerator:
             try:
                 await slots.acquire()
             except asyncio.CancelledError:
-                record.outcome = Outcome.CANCELLED
-                record.error = "waiting for a concurrency slot when the run stopped"
+                record.outcome = Outcome.NOT_SENT
+                record.closed_s = self._clock.now()
+                record.error = "still waiting for a concurrency slot when the point ended"
                 self._finish(record)
                 raise
             try:
@@ -280,7 +309,9 @@ class LoadGenerator:
             if not await self._sleep_until(run.start_s + offset) or not budget.take():
                 break
             rid, request = source.take()
-            record = self._new_record(point=run.index, id=rid, scheduled_s=run.start_s + offset)
+            run.last_arrival_s = run.start_s + offset
+            record = self._new_record(point=run.index, id=rid, scheduled_s=run.start_s + offset,
+                                      dataset_prompt_tokens=request.expected_prompt_tokens)
             task = asyncio.ensure_future(one(request, record))
             tasks.add(task)
             task.add_done_callback(tasks.discard)

@@ -1,36 +1,68 @@
 """Records -> metrics. Pure functions: no clock, no I/O, no printing. Formulas: METRICS.md.
 
-Window: a point's measurement window runs from the end of ramp-up + warm-up to the end of the load.
-Requests *started* (sent) in the window form the latency distributions (successful ones) and the
-request counts; tokens that *arrived* in the window form the throughput; ramp-up is excluded.
-A request's output tokens are spread evenly over its content chunks to place them in time (a chunk
-may carry several tokens).
+Every rate and distribution names its population and its period (``POPULATIONS``, also written
+into each point of results.json):
+
+- The window: from the end of ramp-up + warm-up to the end of the load (the deadline).
+- Closed loop (users): distributions over the requests sent in the window. Rates over the
+  window: output tokens that arrived in it, and requests counted by the share of their life
+  (sent to end) inside it, so a steady point with U users at E2E L gives U/L, however the
+  window cuts their requests. Goodput counts the good ones the same way, so goodput <= requests/s.
+- Open loop (rates): the population is the requests *scheduled* in the window, sent or not;
+  distributions, rates and goodput are all over it. Its work (requests, tokens) is divided by
+  the time the server took to serve it: the window, stretched by how much the population's
+  latency grew from its first third to its last (0 when the server keeps up, so requests/s
+  equals the offered rate at any point length of a few E2Es: neither the pipeline fill at the
+  start nor the tail after the last arrival biases it); or, when most of its last third was
+  still unserved as the point ended, up to the end of the point. A request never sent waited at least until the
+  point ended: that lower bound is in the queue-delay distribution (``queue_s_censored`` counts
+  them), never dropped.
+- Latency distributions are over successful requests; requests the run stopped (cancelled,
+  not_sent) are censored: left out of error_rate and good_fraction alike.
+A request's output tokens are spread evenly over its content chunks to place them in time.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from .config import SLOConfig
-from .records import Outcome, RequestRecord
+from .records import UNFINISHED, Outcome, RequestRecord
 
 PERCENTILES = (50, 90, 95, 99, 99.9)
+# p99.9 of fewer samples is the maximum by another name (numpy's linear rank n*0.999 is within one
+# sample of the top): it is null below this count; p99 and max are there to read instead.
+P999_MIN_COUNT = 1000
+
+POPULATIONS = {
+    "users": {
+        "distributions": "requests sent in the window (latencies: the successful ones)",
+        "rates": "the window: tokens that arrived in it; requests by the share of their life in it",
+        "goodput": "as requests/s, over the requests that met every objective",
+    },
+    "rate": {
+        "distributions": "requests scheduled in the window, sent or not (latencies: the successful ones)",
+        "rates": "the same requests' work over rate_period_s: the window stretched by their backlog growth",
+        "goodput": "as requests/s, over the requests that met every objective",
+    },
+}
 
 
 @dataclass(frozen=True)
 class Distribution:
     count: int
     mean: float | None
-    std: float | None
+    std: float | None  # sample standard deviation (n - 1); None below 2 values
     min: float | None
     p50: float | None
     p90: float | None
     p95: float | None
     p99: float | None
-    p999: float | None
+    p999: float | None  # None below P999_MIN_COUNT values
     max: float | None
 
     def to_json(self) -> dict:
@@ -45,13 +77,13 @@ def distribution(values: Iterable[float]) -> Distribution:
     return Distribution(
         count=int(arr.size),
         mean=float(arr.mean()),
-        std=float(arr.std()),
+        std=float(arr.std(ddof=1)) if arr.size >= 2 else None,
         min=float(arr.min()),
         p50=float(p[0]),
         p90=float(p[1]),
         p95=float(p[2]),
         p99=float(p[3]),
-        p999=float(p[4]),
+        p999=float(p[4]) if arr.size >= P999_MIN_COUNT else None,
         max=float(arr.max()),
     )
 
@@ -67,6 +99,18 @@ class Window:
 
     def contains(self, t: float) -> bool:
         return self.start_s <= t < self.end_s
+
+    def overlap_s(self, lo: float, hi: float) -> float:
+        return max(0.0, min(hi, self.end_s) - max(lo, self.start_s))
+
+
+@dataclass(frozen=True)
+class PointSpan:
+    """What a point's metrics need beside its records: how its load ran and when it ended."""
+
+    window: Window
+    open_loop: bool
+    end_s: float  # the end of the point, after the drain
 
 
 def started_s(r: RequestRecord) -> float:
@@ -102,10 +146,15 @@ def inter_chunk_gaps(records: Iterable[RequestRecord]) -> Iterable[float]:
 
 
 def meets_slo(r: RequestRecord, slo: SLOConfig) -> bool:
+    """Every objective met, with TTFT and E2E counted from when the request was *scheduled*: the
+    user waited for a concurrency slot too (closed loop sends at once, so it is the same there).
+    A request that waited 60 s for a slot and then streamed quickly is not good."""
     if r.outcome is not Outcome.OK:
         return False
-    checks = ((slo.ttft_s, r.ttft_s), (slo.tpot_s, r.tpot_s), (slo.e2e_s, r.e2e_s))
-    for limit, value in checks:
+    queue = r.queue_s or 0.0
+    ttft = r.ttft_s + queue if r.ttft_s is not None else None
+    e2e = r.e2e_s + queue if r.e2e_s is not None else None
+    for limit, value in ((slo.ttft_s, ttft), (slo.tpot_s, r.tpot_s), (slo.e2e_s, e2e)):
         # A TPOT of a 1-token reply is undefined: it cannot violate the TPOT objective.
         if limit is not None and value is not None and value > limit:
             return False
@@ -113,7 +162,8 @@ def meets_slo(r: RequestRecord, slo: SLOConfig) -> bool:
 
 
 def concurrency(records: Sequence[RequestRecord], window: Window) -> tuple[float | None, int]:
-    """Mean in-flight requests over the window (sum of in-flight time / window) and the peak."""
+    """Mean in-flight requests over the window (sum of in-flight time / window) and the peak,
+    counting the requests already in flight when the window opens."""
     if window.length_s <= 0:
         return None, 0
     busy = 0.0
@@ -122,40 +172,59 @@ def concurrency(records: Sequence[RequestRecord], window: Window) -> tuple[float
         if r.sent_s is None:
             continue
         end = r.closed_s if r.closed_s is not None else r.sent_s
-        lo, hi = max(r.sent_s, window.start_s), min(end, window.end_s)
-        if hi > lo:
-            busy += hi - lo
+        busy += window.overlap_s(r.sent_s, end)
         events.append((r.sent_s, 1))
         events.append((end, -1))
-    events.sort()
-    level = peak = 0
+    events.sort()  # at equal times an end (-1) sorts before a start (+1)
+    level = 0
+    peak = None
     for t, step in events:
+        if peak is None and t >= window.start_s:
+            peak = level  # the level as the window opens
         level += step
         if window.start_s <= t < window.end_s:
-            peak = max(peak, level)
-    return busy / window.length_s, peak
+            peak = max(peak or 0, level)
+    return busy / window.length_s, peak or 0
 
 
 def count_outcomes(records: Iterable[RequestRecord]) -> dict:
     by_outcome: dict[str, int] = {}
+    retries = retried = unterminated = 0
     for r in records:
         by_outcome[r.outcome.value] = by_outcome.get(r.outcome.value, 0) + 1
+        if r.retries:
+            retries += r.retries
+            retried += 1
+        if r.outcome is Outcome.OK and not r.end_marker:
+            unterminated += 1
     total = sum(by_outcome.values())
-    return {"total": total, "ok": by_outcome.get("ok", 0), "by_outcome": by_outcome}
+    return {
+        "total": total, "ok": by_outcome.get("ok", 0), "by_outcome": by_outcome,
+        # re-sends after a dead reused connection (records' ``retries``), and how many requests
+        "retries": retries, "retried_requests": retried,
+        # ok streams that ended without their protocol's end marker ([DONE], a finish reason)
+        "ok_without_end_marker": unterminated,
+    }
 
 
 def token_counts(records: Iterable[RequestRecord]) -> dict:
-    """Where output token counts came from, and how the server and client counts disagree."""
+    """Where output token counts came from, and how the server and client counts disagree. The
+    server's count of a reply ended on EOS includes the EOS, which is never streamed: the client
+    tokenizer is compared with the streamed count (``RequestRecord.streamed_tokens``)."""
     sources: dict[str, int] = {}
     diffs: list[int] = []
+    eos = 0
     for r in records:
         if r.output_tokens_source is not None:
             sources[r.output_tokens_source.value] = sources.get(r.output_tokens_source.value, 0) + 1
+        eos += r.eos_unstreamed
         if r.server_output_tokens is not None and r.client_output_tokens is not None:
-            diffs.append(r.client_output_tokens - r.server_output_tokens)
+            server = r.server_output_tokens - (1 if r.eos_unstreamed else 0)
+            diffs.append(r.client_output_tokens - server)
     compared = len(diffs)
     return {
         "output_tokens_source": sources,
+        "eos_counted_not_streamed": eos,
         "server_vs_client": {
             "compared": compared,
             "mismatched": sum(1 for d in diffs if d != 0),
@@ -164,45 +233,133 @@ def token_counts(records: Iterable[RequestRecord]) -> dict:
     }
 
 
-def summarize_point(
-    records: Sequence[RequestRecord], window: Window, slo: SLOConfig
-) -> dict:
+def prompt_tokens(r: RequestRecord) -> tuple[int | None, str]:
+    """The request's prompt tokens and where the count came from: the server's usage, else the
+    dataset's count of what was sent (exact when the dataset says ``exact_lengths``)."""
+    if r.prompt_tokens is not None:
+        return r.prompt_tokens, "server"
+    if r.dataset_prompt_tokens is not None:
+        return r.dataset_prompt_tokens, "dataset"
+    return None, "unknown"
+
+
+def backlog_growth_s(population: Sequence[RequestRecord], window: Window, point_end_s: float) -> tuple[float, bool]:
+    """How much longer than the window the server took to serve an open-loop population.
+
+    lag = (end, or the point's end for a request that never ended) - scheduled. With the
+    population ordered by schedule, the growth is the slope between the medians of its first and
+    last thirds (robust to a few long replies), times the window: 0 when the server keeps up
+    (the lag is stationary), the extra time the backlog took when it does not. Second value:
+    True when most of the last third was still unserved at the point's end (the lags are only
+    lower bounds there and the slope means nothing; the server was busy until then)."""
+    rows = sorted(population, key=lambda r: r.scheduled_s)
+    k = len(rows) // 3
+    if k == 0:
+        return 0.0, False
+
+    def lag(r: RequestRecord) -> float:
+        end = r.closed_s if r.outcome not in UNFINISHED and r.closed_s is not None else point_end_s
+        return end - r.scheduled_s
+
+    first, last = rows[:k], rows[-k:]
+    span = statistics.median(r.scheduled_s for r in last) - statistics.median(r.scheduled_s for r in first)
+    censored = sum(r.outcome in UNFINISHED for r in last) * 2 > len(last)
+    if span <= 0:
+        return 0.0, censored
+    slope = (statistics.median(map(lag, last)) - statistics.median(map(lag, first))) / span
+    return max(0.0, slope * window.length_s), censored
+
+
+def summarize_point(records: Sequence[RequestRecord], span: PointSpan, slo: SLOConfig) -> dict:
     """The aggregate metrics of one load point (the keys of results.json's ``points[]``)."""
-    in_window = [r for r in records if window.contains(started_s(r))]
-    ok = [r for r in in_window if r.outcome is Outcome.OK]
+    window = span.window
     length = window.length_s
-    rate = (lambda x: x / length) if length > 0 else (lambda x: None)
-    out_tokens = output_tokens_in(records, window)
-    # Prompt tokens of successful requests started in the window (a rejected request's prompt
-    # was not necessarily processed).
-    prompt_tokens = sum(r.prompt_tokens or 0 for r in ok)
-    completed = sum(1 for r in records if r.outcome is Outcome.OK and r.end_s is not None and window.contains(r.end_s))
-    good = sum(1 for r in in_window if meets_slo(r, slo)) if slo.any else None
-    mean_conc, peak_conc = concurrency(records, window)
+    if span.open_loop:
+        population = [r for r in records if window.contains(r.scheduled_s)]
+    else:
+        population = [r for r in records if window.contains(started_s(r))]
+    ok = [r for r in population if r.outcome is Outcome.OK]
+    ended = [r for r in population if r.outcome not in UNFINISHED]
+    good_set = {id(r) for r in population if meets_slo(r, slo)} if slo.any else None
+
+    if span.open_loop:
+        growth, censored = backlog_growth_s(population, window, span.end_s)
+        # Most of the last third never ended: the server was still serving the population when
+        # the point ended (their lags are only lower bounds), so the period runs to the end.
+        period = span.end_s - window.start_s if censored else length + growth
+        weight = {id(r): 1.0 for r in population}
+        out_tokens = sum(len(r.chunk_times_s) * tokens_per_chunk(r) for r in population)
+        rated = population
+    else:
+        growth, period = 0.0, length
+        weight = {id(r): _share_in(r, window) for r in records}
+        out_tokens = output_tokens_in(records, window)
+        rated = [r for r in records if weight[id(r)] > 0]
+    rate = (lambda x: x / period) if period > 0 else (lambda x: None)
+
+    ok_rated = [r for r in rated if r.outcome is Outcome.OK]
+    completed = sum(weight[id(r)] for r in ok_rated)
+    sources: dict[str, int] = {}
+    prompt_total = 0.0
+    for r in ok_rated:
+        n, source = prompt_tokens(r)
+        sources[source] = sources.get(source, 0) + 1
+        prompt_total += (n or 0) * weight[id(r)]
     out_rate = rate(out_tokens)
-    prompt_rate = rate(prompt_tokens)
+    prompt_rate = rate(prompt_total) if "unknown" not in sources else None
+    good = None
+    good_fraction = None
+    if good_set is not None:
+        good = sum(weight[id(r)] for r in rated if id(r) in good_set)
+        if span.open_loop:
+            denominator = len(ended)
+            good_fraction = (sum(1 for r in ended if id(r) in good_set) / denominator) if denominator else None
+        else:
+            done = sum(weight[id(r)] for r in rated if r.outcome not in UNFINISHED)
+            good_fraction = good / done if done else None
+    mean_conc, peak_conc = concurrency(records, window)
+    waits = [w for w in (r.wait_s for r in population) if w is not None]
+    tpots = [r.tpot_s for r in ok if r.tpot_s is not None]
     return {
         "window_s": length,
         "window": {"start_s": window.start_s, "end_s": window.end_s},
+        "populations": POPULATIONS["rate" if span.open_loop else "users"],
+        "rate_period_s": period if period > 0 else None,
+        "backlog_growth_s": growth if span.open_loop else None,
+        "offered_per_s": (len(population) / length if length > 0 else None) if span.open_loop else None,
         "requests": count_outcomes(records),
-        "requests_in_window": count_outcomes(in_window),
+        "requests_in_window": count_outcomes(population),
         "ttft_s": distribution(r.ttft_s for r in ok if r.ttft_s is not None).to_json(),
-        "tpot_s": distribution(r.tpot_s for r in ok if r.tpot_s is not None).to_json(),
+        "tpot_s": distribution(tpots).to_json(),
+        "decode_speed_tokens_per_s": distribution(1.0 / t for t in tpots if t > 0).to_json(),
         "itl_s": distribution(inter_chunk_gaps(ok)).to_json(),
         "e2e_s": distribution(r.e2e_s for r in ok if r.e2e_s is not None).to_json(),
-        "queue_s": distribution(r.queue_s for r in in_window if r.queue_s is not None).to_json(),
+        "queue_s": distribution(waits).to_json(),
+        "queue_s_censored": sum(1 for r in population if r.outcome is Outcome.NOT_SENT),
         "normalized_latency_s": distribution(
             r.e2e_s / r.output_tokens for r in ok if r.e2e_s is not None and r.output_tokens
         ).to_json(),
         "output_tokens": out_tokens,
         "output_tokens_per_s": out_rate,
         "total_tokens_per_s": (out_rate + prompt_rate) if out_rate is not None and prompt_rate is not None else None,
+        "prompt_tokens_source": sources,
         "requests_per_s": rate(completed),
         "goodput_per_s": rate(good) if good is not None else None,
-        "good_fraction": (good / len(in_window)) if good is not None and in_window else None,
+        "good_fraction": good_fraction,
         "concurrency": {"mean": mean_conc, "peak": peak_conc},
-        "tokens": token_counts(in_window),
+        "tokens": token_counts(population),
     }
+
+
+def _share_in(r: RequestRecord, window: Window) -> float:
+    """The share of a request's life (sent to end) inside the window; a request with no duration
+    counts whole if it was sent in the window."""
+    if r.sent_s is None:
+        return 0.0
+    end = r.end_s if r.outcome is Outcome.OK and r.end_s is not None else r.closed_s
+    if end is None or end <= r.sent_s:
+        return 1.0 if window.contains(r.sent_s) else 0.0
+    return window.overlap_s(r.sent_s, end) / (end - r.sent_s)
 
 
 def timeseries(

@@ -1,20 +1,29 @@
 """`tokenbench mock`: a scripted OpenAI-compatible streaming server for self-checks and tests.
 
 Timing is scripted and absolute: content chunk i of a request is written at
-``received + ttft + i * itl`` (no drift from sleep overshoot adding up). The mock logs what it
+``admitted + ttft + i * itl`` (admitted = received unless ``max_streams`` queues it; no drift from sleep overshoot adding up). The mock logs what it
 actually delivered - when each request arrived and when each chunk was written, on the machine's
 monotonic clock - at ``GET /mock/deliveries`` so a benchmark can compare what the client measured
 with what was really sent.
 
+Capacity (``max_streams`` > 0): at most that many requests generate at once; the others wait in
+FIFO order, and a request's timing starts when it is admitted (chunk i at ``admitted + ttft +
+i * itl``). Each delivery logs ``received_s``, ``admitted_s`` and ``wait_s``, so a test knows the
+server-side queueing exactly. With 0 (the default) every request is admitted at once.
+
 ``GET /metrics`` speaks vLLM's metric names (backends/vllm.py) so ``--backend vllm`` attached to
-the mock exercises the whole telemetry path with known answers: running requests, generated
-tokens, the scripted TTFT in ``vllm:time_to_first_token_seconds``, and ``vllm:num_preemptions_total``
-counting each request that arrives while more than ``kv_slots`` are in flight (0: never).
+the mock exercises the whole telemetry path with known answers: running (generating) and
+waiting (queued for capacity) requests, generated tokens, the TTFT from arrival in
+``vllm:time_to_first_token_seconds``, and ``vllm:num_preemptions_total`` counting each request
+that arrives while more than ``kv_slots`` are in flight (0: never).
 
 Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
 http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
 (a non-JSON event mid-stream), error_event (an ``{"error": ...}`` event), no_content (role-only
-and usage, no content), stall (stops sending mid-stream and holds the connection).
+and usage, no content), stall (stops sending mid-stream and holds the connection), abort (ends
+after ``fault_after_chunks`` with ``finish_reason: "abort"``, usage and ``[DONE]``, as vLLM ends a
+request its engine aborted), no_end (the content, then the stream closes cleanly with neither a
+finish reason nor ``[DONE]``, as a proxy that cuts a stream at a chunk boundary would).
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 Fault = Literal[
     "none", "http_500", "http_429", "http_400", "disconnect", "malformed", "error_event",
-    "no_content", "stall",
+    "no_content", "stall", "abort", "no_end",
 ]
 
 
@@ -47,13 +56,17 @@ class MockSettings:
     fault_after_chunks: int = 3
     record_deliveries: bool = True
     kv_slots: int = 0  # > 0: a request arriving above this many in flight counts a "preemption"
+    max_streams: int = 0  # > 0: at most this many generate at once, the rest wait (FIFO)
 
 
 @dataclass
 class Delivery:
     received_s: float
+    admitted_s: float | None = None  # when it got a generation slot (= received without a cap)
+    wait_s: float | None = None  # admitted - received: queueing inside the server
     chunk_times_s: list[float] = field(default_factory=list)
     fault: str | None = None
+    finished_s: float | None = None  # the end of the stream was written
 
 
 class MockServer:
@@ -65,7 +78,8 @@ class MockServer:
         self._registry = CollectorRegistry()
         labels = {"labelnames": ["model_name"], "registry": self._registry}
         self._running = Gauge("vllm:num_requests_running", "in flight", **labels).labels(settings.model)
-        Gauge("vllm:num_requests_waiting", "never queued", **labels).labels(settings.model).set(0)
+        self._waiting = Gauge("vllm:num_requests_waiting", "queued for capacity", **labels).labels(settings.model)
+        self._slots = asyncio.Semaphore(settings.max_streams) if settings.max_streams else None
         self._generated = Counter("vllm:generation_tokens", "generated", **labels).labels(settings.model)
         self._preempted = Counter("vllm:num_preemptions", "over kv_slots", **labels).labels(settings.model)
         self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", **labels).labels(settings.model)
@@ -111,19 +125,33 @@ class MockServer:
         return self.s.fault
 
     async def _stream(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        received = time.perf_counter()
+        body = await request.json()
+        if self._slots is None:
+            return await self._generate(request, chat, body, received)
+        self._waiting.inc()
+        try:
+            await self._slots.acquire()  # asyncio.Semaphore wakes waiters in FIFO order
+        finally:
+            self._waiting.dec()
+        try:
+            return await self._generate(request, chat, body, received)
+        finally:
+            self._slots.release()
+
+    async def _generate(self, request: web.Request, chat: bool, body: dict, received: float) -> web.StreamResponse:
         self._in_flight += 1
         self._running.set(self._in_flight)
         if self.s.kv_slots and self._in_flight > self.s.kv_slots:
             self._preempted.inc()
         try:
-            return await self._reply(request, chat)
+            return await self._reply(request, chat, body, received)
         finally:
             self._in_flight -= 1
             self._running.set(self._in_flight)
 
-    async def _reply(self, request: web.Request, chat: bool) -> web.StreamResponse:
-        received = time.perf_counter()
-        body = await request.json()
+    async def _reply(self, request: web.Request, chat: bool, body: dict, received: float) -> web.StreamResponse:
+        admitted = time.perf_counter()
         fault = self._fault_for_this()
         rid = f"mock-{self._count}"
         if fault in ("http_500", "http_429", "http_400"):
@@ -131,7 +159,7 @@ class MockServer:
             return web.json_response({"error": {"message": f"scripted {fault}", "code": status}}, status=status)
         n_chunks = int(body.get("max_tokens") or self.s.output_tokens)
         n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
-        delivery = Delivery(received, fault=fault)
+        delivery = Delivery(received, admitted, admitted - received, fault=fault)
         if self.s.record_deliveries:
             self.deliveries[rid] = delivery
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -151,7 +179,7 @@ class MockServer:
         text = (" " + self.s.word) * self.s.tokens_per_chunk
         piece = event({"index": 0, "delta": {"content": text}, "finish_reason": None} if chat
                       else {"index": 0, "text": text, "finish_reason": None})
-        start = received + self.s.ttft_ms / 1e3
+        start = admitted + self.s.ttft_ms / 1e3
         itl = self.s.itl_ms / 1e3
         for i in range(0 if fault != "no_content" else n_chunks, n_chunks):
             if fault and i == self.s.fault_after_chunks:
@@ -164,6 +192,15 @@ class MockServer:
                     await resp.write(b'data: {"error": {"message": "scripted error event"}}\n\n')
                 elif fault == "stall":
                     await asyncio.sleep(3600)
+                elif fault == "abort":
+                    reason = {"index": 0, "delta": {}, "finish_reason": "abort"} if chat else \
+                        {"index": 0, "text": "", "finish_reason": "abort"}
+                    await resp.write(event(reason))
+                    await resp.write(event(None, {"prompt_tokens": 1, "completion_tokens": i, "total_tokens": i + 1}))
+                    await resp.write(b"data: [DONE]\n\n")
+                    await resp.write_eof()
+                    delivery.finished_s = time.perf_counter()
+                    return resp
             delay = start + i * itl - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -172,6 +209,10 @@ class MockServer:
             if i == 0:
                 self._ttft.observe(delivery.chunk_times_s[0] - received)
             self._generated.inc(self.s.tokens_per_chunk)
+        if fault == "no_end":
+            await resp.write_eof()
+            delivery.finished_s = time.perf_counter()
+            return resp
         finish = {"index": 0, "delta": {}, "finish_reason": "length"} if chat else {"index": 0, "text": "", "finish_reason": "length"}
         await resp.write(event(finish))
         prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
@@ -180,6 +221,7 @@ class MockServer:
                                       "total_tokens": prompt_tokens + completion}))
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
+        delivery.finished_s = time.perf_counter()
         return resp
 
 

@@ -17,9 +17,24 @@ class Outcome(str, enum.Enum):
     HTTP_ERROR = "http_error"
     CONNECT_ERROR = "connect_error"
     TIMEOUT = "timeout"
-    STREAM_ERROR = "stream_error"  # dropped connection or malformed event
+    STREAM_ERROR = "stream_error"  # dropped connection, malformed or error event, engine abort
     NO_OUTPUT = "no_output"  # stream ended without a single content chunk
-    CANCELLED = "cancelled"  # still in flight when the run stopped
+    CANCELLED = "cancelled"  # in flight when the run stopped (sent, no end yet)
+    NOT_SENT = "not_sent"  # open loop: still waiting for a concurrency slot when the point ended
+
+
+# Outcomes the run imposed rather than the server: the request has no end of its own. They are
+# censored, not failures: left out of error_rate and good_fraction alike (METRICS.md).
+UNFINISHED = frozenset({Outcome.CANCELLED, Outcome.NOT_SENT})
+
+# finish_reason values by which an engine says it gave up on a request (vLLM and SGLang end an
+# aborted request with HTTP 200, finish_reason "abort" and [DONE]; vLLM uses "error" for an
+# engine error): the stream is a failure, whatever content came before.
+ABORT_REASONS = frozenset({"abort", "error"})
+# finish_reason values that mean the model produced its end-of-sequence token. Engines count that
+# token in their usage (vLLM, SGLang, llama.cpp: completion_tokens; TGI: generated_tokens) but
+# never stream it as content (see RequestRecord.streamed_tokens).
+EOS_REASONS = frozenset({"stop", "eos_token", "eos"})
 
 
 class TokenSource(str, enum.Enum):
@@ -35,7 +50,7 @@ class Request:
     prompt: str | None = None
     messages: tuple[dict[str, str], ...] | None = None
     max_tokens: int | None = None
-    expected_prompt_tokens: int | None = None
+    expected_prompt_tokens: int | None = None  # the dataset's count (exact with a tokenizer)
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -74,11 +89,19 @@ class RequestRecord:
     client_output_tokens: int | None = None
     user: int | None = None
     response_id: str | None = None  # the server's id for the reply, to match server logs
-    retries: int = 0  # re-sent once after the server closed a reused idle connection
+    # re-sends (at most clients.stream.MAX_RESENDS) after a reused keep-alive connection was
+    # found dead before any response byte; sent_s is the last attempt's
+    retries: int = 0
     # The server's own per-request timing fields, verbatim by its names and units (Ollama's
     # eval_count / eval_duration ns / prompt_eval_duration ns, llama.cpp's "timings"). Raw facts.
     server_timings: dict[str, float] | None = None
     output_text: str | None = None
+    finish_reason: str | None = None  # the server's, verbatim (OpenAI, TGI, Triton, Ollama done_reason)
+    # The stream carried its protocol's end marker ([DONE] or a finish reason, TGI's details,
+    # Ollama's done, Triton's finish). False on an ok record: the server (or a proxy) closed the
+    # stream cleanly without saying the reply was complete; counted apart in results.
+    end_marker: bool = False
+    dataset_prompt_tokens: int | None = None  # Request.expected_prompt_tokens of what was sent
 
     @property
     def ok(self) -> bool:
@@ -103,14 +126,43 @@ class RequestRecord:
         return self.sent_s - self.scheduled_s
 
     @property
+    def wait_s(self) -> float | None:
+        """Queue delay, or for a request never sent its wait until the point gave up on it: a
+        lower bound of the delay it would have had (leaving it out is coordinated omission)."""
+        if self.sent_s is not None:
+            return self.sent_s - self.scheduled_s
+        if self.outcome is Outcome.NOT_SENT and self.closed_s is not None:
+            return self.closed_s - self.scheduled_s
+        return None
+
+    @property
+    def eos_unstreamed(self) -> bool:
+        """The server's token count includes an end-of-sequence token that was never streamed:
+        the reply ended on EOS and the count is the server's."""
+        return (self.finish_reason in EOS_REASONS and self.output_tokens_source is TokenSource.SERVER
+                and self.output_tokens is not None and self.output_tokens > len(self.chunk_times_s))
+
+    @property
+    def streamed_tokens(self) -> int | None:
+        """Output tokens that arrived as content: ``output_tokens`` less an EOS the server counted
+        but never streamed (the rule: a reply ended on EOS with a server count > its chunks)."""
+        if self.output_tokens is None:
+            return None
+        return self.output_tokens - 1 if self.eos_unstreamed else self.output_tokens
+
+    @property
     def tpot_s(self) -> float | None:
-        """(E2E - TTFT) / (output_tokens - 1); only defined for >= 2 output tokens."""
-        if self.output_tokens is None or self.output_tokens < 2:
+        """(E2E - TTFT) / (streamed_tokens - 1): the mean gap between streamed tokens after the
+        first. Undefined (None) below 2 streamed tokens, and when the content arrived at a
+        single instant (one chunk or one read): there is no decode time to divide, not 0."""
+        n = self.streamed_tokens
+        times = self.chunk_times_s
+        if n is None or n < 2 or len(times) < 2 or times[-1] == times[0]:
             return None
         ttft, e2e = self.ttft_s, self.e2e_s
         if ttft is None or e2e is None:
             return None
-        return (e2e - ttft) / (self.output_tokens - 1)
+        return (e2e - ttft) / (n - 1)
 
     def to_json(self, keep_text: bool = False) -> dict[str, Any]:
         # Not dataclasses.asdict: it deep-copies every chunk list (measured ~3% of client CPU at
@@ -128,6 +180,8 @@ class RequestRecord:
     def from_json(cls, data: dict[str, Any]) -> RequestRecord:
         data = dict(data)
         data["outcome"] = Outcome(data["outcome"])
+        if "end_marker" not in data:  # records written before the field existed
+            data["end_marker"] = data["outcome"] is Outcome.OK
         src = data.get("output_tokens_source")
         data["output_tokens_source"] = TokenSource(src) if src else None
         known = set(cls.__dataclass_fields__)

@@ -22,12 +22,12 @@ from .backends.base import Profile
 from .backends.server import ManagedServer, metrics_url_for
 from .clients import wire_for
 from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
-from .config import BackendConfig, RunConfig, TargetConfig
+from .config import BackendConfig, RateLoad, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .load import describe
 from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
-from .metrics import Window, summarize_point, timeseries
+from .metrics import PointSpan, Window, summarize_point, timeseries
 from .records import RequestRecord, RunClock
 from .report.console import LiveView, summary_table
 from .report.files import RunWriter, default_run_dir
@@ -157,6 +157,7 @@ async def _run_points(
                 for index, load in enumerate(config.loads):
                     stats.label = describe(load)
                     first = len(records)
+                    source.start_point(load, config.seed)
                     await warm_connections(session, target, wire, _concurrency_hint(load))
                     point_run = await gen.run_point(index, load, config.stop, source, config.seed + index)
                     if not point_run.interrupted:
@@ -200,13 +201,18 @@ def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord]
                  "load_end_s": run.load_end_s, "end_s": run.end_s},
         "interrupted": run.interrupted,
     }
-    point.update(summarize_point(records, window, config.slo))
+    span = PointSpan(window, open_loop=isinstance(run.load, RateLoad), end_s=run.end_s)
+    point.update(summarize_point(records, span, config.slo))
     samples = samples_file.scrapes()
-    point["server"] = point_server(samples, run.start_s, run.end_s)
+    # The server and the GPU over the client's window; over the whole point beside, named so.
+    point["server"] = point_server(samples, window.start_s, window.end_s)
+    point["server_whole_point"] = point_server(samples, run.start_s, run.end_s)
     if point["server"] is not None:
         first_chunks = [(r.chunk_times_s[0], r.ttft_s) for r in records if r.ttft_s is not None]
         point["server"]["client_ttft_s_matched"] = matched_client_ttft(first_chunks, point["server"])
-    point["gpu"] = point_gpu(samples, samples_file.header(), run.start_s, run.end_s)
+    header = samples_file.header()
+    point["gpu"] = point_gpu(samples, header, window.start_s, window.end_s)
+    point["gpu_whole_point"] = point_gpu(samples, header, run.start_s, run.end_s)
     point["timeseries"] = [
         {**w, **window_server(samples, w["start_s"], w["end_s"])}
         for w in timeseries(records, run.start_s, run.end_s, run.ramp_end_s, run.user_spans, config.window_s)

@@ -67,3 +67,13 @@ def test_every_profile_metric_name_is_well_formed(name):
     for candidates in {**metrics.fields(), **metrics.histograms()}.values():
         for candidate in candidates:
             assert " " not in candidate and candidate.count("{") == candidate.count("}")
+
+
+def test_kv_usage_is_averaged_across_label_sets_not_summed():
+    """Audit 9: data parallel 2, two engines at 0.6 each: 60% used, not 120%."""
+    text = VLLM_LIKE.replace('vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25',
+                             'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.6\n'
+                             'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.6')
+    values = normalize(parse(text), PROFILES["vllm"].metrics)
+    assert values["kv_usage"] == pytest.approx(0.6)
+    assert values["running"] == 5  # counts of requests are still summed

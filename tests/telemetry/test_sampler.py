@@ -43,7 +43,11 @@ def test_attached_backend_reports_server_metrics_with_known_answers(start_mock, 
     low, high = results["points"]
     for point in (low, high):
         mine = [r for r in records if r["point"] == point["index"]]
-        assert point["server"]["generated_tokens"] == sum(r["output_tokens"] for r in mine)
+        # over the whole point, the server generated exactly what the records received
+        assert point["server_whole_point"]["generated_tokens"] == sum(r["output_tokens"] for r in mine)
+        # over the window (no ramp here), every user had a request in flight all the time
+        assert point["server"]["running"]["mean"] == pytest.approx(point["load"]["users"], abs=0.3)
+        assert point["server"]["bracketed"] is True
         # the mock's histogram holds its scripted 80 ms TTFT; the client measured about the same
         assert point["server"]["ttft_s_mean"] == pytest.approx(0.080, abs=0.01)
         assert point["ttft_s"]["mean"] == pytest.approx(point["server"]["ttft_s_mean"], abs=0.02)

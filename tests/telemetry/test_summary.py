@@ -67,3 +67,18 @@ def test_a_counter_created_during_the_point_counts_from_zero():
     samples = [scrape(0.5, running=0), scrape(2.5, running=1, preemptions=3)]
     assert point_server(samples, 1.0, 2.0)["preemptions"] == 3
     assert point_server([scrape(0.5), scrape(2.5)], 1.0, 2.0)["preemptions"] is None  # never exposed
+
+
+def test_a_counter_reset_counts_from_zero_not_negative():
+    """Audit 8: preemptions 500, the engine restarts, the counter reads 3: increase >= 3, not -497."""
+    samples = [scrape(0.5, preemptions=490), scrape(1.5, preemptions=500), scrape(2.5, preemptions=1),
+               scrape(3.5, preemptions=3)]
+    s = point_server(samples, 1.0, 3.5)
+    assert s["preemptions"] == 10 + 1 + 2
+    assert window_server(samples, 1.0, 3.5)["server_preemptions"] == 13
+
+
+def test_a_period_no_scrape_brackets_is_said():
+    s = point_server(SAMPLES, 0.0, 4.0)  # the first scrape is at 0.5, after the start
+    assert s["bracketed"] is False
+    assert point_server(SAMPLES, 1.0, 4.0)["bracketed"] is True

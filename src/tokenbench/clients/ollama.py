@@ -93,6 +93,7 @@ class OllamaStream(Stream):
             return False
         if obj.get("done") is True:
             self.done = True
+            self.finish(obj.get("done_reason"))  # stop, length, load, unload
             # Every number on the final line, by Ollama's names and units (durations in ns).
             timings = {k: v for k, v in obj.items() if type(v) is int or type(v) is float}
             self.server_timings = timings or None

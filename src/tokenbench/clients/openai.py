@@ -83,6 +83,11 @@ class OpenAIStream(Stream):
         if not choices:
             return False  # usage-only chunk
         choice = choices[0]
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            self.finish(reason)  # an abort fails the stream here
+            if self.failed:
+                return False
         if self.chat:
             delta = choice.get("delta") or {}
             piece = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 import aiohttp
 
 from ..config import TargetConfig
-from ..records import Outcome, Request, RequestRecord, TokenSource
+from ..records import ABORT_REASONS, Outcome, Request, RequestRecord, TokenSource
 from .sse import SSEDecoder
 
 from orjson import loads as _loads  # payloads are parsed on the hot path
@@ -38,11 +38,12 @@ class Stream:
     """What one response stream said so far. Subclasses implement ``handle``."""
 
     __slots__ = ("text", "done", "failed", "error", "prompt_tokens", "completion_tokens",
-                 "response_id", "http_error", "server_timings")
+                 "response_id", "http_error", "server_timings", "finish_reason")
 
     def __init__(self) -> None:
         self.text: list[str] = []
-        self.done = False  # the server said the reply is complete
+        self.done = False  # the server said the reply is complete (its protocol's end marker)
+        self.finish_reason: str | None = None
         self.failed = False
         self.error: str | None = None
         self.prompt_tokens: int | None = None
@@ -60,6 +61,19 @@ class Stream:
     def handle(self, data: bytes) -> bool:
         """Read one payload; return True when it carried content (a chunk to stamp)."""
         raise NotImplementedError
+
+    def finish(self, reason: Any) -> None:
+        """The server's finish reason: the reply is complete, or the engine aborted it (vLLM and
+        SGLang end an aborted request with HTTP 200, finish_reason "abort" and [DONE]): then
+        the stream fails, whatever content came before. SGLang may send {"type": "abort", ...}."""
+        if isinstance(reason, dict):
+            reason = reason.get("type")
+        if reason in (None, "", "None"):
+            return
+        self.done = True
+        self.finish_reason = str(reason)
+        if self.finish_reason in ABORT_REASONS:
+            self.fail(f"the engine ended the request: finish_reason {self.finish_reason!r}")
 
     def json_object(self, data: bytes, unit: str = "event") -> dict | None:
         """The payload as a JSON object, or None after failing the stream with the reason: not
@@ -138,22 +152,50 @@ def auth_headers(target: TargetConfig) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+class _Attempt:
+    """One HTTP exchange of a record, as the trace hooks see it (``trace_request_ctx``)."""
+
+    __slots__ = ("record", "reused")
+
+    def __init__(self, record: RequestRecord) -> None:
+        self.record = record
+        self.reused = False  # the pool handed out a kept-alive connection
+
+
 def _stamp_sent(now: Callable[[], float]) -> aiohttp.TraceConfig:
     """Stamp ``sent_s`` when the request body is handed to the socket, not when we asked aiohttp
     to send it. On Python < 3.12 aiohttp writes the body from a separate task, so under a burst of
     requests the gap between the two grew to ~8 ms median / 40 ms p99 at 256 streams
     (benchmarks/client_overhead.py); that lag belongs to queue delay (sent - scheduled), not TTFT.
+    Also notes whether the attempt got a reused connection (only such a one is re-sent).
     """
 
     async def on_chunk_sent(_session, ctx, _params) -> None:
-        record = ctx.trace_request_ctx
-        if record is not None:
-            record.sent_s = now()
+        attempt = ctx.trace_request_ctx
+        if attempt is not None:
+            attempt.record.sent_s = now()
+
+    async def on_reuse(_session, ctx, _params) -> None:
+        attempt = ctx.trace_request_ctx
+        if attempt is not None:
+            attempt.reused = True
 
     trace = aiohttp.TraceConfig()
     trace.on_request_chunk_sent.append(on_chunk_sent)
+    trace.on_connection_reuseconn.append(on_reuse)
     trace.freeze()
     return trace
+
+
+def _dead_reused_connection(exc: BaseException, attempt: _Attempt) -> bool:
+    """The request never reached the server: a kept-alive connection from the pool was found
+    closed (or reset) before any response byte. Never a connector error (aiohttp's
+    ClientConnectorError subclasses ClientOSError: a refused connect must not be retried, as
+    aiohttp's own client does not), and never a fresh connection (a server or proxy resetting new
+    connections is a failure to report)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return False
+    return attempt.reused and attempt.record.status is None
 
 
 def make_session(target: TargetConfig, now: Callable[[], float] | None = None) -> aiohttp.ClientSession:
@@ -253,17 +295,19 @@ class StreamingClient:
         now = self._now
         try:
             while True:
+                attempt = _Attempt(record)
                 try:
-                    await self._exchange(data, record, stream)
+                    await self._exchange(data, attempt, stream)
                     break
-                except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
-                    if record.status is not None or record.retries >= MAX_RESENDS:
+                except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                    if not _dead_reused_connection(exc, attempt) or record.retries >= MAX_RESENDS:
                         raise
                     # The server had closed the pooled keep-alive connection we reused (llama.cpp
                     # closes idle ones after 5 s): the request never reached it. Re-send, as
-                    # browsers do; the lost time stays in queue delay. The pool may hand out
-                    # another dead connection (a fresh-clone `make run` once lost a request on
-                    # the second one), so a few re-sends, each discarding the dead connection.
+                    # browsers do; the lost time stays in queue delay (sent_s is the last
+                    # attempt's). The pool may hand out another dead connection (a fresh-clone
+                    # `make run` once lost a request on the second one), so a few re-sends, each
+                    # discarding the dead connection; results count them (requests.retries).
                     record.retries += 1
         except asyncio.CancelledError:
             record.closed_s = now()
@@ -289,12 +333,13 @@ class StreamingClient:
         record.error = error
         self._finish_tokens(record, stream)
 
-    async def _exchange(self, data: bytes, record: RequestRecord, stream: Stream) -> None:
+    async def _exchange(self, data: bytes, attempt: _Attempt, stream: Stream) -> None:
         """One HTTP exchange: POST, then read the stream to its end, stamping content chunks."""
         now = self._now
+        record = attempt.record
         record.sent_s = now()  # refined by the trace hook when the body reaches the socket
         async with self._session.post(
-            self._url, data=data, headers=self._headers, trace_request_ctx=record
+            self._url, data=data, headers=self._headers, trace_request_ctx=attempt
         ) as resp:
             record.status = resp.status
             if resp.status != 200:
@@ -340,6 +385,8 @@ class StreamingClient:
         record.response_id = stream.response_id
         record.server_output_tokens = stream.completion_tokens
         record.server_timings = stream.server_timings
+        record.finish_reason = stream.finish_reason
+        record.end_marker = stream.done
         text = "".join(stream.text) if (self._count_tokens or self._keep_text) else None
         if self._count_tokens is not None and text is not None and record.chunk_times_s:
             record.client_output_tokens = self._count_tokens(text)

@@ -82,6 +82,7 @@ class TGIStream(Stream):
         details = obj.get("details")
         if isinstance(details, dict):
             self.done = True
+            self.finish(details.get("finish_reason"))  # length, eos_token, stop_sequence
             # generated_tokens counts every generated token, the EOS included (lib.rs StreamDetails).
             self.completion_tokens = details.get("generated_tokens", self.completion_tokens)
             # input_length: the prompt as TGI's validation tokenized it; absent before TGI 2.x.

@@ -117,8 +117,9 @@ class TritonStream(Stream):
             # Per-response count of new tokens when streaming (module docstring): sum them.
             self.completion_tokens = (self.completion_tokens or 0) + n_out
         finish = _scalar(obj.get("finish_reason"))  # vLLM backend, with return_finish_reason
-        if finish not in (None, "None", ""):
-            self.done = True
+        self.finish(finish)
+        if self.failed:
+            return False
         piece = _scalar(obj.get("text_output"))
         if not isinstance(piece, str) or not piece:
             return False

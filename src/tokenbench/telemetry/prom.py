@@ -3,7 +3,9 @@
 Parsing uses prometheus_client's text parser. A flat sample key is the sample name plus its
 labels in sorted order (``name{a="1",b="2"}``); histogram buckets and ``_created`` samples are
 dropped (they are large and not used). A profile's candidate name may carry a label selector,
-``name{label="value"}``: the samples with that name whose labels include those pairs are summed.
+``name{label="value"}``: the samples with that name whose labels include those pairs are summed,
+except ratio gauges (``RATIO_FIELDS``: KV-cache usage), which are averaged: two data-parallel
+engines at 60% each are 60% used, not 120%.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..backends.base import MetricNames
 
 _SELECTOR = re.compile(r'^([^{]+)(?:\{(.*)\})?$')
 _PAIR = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+RATIO_FIELDS = frozenset({"kv_usage"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,19 +51,21 @@ def flat(samples: list[Sample]) -> dict[str, float]:
     return {s.key: s.value for s in samples}
 
 
-def _select(samples: list[Sample], candidate: str) -> float | None:
+def _select(samples: list[Sample], candidate: str, average: bool = False) -> float | None:
     m = _SELECTOR.match(candidate.strip())
     if m is None:
         return None
     name, selector = m.group(1), m.group(2) or ""
     wanted = set(_PAIR.findall(selector))
     values = [s.value for s in samples if s.name == name and wanted <= set(s.labels)]
-    return sum(values) if values else None
+    if not values:
+        return None
+    return sum(values) / len(values) if average else sum(values)
 
 
-def first_present(samples: list[Sample], candidates: tuple[str, ...]) -> float | None:
+def first_present(samples: list[Sample], candidates: tuple[str, ...], average: bool = False) -> float | None:
     for candidate in candidates:
-        value = _select(samples, candidate)
+        value = _select(samples, candidate, average)
         if value is not None:
             return value
     return None
@@ -71,7 +76,7 @@ def normalize(samples: list[Sample], names: MetricNames) -> dict[str, float]:
     Histograms give ``<field>_sum_s`` (seconds) and ``<field>_count``."""
     values: dict[str, float] = {}
     for field, candidates in names.fields().items():
-        value = first_present(samples, candidates)
+        value = first_present(samples, candidates, average=field in RATIO_FIELDS)
         if value is not None:
             values[field] = value * names.kv_usage_scale if field == "kv_usage" else value
     for field, candidates in names.histograms().items():

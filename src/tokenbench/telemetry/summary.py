@@ -1,10 +1,18 @@
 """Server and GPU samples -> what a load point and each time-series window report (pure).
 
-Counters are differenced between the scrapes that bracket the span (the last at or before its
-start, the first at or after its end), so a 1 s scrape interval can attribute up to one interval
-of a neighbouring span. Gauges are the mean/max of the scrapes inside the span. A field the
+A point's figures cover its measurement window, the same period as the client's numbers
+(``point_server``/``point_gpu`` over the window; the runner also keeps them over the whole point,
+ramp and drain included, named ``server_whole_point``/``gpu_whole_point``).
+
+Counters take Prometheus ``increase()`` semantics over the scrapes from the last at or before
+the span's start to the first at or after its end: a value lower than the one before is a reset
+(the engine restarted) and counts from 0, never as a negative delta; a counter missing from a
+scrape and present in a later one was created in between and counts from 0. A 1 s scrape interval
+can attribute up to one interval of a neighbouring span; when no scrape lies at or before the
+start, or at or after the end, the span is not bracketed: ``bracketed`` says so and the counters
+cover less than the span. Gauges are the mean/max of the scrapes inside the span. A field the
 server does not expose stays None, never 0. Server-side latency means come from histogram
-_sum/_count deltas over the same brackets.
+_sum/_count increases over the same scrapes.
 """
 
 from __future__ import annotations
@@ -15,16 +23,23 @@ COUNTERS = ("preemptions", "generated_tokens", "prefix_cache_hits", "prefix_cach
 GAUGES = ("running", "waiting", "kv_usage")
 
 
-def _delta(a: dict | None, b: dict | None, field: str) -> float | None:
-    """Counter increase from scrape ``a`` to ``b``. A counter missing from ``a`` but present in
-    ``b`` was created in between (engines create labelled counters lazily, e.g. SGLang's
-    cached_tokens_total at the first hit): Prometheus counters start at 0, so it counts from 0."""
-    if a is None or b is None:
+def _increase(series: list[dict], field: str) -> float | None:
+    """Prometheus ``increase()`` of a counter over consecutive scrapes (no extrapolation)."""
+    values = [s["values"].get(field) for s in series]
+    if all(v is None for v in values):
         return None
-    va, vb = a["values"].get(field), b["values"].get(field)
-    if vb is None:
-        return None
-    return vb - (va or 0.0)
+    total, prev = 0.0, None
+    for v in values:
+        if v is None:
+            continue
+        if prev is None:
+            # The first scrape that has it. If an earlier scrape lacked it, it was created in
+            # between (engines create labelled counters lazily): Prometheus counters start at 0.
+            total += v if values[0] is None else 0.0
+        else:
+            total += v - prev if v >= prev else v  # lower than before: a reset, counting from 0
+        prev = v
+    return total
 
 
 def _bracket(ok: list[dict], start_s: float, end_s: float) -> tuple[dict | None, dict | None]:
@@ -36,14 +51,20 @@ def _bracket(ok: list[dict], start_s: float, end_s: float) -> tuple[dict | None,
     return before, after
 
 
+def _between(ok: list[dict], before: dict | None, after: dict | None) -> list[dict]:
+    if before is None or after is None:
+        return []
+    return [s for s in ok if before["t_s"] <= s["t_s"] <= after["t_s"]]
+
+
 def _stats(values: list[float]) -> dict | None:
     if not values:
         return None
     return {"mean": sum(values) / len(values), "max": max(values)}
 
 
-def _hist_mean(a: dict | None, b: dict | None, field: str) -> tuple[float | None, float | None]:
-    d_sum, d_count = _delta(a, b, f"{field}_sum_s"), _delta(a, b, f"{field}_count")
+def _hist_mean(series: list[dict], field: str) -> tuple[float | None, float | None]:
+    d_sum, d_count = _increase(series, f"{field}_sum_s"), _increase(series, f"{field}_count")
     if d_sum is None or d_count is None:
         return None, None
     return (d_sum / d_count if d_count > 0 else None), d_count
@@ -58,20 +79,24 @@ def point_server(samples: list[dict], start_s: float, end_s: float) -> dict | No
     inside = [s for s in ok if start_s <= s["t_s"] <= end_s]
     failed = [s for s in scraped if not s["ok"] and start_s <= s["t_s"] <= end_s]
     before, after = _bracket(ok, start_s, end_s)
+    series = _between(ok, before, after)
     out: dict = {
+        "period_s": [start_s, end_s],
         "scrapes": len(inside),
         "failed_scrapes": len(failed),
         "first_scrape_error": failed[0].get("error") if failed else None,
         "bracket_s": [before["t_s"], after["t_s"]] if before and after else None,
+        # False: no scrape at/before the start or at/after the end; counters cover less
+        "bracketed": bool(before and after and before["t_s"] <= start_s and after["t_s"] >= end_s),
     }
     for field in COUNTERS:
-        out[field] = _delta(before, after, field)
+        out[field] = _increase(series, field) if series else None
     hits, queries = out["prefix_cache_hits"], out["prefix_cache_queries"]
     out["prefix_cache_hit_rate"] = hits / queries if hits is not None and queries else None
     for field in GAUGES:
         out[field] = _stats([s["values"][field] for s in inside if field in s["values"]])
     for field in ("ttft", "itl"):
-        mean, count = _hist_mean(before, after, field)
+        mean, count = _hist_mean(series, field) if series else (None, None)
         out[f"{field}_s_mean"] = mean
         out[f"{field}_count"] = count
     return out
@@ -110,7 +135,7 @@ def window_server(samples: list[dict], start_s: float, end_s: float) -> dict:
         values = [s["values"][field] for s in inside if field in s["values"]]
         out[f"server_{field}"] = sum(values) / len(values) if values else None
     before, after = _at_or_before(ok, start_s), _at_or_before(ok, end_s)
-    out["server_preemptions"] = _delta(before, after, "preemptions")
+    out["server_preemptions"] = _increase(_between(ok, before, after), "preemptions") if before and after else None
     util = [g["util_pct"] for s in inside for g in (s.get("gpu") or []) if "util_pct" in g]
     out["gpu_util_pct"] = sum(util) / len(util) if util else None
     return out
