@@ -46,6 +46,22 @@ def test_saturation_by_achieved_throughput(rate_experiment: Path) -> None:
     assert "achieved 81%" in sat.reason
 
 
+def test_saturation_compares_with_the_arrivals_scheduled_in_the_window(tmp_path: Path) -> None:
+    """Poisson at 0.25/s for 20 s realised 3 arrivals (0.15/s) and all were served: achieved 0.15
+    is 60% of the nominal rate but 100% of what was offered; not saturated."""
+
+    low = point(0, "rate", 0.25, rps=0.15, ttft_s=0.1)
+    low["offered_per_s"] = 0.15
+    high = point(1, "rate", 1.0, rps=1.0, ttft_s=0.1)
+    high["offered_per_s"] = 1.0
+    run = write_run(tmp_path / "r", results([low, high]))
+    assert saturation_point(load_inputs([run]).rows) is None
+    low["offered_per_s"] = 0.25  # the same rate realised exactly: 60% achieved is saturated
+    run = write_run(tmp_path / "r2", results([low, high]))
+    sat = saturation_point(load_inputs([run]).rows)
+    assert sat is not None and sat.achieved_fraction == pytest.approx(0.6)
+
+
 def test_no_saturation(rate_experiment: Path) -> None:
     rows = [r for r in load_inputs([rate_experiment]).rows if r.config == "sglang"]
     assert saturation_point(rows) is None
@@ -234,14 +250,15 @@ def test_compare_deltas_and_significance(users_experiments: tuple[Path, Path]) -
     tput = by[("4 users", "output_tokens_per_s")]
     assert tput.baseline.mean == pytest.approx(400.0) and tput.other.mean == pytest.approx(440.0)
     assert tput.delta == pytest.approx(40.0) and tput.delta_pct == pytest.approx(0.10)
-    assert tput.significant is True and tput.p_value < 0.05 and tput.better is True
+    assert tput.significant is True and tput.p_adjusted < 0.05 and tput.better is True
+    assert tput.p_adjusted >= tput.p_value  # Holm never lowers a p-value
     ttft = by[("4 users", "ttft_s_mean")]
     assert ttft.delta == pytest.approx(0.0, abs=1e-12)
     assert ttft.significant is False and ttft.p_value == pytest.approx(1.0)
     assert tput.baseline_config == tput.other_config == "vllm"
 
     md = compare_markdown(rows)
-    assert "+10.0%" in md and "yes (p=" in md and "no (p=1.000)" in md
+    assert "+10.0%" in md and "yes (p=" in md and "no (p=1.000, Holm 1.000)" in md
     console = Console(record=True, width=220)
     console.print(compare_table(rows))
     assert "+10.0%" in console.export_text()
@@ -268,8 +285,16 @@ def test_welch_without_variance() -> None:
     same = Stat(1.0, 0.0, 3, (1.0, 1.0, 1.0))
     other = Stat(2.0, 0.0, 3, (2.0, 2.0, 2.0))
     assert welch_p(same, same) == 1.0
-    assert welch_p(same, other) == 0.0
+    assert welch_p(same, other) is None  # two constants: untestable, never p = 0
     assert welch_p(same, Stat(1.0, None, 1, (1.0,))) is None
+
+
+def test_holm_bonferroni_adjusts_many_tests() -> None:
+    from tokenbench.report.compare import holm
+
+    # m = 4: 0.01 x 4, 0.02 x 3, 0.03 x 2 -> monotone, 0.04 x 1 -> 0.06 (kept monotone), None stays
+    assert holm([0.03, None, 0.01, 0.04, 0.02]) == pytest.approx([0.06, None, 0.04, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
 
 
 def test_experiment_reads_cells_outcomes(rate_experiment: Path) -> None:

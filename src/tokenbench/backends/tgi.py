@@ -48,7 +48,9 @@ METRICS = MetricNames(
     running=("tgi_batch_current_size",),
     waiting=("tgi_queue_size",),
     generated_tokens=("tgi_request_generated_tokens_sum",),
-    itl_histogram=("tgi_request_mean_time_per_token_duration",),
+    # No itl_histogram: tgi_request_mean_time_per_token_duration is each request's inference time
+    # (prefill included) over its generated tokens (router/src/server.rs), not an inter-token
+    # latency; it stays in the raw samples under its own name.
 )
 
 

@@ -29,17 +29,26 @@ def _get(path: str) -> Callable[[dict], float | None]:
     return read
 
 
+# Outcomes the run imposed, not the server (records.UNFINISHED): censored, so left out of
+# error_rate's denominator, as they are left out of good_fraction's (metrics.py).
+_UNFINISHED = ("cancelled", "not_sent")
+
+
 def _error_rate(point: dict) -> float | None:
-    """Failed requests over requests that ended (cancelled ones were still in flight when the
-    point stopped: an artifact of the run's length, not a failure of the server)."""
-    req = point.get("requests") or {}
-    ended = (req.get("total") or 0) - (req.get("by_outcome") or {}).get("cancelled", 0)
+    """Failed requests over requests that ended, in the point's population (``requests_in_window``;
+    the whole point for results written before it existed). Cancelled and never-sent requests
+    did not end: they are counted apart (``requests.by_outcome``), in neither numerator nor
+    denominator, the same rule as ``good_fraction``."""
+    req = point.get("requests_in_window") or point.get("requests") or {}
+    by = req.get("by_outcome") or {}
+    ended = (req.get("total") or 0) - sum(by.get(o, 0) for o in _UNFINISHED)
     return (ended - req.get("ok", 0)) / ended if ended else None
 
 
 HEADLINE: dict[str, Callable[[dict], float | None]] = {
     "output_tokens_per_s": _get("output_tokens_per_s"),
     "requests_per_s": _get("requests_per_s"),
+    "offered_per_s": _get("offered_per_s"),
     "ttft_s_mean": _get("ttft_s.mean"),
     "ttft_s_p50": _get("ttft_s.p50"),
     "ttft_s_p99": _get("ttft_s.p99"),

@@ -166,7 +166,7 @@ def rate_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
         "throughput-vs-rate", "Throughput vs offered request rate", "offered requests/s",
         [Panel("output tokens/s", tput), Panel("TTFT p50 (ms)", ttft), Panel("achieved requests/s", achieved)],
         caption="Open-loop load. ✕ marks the saturation point: the first rate whose median TTFT exceeds "
-                "2x the lowest rate's, or whose achieved request rate is below 90% of the offered rate. "
+                "2x the lowest rate's, or whose achieved request rate is below 90% of the arrivals scheduled in its window. "
                 f"Saturation: {saturation_text}.",
         section="load",
     )]

@@ -6,14 +6,18 @@ difference, and whether the difference is significant across trials.
     Console().print(compare_table(rows))     # or compare_markdown(rows)
 
 Significance: Welch's t-test (scipy.stats.ttest_ind, equal_var=False) over the per-trial values,
-p < 0.05. With fewer than two trials on either side there is no variance to test: "n/a".
+with the p-values of one comparison (every metric x load x input) adjusted by Holm-Bonferroni's
+step-down method, significant when the adjusted p < 0.05: 8 metrics x 6 loads at p < 0.05 would
+otherwise give 2-3 "significant" differences under the null. With fewer than two trials on
+either side, or no variance on both (two sets of identical values: t is undefined, not
+infinite), there is nothing to test: "n/a".
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.table import Table as RichTable
@@ -53,9 +57,10 @@ class CompareRow:
     other: Stat
     delta: float | None  # other - baseline, in the metric's stored unit (s, tokens/s, fraction)
     delta_pct: float | None  # delta / |baseline|
-    p_value: float | None  # Welch's t-test; None when either side has < 2 trials
-    significant: bool | None  # p < 0.05; None = n/a
+    p_value: float | None  # Welch's t-test; None when either side has < 2 trials or no variance
+    significant: bool | None  # Holm-adjusted p < 0.05; None = n/a
     better: bool | None  # the change is an improvement (None when no change or no data)
+    p_adjusted: float | None = None  # Holm-Bonferroni over every test of the comparison
 
 
 def welch_p(a: Stat, b: Stat) -> float | None:
@@ -65,14 +70,28 @@ def welch_p(a: Stat, b: Stat) -> float | None:
     if sorted(a.values) == sorted(b.values):
         return 1.0  # the same trials: no difference (scipy would warn about cancellation)
     if len(set(a.values)) == 1 and len(set(b.values)) == 1:
-        # Both sides without variance, different values: t is infinite, the difference certain.
-        return 0.0
+        # Both sides without variance: the test has no error term to scale the difference by
+        # (scipy gives t = inf, p = 0: "certain" from two constants). Untestable, not certain.
+        return None
     with warnings.catch_warnings():
         # Nearly identical samples make scipy warn about precision; the p-value is still right.
         warnings.simplefilter("ignore", RuntimeWarning)
         result = _stats.ttest_ind(list(a.values), list(b.values), equal_var=False)
     p = float(result.pvalue)
     return None if math.isnan(p) else p
+
+
+def holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm-Bonferroni step-down adjusted p-values (None stays None): the k-th smallest of m is
+    multiplied by m - k + 1, kept monotone, capped at 1."""
+    ranked = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(ranked)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for k, (p, i) in enumerate(ranked):
+        running = max(running, min(1.0, (m - k) * p))
+        out[i] = running
+    return out
 
 
 def _delta(metric: str, base: Stat, other: Stat) -> tuple[float | None, float | None, bool | None]:
@@ -119,9 +138,11 @@ def compare(dirs: list[Path], metrics: tuple[str, ...] = COMPARE_METRICS) -> lis
                     baseline_source=b.source, other_source=other_name, baseline_config=b.config,
                     other_config=o.config if o is not None else NULL_TEXT, label=b.label, metric=metric,
                     baseline=bs, other=os_, delta=delta, delta_pct=pct, p_value=p,
-                    significant=None if p is None else p < SIGNIFICANCE_P, better=better,
+                    significant=None, better=better,
                 ))
-    return rows
+    adjusted = holm([r.p_value for r in rows])
+    return [replace(r, p_adjusted=q, significant=None if q is None else q < SIGNIFICANCE_P)
+            for r, q in zip(rows, adjusted)]
 
 
 def _source_name(data: ReportData) -> str:
@@ -140,14 +161,14 @@ def _cells(row: CompareRow) -> list[str]:
     delta = NULL_TEXT if row.delta is None else f"{row.delta * scale:+,.{digits}f}"
     pct = fmt.percent(row.delta_pct)
     sig = "n/a" if row.significant is None else ("yes" if row.significant else "no")
-    p = "" if row.p_value is None else f" (p={row.p_value:.3f})"
+    p = "" if row.p_adjusted is None else f" (p={row.p_value:.3f}, Holm {row.p_adjusted:.3f})"
     direction = {True: "better", False: "worse", None: NULL_TEXT}[row.better]
     config = row.baseline_config if row.baseline_config == row.other_config else f"{row.baseline_config} vs {row.other_config}"
     return [config, row.label, fmt.metric_title(row.metric), fmt.stat(row.baseline, row.metric, unit=False),
             fmt.stat(row.other, row.metric, unit=False), delta, pct, direction, sig + p]
 
 
-_HEADERS = ["configuration", "load", "metric", "baseline", "other", "Δ", "Δ %", "", "significant (Welch p<0.05)"]
+_HEADERS = ["configuration", "load", "metric", "baseline", "other", "Δ", "Δ %", "", "significant (Welch, Holm-adjusted p<0.05)"]
 
 
 def compare_table(rows: list[CompareRow]) -> RichTable:

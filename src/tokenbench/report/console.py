@@ -36,10 +36,13 @@ def summary_table(points: list[dict]) -> Table:
     row("output tok/s", lambda p: _num(p["output_tokens_per_s"]))
     row("total tok/s", lambda p: _num(p["total_tokens_per_s"]))
     row("requests/s", lambda p: _num(p["requests_per_s"], ".2f"))
+    if any(p.get("offered_per_s") is not None for p in points):
+        row("offered/s (scheduled in window)", lambda p: _num(p.get("offered_per_s"), ".2f"))
     if any(p["goodput_per_s"] is not None for p in points):
         row("goodput/s (good %)", lambda p: f"{_num(p['goodput_per_s'], '.2f')} ({_num((p['good_fraction'] or 0) * 100, '.0f')}%)")
     for key, name in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "E2E"), ("queue_s", "queue")):
-        row(f"{name} mean / p50 / p99", lambda p, k=key: f"{_ms(p[k]['mean'])} / {_ms(p[k]['p50'])} / {_ms(p[k]['p99'])}")
+        row(f"{name} mean / p50 / p99 (n)",
+            lambda p, k=key: f"{_ms(p[k]['mean'])} / {_ms(p[k]['p50'])} / {_ms(p[k]['p99'])} ({p[k]['count']})")
     row("in flight mean / peak", lambda p: f"{_num(p['concurrency']['mean'])} / {p['concurrency']['peak']}")
     servers = [p.get("server") or {} for p in points]
     if any(servers):

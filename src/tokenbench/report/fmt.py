@@ -16,6 +16,7 @@ NULL_TEXT = "–"
 METRIC_DISPLAY: dict[str, tuple[float, str, int, str]] = {
     "output_tokens_per_s": (1.0, "tok/s", 1, "output throughput"),
     "requests_per_s": (1.0, "req/s", 2, "request rate"),
+    "offered_per_s": (1.0, "req/s", 2, "offered rate (scheduled in window)"),
     "ttft_s_mean": (1e3, "ms", 1, "TTFT mean"),
     "ttft_s_p50": (1e3, "ms", 1, "TTFT p50"),
     "ttft_s_p99": (1e3, "ms", 1, "TTFT p99"),

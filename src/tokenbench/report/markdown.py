@@ -59,7 +59,7 @@ def render_markdown(data: ReportData, verdict: Verdict, charts: list[Chart], png
     if sat is not None:
         out += ["### Saturation", "",
                 "First offered rate whose median TTFT exceeds 2x the lowest rate's, or whose achieved "
-                "request rate is below 90% of the offered rate.", "", table_md(sat)]
+                "request rate is below 90% of the arrivals scheduled in its window.", "", table_md(sat)]
     headline = headline_table(data)
     if headline is not None:
         out += ["## Headline numbers", "",

@@ -36,7 +36,7 @@ class Saturation:
     label: str
     reason: str
     ttft_ratio: float | None  # TTFT p50 at this rate / at the lowest rate
-    achieved_fraction: float | None  # achieved requests/s / offered
+    achieved_fraction: float | None  # achieved requests/s / arrivals scheduled in the window per s
 
 
 def saturation_point(rows: list[PointRow]) -> Saturation | None:
@@ -46,8 +46,10 @@ def saturation_point(rows: list[PointRow]) -> Saturation | None:
     either
       (a) median TTFT (``ttft_s_p50``, mean over trials) > 2 x the median TTFT at the lowest
           offered rate — queueing inside the server has started to dominate the first token; or
-      (b) achieved request throughput (``requests_per_s``) < 90% of the offered rate r — the
-          server no longer keeps up and the backlog grows.
+      (b) achieved request throughput (``requests_per_s``) < 90% of the arrivals actually
+          scheduled in the window (``offered_per_s``; the nominal r for results without it) —
+          the server no longer keeps up and the backlog grows. Poisson arrivals at 0.25/s over
+          20 s vary by +-45% on their own, so the nominal rate would call a lucky point saturated.
     A point with no successful request (TTFT null) counts as saturated. Returns None when no
     point qualifies (including when there are no rate points).
     """
@@ -60,15 +62,16 @@ def saturation_point(rows: list[PointRow]) -> Saturation | None:
         rate = float(r.load_value)
         ttft = r.mean("ttft_s_p50")
         achieved = r.mean("requests_per_s")
+        offered = r.mean("offered_per_s") or rate
         ratio = None if ttft is None or not base_ttft else ttft / base_ttft
-        fraction = None if achieved is None or rate <= 0 else achieved / rate
+        fraction = None if achieved is None or offered <= 0 else achieved / offered
         reasons = []
         if ttft is None:
             reasons.append("no request succeeded")
         elif ratio is not None and ratio > SATURATION_TTFT_FACTOR:
             reasons.append(f"TTFT p50 {ratio:.1f}x the lowest rate's")
         if fraction is not None and fraction < SATURATION_ACHIEVED_FRACTION:
-            reasons.append(f"achieved {fraction:.0%} of the offered rate")
+            reasons.append(f"achieved {fraction:.0%} of the arrivals scheduled in the window")
         if reasons:
             return Saturation(r.config, rate, r.label, "; ".join(reasons), ratio, fraction)
     return None
