@@ -315,6 +315,12 @@ class LoadGenerator:
             task = asyncio.ensure_future(one(request, record))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
+        # The load lasts its whole period even when the schedule's last arrival came earlier (a
+        # low rate): the window ends there, and the point (with the server's scrapes) must too.
+        if stop.duration_s is not None:
+            await self._sleep_until(run.start_s + stop.duration_s)
+        elif run.last_arrival_s is not None:
+            await self._sleep_until(run.last_arrival_s + 1.0 / load.rate_per_s)
 
 
 class _Budget:

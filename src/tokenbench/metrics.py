@@ -38,6 +38,11 @@ PERCENTILES = (50, 90, 95, 99, 99.9)
 # sample of the top): it is null below this count; p99 and max are there to read instead.
 P999_MIN_COUNT = 1000
 
+# The backlog growth of an open-loop point is estimated from the medians of its first and last
+# thirds only with at least this many requests in each: with one or two, a single long reply
+# looks like a trend (seen: 4 Poisson arrivals at 0.25/s, E2E 2.3-2.9 s, "grew" 0.5 s: -2.5%).
+MIN_THIRD = 3
+
 POPULATIONS = {
     "users": {
         "distributions": "requests sent in the window (latencies: the successful ones)",
@@ -251,11 +256,15 @@ def backlog_growth_s(population: Sequence[RequestRecord], window: Window, point_
     last thirds (robust to a few long replies), times the window: 0 when the server keeps up
     (the lag is stationary), the extra time the backlog took when it does not. Second value:
     True when most of the last third was still unserved at the point's end (the lags are only
-    lower bounds there and the slope means nothing; the server was busy until then)."""
+    lower bounds there and the slope means nothing; the server was busy until then). Fewer than
+    ``MIN_THIRD`` requests per third: no growth is estimated."""
     rows = sorted(population, key=lambda r: r.scheduled_s)
     k = len(rows) // 3
     if k == 0:
         return 0.0, False
+    censored = sum(r.outcome in UNFINISHED for r in rows[-k:]) * 2 > k
+    if k < MIN_THIRD:
+        return 0.0, censored  # too few to tell a trend from one long reply
 
     def lag(r: RequestRecord) -> float:
         end = r.closed_s if r.outcome not in UNFINISHED and r.closed_s is not None else point_end_s
@@ -263,7 +272,6 @@ def backlog_growth_s(population: Sequence[RequestRecord], window: Window, point_
 
     first, last = rows[:k], rows[-k:]
     span = statistics.median(r.scheduled_s for r in last) - statistics.median(r.scheduled_s for r in first)
-    censored = sum(r.outcome in UNFINISHED for r in last) * 2 > len(last)
     if span <= 0:
         return 0.0, censored
     slope = (statistics.median(map(lag, last)) - statistics.median(map(lag, first))) / span

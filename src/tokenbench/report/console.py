@@ -55,6 +55,9 @@ def summary_table(points: list[dict]) -> Table:
                 return "-" if not g else f"{g['mean'] * scale:.1f} / {g['max'] * scale:.1f}"
             return fn
 
+        if any(s.get("bracketed") is False for s in servers):
+            # no scrape at/before the window's start or at/after its end: counters cover less
+            row("server: window bracketed", lambda p: {True: "yes", False: "NO", None: "-"}[(p.get("server") or {}).get("bracketed")])
         row("server: preemptions", srv("preemptions", lambda v: _num(v, ".0f")))
         row("server: generated tokens", srv("generated_tokens", lambda v: _num(v, ".0f")))
         row("server: TTFT mean ms", srv("ttft_s_mean", _ms))
