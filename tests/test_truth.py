@@ -70,7 +70,7 @@ def test_open_loop_below_capacity_equals_the_offered_load(start_mock, tmp_path):
     assert point["ttft_s"]["mean"] == pytest.approx(sum(ttft) / len(ttft), abs=0.005)
     e2e = [log[r["response_id"]]["chunk_times_s"][-1] - log[r["response_id"]]["received_s"] for r in records]
     assert point["e2e_s"]["p50"] == pytest.approx(sorted(e2e)[10], abs=0.005)
-    assert point["queue_s"]["max"] < 0.01
+    assert point["queue_s"]["max"] < 0.05  # no slot to wait for: only the client loop's own lag
     # mean in flight = arrival rate x E2E (Little's law over the window)
     assert point["concurrency"]["mean"] == pytest.approx(5.0 * SERVICE_S, rel=0.1)
 

@@ -290,19 +290,9 @@ def summarize_point(records: Sequence[RequestRecord], span: PointSpan, slo: SLOC
     ended = [r for r in population if r.outcome not in UNFINISHED]
     good_set = {id(r) for r in population if meets_slo(r, slo)} if slo.any else None
 
-    if span.open_loop:
-        growth, censored = backlog_growth_s(population, window, span.end_s)
-        # Most of the last third never ended: the server was still serving the population when
-        # the point ended (their lags are only lower bounds), so the period runs to the end.
-        period = span.end_s - window.start_s if censored else length + growth
-        weight = {id(r): 1.0 for r in population}
-        out_tokens = sum(len(r.chunk_times_s) * tokens_per_chunk(r) for r in population)
-        rated = population
-    else:
-        growth, period = 0.0, length
-        weight = {id(r): _share_in(r, window) for r in records}
-        out_tokens = output_tokens_in(records, window)
-        rated = [r for r in records if weight[id(r)] > 0]
+    basis = _open_loop_basis(population, span) if span.open_loop else _closed_loop_basis(records, window)
+    period, weight, rated = basis.period_s, basis.weight, basis.rated
+    out_tokens = basis.output_tokens
     rate = (lambda x: x / period) if period > 0 else (lambda x: None)
 
     ok_rated = [r for r in rated if r.outcome is Outcome.OK]
@@ -333,7 +323,7 @@ def summarize_point(records: Sequence[RequestRecord], span: PointSpan, slo: SLOC
         "window": {"start_s": window.start_s, "end_s": window.end_s},
         "populations": POPULATIONS["rate" if span.open_loop else "users"],
         "rate_period_s": period if period > 0 else None,
-        "backlog_growth_s": growth if span.open_loop else None,
+        "backlog_growth_s": basis.backlog_growth_s,
         "offered_per_s": (len(population) / length if length > 0 else None) if span.open_loop else None,
         "requests": count_outcomes(records),
         "requests_in_window": count_outcomes(population),
@@ -357,6 +347,35 @@ def summarize_point(records: Sequence[RequestRecord], span: PointSpan, slo: SLOC
         "concurrency": {"mean": mean_conc, "peak": peak_conc},
         "tokens": token_counts(population),
     }
+
+
+@dataclass(frozen=True)
+class _RateBasis:
+    """What a point's rates count and over which period: each counted request's weight (1, or
+    its share of life in the window), the output tokens, and the period."""
+
+    rated: list[RequestRecord]
+    weight: dict[int, float]  # by id(record)
+    output_tokens: float
+    period_s: float
+    backlog_growth_s: float | None
+
+
+def _open_loop_basis(population: list[RequestRecord], span: PointSpan) -> _RateBasis:
+    """The population's whole work over the time the server took to serve it."""
+    growth, censored = backlog_growth_s(population, span.window, span.end_s)
+    # Most of the last third never ended: the server was still serving the population when the
+    # point ended (their lags are only lower bounds), so the period runs to the end.
+    period = span.end_s - span.window.start_s if censored else span.window.length_s + growth
+    tokens = sum(len(r.chunk_times_s) * tokens_per_chunk(r) for r in population)
+    return _RateBasis(population, {id(r): 1.0 for r in population}, tokens, period, growth)
+
+
+def _closed_loop_basis(records: Sequence[RequestRecord], window: Window) -> _RateBasis:
+    """Tokens that arrived in the window, requests by their share of life in it."""
+    weight = {id(r): _share_in(r, window) for r in records}
+    rated = [r for r in records if weight[id(r)] > 0]
+    return _RateBasis(rated, weight, output_tokens_in(records, window), window.length_s, None)
 
 
 def _share_in(r: RequestRecord, window: Window) -> float:
