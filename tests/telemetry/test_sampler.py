@@ -45,8 +45,11 @@ def test_attached_backend_reports_server_metrics_with_known_answers(start_mock, 
         mine = [r for r in records if r["point"] == point["index"]]
         # over the whole point, the server generated exactly what the records received
         assert point["server_whole_point"]["generated_tokens"] == sum(r["output_tokens"] for r in mine)
-        # over the window (no ramp here), every user had a request in flight all the time
-        assert point["server"]["running"]["mean"] == pytest.approx(point["load"]["users"], abs=0.3)
+        # over the window (no ramp here), every user had a request in flight all the time; a
+        # scrape at the very start of the window may see the first requests not yet arrived
+        # (seen: one of 12 scrapes at 0, mean 3.67 for 4 users)
+        assert point["server"]["running"]["mean"] == pytest.approx(point["load"]["users"], abs=0.5)
+        assert point["server"]["running"]["max"] == point["load"]["users"]
         assert point["server"]["bracketed"] is True
         # the mock's histogram holds its scripted 80 ms TTFT; the client measured about the same
         assert point["server"]["ttft_s_mean"] == pytest.approx(0.080, abs=0.01)
