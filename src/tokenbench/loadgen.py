@@ -91,19 +91,17 @@ class RequestSource:
         self._requests = requests
         self._nonce = unique_nonce
         self._next_id = 0
-        self._offset = 0
-        self._taken = 0
+        self._cursor = 0  # index of the next prompt in the list
 
     def start_point(self, load: LoadPoint, seed: int) -> None:
         key = json.dumps([seed, load.model_dump(mode="json")], sort_keys=True).encode()
-        self._offset = zlib.crc32(key) % len(self._requests)
-        self._taken = 0
+        self._cursor = zlib.crc32(key) % len(self._requests)
 
     def take(self) -> tuple[int, Request]:
         i = self._next_id
         self._next_id += 1
-        request = self._requests[(self._offset + self._taken) % len(self._requests)]
-        self._taken += 1
+        request = self._requests[self._cursor % len(self._requests)]
+        self._cursor += 1
         if self._nonce is not None:
             request = with_prefix(request, f"[{self._nonce}-{i}] ")
         return i, request
@@ -213,10 +211,9 @@ class LoadGenerator:
                 record.error = record.error or "not sent: the point ended first"
                 record.closed_s = record.closed_s if record.closed_s is not None else now
             self._finish(record)
-        if deadline is not None and not self.interrupted:
-            run.load_end_s = deadline
-        elif isinstance(load, RateLoad) and run.last_arrival_s is not None and not self.interrupted:
-            run.load_end_s = run.last_arrival_s + 1.0 / load.rate_per_s
+        planned = _planned_end_s(run, load, stop)
+        if planned is not None and not self.interrupted:
+            run.load_end_s = planned
         else:
             run.load_end_s = min(now, deadline) if deadline is not None else now
         run.end_s = self._clock.now()
@@ -317,10 +314,19 @@ class LoadGenerator:
             task.add_done_callback(tasks.discard)
         # The load lasts its whole period even when the schedule's last arrival came earlier (a
         # low rate): the window ends there, and the point (with the server's scrapes) must too.
-        if stop.duration_s is not None:
-            await self._sleep_until(run.start_s + stop.duration_s)
-        elif run.last_arrival_s is not None:
-            await self._sleep_until(run.last_arrival_s + 1.0 / load.rate_per_s)
+        planned = _planned_end_s(run, load, stop)
+        if planned is not None:
+            await self._sleep_until(planned)
+
+
+def _planned_end_s(run: PointRun, load: LoadPoint, stop: StopConfig) -> float | None:
+    """Where a point's load ends by plan: the deadline; without one, open loop ends one mean gap
+    after its last arrival (N arrivals span N gaps); closed loop has no plan (its last reply)."""
+    if stop.duration_s is not None:
+        return run.start_s + stop.duration_s
+    if isinstance(load, RateLoad) and run.last_arrival_s is not None:
+        return run.last_arrival_s + 1.0 / load.rate_per_s
+    return None
 
 
 class _Budget:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from scipy import stats
 
+from ..records import UNFINISHED
+
 
 def _get(path: str) -> Callable[[dict], float | None]:
     keys = path.split(".")
@@ -29,9 +31,9 @@ def _get(path: str) -> Callable[[dict], float | None]:
     return read
 
 
-# Outcomes the run imposed, not the server (records.UNFINISHED): censored, so left out of
-# error_rate's denominator, as they are left out of good_fraction's (metrics.py).
-_UNFINISHED = ("cancelled", "not_sent")
+# Outcomes the run imposed, not the server: censored, so left out of error_rate's denominator,
+# as they are left out of good_fraction's (metrics.py).
+_UNFINISHED = tuple(o.value for o in UNFINISHED)
 
 
 def _error_rate(point: dict) -> float | None:

@@ -90,13 +90,13 @@ def point_server(samples: list[dict], start_s: float, end_s: float) -> dict | No
         "bracketed": bool(before and after and before["t_s"] <= start_s and after["t_s"] >= end_s),
     }
     for field in COUNTERS:
-        out[field] = _increase(series, field) if series else None
+        out[field] = _increase(series, field)
     hits, queries = out["prefix_cache_hits"], out["prefix_cache_queries"]
     out["prefix_cache_hit_rate"] = hits / queries if hits is not None and queries else None
     for field in GAUGES:
         out[field] = _stats([s["values"][field] for s in inside if field in s["values"]])
     for field in ("ttft", "itl"):
-        mean, count = _hist_mean(series, field) if series else (None, None)
+        mean, count = _hist_mean(series, field)
         out[f"{field}_s_mean"] = mean
         out[f"{field}_count"] = count
     return out
@@ -135,7 +135,7 @@ def window_server(samples: list[dict], start_s: float, end_s: float) -> dict:
         values = [s["values"][field] for s in inside if field in s["values"]]
         out[f"server_{field}"] = sum(values) / len(values) if values else None
     before, after = _at_or_before(ok, start_s), _at_or_before(ok, end_s)
-    out["server_preemptions"] = _increase(_between(ok, before, after), "preemptions") if before and after else None
+    out["server_preemptions"] = _increase(_between(ok, before, after), "preemptions")
     util = [g["util_pct"] for s in inside for g in (s.get("gpu") or []) if "util_pct" in g]
     out["gpu_util_pct"] = sum(util) / len(util) if util else None
     return out
