@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
-from .procs import free_port, stop, wait_http
+from .procs import child_preexec, free_port, stop, wait_http
 from .report.files import read_records
 
 
@@ -102,7 +102,7 @@ def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> Calibratio
     mock = subprocess.Popen(
         [sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", str(spec.ttft_ms),
          "--itl-ms", str(spec.itl_ms), "--output-tokens", str(spec.output_tokens)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_preexec(),
     )
     own_affinity = os.sched_getaffinity(0)
     pinned = spec.pin_cores and len(own_affinity) >= 2

@@ -76,8 +76,20 @@ def _numbers(text: str | None, flag: str, cast=float) -> list:
 
 
 def _fail(message: str, code: int) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    from .redact import mask_text
+
+    err.print(f"[bold red]error:[/] {mask_text(message)}")
     raise typer.Exit(code)
+
+
+def _headers(items: list[str] | None) -> dict[str, str]:
+    headers = {}
+    for item in items or []:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header takes 'Name: value', got {item.split(':')[0]!r}...")
+        headers[name.strip()] = value.strip()
+    return headers
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -105,6 +117,7 @@ def run(
     engine_env: EngineEnv = None,
     engine_bin: EngineBin = None,
     served_model_name: Annotated[Optional[str], typer.Option(help="Engine: the model name requests use (default from --model).", rich_help_panel="Engine")] = None,
+    engine_port: Annotated[Optional[int], typer.Option(help="Engine: port on 127.0.0.1 for the launched server (default: a free one). A port that already answers is an error naming its holder.", rich_help_panel="Engine")] = None,
     ready_timeout: Annotated[float, typer.Option(help="Engine: seconds to wait for it to be ready (includes conversion/compilation).", rich_help_panel="Engine")] = 900.0,
     metrics_interval: Annotated[float, typer.Option(help="Seconds between /metrics scrapes.", rich_help_panel="Engine")] = 1.0,
     metrics_url: Annotated[Optional[str], typer.Option(help="Scrape this URL instead of the server URL + the profile's metrics path.", rich_help_panel="Engine")] = None,
@@ -132,6 +145,7 @@ def run(
     tokenizer: Annotated[Optional[str], typer.Option(help="HF tokenizer.json (or folder) for exact lengths; default: the server's /tokenize.")] = None,
     ignore_eos: Annotated[bool, typer.Option(help="Ask the server to ignore EOS (fixed output lengths).")] = False,
     api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key.")] = "OPENAI_API_KEY",
+    header: Annotated[Optional[list[str]], typer.Option(help="'Name: value' sent with every request (repeat); values are masked in every file tokenbench writes.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds a whole request may take.")] = 600.0,
     read_timeout: Annotated[float, typer.Option(help="Seconds of silence allowed within a stream.")] = 120.0,
     slo: Annotated[Optional[str], typer.Option(help="Goodput objectives, e.g. ttft=500ms,tpot=50ms.")] = None,
@@ -140,7 +154,13 @@ def run(
     live: Annotated[bool, typer.Option(help="Show the live view.")] = True,
     keep_text: Annotated[bool, typer.Option(help="Store generated text in records.jsonl.")] = False,
 ) -> None:
-    """Benchmark a server (or, with no --url, the embedded llama.cpp backend)."""
+    """Benchmark a server (or, with no --url, the embedded llama.cpp backend).
+
+    Ctrl-C or SIGTERM stops the run, keeps every record and exits with 130 or 143; a second
+    signal exits at once (`tokenbench recompute DIR` then derives results.json)."""
+    from .procs import Interrupts
+
+    Interrupts.install()
     try:
         config = _run_config(**locals())
     except UsageError as exc:
@@ -157,10 +177,13 @@ def run(
         _fail(str(exc), 3)
     except (FileNotFoundError, FileExistsError, ValueError) as exc:
         _fail(str(exc), 2)
+    except KeyboardInterrupt:  # before or between points: children are stopped by then
+        err.print("[yellow]interrupted before the load started or finished; what was measured is on disk[/]")
+        raise typer.Exit(Interrupts.exit_code())
     err.print(f"results: {result.run_dir}/results.json  records: {result.run_dir}/records.jsonl")
     if result.interrupted:
         err.print("[yellow]interrupted: in-flight requests were recorded as cancelled[/]")
-        raise typer.Exit(130)
+        raise typer.Exit(Interrupts.exit_code())
 
 
 def _run_config(**a) -> RunConfig:
@@ -193,7 +216,7 @@ def _run_config(**a) -> RunConfig:
         backend=backend,
         target=TargetConfig(url=a["url"], model=None if (backend and not a["url"]) else a["model"], api=a["api"], api_key_env=a["api_key_env"],
                             request_timeout_s=a["timeout"], read_timeout_s=a["read_timeout"],
-                            ignore_eos=a["ignore_eos"]),
+                            ignore_eos=a["ignore_eos"], headers=_headers(a["header"])),
         loads=loads,
         stop=StopConfig(duration_s=duration, max_requests=max_requests, warmup_s=a["warmup"],
                         drain_timeout_s=a["drain_timeout"]),
@@ -227,13 +250,13 @@ def _knobs(a: dict) -> EngineKnobs:
 def _backend_config(a: dict) -> BackendConfig | None:
     knobs = _knobs(a)
     if a["backend"] is None:
-        if knobs != EngineKnobs() or a["engine_bin"]:
+        if knobs != EngineKnobs() or a["engine_bin"] or a["engine_port"]:
             if a["url"] is not None:
                 raise UsageError("engine knobs (--max-num-seqs, --engine-arg, ...) need a launched "
                                  "backend: drop --url and pass --backend NAME --model M")
             # the embedded default backend takes the knobs too
             config = BackendConfig(name="xllamacpp", model=a["model"], knobs=knobs, executable=a["engine_bin"],
-                                   metrics_interval_s=a["metrics_interval"])
+                                   metrics_interval_s=a["metrics_interval"], port=a["engine_port"])
             _check_backend(config, launch=False)
             return config
         if a["metrics_url"] is not None:
@@ -243,7 +266,7 @@ def _backend_config(a: dict) -> BackendConfig | None:
         raise UsageError("engine knobs are for a server tokenbench launches; with --url they would be ignored")
     config = BackendConfig(
         name=a["backend"], model=a["model"], served_model_name=a["served_model_name"], knobs=knobs,
-        executable=a["engine_bin"], ready_timeout_s=a["ready_timeout"],
+        executable=a["engine_bin"], ready_timeout_s=a["ready_timeout"], port=a["engine_port"],
         metrics_interval_s=a["metrics_interval"], metrics_url=a["metrics_url"],
     )
     _check_backend(config, launch=a["url"] is None)
@@ -335,6 +358,9 @@ def experiment_run(
 ) -> None:
     """Run an experiment: each server configuration launched once, one run directory per cell,
     trials aggregated; finished cells are skipped when resumed."""
+    from .procs import Interrupts
+
+    Interrupts.install()
     from .experiments.presets import preset as load_preset
     from .experiments.runner import run_experiment
     from .experiments.spec import ExperimentError, load_spec
@@ -351,7 +377,7 @@ def experiment_run(
     err.print(f"experiment: {result.dir}/experiment.json   report: tokenbench report {result.dir}")
     if result.interrupted:
         err.print("[yellow]interrupted: run the same command again to resume[/]")
-        raise typer.Exit(130)
+        raise typer.Exit(Interrupts.exit_code())
     failed = [c for c in result.state["cells"].values() if c["status"] != "ok"]
     if failed:
         raise typer.Exit(1)
@@ -399,6 +425,31 @@ def report(
     _require_result_dirs(dirs)
     files = write_report(dirs, out or dirs[0])
     err.print(f"report: {files.html}  markdown: {files.markdown}  charts: {len(files.charts)} PNG in {files.html.parent / 'charts'}")
+
+
+@app.command()
+def recompute(
+    dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
+) -> None:
+    """Derive results.json again from a run's records.jsonl, samples.jsonl and config.json (after
+    a crash, or after an upgrade that fixed a metric), with this version's definitions; for an
+    experiment, every cell and then the aggregates. The previous file is kept as *.previous.json."""
+    from .derive import RecomputeError, recompute_experiment, recompute_run
+    from .report.console import summary_table
+    from .report.load import is_experiment_dir
+
+    for d in dirs:
+        try:
+            if is_experiment_dir(d):
+                state = recompute_experiment(d)
+                err.print(f"experiment: {d}/experiment.json ({len(state['aggregates'])} aggregate rows)")
+            else:
+                results = recompute_run(d)
+                err.print(summary_table(results["points"]))
+                err.print(f"results: {d}/results.json (computed by tokenbench {results['computed_by']['version']}"
+                          f"{', interrupted run' if results['interrupted'] else ''})")
+        except (RecomputeError, OSError, ValueError) as exc:
+            _fail(f"{d}: {exc}", 2)
 
 
 @app.command()

@@ -38,6 +38,8 @@ class TargetConfig(_Model):
     include_usage: bool = True
     temperature: float | None = 0.0
     extra_body: dict = Field(default_factory=dict)
+    # sent with every request (--header "Name: value"); values are masked in every file written
+    headers: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("url")
     @classmethod
@@ -159,14 +161,14 @@ class RunConfig(_Model):
     live: bool = True
 
     def redacted(self) -> dict:
-        """The resolved config as written to config.json. Secrets are never in config (keys are
-        read from the env var named by ``api_key_env``); header-like extra_body keys are masked."""
+        """The settings with every credential masked (redact.py): engine environment values and
+        arguments named like credentials, header values, extra_body keys like ``api_key``. The
+        API key itself is never in the settings (read from the env var ``api_key_env`` names)."""
+        from .redact import MASK, mask
+
         data = self.model_dump(mode="json")
-        body = data["target"].get("extra_body") or {}
-        for key in list(body):
-            if re.search(r"key|token|secret|auth", key, re.I):
-                body[key] = "***"
-        return data
+        data["target"]["headers"] = {k: MASK for k in self.target.headers}
+        return mask(data)
 
 
 def parse_duration_s(text: str) -> float:

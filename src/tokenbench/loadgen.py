@@ -166,8 +166,11 @@ class LoadGenerator:
             self._finish(record)
 
     async def run_point(
-        self, index: int, load: LoadPoint, stop: StopConfig, source: RequestSource, seed: int
+        self, index: int, load: LoadPoint, stop: StopConfig, source: RequestSource, seed: int,
+        started: Callable[[PointRun], None] | None = None,
     ) -> PointRun:
+        """Run one point; ``started`` is told its span as it starts (the runner logs it, so a
+        point the process never finishes still has one)."""
         start = self._clock.now()
         ramp_end = start + ramp_up_s(load)
         run = PointRun(
@@ -179,6 +182,8 @@ class LoadGenerator:
             load_end_s=start,
             end_s=start,
         )
+        if started is not None:
+            started(run)
         stats = self.stats
         stats.point, stats.started_s = index, start
         stats.planned_s = stop.duration_s

@@ -9,30 +9,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__
+from . import __version__, redact
 from .backends import get_profile
 from .backends.base import Profile
 from .backends.server import ManagedServer, metrics_url_for
 from .clients import wire_for
 from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
-from .config import BackendConfig, RateLoad, RunConfig, TargetConfig
+from .config import BackendConfig, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .load import describe
+from .derive import point_result, results_header
 from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
-from .metrics import PointSpan, Window, summarize_point, timeseries
-from .records import RequestRecord, RunClock
+from .procs import Interrupts
+from .records import RunClock
 from .report.console import LiveView, summary_table
 from .report.files import RunWriter, default_run_dir
-from .telemetry.sampler import Sampler, SamplesFile
-from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
+from .telemetry.sampler import Sampler
 
 try:
     import uvloop
@@ -51,6 +50,9 @@ def run(config: RunConfig, console: Console | None = None, server: dict | None =
     """``server``: facts of a server the caller launched (experiments launch once per server
     configuration and run several cells against it); they go into results as the target's."""
     console = console or Console(stderr=True)
+    Interrupts.ensure()
+    redact.register(*redact.secrets_of(headers=config.target.headers), config.target.api_key())
+    # before anything starts: a bad --out fails here, with no request sent
     writer = RunWriter(config.out_dir or default_run_dir(), keep_text=config.keep_text)
     clock = RunClock.start()
     try:
@@ -92,7 +94,7 @@ def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tupl
     assert launch.name is not None
     profile = get_profile(launch.name)
     server = ManagedServer(profile, launch, run_dir / "server.log")
-    console.print(f"starting {profile.title}: {' '.join(server.launch.argv)}")
+    console.print(f"starting {profile.title}: {' '.join(redact.mask_argv(server.launch.argv))}")
     with server:
         console.print(f"{profile.title} ready at {server.url} after {server.cold_start_s:.1f}s "
                       f"(version {server.version or 'unknown'})")
@@ -135,43 +137,55 @@ async def _run_points(
         target = await _resolve_model(session, target, wire)
         tokenizer = _tokenizer(config, target)
         requests, info = build_requests(config.dataset, tokenizer, config.seed)
-        writer.write_config(_config_json(config, target, backend, info))
-        records: list[RequestRecord] = []
-
-        def sink(record: RequestRecord) -> None:
-            records.append(record)
-            writer.write_record(record)
-
+        config_json = _config_json(config, target, backend, info, clock, sampler)
+        writer.write_config(config_json)
         count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
         client = StreamingClient(session, target, wire, clock.now, count_tokens=count, keep_text=config.keep_text)
         stats = LiveStats()
-        gen = LoadGenerator(client, clock, sink, stats)
+        # Records go to disk as they end and are not kept: a point's are read back when it ends
+        # (memory stays flat over a long run, and the run derives results exactly as recompute does).
+        gen = LoadGenerator(client, clock, writer.write_record, stats)
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
-        results = _results_header(config, target, backend, info, clock, sampler)
+        results = results_header(writer.config_json(), "run")
         await sampler.wait_past(clock.now())  # a baseline scrape before the first point
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, gen.interrupt)
-        try:
-            with LiveView(stats, clock.now, console, enabled=config.live):
-                for index, load in enumerate(config.loads):
-                    stats.label = describe(load)
-                    first = len(records)
-                    source.start_point(load, config.seed)
-                    await warm_connections(session, target, wire, _concurrency_hint(load))
-                    point_run = await gen.run_point(index, load, config.stop, source, config.seed + index)
-                    if not point_run.interrupted:
-                        await sampler.wait_past(point_run.end_s)  # bracket the point's counters
-                    results["points"].append(_point_result(config, point_run, records[first:], sampler.file))
-                    writer.write_results(results)
-                    if point_run.interrupted:
-                        break
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
+        with Interrupts.during(lambda: loop.call_soon_threadsafe(gen.interrupt)), \
+                LiveView(stats, clock.now, console, enabled=config.live):
+            for index, load in enumerate(config.loads):
+                stats.label = describe(load)
+                first = writer.records_offset()
+                source.start_point(load, config.seed)
+                await warm_connections(session, target, wire, _concurrency_hint(load))
+                point_run = await gen.run_point(index, load, config.stop, source, config.seed + index,
+                                                started=lambda run: sampler.event(_start_facts(run)))
+                facts = point_facts(point_run)
+                sampler.event(facts)
+                if not point_run.interrupted:
+                    await sampler.wait_past(point_run.end_s)  # bracket the point's counters
+                records = writer.records_since(first)
+                results["points"].append(point_result(writer.config_json(), facts, records, sampler.file))
+                del records
+                writer.write_results(results)
+                if point_run.interrupted:
+                    break
     results["interrupted"] = gen.interrupted
     writer.write_results(results)
     console.print(summary_table(results["points"]))
     return RunResult(writer.dir, results, gen.interrupted)
+
+
+def _start_facts(run: PointRun) -> dict:
+    return {"kind": "point_start", "index": run.index, "load": run.load.model_dump(mode="json"),
+            "start_s": run.start_s, "ramp_end_s": run.ramp_end_s, "window_start_s": run.window_start_s}
+
+
+def point_facts(run: PointRun) -> dict:
+    """A finished point's span as written to samples.jsonl (the ``point`` event): with the
+    point's records, all its results need (derive.point_result)."""
+    return {**_start_facts(run), "kind": "point", "load_end_s": run.load_end_s, "end_s": run.end_s,
+            "user_spans": [list(s) for s in run.user_spans], "interrupted": run.interrupted,
+            "num_records": run.num_records, "last_arrival_s": run.last_arrival_s}
 
 
 async def _resolve_model(session, target: TargetConfig, wire) -> TargetConfig:
@@ -190,55 +204,17 @@ def _tokenizer(config: RunConfig, target: TargetConfig) -> Tokenizer | None:
     return RemoteTokenizer.available(target.url, target.model)
 
 
-def _point_result(config: RunConfig, run: PointRun, records: list[RequestRecord], samples_file: SamplesFile) -> dict:
-    window = Window(run.window_start_s, run.load_end_s)
-    point = {
-        "index": run.index,
-        "label": describe(run.load),
-        "load": {**run.load.model_dump(mode="json"), "warmup_s": config.stop.warmup_s,
-                 "duration_s": config.stop.duration_s, "max_requests": config.stop.max_requests},
-        "span": {"start_s": run.start_s, "ramp_end_s": run.ramp_end_s,
-                 "load_end_s": run.load_end_s, "end_s": run.end_s},
-        "interrupted": run.interrupted,
-    }
-    span = PointSpan(window, open_loop=isinstance(run.load, RateLoad), end_s=run.end_s)
-    point.update(summarize_point(records, span, config.slo))
-    samples = samples_file.scrapes()
-    # The server and the GPU over the client's window; over the whole point beside, named so.
-    point["server"] = point_server(samples, window.start_s, window.end_s)
-    point["server_whole_point"] = point_server(samples, run.start_s, run.end_s)
-    if point["server"] is not None:
-        first_chunks = [(r.chunk_times_s[0], r.ttft_s) for r in records if r.ttft_s is not None]
-        point["server"]["client_ttft_s_matched"] = matched_client_ttft(first_chunks, point["server"])
-    header = samples_file.header()
-    point["gpu"] = point_gpu(samples, header, window.start_s, window.end_s)
-    point["gpu_whole_point"] = point_gpu(samples, header, run.start_s, run.end_s)
-    point["timeseries"] = [
-        {**w, **window_server(samples, w["start_s"], w["end_s"])}
-        for w in timeseries(records, run.start_s, run.end_s, run.ramp_end_s, run.user_spans, config.window_s)
-    ]
-    return point
-
-
-def _config_json(config: RunConfig, target: TargetConfig, backend: dict, info: DatasetInfo) -> dict:
+def _config_json(config: RunConfig, target: TargetConfig, backend: dict, info: DatasetInfo,
+                 clock: RunClock, sampler: Sampler) -> dict:
+    """config.json: the settings and every resolved fact results.json is derived from (with the
+    records and samples): the target, the server, the dataset, the clock, where telemetry went."""
     data = config.redacted()
     data["resolved_target"] = {"url": target.url, "model": target.model, "api": target.api}
     data["backend"] = backend
     data["dataset_info"] = info.to_json()
     data["tool"] = {"name": "tokenbench", "version": __version__}
+    data["clock"] = {"origin_monotonic_s": clock.origin_monotonic_s, "origin_unix_s": clock.origin_unix_s,
+                     "unit": "seconds since origin, time.perf_counter()"}
+    data["telemetry"] = {"samples": sampler.out.name, "metrics_url": sampler.metrics_url,
+                         "interval_s": sampler.interval_s}
     return data
-
-
-def _results_header(config, target, backend, info: DatasetInfo, clock: RunClock, sampler: Sampler) -> dict:
-    return {
-        "tool": {"name": "tokenbench", "version": __version__},
-        "target": {"url": target.url, "model": target.model, "api": target.api,
-                   "ignore_eos": target.ignore_eos, **backend},
-        "dataset": info.to_json(),
-        "slo": config.slo.model_dump(),
-        "clock": {"origin_monotonic_s": clock.origin_monotonic_s, "origin_unix_s": clock.origin_unix_s,
-                  "unit": "seconds since origin, time.perf_counter()"},
-        "telemetry": {"samples": sampler.out.name, "metrics_url": sampler.metrics_url,
-                      "interval_s": sampler.interval_s},
-        "points": [],
-    }

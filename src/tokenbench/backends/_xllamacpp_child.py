@@ -26,6 +26,7 @@ def main() -> None:
     ap.add_argument("--metrics", action="store_true")
     ap.add_argument("--no-cache-prompt", dest="cache_prompt", action="store_false")
     ap.add_argument("--cache-prompt", dest="cache_prompt", action="store_true")
+    ap.add_argument("--api-key", action="append", default=[], help="require this bearer key (repeat)")
     args = ap.parse_args()
 
     import xllamacpp as xlc
@@ -42,6 +43,8 @@ def main() -> None:
     params.cpuparams_batch.n_threads = args.threads
     params.cache_prompt = args.cache_prompt
     params.endpoint_metrics = args.metrics
+    if args.api_key:
+        params.api_keys = args.api_key
     server = xlc.Server(params)
     print(f"LISTENING {server.listening_address}", flush=True)
     stop = threading.Event()

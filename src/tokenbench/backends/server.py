@@ -2,7 +2,10 @@
 until it is ready, record its version and cold start, stop it by PID.
 
 The engine runs in its own process group (so Ctrl-C in the terminal reaches tokenbench, which
-then stops the engine in order) with stdout and stderr in ``server.log`` in the run directory.
+then stops the engine in order), watched by a guardian (procs.Guardian) that stops the group if
+tokenbench dies first and writes the engine's stdout and stderr to ``server.log`` in the run
+directory, credentials masked. A port that already answers (a server left by a crashed run) is
+an error naming its holder, never a server to reuse.
 Cold start = seconds from launch to the first 2xx of the profile's ready path, which includes
 weight download, conversion or engine compilation where the engine does those at start.
 """
@@ -16,7 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .. import procs
+from .. import procs, redact
 from ..config import BackendConfig
 from .base import BackendError, LaunchSpec, Profile
 
@@ -68,28 +71,45 @@ class ManagedServer:
         self.cold_start_s: float | None = None
         self.version: str | None = None
         self._proc: subprocess.Popen | None = None
-        self._log = None
+        self._guardian: procs.Guardian | None = None
+        # credentials in the engine's environment and arguments: masked in every file and line
+        self.secrets = redact.secrets_of(self.launch.env, self.launch.argv)
+        redact.register(*self.secrets)
 
     def __enter__(self) -> ManagedServer:
+        if procs.port_in_use(HOST, self.spec.port):
+            raise BackendError(
+                f"port {self.spec.port} on {HOST} already answers: {procs.port_holder(self.spec.port)}. "
+                f"A server left by a crashed run? Stop it, or pick another --engine-port; tokenbench "
+                f"never benchmarks a server it did not start as if it had")
         env = {**os.environ, **self.launch.env}
-        self._log = open(self.log_path, "ab")
+        read_fd, write_fd = os.pipe()
         t0 = time.perf_counter()
         try:
             self._proc = subprocess.Popen(
-                list(self.launch.argv), env=env, stdin=subprocess.DEVNULL, stdout=self._log,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                list(self.launch.argv), env=env, stdin=subprocess.DEVNULL, stdout=write_fd,
+                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=procs.child_preexec(),
             )
         except FileNotFoundError as exc:
-            self._close_log()
+            os.close(read_fd)
             raise BackendError(
                 f"cannot start {self.profile.title}: {self.launch.argv[0]!r} not found. Install it, "
                 f"or point --engine-bin at its executable"
             ) from exc
+        finally:
+            os.close(write_fd)
+        try:
+            self._guardian = procs.Guardian(self._proc.pid, read_fd, self.log_path, self.secrets)
+        finally:
+            os.close(read_fd)
         try:
             procs.wait_http(self.url + self.profile.ready_path, self.config.ready_timeout_s, self._proc)
         except procs.NotReady as exc:
             self.stop()
             raise BackendError(f"{self.profile.title} did not become ready: {exc}; see {self.log_path}") from exc
+        except BaseException:  # Ctrl-C / SIGTERM while it starts: __exit__ will not run
+            self.stop()
+            raise
         self.cold_start_s = time.perf_counter() - t0
         self.version = self._version()
         return self
@@ -100,12 +120,9 @@ class ManagedServer:
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         procs.stop(proc, group=True)
-        self._close_log()
-
-    def _close_log(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        guardian, self._guardian = self._guardian, None
+        if guardian is not None:
+            guardian.release()
 
     def _version(self) -> str | None:
         p = self.profile
@@ -135,8 +152,8 @@ class ManagedServer:
             "engine_version": self.version,
             "cold_start_s": self.cold_start_s,
             "cold_start_includes": self.profile.cold_start_includes,
-            "command": list(self.launch.argv),
-            "command_env": dict(self.launch.env),
+            "command": redact.mask_argv(self.launch.argv),
+            "command_env": redact.mask(dict(self.launch.env)),
             "knobs": self.config.knobs.model_dump(mode="json"),
             "engine_model": self.config.model,
             "log": str(self.log_path),

@@ -148,8 +148,9 @@ class _SSEPayloads:
 
 
 def auth_headers(target: TargetConfig) -> dict[str, str]:
+    """The API key as a bearer token, and the user's --header values (which win)."""
     key = target.api_key()
-    return {"Authorization": f"Bearer {key}"} if key else {}
+    return {**({"Authorization": f"Bearer {key}"} if key else {}), **target.headers}
 
 
 class _Attempt:

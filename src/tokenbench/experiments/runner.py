@@ -24,7 +24,8 @@ from ..backends import BackendError, get_profile
 from ..backends.server import ManagedServer, metrics_url_for
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig
-from ..report.files import write_json
+from ..redact import mask
+from ..report.files import OutDirError, check_out_dir, write_json
 from ..runner import run as run_cell
 from .aggregate import aggregate
 from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand
@@ -143,9 +144,13 @@ def _server_row(state: dict, plan: ServerPlan) -> dict:
 
 
 def _load_state(out_dir: Path, spec: ExperimentSpec) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / STATE
-    spec_json = spec.model_dump(mode="json")
+    if not path.exists():
+        try:
+            check_out_dir(out_dir)  # new, writable, with room: before any server starts
+        except OutDirError as exc:
+            raise ExperimentError(str(exc)) from None
+    spec_json = json.loads(json.dumps(mask(spec.model_dump(mode="json"))))  # as experiment.json holds it
     if path.exists():
         state = json.loads(path.read_text())
         if state.get("spec") != spec_json:

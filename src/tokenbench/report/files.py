@@ -1,15 +1,22 @@
 """The run directory: config.json, records.jsonl (appended and flushed as requests finish),
-results.json (rewritten after each point, so a crash keeps every finished point)."""
+results.json (rewritten after each point, so a crash keeps every finished point).
+
+Every JSON file is written through ``write_json``, which masks credentials (redact.py); records'
+error texts (a server may echo a key in its error) are masked too. A directory is checked before
+anything starts: it must be new or empty, writable, and have room (``MIN_FREE_BYTES``).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..records import RequestRecord
+from ..redact import mask, mask_text
 
 import orjson  # records are written on the client's hot path, one line per finished request
 
@@ -18,23 +25,75 @@ def default_run_dir(root: Path = Path("runs")) -> Path:
     return root / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
+# A run writes ~0.3-1 KB per request to records.jsonl and a few KB per scrape to samples.jsonl:
+# less free space than this fails before any load is sent rather than midway.
+MIN_FREE_BYTES = 64 * 1024 * 1024
+
+
+class OutDirError(ValueError):
+    """--out cannot hold a run: the message names the path and what to do."""
+
+
+def check_out_dir(path: Path, allow_existing: bool = False) -> None:
+    """Make ``path`` (or accept it if it exists and ``allow_existing``) and prove it takes files:
+    raise OutDirError naming it if it holds files already, cannot be written or is full."""
+    path = Path(path)
+    if not allow_existing and path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise OutDirError(f"--out {path} already holds files (a run?); pick a new directory, or "
+                          f"`tokenbench recompute {path}` to re-derive its results")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".tokenbench-write-test"
+        with open(probe, "wb") as f:
+            f.write(b"x" * 4096)
+            f.flush()
+            os.fsync(f.fileno())
+        probe.unlink()
+    except OSError as exc:
+        raise OutDirError(f"--out {path} is not writable: {exc.strerror or exc}") from None
+    free = shutil.disk_usage(path).free
+    if free < MIN_FREE_BYTES:
+        raise OutDirError(f"--out {path}: only {free / 2**20:.0f} MB free on its filesystem; a run "
+                          f"needs at least {MIN_FREE_BYTES / 2**20:.0f} MB. Free space or pick another place")
+
+
 class RunWriter:
     def __init__(self, out_dir: Path, keep_text: bool = False) -> None:
         self.dir = Path(out_dir)
-        if self.dir.exists() and any(self.dir.iterdir()):
-            raise FileExistsError(f"--out {self.dir} already holds files; pick a new directory")
-        self.dir.mkdir(parents=True, exist_ok=True)
+        check_out_dir(self.dir)
         self._keep_text = keep_text
         self._records = open(self.dir / "records.jsonl", "a", encoding="utf-8")
         self.num_records = 0
+        self._config: dict[str, Any] | None = None
 
     def write_config(self, config: dict[str, Any]) -> None:
-        write_json(self.dir / "config.json", config)
+        self._config = json.loads(json.dumps(mask(config)))  # exactly what a reader gets back
+        write_json(self.dir / "config.json", self._config)
+
+    def config_json(self) -> dict[str, Any]:
+        """config.json as written (masked, JSON types): what recompute reads."""
+        assert self._config is not None, "write_config first"
+        return self._config
 
     def write_record(self, record: RequestRecord) -> None:
-        self._records.write(orjson.dumps(record.to_json(self._keep_text)).decode() + "\n")
+        data = record.to_json(self._keep_text)
+        if data.get("error"):
+            data["error"] = mask_text(data["error"])
+        self._records.write(orjson.dumps(data).decode() + "\n")
         self._records.flush()
         self.num_records += 1
+
+    def records_offset(self) -> int:
+        """Where the next record will start in records.jsonl."""
+        return self._records.tell()
+
+    def records_since(self, offset: int) -> list[RequestRecord]:
+        """The records written from ``offset`` on, read back from the file (a point's records:
+        points run one after another, so theirs are contiguous)."""
+        self._records.flush()
+        with open(self.dir / "records.jsonl", "rb") as f:
+            f.seek(offset)
+            return parse_records(f)
 
     def write_results(self, results: dict[str, Any]) -> None:
         write_json(self.dir / "results.json", results)
@@ -46,10 +105,25 @@ class RunWriter:
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Atomically: readers (and a resumed experiment) never see half a file."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(mask(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)  # readers never see half a file
 
 
 def read_records(run_dir: Path) -> list[RequestRecord]:
     path = Path(run_dir) / "records.jsonl"
     return [RequestRecord.from_json(json.loads(line)) for line in path.open() if line.strip()]
+
+
+def parse_records(lines) -> list[RequestRecord]:
+    """Records from records.jsonl lines (bytes or str); a torn last line (a crash mid-write) is
+    skipped."""
+    out = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        out.append(RequestRecord.from_json(data))
+    return out

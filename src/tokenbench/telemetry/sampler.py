@@ -8,7 +8,11 @@ CLOCK_MONOTONIC, one clock for every process on the machine, so samples and reco
 
 File lines: first ``{"kind": "header", ...}`` (URL, backend, interval, GPU availability), then
 ``{"kind": "scrape", "t_s", "ok", "scrape_s", "values", "raw", "gpu"}``; a failed scrape is
-``"ok": false`` with its ``error`` (noted, never fatal).
+``"ok": false`` with its ``error`` (noted, never fatal). The run's own events come in through
+the sampler's stdin, one JSON object a line, and are written as they are (the file is the run's
+timeline, one writer): ``{"kind": "point_start", ...}`` and ``{"kind": "point", ...}`` with a
+load point's span (runner.point_facts), which ``tokenbench recompute`` needs. When stdin closes
+(the run ended, or died) the sampler exits.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 
 from .. import procs
 from .gpu import GPUSampler
+from ..redact import mask_text
 from .prom import flat, normalize, parse
 
 
@@ -63,20 +68,34 @@ def main(argv: list[str] | None = None) -> None:
         names = get_profile(args.backend).metrics
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the run's to handle: it closes our stdin
     gpu = GPUSampler.open()
+    lock = threading.Lock()
     with open(args.out, "a", buffering=1) as out:
-        out.write(json.dumps({
-            "kind": "header", "metrics_url": args.metrics_url or None, "backend": args.backend,
+        def write(line: str) -> None:
+            with lock:
+                out.write(line if line.endswith("\n") else line + "\n")
+
+        def events() -> None:  # the run's events; EOF: the run is over (or dead)
+            for line in sys.stdin:
+                if line.strip():
+                    write(line)
+            stop.set()
+
+        write(json.dumps({
+            "kind": "header", "metrics_url": mask_text(args.metrics_url) or None, "backend": args.backend,
             "interval_s": args.interval,
             "gpu": {"available": gpu.available, "reason": gpu.reason},
-        }) + "\n")
+        }))
+        reader = threading.Thread(target=events, daemon=True)
+        reader.start()
         next_t = time.perf_counter()
         while not stop.is_set():
-            out.write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu,
-                                             min(5.0, max(args.interval, 0.5)))) + "\n")
+            write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu,
+                                         min(5.0, max(args.interval, 0.5)))))
             next_t += args.interval
             stop.wait(max(0.0, next_t - time.perf_counter()))
+        reader.join(timeout=1.0)
 
 
 class SamplesFile:
@@ -89,6 +108,7 @@ class SamplesFile:
         self._offset = 0
         self._scrapes: list[dict] = []
         self._header: dict | None = None
+        self._events: list[dict] = []
 
     def _refresh(self) -> None:
         if not self.path.exists():
@@ -103,10 +123,13 @@ class SamplesFile:
                 obj = json.loads(line)
             except ValueError:
                 continue  # a torn line (the writer was killed mid-write)
-            if obj.get("kind") == "scrape":
+            kind = obj.get("kind")
+            if kind == "scrape":
                 self._scrapes.append(obj)
-            elif obj.get("kind") == "header" and self._header is None:
+            elif kind == "header" and self._header is None:
                 self._header = obj
+            elif kind is not None:
+                self._events.append(obj)
 
     def scrapes(self) -> list[dict]:
         self._refresh()
@@ -115,6 +138,11 @@ class SamplesFile:
     def header(self) -> dict | None:
         self._refresh()
         return self._header
+
+    def events(self, kind: str) -> list[dict]:
+        """The run's events of one kind (``point_start``, ``point``), in the order written."""
+        self._refresh()
+        return [e for e in self._events if e.get("kind") == kind]
 
 
 class Sampler:
@@ -135,12 +163,31 @@ class Sampler:
         self._proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Sampler:
-        self._proc = subprocess.Popen(self._argv, stdin=subprocess.DEVNULL)
+        # stdin is our pipe to it: events in, and its end (EOF) when we stop or die
+        self._proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, preexec_fn=procs.child_preexec())
         return self
 
+    def event(self, data: dict) -> None:
+        """Write one event line into samples.jsonl (through the sampler: one writer)."""
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.poll() is not None:
+            return
+        try:
+            proc.stdin.write((json.dumps(data) + "\n").encode())
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
     def __exit__(self, *exc) -> None:
-        procs.stop(self._proc, grace_s=5.0)
-        self._proc = None
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()  # EOF: it writes what it has and exits
+            proc.wait(timeout=5.0)
+        except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+            procs.stop(proc, grace_s=5.0)
 
     async def wait_past(self, t_s: float, timeout_s: float | None = None) -> None:
         """Wait until a scrape stamped at or after ``t_s`` is on disk (so a point's counters are

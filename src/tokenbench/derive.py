@@ -1,0 +1,195 @@
+"""A run's files -> results.json: the one path, for a run as it goes and for ``tokenbench
+recompute`` after a crash or an upgrade that fixed a metric.
+
+Inputs, all in the run directory:
+- ``config.json``: the settings, the resolved target and server, the dataset, the run's clock
+  and where telemetry went (written before the first request);
+- ``records.jsonl``: one line per request, flushed as each ends;
+- ``samples.jsonl``: the server's and the GPU's scrapes, and the run's timeline: a
+  ``point_start`` event when a load point starts and a ``point`` event with its span when it
+  ends (written through the sampler, runner.py).
+A run computes each point from these very facts (its records read back from records.jsonl, its
+span as the event it wrote), so a recompute of the same files gives the same results.json; only
+``computed_by`` says which tool version computed it, and how.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from . import __version__
+from .config import LoadPoint, RateLoad, SLOConfig, StopConfig
+from .load import describe
+from .metrics import PointSpan, Window, summarize_point, timeseries
+from .records import RequestRecord
+from .report.files import read_records, write_json
+from .telemetry.sampler import SamplesFile
+from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
+
+_LOAD = TypeAdapter(LoadPoint)
+
+
+class RecomputeError(ValueError):
+    """A directory that cannot be recomputed; the message names what is missing."""
+
+
+def computed_by(how: str) -> dict:
+    return {"name": "tokenbench", "version": __version__, "how": how}
+
+
+def results_header(config_json: dict, how: str) -> dict:
+    """results.json without its points, from config.json alone."""
+    target = config_json.get("resolved_target") or {}
+    return {
+        "tool": config_json.get("tool") or {"name": "tokenbench", "version": None},
+        "computed_by": computed_by(how),
+        "target": {"url": target.get("url"), "model": target.get("model"), "api": target.get("api"),
+                   "ignore_eos": (config_json.get("target") or {}).get("ignore_eos", False),
+                   **(config_json.get("backend") or {})},
+        "dataset": config_json.get("dataset_info"),
+        "slo": SLOConfig.model_validate(config_json.get("slo") or {}).model_dump(),
+        "clock": config_json.get("clock"),
+        "telemetry": config_json.get("telemetry"),
+        "points": [],
+    }
+
+
+def point_result(config_json: dict, facts: dict, records: list[RequestRecord], samples_file: SamplesFile) -> dict:
+    """One point of results.json from its span (a ``point`` event) and its records."""
+    stop = StopConfig.model_validate(config_json["stop"])
+    slo = SLOConfig.model_validate(config_json.get("slo") or {})
+    load = _LOAD.validate_python(facts["load"])
+    window = Window(facts["window_start_s"], facts["load_end_s"])
+    start_s, end_s = facts["start_s"], facts["end_s"]
+    point: dict[str, Any] = {
+        "index": facts["index"],
+        "label": describe(load),
+        "load": {**load.model_dump(mode="json"), "warmup_s": stop.warmup_s,
+                 "duration_s": stop.duration_s, "max_requests": stop.max_requests},
+        "span": {"start_s": start_s, "ramp_end_s": facts["ramp_end_s"],
+                 "load_end_s": facts["load_end_s"], "end_s": end_s},
+        "interrupted": facts["interrupted"],
+    }
+    span = PointSpan(window, open_loop=isinstance(load, RateLoad), end_s=end_s)
+    point.update(summarize_point(records, span, slo))
+    samples = samples_file.scrapes()
+    # The server and the GPU over the client's window; over the whole point beside, named so.
+    point["server"] = point_server(samples, window.start_s, window.end_s)
+    point["server_whole_point"] = point_server(samples, start_s, end_s)
+    if point["server"] is not None:
+        first_chunks = [(r.chunk_times_s[0], r.ttft_s) for r in records if r.ttft_s is not None]
+        point["server"]["client_ttft_s_matched"] = matched_client_ttft(first_chunks, point["server"])
+    header = samples_file.header()
+    point["gpu"] = point_gpu(samples, header, window.start_s, window.end_s)
+    point["gpu_whole_point"] = point_gpu(samples, header, start_s, end_s)
+    user_spans = [tuple(s) for s in facts.get("user_spans") or []]
+    point["timeseries"] = [
+        {**w, **window_server(samples, w["start_s"], w["end_s"])}
+        for w in timeseries(records, start_s, end_s, facts["ramp_end_s"], user_spans,
+                            float(config_json.get("window_s") or 5.0))
+    ]
+    return point
+
+
+def unfinished_point(start: dict, records: list[RequestRecord], stop: StopConfig) -> dict:
+    """The span of a point the run never finished (killed): it ran at least until the last of
+    its records ended; its load ended there or at its deadline, whichever came first."""
+    ends = [t for r in records for t in (r.closed_s, r.end_s, r.sent_s, r.scheduled_s) if t is not None]
+    end_s = max([start["start_s"], *ends])
+    deadline = start["start_s"] + stop.duration_s if stop.duration_s is not None else end_s
+    return {**start, "kind": "point", "load_end_s": min(end_s, deadline), "end_s": end_s,
+            "user_spans": [], "interrupted": True, "unfinished": True}
+
+
+def recompute_run(run_dir: Path) -> dict:
+    """Derive results.json from the run's files and write it (the previous one is kept as
+    results.previous.json). Returns the results."""
+    run_dir = Path(run_dir)
+    for name in ("config.json", "records.jsonl"):
+        if not (run_dir / name).is_file():
+            raise RecomputeError(f"{run_dir}: no {name}; recompute needs config.json, records.jsonl "
+                                 f"and samples.jsonl from a tokenbench run")
+    config_json = json.loads((run_dir / "config.json").read_text())
+    if "stop" not in config_json or "loads" not in config_json:
+        raise RecomputeError(f"{run_dir / 'config.json'} is not a tokenbench run's config")
+    samples = SamplesFile(run_dir / "samples.jsonl")
+    records = read_records(run_dir)
+    by_point: dict[int, list[RequestRecord]] = {}
+    for r in records:
+        by_point.setdefault(r.point, []).append(r)
+    ended = {e["index"]: e for e in samples.events("point")}
+    started = {e["index"]: e for e in samples.events("point_start")}
+    earlier = _spans_from_results(run_dir / "results.json", config_json) if not started else {}
+    stop = StopConfig.model_validate(config_json["stop"])
+    results = results_header(config_json, "recompute")
+    for index in sorted(set(ended) | set(started) | set(earlier) | set(by_point)):
+        point_records = by_point.get(index, [])
+        if index in ended:
+            facts = ended[index]
+        elif index in started:
+            facts = unfinished_point(started[index], point_records, stop)
+        elif index in earlier:
+            facts = earlier[index]
+        else:
+            raise RecomputeError(f"{run_dir}: records of point {index} but no span for it in samples.jsonl "
+                                 f"(nor in an earlier results.json)")
+        results["points"].append(point_result(config_json, facts, point_records, samples))
+    planned = len(config_json["loads"])
+    results["interrupted"] = (len(ended) < planned or any(p["interrupted"] for p in results["points"]))
+    previous = run_dir / "results.json"
+    if previous.exists():
+        shutil.copyfile(previous, run_dir / "results.previous.json")
+    write_json(run_dir / "results.json", results)
+    return results
+
+
+def _spans_from_results(path: Path, config_json: dict) -> dict[int, dict]:
+    """Point spans from a results.json written before runs logged them in samples.jsonl: old
+    runs re-derived with today's definitions (the users' spans were not kept: the time series'
+    active_users is then null)."""
+    if not path.is_file():
+        return {}
+    warmup = float((config_json.get("stop") or {}).get("warmup_s") or 0.0)
+    spans = {}
+    for p in json.loads(path.read_text()).get("points", []):
+        span, load = p.get("span") or {}, dict(p.get("load") or {})
+        for key in ("warmup_s", "duration_s", "max_requests"):
+            load.pop(key, None)
+        window = p.get("window") or {}
+        spans[p["index"]] = {
+            "kind": "point", "index": p["index"], "load": load, "start_s": span["start_s"],
+            "ramp_end_s": span["ramp_end_s"], "window_start_s": window.get("start_s", span["ramp_end_s"] + warmup),
+            "load_end_s": span["load_end_s"], "end_s": span["end_s"], "user_spans": [],
+            "interrupted": bool(p.get("interrupted")),
+        }
+    return spans
+
+
+def recompute_experiment(experiment_dir: Path) -> dict:
+    """Recompute every cell that has records, then the experiment's aggregates."""
+    from .experiments.aggregate import aggregate
+    from .experiments.runner import STATE
+
+    experiment_dir = Path(experiment_dir)
+    state_path = experiment_dir / STATE
+    state = json.loads(state_path.read_text())
+    for cell in state.get("cells", {}).values():
+        cell_dir = experiment_dir / cell["run_dir"]
+        if (cell_dir / "records.jsonl").is_file() and (cell_dir / "config.json").is_file():
+            results = recompute_run(cell_dir)
+            if cell.get("status") == "running":  # killed while it ran: what it measured is kept
+                cell["status"] = "interrupted"
+                cell["error"] = "the experiment was killed during this cell; recomputed from its records"
+            elif cell.get("status") == "ok" and results.get("interrupted"):
+                cell["status"] = "interrupted"
+    state["aggregates"] = aggregate(experiment_dir, state)
+    state["computed_by"] = computed_by("recompute")
+    if experiment_dir.joinpath(STATE).exists():
+        shutil.copyfile(state_path, experiment_dir / "experiment.previous.json")
+    write_json(state_path, state)
+    return state
