@@ -20,11 +20,16 @@ into each point of results.json):
 - Latency distributions are over successful requests; requests the run stopped (cancelled,
   not_sent) are censored: left out of error_rate and good_fraction alike.
 A request's output tokens are spread evenly over its content chunks to place them in time.
+
+Per-chunk work is vectorized: a record's ``chunk_times_s`` (an ``array('d')``) is read as a numpy
+array without a copy, a point's chunks are concatenated once, and window counts are one pass over
+the sorted window edges. Python loops run once per request or per window, never per chunk.
 """
 
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -74,8 +79,15 @@ class Distribution:
         return asdict(self)
 
 
-def distribution(values: Iterable[float]) -> Distribution:
-    arr = np.fromiter(values, dtype=float)
+def distribution(values: Iterable[float] | np.ndarray) -> Distribution:
+    """Count, mean, sample std, min, percentiles and max of ``values``: a numpy array (used as
+    is), a list or tuple, or any iterable of floats."""
+    if isinstance(values, np.ndarray):
+        arr = values.astype(np.float64, copy=False).ravel()
+    elif isinstance(values, (list, tuple)):
+        arr = np.array(values, dtype=np.float64)
+    else:
+        arr = np.fromiter(values, dtype=np.float64)
     if arr.size == 0:
         return Distribution(0, *([None] * 9))
     p = np.percentile(arr, PERCENTILES)
@@ -128,26 +140,76 @@ def tokens_per_chunk(r: RequestRecord) -> float:
     return (r.output_tokens or len(r.chunk_times_s)) / len(r.chunk_times_s)
 
 
+def _as_sequence(records: Iterable[RequestRecord]) -> Sequence[RequestRecord]:
+    return records if isinstance(records, Sequence) else list(records)
+
+
+def _chunk_times(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """Every chunk time of ``records``, record after record, as one float64 array (one copy of
+    the records' arrays, no Python float per chunk), and each record's chunk count."""
+    arrays = [r.chunk_times_s for r in records]
+    counts = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    if all(type(a) is array and a.typecode == "d" for a in arrays):
+        return np.frombuffer(b"".join(arrays), dtype=np.float64), counts  # byte for byte
+    # a record given a list of times after construction
+    parts = [np.asarray(a, dtype=np.float64) for a in arrays]
+    return (np.concatenate(parts) if parts else np.empty(0)), counts
+
+
+def _window_of(edges: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For contiguous windows [edges[i], edges[i+1]): the index of the window holding each ``t``,
+    -1 before the first and len(edges) - 1 from the last edge on (and for NaN)."""
+    return np.searchsorted(edges, t, side="right") - 1
+
+
+def _tokens_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np.ndarray:
+    """Output tokens whose chunk arrived in each window [edges[i], edges[i+1]) (edges sorted):
+    per window, the sum over records (in their order) of chunks in it x tokens_per_chunk."""
+    k = len(edges) - 1
+    times, counts = _chunk_times(records)
+    if k <= 0 or times.size == 0:
+        return np.zeros(max(k, 0))
+    n = times.size
+    window = _window_of(edges, times)
+    del times
+    # Runs of consecutive chunks of one record in one window (a record's chunks arrive in order):
+    # each run adds its chunk count x the record's tokens per chunk, as the loop over records did.
+    ends = np.cumsum(counts)
+    new_run = np.empty(n, dtype=bool)
+    new_run[0] = True
+    np.not_equal(window[1:], window[:-1], out=new_run[1:])
+    new_run[ends[:-1][ends[:-1] < n]] = True  # each record starts a run
+    starts = np.flatnonzero(new_run)
+    del new_run
+    run_n = np.diff(starts, append=n)
+    run_window = window[starts]
+    run_record = np.searchsorted(ends, starts, side="right")
+    inside = (run_window >= 0) & (run_window < k)
+    per_chunk = np.fromiter((tokens_per_chunk(r) for r in records), dtype=np.float64, count=len(records))
+    weights = run_n[inside] * per_chunk[run_record[inside]]
+    return np.bincount(run_window[inside], weights=weights, minlength=k)
+
+
 def output_tokens_in(records: Iterable[RequestRecord], window: Window) -> float:
     """Output tokens whose chunk arrived inside ``window`` (partial output of failures included)."""
-    total = 0.0
-    for r in records:
-        if not r.chunk_times_s:
-            continue
-        times = r.chunk_times_s
-        if window.start_s <= times[0] and times[-1] < window.end_s:
-            n = len(times)
-        else:
-            n = sum(1 for t in times if window.start_s <= t < window.end_s)
-        total += n * tokens_per_chunk(r)
-    return total
+    if not window.end_s > window.start_s:
+        return 0.0
+    edges = np.array([window.start_s, window.end_s])
+    return float(_tokens_by_window(_as_sequence(records), edges)[0])
 
 
-def inter_chunk_gaps(records: Iterable[RequestRecord]) -> Iterable[float]:
-    for r in records:
-        times = r.chunk_times_s
-        for i in range(1, len(times)):
-            yield times[i] - times[i - 1]
+def inter_chunk_gaps(records: Iterable[RequestRecord]) -> np.ndarray:
+    """Every gap between consecutive chunks of a request, request after request (pooled ITL)."""
+    times, counts = _chunk_times(_as_sequence(records))
+    n = times.size
+    if n < 2:
+        return np.empty(0)
+    gaps = np.diff(times)
+    del times  # a point's chunks: no third copy of them at once
+    keep = np.ones(n - 1, dtype=bool)
+    starts = np.cumsum(counts)[:-1]
+    keep[starts[(starts > 0) & (starts < n)] - 1] = False  # across two requests
+    return gaps[keep]
 
 
 def meets_slo(r: RequestRecord, slo: SLOConfig) -> bool:
@@ -171,25 +233,33 @@ def concurrency(records: Sequence[RequestRecord], window: Window) -> tuple[float
     counting the requests already in flight when the window opens."""
     if window.length_s <= 0:
         return None, 0
-    busy = 0.0
-    events: list[tuple[float, int]] = []
-    for r in records:
-        if r.sent_s is None:
-            continue
-        end = r.closed_s if r.closed_s is not None else r.sent_s
-        busy += window.overlap_s(r.sent_s, end)
-        events.append((r.sent_s, 1))
-        events.append((end, -1))
-    events.sort()  # at equal times an end (-1) sorts before a start (+1)
-    level = 0
-    peak = None
-    for t, step in events:
-        if peak is None and t >= window.start_s:
-            peak = level  # the level as the window opens
-        level += step
-        if window.start_s <= t < window.end_s:
-            peak = max(peak or 0, level)
-    return busy / window.length_s, peak or 0
+    sent, end = _lifetimes(records)
+    if sent.size == 0:
+        return 0.0, 0
+    overlap = np.maximum(0.0, np.minimum(end, window.end_s) - np.maximum(sent, window.start_s))
+    busy = sum(overlap.tolist())  # in record order, as a running total
+    times = np.concatenate([sent, end])
+    steps = np.concatenate([np.ones(sent.size, dtype=np.int64), np.full(end.size, -1, dtype=np.int64)])
+    order = np.lexsort((steps, times))  # by time; at equal times an end (-1) before a start (+1)
+    times = times[order]
+    levels = np.cumsum(steps[order])  # in flight after each event
+    first = int(np.searchsorted(times, window.start_s, side="left"))  # first event in or after it
+    if first == times.size:
+        return busy / window.length_s, 0
+    peak = int(levels[first - 1]) if first > 0 else 0  # the level as the window opens
+    last = int(np.searchsorted(times, window.end_s, side="left"))
+    if last > first:
+        peak = max(peak, int(levels[first:last].max()))
+    return busy / window.length_s, peak
+
+
+def _lifetimes(records: Iterable[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """Sent and end (closed, or sent when never closed) of the records that were sent."""
+    pairs = [(r.sent_s, r.closed_s if r.closed_s is not None else r.sent_s) for r in records if r.sent_s is not None]
+    if not pairs:
+        return np.empty(0), np.empty(0)
+    both = np.array(pairs, dtype=np.float64)
+    return both[:, 0], both[:, 1]
 
 
 def count_outcomes(records: Iterable[RequestRecord]) -> dict:
@@ -397,45 +467,98 @@ def timeseries(
     user_spans: Sequence[tuple[float, float]],
     window_s: float,
 ) -> list[dict]:
-    """Fixed windows over the whole point, ramp included and marked."""
-    rows = []
+    """Fixed windows over the whole point, ramp included and marked.
+
+    Windows are [start, start + window_s), the last cut at ``span_end_s``. Each count is one pass
+    over the records placed by the sorted window edges: chunks (by tokens_per_chunk), ok ends,
+    failures' and cancellations' closes, and the TTFTs of the ok requests whose first chunk
+    arrived in the window; in_flight is the mean of the in-flight count over the window
+    (each request's sent-to-closed time inside it, summed, over the window's length)."""
+    if window_s <= 0:
+        raise ValueError(f"window_s must be > 0, not {window_s}")
+    starts: list[float] = []
     t = span_start_s
-    while t < span_end_s:
-        w = Window(t, min(t + window_s, span_end_s))
-        first_in = [r for r in records if r.outcome is Outcome.OK and r.chunk_times_s and w.contains(r.chunk_times_s[0])]
-        ttfts = [r.ttft_s for r in first_in if r.ttft_s is not None]
-        mean_conc, _ = concurrency(records, w)
-        out = output_tokens_in(records, w)
+    while t < span_end_s:  # the same additions as the windows' own starts, for the same edges
+        starts.append(t)
+        t += window_s
+    if not starts:
+        return []
+    ends = [min(a + window_s, span_end_s) for a in starts]
+    k = len(starts)
+    edges = np.array([*starts, ends[-1]])  # contiguous: each end is the next start
+    lengths = np.array(ends) - np.array(starts)
+
+    def counted(times: list[float]) -> np.ndarray:
+        """How many of ``times`` fall in each window."""
+        w = _window_of(edges, np.array(times, dtype=np.float64))
+        return np.bincount(w[(w >= 0) & (w < k)], minlength=k)
+
+    records = _as_sequence(records)
+    tokens = _tokens_by_window(records, edges)
+    in_flight = _busy_by_window(records, edges)
+    ok = [r for r in records if r.outcome is Outcome.OK]
+    completed = counted([r.end_s for r in ok if r.end_s is not None])
+    # failures that ended in this window; requests the run stopped (cancelled in flight, or never
+    # sent) are counted apart: they are not the server's failures (censored, METRICS.md)
+    errors = counted([r.closed_s for r in records
+                      if r.outcome is not Outcome.OK and r.outcome not in UNFINISHED and r.closed_s is not None])
+    cancelled = counted([r.closed_s for r in records if r.outcome in UNFINISHED and r.closed_s is not None])
+    firsts = [(r.chunk_times_s[0], r.chunk_times_s[0] - r.sent_s) for r in ok
+              if r.chunk_times_s and r.sent_s is not None]
+    first_window = _window_of(edges, np.array([f for f, _ in firsts], dtype=np.float64))
+    ttfts = np.array([x for _, x in firsts], dtype=np.float64)
+    order = np.argsort(first_window, kind="stable")  # by window, in record order within one
+    bounds = np.searchsorted(first_window[order], np.arange(k + 1), side="left")
+    spans = np.array(user_spans, dtype=np.float64).reshape(-1, 2) if user_spans else None
+
+    rows = []
+    for i in range(k):
+        start, end, length = starts[i], ends[i], float(lengths[i])
+        ttft = ttfts[order[bounds[i]:bounds[i + 1]]]
         rows.append(
             {
-                "start_s": w.start_s,
-                "end_s": w.end_s,
-                "ramp": w.start_s < ramp_end_s,
-                "active_users": sum(1 for a, b in user_spans if a <= w.end_s and b >= w.end_s)
-                if user_spans
+                "start_s": start,
+                "end_s": end,
+                "ramp": start < ramp_end_s,
+                "active_users": int(np.count_nonzero((spans[:, 0] <= end) & (spans[:, 1] >= end)))
+                if spans is not None
                 else None,
-                "in_flight": mean_conc,
-                "requests_per_s": sum(
-                    1 for r in records if r.outcome is Outcome.OK and r.end_s is not None and w.contains(r.end_s)
-                )
-                / w.length_s,
-                "output_tokens_per_s": out / w.length_s,
-                "ttft_s_mean": float(np.mean(ttfts)) if ttfts else None,
-                "ttft_s_p90": float(np.percentile(ttfts, 90)) if ttfts else None,
-                # failures that ended in this window; requests cancelled because the run
-                # stopped are counted apart (they are not the server's failures)
-                "errors": sum(
-                    1
-                    for r in records
-                    if r.outcome not in (Outcome.OK, Outcome.CANCELLED)
-                    and r.closed_s is not None and w.contains(r.closed_s)
-                ),
-                "cancelled": sum(
-                    1
-                    for r in records
-                    if r.outcome is Outcome.CANCELLED and r.closed_s is not None and w.contains(r.closed_s)
-                ),
+                "in_flight": float(in_flight[i]) / length if length > 0 else None,
+                "requests_per_s": int(completed[i]) / length,
+                "output_tokens_per_s": float(tokens[i]) / length,
+                "ttft_s_mean": float(np.mean(ttft)) if ttft.size else None,
+                "ttft_s_p90": float(np.percentile(ttft, 90)) if ttft.size else None,
+                "errors": int(errors[i]),
+                "cancelled": int(cancelled[i]),
             }
         )
-        t += window_s
     return rows
+
+
+def _busy_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np.ndarray:
+    """Per window [edges[i], edges[i+1]): the in-flight time in it of every sent request (sent
+    to closed), summed: the integral of the in-flight count. A request adds its overlap with
+    the windows where it starts and ends, and the whole length of the windows between."""
+    k = len(edges) - 1
+    sent, end = _lifetimes(records)
+    busy = np.zeros(k)
+    if sent.size == 0:
+        return busy
+    lo, hi = edges[:-1], edges[1:]
+    first = np.searchsorted(hi, sent, side="right")  # the first window that ends after it was sent
+    last = np.searchsorted(lo, end, side="left") - 1  # the last window that starts before it closed
+    some = first <= last
+    first, last, sent, end = first[some], last[some], sent[some], end[some]
+    # the windows where each request starts and ends (one, when both are the same window)
+    both = np.stack([first, last], axis=1)
+    overlap = np.maximum(0.0, np.minimum(end[:, None], hi[both]) - np.maximum(sent[:, None], lo[both]))
+    counted = np.ones(both.shape, dtype=bool)
+    counted[:, 1] = last != first
+    busy += np.bincount(both[counted], weights=overlap[counted], minlength=k)
+    # the windows in between, whole
+    inner = last - first >= 2
+    steps = np.zeros(k + 1, dtype=np.int64)
+    np.add.at(steps, first[inner] + 1, 1)
+    np.add.at(steps, last[inner], -1)
+    busy += np.cumsum(steps[:-1]) * (hi - lo)
+    return busy

@@ -1,7 +1,10 @@
 """`tokenbench run`, top to bottom: target -> dataset -> load points -> records -> metrics -> files.
 
 Each load point runs with everything else equal; results.json is rewritten after every point and
-records are flushed as they finish, so an interrupted run keeps everything it measured.
+records are flushed as they finish, so an interrupted run keeps everything it measured. Records
+are not kept in memory: when a point ends its records are read back from records.jsonl and its
+span (logged in samples.jsonl) and the config.json written at the start give its results through
+derive.point_result, the path `tokenbench recompute` takes, so memory stays flat over a long run.
 """
 
 from __future__ import annotations

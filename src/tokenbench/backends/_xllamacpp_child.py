@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 import threading
+
+
+def _exit_now(*_) -> None:
+    raise SystemExit(0)
 
 
 def main() -> None:
@@ -47,12 +50,14 @@ def main() -> None:
         params.api_keys = args.api_key
     server = xlc.Server(params)
     print(f"LISTENING {server.listening_address}", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
-    del server
-    sys.exit(0)
+    # SIGTERM/SIGINT unwind the wait (a handler calling Event.set() could deadlock on the lock
+    # the waiting main thread holds)
+    signal.signal(signal.SIGTERM, _exit_now)
+    signal.signal(signal.SIGINT, _exit_now)
+    try:
+        threading.Event().wait()
+    finally:
+        del server
 
 
 if __name__ == "__main__":

@@ -110,20 +110,26 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def read_records(run_dir: Path) -> list[RequestRecord]:
-    path = Path(run_dir) / "records.jsonl"
-    return [RequestRecord.from_json(json.loads(line)) for line in path.open() if line.strip()]
+    with open(Path(run_dir) / "records.jsonl", "rb") as f:
+        return parse_records(f)
 
 
 def parse_records(lines) -> list[RequestRecord]:
-    """Records from records.jsonl lines (bytes or str); a torn last line (a crash mid-write) is
-    skipped."""
+    """Records from records.jsonl lines (bytes; orjson: ~4x json.loads on chunk-time lists). A
+    torn last line (the run was killed mid-write) is skipped; a bad line elsewhere is an error."""
     out = []
-    for line in lines:
+    pending_error: str | None = None
+    for number, line in enumerate(lines, 1):
+        if pending_error is not None:
+            raise ValueError(pending_error)
         if not line.strip():
             continue
         try:
             data = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
+        except orjson.JSONDecodeError as exc:
+            if not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+                pending_error = f"records.jsonl line {number}: {exc}"  # fine if it is the last
+                continue
+            raise ValueError(f"records.jsonl line {number} is not a record: {exc}") from None
         out.append(RequestRecord.from_json(data))
     return out

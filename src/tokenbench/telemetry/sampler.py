@@ -53,6 +53,10 @@ def scrape_line(url: str, names, origin: float, gpu: GPUSampler, timeout_s: floa
     return line
 
 
+def _exit_now(*_) -> None:
+    raise SystemExit(0)  # unwinds through stop.wait(), releasing its lock, and closes the file
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="tokenbench-sampler")
     ap.add_argument("--metrics-url", default="")
@@ -67,7 +71,10 @@ def main(argv: list[str] | None = None) -> None:
 
         names = get_profile(args.backend).metrics
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # SIGTERM (procs.stop's fallback, or our parent's death signal) exits at once. Not
+    # stop.set(): a handler that takes the Event's lock while the main thread holds it in
+    # stop.wait() deadlocks (seen: a sampler that outlived a kill -9 of its run).
+    signal.signal(signal.SIGTERM, _exit_now)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the run's to handle: it closes our stdin
     gpu = GPUSampler.open()
     lock = threading.Lock()
