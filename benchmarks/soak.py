@@ -6,7 +6,7 @@
 
 Prints a table of the load generator's resident memory against the chunks streamed so far (read
 from records.jsonl as it grows), the bytes per chunk since the first sample, then the peak
-(VmHWM), which includes summarizing the point at its end (every record read back from disk).
+(the run's rusage), which includes summarizing the point at its end (every record read back from disk).
 Targets (issue 9): <= 16 bytes of resident memory per streamed chunk, RSS flat during the load.
 Run it alone: two measurements on two cores disturb each other.
 """
@@ -30,39 +30,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from tokenbench.procs import child_preexec, free_port, stop, wait_http  # noqa: E402
+from tokenbench.telemetry.sampler import JsonlTail  # noqa: E402
 
 
 class ChunkCounter:
     """Chunks in records.jsonl so far, reading only what was appended since the last call."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
+        self._tail = JsonlTail(path)
         self.chunks = 0
         self.requests = 0
 
     def update(self) -> int:
-        if not self.path.exists():
-            return 0
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            data = f.read()
-        complete = data.rfind(b"\n") + 1
-        self.offset += complete
-        for line in data[:complete].splitlines():
+        for line in self._tail.new_lines():
             self.chunks += len(json.loads(line)["chunk_times_s"])
             self.requests += 1
         return self.chunks
-
-
-def _status_kb(pid: int, field: str) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def main() -> None:
@@ -101,7 +84,7 @@ def main() -> None:
                 break
             if run.poll() is not None or rss == 0:  # exited (a zombie has no memory)
                 break
-            rows.append((time.perf_counter() - t0, counter.update(), rss, _status_kb(run.pid, "VmHWM")))
+            rows.append((time.perf_counter() - t0, counter.update(), rss))
         _, stderr = run.communicate()
         # the run's peak RSS, its end-of-point summary included (the largest waited-for child)
         peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -117,7 +100,7 @@ def main() -> None:
         table.add_column(name, justify="right")
     load_rows = [r for r in rows if r[0] <= minutes * 60]
     first = next((r for r in load_rows if r[1] > 0), None)
-    for t, chunks, rss, _ in rows:
+    for t, chunks, rss in rows:
         grown = (rss - first[2]) / 2**20 if first else 0.0
         per = (rss - first[2]) / (chunks - first[1]) if first and chunks > first[1] else None
         table.add_row(f"{t:.0f}", f"{chunks:,}", f"{rss / 2**20:.1f}", f"{grown:+.1f}",

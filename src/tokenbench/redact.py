@@ -63,24 +63,26 @@ def mask_text(text: str) -> str:
     return text
 
 
-def mask_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
-    out: list[str] = []
+def _argv_secrets(argv: list[str] | tuple[str, ...]) -> list[str | None]:
+    """For each argument, the credential it carries (the value of ``--api-key V`` or
+    ``--hf-token=V``), else None."""
+    found: list[str | None] = []
     hide_next = False
     for arg in argv:
         if hide_next:
-            out.append(MASK)
+            found.append(arg)
             hide_next = False
             continue
-        flag, eq, _ = arg.partition("=")
-        if arg.startswith("-") and secret_name(flag.lstrip("-")):
-            if eq:
-                out.append(f"{flag}={MASK}")
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        out.append(mask_text(arg))
-    return out
+        flag, eq, value = arg.partition("=")
+        named = arg.startswith("-") and secret_name(flag.lstrip("-"))
+        found.append(value if named and eq else None)
+        hide_next = named and not eq
+    return found
+
+
+def mask_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
+    return [mask_text(arg) if secret is None else arg[: len(arg) - len(secret)] + MASK
+            for arg, secret in zip(argv, _argv_secrets(argv))]
 
 
 def mask(value: Any) -> Any:
@@ -103,17 +105,6 @@ def secrets_of(env: dict[str, str] | None = None, argv: list[str] | tuple[str, .
     """The secret values in an engine environment, an argument list and request headers (every
     header value counts: a header is how a gateway key travels)."""
     found = [v for k, v in (env or {}).items() if secret_name(k)]
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            found.append(arg)
-            hide_next = False
-            continue
-        flag, eq, value = arg.partition("=")
-        if arg.startswith("-") and secret_name(flag.lstrip("-")):
-            if eq:
-                found.append(value)
-            else:
-                hide_next = True
+    found += [secret for secret in _argv_secrets(argv) if secret is not None]
     found += list((headers or {}).values())
     return found

@@ -105,6 +105,25 @@ def main(argv: list[str] | None = None) -> None:
         reader.join(timeout=1.0)
 
 
+class JsonlTail:
+    """The complete lines appended to a growing file since the last call (a line still being
+    written is left for the next one)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._offset = 0
+
+    def new_lines(self) -> list[bytes]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        complete = data.rfind(b"\n") + 1
+        self._offset += complete
+        return data[:complete].splitlines()
+
+
 class SamplesFile:
     """Reads a samples file as it grows: each call parses only the lines appended since the last
     one (the runner looks after every point and polls while waiting for a bracketing scrape; a
@@ -112,20 +131,13 @@ class SamplesFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._offset = 0
+        self._tail = JsonlTail(path)
         self._scrapes: list[dict] = []
         self._header: dict | None = None
         self._events: list[dict] = []
 
     def _refresh(self) -> None:
-        if not self.path.exists():
-            return
-        with open(self.path, "rb") as f:
-            f.seek(self._offset)
-            data = f.read()
-        complete = data.rfind(b"\n") + 1
-        self._offset += complete
-        for line in data[:complete].splitlines():
+        for line in self._tail.new_lines():
             try:
                 obj = json.loads(line)
             except ValueError:
