@@ -142,3 +142,28 @@ def test_masking_rules():
         assert secret not in masked
     for kept in ("/models/t", "OPENAI_API_KEY", "max_tokens=5 and the token count", "\"output_tokens\": 12"):
         assert kept in masked
+
+
+def test_a_run_from_before_0_2_is_rederived_from_its_old_spans(start_mock, tmp_path):
+    """Runs written before point spans were logged: recompute takes the spans from their old
+    results.json and re-derives every number with today's definitions (user spans were not
+    kept, so the time series' active_users is null)."""
+    url = start_mock(ttft_ms=20, itl_ms=5)
+    out = tmp_path / "run"
+    proc = _tokenbench("run", "--url", url, "--users", "2", "--ramp-up", "1", "--duration", "3",
+                       "--output-tokens", "8", "--out", str(out), "--no-live")
+    assert proc.wait(timeout=120) == 0
+    written = json.loads((out / "results.json").read_text())
+    samples = out / "samples.jsonl"
+    samples.write_text("".join(line + "\n" for line in samples.read_text().splitlines()
+                               if json.loads(line)["kind"] in ("header", "scrape")))
+    config = json.loads((out / "config.json").read_text())
+    del config["clock"], config["telemetry"]
+    (out / "config.json").write_text(json.dumps(config))
+    recomputed = _recompute(out)
+    assert recomputed["clock"] == written["clock"] and recomputed["telemetry"] == written["telemetry"]
+    old, new = written["points"][0], recomputed["points"][0]
+    assert [w["active_users"] for w in new["timeseries"]] == [None] * len(new["timeseries"])
+    for w in old["timeseries"] + new["timeseries"]:
+        w.pop("active_users")
+    assert new == old

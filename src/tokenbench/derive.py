@@ -126,6 +126,10 @@ def recompute_run(run_dir: Path) -> dict:
     started = {e["index"]: e for e in samples.events("point_start")}
     earlier = _spans_from_results(run_dir / "results.json", config_json) if not started else {}
     stop = StopConfig.model_validate(config_json["stop"])
+    if earlier and (run_dir / "results.json").is_file():  # a run from before 0.2.0: its facts
+        old = json.loads((run_dir / "results.json").read_text())
+        config_json = {**config_json, "clock": config_json.get("clock") or old.get("clock"),
+                       "telemetry": config_json.get("telemetry") or old.get("telemetry")}
     results = results_header(config_json, "recompute")
     for index in sorted(set(ended) | set(started) | set(earlier) | set(by_point)):
         point_records = by_point.get(index, [])
