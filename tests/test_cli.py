@@ -75,6 +75,15 @@ def test_backends_show_container_and_env_knobs():
     assert "OLLAMA_NUM_PARALLEL=4" in first
 
 
+def test_backends_show_masks_credentials():
+    result = CliRunner().invoke(app, ["backends", "show", "vllm", "--model", "m", "--engine-env", "HF_TOKEN=hf_secretsecret1",
+                                      "--engine-arg=--api-key", "--engine-arg=sk-secretsecret2"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "secretsecret" not in result.output
+    assert "HF_TOKEN='***'" in result.output or "HF_TOKEN=***" in result.output
+    assert "--api-key '***'" in result.output
+
+
 def test_backends_show_refuses_an_unmappable_knob():
     result = CliRunner().invoke(app, ["backends", "show", "llamacpp", "--quantization", "awq"])
     assert result.exit_code == 2 and "GGUF" in result.output

@@ -339,8 +339,11 @@ def backends_show(
         _fail(_validation_message(exc), 2)
     except BackendError as exc:
         _fail(str(exc), 2)
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in launch.env.items())
-    typer.echo((env + " " if env else "") + shlex.join(launch.argv))
+    from .redact import mask, mask_argv
+
+    # credentials masked here too: the command is for reading and copying, not for leaking
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in mask(dict(launch.env)).items())
+    typer.echo((env + " " if env else "") + shlex.join(mask_argv(launch.argv)))
     err.print(profile_panel(profile, spec))
 
 
