@@ -10,6 +10,7 @@ import signal
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from safety_helpers import _deliveries, _descendants, _events, _recompute, _tokenbench, _wait_for, assert_all_gone
 
@@ -167,3 +168,48 @@ def test_a_run_from_before_0_2_is_rederived_from_its_old_spans(start_mock, tmp_p
     for w in old["timeseries"] + new["timeseries"]:
         w.pop("active_users")
     assert new == old
+
+
+def _group(pgid: int) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except (ProcessLookupError, psutil.Error, OSError):
+            pass
+    return found
+
+
+def test_the_guardian_stops_the_whole_engine_group_when_tokenbench_dies(tmp_path):
+    """An engine with workers of its own (vLLM's engine core is a grandchild), one of which
+    ignores SIGTERM: when the guardian's pipe closes without a release, every process of the
+    group is gone within the grace plus a little; after a release, nothing is signalled."""
+    import subprocess
+
+    from tokenbench.procs import GUARD_GRACE_S, Guardian
+
+    script = "trap '' TERM; sleep 300 & sleep 300 & (trap '' TERM; sleep 300) & echo started; wait"
+    for released in (False, True):
+        read_fd, write_fd = os.pipe()
+        engine = subprocess.Popen(["sh", "-c", script], stdout=write_fd, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+        os.close(write_fd)
+        guardian = Guardian(engine.pid, read_fd, tmp_path / f"log-{released}", ["hunter2secret"])
+        os.close(read_fd)
+        time.sleep(0.5)
+        members = _group(engine.pid)
+        assert len(members) >= 3, members
+        if released:
+            guardian.release()
+            assert all(p.is_running() for p in members)
+            os.killpg(engine.pid, signal.SIGKILL)
+            engine.wait()
+            continue
+        guardian._proc.stdin.close()  # what our death does to the pipe
+        t0 = time.time()
+        assert_all_gone(members, within_s=GUARD_GRACE_S + 2.0)
+        assert time.time() - t0 >= GUARD_GRACE_S - 0.5  # SIGTERM was ignored: SIGKILL after the grace
+        engine.wait(timeout=5)
+        guardian._proc.wait(timeout=5)
+        assert (tmp_path / "log-False").read_text().strip() == "started"
