@@ -456,6 +456,24 @@ def recompute(
 
 
 @app.command()
+def export(
+    dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
+    format: Annotated[str, typer.Option(help="parquet or csv.")] = "parquet",
+    out: Annotated[Optional[Path], typer.Option(help="Where to write (default: each directory itself).")] = None,
+) -> None:
+    """Write records, points and time series as tables (records.parquet, points.parquet,
+    timeseries.parquet, or .csv): one row per request / point / window, the run's facts as columns."""
+    from .export import ExportError, export as export_dir
+
+    for d in dirs:
+        try:
+            files = export_dir(d, format, out / d.name if out is not None and len(dirs) > 1 else out)  # type: ignore[arg-type]
+        except (ExportError, OSError, ValueError) as exc:
+            _fail(f"{d}: {exc}", 2)
+        err.print("  ".join(f"{name}: {path}" for name, path in files.items()))
+
+
+@app.command()
 def compare(
     dirs: Annotated[list[Path], typer.Argument(help="Two or more run or experiment directories.")],
     out: Annotated[Optional[Path], typer.Option(help="Also write the comparison as Markdown here.")] = None,

@@ -1,0 +1,145 @@
+"""`tokenbench export DIR`: a run's (or an experiment's) files as tables anyone can load.
+
+Three tables, written with pyarrow as Parquet (or CSV), so a pandas, polars or DuckDB user needs
+no parser of ours:
+- ``records``: one row per request, every field of records.jsonl plus the per-request figures
+  derived from it (``ttft_s``, ``e2e_s``, ``tpot_s``, ``queue_s``, ``chunks``, ``streamed_tokens``);
+- ``points``: one row per load point, results.json's point flattened with ``_`` (``ttft_s_p99``,
+  ``requests_by_outcome_ok``, ``server_preemptions``...), its time series left to
+- ``timeseries``: one row per window of a point.
+Every row carries the run's facts as columns (``run_dir``, ``tool_version``, ``backend``,
+``engine``, ``engine_version``, ``model``, ``api``, ``dataset``) and, for an experiment's cells,
+``experiment``, ``server``, ``variant``, ``trial``.
+
+In CSV a list (``chunk_times_s``) or a mapping (``server_timings``) is a JSON string; in Parquet
+``chunk_times_s`` is a list of doubles and ``server_timings`` a JSON string (its keys differ by
+engine).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from .report.files import read_records
+
+Format = Literal["parquet", "csv"]
+TABLES = ("records", "points", "timeseries")
+
+
+class ExportError(ValueError):
+    """A directory that cannot be exported; the message says why."""
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    """{"ttft_s": {"p99": 1.0}} -> {"ttft_s_p99": 1.0}; lists are kept as they are."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, name + "_"))
+        else:
+            out[name] = value
+    return out
+
+
+def run_facts(run_dir: Path, results: dict) -> dict[str, Any]:
+    target = results.get("target") or {}
+    dataset = results.get("dataset") or {}
+    return {
+        "run_dir": str(run_dir),
+        "tool_version": (results.get("tool") or {}).get("version"),
+        "backend": target.get("backend"),
+        "engine": target.get("engine"),
+        "engine_version": target.get("engine_version"),
+        "model": target.get("model"),
+        "api": target.get("api"),
+        "dataset": dataset.get("name"),
+    }
+
+
+def run_tables(run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, list[dict]]:
+    """The three tables' rows of one run directory."""
+    run_dir = Path(run_dir)
+    results_path = run_dir / "results.json"
+    if not results_path.is_file():
+        raise ExportError(f"{run_dir}: no results.json (`tokenbench recompute {run_dir}` derives it from the records)")
+    results = json.loads(results_path.read_text())
+    facts = {**run_facts(run_dir, results), **(extra or {})}
+    records = []
+    if (run_dir / "records.jsonl").is_file():
+        for r in read_records(run_dir):
+            row = r.to_json(keep_text=r.output_text is not None)
+            row["server_timings"] = json.dumps(row["server_timings"]) if row["server_timings"] is not None else None
+            row.update(ttft_s=r.ttft_s, e2e_s=r.e2e_s, tpot_s=r.tpot_s, queue_s=r.queue_s,
+                       chunks=len(r.chunk_times_s), streamed_tokens=r.streamed_tokens)
+            records.append({**facts, **row})
+    points, windows = [], []
+    for point in results.get("points", []):
+        point = dict(point)
+        for window in point.pop("timeseries", None) or []:
+            windows.append({**facts, "point": point["index"], **flatten(window)})
+        row = flatten(point)
+        row["point"] = row.pop("index")
+        points.append({**facts, **row})
+    return {"records": records, "points": points, "timeseries": windows}
+
+
+def dir_tables(path: Path) -> dict[str, list[dict]]:
+    """A run directory's tables, or an experiment's: every cell with rows, one table each."""
+    path = Path(path)
+    state_path = path / "experiment.json"
+    if not state_path.is_file():
+        return run_tables(path)
+    state = json.loads(state_path.read_text())
+    tables: dict[str, list[dict]] = {name: [] for name in TABLES}
+    for cell_id, cell in state.get("cells", {}).items():
+        cell_dir = path / cell["run_dir"]
+        if not (cell_dir / "results.json").is_file():
+            continue
+        extra = {"experiment": state.get("name"), "cell": cell_id, "server": cell.get("server"),
+                 "variant": cell.get("variant"), "trial": cell.get("trial"), "status": cell.get("status")}
+        for name, rows in run_tables(cell_dir, extra).items():
+            tables[name].extend(rows)
+    return tables
+
+
+def to_table(rows: list[dict], csv: bool):
+    """Rows (dicts with possibly different keys) -> a pyarrow Table with every key as a column,
+    in first-seen order; for CSV, lists and mappings become JSON strings."""
+    import pyarrow as pa
+
+    columns: dict[str, None] = {}
+    for row in rows:
+        for key in row:
+            columns.setdefault(key, None)
+    data = {}
+    for key in columns:
+        values = [row.get(key) for row in rows]
+        if csv or any(isinstance(v, dict) for v in values):
+            values = [json.dumps(v) if isinstance(v, (list, dict)) else v for v in values]
+        data[key] = pa.array(values)
+    return pa.table(data)
+
+
+def export(path: Path, fmt: Format = "parquet", out_dir: Path | None = None) -> dict[str, Path]:
+    """Write the tables of a run or experiment directory; returns {table: file}."""
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    if fmt not in ("parquet", "csv"):
+        raise ExportError(f"--format must be parquet or csv, got {fmt!r}")
+    tables = dir_tables(path)
+    out_dir = Path(out_dir or path)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name in TABLES:
+        table = to_table(tables[name], csv=fmt == "csv")
+        file = out_dir / f"{name}.{fmt}"
+        if fmt == "parquet":
+            pq.write_table(table, file)
+        else:
+            pa_csv.write_csv(table, file)
+        written[name] = file
+    return written
