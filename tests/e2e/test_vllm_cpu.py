@@ -99,3 +99,38 @@ def test_launch_facts_are_recorded(sweep):
     assert (out / "server.log").stat().st_size > 0
     lines = [json.loads(line) for line in (out / "samples.jsonl").open()]
     assert any("vllm:num_preemptions_total" in k for s in lines if s.get("ok") for k in s["raw"])
+
+
+def test_kill_9_of_a_run_stops_vllm_and_its_engine_core(tmp_path):
+    """vLLM's API server starts its engine core as a process of its own (a grandchild of
+    tokenbench): a kill -9 of the run leaves neither (the guardian stops the whole group)."""
+    import signal
+    import time
+
+    import psutil
+    from safety_helpers import _events, _wait_for, assert_all_gone
+
+    if not (VENV_PYTHON.exists() and (MODEL / "config.json").exists()):
+        pytest.skip("vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)")
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokenbench", "run", "--backend", "vllm", "--model", str(MODEL),
+         "--served-model-name", "smollm2",
+         "--engine-bin", f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
+         "--max-num-seqs", "2", "--max-model-len", "512",
+         "--engine-arg=--enforce-eager", f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}",
+         "--engine-env", "HF_HUB_OFFLINE=1", "--ready-timeout", "300",
+         "--api", "completions", "--users", "2", "--duration", "60", "--input-tokens", "16",
+         "--output-tokens", "16", "--out", str(out), "--no-live"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children: list[psutil.Process] = []
+    try:
+        _wait_for(lambda: _events(out, "point_start"), 300, "vLLM to start and the load to begin")
+        time.sleep(1.0)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        engine = [p for p in children if "vllm" in " ".join(p.cmdline()).lower() or "EngineCore" in p.name()]
+        assert len(engine) >= 2, [(p.pid, p.name(), p.cmdline()[:3]) for p in children]  # server + engine core
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    assert_all_gone(children, within_s=5.0)
