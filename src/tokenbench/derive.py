@@ -103,7 +103,7 @@ def unfinished_point(start: dict, records: list[RequestRecord], stop: StopConfig
     end_s = max([start["start_s"], *ends])
     deadline = start["start_s"] + stop.duration_s if stop.duration_s is not None else end_s
     return {**start, "kind": "point", "load_end_s": min(end_s, deadline), "end_s": end_s,
-            "user_spans": [], "interrupted": True, "unfinished": True}
+            "user_spans": [], "interrupted": True}
 
 
 def recompute_run(run_dir: Path) -> dict:
@@ -124,10 +124,11 @@ def recompute_run(run_dir: Path) -> dict:
         by_point.setdefault(r.point, []).append(r)
     ended = {e["index"]: e for e in samples.events("point")}
     started = {e["index"]: e for e in samples.events("point_start")}
-    earlier = _spans_from_results(run_dir / "results.json", config_json) if not started else {}
     stop = StopConfig.model_validate(config_json["stop"])
-    if earlier and (run_dir / "results.json").is_file():  # a run from before 0.2.0: its facts
+    earlier: dict[int, dict] = {}
+    if not started and (run_dir / "results.json").is_file():  # a run from before 0.2.0: its facts
         old = json.loads((run_dir / "results.json").read_text())
+        earlier = _spans_from_results(old, stop.warmup_s)
         config_json = {**config_json, "clock": config_json.get("clock") or old.get("clock"),
                        "telemetry": config_json.get("telemetry") or old.get("telemetry")}
     results = results_header(config_json, "recompute")
@@ -152,22 +153,19 @@ def recompute_run(run_dir: Path) -> dict:
     return results
 
 
-def _spans_from_results(path: Path, config_json: dict) -> dict[int, dict]:
+def _spans_from_results(old: dict, warmup_s: float) -> dict[int, dict]:
     """Point spans from a results.json written before runs logged them in samples.jsonl: old
     runs re-derived with today's definitions (the users' spans were not kept: the time series'
     active_users is then null)."""
-    if not path.is_file():
-        return {}
-    warmup = float((config_json.get("stop") or {}).get("warmup_s") or 0.0)
     spans = {}
-    for p in json.loads(path.read_text()).get("points", []):
+    for p in old.get("points", []):
         span, load = p.get("span") or {}, dict(p.get("load") or {})
         for key in ("warmup_s", "duration_s", "max_requests"):
             load.pop(key, None)
         window = p.get("window") or {}
         spans[p["index"]] = {
             "kind": "point", "index": p["index"], "load": load, "start_s": span["start_s"],
-            "ramp_end_s": span["ramp_end_s"], "window_start_s": window.get("start_s", span["ramp_end_s"] + warmup),
+            "ramp_end_s": span["ramp_end_s"], "window_start_s": window.get("start_s", span["ramp_end_s"] + warmup_s),
             "load_end_s": span["load_end_s"], "end_s": span["end_s"], "user_spans": [],
             "interrupted": bool(p.get("interrupted")),
         }
@@ -193,7 +191,6 @@ def recompute_experiment(experiment_dir: Path) -> dict:
                 cell["status"] = "interrupted"
     state["aggregates"] = aggregate(experiment_dir, state)
     state["computed_by"] = computed_by("recompute")
-    if experiment_dir.joinpath(STATE).exists():
-        shutil.copyfile(state_path, experiment_dir / "experiment.previous.json")
+    shutil.copyfile(state_path, experiment_dir / "experiment.previous.json")
     write_json(state_path, state)
     return state

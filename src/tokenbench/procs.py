@@ -15,6 +15,7 @@ Signals to tokenbench itself (SIGINT, SIGTERM) go through ``Interrupts``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -26,7 +27,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -64,29 +65,37 @@ def stop(proc: subprocess.Popen | None, grace_s: float = 15.0, group: bool = Fal
     workers it spawned, e.g. vLLM's engine-core process), not just the child."""
     if proc is None:
         return
-    if proc.poll() is not None and not group:
+    if group:
+        _stop_group(proc.pid, grace_s, reap=proc.poll)
+        proc.wait()
         return
-
-    def signal_(sig: int) -> None:
-        try:
-            if group:
-                os.killpg(proc.pid, sig)
-            else:
-                proc.send_signal(sig)
-        except ProcessLookupError:
-            pass
-
-    signal_(signal.SIGTERM)
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
-        signal_(signal.SIGKILL)
+        proc.kill()
         proc.wait()
-    if group:  # workers that outlived their parent get the same grace, then SIGKILL
-        deadline = time.perf_counter() + grace_s
-        while _group_alive(proc.pid) and time.perf_counter() < deadline:
-            time.sleep(0.1)
-        signal_(signal.SIGKILL)
+
+
+def _stop_group(pgid: int, grace_s: float, reap: Callable[[], object] = lambda: None) -> None:
+    """SIGTERM to the group, SIGKILL to whatever of it is left after ``grace_s``. ``reap``: for
+    our own child leading the group (a zombie stays in the group until it is waited for)."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.perf_counter() + grace_s
+    while True:
+        reap()
+        if not _group_alive(pgid) or time.perf_counter() >= deadline:
+            break
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _group_alive(pgid: int) -> bool:
@@ -130,7 +139,6 @@ class Guardian:
     closes and it stops the group."""
 
     def __init__(self, pgid: int, output_fd: int, log_path: Path, secrets: list[str]) -> None:
-        self.pgid = pgid
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "tokenbench.procs", "--pgid", str(pgid), "--fd", str(output_fd),
              "--log", str(log_path), "--grace", str(GUARD_GRACE_S)],
@@ -140,10 +148,6 @@ class Guardian:
         assert self._proc.stdin is not None
         self._proc.stdin.write((json.dumps({"secrets": secrets}) + "\n").encode())
         self._proc.stdin.flush()
-
-    @property
-    def pid(self) -> int:
-        return self._proc.pid
 
     def release(self, timeout_s: float = 10.0) -> None:
         """The group is stopped: the guardian finishes the log and exits without signalling."""
@@ -196,20 +200,6 @@ def _guard_main(argv: list[str]) -> None:
     if not released:
         _stop_group(args.pgid, args.grace)
     copier.join(timeout=5.0)
-
-
-def _stop_group(pgid: int, grace_s: float) -> None:
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.perf_counter() + grace_s
-    while _group_alive(pgid) and time.perf_counter() < deadline:
-        time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 # --- who holds a port ----------------------------------------------------------------------------
@@ -277,21 +267,16 @@ class Interrupts:
         raise KeyboardInterrupt
 
     @classmethod
-    def during(cls, callback: Callable[[], None]):
+    @contextlib.contextmanager
+    def during(cls, callback: Callable[[], None]) -> Iterator[None]:
         """Inside the block, the first signal calls ``callback`` instead of raising."""
-        import contextlib
-
-        @contextlib.contextmanager
-        def scope():
-            previous, cls._callback = cls._callback, callback
-            try:
-                if cls.received is not None:  # a signal came just before the block
-                    callback()
-                yield
-            finally:
-                cls._callback = previous
-
-        return scope()
+        previous, cls._callback = cls._callback, callback
+        try:
+            if cls.received is not None:  # a signal came just before the block
+                callback()
+            yield
+        finally:
+            cls._callback = previous
 
     @classmethod
     def exit_code(cls) -> int:

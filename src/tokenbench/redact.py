@@ -91,9 +91,8 @@ def mask(value: Any) -> Any:
         return {k: (MASK if isinstance(v, str) and isinstance(k, str) and secret_name(k) and v else mask(v))
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        if any(isinstance(v, str) and v.startswith("-") for v in value):
-            if all(isinstance(v, str) for v in value):
-                return mask_argv(value)
+        if all(isinstance(v, str) for v in value) and any(v.startswith("-") for v in value):
+            return mask_argv(value)
         return [mask(v) for v in value]
     if isinstance(value, str):
         return mask_text(value)

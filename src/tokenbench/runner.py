@@ -140,8 +140,7 @@ async def _run_points(
         target = await _resolve_model(session, target, wire)
         tokenizer = _tokenizer(config, target)
         requests, info = build_requests(config.dataset, tokenizer, config.seed)
-        config_json = _config_json(config, target, backend, info, clock, sampler)
-        writer.write_config(config_json)
+        writer.write_config(_config_json(config, target, backend, info, clock, sampler))
         count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
         client = StreamingClient(session, target, wire, clock.now, count_tokens=count, keep_text=config.keep_text)
         stats = LiveStats()

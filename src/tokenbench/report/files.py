@@ -34,11 +34,11 @@ class OutDirError(ValueError):
     """--out cannot hold a run: the message names the path and what to do."""
 
 
-def check_out_dir(path: Path, allow_existing: bool = False) -> None:
-    """Make ``path`` (or accept it if it exists and ``allow_existing``) and prove it takes files:
-    raise OutDirError naming it if it holds files already, cannot be written or is full."""
+def check_out_dir(path: Path) -> None:
+    """Make ``path`` and prove it takes files: raise OutDirError naming it if it holds files
+    already, cannot be written or is full."""
     path = Path(path)
-    if not allow_existing and path.exists() and (not path.is_dir() or any(path.iterdir())):
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise OutDirError(f"--out {path} already holds files (a run?); pick a new directory, or "
                           f"`tokenbench recompute {path}` to re-derive its results")
     try:
