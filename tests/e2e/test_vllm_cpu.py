@@ -75,9 +75,11 @@ def test_every_point_reports_throughput_and_server_ttft_beside_the_client(sweep)
         assert point["output_tokens_per_s"] > 0 and point["requests"]["ok"] > 0
         assert point["ttft_s"]["mean"] > 0
         assert server["ttft_s_mean"] is not None and server["ttft_s_mean"] > 0 and server["ttft_count"] > 0
-        # over the same requests, the client's TTFT is the server's plus the HTTP/tokenize path
+        # over the same requests, the client's TTFT is the server's plus the HTTP/tokenize path;
+        # only first chunks within a bracketing scrape's send..answer (+ margin) may fall on the
+        # other side of it (seen once in CI: a batch of 5 first tokens, 15 vs 20)
         matched = server["client_ttft_s_matched"]
-        assert matched["count"] == server["ttft_count"]
+        assert abs(matched["count"] - server["ttft_count"]) <= matched["uncertain"], matched
         assert matched["mean"] == pytest.approx(server["ttft_s_mean"], rel=0.1)
         assert 0 < server["kv_usage"]["max"] <= 1.0
         assert server["running"]["max"] <= seqs

@@ -59,8 +59,27 @@ def test_gpu_unavailable_is_said_not_zeroed():
 def test_matched_client_ttft_uses_the_servers_bracket():
     server = point_server(SAMPLES, 1.0, 4.0)  # bracket 0.5 .. 4.5
     first_chunks = [(0.4, 9.0), (1.0, 0.2), (4.4, 0.4), (4.6, 9.0)]  # outside, in, in, outside
-    assert matched_client_ttft(first_chunks, server) == {"mean": pytest.approx(0.3), "count": 2}
+    assert matched_client_ttft(first_chunks, server) == {"mean": pytest.approx(0.3), "count": 2,
+                                                         "period_s": [0.5, 4.5], "uncertain": 1}
     assert matched_client_ttft(first_chunks, None) is None
+
+
+def test_matched_client_ttft_brackets_by_the_scrapes_answers():
+    """A busy server answers a scrape late; its snapshot is nearer the answer than the send. First
+    chunks between the closing scrape's send and its answer were counted by the server: the
+    client counts them too. Those within the margin of either bracketing answer are uncertain."""
+    samples = [dict(scrape(0.5, ttft_sum_s=1.0, ttft_count=10), scrape_s=0.05),
+               dict(scrape(2.0, ttft_sum_s=1.5, ttft_count=11), scrape_s=0.02),
+               dict(scrape(4.0, ttft_sum_s=3.0, ttft_count=14), scrape_s=0.6)]
+    server = point_server(samples, 1.0, 3.5)
+    assert server["bracket_s"] == [0.5, 4.0] and server["bracket_received_s"] == [0.55, 4.6]
+    first_chunks = [(0.52, 9.0), (1.0, 0.5), (3.9, 0.5), (4.3, 0.5), (4.3, 0.5), (4.65, 9.0), (4.8, 9.0)]
+    matched = matched_client_ttft(first_chunks, server)
+    # before: 0.52 (sent before it, answered after); in: 1.0, 3.9 and the two at 4.3, whose
+    # scrape was sent at 4.0 and answered at 4.6; after: 4.65 and 4.8
+    assert matched["count"] == 4 == server["ttft_count"] and matched["mean"] == pytest.approx(0.5)
+    assert matched["period_s"] == [0.55, 4.6]
+    assert matched["uncertain"] == 4  # 0.52 (0.5..0.65), 4.3, 4.3, 4.65 (4.0..4.7)
 
 
 def test_a_counter_created_during_the_point_counts_from_zero():

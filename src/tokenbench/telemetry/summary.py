@@ -57,6 +57,10 @@ def _between(ok: list[dict], before: dict | None, after: dict | None) -> list[di
     return [s for s in ok if before["t_s"] <= s["t_s"] <= after["t_s"]]
 
 
+def _received(scrape: dict) -> float:
+    return scrape["t_s"] + (scrape.get("scrape_s") or 0.0)
+
+
 def _stats(values: list[float]) -> dict | None:
     if not values:
         return None
@@ -86,6 +90,8 @@ def point_server(samples: list[dict], start_s: float, end_s: float) -> dict | No
         "failed_scrapes": len(failed),
         "first_scrape_error": failed[0].get("error") if failed else None,
         "bracket_s": [before["t_s"], after["t_s"]] if before and after else None,
+        # when their answers came (the snapshot was taken between a scrape's send and its answer)
+        "bracket_received_s": [_received(before), _received(after)] if before and after else None,
         # False: no scrape at/before the start or at/after the end; counters cover less
         "bracketed": bool(before and after and before["t_s"] <= start_s and after["t_s"] >= end_s),
     }
@@ -146,14 +152,31 @@ def _at_or_before(ok: list[dict], t: float) -> dict | None:
     return ok[i] if i >= 0 else None
 
 
+# A first chunk can reach the client a little after the server counted it: the same event loop
+# writes the stream and answers the scrape, in either order. Within this of a bracketing scrape's
+# answer, which side of the scrape a first chunk fell on is uncertain.
+MATCH_MARGIN_S = 0.1
+
+
 def matched_client_ttft(first_chunks: list[tuple[float, float]], server: dict | None) -> dict | None:
     """The client's TTFT over the same requests the server's TTFT histogram counted over the point:
     every request whose first chunk arrived between the bracketing scrapes, whatever its outcome
     (``first_chunks`` = (first chunk time, TTFT) pairs). The headline client TTFT covers only
     successful requests started in the window, so under overload (cancelled stragglers) the two
-    populations differ; this one is comparable (vLLM CPU: 10.604 s client vs 10.598 s server)."""
+    populations differ; this one is comparable (vLLM CPU: 10.604 s client vs 10.598 s server).
+
+    A scrape's snapshot was taken between sending it and its answer: the answer's time is the
+    nearer estimate (a busy server is slow to take the request, not to send the snapshot), so the
+    bracket is the two scrapes' answers (``period_s``). ``uncertain`` counts the first chunks
+    between a bracketing scrape's send and its answer + MATCH_MARGIN_S: the client's count may
+    differ from the server's by at most these (seen on vLLM CPU: a batch's first tokens, 5 at
+    once, reaching the client just after a scrape that counted them)."""
     if not server or server.get("ttft_s_mean") is None or not server.get("bracket_s"):
         return None
-    lo, hi = server["bracket_s"]
+    lo, hi = server.get("bracket_received_s") or server["bracket_s"]  # runs before 0.2.1: sends
+    sent_lo, sent_hi = server["bracket_s"]
     ttfts = [ttft for t, ttft in first_chunks if lo <= t <= hi]
-    return {"mean": sum(ttfts) / len(ttfts) if ttfts else None, "count": len(ttfts)}
+    uncertain = sum(1 for t, _ in first_chunks
+                    if sent_lo <= t <= lo + MATCH_MARGIN_S or sent_hi <= t <= hi + MATCH_MARGIN_S)
+    return {"mean": sum(ttfts) / len(ttfts) if ttfts else None, "count": len(ttfts),
+            "period_s": [lo, hi], "uncertain": uncertain}
