@@ -16,7 +16,8 @@ measuring process starts clean, into a temporary directory.
     python benchmarks/summarize.py --dump out.json      # also write the metrics, to compare runs
 
 Columns: seconds of the stage, chunks it covered, the process's RSS after it and its peak during
-it (sampled every 5 ms), in MB. "records held" is the RSS the parsed records add, per chunk.
+it (sampled every 5 ms), in MB. "records held" is the RSS the records add once read (streamed: without
+their chunk times), per chunk; the peak is over the whole summary. `--in-memory`: 0.2.0's path.
 """
 
 from __future__ import annotations
@@ -166,7 +167,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=10_000_000, help="chunks of the ok replies (128 each)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dump", type=Path, help="write summarize_point's and timeseries' results here")
-    parser.add_argument("--profile", choices=("summarize", "timeseries", "read"), help="run this stage under pyinstrument")
+    parser.add_argument("--profile", choices=("summarize", "timeseries", "read", "stream"), help="run this stage under pyinstrument")
+    parser.add_argument("--in-memory", action="store_true", help="read every record whole first (0.2.0's path), to compare")
     parser.add_argument("--write", type=Path, help=argparse.SUPPRESS)  # the child: write the point here
     args = parser.parse_args()
     if args.write is not None:
@@ -176,7 +178,7 @@ def main() -> None:
     import tokenbench
     from tokenbench import metrics
     from tokenbench.config import SLOConfig
-    from tokenbench.report.files import read_records
+    from tokenbench.report.files import RecordSlice, read_records
 
     print(f"tokenbench from {Path(tokenbench.__file__).parent}, python {sys.version.split()[0]}, numpy {np.__version__}")
     with tempfile.TemporaryDirectory(prefix="tb-summarize-") as tmp:
@@ -206,15 +208,25 @@ def main() -> None:
             return out
 
         before = rss()
-        records = stage("read records.jsonl (read_records)", lambda: read_records(run_dir))
-        held = rss() - before
         window = metrics.Window(point["window_start_s"], point["load_end_s"])
         span = metrics.PointSpan(window, open_loop=False, end_s=point["end_s"])
         slo = SLOConfig(ttft_s=0.5, tpot_s=0.05)
-        summary = stage("summarize_point", lambda: metrics.summarize_point(records, span, slo))
+        user_spans = [tuple(s) for s in point["user_spans"]]
+        if args.in_memory:  # every record whole in memory, then the summaries (0.2.0's path)
+            records = stage("read records.jsonl (read_records)", lambda: read_records(run_dir))
+            chunks_tally = None
+            series_tokens = None
+        else:  # the run's path (derive.point_result): streamed and tallied, chunks dropped
+            tally = metrics.ChunkTally(span, metrics.series_edges(point["start_s"], point["end_s"], WINDOW_S))
+            path = run_dir / "records.jsonl"
+            records = stage("stream + tally records.jsonl", lambda: tally.consume(RecordSlice(path, [(0, None)])))
+            chunks_tally, series_tokens = tally, tally.series_tokens
+        held = rss() - before
+        summary = stage("summarize_point", lambda: metrics.summarize_point(records, span, slo, chunks_tally))
         series = stage("timeseries (5 s windows)", lambda: metrics.timeseries(
-            records, point["start_s"], point["end_s"], point["ramp_end_s"],
-            [tuple(s) for s in point["user_spans"]], WINDOW_S))
+            records, point["start_s"], point["end_s"], point["ramp_end_s"], user_spans, WINDOW_S,
+            tokens=series_tokens))
+        peak_all = max(r[4] for r in rows[1:])
 
     summarize_s = sum(r[1] for r in rows[2:])
     print()
@@ -224,8 +236,10 @@ def main() -> None:
         print(f"{name:<38}{seconds:9.2f}{n:13,}{mb(after)}{mb(peak)}")
     print(f"{'summarize_point + timeseries':<38}{summarize_s:9.2f}{chunks:13,}")
     print(f"{'read + summarize + timeseries':<38}{summarize_s + rows[1][1]:9.2f}{chunks:13,}")
-    print(f"records held: {held / 2**20:.0f} MB RSS = {held / chunks:.1f} bytes per chunk "
+    print(f"records held after reading: {held / 2**20:.0f} MB RSS = {held / chunks:.1f} bytes per chunk "
           f"({len(records):,} records, {len(series)} windows)")
+    print(f"peak over the whole summary: {(peak_all - before) / 2**20:.0f} MB above the start = "
+          f"{(peak_all - before) / chunks:.1f} bytes per chunk (target <= 16)")
     if args.dump is not None:
         args.dump.write_text(json.dumps({"summary": summary, "timeseries": series}, indent=1))
 

@@ -494,3 +494,59 @@ def test_chunk_times_are_a_compact_array_and_json_a_list():
     timeseries([r], 0.0, 5.0, 0.0, [], 1.0)
     r.chunk_times_s.append(3.0)
     assert len(r.chunk_times_s) == 5
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_point_tallied_in_batches_gives_the_same_results_as_whole(seed, monkeypatch):
+    """The run's path (derive.point_result): records streamed, their chunk times tallied a few at
+    a time and dropped. Every figure is the same float as when the records are held whole."""
+    import random
+
+    from tokenbench import metrics
+    from tokenbench.metrics import ChunkTally, series_edges
+
+    rng = random.Random(100 + seed)
+    start, window_s = rng.choice([0.0, 3.7]), rng.choice([0.7, 1.3, 5.0])
+    end = start + window_s * rng.choice([3, 20.5])
+    records = random_records(rng, rng.choice([5, 80, 300]), start, end, window_s)
+    span = PointSpan(Window(start + window_s, end - window_s / 2), open_loop=seed % 2 == 1, end_s=end)
+    slo = SLOConfig(ttft_s=0.5, tpot_s=0.05)
+    whole = summarize_point(records, span, slo)
+    series = timeseries(records, start, end, start + window_s, [], window_s)
+
+    monkeypatch.setattr(metrics, "TALLY_BATCH_CHUNKS", rng.choice([1, 7, 50]))
+    tally = ChunkTally(span, series_edges(start, end, window_s))
+    kept = tally.consume(iter(records))
+    assert [len(r.chunk_times_s) for r in kept] == [len(r.chunk_times_s) for r in records]
+    assert all(type(r.chunk_times_s).__name__ == "ChunkEnds" for r in kept)
+    assert summarize_point(kept, span, slo, tally) == whole
+    assert timeseries(kept, start, end, start + window_s, [], window_s, tokens=tally.series_tokens) == series
+
+
+def test_chunk_ends_keep_what_per_request_metrics_read():
+    r = rec(0, sent=1.0, ttft=0.05, n_chunks=4, itl=0.01, tokens=5)
+    light = r.without_chunks()
+    assert len(light.chunk_times_s) == 4 and light.chunk_times_s[0] == 1.05 and light.chunk_times_s[-1] == r.end_s
+    assert (light.ttft_s, light.e2e_s, light.tpot_s) == (r.ttft_s, r.e2e_s, r.tpot_s)
+    with pytest.raises(IndexError, match="only the first and last"):
+        light.chunk_times_s[1]
+    empty = RequestRecord(point=0, id=1, scheduled_s=0.0).without_chunks()
+    assert not empty.chunk_times_s and empty.ttft_s is None
+
+
+def test_sample_std_sums_squares_a_block_at_a_time(monkeypatch):
+    import numpy as np
+
+    from tokenbench import metrics
+
+    values = np.random.default_rng(3).exponential(0.02, 5000)
+    assert metrics._sample_std(values) == float(values.std(ddof=1))  # up to a block: numpy's own
+    monkeypatch.setattr(metrics, "_STD_BLOCK", 1024)
+    assert metrics._sample_std(values) == pytest.approx(float(values.std(ddof=1)), rel=1e-12)
+    kept = values.copy()
+    d = distribution(kept, consume=True)  # percentiles may reorder it in place
+    assert d.mean == float(values.mean()) and d.p50 == float(np.percentile(values, 50))
+    assert distribution(values) == distribution(values.tolist())
+    before = values.copy()
+    assert distribution(values).p90 == float(np.percentile(values, 90))
+    assert (values == before).all()  # not consumed: left as it was

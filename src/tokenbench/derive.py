@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,9 @@ from pydantic import TypeAdapter
 from . import __version__
 from .config import LoadPoint, RateLoad, SLOConfig, StopConfig
 from .load import describe
-from .metrics import PointSpan, Window, summarize_point, timeseries
+from .metrics import ChunkTally, PointSpan, Window, series_edges, summarize_point, timeseries
 from .records import RequestRecord
-from .report.files import read_records, write_json
+from .report.files import RecordSlice, point_ranges, write_json
 from .telemetry.sampler import SamplesFile
 from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
 
@@ -59,8 +60,11 @@ def results_header(config_json: dict, how: str) -> dict:
     }
 
 
-def point_result(config_json: dict, facts: dict, records: list[RequestRecord], samples_file: SamplesFile) -> dict:
-    """One point of results.json from its span (a ``point`` event) and its records."""
+def point_result(config_json: dict, facts: dict, records: Iterable[RequestRecord], samples_file: SamplesFile) -> dict:
+    """One point of results.json from its span (a ``point`` event) and its records, streamed once
+    (e.g. a RecordSlice of records.jsonl): their chunk times are tallied a batch at a time and
+    dropped, so a point of any length is summarized in memory that does not grow with its chunks
+    beyond its ITL gaps (metrics.ChunkTally)."""
     stop = StopConfig.model_validate(config_json["stop"])
     slo = SLOConfig.model_validate(config_json.get("slo") or {})
     load = _LOAD.validate_python(facts["load"])
@@ -76,13 +80,16 @@ def point_result(config_json: dict, facts: dict, records: list[RequestRecord], s
         "interrupted": facts["interrupted"],
     }
     span = PointSpan(window, open_loop=isinstance(load, RateLoad), end_s=end_s)
-    point.update(summarize_point(records, span, slo))
+    window_s = float(config_json.get("window_s") or 5.0)
+    chunks = ChunkTally(span, series_edges(start_s, end_s, window_s))
+    kept = chunks.consume(records)  # the records, without their chunk times
+    point.update(summarize_point(kept, span, slo, chunks))
     samples = samples_file.scrapes()
     # The server and the GPU over the client's window; over the whole point beside, named so.
     point["server"] = point_server(samples, window.start_s, window.end_s)
     point["server_whole_point"] = point_server(samples, start_s, end_s)
     if point["server"] is not None:
-        first_chunks = [(r.chunk_times_s[0], r.ttft_s) for r in records if r.ttft_s is not None]
+        first_chunks = [(r.chunk_times_s[0], r.ttft_s) for r in kept if r.ttft_s is not None]
         point["server"]["client_ttft_s_matched"] = matched_client_ttft(first_chunks, point["server"])
     header = samples_file.header()
     point["gpu"] = point_gpu(samples, header, window.start_s, window.end_s)
@@ -90,17 +97,18 @@ def point_result(config_json: dict, facts: dict, records: list[RequestRecord], s
     user_spans = [tuple(s) for s in facts.get("user_spans") or []]
     point["timeseries"] = [
         {**w, **window_server(samples, w["start_s"], w["end_s"])}
-        for w in timeseries(records, start_s, end_s, facts["ramp_end_s"], user_spans,
-                            float(config_json.get("window_s") or 5.0))
+        for w in timeseries(kept, start_s, end_s, facts["ramp_end_s"], user_spans, window_s,
+                            tokens=chunks.series_tokens)
     ]
     return point
 
 
-def unfinished_point(start: dict, records: list[RequestRecord], stop: StopConfig) -> dict:
+def unfinished_point(start: dict, records: Iterable[RequestRecord], stop: StopConfig) -> dict:
     """The span of a point the run never finished (killed): it ran at least until the last of
     its records ended; its load ended there or at its deadline, whichever came first."""
-    ends = [t for r in records for t in (r.closed_s, r.end_s, r.sent_s, r.scheduled_s) if t is not None]
-    end_s = max([start["start_s"], *ends])
+    end_s = max((t for r in records for t in (r.closed_s, r.end_s, r.sent_s, r.scheduled_s) if t is not None),
+                default=start["start_s"])
+    end_s = max(end_s, start["start_s"])
     deadline = start["start_s"] + stop.duration_s if stop.duration_s is not None else end_s
     return {**start, "kind": "point", "load_end_s": min(end_s, deadline), "end_s": end_s,
             "user_spans": [], "interrupted": True}
@@ -118,10 +126,8 @@ def recompute_run(run_dir: Path) -> dict:
     if "stop" not in config_json or "loads" not in config_json:
         raise RecomputeError(f"{run_dir / 'config.json'} is not a tokenbench run's config")
     samples = SamplesFile(run_dir / "samples.jsonl")
-    records = read_records(run_dir)
-    by_point: dict[int, list[RequestRecord]] = {}
-    for r in records:
-        by_point.setdefault(r.point, []).append(r)
+    records_path = run_dir / "records.jsonl"
+    by_point = {index: RecordSlice(records_path, ranges) for index, ranges in point_ranges(records_path).items()}
     ended = {e["index"]: e for e in samples.events("point")}
     started = {e["index"]: e for e in samples.events("point_start")}
     stop = StopConfig.model_validate(config_json["stop"])
@@ -133,7 +139,7 @@ def recompute_run(run_dir: Path) -> dict:
                        "telemetry": config_json.get("telemetry") or old.get("telemetry")}
     results = results_header(config_json, "recompute")
     for index in sorted(set(ended) | set(started) | set(earlier) | set(by_point)):
-        point_records = by_point.get(index, [])
+        point_records = by_point.get(index, RecordSlice(records_path, []))
         if index in ended:
             facts = ended[index]
         elif index in started:

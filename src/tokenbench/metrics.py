@@ -79,30 +79,55 @@ class Distribution:
         return asdict(self)
 
 
-def distribution(values: Iterable[float] | np.ndarray) -> Distribution:
+def distribution(values: Iterable[float] | np.ndarray, *, consume: bool = False) -> Distribution:
     """Count, mean, sample std, min, percentiles and max of ``values``: a numpy array (used as
-    is), a list or tuple, or any iterable of floats."""
+    is), a list or tuple, or any iterable of floats. ``consume=True`` lets the percentiles
+    reorder the array in place (no copy of a point's ITL gaps): pass it only an array nobody
+    reads afterwards."""
     if isinstance(values, np.ndarray):
         arr = values.astype(np.float64, copy=False).ravel()
     elif isinstance(values, (list, tuple)):
         arr = np.array(values, dtype=np.float64)
+        consume = True
     else:
         arr = np.fromiter(values, dtype=np.float64)
+        consume = True
     if arr.size == 0:
         return Distribution(0, *([None] * 9))
-    p = np.percentile(arr, PERCENTILES)
+    mean = float(arr.mean())  # before the percentiles reorder it (a sum depends on the order)
+    std = _sample_std(arr) if arr.size >= 2 else None
+    lo, hi = float(arr.min()), float(arr.max())
+    p = np.percentile(arr, PERCENTILES, overwrite_input=consume)
     return Distribution(
         count=int(arr.size),
-        mean=float(arr.mean()),
-        std=float(arr.std(ddof=1)) if arr.size >= 2 else None,
-        min=float(arr.min()),
+        mean=mean,
+        std=std,
+        min=lo,
         p50=float(p[0]),
         p90=float(p[1]),
         p95=float(p[2]),
         p99=float(p[3]),
         p999=float(p[4]) if arr.size >= P999_MIN_COUNT else None,
-        max=float(arr.max()),
+        max=hi,
     )
+
+
+# Squares of deviations are summed a block at a time: numpy's std holds a temporary as large as
+# its input (a point's ITL gaps: 8 bytes a chunk more). Up to one block it is numpy's std exactly.
+_STD_BLOCK = 1 << 20
+
+
+def _sample_std(arr: np.ndarray) -> float:
+    """``arr.std(ddof=1)`` without a temporary the size of ``arr``: numpy's own arithmetic
+    (pairwise sums) within each block of ``_STD_BLOCK`` values, the blocks' sums added in order."""
+    if arr.size <= _STD_BLOCK:
+        return float(arr.std(ddof=1))
+    mean = np.add.reduce(arr, keepdims=True) / arr.size  # as numpy's _var computes it
+    squares = 0.0
+    for i in range(0, arr.size, _STD_BLOCK):
+        x = arr[i:i + _STD_BLOCK] - mean
+        squares += float(np.add.reduce(np.multiply(x, x, out=x)))
+    return float(np.sqrt(squares / (arr.size - 1)))
 
 
 @dataclass(frozen=True)
@@ -162,13 +187,14 @@ def _window_of(edges: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.searchsorted(edges, t, side="right") - 1
 
 
-def _tokens_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np.ndarray:
-    """Output tokens whose chunk arrived in each window [edges[i], edges[i+1]) (edges sorted):
-    per window, the sum over records (in their order) of chunks in it x tokens_per_chunk."""
+def _token_runs(records: Sequence[RequestRecord], edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Output tokens that arrived in windows [edges[i], edges[i+1]) (edges sorted), as runs in
+    record order: each run's window and tokens (its chunks in it x its record's tokens_per_chunk).
+    Summed in order (bincount, np.add.at) they are the per-window sums of the loop over records."""
     k = len(edges) - 1
     times, counts = _chunk_times(records)
     if k <= 0 or times.size == 0:
-        return np.zeros(max(k, 0))
+        return np.empty(0, dtype=np.int64), np.empty(0)
     n = times.size
     window = _window_of(edges, times)
     del times
@@ -186,8 +212,15 @@ def _tokens_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np
     run_record = np.searchsorted(ends, starts, side="right")
     inside = (run_window >= 0) & (run_window < k)
     per_chunk = np.fromiter((tokens_per_chunk(r) for r in records), dtype=np.float64, count=len(records))
-    weights = run_n[inside] * per_chunk[run_record[inside]]
-    return np.bincount(run_window[inside], weights=weights, minlength=k)
+    return run_window[inside], run_n[inside] * per_chunk[run_record[inside]]
+
+
+def _tokens_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np.ndarray:
+    """Output tokens whose chunk arrived in each window [edges[i], edges[i+1]) (edges sorted):
+    per window, the sum over records (in their order) of chunks in it x tokens_per_chunk."""
+    k = max(len(edges) - 1, 0)
+    windows, tokens = _token_runs(records, edges)
+    return np.bincount(windows, weights=tokens, minlength=k) if windows.size else np.zeros(k)
 
 
 def output_tokens_in(records: Iterable[RequestRecord], window: Window) -> float:
@@ -210,6 +243,82 @@ def inter_chunk_gaps(records: Iterable[RequestRecord]) -> np.ndarray:
     starts = np.cumsum(counts)[:-1]
     keep[starts[(starts > 0) & (starts < n)] - 1] = False  # across two requests
     return gaps[keep]
+
+
+# Records are tallied this many chunks at a time (a batch's arrays: ~40 bytes a chunk, transient).
+TALLY_BATCH_CHUNKS = 1 << 20
+
+
+class ChunkTally:
+    """Everything a point's results read from chunk times, tallied batch by batch of records, so a
+    point's summary never holds all its chunk times: the output tokens that arrived in the window
+    (closed loop), the pooled ITL gaps of its successful requests (8 bytes a gap, the one thing
+    kept per chunk) and the tokens per time-series window. Sums run in record order, as over one
+    batch: the result does not depend on how the records were batched."""
+
+    def __init__(self, span: PointSpan, series_edges: np.ndarray | None = None) -> None:
+        self.span = span
+        window = span.window
+        self._window_edges = np.array([window.start_s, window.end_s]) if window.end_s > window.start_s else None
+        self._window_tokens = np.zeros(1)
+        self._series_edges = series_edges
+        self._series_tokens = np.zeros(max(len(series_edges) - 1, 0)) if series_edges is not None else None
+        self._gaps = np.empty(0)
+        self._num_gaps = 0
+
+    def in_population(self, r: RequestRecord) -> bool:
+        """Open loop: scheduled in the window; closed loop: started in it (METRICS.md)."""
+        return self.span.window.contains(r.scheduled_s if self.span.open_loop else started_s(r))
+
+    def add(self, records: Sequence[RequestRecord]) -> None:
+        """Tally a batch of records (full chunk times), in the order they come."""
+        if self._window_edges is not None and not self.span.open_loop:
+            np.add.at(self._window_tokens, *_token_runs(records, self._window_edges))
+        if self._series_tokens is not None:
+            np.add.at(self._series_tokens, *_token_runs(records, self._series_edges))
+        gaps = inter_chunk_gaps([r for r in records if r.outcome is Outcome.OK and self.in_population(r)])
+        need = self._num_gaps + gaps.size
+        if need > self._gaps.size:
+            # Grown to the size needed, in place: numpy reallocs, and glibc moves a large block's
+            # pages (mremap) instead of copying them. Measured: 40 growths to 320 MB, peak RSS
+            # 320 MB (spare capacity would cost its size: resize zeroes it).
+            self._gaps.resize(need, refcheck=False)
+        self._gaps[self._num_gaps:need] = gaps
+        self._num_gaps = need
+
+    def consume(self, records: Iterable[RequestRecord]) -> list[RequestRecord]:
+        """Tally ``records`` (any iterable, e.g. read from disk) ``TALLY_BATCH_CHUNKS`` chunks at a
+        time; returns them without their chunk times (RequestRecord.without_chunks)."""
+        kept: list[RequestRecord] = []
+        batch: list[RequestRecord] = []
+        chunks = 0
+        for r in records:
+            batch.append(r)
+            chunks += len(r.chunk_times_s)
+            if chunks >= TALLY_BATCH_CHUNKS:
+                self.add(batch)
+                kept.extend(x.without_chunks() for x in batch)
+                batch, chunks = [], 0
+        if batch:
+            self.add(batch)
+            kept.extend(x.without_chunks() for x in batch)
+        return kept
+
+    @property
+    def window_tokens(self) -> float:
+        """Output tokens whose chunk arrived in the window (closed loop; 0.0 for open loop)."""
+        return float(self._window_tokens[0])
+
+    @property
+    def series_tokens(self) -> np.ndarray | None:
+        return self._series_tokens
+
+    def take_itl_gaps(self) -> np.ndarray:
+        """The pooled gaps between consecutive chunks of the population's successful requests,
+        in record order (the tally gives them up: the caller may reorder them in place)."""
+        self._gaps.resize(self._num_gaps, refcheck=False)
+        gaps, self._gaps, self._num_gaps = self._gaps, np.empty(0), 0
+        return gaps
 
 
 def meets_slo(r: RequestRecord, slo: SLOConfig) -> bool:
@@ -348,19 +457,23 @@ def backlog_growth_s(population: Sequence[RequestRecord], window: Window, point_
     return max(0.0, slope * window.length_s), censored
 
 
-def summarize_point(records: Sequence[RequestRecord], span: PointSpan, slo: SLOConfig) -> dict:
-    """The aggregate metrics of one load point (the keys of results.json's ``points[]``)."""
+def summarize_point(records: Sequence[RequestRecord], span: PointSpan, slo: SLOConfig,
+                    chunks: ChunkTally | None = None) -> dict:
+    """The aggregate metrics of one load point (the keys of results.json's ``points[]``).
+    ``chunks``: the records' chunk times already tallied (ChunkTally.consume, which returns the
+    records without them); by default they are tallied here from ``records``."""
     window = span.window
     length = window.length_s
-    if span.open_loop:
-        population = [r for r in records if window.contains(r.scheduled_s)]
-    else:
-        population = [r for r in records if window.contains(started_s(r))]
+    if chunks is None:
+        chunks = ChunkTally(span)
+        chunks.add(records)
+    population = [r for r in records if chunks.in_population(r)]
     ok = [r for r in population if r.outcome is Outcome.OK]
     ended = [r for r in population if r.outcome not in UNFINISHED]
     good_set = {id(r) for r in population if meets_slo(r, slo)} if slo.any else None
 
-    basis = _open_loop_basis(population, span) if span.open_loop else _closed_loop_basis(records, window)
+    basis = (_open_loop_basis(population, span) if span.open_loop
+             else _closed_loop_basis(records, window, chunks.window_tokens))
     period, weight, rated = basis.period_s, basis.weight, basis.rated
     out_tokens = basis.output_tokens
     rate = (lambda x: x / period) if period > 0 else (lambda x: None)
@@ -400,7 +513,7 @@ def summarize_point(records: Sequence[RequestRecord], span: PointSpan, slo: SLOC
         "ttft_s": distribution(r.ttft_s for r in ok if r.ttft_s is not None).to_json(),
         "tpot_s": distribution(tpots).to_json(),
         "decode_speed_tokens_per_s": distribution(1.0 / t for t in tpots if t > 0).to_json(),
-        "itl_s": distribution(inter_chunk_gaps(ok)).to_json(),
+        "itl_s": distribution(chunks.take_itl_gaps(), consume=True).to_json(),
         "e2e_s": distribution(r.e2e_s for r in ok if r.e2e_s is not None).to_json(),
         "queue_s": distribution(waits).to_json(),
         "queue_s_censored": sum(1 for r in population if r.outcome is Outcome.NOT_SENT),
@@ -441,11 +554,11 @@ def _open_loop_basis(population: list[RequestRecord], span: PointSpan) -> _RateB
     return _RateBasis(population, {id(r): 1.0 for r in population}, tokens, period, growth)
 
 
-def _closed_loop_basis(records: Sequence[RequestRecord], window: Window) -> _RateBasis:
-    """Tokens that arrived in the window, requests by their share of life in it."""
+def _closed_loop_basis(records: Sequence[RequestRecord], window: Window, tokens: float) -> _RateBasis:
+    """Tokens that arrived in the window (tallied), requests by their share of life in it."""
     weight = {id(r): _share_in(r, window) for r in records}
     rated = [r for r in records if weight[id(r)] > 0]
-    return _RateBasis(rated, weight, output_tokens_in(records, window), window.length_s, None)
+    return _RateBasis(rated, weight, tokens, window.length_s, None)
 
 
 def _share_in(r: RequestRecord, window: Window) -> float:
@@ -466,6 +579,7 @@ def timeseries(
     ramp_end_s: float,
     user_spans: Sequence[tuple[float, float]],
     window_s: float,
+    tokens: np.ndarray | None = None,
 ) -> list[dict]:
     """Fixed windows over the whole point, ramp included and marked.
 
@@ -473,19 +587,14 @@ def timeseries(
     over the records placed by the sorted window edges: chunks (by tokens_per_chunk), ok ends,
     failures' and cancellations' closes, and the TTFTs of the ok requests whose first chunk
     arrived in the window; in_flight is the mean of the in-flight count over the window
-    (each request's sent-to-closed time inside it, summed, over the window's length)."""
-    if window_s <= 0:
-        raise ValueError(f"window_s must be > 0, not {window_s}")
-    starts: list[float] = []
-    t = span_start_s
-    while t < span_end_s:  # the same additions as the windows' own starts, for the same edges
-        starts.append(t)
-        t += window_s
-    if not starts:
+    (each request's sent-to-closed time inside it, summed, over the window's length).
+    ``tokens``: the tokens per window already tallied (ChunkTally over ``series_edges``); by
+    default they are counted here from the records' chunk times."""
+    edges = series_edges(span_start_s, span_end_s, window_s)
+    if edges.size == 0:
         return []
-    ends = [min(a + window_s, span_end_s) for a in starts]
+    starts, ends = edges[:-1].tolist(), [min(a + window_s, span_end_s) for a in edges[:-1].tolist()]
     k = len(starts)
-    edges = np.array([*starts, ends[-1]])  # contiguous: each end is the next start
     lengths = np.array(ends) - np.array(starts)
 
     def counted(times: list[float]) -> np.ndarray:
@@ -494,7 +603,8 @@ def timeseries(
         return np.bincount(w[(w >= 0) & (w < k)], minlength=k)
 
     records = _as_sequence(records)
-    tokens = _tokens_by_window(records, edges)
+    if tokens is None:
+        tokens = _tokens_by_window(records, edges)
     in_flight = _busy_by_window(records, edges)
     ok = [r for r in records if r.outcome is Outcome.OK]
     completed = counted([r.end_s for r in ok if r.end_s is not None])
@@ -533,6 +643,22 @@ def timeseries(
             }
         )
     return rows
+
+
+def series_edges(span_start_s: float, span_end_s: float, window_s: float) -> np.ndarray:
+    """The time series' window edges: starts at span_start_s + i * window_s (by repeated
+    addition), then span_end_s; contiguous (each window's end is the next one's start). Empty when
+    the span is."""
+    if window_s <= 0:
+        raise ValueError(f"window_s must be > 0, not {window_s}")
+    starts: list[float] = []
+    t = span_start_s
+    while t < span_end_s:  # the same additions as the windows' own starts, for the same edges
+        starts.append(t)
+        t += window_s
+    if not starts:
+        return np.empty(0)
+    return np.array([*starts, min(starts[-1] + window_s, span_end_s)])
 
 
 def _busy_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np.ndarray:

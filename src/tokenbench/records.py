@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import time
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -78,6 +78,34 @@ def _no_chunks() -> array[float]:
     return array("d")
 
 
+class ChunkEnds:
+    """A record's chunk times with the middle dropped: how many there were, the first and the
+    last, which is all a per-request metric reads (TTFT, E2E, TPOT, tokens per chunk). A point's
+    summary keeps its records like this once their chunks are tallied (metrics.ChunkTally), so a
+    point of any length never holds every chunk time at once. Reads like the array it replaces
+    for ``len``, truth, ``[0]`` and ``[-1]``; anything else needs the full record."""
+
+    __slots__ = ("n", "first", "last")
+
+    def __init__(self, times: array[float]) -> None:
+        self.n = len(times)
+        self.first = times[0] if self.n else None
+        self.last = times[-1] if self.n else None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> float:
+        if self.n and i in (0, -self.n):
+            return self.first  # type: ignore[return-value]
+        if self.n and i in (-1, self.n - 1):
+            return self.last  # type: ignore[return-value]
+        raise IndexError(f"chunk {i} of {self.n}: only the first and last are kept (ChunkEnds)")
+
+    def __repr__(self) -> str:
+        return f"ChunkEnds(n={self.n}, first={self.first}, last={self.last})"
+
+
 @dataclass(slots=True)
 class RequestRecord:
     """What happened to one request. ``chunk_times_s`` holds the arrival of every content chunk,
@@ -88,7 +116,7 @@ class RequestRecord:
     id: int
     scheduled_s: float
     sent_s: float | None = None
-    chunk_times_s: array[float] = field(default_factory=_no_chunks)
+    chunk_times_s: array[float] | ChunkEnds = field(default_factory=_no_chunks)
     end_s: float | None = None  # last content chunk
     closed_s: float | None = None  # stream ended (or failed)
     outcome: Outcome = Outcome.CANCELLED
@@ -117,8 +145,14 @@ class RequestRecord:
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s
-        if type(times) is not array or times.typecode != "d":
+        if (type(times) is not array or times.typecode != "d") and type(times) is not ChunkEnds:
             self.chunk_times_s = array("d", times)
+
+    def without_chunks(self) -> RequestRecord:
+        """A copy for a point's summary once its chunks are tallied: chunk times as ChunkEnds,
+        and no text or server timings (nothing a summary reads)."""
+        return replace(self, chunk_times_s=ChunkEnds(self.chunk_times_s), output_text=None,
+                       server_timings=None, response_id=None)
 
     @property
     def ok(self) -> bool:

@@ -165,7 +165,7 @@ async def _run_points(
                 sampler.event(facts)
                 if not point_run.interrupted:
                     await sampler.wait_past(point_run.end_s)  # bracket the point's counters
-                records = writer.records_since(first)
+                records = writer.records_since(first)  # streamed from disk, never all in memory
                 results["points"].append(point_result(writer.config_json(), facts, records, sampler.file))
                 del records
                 writer.write_results(results)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from datetime import datetime
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +89,11 @@ class RunWriter:
         """Where the next record will start in records.jsonl."""
         return self._records.tell()
 
-    def records_since(self, offset: int) -> list[RequestRecord]:
-        """The records written from ``offset`` on, read back from the file (a point's records:
-        points run one after another, so theirs are contiguous)."""
+    def records_since(self, offset: int) -> RecordSlice:
+        """The records written from ``offset`` on, read back from the file each time they are
+        iterated (a point's records: points run one after another, so theirs are contiguous)."""
         self._records.flush()
-        with open(self.dir / "records.jsonl", "rb") as f:
-            f.seek(offset)
-            return parse_records(f)
+        return RecordSlice(self.dir / "records.jsonl", [(offset, self._records.tell())])
 
     def write_results(self, results: dict[str, Any]) -> None:
         write_json(self.dir / "results.json", results)
@@ -115,11 +115,16 @@ def read_records(run_dir: Path) -> list[RequestRecord]:
 
 
 def parse_records(lines) -> list[RequestRecord]:
-    """Records from records.jsonl lines (bytes; orjson: ~4x json.loads on chunk-time lists). A
-    torn last line (the run was killed mid-write) is skipped; a bad line elsewhere is an error."""
-    out = []
+    """Records from records.jsonl lines (see ``iter_records``), as a list."""
+    return list(iter_records(lines))
+
+
+def iter_records(lines, first_line: int = 1) -> Iterator[RequestRecord]:
+    """Records from records.jsonl lines (bytes; orjson: ~4x json.loads on chunk-time lists), one
+    at a time. A torn last line (the run was killed mid-write) is skipped; a bad line elsewhere is
+    an error naming its line number (counted from ``first_line``)."""
     pending_error: str | None = None
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(lines, first_line):
         if pending_error is not None:
             raise ValueError(pending_error)
         if not line.strip():
@@ -131,5 +136,64 @@ def parse_records(lines) -> list[RequestRecord]:
                 pending_error = f"records.jsonl line {number}: {exc}"  # fine if it is the last
                 continue
             raise ValueError(f"records.jsonl line {number} is not a record: {exc}") from None
-        out.append(RequestRecord.from_json(data))
-    return out
+        yield RequestRecord.from_json(data)
+
+
+class RecordSlice:
+    """Some of records.jsonl's records, as byte ranges [start, end) of whole lines, read from the
+    file each time they are iterated: a point's summary streams them (metrics.ChunkTally) and never
+    holds them all. ``end`` None: to the end of the file."""
+
+    def __init__(self, path: Path, ranges: list[tuple[int, int | None]]) -> None:
+        self.path = Path(path)
+        self.ranges = ranges
+
+    def __iter__(self) -> Iterator[RequestRecord]:
+        with open(self.path, "rb") as f:
+            for start, end in self.ranges:
+                f.seek(start)
+                try:
+                    yield from iter_records(_lines_until(f, end))
+                except ValueError as exc:  # its line numbers count from the range's start
+                    raise ValueError(f"{exc} (counting from byte {start} of {self.path})") from None
+
+
+def _lines_until(f, end: int | None) -> Iterator[bytes]:
+    position = f.tell()
+    for line in f:
+        if end is not None and position >= end:
+            return
+        position += len(line)
+        yield line
+
+
+_POINT_PREFIX = re.compile(rb'\{"point":(\d+),')
+
+
+def point_ranges(path: Path) -> dict[int, list[tuple[int, int]]]:
+    """Each point's records in records.jsonl as byte ranges of consecutive lines (one range a
+    point when points ran one after another, as a run writes them). Reads each line's point from
+    its first key (how records are written), parsing the line only when it is written otherwise."""
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    position = 0
+    current: int | None = None
+    with open(path, "rb") as f:
+        for line in f:
+            start, position = position, position + len(line)
+            if not line.strip():
+                continue
+            match = _POINT_PREFIX.match(line)
+            if match:
+                point = int(match.group(1))
+            else:
+                try:
+                    point = int(orjson.loads(line)["point"])
+                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                    point = current if current is not None else 0  # a torn or bad line: the reader says which
+            if point == current:
+                first, _ = ranges[point][-1]
+                ranges[point][-1] = (first, position)
+            else:
+                ranges.setdefault(point, []).append((start, position))
+                current = point
+    return ranges
