@@ -9,6 +9,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from .vllm_flags import RunCommand
 from .config import (
     BackendConfig,
     DatasetConfig,
@@ -92,6 +93,15 @@ def _headers(items: list[str] | None) -> dict[str, str]:
     return headers
 
 
+def _json_body(text: str | None) -> dict:
+    from .vllm_flags import FlagError, _json_object
+
+    try:
+        return _json_object(text) if text is not None else {}
+    except FlagError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _validation_message(exc: ValidationError) -> str:
     parts = []
     for e in exc.errors():
@@ -101,7 +111,7 @@ def _validation_message(exc: ValidationError) -> str:
     return "invalid settings: " + "; ".join(parts)
 
 
-@app.command()
+@app.command(cls=RunCommand)
 def run(
     url: Annotated[Optional[str], typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000. Omit to start the embedded llama.cpp backend.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name to request (default: the first of /v1/models). Without --url: a .gguf path for the embedded server.")] = None,
@@ -125,8 +135,8 @@ def run(
     rate: Annotated[Optional[str], typer.Option(help="Open loop: requests/s, a list runs one point each: 1,2,4,8.")] = None,
     ramp_up: Annotated[float, typer.Option(help="Seconds over which users are spawned evenly.")] = 0.0,
     think_time: Annotated[float, typer.Option(help="Seconds a user waits after a reply before its next request.")] = 0.0,
-    arrival: Annotated[str, typer.Option(help="Open-loop arrivals: constant, poisson or gamma.")] = "poisson",
-    burstiness: Annotated[float, typer.Option(help="Gamma shape for --arrival gamma (1 = poisson, <1 burstier).")] = 1.0,
+    arrival: Annotated[Optional[str], typer.Option(help="Open-loop arrivals: constant, poisson (default) or gamma.")] = None,
+    burstiness: Annotated[Optional[float], typer.Option(help="Gamma shape (1 = poisson, <1 burstier); other than 1 without --arrival: gamma, as in vllm bench serve.")] = None,
     max_concurrency: Annotated[Optional[int], typer.Option(help="Open loop: at most this many in flight; the wait is recorded as queue delay.")] = None,
     duration: Annotated[Optional[float], typer.Option(help="Seconds of load per point.")] = None,
     max_requests: Annotated[Optional[int], typer.Option(help="Stop a point after this many requests.")] = None,
@@ -137,7 +147,7 @@ def run(
     dataset_path: Annotated[Optional[Path], typer.Option(help="Dataset file (sharegpt JSON, dolly JSONL, your JSONL).")] = None,
     input_tokens: Annotated[Optional[int], typer.Option(help="Synthetic prompt length in tokens.")] = None,
     output_tokens: Annotated[Optional[int], typer.Option(help="max_tokens per request (default: dataset's reply length; synthetic 128).")] = None,
-    num_prompts: Annotated[int, typer.Option(help="Distinct prompts to load (then cycled).")] = 1000,
+    num_prompts: Annotated[Optional[int], typer.Option(help="Distinct prompts to load (default 1000), cycled until --duration/--max-requests; with neither, each is sent once (as vllm bench serve).")] = None,
     min_prompt_tokens: Annotated[Optional[int], typer.Option(help="Keep prompts with at least this many tokens.")] = None,
     max_prompt_tokens: Annotated[Optional[int], typer.Option(help="Keep prompts with at most this many tokens.")] = None,
     system_prompt: Annotated[Optional[str], typer.Option(help="System prompt TEXT or @FILE.")] = None,
@@ -145,6 +155,7 @@ def run(
     tokenizer: Annotated[Optional[str], typer.Option(help="HF tokenizer.json (or folder) for exact lengths; default: the server's /tokenize.")] = None,
     ignore_eos: Annotated[bool, typer.Option(help="Ask the server to ignore EOS (fixed output lengths).")] = False,
     api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key.")] = "OPENAI_API_KEY",
+    extra_body: Annotated[Optional[str], typer.Option(help="JSON object merged into every request body (sampling parameters, e.g. '{\"temperature\": 0}').")] = None,
     header: Annotated[Optional[list[str]], typer.Option(help="'Name: value' sent with every request (repeat); values are masked in every file tokenbench writes.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds a whole request may take.")] = 600.0,
     read_timeout: Annotated[float, typer.Option(help="Seconds of silence allowed within a stream.")] = 120.0,
@@ -191,6 +202,8 @@ def _run_config(**a) -> RunConfig:
     if users and rates:
         raise UsageError("use --users (closed loop) or --rate (open loop), not both")
     duration, max_requests = a["duration"], a["max_requests"]
+    if a["num_prompts"] is not None and duration is None and max_requests is None:
+        max_requests = a["num_prompts"]  # vllm bench serve's meaning: N prompts, each sent once
     default_scenario = not users and not rates
     if default_scenario:
         users, a["ramp_up"] = [DEFAULT_USERS], a["ramp_up"] or DEFAULT_RAMP_S
@@ -199,8 +212,7 @@ def _run_config(**a) -> RunConfig:
     loads = (
         [UsersLoad(users=u, ramp_up_s=a["ramp_up"], think_time_s=a["think_time"]) for u in users]
         if users
-        else [RateLoad(rate_per_s=r, arrival=a["arrival"], burstiness=a["burstiness"],
-                       max_concurrency=a["max_concurrency"]) for r in rates]
+        else [RateLoad(rate_per_s=r, max_concurrency=a["max_concurrency"], **_arrival(a)) for r in rates]
     )
     for load in loads:
         if isinstance(load, UsersLoad) and duration is not None and load.ramp_up_s + a["warmup"] >= duration:
@@ -216,7 +228,8 @@ def _run_config(**a) -> RunConfig:
         backend=backend,
         target=TargetConfig(url=a["url"], model=None if (backend and not a["url"]) else a["model"], api=a["api"], api_key_env=a["api_key_env"],
                             request_timeout_s=a["timeout"], read_timeout_s=a["read_timeout"],
-                            ignore_eos=a["ignore_eos"], headers=_headers(a["header"])),
+                            ignore_eos=a["ignore_eos"], headers=_headers(a["header"]),
+                            extra_body=_json_body(a["extra_body"])),
         loads=loads,
         stop=StopConfig(duration_s=duration, max_requests=max_requests, warmup_s=a["warmup"],
                         drain_timeout_s=a["drain_timeout"]),
@@ -224,13 +237,26 @@ def _run_config(**a) -> RunConfig:
             name=a["dataset"], path=a["dataset_path"],
             input_tokens=a["input_tokens"] or (DEFAULT_INPUT_TOKENS if small else 128),
             output_tokens=a["output_tokens"] or (DEFAULT_OUTPUT_TOKENS if small else None),
-            num_prompts=a["num_prompts"], min_prompt_tokens=a["min_prompt_tokens"],
+            **({"num_prompts": a["num_prompts"]} if a["num_prompts"] is not None else {}), min_prompt_tokens=a["min_prompt_tokens"],
             max_prompt_tokens=a["max_prompt_tokens"], system_prompt=a["system_prompt"],
             unique_prefix=a["unique_prefix"], tokenizer=a["tokenizer"],
         ),
         **({"slo": slo} if slo else {}),
         seed=a["seed"], window_s=a["window"], out_dir=a["out"], live=a["live"], keep_text=a["keep_text"],
     )
+
+
+def _arrival(a: dict) -> dict:
+    """--arrival and --burstiness: a burstiness other than 1 means gamma arrivals (vllm bench
+    serve's meaning) unless --arrival says otherwise, which is then an error."""
+    arrival, burstiness = a["arrival"], a["burstiness"]
+    if burstiness is not None and burstiness != 1.0:
+        if arrival is None:
+            arrival = "gamma"
+        elif arrival != "gamma":
+            raise UsageError(f"--burstiness {burstiness:g} shapes gamma arrivals; with --arrival {arrival} "
+                             f"it would be ignored: drop one, or use --arrival gamma")
+    return {k: v for k, v in (("arrival", arrival), ("burstiness", burstiness)) if v is not None}
 
 
 def _knobs(a: dict) -> EngineKnobs:

@@ -1,0 +1,234 @@
+"""`vllm bench serve`'s flag names, accepted by `tokenbench run` where they mean the same thing.
+
+A user of vLLM's benchmark types ``--request-rate 4 --num-prompts 200 --dataset-name random
+--random-input-len 512``; ``translate`` rewrites those into tokenbench's own flags before the
+command line is parsed (``RunCommand``), and refuses, naming what to type instead, a flag whose
+meaning differs. Names were taken from vLLM 0.32's ``vllm/benchmarks/serve.py`` and
+``vllm/benchmarks/datasets/datasets.py``. The table is README's "Coming from vllm bench serve".
+
+Flags both tools spell the same (``--model``, ``--tokenizer``, ``--seed``, ``--ignore-eos``,
+``--max-concurrency``, ``--burstiness``, ``--dataset-path``, ``--served-model-name``,
+``--num-prompts``) pass through; cli.py gives ``--num-prompts`` and ``--burstiness`` vLLM's
+meaning when nothing says otherwise (N prompts each sent once; a burstiness other than 1 is gamma
+arrivals).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import typer.core
+
+
+class FlagError(ValueError):
+    """A vllm-bench flag tokenbench cannot take as it is: the message says what to use."""
+
+
+def _rate(value: str) -> list[str]:
+    if value.strip().lower() in ("inf", "infinity"):
+        raise FlagError("--request-rate inf (every request at once) has no open-loop equivalent: use "
+                        "--users N for N requests in flight at all times, or a finite --rate")
+    return ["--rate", value]
+
+
+def _dataset(value: str) -> list[str]:
+    names = {"random": "synthetic", "sharegpt": "sharegpt"}
+    if value not in names:
+        raise FlagError(f"--dataset-name {value}: tokenbench reads random (as --dataset synthetic) and "
+                        f"sharegpt; for your own prompts use --dataset jsonl --dataset-path FILE")
+    return ["--dataset", names[value]]
+
+
+def _endpoint(value: str) -> list[str]:
+    apis = {"/v1/completions": "completions", "/v1/chat/completions": "chat"}
+    if value not in apis:
+        raise FlagError(f"--endpoint {value}: tokenbench picks the path from --api (chat, completions, "
+                        f"tgi, triton, ollama)")
+    return ["--api", apis[value]]
+
+
+def _backend(value: str) -> list[str]:
+    # vLLM's --backend names the request format; tokenbench's names the engine's profile
+    apis = {"openai": "completions", "openai-chat": "chat", "openai-completions": "completions"}
+    return ["--api", apis[value]] if value in apis else ["--backend", value]
+
+
+def _json_object(value: str) -> dict:
+    try:
+        body = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise FlagError(f"--extra-body takes a JSON object, e.g. '{{\"temperature\": 0}}': {exc}") from None
+    if not isinstance(body, dict):
+        raise FlagError(f"--extra-body takes a JSON object, got {value!r}")
+    return body
+
+
+def _goodput(values: list[str]) -> list[str]:
+    parts = []
+    for item in values:
+        name, sep, ms = item.partition(":")
+        key = {"ttft": "ttft", "tpot": "tpot", "e2el": "e2e"}.get(name.strip().lower())
+        if not sep or key is None:
+            raise FlagError(f"--goodput {item}: write KEY:MILLISECONDS with KEY one of ttft, tpot, e2el")
+        parts.append(f"{key}={ms.strip()}ms")
+    return ["--slo", ",".join(parts)]
+
+
+def _headers(values: list[str]) -> list[str]:
+    out = []
+    for item in values:
+        if ":" not in item:
+            name, _, value = item.partition("=")
+            item = f"{name}: {value}"
+        out += ["--header", item]
+    return out
+
+
+PERCENTILE_METRICS = {"ttft", "tpot", "itl", "e2el"}
+PERCENTILES = {"50", "90", "95", "99", "99.9"}
+
+
+def _percentile_metrics(value: str) -> list[str]:
+    unknown = {m.strip() for m in value.split(",") if m.strip()} - PERCENTILE_METRICS
+    if unknown:
+        raise FlagError(f"--percentile-metrics {','.join(sorted(unknown))}: tokenbench reports ttft, "
+                        f"tpot, itl and e2e (as e2e_s), all of them, always")
+    return []  # every one is in results.json and the console table
+
+
+def _metric_percentiles(value: str) -> list[str]:
+    asked = {p.strip().rstrip("0").rstrip(".") if "." in p else p.strip() for p in value.split(",") if p.strip()}
+    if not asked <= PERCENTILES:
+        raise FlagError(f"--metric-percentiles {value}: tokenbench reports p50, p90, p95, p99 and p99.9 "
+                        f"(with mean, std, min and max), always; others are not computed")
+    return []
+
+
+def _zero_only(flag: str, why: str) -> Callable[[str], list[str]]:
+    def check(value: str) -> list[str]:
+        try:
+            zero = float(value) == 0
+        except ValueError:
+            zero = False
+        if not zero:
+            raise FlagError(f"{flag} {value}: {why}")
+        return []
+    return check
+
+
+def _rename(ours: str) -> Callable[[str], list[str]]:
+    return lambda value: [ours, value]
+
+
+# vLLM flag -> how it becomes tokenbench's: a function of its value (or of its values, for the
+# flags vLLM takes with nargs="+"), or flags that need no value.
+WITH_VALUE: dict[str, Callable[[str], list[str]]] = {
+    "--request-rate": _rate,
+    "--base-url": _rename("--url"),
+    "--dataset-name": _dataset,
+    "--random-input-len": _rename("--input-tokens"),
+    "--random-output-len": _rename("--output-tokens"),
+    "--sharegpt-output-len": _rename("--output-tokens"),
+    "--result-dir": _rename("--out"),
+    "--endpoint": _endpoint,
+    "--backend": _backend,
+    "--percentile-metrics": _percentile_metrics,
+    "--metric-percentiles": _metric_percentiles,
+    "--random-range-ratio": _zero_only("--random-range-ratio", "tokenbench's synthetic prompts have "
+                                       "exactly --input-tokens tokens; for a spread use --dataset sharegpt "
+                                       "or --dataset jsonl with your lengths"),
+    "--random-prefix-len": _zero_only("--random-prefix-len", "a shared prefix is not in tokenbench yet "
+                                      "(--system-prompt TEXT prefixes every chat request)"),
+}
+WITH_VALUES: dict[str, Callable[[list[str]], list[str]]] = {
+    "--goodput": _goodput,
+    "--header": _headers,
+}
+# Sampling parameters: vLLM sends each in the request body; so does --extra-body (JSON), here
+# merged into one object (the flag's value wins over a key of --extra-body's).
+SAMPLING = {"--temperature": float, "--top-p": float, "--top-k": int, "--min-p": float,
+            "--frequency-penalty": float, "--presence-penalty": float, "--repetition-penalty": float}
+NO_VALUE: dict[str, list[str]] = {
+    "--disable-tqdm": ["--no-live"],
+    "--save-result": [],  # tokenbench always writes results.json
+}
+# vLLM flags with no equivalent here, and what to type instead
+REFUSED: dict[str, str] = {
+    "--num-warmups": "tokenbench warms up by time: --warmup SECONDS (excluded from the metrics)",
+    "--ramp-up-strategy": "tokenbench ramps users (--users N --ramp-up SECONDS) or sweeps rates (--rate 1,2,4)",
+    "--ramp-up-start-rps": "tokenbench ramps users (--users N --ramp-up SECONDS) or sweeps rates (--rate 1,2,4)",
+    "--ramp-up-end-rps": "tokenbench ramps users (--users N --ramp-up SECONDS) or sweeps rates (--rate 1,2,4)",
+    "--result-filename": "tokenbench writes a directory (--out DIR): results.json, records.jsonl, samples.jsonl",
+    "--label": "name the run by its directory (--out DIR)",
+    "--profile": "tokenbench does not drive vLLM's torch profiler",
+}
+
+
+def translate(args: list[str]) -> list[str]:
+    """``tokenbench run``'s arguments with vllm-bench flags rewritten as tokenbench's; raises
+    FlagError for a flag whose meaning differs. ``--host``/``--port`` become ``--url``."""
+    out: list[str] = []
+    host = port = None
+    body: dict | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        flag, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        i += 1
+        if flag in REFUSED:
+            raise FlagError(f"{flag} (vllm bench serve) has no tokenbench equivalent: {REFUSED[flag]}")
+        if flag in NO_VALUE:
+            out += NO_VALUE[flag]
+        elif flag in ("--host", "--port", "--extra-body") or flag in WITH_VALUE or flag in SAMPLING:
+            if eq:
+                value = inline
+            elif i < len(args):
+                value, i = args[i], i + 1
+            else:
+                raise FlagError(f"{flag} needs a value")
+            if flag == "--host":
+                host = value
+            elif flag == "--port":
+                port = value
+            elif flag == "--extra-body":
+                body = {**_json_object(value), **(body or {})}
+            elif flag in SAMPLING:
+                try:
+                    body = {**(body or {}), flag[2:].replace("-", "_"): SAMPLING[flag](value)}
+                except ValueError:
+                    raise FlagError(f"{flag} takes a number, got {value!r}") from None
+            else:
+                out += WITH_VALUE[flag](value)
+        elif flag in WITH_VALUES:
+            values = [inline] if eq else []
+            while i < len(args) and not args[i].startswith("-"):  # `run` takes no positional argument
+                values.append(args[i])
+                i += 1
+            if not values:
+                raise FlagError(f"{flag} needs a value")
+            out += WITH_VALUES[flag](values)
+        else:
+            out.append(arg)
+    if body is not None:
+        out += ["--extra-body", json.dumps(body)]
+    if host is not None or port is not None:
+        if "--url" in out:
+            raise FlagError("--host/--port and --base-url (or --url) both name the server: keep one")
+        out += ["--url", f"http://{host or '127.0.0.1'}:{port or 8000}"]
+    return out
+
+
+class RunCommand(typer.core.TyperCommand):
+    """``tokenbench run``: vllm-bench flags rewritten before the arguments are parsed."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        try:
+            args = translate(args)
+        except FlagError as exc:
+            from .cli import err
+            from .redact import mask_text
+
+            err.print(f"[bold red]error:[/] {mask_text(str(exc))}")
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
