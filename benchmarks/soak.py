@@ -60,19 +60,54 @@ def main() -> None:
     minutes = args.minutes if args.minutes is not None else (30.0 if args.full else 2.0)
 
     port = free_port()
-    mock = subprocess.Popen([sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", "20",
-                             "--itl-ms", str(args.itl_ms), "--output-tokens", str(args.output_tokens)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_preexec())
+    mock = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tokenbench",
+            "mock",
+            "--port",
+            str(port),
+            "--ttft-ms",
+            "20",
+            "--itl-ms",
+            str(args.itl_ms),
+            "--output-tokens",
+            str(args.output_tokens),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=child_preexec(),
+    )
     out = Path(tempfile.mkdtemp(prefix="tokenbench-soak-")) / "run"
     rows = []
     peak_kb = 0
     try:
         wait_http(f"http://127.0.0.1:{port}/health", 30, mock)
         run = subprocess.Popen(
-            [sys.executable, "-m", "tokenbench", "run", "--url", f"http://127.0.0.1:{port}", "--users", str(args.users),
-             "--duration", str(minutes * 60), "--output-tokens", str(args.output_tokens), "--input-tokens", "16",
-             "--no-live", "--out", str(out)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=child_preexec())
+            [
+                sys.executable,
+                "-m",
+                "tokenbench",
+                "run",
+                "--url",
+                f"http://127.0.0.1:{port}",
+                "--users",
+                str(args.users),
+                "--duration",
+                str(minutes * 60),
+                "--output-tokens",
+                str(args.output_tokens),
+                "--input-tokens",
+                "16",
+                "--no-live",
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=child_preexec(),
+        )
         counter = ChunkCounter(out / "records.jsonl")
         proc = psutil.Process(run.pid)
         t0 = time.perf_counter()
@@ -94,8 +129,10 @@ def main() -> None:
     finally:
         stop(mock, grace_s=5)
 
-    table = Table(title=f"soak: {args.users} streams x {minutes:g} min against the mock "
-                        f"({args.output_tokens} tokens per reply, ITL {args.itl_ms:g} ms)")
+    table = Table(
+        title=f"soak: {args.users} streams x {minutes:g} min against the mock "
+        f"({args.output_tokens} tokens per reply, ITL {args.itl_ms:g} ms)"
+    )
     for name in ("t (s)", "chunks", "RSS MB", "MB since first", "B/chunk since first"):
         table.add_column(name, justify="right")
     load_rows = [r for r in rows if r[0] <= minutes * 60]
@@ -103,8 +140,9 @@ def main() -> None:
     for t, chunks, rss in rows:
         grown = (rss - first[2]) / 2**20 if first else 0.0
         per = (rss - first[2]) / (chunks - first[1]) if first and chunks > first[1] else None
-        table.add_row(f"{t:.0f}", f"{chunks:,}", f"{rss / 2**20:.1f}", f"{grown:+.1f}",
-                      f"{per:.2f}" if per is not None else "-")
+        table.add_row(
+            f"{t:.0f}", f"{chunks:,}", f"{rss / 2**20:.1f}", f"{grown:+.1f}", f"{per:.2f}" if per is not None else "-"
+        )
     console = Console()
     console.print(table)
     if first and load_rows:
@@ -112,9 +150,11 @@ def main() -> None:
         slope = (last[2] - first[2]) / max(1, last[1] - first[1])
         peak = peak_kb / 1024
         verdict = "meets" if slope <= 16 else "MISSES"
-        console.print(f"during the load: {slope:.2f} B/chunk over {last[1] - first[1]:,} chunks ({verdict} <= 16); "
-                      f"peak RSS (includes the end-of-point summary of {counter.chunks:,} chunks in "
-                      f"{counter.requests:,} requests): {peak:.0f} MB")
+        console.print(
+            f"during the load: {slope:.2f} B/chunk over {last[1] - first[1]:,} chunks ({verdict} <= 16); "
+            f"peak RSS (includes the end-of-point summary of {counter.chunks:,} chunks in "
+            f"{counter.requests:,} requests): {peak:.0f} MB"
+        )
     print(f"run directory: {out}")
 
 

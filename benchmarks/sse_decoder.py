@@ -23,8 +23,13 @@ def per_event_us(reads: list[bytes], events_expected: int, repeat: int = 5) -> f
 
 
 def main() -> None:
-    chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-             "choices": [{"index": 0, "delta": {"content": " hi"}, "finish_reason": None}]}
+    chunk = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": " hi"}, "finish_reason": None}],
+    }
     event = b"data: " + json.dumps(chunk).encode() + b"\n\n"
     n = 100_000
     print(f"{'case':<32}{'µs/event':>10}")
@@ -32,7 +37,7 @@ def main() -> None:
     batch = event * 16
     print(f"{'16 events per read':<32}{per_event_us([batch] * (n // 16), (n // 16) * 16):>10.2f}")
     big = b"data: " + b"x" * (4 << 20) + b"\n\n"
-    reads = [big[i:i + 65536] for i in range(0, len(big), 65536)]
+    reads = [big[i : i + 65536] for i in range(0, len(big), 65536)]
     print(f"{'4 MB event in 64 KB reads':<32}{per_event_us(reads, 1) / 1e3:>10.2f} ms")
 
 

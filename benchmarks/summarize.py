@@ -80,8 +80,17 @@ def write_point(out_dir: Path, chunks: int, seed: int) -> dict:
         user[i], sent[i] = u, s
         k = kind[i]
         last = s + ttft[i] + offsets[i, n_chunks[i] - 1] if n_chunks[i] else s
-        closed[i] = (last + 0.0003 if k == 0 else last + 0.001 if k == 1 else s + 0.005 if k == 2
-                     else last + 5.0 if k == 3 else s + 0.2)
+        closed[i] = (
+            last + 0.0003
+            if k == 0
+            else last + 0.001
+            if k == 1
+            else s + 0.005
+            if k == 2
+            else last + 5.0
+            if k == 3
+            else s + 0.2
+        )
         heapq.heappush(free, (float(closed[i]), u))
     load_end = float(sent.max()) + 0.001
     point_end = load_end + 0.01
@@ -96,9 +105,17 @@ def write_point(out_dir: Path, chunks: int, seed: int) -> dict:
         cancelled = closed[i] > load_end  # in flight when the load ended
         if cancelled:
             times = [t for t in times if t < load_end]
-        rec = RequestRecord(point=0, id=i, scheduled_s=s - 0.0002, sent_s=s, chunk_times_s=times,
-                            user=int(user[i]), response_id=f"chatcmpl-{seed:04x}{i:012x}",
-                            dataset_prompt_tokens=512, status=200)
+        rec = RequestRecord(
+            point=0,
+            id=i,
+            scheduled_s=s - 0.0002,
+            sent_s=s,
+            chunk_times_s=times,
+            user=int(user[i]),
+            response_id=f"chatcmpl-{seed:04x}{i:012x}",
+            dataset_prompt_tokens=512,
+            status=200,
+        )
         if cancelled:
             rec.outcome, rec.closed_s, rec.error = Outcome.CANCELLED, load_end, "in flight when the run stopped"
         elif k == 0:
@@ -112,8 +129,10 @@ def write_point(out_dir: Path, chunks: int, seed: int) -> dict:
             rec.status, rec.outcome, rec.closed_s = 500, Outcome.HTTP_ERROR, float(closed[i])
             rec.error = 'HTTP 500: {"error": "internal"}'
         else:
-            rec.outcome, rec.closed_s = (Outcome.STREAM_ERROR, Outcome.TIMEOUT, Outcome.NO_OUTPUT)[
-                (1, 3, 4).index(k)], float(closed[i])
+            rec.outcome, rec.closed_s = (
+                (Outcome.STREAM_ERROR, Outcome.TIMEOUT, Outcome.NO_OUTPUT)[(1, 3, 4).index(k)],
+                float(closed[i]),
+            )
             rec.error = "synthetic failure"
         if times:
             rec.end_s = times[-1]
@@ -125,10 +144,17 @@ def write_point(out_dir: Path, chunks: int, seed: int) -> dict:
         written["ok"] += rec.outcome is Outcome.OK
     writer.close()
     seconds = time.perf_counter() - t0
-    return {**written, "write_s": seconds, "start_s": 0.0, "ramp_end_s": RAMP_S,
-            "window_start_s": RAMP_S + WARMUP_S, "load_end_s": load_end, "end_s": point_end,
-            "user_spans": [(float(a), load_end) for a in user_start],
-            "bytes": (out_dir / "records.jsonl").stat().st_size}
+    return {
+        **written,
+        "write_s": seconds,
+        "start_s": 0.0,
+        "ramp_end_s": RAMP_S,
+        "window_start_s": RAMP_S + WARMUP_S,
+        "load_end_s": load_end,
+        "end_s": point_end,
+        "user_spans": [(float(a), load_end) for a in user_start],
+        "bytes": (out_dir / "records.jsonl").stat().st_size,
+    }
 
 
 # --- measuring ------------------------------------------------------------------------------------
@@ -167,8 +193,12 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=10_000_000, help="chunks of the ok replies (128 each)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dump", type=Path, help="write summarize_point's and timeseries' results here")
-    parser.add_argument("--profile", choices=("summarize", "timeseries", "read", "stream"), help="run this stage under pyinstrument")
-    parser.add_argument("--in-memory", action="store_true", help="read every record whole first (0.2.0's path), to compare")
+    parser.add_argument(
+        "--profile", choices=("summarize", "timeseries", "read", "stream"), help="run this stage under pyinstrument"
+    )
+    parser.add_argument(
+        "--in-memory", action="store_true", help="read every record whole first (0.2.0's path), to compare"
+    )
     parser.add_argument("--write", type=Path, help=argparse.SUPPRESS)  # the child: write the point here
     args = parser.parse_args()
     if args.write is not None:
@@ -180,21 +210,30 @@ def main() -> None:
     from tokenbench.config import SLOConfig
     from tokenbench.report.files import RecordSlice, read_records
 
-    print(f"tokenbench from {Path(tokenbench.__file__).parent}, python {sys.version.split()[0]}, numpy {np.__version__}")
+    print(
+        f"tokenbench from {Path(tokenbench.__file__).parent}, python {sys.version.split()[0]}, numpy {np.__version__}"
+    )
     with tempfile.TemporaryDirectory(prefix="tb-summarize-") as tmp:
         run_dir = Path(tmp) / "run"
-        child = subprocess.run([sys.executable, __file__, "--write", str(run_dir), "--chunks", str(args.chunks),
-                                "--seed", str(args.seed)], check=True, capture_output=True, text=True)
+        child = subprocess.run(
+            [sys.executable, __file__, "--write", str(run_dir), "--chunks", str(args.chunks), "--seed", str(args.seed)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         point = json.loads(child.stdout.strip().splitlines()[-1])
         chunks = point["chunks"]
-        print(f"point: {point['records']:,} records ({point['ok']:,} ok), {chunks:,} chunks, "
-              f"{point['end_s']:.0f} s, records.jsonl {point['bytes'] / 1e6:.0f} MB")
+        print(
+            f"point: {point['records']:,} records ({point['ok']:,} ok), {chunks:,} chunks, "
+            f"{point['end_s']:.0f} s, records.jsonl {point['bytes'] / 1e6:.0f} MB"
+        )
         rows = [("write records.jsonl (child process)", point["write_s"], chunks, None, None)]
 
         def stage(name, fn):
             profiler = None
             if args.profile and args.profile in name:
                 from pyinstrument import Profiler
+
                 profiler = Profiler(interval=0.001)
                 profiler.start()
             with Peak() as peak:
@@ -223,9 +262,18 @@ def main() -> None:
             chunks_tally, series_tokens = tally, tally.series_tokens
         held = rss() - before
         summary = stage("summarize_point", lambda: metrics.summarize_point(records, span, slo, chunks_tally))
-        series = stage("timeseries (5 s windows)", lambda: metrics.timeseries(
-            records, point["start_s"], point["end_s"], point["ramp_end_s"], user_spans, WINDOW_S,
-            tokens=series_tokens))
+        series = stage(
+            "timeseries (5 s windows)",
+            lambda: metrics.timeseries(
+                records,
+                point["start_s"],
+                point["end_s"],
+                point["ramp_end_s"],
+                user_spans,
+                WINDOW_S,
+                tokens=series_tokens,
+            ),
+        )
         peak_all = max(r[4] for r in rows[1:])
 
     summarize_s = sum(r[1] for r in rows[2:])
@@ -236,10 +284,14 @@ def main() -> None:
         print(f"{name:<38}{seconds:9.2f}{n:13,}{mb(after)}{mb(peak)}")
     print(f"{'summarize_point + timeseries':<38}{summarize_s:9.2f}{chunks:13,}")
     print(f"{'read + summarize + timeseries':<38}{summarize_s + rows[1][1]:9.2f}{chunks:13,}")
-    print(f"records held after reading: {held / 2**20:.0f} MB RSS = {held / chunks:.1f} bytes per chunk "
-          f"({len(records):,} records, {len(series)} windows)")
-    print(f"peak over the whole summary: {(peak_all - before) / 2**20:.0f} MB above the start = "
-          f"{(peak_all - before) / chunks:.1f} bytes per chunk (target <= 16)")
+    print(
+        f"records held after reading: {held / 2**20:.0f} MB RSS = {held / chunks:.1f} bytes per chunk "
+        f"({len(records):,} records, {len(series)} windows)"
+    )
+    print(
+        f"peak over the whole summary: {(peak_all - before) / 2**20:.0f} MB above the start = "
+        f"{(peak_all - before) / chunks:.1f} bytes per chunk (target <= 16)"
+    )
     if args.dump is not None:
         args.dump.write_text(json.dumps({"summary": summary, "timeseries": series}, indent=1))
 

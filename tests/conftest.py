@@ -8,8 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tokenbench.procs import free_port
-from tokenbench.procs import stop, wait_http
+from tokenbench.procs import free_port, stop, wait_http
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ import psutil
 
 
 def _tokenbench(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tokenbench", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tokenbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw
+    )
 
 
 def _wait_for(predicate, timeout_s: float, what: str) -> None:
@@ -62,5 +63,3 @@ def _recompute(path: Path) -> dict:
     assert proc.returncode == 0, stderr
     name = "experiment.json" if (path / "experiment.json").exists() else "results.json"
     return json.loads((path / name).read_text())
-
-

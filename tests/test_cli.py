@@ -6,17 +6,20 @@ from typer.testing import CliRunner
 from tokenbench.cli import app
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--users", "2", "--rate", "1"], "not both"),
-    (["--users", "two"], "--users takes a comma-separated list"),
-    (["--users", "2"], "--duration and/or --max-requests"),
-    (["--users", "2", "--duration", "5", "--ramp-up", "10"], "longer than --ramp-up"),
-    (["--users", "2", "--duration", "5", "--slo", "ttft:5"], "--slo part"),
-    (["--users", "2", "--duration", "5", "--dataset", "nope"], "dataset"),
-    (["--users", "0", "--duration", "5"], "users"),
-    (["--rate", "1", "--duration", "5", "--arrival", "sometimes"], "arrival"),
-    (["--url", "localhost:8000", "--users", "1", "--duration", "5"], "--url must look like"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--users", "2", "--rate", "1"], "not both"),
+        (["--users", "two"], "--users takes a comma-separated list"),
+        (["--users", "2"], "--duration and/or --max-requests"),
+        (["--users", "2", "--duration", "5", "--ramp-up", "10"], "longer than --ramp-up"),
+        (["--users", "2", "--duration", "5", "--slo", "ttft:5"], "--slo part"),
+        (["--users", "2", "--duration", "5", "--dataset", "nope"], "dataset"),
+        (["--users", "0", "--duration", "5"], "users"),
+        (["--rate", "1", "--duration", "5", "--arrival", "sometimes"], "arrival"),
+        (["--url", "localhost:8000", "--users", "1", "--duration", "5"], "--url must look like"),
+    ],
+)
 def test_bad_flags_exit_2_with_a_message(args, needle):
     result = CliRunner().invoke(app, ["run", *args])
     assert result.exit_code == 2, result.output
@@ -25,20 +28,39 @@ def test_bad_flags_exit_2_with_a_message(args, needle):
 
 def test_missing_dataset_file_is_named(tmp_path, start_mock):
     url = start_mock()
-    result = CliRunner().invoke(app, ["run", "--url", url, "--users", "1", "--max-requests", "1",
-                                      "--dataset", "jsonl", "--dataset-path", str(tmp_path / "none.jsonl"),
-                                      "--out", str(tmp_path / "out"), "--no-live"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--url",
+            url,
+            "--users",
+            "1",
+            "--max-requests",
+            "1",
+            "--dataset",
+            "jsonl",
+            "--dataset-path",
+            str(tmp_path / "none.jsonl"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-live",
+        ],
+    )
     assert result.exit_code == 2 and "none.jsonl" in result.output
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--backend", "nosuch", "--model", "m"], "not a known backend"),
-    (["--backend", "vllm"], "pass --model"),
-    (["--backend", "ollama", "--model", "m", "--prefix-caching"], "--engine-arg"),
-    (["--backend", "vllm", "--model", "m", "--kv-memory", "1.5"], "--kv-memory"),
-    (["--url", "http://127.0.0.1:1", "--max-num-seqs", "4"], "launched"),
-    (["--backend", "vllm", "--model", "m", "--engine-env", "NOEQUALS"], "KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--backend", "nosuch", "--model", "m"], "not a known backend"),
+        (["--backend", "vllm"], "pass --model"),
+        (["--backend", "ollama", "--model", "m", "--prefix-caching"], "--engine-arg"),
+        (["--backend", "vllm", "--model", "m", "--kv-memory", "1.5"], "--kv-memory"),
+        (["--url", "http://127.0.0.1:1", "--max-num-seqs", "4"], "launched"),
+        (["--backend", "vllm", "--model", "m", "--engine-env", "NOEQUALS"], "KEY=VALUE"),
+    ],
+)
 def test_bad_backend_flags_exit_2_before_launch(args, needle):
     result = CliRunner().invoke(app, ["run", *args, "--users", "1", "--duration", "5"])
     assert result.exit_code == 2, result.output
@@ -56,19 +78,37 @@ def test_backends_lists_every_profile():
 
 
 def test_backends_show_prints_the_exact_command():
-    result = CliRunner().invoke(app, ["backends", "show", "vllm", "--model", "Qwen/Qwen2.5-0.5B",
-                                      "--max-num-seqs", "64", "--kv-memory", "0.8",
-                                      "--engine-arg=--enforce-eager"], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app,
+        [
+            "backends",
+            "show",
+            "vllm",
+            "--model",
+            "Qwen/Qwen2.5-0.5B",
+            "--max-num-seqs",
+            "64",
+            "--kv-memory",
+            "0.8",
+            "--engine-arg=--enforce-eager",
+        ],
+        env={"COLUMNS": "200"},
+    )
     assert result.exit_code == 0, result.output
     first = result.output.splitlines()[0]
-    assert first == ("vllm serve --model Qwen/Qwen2.5-0.5B --host 127.0.0.1 --port 8000 --served-model-name "
-                     "Qwen/Qwen2.5-0.5B --max-num-seqs 64 --gpu-memory-utilization 0.8 --enforce-eager")
+    assert first == (
+        "vllm serve --model Qwen/Qwen2.5-0.5B --host 127.0.0.1 --port 8000 --served-model-name "
+        "Qwen/Qwen2.5-0.5B --max-num-seqs 64 --gpu-memory-utilization 0.8 --enforce-eager"
+    )
     assert "vllm:num_preemptions_total" in result.output  # what it knows: the metric mapping
 
 
 def test_backends_show_container_and_env_knobs():
-    result = CliRunner().invoke(app, ["backends", "show", "ollama", "--model", "smollm2:135m",
-                                      "--max-num-seqs", "4", "--container"], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app,
+        ["backends", "show", "ollama", "--model", "smollm2:135m", "--max-num-seqs", "4", "--container"],
+        env={"COLUMNS": "200"},
+    )
     assert result.exit_code == 0, result.output
     first = result.output.splitlines()[0]
     assert first.startswith("docker run") and "127.0.0.1:11434:11434" in first
@@ -76,8 +116,21 @@ def test_backends_show_container_and_env_knobs():
 
 
 def test_backends_show_masks_credentials():
-    result = CliRunner().invoke(app, ["backends", "show", "vllm", "--model", "m", "--engine-env", "HF_TOKEN=hf_secretsecret1",
-                                      "--engine-arg=--api-key", "--engine-arg=sk-secretsecret2"], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app,
+        [
+            "backends",
+            "show",
+            "vllm",
+            "--model",
+            "m",
+            "--engine-env",
+            "HF_TOKEN=hf_secretsecret1",
+            "--engine-arg=--api-key",
+            "--engine-arg=sk-secretsecret2",
+        ],
+        env={"COLUMNS": "200"},
+    )
     assert result.exit_code == 0, result.output
     assert "secretsecret" not in result.output
     assert "HF_TOKEN='***'" in result.output or "HF_TOKEN=***" in result.output
@@ -89,61 +142,72 @@ def test_backends_show_refuses_an_unmappable_knob():
     assert result.exit_code == 2 and "GGUF" in result.output
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["experiment", "run"], "FILE or --preset"),
-    (["experiment", "run", "--preset", "nosuch"], "choose one of"),
-    (["experiment", "run", "--preset", "users", "--scale", "medium"], "--scale must be small or full"),
-    (["experiment", "run", "/nonexistent/exp.yaml"], "no such experiment file"),
-    (["experiment", "presets", "--show", "nosuch"], "choose one of"),
-    (["report", "/nonexistent/dir"], "not a run directory"),
-    (["compare", "/nonexistent/a"], "at least two"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["experiment", "run"], "FILE or --preset"),
+        (["experiment", "run", "--preset", "nosuch"], "choose one of"),
+        (["experiment", "run", "--preset", "users", "--scale", "medium"], "--scale must be small or full"),
+        (["experiment", "run", "/nonexistent/exp.yaml"], "no such experiment file"),
+        (["experiment", "presets", "--show", "nosuch"], "choose one of"),
+        (["report", "/nonexistent/dir"], "not a run directory"),
+        (["compare", "/nonexistent/a"], "at least two"),
+    ],
+)
 def test_bad_experiment_and_report_input_exit_2(args, needle):
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 2, result.output
     assert needle in result.output
 
 
-@pytest.mark.parametrize("vllm,ours", [
-    ("--request-rate 4 --base-url http://h:1", "--rate 4 --url http://h:1"),
-    ("--dataset-name random --random-input-len 512 --random-output-len 64",
-     "--dataset synthetic --input-tokens 512 --output-tokens 64"),
-    ("--dataset-name=sharegpt --sharegpt-output-len 100", "--dataset sharegpt --output-tokens 100"),
-    ("--goodput ttft:500 e2el:3000 tpot:50", "--slo ttft=500ms,e2e=3000ms,tpot=50ms"),
-    ("--header A=1 B:2", "--header A:~1 --header B:2"),
-    ("--endpoint /v1/chat/completions --backend vllm", "--api chat --backend vllm"),
-    ("--backend openai", "--api completions"),
-    ("--host 10.0.0.1 --port=9000", "--url http://10.0.0.1:9000"),
-    ("--port 9000", "--url http://127.0.0.1:9000"),
-    ("--temperature 0 --top-k 5", '--extra-body {"temperature":~0.0,~"top_k":~5}'),
-    ('--extra-body {"seed":3,"top_k":1} --top-k 5', '--extra-body {"seed":~3,~"top_k":~5}'),
-    ("--save-result --disable-tqdm --result-dir d", "--no-live --out d"),
-    ("--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99.0,99.9", ""),
-    ("--random-range-ratio 0 --random-prefix-len 0", ""),
-    ("--users 4 --num-prompts 10 --engine-arg=--port=1", "--users 4 --num-prompts 10 --engine-arg=--port=1"),
-])
+@pytest.mark.parametrize(
+    "vllm,ours",
+    [
+        ("--request-rate 4 --base-url http://h:1", "--rate 4 --url http://h:1"),
+        (
+            "--dataset-name random --random-input-len 512 --random-output-len 64",
+            "--dataset synthetic --input-tokens 512 --output-tokens 64",
+        ),
+        ("--dataset-name=sharegpt --sharegpt-output-len 100", "--dataset sharegpt --output-tokens 100"),
+        ("--goodput ttft:500 e2el:3000 tpot:50", "--slo ttft=500ms,e2e=3000ms,tpot=50ms"),
+        ("--header A=1 B:2", "--header A:~1 --header B:2"),
+        ("--endpoint /v1/chat/completions --backend vllm", "--api chat --backend vllm"),
+        ("--backend openai", "--api completions"),
+        ("--host 10.0.0.1 --port=9000", "--url http://10.0.0.1:9000"),
+        ("--port 9000", "--url http://127.0.0.1:9000"),
+        ("--temperature 0 --top-k 5", '--extra-body {"temperature":~0.0,~"top_k":~5}'),
+        ('--extra-body {"seed":3,"top_k":1} --top-k 5', '--extra-body {"seed":~3,~"top_k":~5}'),
+        ("--save-result --disable-tqdm --result-dir d", "--no-live --out d"),
+        ("--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99.0,99.9", ""),
+        ("--random-range-ratio 0 --random-prefix-len 0", ""),
+        ("--users 4 --num-prompts 10 --engine-arg=--port=1", "--users 4 --num-prompts 10 --engine-arg=--port=1"),
+    ],
+)
 def test_vllm_bench_flags_become_tokenbenchs(vllm, ours):
     from tokenbench.vllm_flags import translate
 
     assert translate(vllm.split()) == [a.replace("~", " ") for a in ours.split()]  # ~: a space
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--request-rate", "inf"], "--users N"),
-    (["--dataset-name", "sonnet"], "--dataset jsonl"),
-    (["--endpoint", "/generate"], "--api"),
-    (["--num-warmups", "3"], "--warmup SECONDS"),
-    (["--ramp-up-strategy", "linear"], "--ramp-up"),
-    (["--random-range-ratio", "0.3"], "exactly --input-tokens"),
-    (["--random-prefix-len", "64"], "shared prefix"),
-    (["--metric-percentiles", "25,99"], "p50, p90, p95, p99 and p99.9"),
-    (["--percentile-metrics", "ttft,foo"], "foo"),
-    (["--goodput", "ttft=500"], "KEY:MILLISECONDS"),
-    (["--temperature", "hot"], "takes a number"),
-    (["--extra-body", "[1]"], "JSON object"),
-    (["--host", "h", "--base-url", "http://h:1"], "keep one"),
-    (["--rate", "1", "--duration", "5", "--burstiness", "0.5", "--arrival", "poisson"], "--arrival gamma"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--request-rate", "inf"], "--users N"),
+        (["--dataset-name", "sonnet"], "--dataset jsonl"),
+        (["--endpoint", "/generate"], "--api"),
+        (["--num-warmups", "3"], "--warmup SECONDS"),
+        (["--ramp-up-strategy", "linear"], "--ramp-up"),
+        (["--random-range-ratio", "0.3"], "exactly --input-tokens"),
+        (["--random-prefix-len", "64"], "shared prefix"),
+        (["--metric-percentiles", "25,99"], "p50, p90, p95, p99 and p99.9"),
+        (["--percentile-metrics", "ttft,foo"], "foo"),
+        (["--goodput", "ttft=500"], "KEY:MILLISECONDS"),
+        (["--temperature", "hot"], "takes a number"),
+        (["--extra-body", "[1]"], "JSON object"),
+        (["--host", "h", "--base-url", "http://h:1"], "keep one"),
+        (["--rate", "1", "--duration", "5", "--burstiness", "0.5", "--arrival", "poisson"], "--arrival gamma"),
+    ],
+)
 def test_vllm_bench_flags_that_mean_something_else_are_refused(args, needle):
     result = CliRunner().invoke(app, ["run", *args])
     assert result.exit_code == 2, result.output
@@ -157,15 +221,39 @@ def test_a_vllm_bench_command_line_runs_as_vllm_would(start_mock, tmp_path):
 
     url = start_mock(ttft_ms=5, itl_ms=1, output_tokens=8)
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, [
-        "run", "--base-url", url, "--request-rate", "50", "--burstiness", "0.5", "--num-prompts", "12",
-        "--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "8",
-        "--temperature", "0", "--goodput", "ttft:500", "--result-dir", str(out), "--disable-tqdm",
-        "--save-result"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--base-url",
+            url,
+            "--request-rate",
+            "50",
+            "--burstiness",
+            "0.5",
+            "--num-prompts",
+            "12",
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "8",
+            "--temperature",
+            "0",
+            "--goodput",
+            "ttft:500",
+            "--result-dir",
+            str(out),
+            "--disable-tqdm",
+            "--save-result",
+        ],
+    )
     assert result.exit_code == 0, result.output
     config = json.loads((out / "config.json").read_text())
-    assert config["loads"] == [{"kind": "rate", "rate_per_s": 50.0, "arrival": "gamma", "burstiness": 0.5,
-                                "max_concurrency": None}]
+    assert config["loads"] == [
+        {"kind": "rate", "rate_per_s": 50.0, "arrival": "gamma", "burstiness": 0.5, "max_concurrency": None}
+    ]
     assert config["stop"]["max_requests"] == 12 and config["stop"]["duration_s"] is None
     assert config["dataset"]["name"] == "synthetic" and config["dataset"]["num_prompts"] == 12
     assert (config["dataset"]["input_tokens"], config["dataset"]["output_tokens"]) == (16, 8)

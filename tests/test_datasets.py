@@ -39,9 +39,13 @@ def test_synthetic_is_seeded():
 
 def _sharegpt(tmp_path, truncated: bool):
     convs = [
-        {"id": str(i), "conversations": [
-            {"from": "human", "value": f"question number {i} " + "word " * (5 + i)},
-            {"from": "gpt", "value": "answer " * (10 + i)}]}
+        {
+            "id": str(i),
+            "conversations": [
+                {"from": "human", "value": f"question number {i} " + "word " * (5 + i)},
+                {"from": "gpt", "value": "answer " * (10 + i)},
+            ],
+        }
         for i in range(6)
     ]
     convs.append({"id": "short", "conversations": [{"from": "human", "value": "only one turn"}]})
@@ -64,7 +68,9 @@ def test_sharegpt_truncated_file_keeps_every_complete_conversation(tmp_path):
 
 
 def test_sharegpt_fixed_output_length(tmp_path):
-    reqs, _ = build_requests(DatasetConfig(name="sharegpt", path=_sharegpt(tmp_path, False), output_tokens=128), WordTokenizer(), 0)
+    reqs, _ = build_requests(
+        DatasetConfig(name="sharegpt", path=_sharegpt(tmp_path, False), output_tokens=128), WordTokenizer(), 0
+    )
     assert {r.max_tokens for r in reqs} == {128}
 
 
@@ -85,7 +91,9 @@ def _dolly(tmp_path):
 
 
 def test_dolly_prompt_is_context_then_instruction_and_filters_by_length(tmp_path):
-    cfg = DatasetConfig(name="dolly", path=_dolly(tmp_path), min_prompt_tokens=30, max_prompt_tokens=150, output_tokens=64)
+    cfg = DatasetConfig(
+        name="dolly", path=_dolly(tmp_path), min_prompt_tokens=30, max_prompt_tokens=150, output_tokens=64
+    )
     reqs, _ = build_requests(cfg, WordTokenizer(), 0)
     lengths = sorted(WordTokenizer().count(r.prompt) for r in reqs)
     assert lengths == [42, 102]
@@ -94,20 +102,20 @@ def test_dolly_prompt_is_context_then_instruction_and_filters_by_length(tmp_path
 
 def test_jsonl_prompts_and_messages(tmp_path):
     path = tmp_path / "p.jsonl"
-    path.write_text(
-        '{"prompt": "hello there", "max_tokens": 5}\n\n'
-        '{"messages": [{"role": "user", "content": "hi"}]}\n'
-    )
+    path.write_text('{"prompt": "hello there", "max_tokens": 5}\n\n{"messages": [{"role": "user", "content": "hi"}]}\n')
     reqs, _ = build_requests(DatasetConfig(name="jsonl", path=path, output_tokens=7), None, 0)
     assert {(r.prompt, r.max_tokens) for r in reqs if r.prompt} == {("hello there", 5)}
     assert [r.max_tokens for r in reqs if r.messages] == [7]
 
 
-@pytest.mark.parametrize("line,needle", [
-    ("not json", "p.jsonl:2: not a JSON line"),
-    ('{"text": "x"}', "p.jsonl:2: expected 'prompt'"),
-    ('{"prompt": "x", "max_tokens": -1}', "p.jsonl:2: max_tokens must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "line,needle",
+    [
+        ("not json", "p.jsonl:2: not a JSON line"),
+        ('{"text": "x"}', "p.jsonl:2: expected 'prompt'"),
+        ('{"prompt": "x", "max_tokens": -1}', "p.jsonl:2: max_tokens must be a positive integer"),
+    ],
+)
 def test_jsonl_errors_name_the_line(tmp_path, line, needle):
     path = tmp_path / "p.jsonl"
     path.write_text('{"prompt": "fine"}\n' + line + "\n")

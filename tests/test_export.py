@@ -23,14 +23,23 @@ def run_dir(tmp_path_factory):
     from tokenbench.procs import free_port, stop, wait_http
 
     port = free_port()
-    mock = subprocess.Popen([sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", "10",
-                             "--itl-ms", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mock = subprocess.Popen(
+        [sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", "10", "--itl-ms", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_http(f"http://127.0.0.1:{port}/health", 20, mock)
         out = tmp_path_factory.mktemp("export") / "run"
-        cfg = RunConfig(target=TargetConfig(url=f"http://127.0.0.1:{port}"), loads=[UsersLoad(users=1), UsersLoad(users=2)],
-                        stop=StopConfig(duration_s=1.5), dataset=DatasetConfig(input_tokens=4, output_tokens=6),
-                        window_s=0.5, live=False, out_dir=out)
+        cfg = RunConfig(
+            target=TargetConfig(url=f"http://127.0.0.1:{port}"),
+            loads=[UsersLoad(users=1), UsersLoad(users=2)],
+            stop=StopConfig(duration_s=1.5),
+            dataset=DatasetConfig(input_tokens=4, output_tokens=6),
+            window_s=0.5,
+            live=False,
+            out_dir=out,
+        )
         run(cfg, Console(file=io.StringIO()))
         return out
     finally:
@@ -67,9 +76,17 @@ def test_csv_tables_and_an_experiment(run_dir, tmp_path):
     experiment = tmp_path / "exp"
     shutil.copytree(run_dir, experiment / "cells" / "a")
     shutil.copytree(run_dir, experiment / "cells" / "b")
-    (experiment / "experiment.json").write_text(json.dumps({"name": "e", "cells": {
-        "a": {"run_dir": "cells/a", "server": "s1", "variant": "v", "trial": 0, "status": "ok"},
-        "b": {"run_dir": "cells/b", "server": "s1", "variant": "v", "trial": 1, "status": "ok"}}}))
+    (experiment / "experiment.json").write_text(
+        json.dumps(
+            {
+                "name": "e",
+                "cells": {
+                    "a": {"run_dir": "cells/a", "server": "s1", "variant": "v", "trial": 0, "status": "ok"},
+                    "b": {"run_dir": "cells/b", "server": "s1", "variant": "v", "trial": 1, "status": "ok"},
+                },
+            }
+        )
+    )
     files = export(experiment, "csv")
     assert files["records"] == experiment / "records.csv"
     records = pa_csv.read_csv(files["records"]).to_pylist()

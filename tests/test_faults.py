@@ -11,8 +11,8 @@ import time
 import pytest
 from rich.console import Console
 
-from tokenbench.procs import free_port
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.procs import free_port
 from tokenbench.runner import run
 
 
@@ -22,7 +22,8 @@ def run_against(url, tmp_path, requests=6, read_timeout_s=120.0, duration_s=None
         loads=[UsersLoad(users=2)],
         stop=StopConfig(max_requests=requests, duration_s=duration_s, drain_timeout_s=5),
         dataset=DatasetConfig(input_tokens=4, output_tokens=10, num_prompts=4),
-        live=False, out_dir=tmp_path / "run",
+        live=False,
+        out_dir=tmp_path / "run",
     )
     result = run(cfg, Console(file=io.StringIO()))
     records = [json.loads(line) for line in (result.run_dir / "records.jsonl").open()]
@@ -31,16 +32,19 @@ def run_against(url, tmp_path, requests=6, read_timeout_s=120.0, duration_s=None
     return point, records
 
 
-@pytest.mark.parametrize("fault,outcome,status", [
-    ("http_500", "http_error", 500),
-    ("http_429", "http_error", 429),
-    ("http_400", "http_error", 400),
-    ("disconnect", "stream_error", 200),
-    ("malformed", "stream_error", 200),
-    ("error_event", "stream_error", 200),
-    ("no_content", "no_output", 200),
-    ("abort", "stream_error", 200),  # finish_reason "abort" then [DONE], as vLLM and SGLang end aborts
-])
+@pytest.mark.parametrize(
+    "fault,outcome,status",
+    [
+        ("http_500", "http_error", 500),
+        ("http_429", "http_error", 429),
+        ("http_400", "http_error", 400),
+        ("disconnect", "stream_error", 200),
+        ("malformed", "stream_error", 200),
+        ("error_event", "stream_error", 200),
+        ("no_content", "no_output", 200),
+        ("abort", "stream_error", 200),  # finish_reason "abort" then [DONE], as vLLM and SGLang end aborts
+    ],
+)
 def test_fault_is_a_record_with_its_outcome(start_mock, tmp_path, fault, outcome, status):
     url = start_mock(ttft_ms=5, itl_ms=2, fault=fault, fault_every=2)
     point, records = run_against(url, tmp_path, requests=6)
@@ -94,9 +98,24 @@ def test_unreachable_target_fails_before_any_load(tmp_path):
     port = free_port()  # nothing listens there
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "tokenbench", "run", "--url", f"http://127.0.0.1:{port}",
-         "--users", "1", "--max-requests", "1", "--out", str(out), "--no-live"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "tokenbench",
+            "run",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--users",
+            "1",
+            "--max-requests",
+            "1",
+            "--out",
+            str(out),
+            "--no-live",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 3
     assert "cannot reach" in proc.stderr and "--url" in proc.stderr
@@ -107,9 +126,26 @@ def test_ctrl_c_stops_cleanly_and_keeps_everything(start_mock, tmp_path):
     url = start_mock(ttft_ms=50, itl_ms=50)
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tokenbench", "run", "--url", url, "--users", "3", "--duration", "60",
-         "--output-tokens", "40", "--out", str(out), "--no-live"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tokenbench",
+            "run",
+            "--url",
+            url,
+            "--users",
+            "3",
+            "--duration",
+            "60",
+            "--output-tokens",
+            "40",
+            "--out",
+            str(out),
+            "--no-live",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.time() + 30
     records_file = out / "records.jsonl"

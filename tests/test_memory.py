@@ -21,11 +21,23 @@ from tokenbench.runner import run
 
 def test_records_read_back_cost_at_most_16_bytes_a_chunk():
     chunks_per_record, n = 512, 400
-    lines = [orjson.dumps(RequestRecord(point=0, id=i, scheduled_s=float(i), sent_s=i + 0.01,
-                                        chunk_times_s=[i + 0.05 + 0.01 * k for k in range(chunks_per_record)],
-                                        end_s=i + 5.2, closed_s=i + 5.3, outcome=Outcome.OK,
-                                        output_tokens=chunks_per_record).to_json()) + b"\n"
-             for i in range(n)]
+    lines = [
+        orjson.dumps(
+            RequestRecord(
+                point=0,
+                id=i,
+                scheduled_s=float(i),
+                sent_s=i + 0.01,
+                chunk_times_s=[i + 0.05 + 0.01 * k for k in range(chunks_per_record)],
+                end_s=i + 5.2,
+                closed_s=i + 5.3,
+                outcome=Outcome.OK,
+                output_tokens=chunks_per_record,
+            ).to_json()
+        )
+        + b"\n"
+        for i in range(n)
+    ]
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -48,10 +60,14 @@ def test_a_run_holds_no_per_chunk_memory_while_its_load_runs(start_mock, tmp_pat
     url = start_mock(ttft_ms=5, itl_ms=2, output_tokens=100)
     out = tmp_path / "run"
     duration = 8.0
-    cfg = RunConfig(target=TargetConfig(url=url), loads=[UsersLoad(users=16)],
-                    stop=StopConfig(duration_s=duration, drain_timeout_s=5),
-                    dataset=DatasetConfig(input_tokens=4, output_tokens=100, num_prompts=4),
-                    live=False, out_dir=out)
+    cfg = RunConfig(
+        target=TargetConfig(url=url),
+        loads=[UsersLoad(users=16)],
+        stop=StopConfig(duration_s=duration, drain_timeout_s=5),
+        dataset=DatasetConfig(input_tokens=4, output_tokens=100, num_prompts=4),
+        live=False,
+        out_dir=out,
+    )
     samples: list[tuple[float, int, int]] = []
     done = threading.Event()
 
@@ -86,7 +102,10 @@ def test_a_points_records_are_streamed_from_their_byte_ranges(tmp_path):
     from tokenbench.report.files import RecordSlice, point_ranges
 
     def line(point, i):
-        return orjson.dumps(RequestRecord(point=point, id=i, scheduled_s=float(i), chunk_times_s=[i + 0.5]).to_json()) + b"\n"
+        return (
+            orjson.dumps(RequestRecord(point=point, id=i, scheduled_s=float(i), chunk_times_s=[i + 0.5]).to_json())
+            + b"\n"
+        )
 
     path = tmp_path / "records.jsonl"
     body = line(0, 0) + line(0, 1) + b"\n" + line(1, 2) + line(0, 3) + line(2, 4)

@@ -28,11 +28,17 @@ def rates(start, end, point_end=None):
 def rec(i, sent, ttft, n_chunks, itl, tokens=None, outcome=Outcome.OK, scheduled=None):
     chunks = [sent + ttft + k * itl for k in range(n_chunks)]
     return RequestRecord(
-        point=0, id=i, scheduled_s=sent if scheduled is None else scheduled, sent_s=sent,
-        chunk_times_s=chunks, end_s=chunks[-1] if chunks else None,
-        closed_s=(chunks[-1] if chunks else sent) + 0.001, outcome=outcome,
+        point=0,
+        id=i,
+        scheduled_s=sent if scheduled is None else scheduled,
+        sent_s=sent,
+        chunk_times_s=chunks,
+        end_s=chunks[-1] if chunks else None,
+        closed_s=(chunks[-1] if chunks else sent) + 0.001,
+        outcome=outcome,
         output_tokens=tokens if tokens is not None else (n_chunks or None),
-        output_tokens_source=TokenSource.SERVER, prompt_tokens=10,
+        output_tokens_source=TokenSource.SERVER,
+        prompt_tokens=10,
     )
 
 
@@ -60,8 +66,14 @@ def test_point_summary_known_answers():
     records = [rec(i, sent=float(i), ttft=0.05, n_chunks=11, itl=0.01) for i in range(10)]
     records.append(rec(10, sent=5.5, ttft=0.0, n_chunks=0, itl=0.0, outcome=Outcome.HTTP_ERROR))
     s = summarize_point(records, users(0.0, 10.0), SLOConfig(ttft_s=0.06, tpot_s=0.02))
-    assert s["requests"] == {"total": 11, "ok": 10, "by_outcome": {"ok": 10, "http_error": 1},
-                             "retries": 0, "retried_requests": 0, "ok_without_end_marker": 10}
+    assert s["requests"] == {
+        "total": 11,
+        "ok": 10,
+        "by_outcome": {"ok": 10, "http_error": 1},
+        "retries": 0,
+        "retried_requests": 0,
+        "ok_without_end_marker": 10,
+    }
     assert s["ttft_s"]["count"] == 10 and s["ttft_s"]["mean"] == pytest.approx(0.05)
     assert s["tpot_s"]["p50"] == pytest.approx(0.01)
     assert s["itl_s"]["count"] == 100 and s["itl_s"]["mean"] == pytest.approx(0.01)
@@ -117,8 +129,13 @@ def test_timeseries_counts_failures_and_cancellations_apart():
     def rec(i, outcome, closed):
         return RequestRecord(point=0, id=i, scheduled_s=0.0, sent_s=0.1, closed_s=closed, outcome=outcome)
 
-    records = [rec(0, Outcome.HTTP_ERROR, 1.0), rec(1, Outcome.STREAM_ERROR, 2.0),
-               rec(2, Outcome.CANCELLED, 6.0), rec(3, Outcome.CANCELLED, 7.0), rec(4, Outcome.OK, 3.0)]
+    records = [
+        rec(0, Outcome.HTTP_ERROR, 1.0),
+        rec(1, Outcome.STREAM_ERROR, 2.0),
+        rec(2, Outcome.CANCELLED, 6.0),
+        rec(3, Outcome.CANCELLED, 7.0),
+        rec(4, Outcome.OK, 3.0),
+    ]
     rows = timeseries(records, 0.0, 10.0, 0.0, [], 5.0)
     assert [(r["errors"], r["cancelled"]) for r in rows] == [(2, 0), (0, 2)]
 
@@ -161,8 +178,7 @@ def one_slot_queue(rate, duration, service, drain):
         scheduled = i / rate
         sent = max(scheduled, free)
         if sent + service > end:
-            records.append(RequestRecord(point=0, id=i, scheduled_s=scheduled, outcome=Outcome.NOT_SENT,
-                                         closed_s=end))
+            records.append(RequestRecord(point=0, id=i, scheduled_s=scheduled, outcome=Outcome.NOT_SENT, closed_s=end))
             continue
         records.append(served(i, scheduled, sent, 0.1, 10, (service - 0.1) / 9))
         free = sent + service
@@ -251,10 +267,13 @@ def test_prompt_tokens_fall_back_to_the_datasets_count():
 
 def test_cancelled_and_never_sent_are_censored_in_error_and_good_fraction():
     """Audit 16: one rule. Two good, one failed, one cancelled, one never sent: 2/3 good."""
-    records = [served(0, 0.0, 0.0, 0.1, 5, 0.01), served(1, 1.0, 1.0, 0.1, 5, 0.01),
-               served(2, 2.0, 2.0, 0.0, 0, 0.0, outcome=Outcome.HTTP_ERROR),
-               RequestRecord(point=0, id=3, scheduled_s=3.0, sent_s=3.0, closed_s=9.0, outcome=Outcome.CANCELLED),
-               RequestRecord(point=0, id=4, scheduled_s=4.0, closed_s=9.0, outcome=Outcome.NOT_SENT)]
+    records = [
+        served(0, 0.0, 0.0, 0.1, 5, 0.01),
+        served(1, 1.0, 1.0, 0.1, 5, 0.01),
+        served(2, 2.0, 2.0, 0.0, 0, 0.0, outcome=Outcome.HTTP_ERROR),
+        RequestRecord(point=0, id=3, scheduled_s=3.0, sent_s=3.0, closed_s=9.0, outcome=Outcome.CANCELLED),
+        RequestRecord(point=0, id=4, scheduled_s=4.0, closed_s=9.0, outcome=Outcome.NOT_SENT),
+    ]
     s = summarize_point(records, rates(0.0, 5.0, point_end=9.0), SLOConfig(ttft_s=1.0))
     assert s["good_fraction"] == pytest.approx(2 / 3)
 
@@ -345,7 +364,9 @@ def ref_timeseries(records, span_start_s, span_end_s, ramp_end_s, user_spans, wi
     t = span_start_s
     while t < span_end_s:
         w = Window(t, min(t + window_s, span_end_s))
-        first_in = [r for r in records if r.outcome is Outcome.OK and r.chunk_times_s and w.contains(r.chunk_times_s[0])]
+        first_in = [
+            r for r in records if r.outcome is Outcome.OK and r.chunk_times_s and w.contains(r.chunk_times_s[0])
+        ]
         ttfts = [r.ttft_s for r in first_in if r.ttft_s is not None]
         mean_conc, _ = ref_concurrency(records, w)
         out = ref_output_tokens_in(records, w)
@@ -354,9 +375,7 @@ def ref_timeseries(records, span_start_s, span_end_s, ramp_end_s, user_spans, wi
                 "start_s": w.start_s,
                 "end_s": w.end_s,
                 "ramp": w.start_s < ramp_end_s,
-                "active_users": sum(1 for a, b in user_spans if a <= w.end_s and b >= w.end_s)
-                if user_spans
-                else None,
+                "active_users": sum(1 for a, b in user_spans if a <= w.end_s and b >= w.end_s) if user_spans else None,
                 "in_flight": mean_conc,
                 "requests_per_s": sum(
                     1 for r in records if r.outcome is Outcome.OK and r.end_s is not None and w.contains(r.end_s)
@@ -370,13 +389,15 @@ def ref_timeseries(records, span_start_s, span_end_s, ramp_end_s, user_spans, wi
                     1
                     for r in records
                     if r.outcome not in (Outcome.OK, Outcome.CANCELLED, Outcome.NOT_SENT)
-                    and r.closed_s is not None and w.contains(r.closed_s)
+                    and r.closed_s is not None
+                    and w.contains(r.closed_s)
                 ),
                 "cancelled": sum(
                     1
                     for r in records
                     if r.outcome in (Outcome.CANCELLED, Outcome.NOT_SENT)
-                    and r.closed_s is not None and w.contains(r.closed_s)
+                    and r.closed_s is not None
+                    and w.contains(r.closed_s)
                 ),
             }
         )
@@ -418,20 +439,37 @@ def random_records(rng, n, start, end, window_s):
             for _ in range(rng.randrange(0, 30)):
                 times.append(t)
                 pick = rng.random()
-                t = rng.choice(edges) if pick < 0.1 and rng.choice(edges) >= t else t + (
-                    0.0 if pick < 0.2 else rng.expovariate(1 / (window_s * rng.choice([0.01, 0.3, 2.0]))))
+                t = (
+                    rng.choice(edges)
+                    if pick < 0.1 and rng.choice(edges) >= t
+                    else t + (0.0 if pick < 0.2 else rng.expovariate(1 / (window_s * rng.choice([0.01, 0.3, 2.0]))))
+                )
             times = sorted(times)
-        closed = None if rng.random() < 0.1 else (
-            rng.choice(edges) if rng.random() < 0.2 else max([x for x in (sent, *times[-1:]) if x is not None] or [instant()])
-            + rng.choice([0.0, rng.uniform(0, window_s)]))
+        closed = (
+            None
+            if rng.random() < 0.1
+            else (
+                rng.choice(edges)
+                if rng.random() < 0.2
+                else max([x for x in (sent, *times[-1:]) if x is not None] or [instant()])
+                + rng.choice([0.0, rng.uniform(0, window_s)])
+            )
+        )
         if sent is not None and closed is not None and rng.random() < 0.02:
             closed = sent - 0.5  # nonsense a clock could never give: still the same numbers
-        records.append(RequestRecord(
-            point=0, id=i, scheduled_s=(sent if sent is not None else instant()) - rng.uniform(0, 1),
-            sent_s=sent, chunk_times_s=times, end_s=times[-1] if times and rng.random() < 0.95 else None,
-            closed_s=closed, outcome=outcome,
-            output_tokens=rng.choice([None, 0, len(times), len(times) + 1, 3 * len(times) + 7]),
-        ))
+        records.append(
+            RequestRecord(
+                point=0,
+                id=i,
+                scheduled_s=(sent if sent is not None else instant()) - rng.uniform(0, 1),
+                sent_s=sent,
+                chunk_times_s=times,
+                end_s=times[-1] if times and rng.random() < 0.95 else None,
+                closed_s=closed,
+                outcome=outcome,
+                output_tokens=rng.choice([None, 0, len(times), len(times) + 1, 3 * len(times) + 7]),
+            )
+        )
     return records
 
 
@@ -451,8 +489,14 @@ def test_vectorized_metrics_equal_the_loops(seed):
     end = start + rng.choice([0.05, window_s * 3, window_s * 20.5, 31.4159])
     records = random_records(rng, rng.choice([0, 1, 5, 80, 300]), start, end, window_s)
     ramp_end = start + rng.uniform(0, end - start)
-    user_spans = [] if rng.random() < 0.3 else [
-        (rng.choice(_edges(start, end, window_s)), rng.uniform(start, end + window_s)) for _ in range(rng.randrange(1, 9))]
+    user_spans = (
+        []
+        if rng.random() < 0.3
+        else [
+            (rng.choice(_edges(start, end, window_s)), rng.uniform(start, end + window_s))
+            for _ in range(rng.randrange(1, 9))
+        ]
+    )
 
     rows = timeseries(records, start, end, ramp_end, user_spans, window_s)
     ref = ref_timeseries(records, start, end, ramp_end, user_spans, window_s)
@@ -464,8 +508,13 @@ def test_vectorized_metrics_equal_the_loops(seed):
 
     edges = _edges(start, end, window_s)
     windows = [Window(a, b) for a, b in zip(edges, edges[1:])] + [
-        Window(start, end), Window(end, start), Window(start, start), Window(-1e9, 1e9),
-        Window(end + 100, end + 200), Window(start - 200, start - 100)]
+        Window(start, end),
+        Window(end, start),
+        Window(start, start),
+        Window(-1e9, 1e9),
+        Window(end + 100, end + 200),
+        Window(start - 200, start - 100),
+    ]
     windows += [Window(*sorted((rng.choice(edges), rng.uniform(start - 1, end + 1)))) for _ in range(5)]
     for w in windows:
         assert same(output_tokens_in(records, w), ref_output_tokens_in(records, w)), w

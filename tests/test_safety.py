@@ -25,8 +25,9 @@ def _without_computed_by(results: dict) -> dict:
 def test_recompute_gives_the_runs_own_results(start_mock, tmp_path):
     url = start_mock(ttft_ms=20, itl_ms=5)
     out = tmp_path / "run"
-    proc = _tokenbench("run", "--url", url, "--users", "1,2", "--duration", "2", "--output-tokens", "8",
-                       "--out", str(out), "--no-live")
+    proc = _tokenbench(
+        "run", "--url", url, "--users", "1,2", "--duration", "2", "--output-tokens", "8", "--out", str(out), "--no-live"
+    )
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     written = json.loads((out / "results.json").read_text())
@@ -40,8 +41,22 @@ def test_recompute_gives_the_runs_own_results(start_mock, tmp_path):
 def test_kill_9_leaves_no_child_and_recompute_derives_the_results(start_mock, tmp_path):
     url = start_mock(ttft_ms=20, itl_ms=20)
     out = tmp_path / "run"
-    proc = _tokenbench("run", "--url", url, "--users", "2,3", "--duration", "4", "--output-tokens", "10",
-                       "--out", str(out), "--no-live", "--backend", "vllm")
+    proc = _tokenbench(
+        "run",
+        "--url",
+        url,
+        "--users",
+        "2,3",
+        "--duration",
+        "4",
+        "--output-tokens",
+        "10",
+        "--out",
+        str(out),
+        "--no-live",
+        "--backend",
+        "vllm",
+    )
     # the first point is done and written, the second is under way
     _wait_for(lambda: len(_events(out, "point_start")) == 2, 60, "the second point to start")
     time.sleep(1.0)
@@ -68,8 +83,20 @@ def test_sigterm_is_ctrl_c_and_a_second_signal_exits_at_once(start_mock, tmp_pat
     url = start_mock(ttft_ms=50, itl_ms=50)
     for second in (False, True):
         out = tmp_path / f"run-{second}"
-        proc = _tokenbench("run", "--url", url, "--users", "3", "--duration", "60", "--output-tokens", "40",
-                           "--out", str(out), "--no-live")
+        proc = _tokenbench(
+            "run",
+            "--url",
+            url,
+            "--users",
+            "3",
+            "--duration",
+            "60",
+            "--output-tokens",
+            "40",
+            "--out",
+            str(out),
+            "--no-live",
+        )
         records_file = out / "records.jsonl"
         _wait_for(lambda: records_file.exists() and records_file.stat().st_size > 0, 30, "a first record")
         time.sleep(0.5)
@@ -133,15 +160,20 @@ def test_a_full_filesystem_is_refused(tmp_path, monkeypatch):
 
 def test_masking_rules():
     redact.register("planted-value-1234")
-    data = {"HF_TOKEN": "hf_plantedplantedplanted", "tokenizer": "/models/t", "api_key_env": "OPENAI_API_KEY",
-            "command": ["vllm", "serve", "--api-key", "sk-plantedplantedplanted", "--hf-token=plantedhf"],
-            "headers": {"X-Gateway": "planted-value-1234"}, "output_tokens": 12,
-            "error": "401: invalid key Bearer abcdefghijklmnop for http://u:pw123@host/x",
-            "note": "max_tokens=5 and the token count"}
+    data = {
+        "HF_TOKEN": "hf_plantedplantedplanted",
+        "tokenizer": "/models/t",
+        "api_key_env": "OPENAI_API_KEY",
+        "command": ["vllm", "serve", "--api-key", "sk-plantedplantedplanted", "--hf-token=plantedhf"],
+        "headers": {"X-Gateway": "planted-value-1234"},
+        "output_tokens": 12,
+        "error": "401: invalid key Bearer abcdefghijklmnop for http://u:pw123@host/x",
+        "note": "max_tokens=5 and the token count",
+    }
     masked = json.dumps(redact.mask(data))
     for secret in ("hf_planted", "sk-planted", "plantedhf", "planted-value-1234", "abcdefghijklmnop", "pw123"):
         assert secret not in masked
-    for kept in ("/models/t", "OPENAI_API_KEY", "max_tokens=5 and the token count", "\"output_tokens\": 12"):
+    for kept in ("/models/t", "OPENAI_API_KEY", "max_tokens=5 and the token count", '"output_tokens": 12'):
         assert kept in masked
 
 
@@ -151,13 +183,30 @@ def test_a_run_from_before_0_2_is_rederived_from_its_old_spans(start_mock, tmp_p
     kept, so the time series' active_users is null)."""
     url = start_mock(ttft_ms=20, itl_ms=5)
     out = tmp_path / "run"
-    proc = _tokenbench("run", "--url", url, "--users", "2", "--ramp-up", "1", "--duration", "3",
-                       "--output-tokens", "8", "--out", str(out), "--no-live")
+    proc = _tokenbench(
+        "run",
+        "--url",
+        url,
+        "--users",
+        "2",
+        "--ramp-up",
+        "1",
+        "--duration",
+        "3",
+        "--output-tokens",
+        "8",
+        "--out",
+        str(out),
+        "--no-live",
+    )
     assert proc.wait(timeout=120) == 0
     written = json.loads((out / "results.json").read_text())
     samples = out / "samples.jsonl"
-    samples.write_text("".join(line + "\n" for line in samples.read_text().splitlines()
-                               if json.loads(line)["kind"] in ("header", "scrape")))
+    samples.write_text(
+        "".join(
+            line + "\n" for line in samples.read_text().splitlines() if json.loads(line)["kind"] in ("header", "scrape")
+        )
+    )
     config = json.loads((out / "config.json").read_text())
     del config["clock"], config["telemetry"]
     (out / "config.json").write_text(json.dumps(config))
@@ -192,8 +241,9 @@ def test_the_guardian_stops_the_whole_engine_group_when_tokenbench_dies(tmp_path
     script = "trap '' TERM; sleep 300 & sleep 300 & (trap '' TERM; sleep 300) & echo started; wait"
     for released in (False, True):
         read_fd, write_fd = os.pipe()
-        engine = subprocess.Popen(["sh", "-c", script], stdout=write_fd, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        engine = subprocess.Popen(
+            ["sh", "-c", script], stdout=write_fd, stderr=subprocess.STDOUT, start_new_session=True
+        )
         os.close(write_fd)
         guardian = Guardian(engine.pid, read_fd, tmp_path / f"log-{released}", ["hunter2secret"])
         os.close(read_fd)

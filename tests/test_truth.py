@@ -19,8 +19,16 @@ import urllib.request
 import pytest
 from rich.console import Console
 
-from tokenbench.config import (BackendConfig, DatasetConfig, RateLoad, RunConfig, SLOConfig, StopConfig,
-                               TargetConfig, UsersLoad)
+from tokenbench.config import (
+    BackendConfig,
+    DatasetConfig,
+    RateLoad,
+    RunConfig,
+    SLOConfig,
+    StopConfig,
+    TargetConfig,
+    UsersLoad,
+)
 from tokenbench.runner import run
 
 TTFT_S, ITL_S, TOKENS = 0.050, 0.020, 20
@@ -30,10 +38,14 @@ MOCK = {"ttft_ms": TTFT_S * 1e3, "itl_ms": ITL_S * 1e3}
 
 def measure(url, tmp_path, load, stop, slo=SLOConfig(ttft_s=10.0)):
     cfg = RunConfig(
-        target=TargetConfig(url=url, api="chat"), loads=[load], stop=stop, slo=slo,
+        target=TargetConfig(url=url, api="chat"),
+        loads=[load],
+        stop=stop,
+        slo=slo,
         dataset=DatasetConfig(input_tokens=8, output_tokens=TOKENS, num_prompts=10),
         backend=BackendConfig(name="vllm", metrics_interval_s=0.1),  # the mock speaks vLLM's names
-        live=False, out_dir=tmp_path / "run",
+        live=False,
+        out_dir=tmp_path / "run",
     )
     result = run(cfg, Console(file=io.StringIO()))
     point = result.results["points"][0]
@@ -43,8 +55,14 @@ def measure(url, tmp_path, load, stop, slo=SLOConfig(ttft_s=10.0)):
         log = json.loads(resp.read())
     # the mock's log on the run's time axis, keyed like the records (the reply id)
     moments = ("received_s", "admitted_s", "finished_s")
-    deliveries = {rid: {**d, **{k: d[k] - origin for k in moments if d[k] is not None},
-                        "chunk_times_s": [t - origin for t in d["chunk_times_s"]]} for rid, d in log.items()}
+    deliveries = {
+        rid: {
+            **d,
+            **{k: d[k] - origin for k in moments if d[k] is not None},
+            "chunk_times_s": [t - origin for t in d["chunk_times_s"]],
+        }
+        for rid, d in log.items()
+    }
     return point, records, deliveries
 
 
@@ -58,8 +76,9 @@ def test_open_loop_below_capacity_equals_the_offered_load(start_mock, tmp_path):
     """5 req/s constant for 4 s (20 arrivals), no cap: 5.0 req/s and 100 tok/s exactly, though no
     request ends in the first 0.43 s and eight still stream after the last arrival."""
     url = start_mock(**MOCK)
-    point, records, log = measure(url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"),
-                                  StopConfig(duration_s=4, drain_timeout_s=10))
+    point, records, log = measure(
+        url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"), StopConfig(duration_s=4, drain_timeout_s=10)
+    )
     consistent(point)
     assert len(log) == 20 and point["offered_per_s"] == pytest.approx(5.0)
     assert point["requests_per_s"] == pytest.approx(5.0, rel=0.03)
@@ -79,8 +98,9 @@ def test_open_loop_above_capacity_gives_the_servers_rate_and_its_queue(start_moc
     """5 req/s into one generation slot (2.33 req/s): the backlog drains within the point; the
     rate is the server's, TTFT carries the server-side wait the mock logged."""
     url = start_mock(max_streams=1, **MOCK)
-    point, records, log = measure(url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"),
-                                  StopConfig(duration_s=4, drain_timeout_s=30))
+    point, records, log = measure(
+        url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"), StopConfig(duration_s=4, drain_timeout_s=30)
+    )
     consistent(point)
     assert point["requests_in_window"]["by_outcome"] == {"ok": 20}
     served = sorted(log.values(), key=lambda d: d["admitted_s"])
@@ -102,14 +122,18 @@ def test_closed_loop_with_ramp_counts_the_steady_window(start_mock, tmp_path):
     requests/s = 4 / E2E; the server's running gauge over the same window is 4 (over the whole
     point, ramp and drain included, it is lower)."""
     url = start_mock(**MOCK)
-    point, records, log = measure(url, tmp_path, UsersLoad(users=4, ramp_up_s=1.0),
-                                  StopConfig(duration_s=4, drain_timeout_s=10))
+    point, records, log = measure(
+        url, tmp_path, UsersLoad(users=4, ramp_up_s=1.0), StopConfig(duration_s=4, drain_timeout_s=10)
+    )
     consistent(point)
     start, end = point["window"]["start_s"], point["window"]["end_s"]
     assert end - start == pytest.approx(3.0, abs=0.01)
     # truth: each reply's life at the mock (received .. last write), by its share in the window
-    share = sum(max(0.0, min(d["chunk_times_s"][-1], end) - max(d["received_s"], start))
-                / (d["chunk_times_s"][-1] - d["received_s"]) for d in log.values())
+    share = sum(
+        max(0.0, min(d["chunk_times_s"][-1], end) - max(d["received_s"], start))
+        / (d["chunk_times_s"][-1] - d["received_s"])
+        for d in log.values()
+    )
     assert point["requests_per_s"] == pytest.approx(share / 3.0, rel=0.03)
     assert point["requests_per_s"] == pytest.approx(4 / point["e2e_s"]["mean"], rel=0.03)
     tokens = sum(1 for d in log.values() for t in d["chunk_times_s"] if start <= t < end)
@@ -122,8 +146,9 @@ def test_closed_loop_with_ramp_counts_the_steady_window(start_mock, tmp_path):
 def test_low_rate_window_ends_at_the_deadline(start_mock, tmp_path):
     """1 req/s for 5 s: 1.00 req/s, not 5 / 4.43 s (the last reply ended 0.57 s before the deadline)."""
     url = start_mock(**MOCK)
-    point, _, log = measure(url, tmp_path, RateLoad(rate_per_s=1, arrival="constant"),
-                            StopConfig(duration_s=5, drain_timeout_s=10))
+    point, _, log = measure(
+        url, tmp_path, RateLoad(rate_per_s=1, arrival="constant"), StopConfig(duration_s=5, drain_timeout_s=10)
+    )
     consistent(point)
     assert len(log) == 5 and point["window_s"] == pytest.approx(5.0, abs=0.01)
     assert point["requests_per_s"] == pytest.approx(1.0, rel=0.01)
@@ -135,8 +160,13 @@ def test_concurrency_cap_under_overload_keeps_every_wait(start_mock, tmp_path):
     flight, 11 never sent. Every one of the 20 is in the queue-delay distribution: the sent ones
     with the wait the mock's log gives, the never-sent with a lower bound (censored)."""
     url = start_mock(**MOCK)
-    point, records, log = measure(url, tmp_path, RateLoad(rate_per_s=10, arrival="constant", max_concurrency=1),
-                                  StopConfig(duration_s=2, drain_timeout_s=1.5), slo=SLOConfig(ttft_s=0.5))
+    point, records, log = measure(
+        url,
+        tmp_path,
+        RateLoad(rate_per_s=10, arrival="constant", max_concurrency=1),
+        StopConfig(duration_s=2, drain_timeout_s=1.5),
+        slo=SLOConfig(ttft_s=0.5),
+    )
     by = point["requests_in_window"]["by_outcome"]
     assert sum(by.values()) == 20 and by["ok"] == len([d for d in log.values() if d["finished_s"]])
     assert by.get("not_sent", 0) >= 10 and point["queue_s_censored"] == by["not_sent"]
@@ -165,8 +195,9 @@ def test_each_fault_counts_as_a_failure_in_every_headline_number(start_mock, tmp
     fraction is 1/2, the latency distributions hold the successful half only, and the output
     rate counts what the mock wrote (partial replies of failures included)."""
     url = start_mock(fault=fault, fault_every=2, fault_after_chunks=5, **MOCK)
-    point, records, log = measure(url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"),
-                                  StopConfig(duration_s=2, drain_timeout_s=10))
+    point, records, log = measure(
+        url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"), StopConfig(duration_s=2, drain_timeout_s=10)
+    )
     consistent(point)
     assert point["requests_in_window"]["total"] == 10 and point["requests_in_window"]["ok"] == 5
     assert point["requests_per_s"] == pytest.approx(2.5, rel=0.03)

@@ -100,9 +100,23 @@ def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> Calibratio
 
     port = free_port()
     mock = subprocess.Popen(
-        [sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", str(spec.ttft_ms),
-         "--itl-ms", str(spec.itl_ms), "--output-tokens", str(spec.output_tokens)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child_preexec(),
+        [
+            sys.executable,
+            "-m",
+            "tokenbench",
+            "mock",
+            "--port",
+            str(port),
+            "--ttft-ms",
+            str(spec.ttft_ms),
+            "--itl-ms",
+            str(spec.itl_ms),
+            "--output-tokens",
+            str(spec.output_tokens),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=child_preexec(),
     )
     own_affinity = os.sched_getaffinity(0)
     pinned = spec.pin_cores and len(own_affinity) >= 2
@@ -167,12 +181,20 @@ def _compare(spec, run_dir: Path, results: dict, deliveries: dict, sampler: _Cpu
     ms = lambda a, f: float(f(np.asarray(a)) * 1e3) if len(a) else None  # noqa: E731
     p99 = lambda a: np.percentile(a, 99)  # noqa: E731
     return CalibrationResult(
-        spec=spec, ok=req["ok"], total=req["total"],
-        ttft_error_ms_mean=ms(ttft_err, np.mean), ttft_error_ms_p99=ms(ttft_err, p99),
-        itl_error_ms_mean=ms(itl_err, np.mean), itl_error_ms_p99=ms(itl_err, p99),
-        chunk_delay_ms_mean=ms(delay, np.mean), chunk_delay_ms_p99=ms(delay, p99),
-        send_delay_ms_mean=ms(send, np.mean), send_delay_ms_p99=ms(send, p99),
-        cpu_us_per_token=cpu_us, mock_cpu_fraction=mock_cpu, achieved_tokens_per_s=achieved,
+        spec=spec,
+        ok=req["ok"],
+        total=req["total"],
+        ttft_error_ms_mean=ms(ttft_err, np.mean),
+        ttft_error_ms_p99=ms(ttft_err, p99),
+        itl_error_ms_mean=ms(itl_err, np.mean),
+        itl_error_ms_p99=ms(itl_err, p99),
+        chunk_delay_ms_mean=ms(delay, np.mean),
+        chunk_delay_ms_p99=ms(delay, p99),
+        send_delay_ms_mean=ms(send, np.mean),
+        send_delay_ms_p99=ms(send, p99),
+        cpu_us_per_token=cpu_us,
+        mock_cpu_fraction=mock_cpu,
+        achieved_tokens_per_s=achieved,
         offered_tokens_per_s=spec.users * spec.output_tokens / stream_s,
         run_dir=str(run_dir),
     )
@@ -180,14 +202,37 @@ def _compare(spec, run_dir: Path, results: dict, deliveries: dict, sampler: _Cpu
 
 def calibration_table(results: list[CalibrationResult]) -> Table:
     table = Table(title="client overhead against the mock (error = client-measured - mock-delivered)")
-    for col in ("streams", "requests", "ok", "TTFT err mean ms", "TTFT err p99 ms", "ITL err mean ms",
-                "ITL err p99 ms", "send delay mean/p99 ms", "chunk delay mean/p99 ms", "CPU µs/token", "mock CPU", "achieved tok/s", "offered tok/s"):
+    for col in (
+        "streams",
+        "requests",
+        "ok",
+        "TTFT err mean ms",
+        "TTFT err p99 ms",
+        "ITL err mean ms",
+        "ITL err p99 ms",
+        "send delay mean/p99 ms",
+        "chunk delay mean/p99 ms",
+        "CPU µs/token",
+        "mock CPU",
+        "achieved tok/s",
+        "offered tok/s",
+    ):
         table.add_column(col, justify="right")
     f = lambda v, p=".2f": "-" if v is None else format(v, p)  # noqa: E731
     for r in results:
-        table.add_row(str(r.spec.users), str(r.spec.requests), f"{r.ok}/{r.total}",
-                      f(r.ttft_error_ms_mean), f(r.ttft_error_ms_p99), f(r.itl_error_ms_mean),
-                      f(r.itl_error_ms_p99), f"{f(r.send_delay_ms_mean)}/{f(r.send_delay_ms_p99)}",
-                      f"{f(r.chunk_delay_ms_mean)}/{f(r.chunk_delay_ms_p99)}", f(r.cpu_us_per_token, ".1f"), f(r.mock_cpu_fraction, ".0%"),
-                      f(r.achieved_tokens_per_s, ".0f"), f(r.offered_tokens_per_s, ".0f"))
+        table.add_row(
+            str(r.spec.users),
+            str(r.spec.requests),
+            f"{r.ok}/{r.total}",
+            f(r.ttft_error_ms_mean),
+            f(r.ttft_error_ms_p99),
+            f(r.itl_error_ms_mean),
+            f(r.itl_error_ms_p99),
+            f"{f(r.send_delay_ms_mean)}/{f(r.send_delay_ms_p99)}",
+            f"{f(r.chunk_delay_ms_mean)}/{f(r.chunk_delay_ms_p99)}",
+            f(r.cpu_us_per_token, ".1f"),
+            f(r.mock_cpu_fraction, ".0%"),
+            f(r.achieved_tokens_per_s, ".0f"),
+            f(r.offered_tokens_per_s, ".0f"),
+        )
     return table

@@ -121,7 +121,9 @@ class DatasetConfig(_Model):
     name: DatasetName = "synthetic"
     path: Path | None = None
     input_tokens: int = Field(default=128, gt=0)  # synthetic prompt length
-    output_tokens: int | None = Field(default=None, gt=0)  # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
+    output_tokens: int | None = Field(
+        default=None, gt=0
+    )  # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
     num_prompts: int = Field(default=1000, gt=0)  # prompts loaded, then cycled
     min_prompt_tokens: int | None = None  # filter (dolly, sharegpt)
     max_prompt_tokens: int | None = None

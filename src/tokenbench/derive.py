@@ -49,9 +49,13 @@ def results_header(config_json: dict, how: str) -> dict:
     return {
         "tool": config_json.get("tool") or {"name": "tokenbench", "version": None},
         "computed_by": computed_by(how),
-        "target": {"url": target.get("url"), "model": target.get("model"), "api": target.get("api"),
-                   "ignore_eos": (config_json.get("target") or {}).get("ignore_eos", False),
-                   **(config_json.get("backend") or {})},
+        "target": {
+            "url": target.get("url"),
+            "model": target.get("model"),
+            "api": target.get("api"),
+            "ignore_eos": (config_json.get("target") or {}).get("ignore_eos", False),
+            **(config_json.get("backend") or {}),
+        },
         "dataset": config_json.get("dataset_info"),
         "slo": SLOConfig.model_validate(config_json.get("slo") or {}).model_dump(),
         "clock": config_json.get("clock"),
@@ -73,10 +77,18 @@ def point_result(config_json: dict, facts: dict, records: Iterable[RequestRecord
     point: dict[str, Any] = {
         "index": facts["index"],
         "label": describe(load),
-        "load": {**load.model_dump(mode="json"), "warmup_s": stop.warmup_s,
-                 "duration_s": stop.duration_s, "max_requests": stop.max_requests},
-        "span": {"start_s": start_s, "ramp_end_s": facts["ramp_end_s"],
-                 "load_end_s": facts["load_end_s"], "end_s": end_s},
+        "load": {
+            **load.model_dump(mode="json"),
+            "warmup_s": stop.warmup_s,
+            "duration_s": stop.duration_s,
+            "max_requests": stop.max_requests,
+        },
+        "span": {
+            "start_s": start_s,
+            "ramp_end_s": facts["ramp_end_s"],
+            "load_end_s": facts["load_end_s"],
+            "end_s": end_s,
+        },
         "interrupted": facts["interrupted"],
     }
     span = PointSpan(window, open_loop=isinstance(load, RateLoad), end_s=end_s)
@@ -97,8 +109,9 @@ def point_result(config_json: dict, facts: dict, records: Iterable[RequestRecord
     user_spans = [tuple(s) for s in facts.get("user_spans") or []]
     point["timeseries"] = [
         {**w, **window_server(samples, w["start_s"], w["end_s"])}
-        for w in timeseries(kept, start_s, end_s, facts["ramp_end_s"], user_spans, window_s,
-                            tokens=chunks.series_tokens)
+        for w in timeseries(
+            kept, start_s, end_s, facts["ramp_end_s"], user_spans, window_s, tokens=chunks.series_tokens
+        )
     ]
     return point
 
@@ -106,12 +119,20 @@ def point_result(config_json: dict, facts: dict, records: Iterable[RequestRecord
 def unfinished_point(start: dict, records: Iterable[RequestRecord], stop: StopConfig) -> dict:
     """The span of a point the run never finished (killed): it ran at least until the last of
     its records ended; its load ended there or at its deadline, whichever came first."""
-    end_s = max((t for r in records for t in (r.closed_s, r.end_s, r.sent_s, r.scheduled_s) if t is not None),
-                default=start["start_s"])
+    end_s = max(
+        (t for r in records for t in (r.closed_s, r.end_s, r.sent_s, r.scheduled_s) if t is not None),
+        default=start["start_s"],
+    )
     end_s = max(end_s, start["start_s"])
     deadline = start["start_s"] + stop.duration_s if stop.duration_s is not None else end_s
-    return {**start, "kind": "point", "load_end_s": min(end_s, deadline), "end_s": end_s,
-            "user_spans": [], "interrupted": True}
+    return {
+        **start,
+        "kind": "point",
+        "load_end_s": min(end_s, deadline),
+        "end_s": end_s,
+        "user_spans": [],
+        "interrupted": True,
+    }
 
 
 def recompute_run(run_dir: Path) -> dict:
@@ -120,8 +141,10 @@ def recompute_run(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
     for name in ("config.json", "records.jsonl"):
         if not (run_dir / name).is_file():
-            raise RecomputeError(f"{run_dir}: no {name}; recompute needs config.json, records.jsonl "
-                                 f"and samples.jsonl from a tokenbench run")
+            raise RecomputeError(
+                f"{run_dir}: no {name}; recompute needs config.json, records.jsonl "
+                f"and samples.jsonl from a tokenbench run"
+            )
     config_json = json.loads((run_dir / "config.json").read_text())
     if "stop" not in config_json or "loads" not in config_json:
         raise RecomputeError(f"{run_dir / 'config.json'} is not a tokenbench run's config")
@@ -135,8 +158,11 @@ def recompute_run(run_dir: Path) -> dict:
     if not started and (run_dir / "results.json").is_file():  # a run from before 0.2.0: its facts
         old = json.loads((run_dir / "results.json").read_text())
         earlier = _spans_from_results(old, stop.warmup_s)
-        config_json = {**config_json, "clock": config_json.get("clock") or old.get("clock"),
-                       "telemetry": config_json.get("telemetry") or old.get("telemetry")}
+        config_json = {
+            **config_json,
+            "clock": config_json.get("clock") or old.get("clock"),
+            "telemetry": config_json.get("telemetry") or old.get("telemetry"),
+        }
     results = results_header(config_json, "recompute")
     for index in sorted(set(ended) | set(started) | set(earlier) | set(by_point)):
         point_records = by_point.get(index, RecordSlice(records_path, []))
@@ -147,11 +173,13 @@ def recompute_run(run_dir: Path) -> dict:
         elif index in earlier:
             facts = earlier[index]
         else:
-            raise RecomputeError(f"{run_dir}: records of point {index} but no span for it in samples.jsonl "
-                                 f"(nor in an earlier results.json)")
+            raise RecomputeError(
+                f"{run_dir}: records of point {index} but no span for it in samples.jsonl "
+                f"(nor in an earlier results.json)"
+            )
         results["points"].append(point_result(config_json, facts, point_records, samples))
     planned = len(config_json["loads"])
-    results["interrupted"] = (len(ended) < planned or any(p["interrupted"] for p in results["points"]))
+    results["interrupted"] = len(ended) < planned or any(p["interrupted"] for p in results["points"])
     previous = run_dir / "results.json"
     if previous.exists():
         shutil.copyfile(previous, run_dir / "results.previous.json")
@@ -170,9 +198,15 @@ def _spans_from_results(old: dict, warmup_s: float) -> dict[int, dict]:
             load.pop(key, None)
         window = p.get("window") or {}
         spans[p["index"]] = {
-            "kind": "point", "index": p["index"], "load": load, "start_s": span["start_s"],
-            "ramp_end_s": span["ramp_end_s"], "window_start_s": window.get("start_s", span["ramp_end_s"] + warmup_s),
-            "load_end_s": span["load_end_s"], "end_s": span["end_s"], "user_spans": [],
+            "kind": "point",
+            "index": p["index"],
+            "load": load,
+            "start_s": span["start_s"],
+            "ramp_end_s": span["ramp_end_s"],
+            "window_start_s": window.get("start_s", span["ramp_end_s"] + warmup_s),
+            "load_end_s": span["load_end_s"],
+            "end_s": span["end_s"],
+            "user_spans": [],
             "interrupted": bool(p.get("interrupted")),
         }
     return spans

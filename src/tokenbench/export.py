@@ -72,8 +72,14 @@ def run_tables(run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, 
         for r in read_records(run_dir):
             row = r.to_json(keep_text=r.output_text is not None)
             row["server_timings"] = json.dumps(row["server_timings"]) if row["server_timings"] is not None else None
-            row.update(ttft_s=r.ttft_s, e2e_s=r.e2e_s, tpot_s=r.tpot_s, queue_s=r.queue_s,
-                       chunks=len(r.chunk_times_s), streamed_tokens=r.streamed_tokens)
+            row.update(
+                ttft_s=r.ttft_s,
+                e2e_s=r.e2e_s,
+                tpot_s=r.tpot_s,
+                queue_s=r.queue_s,
+                chunks=len(r.chunk_times_s),
+                streamed_tokens=r.streamed_tokens,
+            )
             records.append({**facts, **row})
     points, windows = [], []
     for point in results.get("points", []):
@@ -98,8 +104,14 @@ def dir_tables(path: Path) -> dict[str, list[dict]]:
         cell_dir = path / cell["run_dir"]
         if not (cell_dir / "results.json").is_file():
             continue
-        extra = {"experiment": state.get("name"), "cell": cell_id, "server": cell.get("server"),
-                 "variant": cell.get("variant"), "trial": cell.get("trial"), "status": cell.get("status")}
+        extra = {
+            "experiment": state.get("name"),
+            "cell": cell_id,
+            "server": cell.get("server"),
+            "variant": cell.get("variant"),
+            "trial": cell.get("trial"),
+            "status": cell.get("status"),
+        }
         for name, rows in run_tables(cell_dir, extra).items():
             tables[name].extend(rows)
     return tables

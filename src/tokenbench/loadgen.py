@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .clients import Client
+from .config import LoadPoint, RateLoad, StopConfig, UsersLoad
 from .datasets import with_prefix
-from .config import RateLoad, StopConfig, UsersLoad, LoadPoint
 from .load import arrival_times, ramp_up_s, user_start_times
 from .records import Outcome, Request, RequestRecord, RunClock
 
@@ -152,7 +152,7 @@ class LoadGenerator:
         if delay > 0:
             try:
                 await asyncio.wait_for(self._interrupt.wait(), delay)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return True
         return not self._interrupt.is_set()
 
@@ -166,7 +166,12 @@ class LoadGenerator:
             self._finish(record)
 
     async def run_point(
-        self, index: int, load: LoadPoint, stop: StopConfig, source: RequestSource, seed: int,
+        self,
+        index: int,
+        load: LoadPoint,
+        stop: StopConfig,
+        source: RequestSource,
+        seed: int,
         started: Callable[[PointRun], None] | None = None,
     ) -> PointRun:
         """Run one point; ``started`` is told its span as it starts (the runner logs it, so a
@@ -258,8 +263,13 @@ class LoadGenerator:
                     if not budget.take():
                         break
                     rid, request = source.take()
-                    record = self._new_record(point=run.index, id=rid, scheduled_s=scheduled, user=u,
-                                              dataset_prompt_tokens=request.expected_prompt_tokens)
+                    record = self._new_record(
+                        point=run.index,
+                        id=rid,
+                        scheduled_s=scheduled,
+                        user=u,
+                        dataset_prompt_tokens=request.expected_prompt_tokens,
+                    )
                     task = asyncio.ensure_future(self._send(request, record))
                     tasks.add(task)
                     await asyncio.shield(task)
@@ -312,8 +322,12 @@ class LoadGenerator:
                 break
             rid, request = source.take()
             run.last_arrival_s = run.start_s + offset
-            record = self._new_record(point=run.index, id=rid, scheduled_s=run.start_s + offset,
-                                      dataset_prompt_tokens=request.expected_prompt_tokens)
+            record = self._new_record(
+                point=run.index,
+                id=rid,
+                scheduled_s=run.start_s + offset,
+                dataset_prompt_tokens=request.expected_prompt_tokens,
+            )
             task = asyncio.ensure_future(one(request, record))
             tasks.add(task)
             task.add_done_callback(tasks.discard)

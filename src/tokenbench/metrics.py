@@ -32,11 +32,12 @@ import statistics
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from .config import SLOConfig
-from .records import UNFINISHED, Outcome, RequestRecord
+from .records import UNFINISHED, ChunkEnds, Outcome, RequestRecord
 
 PERCENTILES = (50, 90, 95, 99, 99.9)
 # p99.9 of fewer samples is the maximum by another name (numpy's linear rank n*0.999 is within one
@@ -75,7 +76,7 @@ class Distribution:
     p999: float | None  # None below P999_MIN_COUNT values
     max: float | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -125,7 +126,7 @@ def _sample_std(arr: np.ndarray) -> float:
     mean = np.add.reduce(arr, keepdims=True) / arr.size  # as numpy's _var computes it
     squares = 0.0
     for i in range(0, arr.size, _STD_BLOCK):
-        x = arr[i:i + _STD_BLOCK] - mean
+        x = arr[i : i + _STD_BLOCK] - mean
         squares += float(np.add.reduce(np.multiply(x, x, out=x)))
     return float(np.sqrt(squares / (arr.size - 1)))
 
@@ -172,7 +173,11 @@ def _as_sequence(records: Iterable[RequestRecord]) -> Sequence[RequestRecord]:
 def _chunk_times(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
     """Every chunk time of ``records``, record after record, as one float64 array (one copy of
     the records' arrays, no Python float per chunk), and each record's chunk count."""
-    arrays = [r.chunk_times_s for r in records]
+    arrays = []
+    for r in records:
+        if isinstance(r.chunk_times_s, ChunkEnds):
+            raise ValueError("these records' chunk times were dropped (ChunkEnds): use the point's ChunkTally")
+        arrays.append(r.chunk_times_s)
     counts = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
     if all(type(a) is array and a.typecode == "d" for a in arrays):
         return np.frombuffer(b"".join(arrays), dtype=np.float64), counts  # byte for byte
@@ -274,7 +279,7 @@ class ChunkTally:
         """Tally a batch of records (full chunk times), in the order they come."""
         if self._window_edges is not None and not self.span.open_loop:
             np.add.at(self._window_tokens, *_token_runs(records, self._window_edges))
-        if self._series_tokens is not None:
+        if self._series_edges is not None and self._series_tokens is not None:
             np.add.at(self._series_tokens, *_token_runs(records, self._series_edges))
         gaps = inter_chunk_gaps([r for r in records if r.outcome is Outcome.OK and self.in_population(r)])
         need = self._num_gaps + gaps.size
@@ -283,7 +288,7 @@ class ChunkTally:
             # pages (mremap) instead of copying them. Measured: 40 growths to 320 MB, peak RSS
             # 320 MB (spare capacity would cost its size: resize zeroes it).
             self._gaps.resize(need, refcheck=False)
-        self._gaps[self._num_gaps:need] = gaps
+        self._gaps[self._num_gaps : need] = gaps
         self._num_gaps = need
 
     def consume(self, records: Iterable[RequestRecord]) -> list[RequestRecord]:
@@ -371,7 +376,7 @@ def _lifetimes(records: Iterable[RequestRecord]) -> tuple[np.ndarray, np.ndarray
     return both[:, 0], both[:, 1]
 
 
-def count_outcomes(records: Iterable[RequestRecord]) -> dict:
+def count_outcomes(records: Iterable[RequestRecord]) -> dict[str, Any]:
     by_outcome: dict[str, int] = {}
     retries = retried = unterminated = 0
     for r in records:
@@ -383,15 +388,18 @@ def count_outcomes(records: Iterable[RequestRecord]) -> dict:
             unterminated += 1
     total = sum(by_outcome.values())
     return {
-        "total": total, "ok": by_outcome.get("ok", 0), "by_outcome": by_outcome,
+        "total": total,
+        "ok": by_outcome.get("ok", 0),
+        "by_outcome": by_outcome,
         # re-sends after a dead reused connection (records' ``retries``), and how many requests
-        "retries": retries, "retried_requests": retried,
+        "retries": retries,
+        "retried_requests": retried,
         # ok streams that ended without their protocol's end marker ([DONE], a finish reason)
         "ok_without_end_marker": unterminated,
     }
 
 
-def token_counts(records: Iterable[RequestRecord]) -> dict:
+def token_counts(records: Iterable[RequestRecord]) -> dict[str, Any]:
     """Where output token counts came from, and how the server and client counts disagree. The
     server's count of a reply ended on EOS includes the EOS, which is never streamed: the client
     tokenizer is compared with the streamed count (``RequestRecord.streamed_tokens``)."""
@@ -457,8 +465,9 @@ def backlog_growth_s(population: Sequence[RequestRecord], window: Window, point_
     return max(0.0, slope * window.length_s), censored
 
 
-def summarize_point(records: Sequence[RequestRecord], span: PointSpan, slo: SLOConfig,
-                    chunks: ChunkTally | None = None) -> dict:
+def summarize_point(
+    records: Sequence[RequestRecord], span: PointSpan, slo: SLOConfig, chunks: ChunkTally | None = None
+) -> dict[str, Any]:
     """The aggregate metrics of one load point (the keys of results.json's ``points[]``).
     ``chunks``: the records' chunk times already tallied (ChunkTally.consume, which returns the
     records without them); by default they are tallied here from ``records``."""
@@ -472,8 +481,11 @@ def summarize_point(records: Sequence[RequestRecord], span: PointSpan, slo: SLOC
     ended = [r for r in population if r.outcome not in UNFINISHED]
     good_set = {id(r) for r in population if meets_slo(r, slo)} if slo.any else None
 
-    basis = (_open_loop_basis(population, span) if span.open_loop
-             else _closed_loop_basis(records, window, chunks.window_tokens))
+    basis = (
+        _open_loop_basis(population, span)
+        if span.open_loop
+        else _closed_loop_basis(records, window, chunks.window_tokens)
+    )
     period, weight, rated = basis.period_s, basis.weight, basis.rated
     out_tokens = basis.output_tokens
     rate = (lambda x: x / period) if period > 0 else (lambda x: None)
@@ -580,7 +592,7 @@ def timeseries(
     user_spans: Sequence[tuple[float, float]],
     window_s: float,
     tokens: np.ndarray | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Fixed windows over the whole point, ramp included and marked.
 
     Windows are [start, start + window_s), the last cut at ``span_end_s``. Each count is one pass
@@ -610,11 +622,17 @@ def timeseries(
     completed = counted([r.end_s for r in ok if r.end_s is not None])
     # failures that ended in this window; requests the run stopped (cancelled in flight, or never
     # sent) are counted apart: they are not the server's failures (censored, METRICS.md)
-    errors = counted([r.closed_s for r in records
-                      if r.outcome is not Outcome.OK and r.outcome not in UNFINISHED and r.closed_s is not None])
+    errors = counted(
+        [
+            r.closed_s
+            for r in records
+            if r.outcome is not Outcome.OK and r.outcome not in UNFINISHED and r.closed_s is not None
+        ]
+    )
     cancelled = counted([r.closed_s for r in records if r.outcome in UNFINISHED and r.closed_s is not None])
-    firsts = [(r.chunk_times_s[0], r.chunk_times_s[0] - r.sent_s) for r in ok
-              if r.chunk_times_s and r.sent_s is not None]
+    firsts = [
+        (r.chunk_times_s[0], r.chunk_times_s[0] - r.sent_s) for r in ok if r.chunk_times_s and r.sent_s is not None
+    ]
     first_window = _window_of(edges, np.array([f for f, _ in firsts], dtype=np.float64))
     ttfts = np.array([x for _, x in firsts], dtype=np.float64)
     order = np.argsort(first_window, kind="stable")  # by window, in record order within one
@@ -624,7 +642,7 @@ def timeseries(
     rows = []
     for i in range(k):
         start, end, length = starts[i], ends[i], float(lengths[i])
-        ttft = ttfts[order[bounds[i]:bounds[i + 1]]]
+        ttft = ttfts[order[bounds[i] : bounds[i + 1]]]
         rows.append(
             {
                 "start_s": start,

@@ -38,8 +38,17 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 Fault = Literal[
-    "none", "http_500", "http_429", "http_400", "disconnect", "malformed", "error_event",
-    "no_content", "stall", "abort", "no_end",
+    "none",
+    "http_500",
+    "http_429",
+    "http_400",
+    "disconnect",
+    "malformed",
+    "error_event",
+    "no_content",
+    "stall",
+    "abort",
+    "no_end",
 ]
 
 
@@ -84,15 +93,17 @@ class MockServer:
         self._preempted = Counter("vllm:num_preemptions", "over kv_slots", **labels).labels(settings.model)
         self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", **labels).labels(settings.model)
         self.app = web.Application()
-        self.app.add_routes([
-            web.get("/health", self._health),
-            web.get("/v1/models", self._models),
-            web.post("/v1/chat/completions", self._chat),
-            web.post("/v1/completions", self._completions),
-            web.post("/tokenize", self._tokenize),
-            web.get("/mock/deliveries", self._deliveries),
-            web.get("/metrics", self._metrics),
-        ])
+        self.app.add_routes(
+            [
+                web.get("/health", self._health),
+                web.get("/v1/models", self._models),
+                web.post("/v1/chat/completions", self._chat),
+                web.post("/v1/completions", self._completions),
+                web.post("/tokenize", self._tokenize),
+                web.get("/mock/deliveries", self._deliveries),
+                web.get("/metrics", self._metrics),
+            ]
+        )
 
     async def _health(self, _: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
@@ -168,8 +179,13 @@ class MockServer:
         obj = "chat.completion.chunk" if chat else "text_completion"
 
         def event(choice: dict | None, usage: dict | None = None) -> bytes:
-            data = {"id": rid, "object": obj, "created": created, "model": self.s.model,
-                    "choices": [choice] if choice else []}
+            data = {
+                "id": rid,
+                "object": obj,
+                "created": created,
+                "model": self.s.model,
+                "choices": [choice] if choice else [],
+            }
             if usage:
                 data["usage"] = usage
             return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
@@ -177,8 +193,11 @@ class MockServer:
         if chat:  # like vLLM: a role-only first chunk with empty content, which is not output
             await resp.write(event({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}))
         text = (" " + self.s.word) * self.s.tokens_per_chunk
-        piece = event({"index": 0, "delta": {"content": text}, "finish_reason": None} if chat
-                      else {"index": 0, "text": text, "finish_reason": None})
+        piece = event(
+            {"index": 0, "delta": {"content": text}, "finish_reason": None}
+            if chat
+            else {"index": 0, "text": text, "finish_reason": None}
+        )
         start = admitted + self.s.ttft_ms / 1e3
         itl = self.s.itl_ms / 1e3
         for i in range(0 if fault != "no_content" else n_chunks, n_chunks):
@@ -193,8 +212,11 @@ class MockServer:
                 elif fault == "stall":
                     await asyncio.sleep(3600)
                 elif fault == "abort":
-                    reason = {"index": 0, "delta": {}, "finish_reason": "abort"} if chat else \
-                        {"index": 0, "text": "", "finish_reason": "abort"}
+                    reason = (
+                        {"index": 0, "delta": {}, "finish_reason": "abort"}
+                        if chat
+                        else {"index": 0, "text": "", "finish_reason": "abort"}
+                    )
                     await resp.write(event(reason))
                     await resp.write(event(None, {"prompt_tokens": 1, "completion_tokens": i, "total_tokens": i + 1}))
                     await resp.write(b"data: [DONE]\n\n")
@@ -213,12 +235,24 @@ class MockServer:
             await resp.write_eof()
             delivery.finished_s = time.perf_counter()
             return resp
-        finish = {"index": 0, "delta": {}, "finish_reason": "length"} if chat else {"index": 0, "text": "", "finish_reason": "length"}
+        finish = (
+            {"index": 0, "delta": {}, "finish_reason": "length"}
+            if chat
+            else {"index": 0, "text": "", "finish_reason": "length"}
+        )
         await resp.write(event(finish))
         prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
         completion = 0 if fault == "no_content" else n_chunks * self.s.tokens_per_chunk
-        await resp.write(event(None, {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                                      "total_tokens": prompt_tokens + completion}))
+        await resp.write(
+            event(
+                None,
+                {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt_tokens + completion,
+                },
+            )
+        )
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         delivery.finished_s = time.perf_counter()
@@ -232,5 +266,4 @@ def serve(settings: MockSettings, host: str = "127.0.0.1", port: int = 9000) -> 
         uvloop.install()
     except ImportError:  # pragma: no cover
         pass
-    web.run_app(MockServer(settings).app, host=host, port=port, print=None, access_log=None,
-                shutdown_timeout=1.0)
+    web.run_app(MockServer(settings).app, host=host, port=port, print=None, access_log=None, shutdown_timeout=1.0)

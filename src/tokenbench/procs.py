@@ -140,9 +140,22 @@ class Guardian:
 
     def __init__(self, pgid: int, output_fd: int, log_path: Path, secrets: list[str]) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tokenbench.procs", "--pgid", str(pgid), "--fd", str(output_fd),
-             "--log", str(log_path), "--grace", str(GUARD_GRACE_S)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, pass_fds=(output_fd,),
+            [
+                sys.executable,
+                "-m",
+                "tokenbench.procs",
+                "--pgid",
+                str(pgid),
+                "--fd",
+                str(output_fd),
+                "--log",
+                str(log_path),
+                "--grace",
+                str(GUARD_GRACE_S),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            pass_fds=(output_fd,),
             start_new_session=True,  # a Ctrl-C in the terminal is ours to handle, not its
         )
         assert self._proc.stdin is not None
@@ -204,6 +217,7 @@ def _guard_main(argv: list[str]) -> None:
 
 # --- who holds a port ----------------------------------------------------------------------------
 
+
 def port_in_use(host: str, port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(1.0)
@@ -228,6 +242,7 @@ def port_holder(port: int) -> str:
 
 
 # --- signals to tokenbench ----------------------------------------------------------------------
+
 
 class Interrupts:
     """SIGINT and SIGTERM mean the same: stop, keep every record, stop the children. The first
@@ -257,8 +272,11 @@ class Interrupts:
     @classmethod
     def _handler(cls, sig: int, frame) -> None:
         if cls.received is not None:
-            os.write(2, f"\nsecond signal ({signal.Signals(sig).name}): exiting now; records are on "
-                        f"disk, `tokenbench recompute DIR` derives the results\n".encode())
+            os.write(
+                2,
+                f"\nsecond signal ({signal.Signals(sig).name}): exiting now; records are on "
+                f"disk, `tokenbench recompute DIR` derives the results\n".encode(),
+            )
             os._exit(128 + cls.received)
         cls.received = sig
         if cls._callback is not None:

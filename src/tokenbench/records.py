@@ -87,7 +87,7 @@ class ChunkEnds:
 
     __slots__ = ("n", "first", "last")
 
-    def __init__(self, times: array[float]) -> None:
+    def __init__(self, times: array[float] | ChunkEnds) -> None:
         self.n = len(times)
         self.first = times[0] if self.n else None
         self.last = times[-1] if self.n else None
@@ -145,14 +145,15 @@ class RequestRecord:
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s
-        if (type(times) is not array or times.typecode != "d") and type(times) is not ChunkEnds:
+        if not isinstance(times, ChunkEnds) and (type(times) is not array or times.typecode != "d"):
             self.chunk_times_s = array("d", times)
 
     def without_chunks(self) -> RequestRecord:
         """A copy for a point's summary once its chunks are tallied: chunk times as ChunkEnds,
         and no text or server timings (nothing a summary reads)."""
-        return replace(self, chunk_times_s=ChunkEnds(self.chunk_times_s), output_text=None,
-                       server_timings=None, response_id=None)
+        return replace(
+            self, chunk_times_s=ChunkEnds(self.chunk_times_s), output_text=None, server_timings=None, response_id=None
+        )
 
     @property
     def ok(self) -> bool:
@@ -190,8 +191,12 @@ class RequestRecord:
     def eos_unstreamed(self) -> bool:
         """The server's token count includes an end-of-sequence token that was never streamed:
         the reply ended on EOS and the count is the server's."""
-        return (self.finish_reason in EOS_REASONS and self.output_tokens_source is TokenSource.SERVER
-                and self.output_tokens is not None and self.output_tokens > len(self.chunk_times_s))
+        return (
+            self.finish_reason in EOS_REASONS
+            and self.output_tokens_source is TokenSource.SERVER
+            and self.output_tokens is not None
+            and self.output_tokens > len(self.chunk_times_s)
+        )
 
     @property
     def streamed_tokens(self) -> int | None:
@@ -219,11 +224,11 @@ class RequestRecord:
         # Not dataclasses.asdict: it deep-copies every chunk list (measured ~3% of client CPU at
         # 256 streams with py-spy).
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if isinstance(self.chunk_times_s, ChunkEnds):
+            raise ValueError("a record whose chunk times were dropped (ChunkEnds) cannot be written")
         data["chunk_times_s"] = self.chunk_times_s.tolist()  # JSON: a list of floats, same values
         data["outcome"] = self.outcome.value
-        data["output_tokens_source"] = (
-            self.output_tokens_source.value if self.output_tokens_source else None
-        )
+        data["output_tokens_source"] = self.output_tokens_source.value if self.output_tokens_source else None
         if not keep_text:
             data.pop("output_text")
         return data

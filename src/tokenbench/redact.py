@@ -20,10 +20,23 @@ import re
 from typing import Any
 
 MASK = "***"
-SECRET_WORDS = frozenset({
-    "token", "key", "apikey", "secret", "password", "passwd", "pwd", "authorization", "auth",
-    "credential", "credentials", "cookie", "bearer",
-})
+SECRET_WORDS = frozenset(
+    {
+        "token",
+        "key",
+        "apikey",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "authorization",
+        "auth",
+        "credential",
+        "credentials",
+        "cookie",
+        "bearer",
+    }
+)
 _WORD = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 _NAME = r"[A-Za-z0-9_.-]*(?:token|api[-_]?key|secret|password|passwd|credentials?|authorization)"
 _SHAPES = [
@@ -32,8 +45,13 @@ _SHAPES = [
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), MASK),
     (re.compile(r"(://[^/@\s:]+:)[^/@\s]+@"), rf"\1{MASK}@"),
     # NAME=value, NAME: value, "NAME": "value", --name value; not max_tokens=5 or "token count"
-    (re.compile(rf"(?i)((?<![A-Za-z0-9]){_NAME}(?![a-z])[\"']?\s*[:=]\s*[\"']?|--{_NAME}\s+)"
-                rf"(?!{re.escape(MASK)})(?!(?:bearer|basic)\s)([^\s\"',}}]+)"), rf"\1{MASK}"),
+    (
+        re.compile(
+            rf"(?i)((?<![A-Za-z0-9]){_NAME}(?![a-z])[\"']?\s*[:=]\s*[\"']?|--{_NAME}\s+)"
+            rf"(?!{re.escape(MASK)})(?!(?:bearer|basic)\s)([^\s\"',}}]+)"
+        ),
+        rf"\1{MASK}",
+    ),
 ]
 _known: set[str] = set()
 
@@ -81,15 +99,19 @@ def _argv_secrets(argv: list[str] | tuple[str, ...]) -> list[str | None]:
 
 
 def mask_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
-    return [mask_text(arg) if secret is None else arg[: len(arg) - len(secret)] + MASK
-            for arg, secret in zip(argv, _argv_secrets(argv))]
+    return [
+        mask_text(arg) if secret is None else arg[: len(arg) - len(secret)] + MASK
+        for arg, secret in zip(argv, _argv_secrets(argv))
+    ]
 
 
 def mask(value: Any) -> Any:
     """A copy of a JSON-like value with every credential masked (see the module's rules)."""
     if isinstance(value, dict):
-        return {k: (MASK if isinstance(v, str) and isinstance(k, str) and secret_name(k) and v else mask(v))
-                for k, v in value.items()}
+        return {
+            k: (MASK if isinstance(v, str) and isinstance(k, str) and secret_name(k) and v else mask(v))
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         if all(isinstance(v, str) for v in value) and any(v.startswith("-") for v in value):
             return mask_argv(value)
@@ -99,8 +121,9 @@ def mask(value: Any) -> Any:
     return value
 
 
-def secrets_of(env: dict[str, str] | None = None, argv: list[str] | tuple[str, ...] = (),
-               headers: dict[str, str] | None = None) -> list[str]:
+def secrets_of(
+    env: dict[str, str] | None = None, argv: list[str] | tuple[str, ...] = (), headers: dict[str, str] | None = None
+) -> list[str]:
     """The secret values in an engine environment, an argument list and request headers (every
     header value counts: a header is how a gateway key travels)."""
     found = [v for k, v in (env or {}).items() if secret_name(k)]

@@ -27,8 +27,8 @@ from .clients.stream import StreamingClient, TargetUnreachable, make_session, pr
 from .config import BackendConfig, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
-from .load import describe
 from .derive import point_result, results_header
+from .load import describe
 from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
 from .procs import Interrupts
 from .records import RunClock
@@ -83,7 +83,9 @@ def _backend(config: RunConfig) -> BackendConfig | None:
 
 
 @contextlib.contextmanager
-def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tuple[TargetConfig, dict, Profile | None, str | None]]:
+def _target(
+    config: RunConfig, run_dir: Path, console: Console
+) -> Iterator[tuple[TargetConfig, dict, Profile | None, str | None]]:
     """Attach to --url, or launch the backend for the run's duration and stop it after. Also
     says where its metrics are when that is not the server URL + the profile's path."""
     launch = _backend(config)
@@ -99,8 +101,10 @@ def _target(config: RunConfig, run_dir: Path, console: Console) -> Iterator[tupl
     server = ManagedServer(profile, launch, run_dir / "server.log")
     console.print(f"starting {profile.title}: {' '.join(redact.mask_argv(server.launch.argv))}")
     with server:
-        console.print(f"{profile.title} ready at {server.url} after {server.cold_start_s:.1f}s "
-                      f"(version {server.version or 'unknown'})")
+        console.print(
+            f"{profile.title} ready at {server.url} after {server.cold_start_s:.1f}s "
+            f"(version {server.version or 'unknown'})"
+        )
         target = config.target.model_copy(update={"url": server.url, "model": server.spec.served_name})
         yield _with_api(target, profile), server.describe(), profile, metrics_url_for(profile, server.url, server.spec)
 
@@ -113,12 +117,18 @@ def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
     return target
 
 
-def _sampler(config: RunConfig, profile: Profile | None, metrics_url: str | None, run_dir: Path,
-             clock: RunClock) -> Sampler:
+def _sampler(
+    config: RunConfig, profile: Profile | None, metrics_url: str | None, run_dir: Path, clock: RunClock
+) -> Sampler:
     """Scrapes the server's /metrics (when its profile or --metrics-url says where) and the GPU."""
     backend = config.backend or BackendConfig()
-    return Sampler(run_dir / "samples.jsonl", clock.origin_monotonic_s, backend.metrics_url or metrics_url,
-                   profile.name if profile else None, backend.metrics_interval_s)
+    return Sampler(
+        run_dir / "samples.jsonl",
+        clock.origin_monotonic_s,
+        backend.metrics_url or metrics_url,
+        profile.name if profile else None,
+        backend.metrics_interval_s,
+    )
 
 
 def _concurrency_hint(load) -> int:
@@ -132,8 +142,13 @@ def _max_users(config: RunConfig) -> int:
 
 
 async def _run_points(
-    config: RunConfig, target: TargetConfig, backend: dict, writer: RunWriter, console: Console,
-    clock: RunClock, sampler: Sampler,
+    config: RunConfig,
+    target: TargetConfig,
+    backend: dict,
+    writer: RunWriter,
+    console: Console,
+    clock: RunClock,
+    sampler: Sampler,
 ) -> RunResult:
     wire = wire_for(target.api)
     async with make_session(target, clock.now) as session:
@@ -152,15 +167,23 @@ async def _run_points(
         results = results_header(writer.config_json(), "run")
         await sampler.wait_past(clock.now())  # a baseline scrape before the first point
         loop = asyncio.get_running_loop()
-        with Interrupts.during(lambda: loop.call_soon_threadsafe(gen.interrupt)), \
-                LiveView(stats, clock.now, console, enabled=config.live):
+        with (
+            Interrupts.during(lambda: loop.call_soon_threadsafe(gen.interrupt)),
+            LiveView(stats, clock.now, console, enabled=config.live),
+        ):
             for index, load in enumerate(config.loads):
                 stats.label = describe(load)
                 first = writer.records_offset()
                 source.start_point(load, config.seed)
                 await warm_connections(session, target, wire, _concurrency_hint(load))
-                point_run = await gen.run_point(index, load, config.stop, source, config.seed + index,
-                                                started=lambda run: sampler.event(_start_facts(run)))
+                point_run = await gen.run_point(
+                    index,
+                    load,
+                    config.stop,
+                    source,
+                    config.seed + index,
+                    started=lambda run: sampler.event(_start_facts(run)),
+                )
                 facts = point_facts(point_run)
                 sampler.event(facts)
                 if not point_run.interrupted:
@@ -178,16 +201,29 @@ async def _run_points(
 
 
 def _start_facts(run: PointRun) -> dict:
-    return {"kind": "point_start", "index": run.index, "load": run.load.model_dump(mode="json"),
-            "start_s": run.start_s, "ramp_end_s": run.ramp_end_s, "window_start_s": run.window_start_s}
+    return {
+        "kind": "point_start",
+        "index": run.index,
+        "load": run.load.model_dump(mode="json"),
+        "start_s": run.start_s,
+        "ramp_end_s": run.ramp_end_s,
+        "window_start_s": run.window_start_s,
+    }
 
 
 def point_facts(run: PointRun) -> dict:
     """A finished point's span as written to samples.jsonl (the ``point`` event): with the
     point's records, all its results need (derive.point_result)."""
-    return {**_start_facts(run), "kind": "point", "load_end_s": run.load_end_s, "end_s": run.end_s,
-            "user_spans": [list(s) for s in run.user_spans], "interrupted": run.interrupted,
-            "num_records": run.num_records, "last_arrival_s": run.last_arrival_s}
+    return {
+        **_start_facts(run),
+        "kind": "point",
+        "load_end_s": run.load_end_s,
+        "end_s": run.end_s,
+        "user_spans": [list(s) for s in run.user_spans],
+        "interrupted": run.interrupted,
+        "num_records": run.num_records,
+        "last_arrival_s": run.last_arrival_s,
+    }
 
 
 async def _resolve_model(session, target: TargetConfig, wire) -> TargetConfig:
@@ -206,8 +242,9 @@ def _tokenizer(config: RunConfig, target: TargetConfig) -> Tokenizer | None:
     return RemoteTokenizer.available(target.url, target.model)
 
 
-def _config_json(config: RunConfig, target: TargetConfig, backend: dict, info: DatasetInfo,
-                 clock: RunClock, sampler: Sampler) -> dict:
+def _config_json(
+    config: RunConfig, target: TargetConfig, backend: dict, info: DatasetInfo, clock: RunClock, sampler: Sampler
+) -> dict:
     """config.json: the settings and every resolved fact results.json is derived from (with the
     records and samples): the target, the server, the dataset, the clock, where telemetry went."""
     data = config.redacted()
@@ -215,8 +252,14 @@ def _config_json(config: RunConfig, target: TargetConfig, backend: dict, info: D
     data["backend"] = backend
     data["dataset_info"] = info.to_json()
     data["tool"] = {"name": "tokenbench", "version": __version__}
-    data["clock"] = {"origin_monotonic_s": clock.origin_monotonic_s, "origin_unix_s": clock.origin_unix_s,
-                     "unit": "seconds since origin, time.perf_counter()"}
-    data["telemetry"] = {"samples": sampler.out.name, "metrics_url": sampler.metrics_url,
-                         "interval_s": sampler.interval_s}
+    data["clock"] = {
+        "origin_monotonic_s": clock.origin_monotonic_s,
+        "origin_unix_s": clock.origin_unix_s,
+        "unit": "seconds since origin, time.perf_counter()",
+    }
+    data["telemetry"] = {
+        "samples": sampler.out.name,
+        "metrics_url": sampler.metrics_url,
+        "interval_s": sampler.interval_s,
+    }
     return data

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import typer.core
 
@@ -27,24 +28,29 @@ class FlagError(ValueError):
 
 def _rate(value: str) -> list[str]:
     if value.strip().lower() in ("inf", "infinity"):
-        raise FlagError("--request-rate inf (every request at once) has no open-loop equivalent: use "
-                        "--users N for N requests in flight at all times, or a finite --rate")
+        raise FlagError(
+            "--request-rate inf (every request at once) has no open-loop equivalent: use "
+            "--users N for N requests in flight at all times, or a finite --rate"
+        )
     return ["--rate", value]
 
 
 def _dataset(value: str) -> list[str]:
     names = {"random": "synthetic", "sharegpt": "sharegpt"}
     if value not in names:
-        raise FlagError(f"--dataset-name {value}: tokenbench reads random (as --dataset synthetic) and "
-                        f"sharegpt; for your own prompts use --dataset jsonl --dataset-path FILE")
+        raise FlagError(
+            f"--dataset-name {value}: tokenbench reads random (as --dataset synthetic) and "
+            f"sharegpt; for your own prompts use --dataset jsonl --dataset-path FILE"
+        )
     return ["--dataset", names[value]]
 
 
 def _endpoint(value: str) -> list[str]:
     apis = {"/v1/completions": "completions", "/v1/chat/completions": "chat"}
     if value not in apis:
-        raise FlagError(f"--endpoint {value}: tokenbench picks the path from --api (chat, completions, "
-                        f"tgi, triton, ollama)")
+        raise FlagError(
+            f"--endpoint {value}: tokenbench picks the path from --api (chat, completions, tgi, triton, ollama)"
+        )
     return ["--api", apis[value]]
 
 
@@ -54,7 +60,7 @@ def _backend(value: str) -> list[str]:
     return ["--api", apis[value]] if value in apis else ["--backend", value]
 
 
-def _json_object(value: str) -> dict:
+def _json_object(value: str) -> dict[str, Any]:
     try:
         body = json.loads(value)
     except json.JSONDecodeError as exc:
@@ -92,16 +98,20 @@ PERCENTILES = {"50", "90", "95", "99", "99.9"}
 def _percentile_metrics(value: str) -> list[str]:
     unknown = {m.strip() for m in value.split(",") if m.strip()} - PERCENTILE_METRICS
     if unknown:
-        raise FlagError(f"--percentile-metrics {','.join(sorted(unknown))}: tokenbench reports ttft, "
-                        f"tpot, itl and e2e (as e2e_s), all of them, always")
+        raise FlagError(
+            f"--percentile-metrics {','.join(sorted(unknown))}: tokenbench reports ttft, "
+            f"tpot, itl and e2e (as e2e_s), all of them, always"
+        )
     return []  # every one is in results.json and the console table
 
 
 def _metric_percentiles(value: str) -> list[str]:
     asked = {p.strip().rstrip("0").rstrip(".") if "." in p else p.strip() for p in value.split(",") if p.strip()}
     if not asked <= PERCENTILES:
-        raise FlagError(f"--metric-percentiles {value}: tokenbench reports p50, p90, p95, p99 and p99.9 "
-                        f"(with mean, std, min and max), always; others are not computed")
+        raise FlagError(
+            f"--metric-percentiles {value}: tokenbench reports p50, p90, p95, p99 and p99.9 "
+            f"(with mean, std, min and max), always; others are not computed"
+        )
     return []
 
 
@@ -114,6 +124,7 @@ def _zero_only(flag: str, why: str) -> Callable[[str], list[str]]:
         if not zero:
             raise FlagError(f"{flag} {value}: {why}")
         return []
+
     return check
 
 
@@ -135,11 +146,16 @@ WITH_VALUE: dict[str, Callable[[str], list[str]]] = {
     "--backend": _backend,
     "--percentile-metrics": _percentile_metrics,
     "--metric-percentiles": _metric_percentiles,
-    "--random-range-ratio": _zero_only("--random-range-ratio", "tokenbench's synthetic prompts have "
-                                       "exactly --input-tokens tokens; for a spread use --dataset sharegpt "
-                                       "or --dataset jsonl with your lengths"),
-    "--random-prefix-len": _zero_only("--random-prefix-len", "a shared prefix is not in tokenbench yet "
-                                      "(--system-prompt TEXT prefixes every chat request)"),
+    "--random-range-ratio": _zero_only(
+        "--random-range-ratio",
+        "tokenbench's synthetic prompts have "
+        "exactly --input-tokens tokens; for a spread use --dataset sharegpt "
+        "or --dataset jsonl with your lengths",
+    ),
+    "--random-prefix-len": _zero_only(
+        "--random-prefix-len",
+        "a shared prefix is not in tokenbench yet (--system-prompt TEXT prefixes every chat request)",
+    ),
 }
 WITH_VALUES: dict[str, Callable[[list[str]], list[str]]] = {
     "--goodput": _goodput,
@@ -147,8 +163,15 @@ WITH_VALUES: dict[str, Callable[[list[str]], list[str]]] = {
 }
 # Sampling parameters: vLLM sends each in the request body; so does --extra-body (JSON), here
 # merged into one object (the flag's value wins over a key of --extra-body's).
-SAMPLING = {"--temperature": float, "--top-p": float, "--top-k": int, "--min-p": float,
-            "--frequency-penalty": float, "--presence-penalty": float, "--repetition-penalty": float}
+SAMPLING = {
+    "--temperature": float,
+    "--top-p": float,
+    "--top-k": int,
+    "--min-p": float,
+    "--frequency-penalty": float,
+    "--presence-penalty": float,
+    "--repetition-penalty": float,
+}
 NO_VALUE: dict[str, list[str]] = {
     "--disable-tqdm": ["--no-live"],
     "--save-result": [],  # tokenbench always writes results.json
@@ -170,7 +193,7 @@ def translate(args: list[str]) -> list[str]:
     FlagError for a flag whose meaning differs. ``--host``/``--port`` become ``--url``."""
     out: list[str] = []
     host = port = None
-    body: dict | None = None
+    body: dict[str, Any] | None = None
     i = 0
     while i < len(args):
         arg = args[i]
@@ -222,7 +245,7 @@ def translate(args: list[str]) -> list[str]:
 class RunCommand(typer.core.TyperCommand):
     """``tokenbench run``: vllm-bench flags rewritten before the arguments are parsed."""
 
-    def parse_args(self, ctx, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         try:
             args = translate(args)
         except FlagError as exc:

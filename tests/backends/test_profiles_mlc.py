@@ -16,19 +16,43 @@ class _FutureKnobs(EngineKnobs):
 
 
 def _spec(**knobs) -> LaunchSpec:
-    return LaunchSpec(model="HF://mlc-ai/Model-q4f16_1-MLC", served_name="served", host="127.0.0.1",
-                      port=8100, knobs=EngineKnobs(**knobs))
+    return LaunchSpec(
+        model="HF://mlc-ai/Model-q4f16_1-MLC",
+        served_name="served",
+        host="127.0.0.1",
+        port=8100,
+        knobs=EngineKnobs(**knobs),
+    )
 
 
 def test_local_command():
-    launch = PROFILE.local(_spec(max_num_seqs=8, kv_memory=0.85, max_model_len=4096, prefix_caching=False,
-                                 tensor_parallel=2, engine_args=("--device", "cuda:0"),
-                                 engine_env={"TVM_X": "1"}))
+    launch = PROFILE.local(
+        _spec(
+            max_num_seqs=8,
+            kv_memory=0.85,
+            max_model_len=4096,
+            prefix_caching=False,
+            tensor_parallel=2,
+            engine_args=("--device", "cuda:0"),
+            engine_env={"TVM_X": "1"},
+        )
+    )
     assert list(launch.argv) == [
-        "mlc_llm", "serve", "HF://mlc-ai/Model-q4f16_1-MLC", "--host", "127.0.0.1", "--port", "8100",
-        "--mode", "server", "--overrides",
+        "mlc_llm",
+        "serve",
+        "HF://mlc-ai/Model-q4f16_1-MLC",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8100",
+        "--mode",
+        "server",
+        "--overrides",
         "max_num_sequence=8;gpu_memory_utilization=0.85;context_window_size=4096;tensor_parallel_shards=2",
-        "--prefix-cache-mode", "disable", "--device", "cuda:0",
+        "--prefix-cache-mode",
+        "disable",
+        "--device",
+        "cuda:0",
     ]
     assert all(isinstance(a, str) for a in launch.argv)
     assert dict(launch.env) == {"TVM_X": "1"}
@@ -36,8 +60,15 @@ def test_local_command():
 
 def test_defaults_and_prefix_cache_on():
     assert list(PROFILE.local(_spec()).argv) == [
-        "mlc_llm", "serve", "HF://mlc-ai/Model-q4f16_1-MLC", "--host", "127.0.0.1", "--port", "8100",
-        "--mode", "server",
+        "mlc_llm",
+        "serve",
+        "HF://mlc-ai/Model-q4f16_1-MLC",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8100",
+        "--mode",
+        "server",
     ]
     argv = list(PROFILE.local(_spec(prefix_caching=True, kv_memory=0.5)).argv)
     assert argv[-4:] == ["--overrides", "gpu_memory_utilization=0.5", "--prefix-cache-mode", "radix"]
@@ -49,8 +80,7 @@ def test_quantization_is_refused():
 
 
 def test_unknown_knob_names_the_pass_through():
-    spec = LaunchSpec(model="m", served_name="m", host="127.0.0.1", port=1,
-                      knobs=_FutureKnobs(speculative_tokens=4))
+    spec = LaunchSpec(model="m", served_name="m", host="127.0.0.1", port=1, knobs=_FutureKnobs(speculative_tokens=4))
     with pytest.raises(BackendError, match="--engine-arg"):
         PROFILE.local(spec)
 

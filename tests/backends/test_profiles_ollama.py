@@ -20,8 +20,11 @@ def test_local_knobs_land_in_env():
     launch = ollama.local(spec(**KNOBS))
     assert launch.argv == ("ollama", "serve")
     assert launch.env == {
-        "OLLAMA_HOST": "127.0.0.1:11500", "OLLAMA_KEEP_ALIVE": "-1", "OLLAMA_NUM_PARALLEL": "8",
-        "OLLAMA_CONTEXT_LENGTH": "4096", "OLLAMA_KV_CACHE_TYPE": "q8_0",
+        "OLLAMA_HOST": "127.0.0.1:11500",
+        "OLLAMA_KEEP_ALIVE": "-1",
+        "OLLAMA_NUM_PARALLEL": "8",
+        "OLLAMA_CONTEXT_LENGTH": "4096",
+        "OLLAMA_KV_CACHE_TYPE": "q8_0",
     }
     assert all(isinstance(v, str) for v in launch.env.values())
 
@@ -38,11 +41,28 @@ def test_engine_args_are_appended():
 def test_container_passes_env_with_e_and_binds_all_inside():
     launch = ollama.container(spec(**KNOBS))
     assert launch.argv == (
-        "docker", "run", "--rm", "--ipc=host", "-p", "127.0.0.1:11500:11500", "--gpus", "all",
-        "-v", "ollama:/root/.ollama",
-        "-e", "OLLAMA_HOST=0.0.0.0:11500", "-e", "OLLAMA_KEEP_ALIVE=-1", "-e", "OLLAMA_NUM_PARALLEL=8",
-        "-e", "OLLAMA_CONTEXT_LENGTH=4096", "-e", "OLLAMA_KV_CACHE_TYPE=q8_0",
-        ollama.IMAGE, "serve",
+        "docker",
+        "run",
+        "--rm",
+        "--ipc=host",
+        "-p",
+        "127.0.0.1:11500:11500",
+        "--gpus",
+        "all",
+        "-v",
+        "ollama:/root/.ollama",
+        "-e",
+        "OLLAMA_HOST=0.0.0.0:11500",
+        "-e",
+        "OLLAMA_KEEP_ALIVE=-1",
+        "-e",
+        "OLLAMA_NUM_PARALLEL=8",
+        "-e",
+        "OLLAMA_CONTEXT_LENGTH=4096",
+        "-e",
+        "OLLAMA_KV_CACHE_TYPE=q8_0",
+        ollama.IMAGE,
+        "serve",
     )
     assert launch.env == {}
 
@@ -52,8 +72,9 @@ def test_container_engine_env_override_appears_once():
     assert [a for a in argv if a.startswith("OLLAMA_KEEP_ALIVE=")] == ["OLLAMA_KEEP_ALIVE=10m"]
 
 
-@pytest.mark.parametrize("knobs", [dict(kv_memory=0.9), dict(prefix_caching=True), dict(tensor_parallel=2),
-                                   dict(quantization="q4_K_M")])
+@pytest.mark.parametrize(
+    "knobs", [dict(kv_memory=0.9), dict(prefix_caching=True), dict(tensor_parallel=2), dict(quantization="q4_K_M")]
+)
 def test_unmapped_knobs_name_the_pass_through(knobs):
     with pytest.raises(BackendError, match="--engine-arg"):
         ollama.local(spec(**knobs))

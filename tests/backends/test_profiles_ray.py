@@ -13,24 +13,43 @@ MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 
 
 def spec(port=8300, executable=None, **knobs) -> LaunchSpec:
-    return LaunchSpec(model=MODEL, served_name="qwen", host="127.0.0.1", port=port,
-                      knobs=EngineKnobs(**knobs), executable=executable)
+    return LaunchSpec(
+        model=MODEL, served_name="qwen", host="127.0.0.1", port=port, knobs=EngineKnobs(**knobs), executable=executable
+    )
 
 
-KNOBS = dict(max_num_seqs=32, kv_memory=0.8, max_model_len=2048, prefix_caching=False, quantization="fp8",
-             tensor_parallel=2, engine_env={"HF_HUB_OFFLINE": "1"},
-             engine_args=("max_num_batched_tokens=8192", "llm_config.accelerator_type=A10G",
-                          'llm_config.experimental_configs={"stream_batching_interval_ms": 0}'))
+KNOBS = dict(
+    max_num_seqs=32,
+    kv_memory=0.8,
+    max_model_len=2048,
+    prefix_caching=False,
+    quantization="fp8",
+    tensor_parallel=2,
+    engine_env={"HF_HUB_OFFLINE": "1"},
+    engine_args=(
+        "max_num_batched_tokens=8192",
+        "llm_config.accelerator_type=A10G",
+        'llm_config.experimental_configs={"stream_batching_interval_ms": 0}',
+    ),
+)
 
 
 def expected_config(host: str, model: str = MODEL) -> dict:
     return {
-        "host": host, "port": 8300, "metrics_port": 8301,
+        "host": host,
+        "port": 8300,
+        "metrics_port": 8301,
         "llm_config": {
             "model_loading_config": {"model_id": "qwen", "model_source": model},
-            "engine_kwargs": {"max_num_seqs": 32, "gpu_memory_utilization": 0.8, "max_model_len": 2048,
-                              "enable_prefix_caching": False, "quantization": "fp8", "tensor_parallel_size": 2,
-                              "max_num_batched_tokens": 8192},
+            "engine_kwargs": {
+                "max_num_seqs": 32,
+                "gpu_memory_utilization": 0.8,
+                "max_model_len": 2048,
+                "enable_prefix_caching": False,
+                "quantization": "fp8",
+                "tensor_parallel_size": 2,
+                "max_num_batched_tokens": 8192,
+            },
             "log_engine_metrics": True,
             "accelerator_type": "A10G",
             "experimental_configs": {"stream_batching_interval_ms": 0},
@@ -55,10 +74,24 @@ def test_program_is_valid_python_using_the_documented_api():
 def test_container_publishes_http_and_metrics_ports_on_loopback():
     launch = ray_profile.container(spec(**KNOBS))
     argv = launch.argv
-    assert argv[:argv.index(ray_profile.IMAGE) + 3] == (
-        "docker", "run", "--rm", "--ipc=host", "-p", "127.0.0.1:8300:8300",
-        "-p", "127.0.0.1:8301:8301", "--gpus", "all", "-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface",
-        "-e", "HF_HUB_OFFLINE=1", ray_profile.IMAGE, "python3", "-c",
+    assert argv[: argv.index(ray_profile.IMAGE) + 3] == (
+        "docker",
+        "run",
+        "--rm",
+        "--ipc=host",
+        "-p",
+        "127.0.0.1:8300:8300",
+        "-p",
+        "127.0.0.1:8301:8301",
+        "--gpus",
+        "all",
+        "-v",
+        f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface",
+        "-e",
+        "HF_HUB_OFFLINE=1",
+        ray_profile.IMAGE,
+        "python3",
+        "-c",
     )
     assert argv[-2] == ray_profile.PROGRAM
     assert json.loads(argv[-1]) == expected_config("0.0.0.0")

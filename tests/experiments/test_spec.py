@@ -29,15 +29,18 @@ def test_expansion_gives_one_server_per_sweep_value_and_one_cell_per_variant_and
     assert [len(c.config.loads) for c in cells] == [2] * 6
 
 
-@pytest.mark.parametrize("patch,needle", [
-    ({"trials": 0}, "trials"),
-    ({"load": {"users": [1], "rates": [1.0]}}, "load: give users"),
-    ({"backends": [{"backend": "vllm", "sweep": {"max_seqs": [1]}}]}, "backends.0.sweep"),
-    ({"backends": [{"url": "http://127.0.0.1:1", "knobs": {"max_num_seqs": 4}}]}, "drop url"),
-    ({"stop": {"duraton_s": 5}}, "stop.duraton_s"),
-    ({"variants": [{"label": "x"}, {"label": "x"}]}, "unique"),
-    ({"backends": []}, "backends"),
-])
+@pytest.mark.parametrize(
+    "patch,needle",
+    [
+        ({"trials": 0}, "trials"),
+        ({"load": {"users": [1], "rates": [1.0]}}, "load: give users"),
+        ({"backends": [{"backend": "vllm", "sweep": {"max_seqs": [1]}}]}, "backends.0.sweep"),
+        ({"backends": [{"url": "http://127.0.0.1:1", "knobs": {"max_num_seqs": 4}}]}, "drop url"),
+        ({"stop": {"duraton_s": 5}}, "stop.duraton_s"),
+        ({"variants": [{"label": "x"}, {"label": "x"}]}, "unique"),
+        ({"backends": []}, "backends"),
+    ],
+)
 def test_bad_fields_are_named(patch, needle):
     with pytest.raises(ExperimentError) as exc:
         parse_spec({**BASE, **patch})

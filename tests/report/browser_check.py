@@ -17,8 +17,16 @@ import pytest
 CHROMIUM = Path("/usr/bin/chromium")
 # No network side-channels of its own: without these flags Chromium's background connections are
 # refused by this machine's closed network, many at a time.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 CHART_STATE = """() => [...document.querySelectorAll('.plotly-graph-div')].map(d => ({
     id: d.id,
@@ -77,8 +85,9 @@ def check_in_chromium(html: Path, screenshot: Path | None = None) -> BrowserChec
             page.on("pageerror", lambda e: check.errors.append(str(e)))
             page.on("dialog", lambda d: (check.dialogs.append(d.message), d.dismiss()))
             # Offline: any request leaving file:// would be a missing inline asset.
-            page.route("http*://**", lambda route: (check.errors.append(f"network request {route.request.url}"),
-                                                   route.abort()))
+            page.route(
+                "http*://**", lambda route: (check.errors.append(f"network request {route.request.url}"), route.abort())
+            )
             page.goto(html.as_uri(), wait_until="load")
             try:  # plotly draws asynchronously after load; wait until every chart has marks
                 page.wait_for_function(f"() => ({CHART_STATE})().every(c => c.marks > 0)", timeout=30_000)
@@ -92,8 +101,7 @@ def check_in_chromium(html: Path, screenshot: Path | None = None) -> BrowserChec
                 screenshot.write_bytes(shot)
             check.distinct_colors = distinct_colors(shot)
             check.body_text = page.inner_text("body")
-            check.titles = page.evaluate(
-                "() => [...document.querySelectorAll('.gtitle')].map(t => t.textContent)")
+            check.titles = page.evaluate("() => [...document.querySelectorAll('.gtitle')].map(t => t.textContent)")
             check.bold_elements = page.evaluate("() => document.querySelectorAll('b').length")
         finally:
             browser.close()

@@ -40,11 +40,23 @@ def evil_run(tmp_path: Path) -> Path:
     succeeded (every latency null) and no server metrics."""
     good = point(0, "users", 4, ramp_s=10.0, tokens_per_s=400.0, ttft_s=0.2, steady_rates=[400, 400, 390, 395])
     good["label"] = '4 users <img src=x onerror="alert(2)">'
-    dead = point(1, "users", 8, start_s=40.0, tokens_per_s=None, rps=None, ttft_s=None, tpot_s=None,
-                 outcomes={"http_error": 30}, server=False, steady_rates=[0.0] * 4, preemptions=None)
+    dead = point(
+        1,
+        "users",
+        8,
+        start_s=40.0,
+        tokens_per_s=None,
+        rps=None,
+        ttft_s=None,
+        tpot_s=None,
+        outcomes={"http_error": 30},
+        server=False,
+        steady_rates=[0.0] * 4,
+        preemptions=None,
+    )
     for w in dead["timeseries"]:
         w["output_tokens_per_s"] = None
         w["ttft_s_mean"] = w["ttft_s_p90"] = None
         w["errors"] = 7
-    data = results([good, dead], backend='<b>evil</b>', model=EVIL)
+    data = results([good, dead], backend="<b>evil</b>", model=EVIL)
     return write_run(tmp_path / "evil-run", data)

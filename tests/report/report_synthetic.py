@@ -21,77 +21,154 @@ def dist(mean: float | None, p50: float | None = None, p99: float | None = None,
         return None
     p50 = mean if p50 is None else p50
     p99 = mean * 2 if p99 is None else p99
-    return {"count": count, "mean": mean, "std": mean / 10, "min": mean / 2, "p50": p50, "p90": p99 * 0.8,
-            "p95": p99 * 0.9, "p99": p99, "p999": p99, "max": p99}
+    return {
+        "count": count,
+        "mean": mean,
+        "std": mean / 10,
+        "min": mean / 2,
+        "p50": p50,
+        "p90": p99 * 0.8,
+        "p95": p99 * 0.9,
+        "p99": p99,
+        "p999": p99,
+        "max": p99,
+    }
 
 
-def windows(start_s: float, ramp_s: float, rates: list[float], drain: int = 1, ttft_s: float = 0.1,
-            server: bool = True) -> list[dict]:
+def windows(
+    start_s: float, ramp_s: float, rates: list[float], drain: int = 1, ttft_s: float = 0.1, server: bool = True
+) -> list[dict]:
     """Ramp windows (rate 5 tok/s), then one window per steady rate, then drain windows."""
     out = []
     t = start_s
     n_ramp = int(round(ramp_s / WINDOW_S))
     for i, rate in enumerate([5.0] * n_ramp + list(rates) + [2.0] * drain):
         is_ramp = i < n_ramp
-        out.append({
-            "start_s": t, "end_s": t + WINDOW_S, "ramp": is_ramp, "active_users": 4, "in_flight": 3.5,
-            "requests_per_s": rate / 100, "output_tokens_per_s": rate, "ttft_s_mean": ttft_s,
-            "ttft_s_p90": ttft_s * 1.5, "errors": 0,
-            "server_running": 3.0 if server else None, "server_waiting": 0.5 if server else None,
-            "server_kv_usage": 0.4 if server else None, "server_preemptions": 0.0 if server else None,
-            "gpu_util_pct": None,
-        })
+        out.append(
+            {
+                "start_s": t,
+                "end_s": t + WINDOW_S,
+                "ramp": is_ramp,
+                "active_users": 4,
+                "in_flight": 3.5,
+                "requests_per_s": rate / 100,
+                "output_tokens_per_s": rate,
+                "ttft_s_mean": ttft_s,
+                "ttft_s_p90": ttft_s * 1.5,
+                "errors": 0,
+                "server_running": 3.0 if server else None,
+                "server_waiting": 0.5 if server else None,
+                "server_kv_usage": 0.4 if server else None,
+                "server_preemptions": 0.0 if server else None,
+                "gpu_util_pct": None,
+            }
+        )
         t += WINDOW_S
     return out
 
 
-def point(index: int, kind: str, value: float, *, start_s: float = 0.0, ramp_s: float = 0.0,
-          tokens_per_s: float | None = 100.0, rps: float | None = 1.0, ttft_s: float | None = 0.1,
-          ttft_p50_s: float | None = None, tpot_s: float | None = 0.02, outcomes: dict[str, int] | None = None,
-          good_fraction: float | None = None, goodput_per_s: float | None = None,
-          preemptions: float | None = 0.0, steady_rates: list[float] | None = None,
-          server: bool = True) -> dict:
+def point(
+    index: int,
+    kind: str,
+    value: float,
+    *,
+    start_s: float = 0.0,
+    ramp_s: float = 0.0,
+    tokens_per_s: float | None = 100.0,
+    rps: float | None = 1.0,
+    ttft_s: float | None = 0.1,
+    ttft_p50_s: float | None = None,
+    tpot_s: float | None = 0.02,
+    outcomes: dict[str, int] | None = None,
+    good_fraction: float | None = None,
+    goodput_per_s: float | None = None,
+    preemptions: float | None = 0.0,
+    steady_rates: list[float] | None = None,
+    server: bool = True,
+) -> dict:
     outcomes = outcomes or {"ok": 20}
     steady_rates = steady_rates if steady_rates is not None else [tokens_per_s or 0.0] * 4
     duration_s = WINDOW_S * len(steady_rates)
     label = f"{int(value)} users" if kind == "users" else f"{value:g} req/s"
-    load = ({"kind": "users", "users": int(value), "ramp_up_s": ramp_s, "think_time_s": 0.0}
-            if kind == "users" else {"kind": "rate", "rate_per_s": value, "arrival": "poisson"})
+    load = (
+        {"kind": "users", "users": int(value), "ramp_up_s": ramp_s, "think_time_s": 0.0}
+        if kind == "users"
+        else {"kind": "rate", "rate_per_s": value, "arrival": "poisson"}
+    )
     load.update({"warmup_s": 0.0, "duration_s": duration_s, "max_requests": None})
     ramp_end = start_s + ramp_s
     load_end = ramp_end + duration_s
     return {
-        "index": index, "label": label, "load": load,
+        "index": index,
+        "label": label,
+        "load": load,
         "span": {"start_s": start_s, "ramp_end_s": ramp_end, "load_end_s": load_end, "end_s": load_end + WINDOW_S},
-        "interrupted": False, "window_s": duration_s, "window": {"start_s": ramp_end, "end_s": load_end},
+        "interrupted": False,
+        "window_s": duration_s,
+        "window": {"start_s": ramp_end, "end_s": load_end},
         "requests": {"total": sum(outcomes.values()), "ok": outcomes.get("ok", 0), "by_outcome": outcomes},
-        "ttft_s": dist(ttft_s, ttft_p50_s), "tpot_s": dist(tpot_s), "itl_s": dist(tpot_s),
-        "e2e_s": dist(None if ttft_s is None else ttft_s + 2.0), "queue_s": dist(None if ttft_s is None else 0.001),
-        "output_tokens_per_s": tokens_per_s, "total_tokens_per_s": None if tokens_per_s is None else tokens_per_s * 2,
-        "requests_per_s": rps, "goodput_per_s": goodput_per_s, "good_fraction": good_fraction,
+        "ttft_s": dist(ttft_s, ttft_p50_s),
+        "tpot_s": dist(tpot_s),
+        "itl_s": dist(tpot_s),
+        "e2e_s": dist(None if ttft_s is None else ttft_s + 2.0),
+        "queue_s": dist(None if ttft_s is None else 0.001),
+        "output_tokens_per_s": tokens_per_s,
+        "total_tokens_per_s": None if tokens_per_s is None else tokens_per_s * 2,
+        "requests_per_s": rps,
+        "goodput_per_s": goodput_per_s,
+        "good_fraction": good_fraction,
         "concurrency": {"mean": 3.5, "peak": 4},
-        "server": ({"preemptions": preemptions, "generated_tokens": 1000.0, "running": {"mean": 3.0, "max": 4.0},
-                    "waiting": {"mean": 0.5, "max": 2.0}, "kv_usage": {"mean": 0.4, "max": 0.6},
-                    "ttft_s_mean": ttft_s, "client_ttft_s_matched": {"mean": ttft_s, "count": 10}}
-                   if server else None),
+        "server": (
+            {
+                "preemptions": preemptions,
+                "generated_tokens": 1000.0,
+                "running": {"mean": 3.0, "max": 4.0},
+                "waiting": {"mean": 0.5, "max": 2.0},
+                "kv_usage": {"mean": 0.4, "max": 0.6},
+                "ttft_s_mean": ttft_s,
+                "client_ttft_s_matched": {"mean": ttft_s, "count": 10},
+            }
+            if server
+            else None
+        ),
         "gpu": {"available": False, "reason": "NVMLError_LibraryNotFound: NVML Shared Library Not Found"},
         "timeseries": windows(start_s, ramp_s, steady_rates, server=server, ttft_s=ttft_s or 0.0),
     }
 
 
-def results(points: list[dict], *, backend: str = "vllm", model: str = "smollm2",
-            slo: dict | None = None, engine_version: str = "0.32.0") -> dict:
+def results(
+    points: list[dict],
+    *,
+    backend: str = "vllm",
+    model: str = "smollm2",
+    slo: dict | None = None,
+    engine_version: str = "0.32.0",
+) -> dict:
     return {
         "tool": {"name": "tokenbench", "version": "0.1.0"},
-        "target": {"url": "http://127.0.0.1:8000", "model": model, "api": "completions", "backend": backend,
-                   "engine": backend, "engine_version": engine_version, "cold_start_s": 25.5,
-                   "knobs": {"max_num_seqs": 16}},
-        "dataset": {"name": "synthetic", "num_requests": 1000, "exact_lengths": True, "system_prompt": False,
-                    "unique_prefix": True, "source": None},
+        "target": {
+            "url": "http://127.0.0.1:8000",
+            "model": model,
+            "api": "completions",
+            "backend": backend,
+            "engine": backend,
+            "engine_version": engine_version,
+            "cold_start_s": 25.5,
+            "knobs": {"max_num_seqs": 16},
+        },
+        "dataset": {
+            "name": "synthetic",
+            "num_requests": 1000,
+            "exact_lengths": True,
+            "system_prompt": False,
+            "unique_prefix": True,
+            "source": None,
+        },
         "slo": slo or {"ttft_s": None, "tpot_s": None, "e2e_s": None},
         "clock": {"origin_monotonic_s": 1.0, "origin_unix_s": 1.7e9, "unit": "seconds"},
         "telemetry": {"samples": "samples.jsonl", "interval_s": 1.0},
-        "points": points, "interrupted": False,
+        "points": points,
+        "interrupted": False,
     }
 
 
@@ -109,8 +186,12 @@ def _ci(xs: list[float]) -> dict:
     if len(xs) < 2:
         return {"mean": mean, "ci95": None, "n": 1, "values": xs}
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
-    return {"mean": mean, "ci95": float(stats.t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs)),
-            "n": len(xs), "values": xs}
+    return {
+        "mean": mean,
+        "ci95": float(stats.t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs)),
+        "n": len(xs),
+        "values": xs,
+    }
 
 
 def _headline(p: dict) -> dict[str, float | None]:
@@ -120,18 +201,34 @@ def _headline(p: dict) -> dict[str, float | None]:
     req = p["requests"]
     srv = p.get("server") or {}
     return {
-        "output_tokens_per_s": p["output_tokens_per_s"], "requests_per_s": p["requests_per_s"],
-        "ttft_s_mean": d("ttft_s", "mean"), "ttft_s_p50": d("ttft_s", "p50"), "ttft_s_p99": d("ttft_s", "p99"),
-        "tpot_s_mean": d("tpot_s", "mean"), "itl_s_mean": d("itl_s", "mean"), "e2e_s_mean": d("e2e_s", "mean"),
-        "queue_s_mean": d("queue_s", "mean"), "goodput_per_s": p["goodput_per_s"], "good_fraction": p["good_fraction"],
+        "output_tokens_per_s": p["output_tokens_per_s"],
+        "requests_per_s": p["requests_per_s"],
+        "ttft_s_mean": d("ttft_s", "mean"),
+        "ttft_s_p50": d("ttft_s", "p50"),
+        "ttft_s_p99": d("ttft_s", "p99"),
+        "tpot_s_mean": d("tpot_s", "mean"),
+        "itl_s_mean": d("itl_s", "mean"),
+        "e2e_s_mean": d("e2e_s", "mean"),
+        "queue_s_mean": d("queue_s", "mean"),
+        "goodput_per_s": p["goodput_per_s"],
+        "good_fraction": p["good_fraction"],
         "error_rate": (req["total"] - req["ok"]) / req["total"] if req["total"] else None,
-        "server_preemptions": srv.get("preemptions"), "server_ttft_s_mean": srv.get("ttft_s_mean"),
+        "server_preemptions": srv.get("preemptions"),
+        "server_ttft_s_mean": srv.get("ttft_s_mean"),
         "server_kv_usage_max": (srv.get("kv_usage") or {}).get("max"),
     }
 
 
-def write_experiment(path: Path, name: str, servers: dict[str, tuple[str, dict]], loads: dict[str, list],
-                     trials: int, make_points: Callable[[str, int], list[dict]], *, slo: dict | None = None) -> Path:
+def write_experiment(
+    path: Path,
+    name: str,
+    servers: dict[str, tuple[str, dict]],
+    loads: dict[str, list],
+    trials: int,
+    make_points: Callable[[str, int], list[dict]],
+    *,
+    slo: dict | None = None,
+) -> Path:
     """servers: label -> (backend, swept). make_points(label, trial) -> the trial's points."""
     path.mkdir(parents=True, exist_ok=True)
     slo = slo or {"ttft_s": None, "tpot_s": None, "e2e_s": None}
@@ -142,25 +239,51 @@ def write_experiment(path: Path, name: str, servers: dict[str, tuple[str, dict]]
             cell_id = f"{label}__default__t{trial}"
             pts = make_points(label, trial)
             write_run(path / "cells" / cell_id, results(pts, backend=backend, slo=slo))
-            cells[cell_id] = {"server": label, "variant": "default", "trial": trial, "status": "ok", "error": None,
-                              "run_dir": f"cells/{cell_id}"}
+            cells[cell_id] = {
+                "server": label,
+                "variant": "default",
+                "trial": trial,
+                "status": "ok",
+                "error": None,
+                "run_dir": f"cells/{cell_id}",
+            }
             by_server.setdefault(label, []).append(pts)
     aggregates = []
     for label, trial_points in by_server.items():
         backend, swept = servers[label]
         for index, first in enumerate(trial_points[0]):
             per_trial = [_headline(tp[index]) for tp in trial_points]
-            aggregates.append({
-                "server": label, "backend": backend, "swept": swept, "variant": "default", "point": index,
-                "label": first["label"], "load": first["load"],
-                "metrics": {k: _ci([h[k] for h in per_trial]) for k in per_trial[0]},
-            })
+            aggregates.append(
+                {
+                    "server": label,
+                    "backend": backend,
+                    "swept": swept,
+                    "variant": "default",
+                    "point": index,
+                    "label": first["label"],
+                    "load": first["load"],
+                    "metrics": {k: _ci([h[k] for h in per_trial]) for k in per_trial[0]},
+                }
+            )
     exp = {
-        "name": name, "description": f"synthetic {name}",
+        "name": name,
+        "description": f"synthetic {name}",
         "spec": {"name": name, "load": loads, "trials": trials, "slo": slo},
-        "servers": [{"label": label, "backend": b, "swept": s, "status": "ok", "error": None, "cold_start_s": 20.0,
-                     "engine_version": "1.0"} for label, (b, s) in servers.items()],
-        "cells": cells, "aggregates": aggregates, "complete": True,
+        "servers": [
+            {
+                "label": label,
+                "backend": b,
+                "swept": s,
+                "status": "ok",
+                "error": None,
+                "cold_start_s": 20.0,
+                "engine_version": "1.0",
+            }
+            for label, (b, s) in servers.items()
+        ],
+        "cells": cells,
+        "aggregates": aggregates,
+        "complete": True,
     }
     (path / "experiment.json").write_text(json.dumps(exp, indent=1))
     return path
@@ -174,9 +297,19 @@ SLO = {"ttft_s": 0.5, "tpot_s": 0.05, "e2e_s": None}
 # label -> per-rate (ttft p50 s, achieved fraction of offered rate, output tokens/s, good fraction)
 DESIGN = {
     # TTFT p50 at 4 req/s is 2.5x the 1 req/s one: saturates at 4 req/s (TTFT rule)
-    "vllm_max_num_seqs=16": [(0.10, 0.99, 120, 0.98), (0.12, 0.99, 240, 0.97), (0.25, 0.98, 470, 0.80), (1.0, 0.95, 900, 0.30)],
+    "vllm_max_num_seqs=16": [
+        (0.10, 0.99, 120, 0.98),
+        (0.12, 0.99, 240, 0.97),
+        (0.25, 0.98, 470, 0.80),
+        (1.0, 0.95, 900, 0.30),
+    ],
     # achieved 81% of 8 req/s: saturates at 8 req/s (throughput rule)
-    "vllm_max_num_seqs=64": [(0.10, 0.99, 125, 0.99), (0.11, 0.99, 250, 0.98), (0.15, 0.99, 500, 0.95), (0.18, 0.81, 830, 0.85)],
+    "vllm_max_num_seqs=64": [
+        (0.10, 0.99, 125, 0.99),
+        (0.11, 0.99, 250, 0.98),
+        (0.15, 0.99, 500, 0.95),
+        (0.18, 0.81, 830, 0.85),
+    ],
     # never saturates; lowest TTFT, less throughput
     "sglang": [(0.08, 0.99, 110, 0.99), (0.09, 0.99, 220, 0.99), (0.10, 0.99, 440, 0.99), (0.12, 0.99, 880, 0.96)],
 }
@@ -201,10 +334,23 @@ def rate_points(label: str, trial: int) -> list[dict]:
             steady = [tok * f * r for r in (1, 1, 0.95, 0.9, 0.85, 0.85)]
         else:
             steady = [tok * f] * 6
-        pts.append(point(i, "rate", rate, start_s=t, tokens_per_s=tok * f, rps=rate * achieved * f, ttft_s=ttft * f * 1.1,
-                         ttft_p50_s=ttft * f, good_fraction=min(1.0, good * f), goodput_per_s=rate * good * f,
-                         preemptions=(4.0 if label.endswith("16") and rate >= 4 else 0.0), steady_rates=steady,
-                         outcomes={"ok": 40, "timeout": 2} if rate == 8.0 else {"ok": 40}))
+        pts.append(
+            point(
+                i,
+                "rate",
+                rate,
+                start_s=t,
+                tokens_per_s=tok * f,
+                rps=rate * achieved * f,
+                ttft_s=ttft * f * 1.1,
+                ttft_p50_s=ttft * f,
+                good_fraction=min(1.0, good * f),
+                goodput_per_s=rate * good * f,
+                preemptions=(4.0 if label.endswith("16") and rate >= 4 else 0.0),
+                steady_rates=steady,
+                outcomes={"ok": 40, "timeout": 2} if rate == 8.0 else {"ok": 40},
+            )
+        )
         t += WINDOW_S * (len(steady) + 2)
     return pts
 
@@ -212,9 +358,21 @@ def rate_points(label: str, trial: int) -> list[dict]:
 def users_points(scale: float) -> Callable[[str, int], list[dict]]:
     def make(label: str, trial: int) -> list[dict]:
         f = scale * (1 + _noise(trial))
-        return [point(i, "users", u, start_s=i * 60.0, ramp_s=10.0, tokens_per_s=100 * u * f, rps=u * f / 4,
-                      ttft_s=0.05 * u * (1 + _noise(trial)), steady_rates=[100 * u * f] * 6)
-                for i, u in enumerate([1, 4, 16])]
+        return [
+            point(
+                i,
+                "users",
+                u,
+                start_s=i * 60.0,
+                ramp_s=10.0,
+                tokens_per_s=100 * u * f,
+                rps=u * f / 4,
+                ttft_s=0.05 * u * (1 + _noise(trial)),
+                steady_rates=[100 * u * f] * 6,
+            )
+            for i, u in enumerate([1, 4, 16])
+        ]
+
     return make
 
 

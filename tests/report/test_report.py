@@ -20,9 +20,17 @@ from tokenbench.report.verdict import decide, pareto_front, saturation_point, st
 def _span(rates: list[float], ramp_s: float = 10.0, drain: int = 1) -> PointSpan:
     ws = windows(0.0, ramp_s, rates, drain=drain)
     load_end = ramp_s + WINDOW_S * len(rates)
-    return PointSpan(index=0, label="4 users", load_kind="users", start_s=0.0, ramp_end_s=ramp_s,
-                     measure_start_s=ramp_s, load_end_s=load_end, end_s=load_end + WINDOW_S * drain,
-                     windows=tuple(ws))
+    return PointSpan(
+        index=0,
+        label="4 users",
+        load_kind="users",
+        start_s=0.0,
+        ramp_end_s=ramp_s,
+        measure_start_s=ramp_s,
+        load_end_s=load_end,
+        end_s=load_end + WINDOW_S * drain,
+        windows=tuple(ws),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,13 +147,21 @@ def test_verdict_picks(rate_experiment: Path) -> None:
     assert len(degraded) == 3  # every trial
     assert all(s.change == pytest.approx(-0.15) for s in degraded)
 
-    assert v.highest_load_meeting_slo == {"vllm_max_num_seqs=16": "2 req/s", "vllm_max_num_seqs=64": "4 req/s",
-                                          "sglang": "8 req/s"}
+    assert v.highest_load_meeting_slo == {
+        "vllm_max_num_seqs=16": "2 req/s",
+        "vllm_max_num_seqs=64": "4 req/s",
+        "sglang": "8 req/s",
+    }
     missed = {(s.config, s.label) for s in v.slo if s.met is False}
-    assert missed == {("vllm_max_num_seqs=16", "4 req/s"), ("vllm_max_num_seqs=16", "8 req/s"),
-                      ("vllm_max_num_seqs=64", "8 req/s")}
-    assert {s.config: s.label for s in v.saturation} == {"vllm_max_num_seqs=16": "4 req/s",
-                                                         "vllm_max_num_seqs=64": "8 req/s"}
+    assert missed == {
+        ("vllm_max_num_seqs=16", "4 req/s"),
+        ("vllm_max_num_seqs=16", "8 req/s"),
+        ("vllm_max_num_seqs=64", "8 req/s"),
+    }
+    assert {s.config: s.label for s in v.saturation} == {
+        "vllm_max_num_seqs=16": "4 req/s",
+        "vllm_max_num_seqs=64": "8 req/s",
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,7 +171,7 @@ def test_verdict_picks(rate_experiment: Path) -> None:
 def test_write_report_experiment(rate_experiment: Path, tmp_path: Path) -> None:
     files = write_report([rate_experiment], tmp_path / "out")
     html = files.html.read_text()
-    assert html.count("<script type=\"text/javascript\">") == 1  # plotly.js inlined once
+    assert html.count('<script type="text/javascript">') == 1  # plotly.js inlined once
     body = html.split("</head>")[1]
     assert "<script src" not in html and "https://" not in body  # nothing fetched: works offline
     names = {p.name for p in files.charts}
@@ -169,8 +185,16 @@ def test_write_report_experiment(rate_experiment: Path, tmp_path: Path) -> None:
 
     md = files.markdown.read_text()
     assert md.startswith("# tokenbench report")
-    for heading in ("## Inputs", "## Verdict", "### Best at each load", "### Service-level objectives",
-                    "### Saturation", "## Headline numbers", "## Stability over time", "## Charts"):
+    for heading in (
+        "## Inputs",
+        "## Verdict",
+        "### Best at each load",
+        "### Service-level objectives",
+        "### Saturation",
+        "## Headline numbers",
+        "## Stability over time",
+        "## Charts",
+    ):
         assert heading in md
     assert "vllm_max_num_seqs=16 saturates at 4 req/s" in md
     assert "sglang meets the SLO (≥ 90% good requests) up to 8 req/s" in md
@@ -211,8 +235,16 @@ def test_nulls_are_dashes_never_zero(evil_run: Path, tmp_path: Path) -> None:
     table = headline_table(data)
     dead = next(row for row in table.rows if row[1] == "8 users")
     col = {h: i for i, h in enumerate(table.headers)}
-    for header in ("output throughput (tok/s)", "TTFT mean (ms)", "TTFT p50 (ms)", "TPOT mean (ms)",
-                   "E2E mean (ms)", "goodput (req/s)", "server preemptions", "server KV usage max (%)"):
+    for header in (
+        "output throughput (tok/s)",
+        "TTFT mean (ms)",
+        "TTFT p50 (ms)",
+        "TPOT mean (ms)",
+        "E2E mean (ms)",
+        "goodput (req/s)",
+        "server preemptions",
+        "server KV usage max (%)",
+    ):
         assert dead[col[header]] == NULL_TEXT, header
     assert dead[col["errors (%)"]] == "100.0"
     files = write_report([evil_run], tmp_path / "out")
@@ -231,8 +263,9 @@ def test_not_a_result_directory(tmp_path: Path) -> None:
 
 def test_real_schema_run(tmp_path: Path) -> None:
     """A run with one point and no SLO: no verdict picks, no crash, header facts shown."""
-    run = write_run(tmp_path / "r", results([point(0, "users", 16, steady_rates=[60.0, 62.0, 61.0])],
-                                            engine_version="9.9.9"))
+    run = write_run(
+        tmp_path / "r", results([point(0, "users", 16, steady_rates=[60.0, 62.0, 61.0])], engine_version="9.9.9")
+    )
     files = write_report([run], tmp_path / "out")
     html = files.html.read_text()
     assert "9.9.9" in html and "25.5 s" in html and "smollm2" in html and "synthetic" in html
@@ -310,17 +343,45 @@ def test_experiment_where_every_server_failed(tmp_path: Path) -> None:
     exp_dir = tmp_path / "failed"
     exp_dir.mkdir()
     error = "vLLM did not become ready: exited with code 1 <see log>"
-    (exp_dir / "experiment.json").write_text(json.dumps({
-        "name": "all-failed", "description": "", "complete": False,
-        "spec": {"name": "all-failed", "load": {"rates": [1.0]}, "trials": 2,
-                 "backends": [{"backend": "vllm", "model": "m"}], "slo": {"ttft_s": 1.0}},
-        "servers": [{"label": "vllm", "backend": "vllm", "swept": {}, "status": "failed", "error": error,
-                     "cold_start_s": None, "engine_version": None}],
-        "cells": {f"vllm__default__t{t}": {"server": "vllm", "variant": "default", "trial": t, "status": "failed",
-                                           "error": "server did not start", "run_dir": f"cells/vllm__default__t{t}"}
-                  for t in (1, 2)},
-        "aggregates": [],
-    }))
+    (exp_dir / "experiment.json").write_text(
+        json.dumps(
+            {
+                "name": "all-failed",
+                "description": "",
+                "complete": False,
+                "spec": {
+                    "name": "all-failed",
+                    "load": {"rates": [1.0]},
+                    "trials": 2,
+                    "backends": [{"backend": "vllm", "model": "m"}],
+                    "slo": {"ttft_s": 1.0},
+                },
+                "servers": [
+                    {
+                        "label": "vllm",
+                        "backend": "vllm",
+                        "swept": {},
+                        "status": "failed",
+                        "error": error,
+                        "cold_start_s": None,
+                        "engine_version": None,
+                    }
+                ],
+                "cells": {
+                    f"vllm__default__t{t}": {
+                        "server": "vllm",
+                        "variant": "default",
+                        "trial": t,
+                        "status": "failed",
+                        "error": "server did not start",
+                        "run_dir": f"cells/vllm__default__t{t}",
+                    }
+                    for t in (1, 2)
+                },
+                "aggregates": [],
+            }
+        )
+    )
     files = write_report([exp_dir], tmp_path / "out")
     assert files.charts == []
     md = files.markdown.read_text()

@@ -14,8 +14,9 @@ from report_synthetic import EVIL
 from tokenbench.report.html import write_report
 
 
-def test_report_renders_in_chromium(rate_experiment: Path, users_experiments: tuple[Path, Path],
-                                    evil_run: Path, tmp_path: Path) -> None:
+def test_report_renders_in_chromium(
+    rate_experiment: Path, users_experiments: tuple[Path, Path], evil_run: Path, tmp_path: Path
+) -> None:
     require_browser()
     files = write_report([rate_experiment, users_experiments[0], evil_run], tmp_path / "out")
     assert len(files.charts) >= 8

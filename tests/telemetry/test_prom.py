@@ -45,9 +45,13 @@ def test_labels_are_summed_buckets_dropped_and_histograms_read():
 
 
 def test_label_selector_scale_and_first_candidate_wins():
-    names = MetricNames(running=("absent_metric", 'vllm:num_requests_running{engine="1"}'),
-                        kv_usage=("vllm:kv_cache_usage_perc",), kv_usage_scale=0.01,
-                        ttft_histogram=("vllm:time_to_first_token_seconds",), histogram_scale=0.001)
+    names = MetricNames(
+        running=("absent_metric", 'vllm:num_requests_running{engine="1"}'),
+        kv_usage=("vllm:kv_cache_usage_perc",),
+        kv_usage_scale=0.01,
+        ttft_histogram=("vllm:time_to_first_token_seconds",),
+        histogram_scale=0.001,
+    )
     values = normalize(parse(VLLM_LIKE), names)
     assert values["running"] == 2
     assert values["kv_usage"] == pytest.approx(0.0025)
@@ -71,9 +75,11 @@ def test_every_profile_metric_name_is_well_formed(name):
 
 def test_kv_usage_is_averaged_across_label_sets_not_summed():
     """Audit 9: data parallel 2, two engines at 0.6 each: 60% used, not 120%."""
-    text = VLLM_LIKE.replace('vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25',
-                             'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.6\n'
-                             'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.6')
+    text = VLLM_LIKE.replace(
+        'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25',
+        'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.6\n'
+        'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.6',
+    )
     values = normalize(parse(text), PROFILES["vllm"].metrics)
     assert values["kv_usage"] == pytest.approx(0.6)
     assert values["running"] == 5  # counts of requests are still summed

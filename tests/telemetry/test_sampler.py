@@ -29,7 +29,9 @@ async def test_a_failed_scrape_is_noted_and_sampling_goes_on(tmp_path):
 def _run(url, out, *extra):
     proc = subprocess.run(
         [sys.executable, "-m", "tokenbench", "run", "--url", url, *extra, "--out", str(out), "--no-live"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "results.json").read_text())
@@ -37,8 +39,22 @@ def _run(url, out, *extra):
 
 def test_attached_backend_reports_server_metrics_with_known_answers(start_mock, tmp_path):
     url = start_mock(ttft_ms=80, itl_ms=10, kv_slots=2)
-    results = _run(url, tmp_path / "run", "--backend", "vllm", "--api", "chat", "--users", "2,4",
-                   "--duration", "3", "--output-tokens", "20", "--metrics-interval", "0.25")
+    results = _run(
+        url,
+        tmp_path / "run",
+        "--backend",
+        "vllm",
+        "--api",
+        "chat",
+        "--users",
+        "2,4",
+        "--duration",
+        "3",
+        "--output-tokens",
+        "20",
+        "--metrics-interval",
+        "0.25",
+    )
     records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").open()]
     low, high = results["points"]
     for point in (low, high):
@@ -66,8 +82,9 @@ def test_attached_backend_reports_server_metrics_with_known_answers(start_mock, 
 def test_unreachable_metrics_do_not_stop_the_run(start_mock, tmp_path):
     url = start_mock(ttft_ms=20, itl_ms=5)
     dead = f"http://127.0.0.1:{free_port()}/metrics"
-    results = _run(url, tmp_path / "run", "--metrics-url", dead, "--users", "1", "--duration", "2",
-                   "--output-tokens", "5")
+    results = _run(
+        url, tmp_path / "run", "--metrics-url", dead, "--users", "1", "--duration", "2", "--output-tokens", "5"
+    )
     point = results["points"][0]
     assert point["requests"]["ok"] == point["requests"]["total"] > 0
     assert point["server"]["failed_scrapes"] > 0 and point["server"]["generated_tokens"] is None

@@ -42,7 +42,9 @@ def test_no_scrapes_means_no_server_summary():
 
 def test_window_takes_inside_mean_or_nearest_and_counts_preemptions():
     w = window_server(SAMPLES, 1.0, 4.0)
-    assert w["server_running"] == 3.0 and w["server_preemptions"] == 4  # 6 (3.5) minus 2 (0.5): the scrapes at or before its edges
+    assert (
+        w["server_running"] == 3.0 and w["server_preemptions"] == 4
+    )  # 6 (3.5) minus 2 (0.5): the scrapes at or before its edges
     empty = window_server(SAMPLES, 5.0, 6.0)  # no scrape inside: the nearest (4.5)
     assert empty["server_running"] == 0 and empty["server_preemptions"] == 0
 
@@ -50,8 +52,10 @@ def test_window_takes_inside_mean_or_nearest_and_counts_preemptions():
 def test_gpu_unavailable_is_said_not_zeroed():
     header = {"gpu": {"available": False, "reason": "NVMLError_LibraryNotFound"}}
     assert point_gpu(SAMPLES, header, 0, 5) == {"available": False, "reason": "NVMLError_LibraryNotFound"}
-    gpu_samples = [dict(scrape(t), gpu=[{"index": 0, "util_pct": u, "power_w": 100.0 + u,
-                                         "mem_used_bytes": 1000 * u}]) for t, u in ((0.5, 50), (1.5, 70))]
+    gpu_samples = [
+        dict(scrape(t), gpu=[{"index": 0, "util_pct": u, "power_w": 100.0 + u, "mem_used_bytes": 1000 * u}])
+        for t, u in ((0.5, 50), (1.5, 70))
+    ]
     g = point_gpu(gpu_samples, {"gpu": {"available": True}}, 0, 2)
     assert g["util_pct"] == {"mean": 60.0, "max": 70} and g["mem_used_bytes_max"] == 70000
 
@@ -59,8 +63,12 @@ def test_gpu_unavailable_is_said_not_zeroed():
 def test_matched_client_ttft_uses_the_servers_bracket():
     server = point_server(SAMPLES, 1.0, 4.0)  # bracket 0.5 .. 4.5
     first_chunks = [(0.4, 9.0), (1.0, 0.2), (4.4, 0.4), (4.6, 9.0)]  # outside, in, in, outside
-    assert matched_client_ttft(first_chunks, server) == {"mean": pytest.approx(0.3), "count": 2,
-                                                         "period_s": [0.5, 4.5], "uncertain": 1}
+    assert matched_client_ttft(first_chunks, server) == {
+        "mean": pytest.approx(0.3),
+        "count": 2,
+        "period_s": [0.5, 4.5],
+        "uncertain": 1,
+    }
     assert matched_client_ttft(first_chunks, None) is None
 
 
@@ -68,9 +76,11 @@ def test_matched_client_ttft_brackets_by_the_scrapes_answers():
     """A busy server answers a scrape late; its snapshot is nearer the answer than the send. First
     chunks between the closing scrape's send and its answer were counted by the server: the
     client counts them too. Those within the margin of either bracketing answer are uncertain."""
-    samples = [dict(scrape(0.5, ttft_sum_s=1.0, ttft_count=10), scrape_s=0.05),
-               dict(scrape(2.0, ttft_sum_s=1.5, ttft_count=11), scrape_s=0.02),
-               dict(scrape(4.0, ttft_sum_s=3.0, ttft_count=14), scrape_s=0.6)]
+    samples = [
+        dict(scrape(0.5, ttft_sum_s=1.0, ttft_count=10), scrape_s=0.05),
+        dict(scrape(2.0, ttft_sum_s=1.5, ttft_count=11), scrape_s=0.02),
+        dict(scrape(4.0, ttft_sum_s=3.0, ttft_count=14), scrape_s=0.6),
+    ]
     server = point_server(samples, 1.0, 3.5)
     assert server["bracket_s"] == [0.5, 4.0] and server["bracket_received_s"] == [0.55, 4.6]
     first_chunks = [(0.52, 9.0), (1.0, 0.5), (3.9, 0.5), (4.3, 0.5), (4.3, 0.5), (4.65, 9.0), (4.8, 9.0)]
@@ -90,8 +100,12 @@ def test_a_counter_created_during_the_point_counts_from_zero():
 
 def test_a_counter_reset_counts_from_zero_not_negative():
     """Audit 8: preemptions 500, the engine restarts, the counter reads 3: increase >= 3, not -497."""
-    samples = [scrape(0.5, preemptions=490), scrape(1.5, preemptions=500), scrape(2.5, preemptions=1),
-               scrape(3.5, preemptions=3)]
+    samples = [
+        scrape(0.5, preemptions=490),
+        scrape(1.5, preemptions=500),
+        scrape(2.5, preemptions=1),
+        scrape(3.5, preemptions=3),
+    ]
     s = point_server(samples, 1.0, 3.5)
     assert s["preemptions"] == 10 + 1 + 2
     assert window_server(samples, 1.0, 3.5)["server_preemptions"] == 13

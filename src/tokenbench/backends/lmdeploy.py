@@ -38,7 +38,7 @@ Facts and their sources:
 
 from __future__ import annotations
 
-from .base import Launch, LaunchSpec, MetricNames, Profile, in_container, docker_run, exe, knob_flags
+from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 
 IMAGE = "openmmlab/lmdeploy:latest"
 COMMAND = ["lmdeploy", "serve", "api_server"]
@@ -63,13 +63,27 @@ def _args(spec: LaunchSpec, model: str, backend: str) -> list[str]:
     if knobs.prefix_caching is False:  # off is LMDeploy's default (cli/utils.py)
         knobs = knobs.model_copy(update={"prefix_caching": None})
     return [
-        model, "--server-name", spec.host, "--server-port", str(spec.port), "--backend", backend,
-        "--model-name", spec.served_name,
-        *knob_flags(knobs, f"LMDeploy ({backend})", {
-            "max_num_seqs": "--max-batch-size", "kv_memory": "--cache-max-entry-count",
-            "max_model_len": "--session-len", "quantization": "--model-format",
-            "tensor_parallel": "--tp",
-        }, {"prefix_caching": ("--enable-prefix-caching", None)}),
+        model,
+        "--server-name",
+        spec.host,
+        "--server-port",
+        str(spec.port),
+        "--backend",
+        backend,
+        "--model-name",
+        spec.served_name,
+        *knob_flags(
+            knobs,
+            f"LMDeploy ({backend})",
+            {
+                "max_num_seqs": "--max-batch-size",
+                "kv_memory": "--cache-max-entry-count",
+                "max_model_len": "--session-len",
+                "quantization": "--model-format",
+                "tensor_parallel": "--tp",
+            },
+            {"prefix_caching": ("--enable-prefix-caching", None)},
+        ),
         *spec.knobs.engine_args,
     ]
 
@@ -77,6 +91,7 @@ def _args(spec: LaunchSpec, model: str, backend: str) -> list[str]:
 def _local(backend: str):
     def local(spec: LaunchSpec) -> Launch:
         return Launch((*exe(spec, COMMAND), *_args(spec, spec.model, backend)), dict(spec.knobs.engine_env))
+
     return local
 
 
@@ -84,6 +99,7 @@ def _container(backend: str):
     def container(spec: LaunchSpec) -> Launch:
         inside, volumes = in_container(spec)
         return docker_run(spec, IMAGE, [*COMMAND, *_args(inside, inside.model, backend)], volumes)
+
     return container
 
 
@@ -94,8 +110,13 @@ _COMMON = dict(
     metrics=METRICS,
     version_package="lmdeploy",
     usage="final chunk with usage when stream_options.include_usage is set",
-    docs=("lmdeploy/cli/serve.py", "lmdeploy/cli/utils.py", "lmdeploy/messages.py",
-          "lmdeploy/metrics/loggers.py", "lmdeploy/serve/openai/api_server.py"),
+    docs=(
+        "lmdeploy/cli/serve.py",
+        "lmdeploy/cli/utils.py",
+        "lmdeploy/messages.py",
+        "lmdeploy/metrics/loggers.py",
+        "lmdeploy/serve/openai/api_server.py",
+    ),
 )
 
 _QUIRKS = (
@@ -111,10 +132,12 @@ TURBOMIND_PROFILE = Profile(
     title="LMDeploy (TurboMind engine)",
     local=_local("turbomind"),
     container=_container("turbomind"),
-    quirks=(*_QUIRKS,
-            "--backend turbomind falls back to the PyTorch engine for models TurboMind does not "
-            "support (cli/serve.py autoget_backend); check server.log",
-            "Prometheus metrics for TurboMind arrived after the PyTorch engine's (lmdeploy#3801)"),
+    quirks=(
+        *_QUIRKS,
+        "--backend turbomind falls back to the PyTorch engine for models TurboMind does not "
+        "support (cli/serve.py autoget_backend); check server.log",
+        "Prometheus metrics for TurboMind arrived after the PyTorch engine's (lmdeploy#3801)",
+    ),
     **_COMMON,
 )
 

@@ -63,9 +63,11 @@ def _fmt(value: object) -> str:
 def _args(spec: LaunchSpec, model: str) -> list[str]:
     knobs = spec.knobs
     if knobs.quantization is not None:
-        raise BackendError("MLC LLM takes its quantization from the compiled model (e.g. "
-                           "q4f16_1 in the model directory name): pass a model compiled with the "
-                           "quantization you want instead of --quantization")
+        raise BackendError(
+            "MLC LLM takes its quantization from the compiled model (e.g. "
+            "q4f16_1 in the model directory name): pass a model compiled with the "
+            "quantization you want instead of --quantization"
+        )
     values = knobs.model_dump(include=set(OVERRIDES))
     overrides = ";".join(f"{OVERRIDES[k]}={_fmt(v)}" for k, v in values.items() if v is not None)
     prefix = []
@@ -73,8 +75,15 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
         prefix = ["--prefix-cache-mode", "radix" if knobs.prefix_caching else "disable"]
     rest = knobs.model_copy(update={**{k: None for k in OVERRIDES}, "prefix_caching": None})
     return [
-        model, "--host", spec.host, "--port", str(spec.port), "--mode", "server",
-        *(["--overrides", overrides] if overrides else []), *prefix,
+        model,
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
+        "--mode",
+        "server",
+        *(["--overrides", overrides] if overrides else []),
+        *prefix,
         *knob_flags(rest, "MLC LLM", {}),  # refuses any knob added to EngineKnobs later
         *knobs.engine_args,
     ]
@@ -85,8 +94,9 @@ def local(spec: LaunchSpec) -> Launch:
 
 
 def container(spec: LaunchSpec) -> Launch:
-    raise BackendError("MLC LLM publishes no server container image: install its wheels "
-                       "(https://llm.mlc.ai) and run it locally")
+    raise BackendError(
+        "MLC LLM publishes no server container image: install its wheels (https://llm.mlc.ai) and run it locally"
+    )
 
 
 PROFILE = Profile(
@@ -110,14 +120,18 @@ PROFILE = Profile(
         "engine stats are JSON at POST /debug/dump_engine_metrics with --enable-debug",
         "ignore_eos: older releases took a top-level field (docs/deploy/rest.rst), current ones "
         "only debug_config.ignore_eos with --enable-debug",
-        "no served-model-name flag: /v1/models lists the model path; any model name reaches the "
-        "single served model",
+        "no served-model-name flag: /v1/models lists the model path; any model name reaches the single served model",
         "the model must be MLC-compiled (mlc-chat-config.json) or an HF:// link to one",
     ),
     cold_start_includes="process start, model download and load, and JIT compilation of the "
-                        "model library when no --model-lib is given",
-    docs=("python/mlc_llm/cli/serve.py", "python/mlc_llm/interface/help.py",
-          "python/mlc_llm/interface/serve.py", "python/mlc_llm/serve/engine_base.py",
-          "python/mlc_llm/serve/entrypoints/metrics_entrypoints.py", "cpp/serve/metrics.cc",
-          "docs/deploy/rest.rst"),
+    "model library when no --model-lib is given",
+    docs=(
+        "python/mlc_llm/cli/serve.py",
+        "python/mlc_llm/interface/help.py",
+        "python/mlc_llm/interface/serve.py",
+        "python/mlc_llm/serve/engine_base.py",
+        "python/mlc_llm/serve/entrypoints/metrics_entrypoints.py",
+        "cpp/serve/metrics.cc",
+        "docs/deploy/rest.rst",
+    ),
 )

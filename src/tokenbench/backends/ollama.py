@@ -51,8 +51,7 @@ KNOB_ENV = {
 REFUSED = {  # why the other knobs have no variable (envconfig/config.go AsMap descriptions)
     "kv_memory": "it has no memory-fraction setting (OLLAMA_GPU_OVERHEAD reserves bytes of VRAM per GPU)",
     "prefix_caching": "prompt caching has no on/off variable",
-    "tensor_parallel": "it has no tensor parallelism (OLLAMA_SCHED_SPREAD spreads a model's layers "
-                       "over all GPUs)",
+    "tensor_parallel": "it has no tensor parallelism (OLLAMA_SCHED_SPREAD spreads a model's layers over all GPUs)",
 }
 DEFAULT_ENV = {"OLLAMA_KEEP_ALIVE": "-1"}  # keep the model loaded for the whole run
 
@@ -65,11 +64,14 @@ def _env(spec: LaunchSpec) -> dict[str, str]:
             "Ollama takes the weights' quantization from the model tag: pass e.g. --model "
             "llama3.2:3b-instruct-q4_K_M instead of --quantization. To quantize the KV cache instead, "
             "use --engine-env OLLAMA_KV_CACHE_TYPE=q8_0 (--engine-arg does not apply: ollama serve "
-            "takes no flags)")
+            "takes no flags)"
+        )
     for knob, value in knobs.model_dump(exclude={"engine_args", "engine_env"}, exclude_none=True).items():
         if knob not in KNOB_ENV:
-            raise BackendError(f"{unsupported('Ollama', knob, value)}. Ollama is configured by "
-                               f"environment variables (--engine-env KEY=VALUE); {REFUSED[knob]}")
+            raise BackendError(
+                f"{unsupported('Ollama', knob, value)}. Ollama is configured by "
+                f"environment variables (--engine-env KEY=VALUE); {REFUSED[knob]}"
+            )
         env[KNOB_ENV[knob]] = str(value)
     return {**env, **knobs.engine_env}
 
@@ -101,7 +103,7 @@ PROFILE = Profile(
     version_package=None,
     ignore_eos=False,
     usage="native: prompt_eval_count / eval_count on the final done=true object; /v1: final chunk "
-          "with stream_options.include_usage",
+    "with stream_options.include_usage",
     quirks=(
         "the model must be pulled first: ollama pull MODEL talks to a running server; models pulled "
         "through the Linux service live in /usr/share/ollama/.ollama/models, which a user's ollama "
@@ -118,6 +120,11 @@ PROFILE = Profile(
         "host run ollama serve locally instead",
     ),
     cold_start_includes="server start only (GET /api/version); the model loads on the first request",
-    docs=("envconfig/config.go", "docs/faq.mdx", "docs/api.md", "docs/docker.mdx",
-          "https://docs.ollama.com/api/openai-compatibility"),
+    docs=(
+        "envconfig/config.go",
+        "docs/faq.mdx",
+        "docs/api.md",
+        "docs/docker.mdx",
+        "https://docs.ollama.com/api/openai-compatibility",
+    ),
 )

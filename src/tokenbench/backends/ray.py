@@ -102,8 +102,10 @@ def metrics_url(spec: LaunchSpec) -> str:
 def llm_config(spec: LaunchSpec, model: str) -> dict:
     """The LLMConfig (as plain data) for this spec: knobs and engine_args folded in."""
     knobs = spec.knobs
-    engine_kwargs = {ENGINE_KWARGS[k]: v for k, v in
-                     knobs.model_dump(exclude={"engine_args", "engine_env"}, exclude_none=True).items()}
+    engine_kwargs = {
+        ENGINE_KWARGS[k]: v
+        for k, v in knobs.model_dump(exclude={"engine_args", "engine_env"}, exclude_none=True).items()
+    }
     config: dict = {
         "model_loading_config": {"model_id": spec.served_name, "model_source": model},
         "engine_kwargs": engine_kwargs,
@@ -114,7 +116,8 @@ def llm_config(spec: LaunchSpec, model: str) -> dict:
         if not sep or not key or key.startswith("-"):
             raise BackendError(
                 f"Ray Serve LLM takes --engine-arg as KEY=VALUE (a vLLM engine_kwargs entry) or "
-                f"llm_config.KEY=VALUE (an LLMConfig field), got {arg!r}")
+                f"llm_config.KEY=VALUE (an LLMConfig field), got {arg!r}"
+            )
         value = _value(raw)
         if key.startswith("llm_config."):
             config[key.removeprefix("llm_config.")] = value
@@ -131,8 +134,12 @@ def _value(raw: str) -> object:
 
 
 def _args(spec: LaunchSpec, model: str) -> list[str]:
-    config = {"host": spec.host, "port": spec.port, "metrics_port": metrics_port(spec.port),
-              "llm_config": llm_config(spec, model)}
+    config = {
+        "host": spec.host,
+        "port": spec.port,
+        "metrics_port": metrics_port(spec.port),
+        "llm_config": llm_config(spec, model),
+    }
     return ["-c", PROGRAM, json.dumps(config, sort_keys=True)]
 
 
@@ -143,7 +150,9 @@ def local(spec: LaunchSpec) -> Launch:
 def container(spec: LaunchSpec) -> Launch:
     inside, volumes = in_container(spec)
     # the metrics export port is published too: the sampler scrapes it from the host
-    return docker_run(spec, IMAGE, ["python3", *_args(inside, inside.model)], volumes, extra_ports=(metrics_port(spec.port),))
+    return docker_run(
+        spec, IMAGE, ["python3", *_args(inside, inside.model)], volumes, extra_ports=(metrics_port(spec.port),)
+    )
 
 
 PROFILE = Profile(
@@ -164,7 +173,7 @@ PROFILE = Profile(
         "GET /v1/models can answer 200 with an empty list while the engine replica is still "
         "loading: the server is ready when the served model id is listed",
         "streamed tokens are flushed in batches every 50 ms by default "
-        "(llm_config.experimental_configs={\"stream_batching_interval_ms\": ...} via --engine-arg): "
+        '(llm_config.experimental_configs={"stream_batching_interval_ms": ...} via --engine-arg): '
         "inter-token gaps and chunk counts reflect that, not the engine",
         "rendered as python3 -c <Serve LLM program> <LLMConfig JSON>: the documented serve run needs "
         "a YAML file, which a profile does not write; --engine-bin picks the interpreter",
@@ -172,10 +181,12 @@ PROFILE = Profile(
         "(GCS, dashboard) at their defaults",
         "older Ray versions require an accelerator type: --engine-arg=llm_config.accelerator_type=A10G",
     ),
-    cold_start_includes="Ray start, Serve start, replica scheduling and vLLM engine load (download if a "
-                        "hub id)",
-    docs=("doc/source/serve/llm/quick-start.md", "doc/source/serve/llm/user-guides/configuration.md",
-          "doc/source/serve/llm/user-guides/observability.md",
-          "python/ray/llm/_internal/serve/core/ingress/ingress.py",
-          "vllm-project/vllm vllm/v1/metrics/ray_wrappers.py"),
+    cold_start_includes="Ray start, Serve start, replica scheduling and vLLM engine load (download if a hub id)",
+    docs=(
+        "doc/source/serve/llm/quick-start.md",
+        "doc/source/serve/llm/user-guides/configuration.md",
+        "doc/source/serve/llm/user-guides/observability.md",
+        "python/ray/llm/_internal/serve/core/ingress/ingress.py",
+        "vllm-project/vllm vllm/v1/metrics/ray_wrappers.py",
+    ),
 )

@@ -29,8 +29,7 @@ HOST = "127.0.0.1"
 def launch_spec(profile: Profile, config: BackendConfig, port: int | None = None) -> LaunchSpec:
     model = config.model or (profile.default_model() if profile.default_model else None)
     if not model:
-        raise BackendError(f"--backend {profile.name} without --url launches it: pass --model "
-                           f"(what it should load)")
+        raise BackendError(f"--backend {profile.name} without --url launches it: pass --model (what it should load)")
     return LaunchSpec(
         model=model,
         served_name=config.served_model_name or _default_served_name(model),
@@ -81,14 +80,20 @@ class ManagedServer:
             raise BackendError(
                 f"port {self.spec.port} on {HOST} already answers: {procs.port_holder(self.spec.port)}. "
                 f"A server left by a crashed run? Stop it, or pick another --engine-port; tokenbench "
-                f"never benchmarks a server it did not start as if it had")
+                f"never benchmarks a server it did not start as if it had"
+            )
         env = {**os.environ, **self.launch.env}
         read_fd, write_fd = os.pipe()
         t0 = time.perf_counter()
         try:
             self._proc = subprocess.Popen(
-                list(self.launch.argv), env=env, stdin=subprocess.DEVNULL, stdout=write_fd,
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=procs.child_preexec(),
+                list(self.launch.argv),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=procs.child_preexec(),
             )
         except FileNotFoundError as exc:
             os.close(read_fd)

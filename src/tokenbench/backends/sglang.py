@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import Launch, LaunchSpec, MetricNames, Profile, in_container, docker_run, exe, knob_flags
+from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 
 IMAGE = "lmsysorg/sglang:latest"
 MODULE = ["-m", "sglang.launch_server"]
@@ -64,13 +64,27 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     if knobs.prefix_caching:  # the radix cache is SGLang's default (server_args.py)
         knobs = knobs.model_copy(update={"prefix_caching": None})
     return [
-        "--model-path", model, "--host", spec.host, "--port", str(spec.port),
-        "--served-model-name", spec.served_name, "--enable-metrics",
-        *knob_flags(knobs, "SGLang", {
-            "max_num_seqs": "--max-running-requests", "kv_memory": "--mem-fraction-static",
-            "max_model_len": "--context-length", "quantization": "--quantization",
-            "tensor_parallel": "--tp-size",
-        }, {"prefix_caching": (None, "--disable-radix-cache")}),
+        "--model-path",
+        model,
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
+        "--served-model-name",
+        spec.served_name,
+        "--enable-metrics",
+        *knob_flags(
+            knobs,
+            "SGLang",
+            {
+                "max_num_seqs": "--max-running-requests",
+                "kv_memory": "--mem-fraction-static",
+                "max_model_len": "--context-length",
+                "quantization": "--quantization",
+                "tensor_parallel": "--tp-size",
+            },
+            {"prefix_caching": (None, "--disable-radix-cache")},
+        ),
         *spec.knobs.engine_args,
     ]
 
@@ -108,12 +122,14 @@ PROFILE = Profile(
     quirks=(
         "/metrics exists only with --enable-metrics (tokenbench always passes it)",
         "/health runs a 1-token generation (503 until the server status is Up)",
-        "prefix_caching=on is the default (radix cache) and renders no flag; off renders "
-        "--disable-radix-cache",
+        "prefix_caching=on is the default (radix cache) and renders no flag; off renders --disable-radix-cache",
         "sglang:cached_tokens_total is absent until the first prefix-cache hit",
     ),
-    cold_start_includes="process start, model load and the server's first successful /health "
-                        "generation",
-    docs=("python/sglang/srt/server_args.py", "python/sglang/srt/metrics/collector.py",
-          "python/sglang/srt/entrypoints/http_server.py", "docs/references/production_metrics.md"),
+    cold_start_includes="process start, model load and the server's first successful /health generation",
+    docs=(
+        "python/sglang/srt/server_args.py",
+        "python/sglang/srt/metrics/collector.py",
+        "python/sglang/srt/entrypoints/http_server.py",
+        "docs/references/production_metrics.md",
+    ),
 )

@@ -37,7 +37,7 @@ Facts and their sources:
 
 from __future__ import annotations
 
-from .base import Launch, LaunchSpec, MetricNames, Profile, in_container, docker_run, exe, knob_flags
+from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 
 IMAGE = "ghcr.io/huggingface/text-generation-inference:latest"
 HF_CACHE = "/root/.cache/huggingface"  # where base.in_container mounts the host's HF cache
@@ -60,14 +60,25 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     length: list[str] = []
     if knobs.max_model_len is not None:
         # launcher/src/main.rs: max_input_tokens must be < max_total_tokens
-        length = ["--max-input-tokens", str(knobs.max_model_len - 1),
-                  "--max-total-tokens", str(knobs.max_model_len)]
+        length = ["--max-input-tokens", str(knobs.max_model_len - 1), "--max-total-tokens", str(knobs.max_model_len)]
     return [
-        "--model-id", model, "--hostname", spec.host, "--port", str(spec.port), *length,
-        *knob_flags(rest, "TGI", {
-            "max_num_seqs": "--max-batch-size", "kv_memory": "--cuda-memory-fraction",
-            "quantization": "--quantize", "tensor_parallel": "--num-shard",
-        }),
+        "--model-id",
+        model,
+        "--hostname",
+        spec.host,
+        "--port",
+        str(spec.port),
+        *length,
+        *knob_flags(
+            rest,
+            "TGI",
+            {
+                "max_num_seqs": "--max-batch-size",
+                "kv_memory": "--cuda-memory-fraction",
+                "quantization": "--quantize",
+                "tensor_parallel": "--num-shard",
+            },
+        ),
         *knobs.engine_args,
     ]
 
@@ -103,7 +114,7 @@ PROFILE = Profile(
     version_field="version",
     ignore_eos=False,
     usage="native stream: details.generated_tokens in the final event; OpenAI routes: usage in "
-          "the final chunk only in newer releases",
+    "the final chunk only in newer releases",
     quirks=(
         "no ignore_eos: outputs stop at EOS, so fixed output lengths are not guaranteed",
         "prefix caching is an environment variable (PREFIX_CACHING), not a flag",
@@ -113,8 +124,12 @@ PROFILE = Profile(
         "generated tokens are counted when a request finishes (histogram _sum), not per step",
         "the OpenAI routes ignore the model field",
     ),
-    cold_start_includes="process start, weight download/conversion by the launcher, shard start "
-                        "and model load",
-    docs=("launcher/src/main.rs", "router/src/server.rs", "router/src/lib.rs",
-          "docs/source/reference/metrics.md", "server/text_generation_server/models/globals.py"),
+    cold_start_includes="process start, weight download/conversion by the launcher, shard start and model load",
+    docs=(
+        "launcher/src/main.rs",
+        "router/src/server.rs",
+        "router/src/lib.rs",
+        "docs/source/reference/metrics.md",
+        "server/text_generation_server/models/globals.py",
+    ),
 )

@@ -59,8 +59,10 @@ METRICS = MetricNames(
     waiting=('nv_trt_llm_request_metrics{request_type="waiting"}',),
     kv_usage=('nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}',),
     prefix_cache_hits=('nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="reused"}',),  # blocks
-    ttft_histogram=('nv_inference_first_response_histogram_ms{model="ensemble"}',
-                    'nv_inference_first_response_histogram_ms{model="tensorrt_llm"}'),
+    ttft_histogram=(
+        'nv_inference_first_response_histogram_ms{model="ensemble"}',
+        'nv_inference_first_response_histogram_ms{model="tensorrt_llm"}',
+    ),
     histogram_scale=0.001,  # the histogram is in milliseconds
     path="/metrics",  # on the METRICS port: see metrics_url()
 )
@@ -73,10 +75,10 @@ PBTXT_KEYS = {
 }
 BUILD_TIME = {
     "max_model_len": "the engine's max_seq_len is set by trtllm-build (max_attention_window_size in "
-                     "config.pbtxt only limits the attention window)",
+    "config.pbtxt only limits the attention window)",
     "quantization": "quantization is part of the built engine",
     "tensor_parallel": "tensor parallelism is fixed by trtllm-build and needs one tritonserver rank "
-                       "per GPU (scripts/launch_triton_server.py --world_size N)",
+    "per GPU (scripts/launch_triton_server.py --world_size N)",
 }
 
 
@@ -112,8 +114,10 @@ def _refuse_knobs(spec: LaunchSpec) -> None:
     set_knobs = spec.knobs.model_dump(exclude={"engine_args", "engine_env"}, exclude_none=True)
     if not set_knobs:
         return
-    lines = [f"Triton + TensorRT-LLM takes engine settings from {TEMPLATE} in the model repository, "
-             "not from flags, and tokenbench does not rewrite your repository"]
+    lines = [
+        f"Triton + TensorRT-LLM takes engine settings from {TEMPLATE} in the model repository, "
+        "not from flags, and tokenbench does not rewrite your repository"
+    ]
     argv = fill_template_argv(spec.knobs, spec.model)
     if argv:
         lines.append("run once from a tensorrtllm_backend checkout, then drop the knob(s): " + " ".join(argv))
@@ -128,9 +132,12 @@ def _args(spec: LaunchSpec, repository: str) -> list[str]:
     _refuse_knobs(spec)
     return [
         f"--model-repository={repository}",
-        f"--http-address={spec.host}", f"--http-port={spec.port}",
-        f"--grpc-address={spec.host}", f"--grpc-port={grpc_port(spec.port)}",
-        f"--metrics-address={spec.host}", f"--metrics-port={metrics_port(spec.port)}",
+        f"--http-address={spec.host}",
+        f"--http-port={spec.port}",
+        f"--grpc-address={spec.host}",
+        f"--grpc-port={grpc_port(spec.port)}",
+        f"--metrics-address={spec.host}",
+        f"--metrics-port={metrics_port(spec.port)}",
         "--metrics-config=histogram_latencies=true",  # metrics.md: enables the TTFT histogram
         *spec.knobs.engine_args,
     ]
@@ -143,7 +150,9 @@ def local(spec: LaunchSpec) -> Launch:
 def container(spec: LaunchSpec) -> Launch:
     inside, volumes = in_container(spec)
     # the metrics port is published too: the sampler scrapes it from the host
-    return docker_run(spec, IMAGE, ["tritonserver", *_args(inside, inside.model)], volumes, extra_ports=(metrics_port(spec.port),))
+    return docker_run(
+        spec, IMAGE, ["tritonserver", *_args(inside, inside.model)], volumes, extra_ports=(metrics_port(spec.port),)
+    )
 
 
 PROFILE = Profile(
@@ -170,17 +179,19 @@ PROFILE = Profile(
         "inside the container that is under /model",
         "nv_inference_first_response_histogram_ms is in milliseconds and counts the first streamed "
         "response; enabled with --metrics-config histogram_latencies=true",
-        "request_type=\"waiting\" and kv_cache_block_type=\"fraction\" exist only in newer TensorRT-LLM "
+        'request_type="waiting" and kv_cache_block_type="fraction" exist only in newer TensorRT-LLM '
         "backends; older ones expose used/max block counts only",
         "tensor parallelism needs mpirun with one tritonserver per GPU (launch_triton_server.py)",
     ),
     cold_start_includes="process start and loading every model in the repository (engine "
-                        "deserialization, tokenizer load); the engine is built beforehand by trtllm-build",
-    docs=("triton-inference-server/server src/command_line_parser.cc",
-          "triton-inference-server/server docs/user_guide/metrics.md",
-          "triton-inference-server/server docs/protocol/extension_generate.md",
-          "tensorrtllm_backend all_models/inflight_batcher_llm/tensorrt_llm/config.pbtxt",
-          "tensorrtllm_backend tools/fill_template.py",
-          "NVIDIA/TensorRT-LLM triton_backend/inflight_batcher_llm/src/custom_metrics_reporter/"
-          "custom_metrics_reporter.cc"),
+    "deserialization, tokenizer load); the engine is built beforehand by trtllm-build",
+    docs=(
+        "triton-inference-server/server src/command_line_parser.cc",
+        "triton-inference-server/server docs/user_guide/metrics.md",
+        "triton-inference-server/server docs/protocol/extension_generate.md",
+        "tensorrtllm_backend all_models/inflight_batcher_llm/tensorrt_llm/config.pbtxt",
+        "tensorrtllm_backend tools/fill_template.py",
+        "NVIDIA/TensorRT-LLM triton_backend/inflight_batcher_llm/src/custom_metrics_reporter/"
+        "custom_metrics_reporter.cc",
+    ),
 )

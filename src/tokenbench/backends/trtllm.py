@@ -67,22 +67,33 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
             "trtllm-serve has no prefix-caching flag; it is kv_cache_config.enable_block_reuse in an "
             "LLM API YAML: write 'kv_cache_config: {enable_block_reuse: "
             f"{'true' if knobs.prefix_caching else 'false'}}}' to a file and pass it with "
-            "--engine-arg=--extra_llm_api_options --engine-arg=FILE (drop --prefix-caching)")
+            "--engine-arg=--extra_llm_api_options --engine-arg=FILE (drop --prefix-caching)"
+        )
     if knobs.quantization is not None:
         raise BackendError(
             "TensorRT-LLM takes its quantization from the checkpoint (a pre-quantized Hugging Face "
             "checkpoint or a built engine): pass that as --model instead of --quantization, or the "
-            "engine's own options with --engine-arg")
+            "engine's own options with --engine-arg"
+        )
     chosen = any(a == "--backend" or a.startswith("--backend=") for a in knobs.engine_args)
     backend = [] if chosen else ["--backend", "pytorch"]
     return [
-        model, "--host", spec.host, "--port", str(spec.port), *backend,
-        *knob_flags(knobs, "TensorRT-LLM", {
-            "max_num_seqs": "--max_batch_size",  # serve.py: "Maximum number of requests that the engine can schedule"
-            "kv_memory": "--kv_cache_free_gpu_memory_fraction",  # of FREE memory after weights (quirk)
-            "max_model_len": "--max_seq_len",  # serve.py: "Maximum total length of one request"
-            "tensor_parallel": "--tp_size",  # serve.py: alias of --tensor_parallel_size
-        }),
+        model,
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
+        *backend,
+        *knob_flags(
+            knobs,
+            "TensorRT-LLM",
+            {
+                "max_num_seqs": "--max_batch_size",  # serve.py: "Maximum number of requests that the engine can schedule"
+                "kv_memory": "--kv_cache_free_gpu_memory_fraction",  # of FREE memory after weights (quirk)
+                "max_model_len": "--max_seq_len",  # serve.py: "Maximum total length of one request"
+                "tensor_parallel": "--tp_size",  # serve.py: alias of --tensor_parallel_size
+            },
+        ),
         *knobs.engine_args,
     ]
 
@@ -119,13 +130,16 @@ PROFILE = Profile(
         "GET /metrics is JSON iteration stats, not Prometheus",
         "prefix caching (kv_cache_config.enable_block_reuse) and quantization have no flag: see the "
         "error message for the YAML / checkpoint to use",
-        "served model name is the MODEL argument, or a local directory's basename; there is no flag "
-        "to rename it",
+        "served model name is the MODEL argument, or a local directory's basename; there is no flag to rename it",
         "request bodies with unknown fields are rejected (pydantic extra='forbid')",
         "--backend pytorch is rendered unless --engine-arg passes --backend",
     ),
     cold_start_includes="process start and model load (download if a hub id); with --backend tensorrt "
-                        "and a Hugging Face checkpoint, also the TensorRT engine build",
-    docs=("tensorrt_llm/commands/serve.py", "tensorrt_llm/serve/openai_server.py",
-          "tensorrt_llm/metrics/collector.py", "docs/source/commands/trtllm-serve.rst"),
+    "and a Hugging Face checkpoint, also the TensorRT engine build",
+    docs=(
+        "tensorrt_llm/commands/serve.py",
+        "tensorrt_llm/serve/openai_server.py",
+        "tensorrt_llm/metrics/collector.py",
+        "docs/source/commands/trtllm-serve.rst",
+    ),
 )

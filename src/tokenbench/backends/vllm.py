@@ -18,7 +18,7 @@ Facts and their sources:
 
 from __future__ import annotations
 
-from .base import Launch, LaunchSpec, MetricNames, Profile, in_container, docker_run, exe, knob_flags
+from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 
 IMAGE = "vllm/vllm-openai:latest"
 
@@ -43,12 +43,26 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     # (vllm/entrypoints/cli/serve.py), while `python -m vllm.entrypoints.openai.api_server` and the
     # launcher entry ignore a positional tag and would fall back to the default hub model.
     return [
-        "--model", model, "--host", spec.host, "--port", str(spec.port), "--served-model-name", spec.served_name,
-        *knob_flags(spec.knobs, "vLLM", {
-            "max_num_seqs": "--max-num-seqs", "kv_memory": "--gpu-memory-utilization",
-            "max_model_len": "--max-model-len", "quantization": "--quantization",
-            "tensor_parallel": "--tensor-parallel-size",
-        }, {"prefix_caching": ("--enable-prefix-caching", "--no-enable-prefix-caching")}),
+        "--model",
+        model,
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
+        "--served-model-name",
+        spec.served_name,
+        *knob_flags(
+            spec.knobs,
+            "vLLM",
+            {
+                "max_num_seqs": "--max-num-seqs",
+                "kv_memory": "--gpu-memory-utilization",
+                "max_model_len": "--max-model-len",
+                "quantization": "--quantization",
+                "tensor_parallel": "--tensor-parallel-size",
+            },
+            {"prefix_caching": ("--enable-prefix-caching", "--no-enable-prefix-caching")},
+        ),
         *spec.knobs.engine_args,
     ]
 
@@ -76,10 +90,12 @@ PROFILE = Profile(
     version_field="version",
     version_package="vllm",
     usage="final chunk with empty choices when stream_options.include_usage is set",
-    quirks=("first chat delta carries only the role (not counted as a chunk)",
-            "on CPU, VLLM_CPU_KVCACHE_SPACE (whole GiB) or --engine-arg=--kv-cache-memory-bytes=N sizes "
-            "the KV cache (the env var wins when set)",
-            "vllm-cpu's `vllm` script fails (no 'vllm' distribution metadata): pass --engine-bin "
-            "'PYTHON -m vllm.entrypoints.launchers.api_server.entry'"),
+    quirks=(
+        "first chat delta carries only the role (not counted as a chunk)",
+        "on CPU, VLLM_CPU_KVCACHE_SPACE (whole GiB) or --engine-arg=--kv-cache-memory-bytes=N sizes "
+        "the KV cache (the env var wins when set)",
+        "vllm-cpu's `vllm` script fails (no 'vllm' distribution metadata): pass --engine-bin "
+        "'PYTHON -m vllm.entrypoints.launchers.api_server.entry'",
+    ),
     docs=("vllm/engine/arg_utils.py", "vllm/v1/metrics/loggers.py", "vllm/entrypoints/openai/api_server.py"),
 )

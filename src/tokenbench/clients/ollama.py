@@ -33,17 +33,29 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from ..config import TargetConfig
 from ..records import Request
 from .stream import Stream
 
 # Top-level fields of api/types.go GenerateRequest. extra_body keys among them go to the top level;
 # every other key is a model option (num_ctx, top_k, seed, ...), Ollama's native parameters object.
-_REQUEST_FIELDS = frozenset({
-    "model", "prompt", "suffix", "system", "template", "context", "stream", "raw", "format",
-    "keep_alive", "images", "options", "think",
-})
+_REQUEST_FIELDS = frozenset(
+    {
+        "model",
+        "prompt",
+        "suffix",
+        "system",
+        "template",
+        "context",
+        "stream",
+        "raw",
+        "format",
+        "keep_alive",
+        "images",
+        "options",
+        "think",
+    }
+)
 
 
 class OllamaWire:

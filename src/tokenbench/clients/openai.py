@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from ..config import TargetConfig
 from ..records import Request
 from .stream import Stream

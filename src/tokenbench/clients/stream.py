@@ -17,12 +17,11 @@ from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 import aiohttp
+from orjson import loads as _loads  # payloads are parsed on the hot path
 
 from ..config import TargetConfig
 from ..records import ABORT_REASONS, Outcome, Request, RequestRecord, TokenSource
 from .sse import SSEDecoder
-
-from orjson import loads as _loads  # payloads are parsed on the hot path
 
 ERROR_BODY_CHARS = 500
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
@@ -37,8 +36,18 @@ class TargetUnreachable(Exception):
 class Stream:
     """What one response stream said so far. Subclasses implement ``handle``."""
 
-    __slots__ = ("text", "done", "failed", "error", "prompt_tokens", "completion_tokens",
-                 "response_id", "http_error", "server_timings", "finish_reason")
+    __slots__ = (
+        "text",
+        "done",
+        "failed",
+        "error",
+        "prompt_tokens",
+        "completion_tokens",
+        "response_id",
+        "http_error",
+        "server_timings",
+        "finish_reason",
+    )
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -210,9 +219,7 @@ def make_session(target: TargetConfig, now: Callable[[], float] | None = None) -
     )
     # read_bufsize: a larger high-water mark so a 1 MB event is not read in 64 KB pause/resume steps.
     traces = [_stamp_sent(now)] if now is not None else []
-    return aiohttp.ClientSession(
-        connector=connector, timeout=timeout, read_bufsize=1 << 20, trace_configs=traces
-    )
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=1 << 20, trace_configs=traces)
 
 
 async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire) -> list[str]:
@@ -220,9 +227,7 @@ async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire
     assert target.url is not None
     url = target.url + wire.probe_path
     try:
-        async with session.get(
-            url, headers=auth_headers(target), timeout=aiohttp.ClientTimeout(total=15)
-        ) as resp:
+        async with session.get(url, headers=auth_headers(target), timeout=aiohttp.ClientTimeout(total=15)) as resp:
             if resp.status != 200:
                 body = (await resp.text())[:ERROR_BODY_CHARS]
                 raise TargetUnreachable(
@@ -230,10 +235,9 @@ async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire
                     f"(and the API key in ${target.api_key_env} if the server needs one)."
                 )
             text = await resp.text()
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         raise TargetUnreachable(
-            f"cannot reach {target.url} ({type(exc).__name__}: {exc}). Is the server running, "
-            f"and is --url right?"
+            f"cannot reach {target.url} ({type(exc).__name__}: {exc}). Is the server running, and is --url right?"
         ) from exc
     try:
         data = json.loads(text)
@@ -242,9 +246,7 @@ async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire
     return wire.model_ids(data)
 
 
-async def warm_connections(
-    session: aiohttp.ClientSession, target: TargetConfig, wire: Wire, count: int
-) -> int:
+async def warm_connections(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire, count: int) -> int:
     """Open ``count`` keep-alive connections before a load point (concurrent GETs of the probe
     path), so the first wave of requests does not pay TCP set-up inside its TTFT: 256 simultaneous
     connects added ~24 ms to the first requests' TTFT here. Returns how many succeeded."""
@@ -257,7 +259,7 @@ async def warm_connections(
             async with session.get(url, headers=headers) as resp:
                 await resp.read()
                 return resp.status == 200
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+        except (TimeoutError, aiohttp.ClientError, OSError):
             return False
 
     return sum(await asyncio.gather(*(one() for _ in range(count))))
@@ -318,10 +320,12 @@ class StreamingClient:
             raise
         except aiohttp.ClientConnectorError as exc:
             return self._fail(record, stream, Outcome.CONNECT_ERROR, f"{type(exc).__name__}: {exc}")
-        except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
             if not stream.done:
                 waited = now() - (record.sent_s or record.scheduled_s)
-                return self._fail(record, stream, Outcome.TIMEOUT, f"timed out ({type(exc).__name__}) after {waited:.1f}s")
+                return self._fail(
+                    record, stream, Outcome.TIMEOUT, f"timed out ({type(exc).__name__}) after {waited:.1f}s"
+                )
             record.closed_s = now()  # the reply was complete; the server just kept the body open
         except (aiohttp.ClientError, OSError) as exc:
             return self._fail(record, stream, Outcome.STREAM_ERROR, f"{type(exc).__name__}: {exc}")
@@ -339,9 +343,7 @@ class StreamingClient:
         now = self._now
         record = attempt.record
         record.sent_s = now()  # refined by the trace hook when the body reaches the socket
-        async with self._session.post(
-            self._url, data=data, headers=self._headers, trace_request_ctx=attempt
-        ) as resp:
+        async with self._session.post(self._url, data=data, headers=self._headers, trace_request_ctx=attempt) as resp:
             record.status = resp.status
             if resp.status != 200:
                 body = await resp.text(errors="replace")

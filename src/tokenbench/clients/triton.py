@@ -40,7 +40,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-
 from ..config import TargetConfig
 from ..records import Request
 from .stream import Stream

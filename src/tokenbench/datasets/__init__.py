@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import DatasetConfig, SYNTHETIC_OUTPUT_TOKENS
+from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
 from ..records import Request
 from . import dolly, jsonl, sharegpt
 from .synthetic import synthetic_prompts
@@ -58,9 +58,7 @@ def _in_range(n: int, cfg: DatasetConfig) -> bool:
     )
 
 
-def build_requests(
-    cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int
-) -> tuple[list[Request], DatasetInfo]:
+def build_requests(cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int) -> tuple[list[Request], DatasetInfo]:
     system = read_system_prompt(cfg.system_prompt)
     count = tokenizer.count if tokenizer is not None else _estimate
     requests: list[Request] = []
@@ -101,9 +99,7 @@ def build_requests(
                     continue
             requests.append(_make(prompt, system, out, n_prompt))
     if not requests:
-        raise ValueError(
-            f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)"
-        )
+        raise ValueError(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
     if cfg.name != "synthetic":
         random.Random(seed + 1).shuffle(requests)
     info = DatasetInfo(
@@ -121,8 +117,11 @@ def build_requests(
 def with_prefix(request: Request, prefix: str) -> Request:
     """The same request with ``prefix`` before its (last) user text: defeats prefix caching."""
     if request.prompt is not None:
-        return Request(prompt=prefix + request.prompt, max_tokens=request.max_tokens,
-                       expected_prompt_tokens=request.expected_prompt_tokens)
+        return Request(
+            prompt=prefix + request.prompt,
+            max_tokens=request.max_tokens,
+            expected_prompt_tokens=request.expected_prompt_tokens,
+        )
     messages = list(request.messages or ())
     for i in range(len(messages) - 1, -1, -1):
         if messages[i]["role"] == "user":
@@ -130,5 +129,6 @@ def with_prefix(request: Request, prefix: str) -> Request:
             break
     # The system prompt stays first and shared: a unique prefix on it would also defeat the
     # cache a real deployment gets for a common system prompt; put it where the user text starts.
-    return Request(messages=tuple(messages), max_tokens=request.max_tokens,
-                   expected_prompt_tokens=request.expected_prompt_tokens)
+    return Request(
+        messages=tuple(messages), max_tokens=request.max_tokens, expected_prompt_tokens=request.expected_prompt_tokens
+    )

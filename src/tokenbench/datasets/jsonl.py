@@ -33,7 +33,5 @@ def load(path: Path) -> list[Request]:
                 messages = tuple({"role": m["role"], "content": m["content"]} for m in row["messages"])
                 requests.append(Request(messages=messages, max_tokens=max_tokens))
             else:
-                raise ValueError(
-                    f"{where}: expected 'prompt' (a string) or 'messages' (a list of {{role, content}})"
-                )
+                raise ValueError(f"{where}: expected 'prompt' (a string) or 'messages' (a list of {{role, content}})")
     return requests

@@ -40,7 +40,7 @@ def _one(rng: random.Random, words: list[str], n: int, tokenizer: Tokenizer | No
         if got == n:
             return text
         if got > n:
-            del chosen[max(1, len(chosen) - (got - n)):]
+            del chosen[max(1, len(chosen) - (got - n)) :]
         else:
             chosen.extend(rng.choice(words) for _ in range(n - got))
     return " ".join(chosen)

@@ -100,14 +100,16 @@ def aggregate(experiment_dir: Path, state: dict) -> list[dict]:
         server = servers.get(label, {})
         for index in sorted(by_point):
             points = by_point[index]
-            rows.append({
-                "server": label,
-                "backend": server.get("backend"),
-                "swept": server.get("swept", {}),
-                "variant": variant,
-                "point": index,
-                "label": points[0]["label"],
-                "load": points[0]["load"],
-                "metrics": {name: mean_ci95(fn(p) for p in points) for name, fn in HEADLINE.items()},
-            })
+            rows.append(
+                {
+                    "server": label,
+                    "backend": server.get("backend"),
+                    "swept": server.get("swept", {}),
+                    "variant": variant,
+                    "point": index,
+                    "label": points[0]["label"],
+                    "load": points[0]["load"],
+                    "metrics": {name: mean_ci95(fn(p) for p in points) for name, fn in HEADLINE.items()},
+                }
+            )
     return rows

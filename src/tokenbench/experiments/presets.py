@@ -34,15 +34,20 @@ VLLM_CPU_KV_BYTES = 23_592_960
 def _users(scale: Scale) -> dict[str, Any]:
     system = f"@{DATA / 'system_prompt.txt'}"
     if scale == "full":
-        backends = [{"backend": b, "model": FULL_MODEL, "knobs": {"max_num_seqs": 256}}
-                    for b in ("vllm", "lmdeploy-turbomind", "tgi", "trtllm", "mlc", "sglang")]
+        backends = [
+            {"backend": b, "model": FULL_MODEL, "knobs": {"max_num_seqs": 256}}
+            for b in ("vllm", "lmdeploy-turbomind", "tgi", "trtllm", "mlc", "sglang")
+        ]
         return {
-            "name": "users-study", "backends": backends,
+            "name": "users-study",
+            "backends": backends,
             "load": {"users": [10, 50, 100], "ramp_up_s": 20},
             "stop": {"duration_s": 300, "drain_timeout_s": 60},
             "dataset": {"name": "dolly", "output_tokens": 256},
             "variants": [{"label": "no-system"}, {"label": "system", "system_prompt": system}],
-            "api": "chat", "window_s": 5, "trials": 1,
+            "api": "chat",
+            "window_s": 5,
+            "trials": 1,
             "slo": {"ttft_s": 0.5, "tpot_s": 0.05},
         }
     return {
@@ -53,7 +58,9 @@ def _users(scale: Scale) -> dict[str, Any]:
         "stop": {"duration_s": 20, "drain_timeout_s": 10},
         "dataset": {"name": "dolly", "path": str(DATA / "dolly_sample.jsonl"), "output_tokens": 32},
         "variants": [{"label": "no-system"}, {"label": "system", "system_prompt": system}],
-        "api": "chat", "window_s": 5, "trials": 1,
+        "api": "chat",
+        "window_s": 5,
+        "trials": 1,
         "slo": {"ttft_s": 2.0, "tpot_s": 0.2},
     }
 
@@ -65,15 +72,27 @@ def _throughput(scale: Scale) -> dict[str, Any]:
         return {
             "name": "throughput-study",
             "backends": [
-                {"label": "vllm-seqs", "backend": "vllm", "model": model,
-                 "sweep": {"max_num_seqs": [64, 128, 256, 512]}},
-                {"label": "vllm-kv", "backend": "vllm", "model": model, "knobs": {"max_num_seqs": 256},
-                 "sweep": {"kv_memory": [0.5, 0.7, 0.9]}},
+                {
+                    "label": "vllm-seqs",
+                    "backend": "vllm",
+                    "model": model,
+                    "sweep": {"max_num_seqs": [64, 128, 256, 512]},
+                },
+                {
+                    "label": "vllm-kv",
+                    "backend": "vllm",
+                    "model": model,
+                    "knobs": {"max_num_seqs": 256},
+                    "sweep": {"kv_memory": [0.5, 0.7, 0.9]},
+                },
                 {"label": "ray-vllm", "backend": "ray", "model": model, "knobs": {"max_num_seqs": 256}},
             ],
             "load": {"rates": [1, 2, 4, 8, 16, 32], "arrival": "poisson"},
             "stop": {"duration_s": 120, "drain_timeout_s": 60},
-            "dataset": fixed, "api": "completions", "ignore_eos": True, "trials": 10,
+            "dataset": fixed,
+            "api": "completions",
+            "ignore_eos": True,
+            "trials": 10,
             "slo": {"ttft_s": 1.0, "tpot_s": 0.1},
         }
     if not (VLLM_VENV_PYTHON.exists() and (VLLM_CPU_MODEL / "config.json").exists()):
@@ -82,7 +101,9 @@ def _throughput(scale: Scale) -> dict[str, Any]:
             "scripts/setup_vllm_cpu.sh) first, from the repository root"
         )
     vllm = {
-        "backend": "vllm", "model": str(VLLM_CPU_MODEL.resolve()), "served_model_name": "smollm2",
+        "backend": "vllm",
+        "model": str(VLLM_CPU_MODEL.resolve()),
+        "served_model_name": "smollm2",
         # absolute(), not resolve(): resolving the venv's python symlink would leave the venv
         "engine_bin": f"{VLLM_VENV_PYTHON.absolute()} -m vllm.entrypoints.launchers.api_server.entry",
         "ready_timeout_s": 300,
@@ -96,19 +117,30 @@ def _throughput(scale: Scale) -> dict[str, Any]:
     return {
         "name": "throughput-study-small",
         "description": "Serving-throughput study at CPU scale: vLLM CPU, a rate sweep, a max-num-seqs "
-                       "sweep and a KV-cache sweep, 128/128 tokens, 2 trials.",
+        "sweep and a KV-cache sweep, 128/128 tokens, 2 trials.",
         "backends": [
-            {**vllm, "label": "vllm-kv1x", "knobs": {"engine_args": args + [kv(1)], "engine_env": env},
-             "sweep": {"max_num_seqs": [2, 16]}, "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES}},
+            {
+                **vllm,
+                "label": "vllm-kv1x",
+                "knobs": {"engine_args": args + [kv(1)], "engine_env": env},
+                "sweep": {"max_num_seqs": [2, 16]},
+                "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES},
+            },
             # The KV sweep in bytes: on CPU --gpu-memory-utilization is a fraction of all RAM minus
             # the process's RSS (vllm/v1/worker/cpu_worker.py), too coarse for a cache this small.
-            {**vllm, "label": "vllm-kv2x", "knobs": {"max_num_seqs": 16, "engine_args": args + [kv(2)],
-                                                     "engine_env": env},
-             "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES * 2, "max_num_seqs": 16}},
+            {
+                **vllm,
+                "label": "vllm-kv2x",
+                "knobs": {"max_num_seqs": 16, "engine_args": args + [kv(2)], "engine_env": env},
+                "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES * 2, "max_num_seqs": 16},
+            },
         ],
         "load": {"rates": [0.25, 1.0], "arrival": "poisson"},
         "stop": {"duration_s": 20, "drain_timeout_s": 10},
-        "dataset": fixed, "api": "completions", "ignore_eos": True, "trials": 2,
+        "dataset": fixed,
+        "api": "completions",
+        "ignore_eos": True,
+        "trials": 2,
         "slo": {"ttft_s": 2.0, "tpot_s": 0.1},
         "metrics_interval_s": 0.5,
     }

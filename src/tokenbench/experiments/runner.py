@@ -94,19 +94,32 @@ def _server(plan: ServerPlan, out_dir: Path, console: Console) -> Iterator[tuple
         yield server.url, {**server.describe(), "served_model_name": server.spec.served_name}, metrics_url
 
 
-def _run_one(cell: Cell, plan: ServerPlan, url: str, facts: dict, metrics_url: str | None,
-             out_dir: Path, state: dict, console: Console) -> bool:
+def _run_one(
+    cell: Cell,
+    plan: ServerPlan,
+    url: str,
+    facts: dict,
+    metrics_url: str | None,
+    out_dir: Path,
+    state: dict,
+    console: Console,
+) -> bool:
     run_dir = out_dir / "cells" / cell.id
     if run_dir.exists():  # a cell interrupted or failed earlier: start it again from nothing
         shutil.rmtree(run_dir)
-    config = cell.config.model_copy(update={
-        "target": cell.config.target.model_copy(update={
-            "url": url, "model": cell.config.target.model or facts.get("served_model_name")}),
-        "backend": BackendConfig(name=facts.get("backend") if facts.get("backend") != "attached" else None,
-                                 metrics_url=metrics_url,
-                                 metrics_interval_s=(cell.config.backend or BackendConfig()).metrics_interval_s),
-        "out_dir": run_dir,
-    })
+    config = cell.config.model_copy(
+        update={
+            "target": cell.config.target.model_copy(
+                update={"url": url, "model": cell.config.target.model or facts.get("served_model_name")}
+            ),
+            "backend": BackendConfig(
+                name=facts.get("backend") if facts.get("backend") != "attached" else None,
+                metrics_url=metrics_url,
+                metrics_interval_s=(cell.config.backend or BackendConfig()).metrics_interval_s,
+            ),
+            "out_dir": run_dir,
+        }
+    )
     console.print(f"  cell {cell.id}")
     _mark(state, cell, plan, "running", None)
     _save(out_dir, state)
@@ -129,16 +142,28 @@ def _run_one(cell: Cell, plan: ServerPlan, url: str, facts: dict, metrics_url: s
 
 
 def _mark(state: dict, cell: Cell, plan: ServerPlan, status: str, error: str | None, **extra) -> None:
-    state["cells"][cell.id] = {"server": plan.label, "variant": cell.variant, "trial": cell.trial,
-                               "status": status, "error": error, "run_dir": f"cells/{cell.id}", **extra}
+    state["cells"][cell.id] = {
+        "server": plan.label,
+        "variant": cell.variant,
+        "trial": cell.trial,
+        "status": status,
+        "error": error,
+        "run_dir": f"cells/{cell.id}",
+        **extra,
+    }
 
 
 def _server_row(state: dict, plan: ServerPlan) -> dict:
     for row in state["servers"]:
         if row["label"] == plan.label:
             return row
-    row = {"label": plan.label, "backend": plan.entry.backend or "attached", "swept": plan.swept,
-           "status": "pending", "error": None}
+    row = {
+        "label": plan.label,
+        "backend": plan.entry.backend or "attached",
+        "swept": plan.swept,
+        "status": "pending",
+        "error": None,
+    }
     state["servers"].append(row)
     return row
 
@@ -159,20 +184,28 @@ def _load_state(out_dir: Path, spec: ExperimentSpec) -> dict:
                 f"other settings); resume needs the same file, so pass another --out"
             )
         return state
-    return {"name": spec.name, "description": spec.description, "spec": spec_json,
-            "tool": {"name": "tokenbench", "version": __version__}, "created_unix_s": time.time(),
-            "servers": [], "cells": {}, "aggregates": [], "complete": False}
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "spec": spec_json,
+        "tool": {"name": "tokenbench", "version": __version__},
+        "created_unix_s": time.time(),
+        "servers": [],
+        "cells": {},
+        "aggregates": [],
+        "complete": False,
+    }
 
 
 def _save(out_dir: Path, state: dict) -> None:
     write_json(out_dir / STATE, state)
 
 
-def _finish(out_dir: Path, state: dict, planned: list[str], console: Console,
-            interrupted: bool) -> ExperimentResult:
+def _finish(out_dir: Path, state: dict, planned: list[str], console: Console, interrupted: bool) -> ExperimentResult:
     state["aggregates"] = aggregate(out_dir, state)
     state["complete"] = not interrupted and all(
-        state["cells"].get(cell_id, {}).get("status") == "ok" for cell_id in planned)
+        state["cells"].get(cell_id, {}).get("status") == "ok" for cell_id in planned
+    )
     _save(out_dir, state)
     from ..report.console import experiment_table
 

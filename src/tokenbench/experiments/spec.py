@@ -93,8 +93,12 @@ class LoadSpec(_Model):
     def points(self) -> list[UsersLoad | RateLoad]:
         if self.users:
             return [UsersLoad(users=u, ramp_up_s=self.ramp_up_s, think_time_s=self.think_time_s) for u in self.users]
-        return [RateLoad(rate_per_s=r, arrival=self.arrival, burstiness=self.burstiness,
-                         max_concurrency=self.max_concurrency) for r in self.rates or []]
+        return [
+            RateLoad(
+                rate_per_s=r, arrival=self.arrival, burstiness=self.burstiness, max_concurrency=self.max_concurrency
+            )
+            for r in self.rates or []
+        ]
 
 
 class Variant(_Model):
@@ -200,18 +204,28 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
             seen.add(label)
             backend = None
             if entry.url is None:
-                knobs = entry.knobs.model_copy(update={k: (tuple(v) if k == "engine_args" else v)
-                                                       for k, v in swept.items()})
+                knobs = entry.knobs.model_copy(
+                    update={k: (tuple(v) if k == "engine_args" else v) for k, v in swept.items()}
+                )
                 backend = BackendConfig(
-                    name=entry.backend, model=entry.model, served_model_name=entry.served_model_name,
-                    knobs=EngineKnobs.model_validate(knobs.model_dump()), executable=entry.engine_bin,
-                    ready_timeout_s=entry.ready_timeout_s, metrics_interval_s=spec.metrics_interval_s,
+                    name=entry.backend,
+                    model=entry.model,
+                    served_model_name=entry.served_model_name,
+                    knobs=EngineKnobs.model_validate(knobs.model_dump()),
+                    executable=entry.engine_bin,
+                    ready_timeout_s=entry.ready_timeout_s,
+                    metrics_interval_s=spec.metrics_interval_s,
                     metrics_url=entry.metrics_url,
                 )
             cells = tuple(
-                Cell(id=_slug(f"{label}__{variant.label}__t{trial}"), variant=variant.label, trial=trial,
-                     config=_run_config(spec, entry, variant, trial))
-                for variant in spec.variants for trial in range(1, spec.trials + 1)
+                Cell(
+                    id=_slug(f"{label}__{variant.label}__t{trial}"),
+                    variant=variant.label,
+                    trial=trial,
+                    config=_run_config(spec, entry, variant, trial),
+                )
+                for variant in spec.variants
+                for trial in range(1, spec.trials + 1)
             )
             plans.append(ServerPlan(label, entry, backend, {**entry.tags, **swept}, cells))
     return plans
@@ -221,13 +235,20 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
     overrides = {k: v for k, v in variant.model_dump(exclude={"label"}).items() if v is not None}
     dataset = spec.dataset.model_copy(update=overrides)
     return RunConfig(
-        target=TargetConfig(url=entry.url, model=entry.served_model_name if entry.url else None,
-                            api=spec.api, ignore_eos=spec.ignore_eos),
+        target=TargetConfig(
+            url=entry.url,
+            model=entry.served_model_name if entry.url else None,
+            api=spec.api,
+            ignore_eos=spec.ignore_eos,
+        ),
         loads=spec.load.points(),
         stop=spec.stop,
         dataset=DatasetConfig.model_validate(dataset.model_dump()),
-        backend=BackendConfig(name=entry.backend, metrics_url=entry.metrics_url,
-                              metrics_interval_s=spec.metrics_interval_s) if entry.backend else None,
+        backend=BackendConfig(
+            name=entry.backend, metrics_url=entry.metrics_url, metrics_interval_s=spec.metrics_interval_s
+        )
+        if entry.backend
+        else None,
         slo=spec.slo,
         # each trial gets its own seed: the same prompts in another order, other arrival times
         seed=spec.seed + (trial - 1) * 1000,

@@ -14,10 +14,15 @@ from typing import Any
 from .load import PointRow, ReportData, RunSeries
 from .verdict import Verdict, run_stabilities
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
-OUTCOME_COLORS = {"http_error": "#d62728", "connect_error": "#9467bd", "timeout": "#ff7f0e",
-                  "stream_error": "#8c564b", "no_output": "#e377c2", "cancelled": "#7f7f7f"}
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+OUTCOME_COLORS = {
+    "http_error": "#d62728",
+    "connect_error": "#9467bd",
+    "timeout": "#ff7f0e",
+    "stream_error": "#8c564b",
+    "no_output": "#e377c2",
+    "cancelled": "#7f7f7f",
+}
 # Time-series figures beyond this many runs are left out of the page (the stability table still
 # lists every run): a 10-trial sweep would otherwise draw hundreds of near-identical panels.
 MAX_TIMESERIES_CHARTS = 24
@@ -100,8 +105,11 @@ def _metric_series(rows: list[PointRow], metric: str, scale: float, name: str, c
     rows = [r for r in rows if r.load_value is not None]
     errors = [_scaled(r.metrics[metric].ci95, scale) if metric in r.metrics else None for r in rows]
     return Series(
-        name=name, x=[r.load_value for r in rows], y=[_scaled(r.mean(metric), scale) for r in rows],
-        error=errors if any(e is not None for e in errors) else None, color=color,
+        name=name,
+        x=[r.load_value for r in rows],
+        y=[_scaled(r.mean(metric), scale) for r in rows],
+        error=errors if any(e is not None for e in errors) else None,
+        color=color,
         hover=[f"{r.config} · {r.label} · n={r.num_trials}" for r in rows],
     )
 
@@ -120,17 +128,26 @@ def users_charts(data: ReportData) -> list[Chart]:
     trials = max(r.num_trials for r in rows)
     bars = " Error bars: 95% CI over trials." if trials > 1 else ""
     ttft = Chart(
-        "ttft-vs-users", "TTFT vs concurrent users", "concurrent users",
+        "ttft-vs-users",
+        "TTFT vs concurrent users",
+        "concurrent users",
         [Panel("TTFT mean (ms)", [_metric_series(g, "ttft_s_mean", 1e3, c, colors[c]) for c, g in groups.items()])],
         caption="Mean time to first token over successful requests in the measurement window, "
-                "one line per configuration." + bars,
+        "one line per configuration." + bars,
         section="load",
     )
     tput = Chart(
-        "throughput-vs-users", "Output token rate vs concurrent users", "concurrent users",
-        [Panel("output tokens/s", [_metric_series(g, "output_tokens_per_s", 1.0, c, colors[c]) for c, g in groups.items()])],
+        "throughput-vs-users",
+        "Output token rate vs concurrent users",
+        "concurrent users",
+        [
+            Panel(
+                "output tokens/s",
+                [_metric_series(g, "output_tokens_per_s", 1.0, c, colors[c]) for c, g in groups.items()],
+            )
+        ],
         caption="Output tokens that arrived in the measurement window per second, all users together "
-                "(ramp-up excluded)." + bars,
+        "(ramp-up excluded)." + bars,
         section="load",
     )
     return [ttft, tput]
@@ -154,22 +171,38 @@ def rate_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
         if s is not None:
             row = next(r for r in group if r.load_value == s.rate_per_s)
             text = [f"{config}: saturated at {s.label} ({s.reason})"]
-            for panel, metric, scale in ((tput, "output_tokens_per_s", 1.0), (ttft, "ttft_s_p50", 1e3),
-                                         (achieved, "requests_per_s", 1.0)):
-                panel.append(Series(f"saturation: {config}", [s.rate_per_s], [_scaled(row.mean(metric), scale)],
-                                    kind="markers", color=color, symbol="x", hover=text,
-                                    show_legend=panel is tput))
+            for panel, metric, scale in (
+                (tput, "output_tokens_per_s", 1.0),
+                (ttft, "ttft_s_p50", 1e3),
+                (achieved, "requests_per_s", 1.0),
+            ):
+                panel.append(
+                    Series(
+                        f"saturation: {config}",
+                        [s.rate_per_s],
+                        [_scaled(row.mean(metric), scale)],
+                        kind="markers",
+                        color=color,
+                        symbol="x",
+                        hover=text,
+                        show_legend=panel is tput,
+                    )
+                )
     rates = sorted({r.load_value for r in rows if r.load_value is not None})
     achieved.append(Series("offered (ideal)", rates, rates, kind="dash", color="#999999"))
     saturation_text = "; ".join(f"{s.config} at {s.label}" for s in verdict.saturation) or "no configuration saturated"
-    return [Chart(
-        "throughput-vs-rate", "Throughput vs offered request rate", "offered requests/s",
-        [Panel("output tokens/s", tput), Panel("TTFT p50 (ms)", ttft), Panel("achieved requests/s", achieved)],
-        caption="Open-loop load. ✕ marks the saturation point: the first rate whose median TTFT exceeds "
-                "2x the lowest rate's, or whose achieved request rate is below 90% of the arrivals scheduled in its window. "
-                f"Saturation: {saturation_text}.",
-        section="load",
-    )]
+    return [
+        Chart(
+            "throughput-vs-rate",
+            "Throughput vs offered request rate",
+            "offered requests/s",
+            [Panel("output tokens/s", tput), Panel("TTFT p50 (ms)", ttft), Panel("achieved requests/s", achieved)],
+            caption="Open-loop load. ✕ marks the saturation point: the first rate whose median TTFT exceeds "
+            "2x the lowest rate's, or whose achieved request rate is below 90% of the arrivals scheduled in its window. "
+            f"Saturation: {saturation_text}.",
+            section="load",
+        )
+    ]
 
 
 def _replace_legend(series: Series) -> Series:
@@ -206,29 +239,44 @@ def knob_charts(data: ReportData) -> list[Chart]:
         for i, (key, group) in enumerate(groups.items()):
             backend, others, variant, _, _, label = key
             group.sort(key=lambda r: r.swept[knob])
-            name = " ".join([str(backend or "?")] + [f"{k}={v}" for k, v in others]
-                            + ([variant] if variant and variant != "default" else []) + [f"· {label}"])
+            name = " ".join(
+                [str(backend or "?")]
+                + [f"{k}={v}" for k, v in others]
+                + ([variant] if variant and variant != "default" else [])
+                + [f"· {label}"]
+            )
             color = PALETTE[i % len(PALETTE)]
             x = [r.swept[knob] for r in group]
             hover = [f"{r.config} · {r.label} · n={r.num_trials}" for r in group]
 
             def make(metric: str, legend: bool) -> Series:
                 errs = [r.metrics[metric].ci95 if metric in r.metrics else None for r in group]
-                return Series(name, x, [r.mean(metric) for r in group],
-                              error=errs if any(e is not None for e in errs) else None,
-                              color=color, hover=hover, show_legend=legend)
+                return Series(
+                    name,
+                    x,
+                    [r.mean(metric) for r in group],
+                    error=errs if any(e is not None for e in errs) else None,
+                    color=color,
+                    hover=hover,
+                    show_legend=legend,
+                )
 
             tput.append(make("output_tokens_per_s", True))
             preempt.append(make("server_preemptions", False))
         panels = [Panel("output tokens/s", tput)]
         if any(v is not None for s in preempt for v in s.y):
             panels.append(Panel("server preemptions per point", preempt))
-        charts.append(Chart(
-            f"knob-{_slug(knob)}", f"Throughput vs {knob}", knob, panels,
-            caption=f"Each line holds everything but {knob} fixed. Preemptions are the server's own "
-                    "counter delta over the point (null when the engine does not expose it).",
-            section="knobs",
-        ))
+        charts.append(
+            Chart(
+                f"knob-{_slug(knob)}",
+                f"Throughput vs {knob}",
+                knob,
+                panels,
+                caption=f"Each line holds everything but {knob} fixed. Preemptions are the server's own "
+                "counter delta over the point (null when the engine does not expose it).",
+                section="knobs",
+            )
+        )
     return charts
 
 
@@ -242,30 +290,50 @@ def _slug(text: str) -> str:
 
 def pareto_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
     rows = list(data.rows)
-    points = [(r, on) for r, on in zip(rows, verdict.pareto)
-              if r.mean("output_tokens_per_s") is not None and r.mean("ttft_s_mean") is not None]
+    points = [
+        (r, on)
+        for r, on in zip(rows, verdict.pareto)
+        if r.mean("output_tokens_per_s") is not None and r.mean("ttft_s_mean") is not None
+    ]
     if len(points) < 2:
         return []
     colors = config_colors(data)
     series = []
     for config in dict.fromkeys(r.config for r, _ in points):
         mine = [r for r, _ in points if r.config == config]
-        series.append(Series(
-            config, [r.mean("output_tokens_per_s") for r in mine], [r.mean("ttft_s_mean") * 1e3 for r in mine],
-            kind="markers", color=colors[config], hover=[f"{r.config} · {r.label}" for r in mine],
-        ))
+        series.append(
+            Series(
+                config,
+                [r.mean("output_tokens_per_s") for r in mine],
+                [r.mean("ttft_s_mean") * 1e3 for r in mine],
+                kind="markers",
+                color=colors[config],
+                hover=[f"{r.config} · {r.label}" for r in mine],
+            )
+        )
     front = sorted((r for r, on in points if on), key=lambda r: r.mean("output_tokens_per_s"))
-    series.append(Series(
-        "Pareto front", [r.mean("output_tokens_per_s") for r in front], [r.mean("ttft_s_mean") * 1e3 for r in front],
-        kind="line", color="#000000", symbol="star", hover=[f"Pareto: {r.config} · {r.label}" for r in front],
-    ))
-    return [Chart(
-        "pareto", "Latency–throughput trade-off", "output tokens/s",
-        [Panel("TTFT mean (ms, log scale)", series, log_y=True)],
-        caption="Every configuration at every load. ★ points are on the Pareto front: no other point has "
-                "both more throughput and lower mean TTFT. The TTFT axis is logarithmic.",
-        section="tradeoff",
-    )]
+    series.append(
+        Series(
+            "Pareto front",
+            [r.mean("output_tokens_per_s") for r in front],
+            [r.mean("ttft_s_mean") * 1e3 for r in front],
+            kind="line",
+            color="#000000",
+            symbol="star",
+            hover=[f"Pareto: {r.config} · {r.label}" for r in front],
+        )
+    )
+    return [
+        Chart(
+            "pareto",
+            "Latency–throughput trade-off",
+            "output tokens/s",
+            [Panel("TTFT mean (ms, log scale)", series, log_y=True)],
+            caption="Every configuration at every load. ★ points are on the Pareto front: no other point has "
+            "both more throughput and lower mean TTFT. The TTFT axis is logarithmic.",
+            section="tradeoff",
+        )
+    ]
 
 
 def error_chart(data: ReportData) -> list[Chart]:
@@ -279,13 +347,18 @@ def error_chart(data: ReportData) -> list[Chart]:
         y = [100.0 * r.outcomes.get(outcome, 0) / sum(r.outcomes.values()) for r in rows]
         hover = [f"{r.outcomes.get(outcome, 0)} of {sum(r.outcomes.values())} requests" for r in rows]
         series.append(Series(outcome, categories, y, kind="bar", color=OUTCOME_COLORS.get(outcome), hover=hover))
-    return [Chart(
-        "errors", "Failed requests by outcome", "configuration · load",
-        [Panel("% of requests", series, stacked=True)], x_categorical=True,
-        caption="Every request of each point (all trials), by outcome; ok is left out. `cancelled` "
-                "requests were still in flight when the drain timeout ended the point.",
-        section="errors",
-    )]
+    return [
+        Chart(
+            "errors",
+            "Failed requests by outcome",
+            "configuration · load",
+            [Panel("% of requests", series, stacked=True)],
+            x_categorical=True,
+            caption="Every request of each point (all trials), by outcome; ok is left out. `cancelled` "
+            "requests were still in flight when the drain timeout ended the point.",
+            section="errors",
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,9 +370,15 @@ def error_chart(data: ReportData) -> list[Chart]:
 _TIMESERIES_PANELS: tuple[tuple[str, tuple[tuple[str, str, float, str], ...]], ...] = (
     ("output tokens/s", (("output_tokens_per_s", "output tok/s", 1.0, PALETTE[0]),)),
     ("TTFT (ms)", (("ttft_s_mean", "TTFT mean", 1e3, PALETTE[1]), ("ttft_s_p90", "TTFT p90", 1e3, PALETTE[4]))),
-    ("requests", (("active_users", "active users", 1.0, PALETTE[7]), ("in_flight", "in flight", 1.0, PALETTE[2]),
-                  ("server_running", "server running", 1.0, PALETTE[9]),
-                  ("server_waiting", "server waiting", 1.0, PALETTE[8]))),
+    (
+        "requests",
+        (
+            ("active_users", "active users", 1.0, PALETTE[7]),
+            ("in_flight", "in flight", 1.0, PALETTE[2]),
+            ("server_running", "server running", 1.0, PALETTE[9]),
+            ("server_waiting", "server waiting", 1.0, PALETTE[8]),
+        ),
+    ),
     ("KV cache usage (%)", (("server_kv_usage", "KV usage", 100.0, PALETTE[5]),)),
     ("per window", (("server_preemptions", "preemptions", 1.0, PALETTE[6]), ("errors", "errors", 1.0, PALETTE[3]))),
     ("GPU utilization (%)", (("gpu_util_pct", "GPU util", 1.0, "#2f4f4f"),)),
@@ -341,13 +420,26 @@ def timeseries_chart(series: RunSeries, index: int) -> Chart | None:
             note = f" ({'DEGRADED ' if flag.degraded else ''}{flag.change * 100:+.1f}%)"
         marks.append(Mark(p.start_s, p.label + note))
     degraded = [s for s in flags.values() if s.degraded]
-    caption = ("Windows of the run's clock. Grey: ramp-up and warm-up (excluded from metrics); light: "
-               "drain after the load stopped. Series the engine does not expose are left out.")
+    caption = (
+        "Windows of the run's clock. Grey: ramp-up and warm-up (excluded from metrics); light: "
+        "drain after the load stopped. Series the engine does not expose are left out."
+    )
     if degraded:
-        caption += " Degraded: " + "; ".join(
-            f"{s.label} steady-state output rate fell {-s.change * 100:.1f}% ({s.basis})" for s in degraded) + "."
-    return Chart(f"timeseries-{index + 1}", f"Over time: {series.title}", "run time (s)", panels,
-                 caption=caption, spans=spans, marks=marks, section="timeseries")
+        caption += (
+            " Degraded: "
+            + "; ".join(f"{s.label} steady-state output rate fell {-s.change * 100:.1f}% ({s.basis})" for s in degraded)
+            + "."
+        )
+    return Chart(
+        f"timeseries-{index + 1}",
+        f"Over time: {series.title}",
+        "run time (s)",
+        panels,
+        caption=caption,
+        spans=spans,
+        marks=marks,
+        section="timeseries",
+    )
 
 
 def build_charts(data: ReportData, verdict: Verdict) -> list[Chart]:

@@ -134,15 +134,27 @@ def compare(dirs: list[Path], metrics: tuple[str, ...] = COMPARE_METRICS) -> lis
                 os_ = o.metrics.get(metric, empty) if o is not None else empty
                 delta, pct, better = _delta(metric, bs, os_)
                 p = welch_p(bs, os_)
-                rows.append(CompareRow(
-                    baseline_source=b.source, other_source=other_name, baseline_config=b.config,
-                    other_config=o.config if o is not None else NULL_TEXT, label=b.label, metric=metric,
-                    baseline=bs, other=os_, delta=delta, delta_pct=pct, p_value=p,
-                    significant=None, better=better,
-                ))
+                rows.append(
+                    CompareRow(
+                        baseline_source=b.source,
+                        other_source=other_name,
+                        baseline_config=b.config,
+                        other_config=o.config if o is not None else NULL_TEXT,
+                        label=b.label,
+                        metric=metric,
+                        baseline=bs,
+                        other=os_,
+                        delta=delta,
+                        delta_pct=pct,
+                        p_value=p,
+                        significant=None,
+                        better=better,
+                    )
+                )
     adjusted = holm([r.p_value for r in rows])
-    return [replace(r, p_adjusted=q, significant=None if q is None else q < SIGNIFICANCE_P)
-            for r, q in zip(rows, adjusted)]
+    return [
+        replace(r, p_adjusted=q, significant=None if q is None else q < SIGNIFICANCE_P) for r, q in zip(rows, adjusted)
+    ]
 
 
 def _source_name(data: ReportData) -> str:
@@ -163,12 +175,35 @@ def _cells(row: CompareRow) -> list[str]:
     sig = "n/a" if row.significant is None else ("yes" if row.significant else "no")
     p = "" if row.p_adjusted is None else f" (p={row.p_value:.3f}, Holm {row.p_adjusted:.3f})"
     direction = {True: "better", False: "worse", None: NULL_TEXT}[row.better]
-    config = row.baseline_config if row.baseline_config == row.other_config else f"{row.baseline_config} vs {row.other_config}"
-    return [config, row.label, fmt.metric_title(row.metric), fmt.stat(row.baseline, row.metric, unit=False),
-            fmt.stat(row.other, row.metric, unit=False), delta, pct, direction, sig + p]
+    config = (
+        row.baseline_config
+        if row.baseline_config == row.other_config
+        else f"{row.baseline_config} vs {row.other_config}"
+    )
+    return [
+        config,
+        row.label,
+        fmt.metric_title(row.metric),
+        fmt.stat(row.baseline, row.metric, unit=False),
+        fmt.stat(row.other, row.metric, unit=False),
+        delta,
+        pct,
+        direction,
+        sig + p,
+    ]
 
 
-_HEADERS = ["configuration", "load", "metric", "baseline", "other", "Δ", "Δ %", "", "significant (Welch, Holm-adjusted p<0.05)"]
+_HEADERS = [
+    "configuration",
+    "load",
+    "metric",
+    "baseline",
+    "other",
+    "Δ",
+    "Δ %",
+    "",
+    "significant (Welch, Holm-adjusted p<0.05)",
+]
 
 
 def compare_table(rows: list[CompareRow]) -> RichTable:
@@ -190,7 +225,9 @@ def compare_markdown(rows: list[CompareRow]) -> str:
     sources = list(dict.fromkeys((r.baseline_source, r.other_source) for r in rows))
     out = ["# tokenbench compare", ""]
     out += [f"- baseline **{md(a)}** vs **{md(b)}**" for a, b in sources] + [""]
-    out += ["| " + " | ".join(md(h) for h in _HEADERS) + " |",
-            "| " + " | ".join("---:" if 3 <= i <= 6 else "---" for i in range(len(_HEADERS))) + " |"]
+    out += [
+        "| " + " | ".join(md(h) for h in _HEADERS) + " |",
+        "| " + " | ".join("---:" if 3 <= i <= 6 else "---" for i in range(len(_HEADERS))) + " |",
+    ]
     out += ["| " + " | ".join(md(c) for c in _cells(r)) + " |" for r in rows]
     return "\n".join(out) + "\n"

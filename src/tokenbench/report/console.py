@@ -39,13 +39,19 @@ def summary_table(points: list[dict]) -> Table:
     if any(p.get("offered_per_s") is not None for p in points):
         row("offered/s (scheduled in window)", lambda p: _num(p.get("offered_per_s"), ".2f"))
     if any(p["goodput_per_s"] is not None for p in points):
-        row("goodput/s (good %)", lambda p: f"{_num(p['goodput_per_s'], '.2f')} ({_num((p['good_fraction'] or 0) * 100, '.0f')}%)")
+        row(
+            "goodput/s (good %)",
+            lambda p: f"{_num(p['goodput_per_s'], '.2f')} ({_num((p['good_fraction'] or 0) * 100, '.0f')}%)",
+        )
     for key, name in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "E2E"), ("queue_s", "queue")):
-        row(f"{name} mean / p50 / p99 (n)",
-            lambda p, k=key: f"{_ms(p[k]['mean'])} / {_ms(p[k]['p50'])} / {_ms(p[k]['p99'])} ({p[k]['count']})")
+        row(
+            f"{name} mean / p50 / p99 (n)",
+            lambda p, k=key: f"{_ms(p[k]['mean'])} / {_ms(p[k]['p50'])} / {_ms(p[k]['p99'])} ({p[k]['count']})",
+        )
     row("in flight mean / peak", lambda p: f"{_num(p['concurrency']['mean'])} / {p['concurrency']['peak']}")
     servers = [p.get("server") or {} for p in points]
     if any(servers):
+
         def srv(key: str, fmt=_num):
             return lambda p: fmt((p.get("server") or {}).get(key))
 
@@ -53,15 +59,22 @@ def summary_table(points: list[dict]) -> Table:
             def fn(p):
                 g = (p.get("server") or {}).get(key)
                 return "-" if not g else f"{g['mean'] * scale:.1f} / {g['max'] * scale:.1f}"
+
             return fn
 
         if any(s.get("bracketed") is False for s in servers):
             # no scrape at/before the window's start or at/after its end: counters cover less
-            row("server: window bracketed", lambda p: {True: "yes", False: "NO", None: "-"}[(p.get("server") or {}).get("bracketed")])
+            row(
+                "server: window bracketed",
+                lambda p: {True: "yes", False: "NO", None: "-"}[(p.get("server") or {}).get("bracketed")],
+            )
         row("server: preemptions", srv("preemptions", lambda v: _num(v, ".0f")))
         row("server: generated tokens", srv("generated_tokens", lambda v: _num(v, ".0f")))
         row("server: TTFT mean ms", srv("ttft_s_mean", _ms))
-        row("  client, same requests", lambda p: _ms(((p.get("server") or {}).get("client_ttft_s_matched") or {}).get("mean")))
+        row(
+            "  client, same requests",
+            lambda p: _ms(((p.get("server") or {}).get("client_ttft_s_matched") or {}).get("mean")),
+        )
         row("server: running mean / max", gauge("running"))
         row("server: waiting mean / max", gauge("waiting"))
         row("server: KV usage % mean / max", gauge("kv_usage", 100.0))
@@ -74,8 +87,9 @@ def backends_table(profiles) -> Table:
         table.add_column(col)
     for p in profiles:
         metrics = "-" if p.metrics is None else p.metrics.path
-        table.add_row(p.name, p.title, ", ".join(p.apis), metrics, "yes" if p.ignore_eos else "no",
-                      p.cold_start_includes)
+        table.add_row(
+            p.name, p.title, ", ".join(p.apis), metrics, "yes" if p.ignore_eos else "no", p.cold_start_includes
+        )
     return table
 
 
@@ -113,8 +127,7 @@ class LiveView:
 
     def __enter__(self) -> LiveView:
         if self._enabled:
-            self._live = Live(get_renderable=self._render, console=self._console,
-                              refresh_per_second=2, transient=True)
+            self._live = Live(get_renderable=self._render, console=self._console, refresh_per_second=2, transient=True)
             self._live.__enter__()
         return self
 
@@ -134,9 +147,15 @@ class LiveView:
         remaining = f"{max(0.0, s.planned_s - elapsed):.0f}s" if s.planned_s else "-"
         table = Table.grid(padding=(0, 2))
         table.add_row(
-            f"[bold]{s.label}[/]", f"elapsed {elapsed:.0f}s", f"remaining {remaining}",
-            f"users {s.active_users}", f"in flight {s.in_flight}", f"done {s.done}",
-            f"errors {s.errors}", f"~{rate:.0f} chunks/s", f"TTFT p50 {_ms(ttft)} ms",
+            f"[bold]{s.label}[/]",
+            f"elapsed {elapsed:.0f}s",
+            f"remaining {remaining}",
+            f"users {s.active_users}",
+            f"in flight {s.in_flight}",
+            f"done {s.done}",
+            f"errors {s.errors}",
+            f"~{rate:.0f} chunks/s",
+            f"TTFT p50 {_ms(ttft)} ms",
         )
         return table
 
@@ -159,14 +178,31 @@ def experiment_table(state: dict) -> Table:
     if failed:
         title += f", {len(failed)} failed"
     table = Table(title=title + " (mean ± 95% CI over trials)")
-    for col in ("server", "variant", "load", "n", "output tok/s", "TTFT p50 ms", "TPOT mean ms",
-                "errors %", "preemptions"):
+    for col in (
+        "server",
+        "variant",
+        "load",
+        "n",
+        "output tok/s",
+        "TTFT p50 ms",
+        "TPOT mean ms",
+        "errors %",
+        "preemptions",
+    ):
         table.add_column(col, justify="left" if col in ("server", "variant", "load") else "right")
     for row in state.get("aggregates", []):
         m = row["metrics"]
-        table.add_row(row["server"], row["variant"], row["label"], str(m["output_tokens_per_s"]["n"]),
-                      _ci(m["output_tokens_per_s"]), _ci(m["ttft_s_p50"], 1e3), _ci(m["tpot_s_mean"], 1e3),
-                      _ci(m["error_rate"], 100.0), _ci(m["server_preemptions"], fmt=".0f"))
+        table.add_row(
+            row["server"],
+            row["variant"],
+            row["label"],
+            str(m["output_tokens_per_s"]["n"]),
+            _ci(m["output_tokens_per_s"]),
+            _ci(m["ttft_s_p50"], 1e3),
+            _ci(m["tpot_s_mean"], 1e3),
+            _ci(m["error_rate"], 100.0),
+            _ci(m["server_preemptions"], fmt=".0f"),
+        )
     for row in state.get("servers", []):
         if row.get("status") == "failed":
             table.add_row(row["label"], "-", "server failed", "0", "-", "-", "-", "-", "-")

@@ -12,15 +12,15 @@ import json
 import os
 import re
 import shutil
-from datetime import datetime
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson  # records are written on the client's hot path, one line per finished request
+
 from ..records import RequestRecord
 from ..redact import mask, mask_text
-
-import orjson  # records are written on the client's hot path, one line per finished request
 
 
 def default_run_dir(root: Path = Path("runs")) -> Path:
@@ -41,8 +41,10 @@ def check_out_dir(path: Path) -> None:
     already, cannot be written or is full."""
     path = Path(path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise OutDirError(f"--out {path} already holds files (a run?); pick a new directory, or "
-                          f"`tokenbench recompute {path}` to re-derive its results")
+        raise OutDirError(
+            f"--out {path} already holds files (a run?); pick a new directory, or "
+            f"`tokenbench recompute {path}` to re-derive its results"
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".tokenbench-write-test"
@@ -55,8 +57,10 @@ def check_out_dir(path: Path) -> None:
         raise OutDirError(f"--out {path} is not writable: {exc.strerror or exc}") from None
     free = shutil.disk_usage(path).free
     if free < MIN_FREE_BYTES:
-        raise OutDirError(f"--out {path}: only {free / 2**20:.0f} MB free on its filesystem; a run "
-                          f"needs at least {MIN_FREE_BYTES / 2**20:.0f} MB. Free space or pick another place")
+        raise OutDirError(
+            f"--out {path}: only {free / 2**20:.0f} MB free on its filesystem; a run "
+            f"needs at least {MIN_FREE_BYTES / 2**20:.0f} MB. Free space or pick another place"
+        )
 
 
 class RunWriter:

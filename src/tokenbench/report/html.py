@@ -72,8 +72,7 @@ def write_report(dirs: list[Path], out_dir: Path) -> ReportFiles:
     html_path = out_dir / "report.html"
     html_path.write_text(render_html(data, verdict, charts), encoding="utf-8")
     md_path = out_dir / "report.md"
-    md_path.write_text(render_markdown(data, verdict, charts, [p.relative_to(out_dir) for p in pngs]),
-                       encoding="utf-8")
+    md_path.write_text(render_markdown(data, verdict, charts, [p.relative_to(out_dir) for p in pngs]), encoding="utf-8")
     return ReportFiles(html_path, md_path, pngs)
 
 
@@ -91,25 +90,40 @@ def plot_text(text: object) -> str:
 
 def plotly_figure(chart: Chart) -> go.Figure:
     rows = len(chart.panels)
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=not chart.x_categorical,
-                        vertical_spacing=0.06 if rows > 2 else 0.1)
+    fig = make_subplots(
+        rows=rows, cols=1, shared_xaxes=not chart.x_categorical, vertical_spacing=0.06 if rows > 2 else 0.1
+    )
     for row, panel in enumerate(chart.panels, start=1):
         for s in panel.series:
             name = plot_text(s.name)
             # Text from files goes through `text`, never into the template, where %{...} is code.
             hover = [plot_text(h) for h in s.hover] if s.hover else [name] * len(s.x)
-            common = dict(name=name, legendgroup=name, showlegend=s.show_legend, text=hover,
-                          hovertemplate="%{text}<br>x=%{x}<br>y=%{y}<extra></extra>")
+            common = dict(
+                name=name,
+                legendgroup=name,
+                showlegend=s.show_legend,
+                text=hover,
+                hovertemplate="%{text}<br>x=%{x}<br>y=%{y}<extra></extra>",
+            )
             if s.kind == "bar":
-                trace = go.Bar(x=[plot_text(x) for x in s.x], y=s.y, marker_color=s.color, textposition="none",
-                               **common)
+                trace = go.Bar(
+                    x=[plot_text(x) for x in s.x], y=s.y, marker_color=s.color, textposition="none", **common
+                )
             else:
-                mode = {"markers": "markers", "dash": "lines", "line": "lines+markers" if len(s.x) < 60 else "lines"}[s.kind]
+                mode = {"markers": "markers", "dash": "lines", "line": "lines+markers" if len(s.x) < 60 else "lines"}[
+                    s.kind
+                ]
                 trace = go.Scatter(
-                    x=s.x, y=s.y, mode=mode, connectgaps=False,
+                    x=s.x,
+                    y=s.y,
+                    mode=mode,
+                    connectgaps=False,
                     line=dict(color=s.color, dash="dash" if s.kind == "dash" else "solid", width=1.5),
-                    marker=dict(color=s.color, symbol=_PLOTLY_SYMBOLS.get(s.symbol, "circle"),
-                                size=14 if s.symbol in ("x", "star") else 7),
+                    marker=dict(
+                        color=s.color,
+                        symbol=_PLOTLY_SYMBOLS.get(s.symbol, "circle"),
+                        size=14 if s.symbol in ("x", "star") else 7,
+                    ),
                     error_y=dict(type="data", array=s.error, visible=True, thickness=1) if s.error else None,
                     **common,
                 )
@@ -127,16 +141,48 @@ def plotly_figure(chart: Chart) -> go.Figure:
     for row in range(1, rows + 1):
         axis = "" if row == 1 else str(row)
         for span in chart.spans:
-            shapes.append(dict(type="rect", xref=f"x{axis}", yref=f"y{axis} domain", x0=span.x0, x1=span.x1,
-                               y0=0, y1=1, line_width=0, layer="below",
-                               fillcolor="#888888" if span.kind == "ramp" else "#cccccc",
-                               opacity=0.25 if span.kind == "ramp" else 0.2))
+            shapes.append(
+                dict(
+                    type="rect",
+                    xref=f"x{axis}",
+                    yref=f"y{axis} domain",
+                    x0=span.x0,
+                    x1=span.x1,
+                    y0=0,
+                    y1=1,
+                    line_width=0,
+                    layer="below",
+                    fillcolor="#888888" if span.kind == "ramp" else "#cccccc",
+                    opacity=0.25 if span.kind == "ramp" else 0.2,
+                )
+            )
         for mark in chart.marks:
-            shapes.append(dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=mark.x, x1=mark.x,
-                               y0=0, y1=1, line=dict(width=1, dash="dot", color="#555555")))
+            shapes.append(
+                dict(
+                    type="line",
+                    xref=f"x{axis}",
+                    yref=f"y{axis} domain",
+                    x0=mark.x,
+                    x1=mark.x,
+                    y0=0,
+                    y1=1,
+                    line=dict(width=1, dash="dot", color="#555555"),
+                )
+            )
     for mark in chart.marks:
-        annotations.append(dict(x=mark.x, y=1.0, xref="x", yref="paper", text=plot_text(mark.label),
-                                showarrow=False, xanchor="left", yanchor="bottom", font=dict(size=10)))
+        annotations.append(
+            dict(
+                x=mark.x,
+                y=1.0,
+                xref="x",
+                yref="paper",
+                text=plot_text(mark.label),
+                showarrow=False,
+                xanchor="left",
+                yanchor="bottom",
+                font=dict(size=10),
+            )
+        )
     if shapes or annotations:
         fig.update_layout(shapes=shapes, annotations=annotations)
     height_px = max(380, 200 * rows + 170)
@@ -144,7 +190,9 @@ def plotly_figure(chart: Chart) -> go.Figure:
     # that they never overlap, however tall the figure is.
     fig.update_layout(
         title=dict(text=plot_text(chart.title), yref="container", y=1 - 12 / height_px, yanchor="top"),
-        template="plotly_white", height=height_px, margin=dict(l=70, r=20, t=110, b=60),
+        template="plotly_white",
+        height=height_px,
+        margin=dict(l=70, r=20, t=110, b=60),
         legend=dict(orientation="h", yref="container", y=1 - 44 / height_px, yanchor="top", xanchor="left", x=0),
         hoverlabel=dict(namelength=-1),
     )
@@ -153,7 +201,9 @@ def plotly_figure(chart: Chart) -> go.Figure:
 
 def figure_html(chart: Chart) -> str:
     return plotly_figure(chart).to_html(
-        full_html=False, include_plotlyjs=False, div_id=f"chart-{chart.chart_id}",
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=f"chart-{chart.chart_id}",
         config={"displaylogo": False, "responsive": True},
     )
 
@@ -200,8 +250,10 @@ def _charts_html(charts: list[Chart], section: str) -> str:
     for c in charts:
         if c.section != section:
             continue
-        parts.append(f'<figure class="chart">{figure_html(c)}</figure><p class="caption">{esc(c.caption)} '
-                     f'<span class="muted">(charts/{esc(c.chart_id)}.png)</span></p>')
+        parts.append(
+            f'<figure class="chart">{figure_html(c)}</figure><p class="caption">{esc(c.caption)} '
+            f'<span class="muted">(charts/{esc(c.chart_id)}.png)</span></p>'
+        )
     return "\n".join(parts)
 
 
@@ -211,7 +263,7 @@ def _inputs_html(data: ReportData) -> str:
         parts.append("<h3>Runs</h3>" + table_html(runs_table(data)))
     for exp in data.experiments:
         facts = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in experiment_facts(exp))
-        parts.append(f"<h3>Experiment {esc(exp.name)}</h3><dl class=\"facts\">{facts}</dl>")
+        parts.append(f'<h3>Experiment {esc(exp.name)}</h3><dl class="facts">{facts}</dl>')
         parts.append("<h4>Server configurations</h4>" + table_html(servers_table(exp)))
         failed = failed_cells_table(exp)
         if failed is not None:
@@ -227,13 +279,21 @@ def _verdict_html(data: ReportData, verdict: Verdict) -> str:
     return (
         '<section id="verdict"><h2>Verdict</h2>'
         f'<ul class="verdict">{items}</ul>'
-        + ("<h3>Best at each load</h3>"
-           '<p class="caption">Best TTFT: lowest mean TTFT. Best throughput: highest output tokens/s. '
-           "A lead is clear when the two 95% confidence intervals do not overlap. Most stable: lowest "
-           "coefficient of variation of the steady-state windowed output tokens/s (mean over trials).</p>"
-           + table_html(best_table(verdict)) if verdict.loads else "")
+        + (
+            "<h3>Best at each load</h3>"
+            '<p class="caption">Best TTFT: lowest mean TTFT. Best throughput: highest output tokens/s. '
+            "A lead is clear when the two 95% confidence intervals do not overlap. Most stable: lowest "
+            "coefficient of variation of the steady-state windowed output tokens/s (mean over trials).</p>"
+            + table_html(best_table(verdict))
+            if verdict.loads
+            else ""
+        )
         + ("<h3>Service-level objectives</h3>" + slo_line + table_html(slo_table(verdict)) if verdict.slo else "")
-        + ("<h3>Saturation</h3>" + table_html(saturation_table(verdict, data)) if saturation_table(verdict, data) else "")
+        + (
+            "<h3>Saturation</h3>" + table_html(saturation_table(verdict, data))
+            if saturation_table(verdict, data)
+            else ""
+        )
         + "</section>"
     )
 
@@ -253,21 +313,25 @@ def render_html(data: ReportData, verdict: Verdict, charts: list[Chart]) -> str:
     nav = "".join(f'<a href="#{k}">{esc(t)}</a>' for k, t in sections)
 
     body = [
-        f"<header><h1>tokenbench report</h1><p class=\"muted\">{esc(', '.join(sources))} · generated "
+        f'<header><h1>tokenbench report</h1><p class="muted">{esc(", ".join(sources))} · generated '
         f"{esc(_dt.datetime.now().astimezone().isoformat(timespec='seconds'))}</p><nav>{nav}</nav></header>",
         _inputs_html(data),
         _verdict_html(data, verdict),
         '<section id="headline"><h2>Headline numbers</h2><p class="caption">Per configuration and load: mean over '
         "trials ± 95% CI half-width (no CI with one trial). Latencies over successful requests in the "
         "measurement window; – means not measured.</p>"
-        + (table_html(headline_table(data)) if data.rows else "<p>No load point finished.</p>") + "</section>",
+        + (table_html(headline_table(data)) if data.rows else "<p>No load point finished.</p>")
+        + "</section>",
     ]
     for key, title in chart_sections:
         if key in present:
             body.append(f'<section id="{key}"><h2>{esc(title)}</h2>{_charts_html(charts, key)}</section>')
         elif key == "errors":
-            text = ("No failed requests: every request of every point ended ok." if data.rows
-                    else "No requests were measured.")
+            text = (
+                "No failed requests: every request of every point ended ok."
+                if data.rows
+                else "No requests were measured."
+            )
             body.append(f'<section id="errors"><h2>Errors</h2><p>{text}</p></section>')
     hidden = max(0, len(data.series) - MAX_TIMESERIES_CHARTS)
     body.append(
@@ -277,13 +341,15 @@ def render_html(data: ReportData, verdict: Verdict, charts: list[Chart]) -> str:
         "rate is more than 5% below the head's.</p>"
         + table_html(stability_table(verdict))
         + (f'<p class="muted">{hidden} more run(s) are in the table but not drawn.</p>' if hidden else "")
-        + _charts_html(charts, "timeseries") + "</section>"
+        + _charts_html(charts, "timeseries")
+        + "</section>"
     )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="icon" href="data:,">'  # no favicon request (a console error under file://)
         f"<title>tokenbench report: {esc(', '.join(sources))}</title><style>{_CSS}</style>"
         f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>\n<body>\n'
-        + "\n".join(body) + "\n</body></html>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
     )

@@ -10,7 +10,6 @@ Every missing number stays ``None`` (shown as "–"), never 0.
 
 from __future__ import annotations
 
-
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -163,8 +162,6 @@ def mean_ci95(values: list[float | None]) -> Stat:
     return Stat(r["mean"], r["ci95"], r["n"], tuple(r["values"]))
 
 
-
-
 # ---------------------------------------------------------------------------------------------
 # one results.json point -> the aggregate metric names
 
@@ -217,7 +214,8 @@ def load_inputs(dirs: list[Path]) -> ReportData:
             parts.append(_read_run(d))
         else:
             raise ReportInputError(
-                f"{d}: neither a run directory (results.json) nor an experiment directory (experiment.json)")
+                f"{d}: neither a run directory (results.json) nor an experiment directory (experiment.json)"
+            )
     labels = _unique_labels(parts)
     runs, experiments, rows, series, slos = [], [], [], [], []
     for i, part in enumerate(parts):
@@ -342,17 +340,19 @@ def point_spans(results: dict[str, Any]) -> tuple[PointSpan, ...]:
         window = p.get("window") or {}
         ramp_end = span.get("ramp_end_s", span["start_s"])
         load_end = span.get("load_end_s", span.get("end_s", ramp_end))
-        spans.append(PointSpan(
-            index=p.get("index", len(spans)),
-            label=str(p.get("label", "")),
-            load_kind=(p.get("load") or {}).get("kind", "users"),
-            start_s=span["start_s"],
-            ramp_end_s=ramp_end,
-            measure_start_s=window.get("start_s", ramp_end),
-            load_end_s=load_end,
-            end_s=span.get("end_s", load_end),
-            windows=tuple(p.get("timeseries") or ()),
-        ))
+        spans.append(
+            PointSpan(
+                index=p.get("index", len(spans)),
+                label=str(p.get("label", "")),
+                load_kind=(p.get("load") or {}).get("kind", "users"),
+                start_s=span["start_s"],
+                ramp_end_s=ramp_end,
+                measure_start_s=window.get("start_s", ramp_end),
+                load_end_s=load_end,
+                end_s=span.get("end_s", load_end),
+                windows=tuple(p.get("timeseries") or ()),
+            )
+        )
     return tuple(spans)
 
 
@@ -363,12 +363,22 @@ def _read_run(path: Path) -> _Part:
     for p in results.get("points") or []:
         load = p.get("load") or {}
         metrics = {k: mean_ci95([v]) for k, v in point_metrics(p).items()}
-        rows.append(PointRow(
-            source=path.name, config=config, backend=(results.get("target") or {}).get("backend"),
-            swept={}, variant=None, point=p.get("index", len(rows)), label=str(p.get("label", "")),
-            load_kind=load.get("kind", "users"), load_value=load_value(load), metrics=metrics,
-            outcomes=dict((p.get("requests") or {}).get("by_outcome") or {}), num_trials=1,
-        ))
+        rows.append(
+            PointRow(
+                source=path.name,
+                config=config,
+                backend=(results.get("target") or {}).get("backend"),
+                swept={},
+                variant=None,
+                point=p.get("index", len(rows)),
+                label=str(p.get("label", "")),
+                load_kind=load.get("kind", "users"),
+                load_value=load_value(load),
+                metrics=metrics,
+                outcomes=dict((p.get("requests") or {}).get("by_outcome") or {}),
+                num_trials=1,
+            )
+        )
     series = [RunSeries(title=config, config=config, trial=None, run_dir=path, points=point_spans(results))]
     return _Part(path.name, [_run_header(path, results, config)], [], rows, series, [_slo(results)])
 
@@ -423,38 +433,72 @@ def _read_experiment(path: Path) -> _Part:
             for outcome, n in ((p.get("requests") or {}).get("by_outcome") or {}).items():
                 acc[outcome] = acc.get(outcome, 0) + int(n)
         run_dir = path / (cell.get("run_dir") or f"cells/{cell_id}")
-        series.append(RunSeries(title=f"{config} · trial {cell.get('trial')}", config=config,
-                                trial=cell.get("trial"), run_dir=run_dir, points=point_spans(results)))
+        series.append(
+            RunSeries(
+                title=f"{config} · trial {cell.get('trial')}",
+                config=config,
+                trial=cell.get("trial"),
+                run_dir=run_dir,
+                points=point_spans(results),
+            )
+        )
 
     rows = []
     for agg in exp.get("aggregates") or []:
         server = str(agg.get("server"))
         load = agg.get("load") or {}
         metrics = {
-            k: Stat(v.get("mean"), v.get("ci95"), int(v.get("n") or 0), tuple(x for x in v.get("values") or () if x is not None))
-            for k, v in (agg.get("metrics") or {}).items() if isinstance(v, dict)
+            k: Stat(
+                v.get("mean"),
+                v.get("ci95"),
+                int(v.get("n") or 0),
+                tuple(x for x in v.get("values") or () if x is not None),
+            )
+            for k, v in (agg.get("metrics") or {}).items()
+            if isinstance(v, dict)
         }
         for k in METRIC_NAMES:
             metrics.setdefault(k, Stat(None, None, 0, ()))
-        rows.append(PointRow(
-            source=name, config=_server_config(server, agg.get("variant"), many_variants),
-            backend=agg.get("backend") or backend_of.get(server), swept=dict(agg.get("swept") or {}),
-            variant=agg.get("variant"), point=int(agg.get("point", 0)), label=str(agg.get("label", "")),
-            load_kind=load.get("kind", "users"), load_value=load_value(load), metrics=metrics,
-            outcomes=outcomes.get((server, agg.get("variant"), agg.get("point")), {}),
-            num_trials=max((s.n for s in metrics.values()), default=0),
-        ))
+        rows.append(
+            PointRow(
+                source=name,
+                config=_server_config(server, agg.get("variant"), many_variants),
+                backend=agg.get("backend") or backend_of.get(server),
+                swept=dict(agg.get("swept") or {}),
+                variant=agg.get("variant"),
+                point=int(agg.get("point", 0)),
+                label=str(agg.get("label", "")),
+                load_kind=load.get("kind", "users"),
+                load_value=load_value(load),
+                metrics=metrics,
+                outcomes=outcomes.get((server, agg.get("variant"), agg.get("point")), {}),
+                num_trials=max((s.n for s in metrics.values()), default=0),
+            )
+        )
 
     first = next(iter(cell_results.values()), {})
     servers = tuple(
-        ServerInfo(label=str(s.get("label")), config=_server_config(str(s.get("label")), None, False),
-                   backend=s.get("backend"), swept=dict(s.get("swept") or {}), status=s.get("status"),
-                   error=s.get("error"), cold_start_s=s.get("cold_start_s"), engine_version=s.get("engine_version"))
+        ServerInfo(
+            label=str(s.get("label")),
+            config=_server_config(str(s.get("label")), None, False),
+            backend=s.get("backend"),
+            swept=dict(s.get("swept") or {}),
+            status=s.get("status"),
+            error=s.get("error"),
+            cold_start_s=s.get("cold_start_s"),
+            engine_version=s.get("engine_version"),
+        )
         for s in exp.get("servers") or []
     )
     cells = tuple(
-        CellInfo(cell_id=str(cid), server=str(c.get("server")), variant=c.get("variant"), trial=c.get("trial"),
-                 status=c.get("status"), error=c.get("error"))
+        CellInfo(
+            cell_id=str(cid),
+            server=str(c.get("server")),
+            variant=c.get("variant"),
+            trial=c.get("trial"),
+            status=c.get("status"),
+            error=c.get("error"),
+        )
         for cid, c in cells_raw.items()
     )
     slo = _slo(first) if first else {k: (spec.get("slo") or {}).get(k) for k in ("ttft_s", "tpot_s", "e2e_s")}
@@ -463,9 +507,16 @@ def _read_experiment(path: Path) -> _Part:
         models = {b.get("model") for b in spec.get("backends") or [] if b.get("model")}
         model = ", ".join(sorted(str(m) for m in models)) or None
     header = ExperimentHeader(
-        path=path, name=name, description=str(exp.get("description") or spec.get("description") or ""),
-        complete=bool(exp.get("complete")), trials=spec.get("trials"), load=_load_text(spec.get("load") or {}),
-        model=model, dataset=_dataset_text(first.get("dataset")) if first else _dataset_text(spec.get("dataset")),
-        slo=slo, servers=servers, cells=cells,
+        path=path,
+        name=name,
+        description=str(exp.get("description") or spec.get("description") or ""),
+        complete=bool(exp.get("complete")),
+        trials=spec.get("trials"),
+        load=_load_text(spec.get("load") or {}),
+        model=model,
+        dataset=_dataset_text(first.get("dataset")) if first else _dataset_text(spec.get("dataset")),
+        slo=slo,
+        servers=servers,
+        cells=cells,
     )
     return _Part(name, [], [header], rows, series, [slo])

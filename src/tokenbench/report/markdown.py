@@ -57,13 +57,23 @@ def render_markdown(data: ReportData, verdict: Verdict, charts: list[Chart], png
         out += [table_md(slo_table(verdict))]
     sat = saturation_table(verdict, data)
     if sat is not None:
-        out += ["### Saturation", "",
-                "First offered rate whose median TTFT exceeds 2x the lowest rate's, or whose achieved "
-                "request rate is below 90% of the arrivals scheduled in its window.", "", table_md(sat)]
+        out += [
+            "### Saturation",
+            "",
+            "First offered rate whose median TTFT exceeds 2x the lowest rate's, or whose achieved "
+            "request rate is below 90% of the arrivals scheduled in its window.",
+            "",
+            table_md(sat),
+        ]
     headline = headline_table(data)
     if headline is not None:
-        out += ["## Headline numbers", "",
-                "Mean over trials ± 95% CI half-width; – means not measured.", "", table_md(headline)]
+        out += [
+            "## Headline numbers",
+            "",
+            "Mean over trials ± 95% CI half-width; – means not measured.",
+            "",
+            table_md(headline),
+        ]
     stab = stability_table(verdict)
     if stab is not None:
         out += ["## Stability over time", "", table_md(stab)]

@@ -8,9 +8,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # headless; must precede pyplot's import
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from .charts import Chart, Panel  # noqa: E402
+from .charts import Chart, Panel
 
 _MARKERS = {"circle": "o", "x": "X", "star": "*"}
 
@@ -28,8 +28,9 @@ def _draw_panel(ax, panel: Panel, chart: Chart) -> None:
             heights = [0.0] * len(categories)
             for x, y in zip(s.x, s.y):
                 heights[categories.index(x)] = y or 0.0
-            ax.bar(range(len(categories)), heights, bottom=bottom if panel.stacked else None,
-                   label=s.name, color=s.color)
+            ax.bar(
+                range(len(categories)), heights, bottom=bottom if panel.stacked else None, label=s.name, color=s.color
+            )
             if panel.stacked:
                 bottom = [b + h for b, h in zip(bottom, heights)]
         ax.set_xticks(range(len(categories)))
@@ -38,17 +39,38 @@ def _draw_panel(ax, panel: Panel, chart: Chart) -> None:
     for s in panel.series:
         y = _nan(s.y)
         if s.kind == "markers":
-            ax.scatter(s.x, y, label=s.name if s.show_legend else None, color=s.color,
-                       marker=_MARKERS.get(s.symbol, "o"), s=90 if s.symbol != "circle" else 30, zorder=3)
+            ax.scatter(
+                s.x,
+                y,
+                label=s.name if s.show_legend else None,
+                color=s.color,
+                marker=_MARKERS.get(s.symbol, "o"),
+                s=90 if s.symbol != "circle" else 30,
+                zorder=3,
+            )
         elif s.kind == "dash":
             ax.plot(s.x, y, "--", label=s.name, color=s.color, linewidth=1)
         else:
             marker = _MARKERS.get(s.symbol, "o") if len(s.x) < 60 else None
-            ax.plot(s.x, y, label=s.name if s.show_legend else None, color=s.color, marker=marker,
-                    markersize=12 if s.symbol == "star" else 4, linewidth=1.5)
+            ax.plot(
+                s.x,
+                y,
+                label=s.name if s.show_legend else None,
+                color=s.color,
+                marker=marker,
+                markersize=12 if s.symbol == "star" else 4,
+                linewidth=1.5,
+            )
         if s.error is not None:
-            ax.errorbar(s.x, y, yerr=_nan([e if e is not None else math.nan for e in s.error]),
-                        fmt="none", ecolor=s.color, capsize=3, linewidth=1)
+            ax.errorbar(
+                s.x,
+                y,
+                yerr=_nan([e if e is not None else math.nan for e in s.error]),
+                fmt="none",
+                ecolor=s.color,
+                capsize=3,
+                linewidth=1,
+            )
 
 
 def render_png(chart: Chart, path: Path) -> Path:
@@ -64,16 +86,28 @@ def render_png(chart: Chart, path: Path) -> Path:
                     ax.set_yscale("log")
                 ax.grid(True, alpha=0.3)
                 for span in chart.spans:
-                    ax.axvspan(span.x0, span.x1, color="#888888" if span.kind == "ramp" else "#cccccc",
-                               alpha=0.25 if span.kind == "ramp" else 0.2, linewidth=0)
+                    ax.axvspan(
+                        span.x0,
+                        span.x1,
+                        color="#888888" if span.kind == "ramp" else "#cccccc",
+                        alpha=0.25 if span.kind == "ramp" else 0.2,
+                        linewidth=0,
+                    )
                 for mark in chart.marks:
                     ax.axvline(mark.x, color="#555555", linewidth=0.8, linestyle=":")
                 if any(s.show_legend for s in panel.series):
                     ax.legend(fontsize=7, loc="best")
             top = axes[0, 0]
             for mark in chart.marks:
-                top.annotate(mark.label, (mark.x, 1.0), xycoords=("data", "axes fraction"), fontsize=7,
-                             xytext=(2, 2), textcoords="offset points", va="bottom")
+                top.annotate(
+                    mark.label,
+                    (mark.x, 1.0),
+                    xycoords=("data", "axes fraction"),
+                    fontsize=7,
+                    xytext=(2, 2),
+                    textcoords="offset points",
+                    va="bottom",
+                )
             axes[-1, 0].set_xlabel(chart.x_label)
             fig.suptitle(chart.title)
             fig.tight_layout()

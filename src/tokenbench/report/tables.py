@@ -40,11 +40,39 @@ def _swept(swept: dict[str, Any]) -> str:
 def runs_table(data: ReportData) -> Table | None:
     if not data.runs:
         return None
-    rows = [[h.name, h.config, _text(h.engine), _text(h.engine_version), fmt.seconds(h.cold_start_s),
-             _text(h.model), _text(h.api), h.dataset, _slo_cell(h.slo), str(h.num_points),
-             "yes" if h.interrupted else "no"] for h in data.runs]
-    return Table(["run", "configuration", "engine", "version", "cold start", "model", "API", "dataset",
-                  "SLO", "points", "interrupted"], rows, numeric=(4, 9))
+    rows = [
+        [
+            h.name,
+            h.config,
+            _text(h.engine),
+            _text(h.engine_version),
+            fmt.seconds(h.cold_start_s),
+            _text(h.model),
+            _text(h.api),
+            h.dataset,
+            _slo_cell(h.slo),
+            str(h.num_points),
+            "yes" if h.interrupted else "no",
+        ]
+        for h in data.runs
+    ]
+    return Table(
+        [
+            "run",
+            "configuration",
+            "engine",
+            "version",
+            "cold start",
+            "model",
+            "API",
+            "dataset",
+            "SLO",
+            "points",
+            "interrupted",
+        ],
+        rows,
+        numeric=(4, 9),
+    )
 
 
 def experiment_facts(exp: ExperimentHeader) -> list[tuple[str, str]]:
@@ -65,23 +93,47 @@ def experiment_facts(exp: ExperimentHeader) -> list[tuple[str, str]]:
 
 
 def servers_table(exp: ExperimentHeader) -> Table:
-    rows = [[s.label, _text(s.backend), _swept(s.swept), _text(s.status), _text(s.engine_version),
-             fmt.seconds(s.cold_start_s), _text(s.error)] for s in exp.servers]
-    return Table(["server", "backend", "swept", "status", "engine version", "cold start", "error"], rows,
-                 numeric=(5,))
+    rows = [
+        [
+            s.label,
+            _text(s.backend),
+            _swept(s.swept),
+            _text(s.status),
+            _text(s.engine_version),
+            fmt.seconds(s.cold_start_s),
+            _text(s.error),
+        ]
+        for s in exp.servers
+    ]
+    return Table(["server", "backend", "swept", "status", "engine version", "cold start", "error"], rows, numeric=(5,))
 
 
 def failed_cells_table(exp: ExperimentHeader) -> Table | None:
-    rows = [[c.cell_id, c.server, _text(c.variant), _text(c.trial), _text(c.status), _text(c.error)]
-            for c in exp.cells if c.status != "ok"]
+    rows = [
+        [c.cell_id, c.server, _text(c.variant), _text(c.trial), _text(c.status), _text(c.error)]
+        for c in exp.cells
+        if c.status != "ok"
+    ]
     if not rows:
         return None
     return Table(["cell", "server", "variant", "trial", "status", "error"], rows)
 
 
-HEADLINE_METRICS = ("output_tokens_per_s", "requests_per_s", "ttft_s_mean", "ttft_s_p50", "ttft_s_p99",
-                    "tpot_s_mean", "e2e_s_mean", "queue_s_mean", "goodput_per_s", "good_fraction",
-                    "error_rate", "server_preemptions", "server_kv_usage_max")
+HEADLINE_METRICS = (
+    "output_tokens_per_s",
+    "requests_per_s",
+    "ttft_s_mean",
+    "ttft_s_p50",
+    "ttft_s_p99",
+    "tpot_s_mean",
+    "e2e_s_mean",
+    "queue_s_mean",
+    "goodput_per_s",
+    "good_fraction",
+    "error_rate",
+    "server_preemptions",
+    "server_kv_usage_max",
+)
 
 
 def headline_table(data: ReportData) -> Table | None:
@@ -89,8 +141,10 @@ def headline_table(data: ReportData) -> Table | None:
         return None
     rows = []
     for r in data.rows:
-        rows.append([r.config, r.label, str(r.num_trials)]
-                    + [fmt.stat(r.metrics.get(m), m, unit=False) for m in HEADLINE_METRICS])
+        rows.append(
+            [r.config, r.label, str(r.num_trials)]
+            + [fmt.stat(r.metrics.get(m), m, unit=False) for m in HEADLINE_METRICS]
+        )
     headers = ["configuration", "load", "trials"] + [fmt.metric_title(m) for m in HEADLINE_METRICS]
     return Table(headers, rows, numeric=tuple(range(2, 3 + len(HEADLINE_METRICS))))
 
@@ -113,22 +167,50 @@ def best_table(verdict: Verdict) -> Table | None:
         stable = NULL_TEXT
         if lv.most_stable is not None:
             s = lv.most_stable
-            stable = (f"{s.config}: CV {fmt.num(s.cv.mean, 1, 100)}%"
-                      + (f" ± {fmt.num(s.cv.ci95, 1, 100)}" if s.cv.ci95 is not None else "")
-                      + f", change {fmt.percent(s.change.mean)}")
-        rows.append([lv.label, str(lv.configs), _pick_text(lv.best_ttft, "ttft_s_mean"),
-                     _pick_text(lv.best_throughput, "output_tokens_per_s"), stable])
-    return Table(["load", "configurations", "best TTFT (mean)", "best throughput (output tok/s)",
-                  "most stable (CV of windowed tok/s)"], rows)
+            stable = (
+                f"{s.config}: CV {fmt.num(s.cv.mean, 1, 100)}%"
+                + (f" ± {fmt.num(s.cv.ci95, 1, 100)}" if s.cv.ci95 is not None else "")
+                + f", change {fmt.percent(s.change.mean)}"
+            )
+        rows.append(
+            [
+                lv.label,
+                str(lv.configs),
+                _pick_text(lv.best_ttft, "ttft_s_mean"),
+                _pick_text(lv.best_throughput, "output_tokens_per_s"),
+                stable,
+            ]
+        )
+    return Table(
+        [
+            "load",
+            "configurations",
+            "best TTFT (mean)",
+            "best throughput (output tok/s)",
+            "most stable (CV of windowed tok/s)",
+        ],
+        rows,
+    )
 
 
 def slo_table(verdict: Verdict) -> Table | None:
     if not verdict.slo:
         return None
-    rows = [[s.config, s.label, fmt.stat(s.good_fraction, "good_fraction"), fmt.stat(s.goodput_per_s, "goodput_per_s"),
-             {True: "met", False: "missed", None: NULL_TEXT}[s.met]] for s in verdict.slo]
-    return Table(["configuration", "load", "good requests", "goodput", f"SLO (≥ {SLO_ATTAINMENT:.0%} good)"], rows,
-                 numeric=(2, 3))
+    rows = [
+        [
+            s.config,
+            s.label,
+            fmt.stat(s.good_fraction, "good_fraction"),
+            fmt.stat(s.goodput_per_s, "goodput_per_s"),
+            {True: "met", False: "missed", None: NULL_TEXT}[s.met],
+        ]
+        for s in verdict.slo
+    ]
+    return Table(
+        ["configuration", "load", "good requests", "goodput", f"SLO (≥ {SLO_ATTAINMENT:.0%} good)"],
+        rows,
+        numeric=(2, 3),
+    )
 
 
 def saturation_table(verdict: Verdict, data: ReportData) -> Table | None:
@@ -154,14 +236,40 @@ def stability_table(verdict: Verdict) -> Table | None:
 
     rows = []
     for s in verdict.stability_summary:
-        change = fmt.percent(s.change.mean) + (f" ± {fmt.num(s.change.ci95, 1, 100)}" if s.change.ci95 is not None else "")
+        change = fmt.percent(s.change.mean) + (
+            f" ± {fmt.num(s.change.ci95, 1, 100)}" if s.change.ci95 is not None else ""
+        )
         flag = (f"DEGRADED in {s.degraded_runs} of {s.runs}" if s.runs > 1 else "DEGRADED") if s.degraded_runs else "ok"
-        rows.append([s.config, s.label, str(s.runs), s.basis, pm(s.head_tokens_per_s), pm(s.tail_tokens_per_s),
-                     change, pm(s.cv, 1, 100), flag,
-                     f"{fmt.num(s.head_ttft_s.mean, 0, 1e3)} → {fmt.num(s.tail_ttft_s.mean, 0, 1e3)}"])
-    return Table(["configuration", "load", "runs", "compared", "head tok/s", "tail tok/s", "change", "CV %",
-                  f"flag (drop over {DEGRADATION_THRESHOLD:.0%})", "TTFT mean head → tail (ms)"], rows,
-                 numeric=(2, 4, 5, 6, 7, 9))
+        rows.append(
+            [
+                s.config,
+                s.label,
+                str(s.runs),
+                s.basis,
+                pm(s.head_tokens_per_s),
+                pm(s.tail_tokens_per_s),
+                change,
+                pm(s.cv, 1, 100),
+                flag,
+                f"{fmt.num(s.head_ttft_s.mean, 0, 1e3)} → {fmt.num(s.tail_ttft_s.mean, 0, 1e3)}",
+            ]
+        )
+    return Table(
+        [
+            "configuration",
+            "load",
+            "runs",
+            "compared",
+            "head tok/s",
+            "tail tok/s",
+            "change",
+            "CV %",
+            f"flag (drop over {DEGRADATION_THRESHOLD:.0%})",
+            "TTFT mean head → tail (ms)",
+        ],
+        rows,
+        numeric=(2, 4, 5, 6, 7, 9),
+    )
 
 
 def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
@@ -189,15 +297,20 @@ def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
     degraded = [s for s in verdict.stability_summary if s.degraded_runs]
     for s in degraded:
         trials = f" in {s.degraded_runs} of {s.runs} trials" if s.runs > 1 else ""
-        lines.append(f"{s.config} at {s.label}: steady-state output rate fell{trials}, by "
-                     f"{-s.change.mean * 100:.1f}% on average ({fmt.num(s.head_tokens_per_s.mean)} → "
-                     f"{fmt.num(s.tail_tokens_per_s.mean)} tok/s, {s.basis}).")
+        lines.append(
+            f"{s.config} at {s.label}: steady-state output rate fell{trials}, by "
+            f"{-s.change.mean * 100:.1f}% on average ({fmt.num(s.head_tokens_per_s.mean)} → "
+            f"{fmt.num(s.tail_tokens_per_s.mean)} tok/s, {s.basis})."
+        )
     if verdict.stability and not degraded:
         lines.append(f"No run's steady-state output rate fell by more than {DEGRADATION_THRESHOLD:.0%}.")
     if verdict.slo:
         for config, label in verdict.highest_load_meeting_slo.items():
-            lines.append(f"{config} meets the SLO (≥ {SLO_ATTAINMENT:.0%} good requests) up to {label}."
-                         if label else f"{config} meets the SLO at no measured load.")
+            lines.append(
+                f"{config} meets the SLO (≥ {SLO_ATTAINMENT:.0%} good requests) up to {label}."
+                if label
+                else f"{config} meets the SLO at no measured load."
+            )
     elif any(slo_text(s) for s in data.slos):
         lines.append("An SLO was set but no point reported goodput.")
     else:

@@ -53,8 +53,7 @@ def saturation_point(rows: list[PointRow]) -> Saturation | None:
     A point with no successful request (TTFT null) counts as saturated. Returns None when no
     point qualifies (including when there are no rate points).
     """
-    points = sorted((r for r in rows if r.load_kind == "rate" and r.load_value is not None),
-                    key=lambda r: r.load_value)
+    points = sorted((r for r in rows if r.load_kind == "rate" and r.load_value is not None), key=lambda r: r.load_value)
     if not points:
         return None
     base_ttft = points[0].mean("ttft_s_p50")
@@ -107,9 +106,13 @@ def steady_windows(span: PointSpan) -> list[dict[str, Any]]:
     """Windows wholly inside the measurement window: after ramp + warm-up, before the load ends.
     A window straddling either edge mixes the ramp or the drain into the rate, so it is left out."""
     return [
-        w for w in span.windows
-        if not w.get("ramp") and w.get("start_s") is not None and w.get("end_s") is not None
-        and w["start_s"] >= span.measure_start_s - _EPS_S and w["end_s"] <= span.load_end_s + _EPS_S
+        w
+        for w in span.windows
+        if not w.get("ramp")
+        and w.get("start_s") is not None
+        and w.get("end_s") is not None
+        and w["start_s"] >= span.measure_start_s - _EPS_S
+        and w["end_s"] <= span.load_end_s + _EPS_S
     ]
 
 
@@ -150,10 +153,20 @@ def stability(span: PointSpan, title: str = "", config: str = "", trial: Any = N
     if mean:
         cv = math.sqrt(sum((x - mean) ** 2 for x in rates) / len(rates)) / mean
     return Stability(
-        title=title, config=config, trial=trial, label=span.label, load_kind=span.load_kind,
-        steady_s=steady_s, basis=basis, head_tokens_per_s=head_rate, tail_tokens_per_s=tail_rate,
-        change=change, cv=cv, degraded=change is not None and change < -DEGRADATION_THRESHOLD,
-        head_ttft_s=head_ttft, tail_ttft_s=tail_ttft,
+        title=title,
+        config=config,
+        trial=trial,
+        label=span.label,
+        load_kind=span.load_kind,
+        steady_s=steady_s,
+        basis=basis,
+        head_tokens_per_s=head_rate,
+        tail_tokens_per_s=tail_rate,
+        change=change,
+        cv=cv,
+        degraded=change is not None and change < -DEGRADATION_THRESHOLD,
+        head_ttft_s=head_ttft,
+        tail_ttft_s=tail_ttft,
     )
 
 
@@ -279,8 +292,9 @@ def best(rows: list[PointRow], metric: str, higher_is_better: bool) -> Pick | No
         return Pick(top.config, top.metrics[metric], None, None, None)
     second = scored[1]
     overlap = _overlap(top.metrics[metric], second.metrics[metric])
-    return Pick(top.config, top.metrics[metric], second.config, second.metrics[metric],
-                None if overlap is None else not overlap)
+    return Pick(
+        top.config, top.metrics[metric], second.config, second.metrics[metric], None if overlap is None else not overlap
+    )
 
 
 def summarize_stability(stabilities: list[Stability], rows: list[PointRow]) -> list[StabilitySummary]:
@@ -290,16 +304,22 @@ def summarize_stability(stabilities: list[Stability], rows: list[PointRow]) -> l
         groups.setdefault((s.config, s.label), []).append(s)
     out = []
     for (config, label), group in groups.items():
-        out.append(StabilitySummary(
-            config=config, label=label, load_key=keys.get((config, label), ("?", label)),
-            cv=mean_ci95([s.cv for s in group]), change=mean_ci95([s.change for s in group]),
-            degraded_runs=sum(s.degraded for s in group), runs=len(group),
-            head_tokens_per_s=mean_ci95([s.head_tokens_per_s for s in group]),
-            tail_tokens_per_s=mean_ci95([s.tail_tokens_per_s for s in group]),
-            head_ttft_s=mean_ci95([s.head_ttft_s for s in group]),
-            tail_ttft_s=mean_ci95([s.tail_ttft_s for s in group]),
-            basis=", ".join(dict.fromkeys(s.basis for s in group)),
-        ))
+        out.append(
+            StabilitySummary(
+                config=config,
+                label=label,
+                load_key=keys.get((config, label), ("?", label)),
+                cv=mean_ci95([s.cv for s in group]),
+                change=mean_ci95([s.change for s in group]),
+                degraded_runs=sum(s.degraded for s in group),
+                runs=len(group),
+                head_tokens_per_s=mean_ci95([s.head_tokens_per_s for s in group]),
+                tail_tokens_per_s=mean_ci95([s.tail_tokens_per_s for s in group]),
+                head_ttft_s=mean_ci95([s.head_ttft_s for s in group]),
+                tail_ttft_s=mean_ci95([s.tail_ttft_s for s in group]),
+                basis=", ".join(dict.fromkeys(s.basis for s in group)),
+            )
+        )
     return out
 
 
@@ -330,12 +350,16 @@ def decide(data: ReportData) -> Verdict:
         group = by_load[key]
         candidates = [s for s in summaries if s.load_key == key and s.cv.mean is not None]
         candidates.sort(key=lambda s: (s.cv.mean, -(s.change.mean or 0.0)))
-        loads.append(LoadVerdict(
-            load_key=key, label=group[0].label, configs=len({r.config for r in group}),
-            best_ttft=best(group, "ttft_s_mean", higher_is_better=False),
-            best_throughput=best(group, "output_tokens_per_s", higher_is_better=True),
-            most_stable=candidates[0] if candidates else None,
-        ))
+        loads.append(
+            LoadVerdict(
+                load_key=key,
+                label=group[0].label,
+                configs=len({r.config for r in group}),
+                best_ttft=best(group, "ttft_s_mean", higher_is_better=False),
+                best_throughput=best(group, "output_tokens_per_s", higher_is_better=True),
+                most_stable=candidates[0] if candidates else None,
+            )
+        )
 
     slo = slo_results(rows)
     highest: dict[str, str | None] = {}
@@ -351,8 +375,9 @@ def decide(data: ReportData) -> Verdict:
     saturation = [s for c in configs if (s := saturation_point([r for r in rows if r.config == c])) is not None]
 
     pareto = pareto_front([r.mean("output_tokens_per_s") for r in rows], [r.mean("ttft_s_mean") for r in rows])
-    return Verdict(tuple(loads), tuple(slo), highest, tuple(saturation), tuple(stabilities),
-                   tuple(summaries), tuple(pareto))
+    return Verdict(
+        tuple(loads), tuple(slo), highest, tuple(saturation), tuple(stabilities), tuple(summaries), tuple(pareto)
+    )
 
 
 def slo_text(slo: dict[str, float | None]) -> str | None:

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ..backends.base import MetricNames
 
-_SELECTOR = re.compile(r'^([^{]+)(?:\{(.*)\})?$')
+_SELECTOR = re.compile(r"^([^{]+)(?:\{(.*)\})?$")
 _PAIR = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 RATIO_FIELDS = frozenset({"kv_usage"})
 

@@ -29,8 +29,8 @@ import urllib.request
 from pathlib import Path
 
 from .. import procs
-from .gpu import GPUSampler
 from ..redact import mask_text
+from .gpu import GPUSampler
 from .prom import flat, normalize, parse
 
 
@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     gpu = GPUSampler.open()
     lock = threading.Lock()
     with open(args.out, "a", buffering=1) as out:
+
         def write(line: str) -> None:
             with lock:
                 out.write(line if line.endswith("\n") else line + "\n")
@@ -89,17 +90,22 @@ def main(argv: list[str] | None = None) -> None:
                     write(line)
             stop.set()
 
-        write(json.dumps({
-            "kind": "header", "metrics_url": mask_text(args.metrics_url) or None, "backend": args.backend,
-            "interval_s": args.interval,
-            "gpu": {"available": gpu.available, "reason": gpu.reason},
-        }))
+        write(
+            json.dumps(
+                {
+                    "kind": "header",
+                    "metrics_url": mask_text(args.metrics_url) or None,
+                    "backend": args.backend,
+                    "interval_s": args.interval,
+                    "gpu": {"available": gpu.available, "reason": gpu.reason},
+                }
+            )
+        )
         reader = threading.Thread(target=events, daemon=True)
         reader.start()
         next_t = time.perf_counter()
         while not stop.is_set():
-            write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu,
-                                         min(5.0, max(args.interval, 0.5)))))
+            write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu, min(5.0, max(args.interval, 0.5)))))
             next_t += args.interval
             stop.wait(max(0.0, next_t - time.perf_counter()))
         reader.join(timeout=1.0)
@@ -167,14 +173,24 @@ class SamplesFile:
 class Sampler:
     """Context manager owning the sampler child: ``with Sampler(...) as s: ... s.wait_past(t)``."""
 
-    def __init__(self, out: Path, origin_monotonic_s: float, metrics_url: str | None,
-                 backend: str | None, interval_s: float) -> None:
+    def __init__(
+        self, out: Path, origin_monotonic_s: float, metrics_url: str | None, backend: str | None, interval_s: float
+    ) -> None:
         self.out = out
         self.file = SamplesFile(out)
         self.interval_s = interval_s
         self.metrics_url = metrics_url
-        self._argv = [sys.executable, "-m", "tokenbench.telemetry.sampler", "--out", str(out),
-                      "--origin", repr(origin_monotonic_s), "--interval", str(interval_s)]
+        self._argv = [
+            sys.executable,
+            "-m",
+            "tokenbench.telemetry.sampler",
+            "--out",
+            str(out),
+            "--origin",
+            repr(origin_monotonic_s),
+            "--interval",
+            str(interval_s),
+        ]
         if metrics_url:
             self._argv += ["--metrics-url", metrics_url]
         if backend:

@@ -176,7 +176,12 @@ def matched_client_ttft(first_chunks: list[tuple[float, float]], server: dict | 
     lo, hi = server.get("bracket_received_s") or server["bracket_s"]  # runs before 0.2.1: sends
     sent_lo, sent_hi = server["bracket_s"]
     ttfts = [ttft for t, ttft in first_chunks if lo <= t <= hi]
-    uncertain = sum(1 for t, _ in first_chunks
-                    if sent_lo <= t <= lo + MATCH_MARGIN_S or sent_hi <= t <= hi + MATCH_MARGIN_S)
-    return {"mean": sum(ttfts) / len(ttfts) if ttfts else None, "count": len(ttfts),
-            "period_s": [lo, hi], "uncertain": uncertain}
+    uncertain = sum(
+        1 for t, _ in first_chunks if sent_lo <= t <= lo + MATCH_MARGIN_S or sent_hi <= t <= hi + MATCH_MARGIN_S
+    )
+    return {
+        "mean": sum(ttfts) / len(ttfts) if ttfts else None,
+        "count": len(ttfts),
+        "period_s": [lo, hi],
+        "uncertain": uncertain,
+    }
