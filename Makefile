@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 # mypy --strict covers these (issue 10: the typed core); the rest is checked without --strict later
-STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metrics.py \
+STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metrics \
           src/tokenbench/clients/sse.py src/tokenbench/vllm_flags.py
 
 .PHONY: setup vllm-cpu browser run test lint lock bench clean

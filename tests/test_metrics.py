@@ -563,7 +563,7 @@ def test_a_point_tallied_in_batches_gives_the_same_results_as_whole(seed, monkey
     whole = summarize_point(records, span, slo)
     series = timeseries(records, start, end, start + window_s, [], window_s)
 
-    monkeypatch.setattr(metrics, "TALLY_BATCH_CHUNKS", rng.choice([1, 7, 50]))
+    monkeypatch.setattr(metrics.chunks, "TALLY_BATCH_CHUNKS", rng.choice([1, 7, 50]))
     tally = ChunkTally(span, series_edges(start, end, window_s))
     kept = tally.consume(iter(records))
     assert [len(r.chunk_times_s) for r in kept] == [len(r.chunk_times_s) for r in records]
@@ -589,9 +589,9 @@ def test_sample_std_sums_squares_a_block_at_a_time(monkeypatch):
     from tokenbench import metrics
 
     values = np.random.default_rng(3).exponential(0.02, 5000)
-    assert metrics._sample_std(values) == float(values.std(ddof=1))  # up to a block: numpy's own
-    monkeypatch.setattr(metrics, "_STD_BLOCK", 1024)
-    assert metrics._sample_std(values) == pytest.approx(float(values.std(ddof=1)), rel=1e-12)
+    assert metrics.stats._sample_std(values) == float(values.std(ddof=1))  # up to a block: numpy's own
+    monkeypatch.setattr(metrics.stats, "_STD_BLOCK", 1024)
+    assert metrics.stats._sample_std(values) == pytest.approx(float(values.std(ddof=1)), rel=1e-12)
     kept = values.copy()
     d = distribution(kept, consume=True)  # percentiles may reorder it in place
     assert d.mean == float(values.mean()) and d.p50 == float(np.percentile(values, 50))

@@ -1,0 +1,283 @@
+"""Records -> one point's metrics (summarize_point): populations, rates, goodput, concurrency."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..config import SLOConfig
+from ..records import UNFINISHED, Outcome, RequestRecord
+from .chunks import ChunkTally
+from .span import PointSpan, Window, _lifetimes, tokens_per_chunk
+from .stats import distribution
+
+# The backlog growth of an open-loop point is estimated from the medians of its first and last
+# thirds only with at least this many requests in each: with one or two, a single long reply
+# looks like a trend (seen: 4 Poisson arrivals at 0.25/s, E2E 2.3-2.9 s, "grew" 0.5 s: -2.5%).
+MIN_THIRD = 3
+
+POPULATIONS = {
+    "users": {
+        "distributions": "requests sent in the window (latencies: the successful ones)",
+        "rates": "the window: tokens that arrived in it; requests by the share of their life in it",
+        "goodput": "as requests/s, over the requests that met every objective",
+    },
+    "rate": {
+        "distributions": "requests scheduled in the window, sent or not (latencies: the successful ones)",
+        "rates": "the same requests' work over rate_period_s: the window stretched by their backlog growth",
+        "goodput": "as requests/s, over the requests that met every objective",
+    },
+}
+
+
+def meets_slo(r: RequestRecord, slo: SLOConfig) -> bool:
+    """Every objective met, with TTFT and E2E counted from when the request was *scheduled*: the
+    user waited for a concurrency slot too (closed loop sends at once, so it is the same there).
+    A request that waited 60 s for a slot and then streamed quickly is not good."""
+    if r.outcome is not Outcome.OK:
+        return False
+    queue = r.queue_s or 0.0
+    ttft = r.ttft_s + queue if r.ttft_s is not None else None
+    e2e = r.e2e_s + queue if r.e2e_s is not None else None
+    for limit, value in ((slo.ttft_s, ttft), (slo.tpot_s, r.tpot_s), (slo.e2e_s, e2e)):
+        # A TPOT of a 1-token reply is undefined: it cannot violate the TPOT objective.
+        if limit is not None and value is not None and value > limit:
+            return False
+    return True
+
+
+def concurrency(records: Sequence[RequestRecord], window: Window) -> tuple[float | None, int]:
+    """Mean in-flight requests over the window (sum of in-flight time / window) and the peak,
+    counting the requests already in flight when the window opens."""
+    if window.length_s <= 0:
+        return None, 0
+    sent, end = _lifetimes(records)
+    if sent.size == 0:
+        return 0.0, 0
+    overlap = np.maximum(0.0, np.minimum(end, window.end_s) - np.maximum(sent, window.start_s))
+    busy = sum(overlap.tolist())  # in record order, as a running total
+    times = np.concatenate([sent, end])
+    steps = np.concatenate([np.ones(sent.size, dtype=np.int64), np.full(end.size, -1, dtype=np.int64)])
+    order = np.lexsort((steps, times))  # by time; at equal times an end (-1) before a start (+1)
+    times = times[order]
+    levels = np.cumsum(steps[order])  # in flight after each event
+    first = int(np.searchsorted(times, window.start_s, side="left"))  # first event in or after it
+    if first == times.size:
+        return busy / window.length_s, 0
+    peak = int(levels[first - 1]) if first > 0 else 0  # the level as the window opens
+    last = int(np.searchsorted(times, window.end_s, side="left"))
+    if last > first:
+        peak = max(peak, int(levels[first:last].max()))
+    return busy / window.length_s, peak
+
+
+def count_outcomes(records: Iterable[RequestRecord]) -> dict[str, Any]:
+    by_outcome: dict[str, int] = {}
+    retries = retried = unterminated = 0
+    for r in records:
+        by_outcome[r.outcome.value] = by_outcome.get(r.outcome.value, 0) + 1
+        if r.retries:
+            retries += r.retries
+            retried += 1
+        if r.outcome is Outcome.OK and not r.end_marker:
+            unterminated += 1
+    total = sum(by_outcome.values())
+    return {
+        "total": total,
+        "ok": by_outcome.get("ok", 0),
+        "by_outcome": by_outcome,
+        # re-sends after a dead reused connection (records' ``retries``), and how many requests
+        "retries": retries,
+        "retried_requests": retried,
+        # ok streams that ended without their protocol's end marker ([DONE], a finish reason)
+        "ok_without_end_marker": unterminated,
+    }
+
+
+def token_counts(records: Iterable[RequestRecord]) -> dict[str, Any]:
+    """Where output token counts came from, and how the server and client counts disagree. The
+    server's count of a reply ended on EOS includes the EOS, which is never streamed: the client
+    tokenizer is compared with the streamed count (``RequestRecord.streamed_tokens``)."""
+    sources: dict[str, int] = {}
+    diffs: list[int] = []
+    eos = 0
+    for r in records:
+        if r.output_tokens_source is not None:
+            sources[r.output_tokens_source.value] = sources.get(r.output_tokens_source.value, 0) + 1
+        eos += r.eos_unstreamed
+        if r.server_output_tokens is not None and r.client_output_tokens is not None:
+            server = r.server_output_tokens - (1 if r.eos_unstreamed else 0)
+            diffs.append(r.client_output_tokens - server)
+    compared = len(diffs)
+    return {
+        "output_tokens_source": sources,
+        "eos_counted_not_streamed": eos,
+        "server_vs_client": {
+            "compared": compared,
+            "mismatched": sum(1 for d in diffs if d != 0),
+            "mean_client_minus_server": float(np.mean(diffs)) if compared else None,
+        },
+    }
+
+
+def prompt_tokens(r: RequestRecord) -> tuple[int | None, str]:
+    """The request's prompt tokens and where the count came from: the server's usage, else the
+    dataset's count of what was sent (exact when the dataset says ``exact_lengths``)."""
+    if r.prompt_tokens is not None:
+        return r.prompt_tokens, "server"
+    if r.dataset_prompt_tokens is not None:
+        return r.dataset_prompt_tokens, "dataset"
+    return None, "unknown"
+
+
+def backlog_growth_s(population: Sequence[RequestRecord], window: Window, point_end_s: float) -> tuple[float, bool]:
+    """How much longer than the window the server took to serve an open-loop population.
+
+    lag = (end, or the point's end for a request that never ended) - scheduled. With the
+    population ordered by schedule, the growth is the slope between the medians of its first and
+    last thirds (robust to a few long replies), times the window: 0 when the server keeps up
+    (the lag is stationary), the extra time the backlog took when it does not. Second value:
+    True when most of the last third was still unserved at the point's end (the lags are only
+    lower bounds there and the slope means nothing; the server was busy until then). Fewer than
+    ``MIN_THIRD`` requests per third: no growth is estimated."""
+    rows = sorted(population, key=lambda r: r.scheduled_s)
+    k = len(rows) // 3
+    if k == 0:
+        return 0.0, False
+    censored = sum(r.outcome in UNFINISHED for r in rows[-k:]) * 2 > k
+    if k < MIN_THIRD:
+        return 0.0, censored  # too few to tell a trend from one long reply
+
+    def lag(r: RequestRecord) -> float:
+        end = r.closed_s if r.outcome not in UNFINISHED and r.closed_s is not None else point_end_s
+        return end - r.scheduled_s
+
+    first, last = rows[:k], rows[-k:]
+    span = statistics.median(r.scheduled_s for r in last) - statistics.median(r.scheduled_s for r in first)
+    if span <= 0:
+        return 0.0, censored
+    slope = (statistics.median(map(lag, last)) - statistics.median(map(lag, first))) / span
+    return max(0.0, slope * window.length_s), censored
+
+
+def summarize_point(
+    records: Sequence[RequestRecord], span: PointSpan, slo: SLOConfig, chunks: ChunkTally | None = None
+) -> dict[str, Any]:
+    """The aggregate metrics of one load point (the keys of results.json's ``points[]``).
+    ``chunks``: the records' chunk times already tallied (ChunkTally.consume, which returns the
+    records without them); by default they are tallied here from ``records``."""
+    window = span.window
+    length = window.length_s
+    if chunks is None:
+        chunks = ChunkTally(span)
+        chunks.add(records)
+    population = [r for r in records if chunks.in_population(r)]
+    ok = [r for r in population if r.outcome is Outcome.OK]
+    ended = [r for r in population if r.outcome not in UNFINISHED]
+    good_set = {id(r) for r in population if meets_slo(r, slo)} if slo.any else None
+
+    basis = (
+        _open_loop_basis(population, span)
+        if span.open_loop
+        else _closed_loop_basis(records, window, chunks.window_tokens)
+    )
+    period, weight, rated = basis.period_s, basis.weight, basis.rated
+    out_tokens = basis.output_tokens
+    rate = (lambda x: x / period) if period > 0 else (lambda x: None)
+
+    ok_rated = [r for r in rated if r.outcome is Outcome.OK]
+    completed = sum(weight[id(r)] for r in ok_rated)
+    sources: dict[str, int] = {}
+    prompt_total = 0.0
+    for r in ok_rated:
+        n, source = prompt_tokens(r)
+        sources[source] = sources.get(source, 0) + 1
+        prompt_total += (n or 0) * weight[id(r)]
+    out_rate = rate(out_tokens)
+    prompt_rate = rate(prompt_total) if "unknown" not in sources else None
+    good = None
+    good_fraction = None
+    if good_set is not None:
+        good = sum(weight[id(r)] for r in rated if id(r) in good_set)
+        if span.open_loop:
+            denominator = len(ended)
+            good_fraction = (sum(1 for r in ended if id(r) in good_set) / denominator) if denominator else None
+        else:
+            done = sum(weight[id(r)] for r in rated if r.outcome not in UNFINISHED)
+            good_fraction = good / done if done else None
+    mean_conc, peak_conc = concurrency(records, window)
+    waits = [w for w in (r.wait_s for r in population) if w is not None]
+    tpots = [r.tpot_s for r in ok if r.tpot_s is not None]
+    return {
+        "window_s": length,
+        "window": {"start_s": window.start_s, "end_s": window.end_s},
+        "populations": POPULATIONS["rate" if span.open_loop else "users"],
+        "rate_period_s": period if period > 0 else None,
+        "backlog_growth_s": basis.backlog_growth_s,
+        "offered_per_s": (len(population) / length if length > 0 else None) if span.open_loop else None,
+        "requests": count_outcomes(records),
+        "requests_in_window": count_outcomes(population),
+        "ttft_s": distribution(r.ttft_s for r in ok if r.ttft_s is not None).to_json(),
+        "tpot_s": distribution(tpots).to_json(),
+        "decode_speed_tokens_per_s": distribution(1.0 / t for t in tpots if t > 0).to_json(),
+        "itl_s": distribution(chunks.take_itl_gaps(), consume=True).to_json(),
+        "e2e_s": distribution(r.e2e_s for r in ok if r.e2e_s is not None).to_json(),
+        "queue_s": distribution(waits).to_json(),
+        "queue_s_censored": sum(1 for r in population if r.outcome is Outcome.NOT_SENT),
+        "normalized_latency_s": distribution(
+            r.e2e_s / r.output_tokens for r in ok if r.e2e_s is not None and r.output_tokens
+        ).to_json(),
+        "output_tokens": out_tokens,
+        "output_tokens_per_s": out_rate,
+        "total_tokens_per_s": (out_rate + prompt_rate) if out_rate is not None and prompt_rate is not None else None,
+        "prompt_tokens_source": sources,
+        "requests_per_s": rate(completed),
+        "goodput_per_s": rate(good) if good is not None else None,
+        "good_fraction": good_fraction,
+        "concurrency": {"mean": mean_conc, "peak": peak_conc},
+        "tokens": token_counts(population),
+    }
+
+
+@dataclass(frozen=True)
+class _RateBasis:
+    """What a point's rates count and over which period: each counted request's weight (1, or
+    its share of life in the window), the output tokens, and the period."""
+
+    rated: list[RequestRecord]
+    weight: dict[int, float]  # by id(record)
+    output_tokens: float
+    period_s: float
+    backlog_growth_s: float | None
+
+
+def _open_loop_basis(population: list[RequestRecord], span: PointSpan) -> _RateBasis:
+    """The population's whole work over the time the server took to serve it."""
+    growth, censored = backlog_growth_s(population, span.window, span.end_s)
+    # Most of the last third never ended: the server was still serving the population when the
+    # point ended (their lags are only lower bounds), so the period runs to the end.
+    period = span.end_s - span.window.start_s if censored else span.window.length_s + growth
+    tokens = sum(len(r.chunk_times_s) * tokens_per_chunk(r) for r in population)
+    return _RateBasis(population, {id(r): 1.0 for r in population}, tokens, period, growth)
+
+
+def _closed_loop_basis(records: Sequence[RequestRecord], window: Window, tokens: float) -> _RateBasis:
+    """Tokens that arrived in the window (tallied), requests by their share of life in it."""
+    weight = {id(r): _share_in(r, window) for r in records}
+    rated = [r for r in records if weight[id(r)] > 0]
+    return _RateBasis(rated, weight, tokens, window.length_s, None)
+
+
+def _share_in(r: RequestRecord, window: Window) -> float:
+    """The share of a request's life (sent to end) inside the window; a request with no duration
+    counts whole if it was sent in the window."""
+    if r.sent_s is None:
+        return 0.0
+    end = r.end_s if r.outcome is Outcome.OK and r.end_s is not None else r.closed_s
+    if end is None or end <= r.sent_s:
+        return 1.0 if window.contains(r.sent_s) else 0.0
+    return window.overlap_s(r.sent_s, end) / (end - r.sent_s)

@@ -1,0 +1,58 @@
+"""A point's window and span, and what every metric reads of a record's life."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..records import RequestRecord
+
+
+@dataclass(frozen=True)
+class Window:
+    start_s: float
+    end_s: float
+
+    @property
+    def length_s(self) -> float:
+        return self.end_s - self.start_s
+
+    def contains(self, t: float) -> bool:
+        return self.start_s <= t < self.end_s
+
+    def overlap_s(self, lo: float, hi: float) -> float:
+        return max(0.0, min(hi, self.end_s) - max(lo, self.start_s))
+
+
+@dataclass(frozen=True)
+class PointSpan:
+    """What a point's metrics need beside its records: how its load ran and when it ended."""
+
+    window: Window
+    open_loop: bool
+    end_s: float  # the end of the point, after the drain
+
+
+def started_s(r: RequestRecord) -> float:
+    return r.sent_s if r.sent_s is not None else r.scheduled_s
+
+
+def tokens_per_chunk(r: RequestRecord) -> float:
+    if not r.chunk_times_s:
+        return 0.0
+    return (r.output_tokens or len(r.chunk_times_s)) / len(r.chunk_times_s)
+
+
+def _as_sequence(records: Iterable[RequestRecord]) -> Sequence[RequestRecord]:
+    return records if isinstance(records, Sequence) else list(records)
+
+
+def _lifetimes(records: Iterable[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """Sent and end (closed, or sent when never closed) of the records that were sent."""
+    pairs = [(r.sent_s, r.closed_s if r.closed_s is not None else r.sent_s) for r in records if r.sent_s is not None]
+    if not pairs:
+        return np.empty(0), np.empty(0)
+    both = np.array(pairs, dtype=np.float64)
+    return both[:, 0], both[:, 1]
