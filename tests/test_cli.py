@@ -258,5 +258,5 @@ def test_a_vllm_bench_command_line_runs_as_vllm_would(start_mock, tmp_path):
     assert config["dataset"]["name"] == "synthetic" and config["dataset"]["num_prompts"] == 12
     assert (config["dataset"]["input_tokens"], config["dataset"]["output_tokens"]) == (16, 8)
     assert config["target"]["extra_body"] == {"temperature": 0.0} and config["slo"]["ttft_s"] == 0.5
-    records = [json.loads(line) for line in (out / "records.jsonl").open()]
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert len(records) == 12 and all(r["outcome"] == "ok" for r in records)

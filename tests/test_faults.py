@@ -26,7 +26,7 @@ def run_against(url, tmp_path, requests=6, read_timeout_s=120.0, duration_s=None
         out_dir=tmp_path / "run",
     )
     result = run(cfg, Console(file=io.StringIO()))
-    records = [json.loads(line) for line in (result.run_dir / "records.jsonl").open()]
+    records = [json.loads(line) for line in (result.run_dir / "records.jsonl").read_text().splitlines()]
     point = result.results["points"][0]
     assert point["requests"]["total"] == len(records)
     return point, records
@@ -155,7 +155,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_everything(start_mock, tmp_path):
     os.kill(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
-    records = [json.loads(line) for line in (out / "records.jsonl").open()]
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     results = json.loads((out / "results.json").read_text())
     assert results["interrupted"] is True
     assert results["points"][0]["requests"]["total"] == len(records)

@@ -27,7 +27,7 @@ def config(url, tmp_path, loads, stop, api="chat", **kw):
 
 
 def records_of(run_dir):
-    return [json.loads(line) for line in (run_dir / "records.jsonl").open()]
+    return [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.parametrize("api", ["chat", "completions"])

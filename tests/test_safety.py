@@ -75,7 +75,7 @@ def test_kill_9_leaves_no_child_and_recompute_derives_the_results(start_mock, tm
     assert recomputed["points"][0] == before["points"][0]
     killed = recomputed["points"][1]
     assert killed["interrupted"] is True
-    records = [json.loads(line) for line in (out / "records.jsonl").open()]
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert killed["requests"]["total"] == sum(1 for r in records if r["point"] == 1) > 0
 
 

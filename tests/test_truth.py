@@ -50,7 +50,7 @@ def measure(url, tmp_path, load, stop, slo=SLOConfig(ttft_s=10.0)):
     result = run(cfg, Console(file=io.StringIO()))
     point = result.results["points"][0]
     origin = result.results["clock"]["origin_monotonic_s"]
-    records = [json.loads(line) for line in (result.run_dir / "records.jsonl").open()]
+    records = [json.loads(line) for line in (result.run_dir / "records.jsonl").read_text().splitlines()]
     with urllib.request.urlopen(url + "/mock/deliveries") as resp:
         log = json.loads(resp.read())
     # the mock's log on the run's time axis, keyed like the records (the reply id)

@@ -439,9 +439,11 @@ def _backend_config(a: dict) -> BackendConfig | None:
                     "engine knobs (--max-num-seqs, --engine-arg, ...) need a launched "
                     "backend: drop --url and pass --backend NAME --model M"
                 )
+            from .backends import EMBEDDED
+
             # the embedded default backend takes the knobs too
             config = BackendConfig(
-                name="xllamacpp",
+                name=EMBEDDED,
                 model=a["model"],
                 knobs=knobs,
                 executable=a["engine_bin"],

@@ -12,16 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from . import __version__, redact
-from .backends import get_profile
+from .backends import EMBEDDED, get_profile
 from .backends.base import Profile
-from .backends.server import ManagedServer, metrics_url_for
+from .backends.server import ServerUnderTest, server_under_test
 from .clients import wire_for
 from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
 from .config import BackendConfig, RunConfig, TargetConfig
@@ -49,9 +48,10 @@ class RunResult:
     interrupted: bool
 
 
-def run(config: RunConfig, console: Console | None = None, server: dict | None = None) -> RunResult:
-    """``server``: facts of a server the caller launched (experiments launch once per server
-    configuration and run several cells against it); they go into results as the target's."""
+def run(config: RunConfig, console: Console | None = None, server: ServerUnderTest | None = None) -> RunResult:
+    """Benchmark ``config``'s target: ``server``, a server the caller holds (experiments launch
+    one per server configuration and run several cells against it), else --url or the backend
+    launched for the run's duration."""
     console = console or Console(stderr=True)
     Interrupts.ensure()
     redact.register(*redact.secrets_of(headers=config.target.headers), config.target.api_key())
@@ -59,54 +59,30 @@ def run(config: RunConfig, console: Console | None = None, server: dict | None =
     writer = RunWriter(config.out_dir or default_run_dir(), keep_text=config.keep_text)
     clock = RunClock.start()
     try:
-        with _target(config, writer.dir, console) as (target, backend, profile, metrics_url):
-            backend = {**backend, **(server or {})}
-            with _sampler(config, profile, metrics_url, writer.dir, clock) as sampler:
+        held = (
+            contextlib.nullcontext(server)
+            if server is not None
+            else server_under_test(_launch(config), config.target.url, writer.dir / "server.log", console.print)
+        )
+        with held as sut:
+            target = config.target.model_copy(update={"url": sut.url, "model": config.target.model or sut.model})
+            target = _with_api(target, sut.profile)
+            with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
-                return runner(_run_points(config, target, backend, writer, console, clock, sampler))
+                return runner(_run_points(config, target, sut.facts, writer, console, clock, sampler))
     finally:
         writer.close()
 
 
-def _backend(config: RunConfig) -> BackendConfig | None:
-    """The backend to launch: --backend, or with neither --url nor --backend the embedded
-    llama.cpp server (xllamacpp) with the default GGUF and one slot per user."""
+def _launch(config: RunConfig) -> BackendConfig | None:
+    """The backend to launch (None with --url): --backend, or with neither the embedded llama.cpp
+    server with the default GGUF (--model a .gguf), with the profile's own defaults."""
     if config.target.url is not None:
-        return None
-    backend = config.backend or BackendConfig(name="xllamacpp")
-    if backend.name == "xllamacpp":  # the default path: --model is a GGUF, one slot per user
-        knobs = backend.knobs
-        if knobs.max_num_seqs is None:
-            knobs = knobs.model_copy(update={"max_num_seqs": _max_users(config)})
-        backend = backend.model_copy(update={"knobs": knobs, "model": backend.model or config.target.model})
-    return backend
-
-
-@contextlib.contextmanager
-def _target(
-    config: RunConfig, run_dir: Path, console: Console
-) -> Iterator[tuple[TargetConfig, dict, Profile | None, str | None]]:
-    """Attach to --url, or launch the backend for the run's duration and stop it after. Also
-    says where its metrics are when that is not the server URL + the profile's path."""
-    launch = _backend(config)
-    if launch is None:
-        named = config.backend.name if config.backend else None
-        profile = get_profile(named) if named else None
-        target = _with_api(config.target, profile)
-        facts = {"backend": named or "attached", "engine": profile.title if profile else None}
-        yield target, facts, profile, metrics_url_for(profile, target.url)
-        return
-    assert launch.name is not None
-    profile = get_profile(launch.name)
-    server = ManagedServer(profile, launch, run_dir / "server.log")
-    console.print(f"starting {profile.title}: {' '.join(redact.mask_argv(server.launch.argv))}")
-    with server:
-        console.print(
-            f"{profile.title} ready at {server.url} after {server.cold_start_s:.1f}s "
-            f"(version {server.version or 'unknown'})"
-        )
-        target = config.target.model_copy(update={"url": server.url, "model": server.spec.served_name})
-        yield _with_api(target, profile), server.describe(), profile, metrics_url_for(profile, server.url, server.spec)
+        return config.backend
+    backend = config.backend or BackendConfig(name=EMBEDDED)
+    backend = backend.model_copy(update={"model": backend.model or config.target.model})
+    profile = get_profile(backend.name or EMBEDDED)
+    return profile.prepare(backend, _max_users(config)) if profile.prepare else backend
 
 
 def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
@@ -117,17 +93,14 @@ def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
     return target
 
 
-def _sampler(
-    config: RunConfig, profile: Profile | None, metrics_url: str | None, run_dir: Path, clock: RunClock
-) -> Sampler:
+def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunClock) -> Sampler:
     """Scrapes the server's /metrics (when its profile or --metrics-url says where) and the GPU."""
-    backend = config.backend or BackendConfig()
     return Sampler(
         run_dir / "samples.jsonl",
         clock.origin_monotonic_s,
-        backend.metrics_url or metrics_url,
-        profile.name if profile else None,
-        backend.metrics_interval_s,
+        sut.metrics_url,
+        sut.profile.name if sut.profile else None,
+        (config.backend or BackendConfig()).metrics_interval_s,
     )
 
 

@@ -77,11 +77,11 @@ def rate_run(tmp_path_factory):
 
 
 def _records(out):
-    return [json.loads(line) for line in (out / "records.jsonl").open()]
+    return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
 
 
 def _scrapes(out):
-    lines = [json.loads(line) for line in (out / "samples.jsonl").open()]
+    lines = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     return lines[0], [s for s in lines if s["kind"] == "scrape"]
 
 

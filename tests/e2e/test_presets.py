@@ -64,9 +64,9 @@ def test_users_study_small(users_study):
         assert m["output_tokens_per_s"]["mean"] > 0 and m["ttft_s_p50"]["mean"] > 0
         assert m["error_rate"]["mean"] == 0
     system_cell = next(c for c in state["cells"].values() if c["variant"] == "system")
-    records = [json.loads(line) for line in (out / system_cell["run_dir"] / "records.jsonl").open()]
+    records = [json.loads(line) for line in (out / system_cell["run_dir"] / "records.jsonl").read_text().splitlines()]
     plain_cell = next(c for c in state["cells"].values() if c["variant"] == "no-system")
-    plain = [json.loads(line) for line in (out / plain_cell["run_dir"] / "records.jsonl").open()]
+    plain = [json.loads(line) for line in (out / plain_cell["run_dir"] / "records.jsonl").read_text().splitlines()]
     # the system prompt (~94 tokens with its chat-template framing) is in every request of the
     # system variant: the same Dolly prompts are ~94 tokens longer (seen: 37..105 vs 131..199)
     assert min(r["prompt_tokens"] for r in records) - min(r["prompt_tokens"] for r in plain) > 80

@@ -1,11 +1,13 @@
-"""vLLM's CPU build, launched by tokenbench: the preemption experiment in miniature.
+"""vLLM's CPU build, launched by tokenbench: one closed-loop point of the preemption experiment.
 
 A KV cache of 23,592,960 bytes holds 1,024 tokens of SmolLM2-135M (23,040 bytes per token): 8
 blocks of 128, 7 usable. A request of 200 prompt + 128 output tokens needs 3 blocks, so two
-sequences fit and more do not. Sixteen closed-loop users against max-num-seqs 2, 4, 8, 16: the
-engine must report no preemption at 2 and some at 16, read from its own
-``vllm:num_preemptions_total`` by the sampler, beside the throughput and the server's TTFT
-histogram mean. Set up by ``scripts/setup_vllm_cpu.sh`` (``make test`` runs it; cached in .cache/).
+sequences fit and more do not. Sixteen closed-loop users against max-num-seqs 4: the engine must
+report preemptions, read from its own ``vllm:num_preemptions_total`` by the sampler, beside the
+throughput and the server's TTFT histogram mean. (None at max-num-seqs 2 and some at 16 is
+proven by the throughput preset, tests/e2e/test_presets.py, on the same KV cache: this file ran
+2, 4, 8 and 16 for the same result until 0.2.1.) Set up by ``scripts/setup_vllm_cpu.sh``
+(``make test`` runs it; cached in .cache/).
 """
 
 import json
@@ -22,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
 MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
 KV_CACHE_BYTES = 23_592_960
-SWEEP = (2, 4, 8, 16)
+SWEEP = (4,)
 
 
 @pytest.fixture(scope="module")
@@ -83,27 +85,12 @@ def sweep(tmp_path_factory):
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         results[seqs] = (out, json.loads((out / "results.json").read_text()))
-    _print_table(results)
     return results
 
 
-def _print_table(results) -> None:
-    print(
-        "\nmax-num-seqs | preemptions | output tok/s | client TTFT mean s (ok) | same requests | server TTFT mean s | KV max | cold start s"
-    )
-    for seqs, (_, r) in results.items():
-        p, s = r["points"][0], r["points"][0]["server"]
-        print(
-            f"{seqs:>12} | {s['preemptions']:>11.0f} | {p['output_tokens_per_s']:>12.1f} | "
-            f"{p['ttft_s']['mean']:>23.2f} | {s['client_ttft_s_matched']['mean']:>13.2f} | {s['ttft_s_mean']:>18.2f} | {s['kv_usage']['max']:>6.2f} | "
-            f"{r['target']['cold_start_s']:>12.1f}"
-        )
-
-
-def test_preemptions_appear_only_when_the_kv_cache_cannot_hold_the_batch(sweep):
+def test_preemptions_appear_when_the_kv_cache_cannot_hold_the_batch(sweep):
     preemptions = {seqs: r["points"][0]["server"]["preemptions"] for seqs, (_, r) in sweep.items()}
-    assert preemptions[2] == 0, preemptions
-    assert preemptions[16] > 0, preemptions
+    assert preemptions[4] > 0, preemptions  # 4 sequences, room for 2
 
 
 def test_every_point_reports_throughput_and_server_ttft_beside_the_client(sweep):
@@ -120,7 +107,7 @@ def test_every_point_reports_throughput_and_server_ttft_beside_the_client(sweep)
         assert matched["mean"] == pytest.approx(server["ttft_s_mean"], rel=0.1)
         assert 0 < server["kv_usage"]["max"] <= 1.0
         assert server["running"]["max"] <= seqs
-        records = [json.loads(line) for line in (out / "records.jsonl").open()]
+        records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
         ok_tokens = sum(rec["output_tokens"] for rec in records if rec["outcome"] == "ok")
         # over the whole point the engine generated at least what the ok records received
         # (cancelled streams generated some too); over the window, the client's period, less
@@ -131,12 +118,12 @@ def test_every_point_reports_throughput_and_server_ttft_beside_the_client(sweep)
 
 
 def test_launch_facts_are_recorded(sweep):
-    out, r = sweep[2]
+    out, r = sweep[4]
     target = r["target"]
     assert target["backend"] == "vllm" and target["engine_version"] == "0.32.0"
     assert target["cold_start_s"] > 1 and "--max-num-seqs" in target["command"]
     assert (out / "server.log").stat().st_size > 0
-    lines = [json.loads(line) for line in (out / "samples.jsonl").open()]
+    lines = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert any("vllm:num_preemptions_total" in k for s in lines if s.get("ok") for k in s["raw"])
 
 

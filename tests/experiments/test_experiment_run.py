@@ -86,12 +86,18 @@ def test_resume_skips_finished_cells_and_reruns_the_rest(start_mock, tmp_path):
     assert state["cells"][ok_ids[1]]["status"] == "ok"
 
 
-def test_a_different_experiment_in_the_same_directory_is_refused(start_mock, tmp_path):
-    url = start_mock()
+def test_a_different_experiment_in_the_same_directory_is_refused(tmp_path):
+    """The state file of an experiment (as its first run writes it, before any server starts), then
+    the same command with other settings: refused before anything runs."""
+    from tokenbench.experiments.runner import _load_state, _save
+    from tokenbench.experiments.spec import load_spec
+
+    url = "http://127.0.0.1:9"  # never contacted
     out = tmp_path / "exp"
-    _run(_write(tmp_path, url), out)
+    _save(out, _load_state(out, load_spec(_write(tmp_path, url))))
     proc = _run(_write(tmp_path, url, trials=3), out)
     assert proc.returncode == 2 and "different experiment" in proc.stderr
+    assert not (out / "cells").exists()
 
 
 def test_ctrl_c_stops_the_experiment_and_the_same_command_resumes_it(start_mock, tmp_path):

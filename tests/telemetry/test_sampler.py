@@ -55,7 +55,7 @@ def test_attached_backend_reports_server_metrics_with_known_answers(start_mock, 
         "--metrics-interval",
         "0.25",
     )
-    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").open()]
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     low, high = results["points"]
     for point in (low, high):
         mine = [r for r in records if r["point"] == point["index"]]

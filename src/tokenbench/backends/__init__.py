@@ -5,6 +5,8 @@ from __future__ import annotations
 from . import llamacpp, lmdeploy, mlc, ollama, ray, sglang, tgi, triton, trtllm, vllm
 from .base import BackendError, Profile
 
+EMBEDDED = "xllamacpp"  # what `tokenbench run` launches with neither --url nor --backend
+
 PROFILES: dict[str, Profile] = {
     "vllm": vllm.PROFILE,
     "sglang": sglang.PROFILE,
@@ -15,7 +17,7 @@ PROFILES: dict[str, Profile] = {
     "triton": triton.PROFILE,
     "mlc": mlc.PROFILE,
     "llamacpp": llamacpp.PROFILE,
-    "xllamacpp": llamacpp.EMBEDDED_PROFILE,
+    EMBEDDED: llamacpp.EMBEDDED_PROFILE,
     "ollama": ollama.PROFILE,
     "ray": ray.PROFILE,
 }

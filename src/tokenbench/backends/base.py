@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..config import EngineKnobs
+from ..config import BackendConfig, EngineKnobs
 
 
 class BackendError(Exception):
@@ -94,6 +94,9 @@ class Profile:
     quirks: tuple[str, ...] = ()
     cold_start_includes: str = "process start and model load"
     docs: tuple[str, ...] = ()  # where the facts in the module come from
+    # The profile's own defaults for a launch, given the most users/concurrency any point asks
+    # for (the embedded llama.cpp server: one slot per user). None: the settings as given.
+    prepare: Callable[[BackendConfig, int], BackendConfig] | None = None
 
     @property
     def default_api(self) -> str:

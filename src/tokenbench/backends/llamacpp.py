@@ -25,6 +25,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from ..config import BackendConfig
 from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
@@ -136,10 +137,20 @@ PROFILE = Profile(
     **_COMMON,
 )
 
+
+def _one_slot_per_user(backend: BackendConfig, max_users: int) -> BackendConfig:
+    """The embedded default: as many slots (--parallel) as the run's largest point has users, so
+    no user waits in the server's queue unless the settings ask for it."""
+    if backend.knobs.max_num_seqs is not None:
+        return backend
+    return backend.model_copy(update={"knobs": backend.knobs.model_copy(update={"max_num_seqs": max_users})})
+
+
 EMBEDDED_PROFILE = Profile(
     name="xllamacpp",
     title="llama.cpp (in-process xllamacpp)",
     local=embedded_local,
+    prepare=_one_slot_per_user,
     version_package="xllamacpp",
     default_model=lambda: str(default_gguf()),
     **_COMMON,

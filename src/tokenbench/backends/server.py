@@ -12,15 +12,20 @@ weight download, conversion or engine compilation where the engine does those at
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import procs, redact
 from ..config import BackendConfig
+from . import get_profile
 from .base import BackendError, LaunchSpec, Profile
 
 HOST = "127.0.0.1"
@@ -163,3 +168,40 @@ class ManagedServer:
             "engine_model": self.config.model,
             "log": str(self.log_path),
         }
+
+
+@dataclass(frozen=True)
+class ServerUnderTest:
+    """The server a run measures: launched by tokenbench for the block's duration, or attached to."""
+
+    url: str
+    model: str | None  # the name requests use; None: the run's --model, else the first of /v1/models
+    profile: Profile | None  # its APIs and metric names; None: a server tokenbench knows nothing of
+    metrics_url: str | None  # where the sampler scrapes; None: nothing to scrape
+    facts: dict[str, Any]  # what results.json says of it (backend, engine, version, cold start, command)
+
+
+@contextlib.contextmanager
+def server_under_test(
+    backend: BackendConfig | None, url: str | None, log_path: Path, say: Callable[[str], None] = lambda _: None
+) -> Iterator[ServerUnderTest]:
+    """Attach to ``url`` (``backend`` then only names a profile: its APIs and metric names, and
+    where its metrics are), or launch ``backend`` and stop it when the block ends, whatever ends
+    it. ``say`` gets the progress lines (starting, ready)."""
+    profile = get_profile(backend.name) if backend is not None and backend.name else None
+    override = backend.metrics_url if backend is not None else None
+    if url is not None:
+        facts = {"backend": profile.name if profile else "attached", "engine": profile.title if profile else None}
+        yield ServerUnderTest(url, None, profile, override or metrics_url_for(profile, url), facts)
+        return
+    if backend is None or profile is None:
+        raise BackendError("nothing to benchmark: pass --url, or --backend NAME to launch one")
+    server = ManagedServer(profile, backend, log_path)
+    say(f"starting {profile.title}: {' '.join(redact.mask_argv(server.launch.argv))}")
+    with server:
+        say(
+            f"{profile.title} ready at {server.url} after {server.cold_start_s:.1f}s "
+            f"(version {server.version or 'unknown'})"
+        )
+        metrics_url = override or metrics_url_for(profile, server.url, server.spec)
+        yield ServerUnderTest(server.url, server.spec.served_name, profile, metrics_url, server.describe())

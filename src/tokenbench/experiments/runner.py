@@ -9,19 +9,17 @@ fails, is recorded with its error and the experiment goes on.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from .. import __version__
-from ..backends import BackendError, get_profile
-from ..backends.server import ManagedServer, metrics_url_for
+from ..backends import BackendError
+from ..backends.server import ServerUnderTest, server_under_test
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig
 from ..redact import mask
@@ -60,12 +58,26 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, console: Console) -> Exp
 def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: dict, console: Console) -> bool:
     """Launch (or attach to) one server configuration and run its cells; True if interrupted."""
     server_row = _server_row(state, plan)
+    logs = out_dir / "servers"
+    logs.mkdir(exist_ok=True)
+    backend = plan.backend or (
+        BackendConfig(name=plan.entry.backend, metrics_url=plan.entry.metrics_url)
+        if plan.entry.backend or plan.entry.metrics_url
+        else None
+    )
     try:
-        with _server(plan, out_dir, console) as (url, facts, metrics_url):
-            server_row.update(status="ok", error=None, **{k: facts.get(k) for k in ("cold_start_s", "engine_version")})
+        with server_under_test(
+            backend,
+            plan.entry.url if plan.backend is None else None,
+            logs / f"{plan.label}.log",
+            lambda line: console.print(f"[bold]{plan.label}[/]: {line}"),
+        ) as sut:
+            server_row.update(
+                status="ok", error=None, **{k: sut.facts.get(k) for k in ("cold_start_s", "engine_version")}
+            )
             _save(out_dir, state)
             for cell in cells:
-                if _run_one(cell, plan, url, facts, metrics_url, out_dir, state, console):
+                if _run_one(cell, plan, sut, out_dir, state, console):
                     return True
     except (BackendError, FileNotFoundError) as exc:
         server_row.update(status="failed", error=str(exc))
@@ -77,55 +89,19 @@ def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: dict,
     return False
 
 
-@contextlib.contextmanager
-def _server(plan: ServerPlan, out_dir: Path, console: Console) -> Iterator[tuple[str, dict, str | None]]:
-    if plan.backend is None:  # attach
-        yield plan.entry.url, {"backend": plan.entry.backend or "attached"}, plan.entry.metrics_url
-        return
-    backend = plan.backend
-    profile = get_profile(backend.name or "")
-    logs = out_dir / "servers"
-    logs.mkdir(exist_ok=True)
-    server = ManagedServer(profile, backend, logs / f"{plan.label}.log")
-    console.print(f"[bold]{plan.label}[/]: starting {profile.title}")
-    with server:
-        console.print(f"{plan.label}: ready after {server.cold_start_s:.1f}s")
-        metrics_url = backend.metrics_url or metrics_url_for(profile, server.url, server.spec)
-        yield server.url, {**server.describe(), "served_model_name": server.spec.served_name}, metrics_url
-
-
-def _run_one(
-    cell: Cell,
-    plan: ServerPlan,
-    url: str,
-    facts: dict,
-    metrics_url: str | None,
-    out_dir: Path,
-    state: dict,
-    console: Console,
-) -> bool:
+def _run_one(cell: Cell, plan: ServerPlan, sut: ServerUnderTest, out_dir: Path, state: dict, console: Console) -> bool:
     run_dir = out_dir / "cells" / cell.id
     if run_dir.exists():  # a cell interrupted or failed earlier: start it again from nothing
         shutil.rmtree(run_dir)
     config = cell.config.model_copy(
-        update={
-            "target": cell.config.target.model_copy(
-                update={"url": url, "model": cell.config.target.model or facts.get("served_model_name")}
-            ),
-            "backend": BackendConfig(
-                name=facts.get("backend") if facts.get("backend") != "attached" else None,
-                metrics_url=metrics_url,
-                metrics_interval_s=(cell.config.backend or BackendConfig()).metrics_interval_s,
-            ),
-            "out_dir": run_dir,
-        }
+        update={"target": cell.config.target.model_copy(update={"url": sut.url}), "out_dir": run_dir}
     )
     console.print(f"  cell {cell.id}")
     _mark(state, cell, plan, "running", None)
     _save(out_dir, state)
     t0 = time.perf_counter()
     try:
-        result = run_cell(config, console, server={k: v for k, v in facts.items() if k != "served_model_name"})
+        result = run_cell(config, console, server=sut)
     except KeyboardInterrupt:  # Ctrl-C outside a load point (set-up, between points)
         _mark(state, cell, plan, "interrupted", "Ctrl-C", wall_s=time.perf_counter() - t0)
         _save(out_dir, state)
