@@ -104,6 +104,52 @@ class RateLoad(_Model):
 LoadPoint = UsersLoad | RateLoad
 
 
+class LoadSweep(_Model):
+    """The load points of a run, one per value, everything else equal: ``--users 10,50`` (or
+    ``--rate 1,2,4``) on the command line and ``load:`` in an experiment file. Defaults are the
+    load types' own."""
+
+    users: list[int] | None = None
+    rates: list[float] | None = None
+    ramp_up_s: float = Field(default=UsersLoad.model_fields["ramp_up_s"].default, ge=0)
+    think_time_s: float = Field(default=UsersLoad.model_fields["think_time_s"].default, ge=0)
+    arrival: Arrival = RateLoad.model_fields["arrival"].default
+    burstiness: float = Field(default=RateLoad.model_fields["burstiness"].default, gt=0)
+    max_concurrency: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gamma_when_bursty(cls, data: object) -> object:
+        """A burstiness other than 1 means gamma arrivals (vllm bench serve's meaning); with
+        another arrival process named it would be ignored: an error."""
+        if isinstance(data, dict) and data.get("burstiness") not in (None, 1, 1.0):
+            arrival = data.get("arrival")
+            if arrival is None:
+                return {**data, "arrival": "gamma"}
+            if arrival != "gamma":
+                raise ValueError(
+                    f"burstiness {data['burstiness']} shapes gamma arrivals; with arrival {arrival} it would be "
+                    f"ignored: drop one, or use --arrival gamma (in a file, arrival: gamma)"
+                )
+        return data
+
+    @model_validator(mode="after")
+    def _one(self) -> LoadSweep:
+        if bool(self.users) == bool(self.rates):
+            raise ValueError("give users (closed loop) or rates (open loop), not both")
+        return self
+
+    def points(self) -> list[LoadPoint]:
+        if self.users:
+            return [UsersLoad(users=u, ramp_up_s=self.ramp_up_s, think_time_s=self.think_time_s) for u in self.users]
+        return [
+            RateLoad(
+                rate_per_s=r, arrival=self.arrival, burstiness=self.burstiness, max_concurrency=self.max_concurrency
+            )
+            for r in self.rates or []
+        ]
+
+
 class StopConfig(_Model):
     duration_s: float | None = Field(default=None, gt=0)
     max_requests: int | None = Field(default=None, gt=0)

@@ -249,7 +249,7 @@ class RunCommand(typer.core.TyperCommand):
         try:
             args = translate(args)
         except FlagError as exc:
-            from .cli import err
+            from .cli.common import err
             from .redact import mask_text
 
             err.print(f"[bold red]error:[/] {mask_text(str(exc))}")

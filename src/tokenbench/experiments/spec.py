@@ -18,16 +18,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..config import (
-    Arrival,
     BackendConfig,
     DatasetConfig,
     EngineKnobs,
-    RateLoad,
+    LoadSweep,
     RunConfig,
     SLOConfig,
     StopConfig,
     TargetConfig,
-    UsersLoad,
 )
 
 _KNOBS = set(EngineKnobs.model_fields)
@@ -75,30 +73,7 @@ class BackendEntry(_Model):
         return self
 
 
-class LoadSpec(_Model):
-    users: list[int] | None = None
-    rates: list[float] | None = None
-    ramp_up_s: float = Field(default=0.0, ge=0)
-    think_time_s: float = Field(default=0.0, ge=0)
-    arrival: Arrival = "poisson"
-    burstiness: float = Field(default=1.0, gt=0)
-    max_concurrency: int | None = Field(default=None, gt=0)
-
-    @model_validator(mode="after")
-    def _one(self) -> LoadSpec:
-        if bool(self.users) == bool(self.rates):
-            raise ValueError("give users (closed loop) or rates (open loop), not both")
-        return self
-
-    def points(self) -> list[UsersLoad | RateLoad]:
-        if self.users:
-            return [UsersLoad(users=u, ramp_up_s=self.ramp_up_s, think_time_s=self.think_time_s) for u in self.users]
-        return [
-            RateLoad(
-                rate_per_s=r, arrival=self.arrival, burstiness=self.burstiness, max_concurrency=self.max_concurrency
-            )
-            for r in self.rates or []
-        ]
+LoadSpec = LoadSweep  # `load:` of an experiment file: the same sweep as --users/--rate
 
 
 class Variant(_Model):

@@ -1,0 +1,165 @@
+"""What every command shares: the error console, the one error formatter, flag parsing helpers,
+and the engine knobs' options (shared by `run` and `backends show`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+
+from ..config import EngineKnobs
+
+err = Console(stderr=True, soft_wrap=True)
+
+# Settings fields as the flags that set them, so validation errors name the flag to fix.
+_FLAGS = {
+    "DatasetConfig.name": "--dataset",
+    "DatasetConfig.input_tokens": "--input-tokens",
+    "DatasetConfig.output_tokens": "--output-tokens",
+    "DatasetConfig.num_prompts": "--num-prompts",
+    "LoadSweep.users": "--users",
+    "LoadSweep.rates": "--rate",
+    "LoadSweep.ramp_up_s": "--ramp-up",
+    "LoadSweep.think_time_s": "--think-time",
+    "LoadSweep.arrival": "--arrival",
+    "LoadSweep.burstiness": "--burstiness",
+    "LoadSweep.max_concurrency": "--max-concurrency",
+    "LoadSweep": "--users/--rate",
+    "StopConfig.drain_timeout_s": "--drain-timeout",
+    "TargetConfig.request_timeout_s": "--timeout",
+    "TargetConfig.read_timeout_s": "--read-timeout",
+    "UsersLoad.users": "--users",
+    "UsersLoad.ramp_up_s": "--ramp-up",
+    "UsersLoad.think_time_s": "--think-time",
+    "RateLoad.rate_per_s": "--rate",
+    "RateLoad.arrival": "--arrival",
+    "RateLoad.burstiness": "--burstiness",
+    "RateLoad.max_concurrency": "--max-concurrency",
+    "StopConfig.duration_s": "--duration",
+    "StopConfig.max_requests": "--max-requests",
+    "StopConfig.warmup_s": "--warmup",
+    "TargetConfig.url": "--url",
+    "TargetConfig.api": "--api",
+    "RunConfig.window_s": "--window",
+    "EngineKnobs.max_num_seqs": "--max-num-seqs",
+    "EngineKnobs.kv_memory": "--kv-memory",
+    "EngineKnobs.max_model_len": "--max-model-len",
+    "EngineKnobs.tensor_parallel": "--tensor-parallel",
+    "BackendConfig.port": "--engine-port",
+    "BackendConfig.metrics_interval_s": "--metrics-interval",
+    "BackendConfig.ready_timeout_s": "--ready-timeout",
+}
+
+# The common engine knobs, shared by `run` and `backends show` (backends/*.py map them to flags).
+MaxNumSeqs = Annotated[
+    int | None, typer.Option(help="Engine: max concurrent sequences (batch size).", rich_help_panel="Engine")
+]
+KVMemory = Annotated[
+    float | None,
+    typer.Option(
+        help="Engine: fraction (0..1] of accelerator memory for weights + KV cache.", rich_help_panel="Engine"
+    ),
+]
+MaxModelLen = Annotated[
+    int | None, typer.Option(help="Engine: max model length (prompt + output tokens).", rich_help_panel="Engine")
+]
+PrefixCaching = Annotated[
+    bool | None,
+    typer.Option(
+        "--prefix-caching/--no-prefix-caching",
+        help="Engine: prefix caching on/off (default: the engine's).",
+        rich_help_panel="Engine",
+    ),
+]
+Quantization = Annotated[
+    str | None, typer.Option(help="Engine: quantization method, in the engine's own words.", rich_help_panel="Engine")
+]
+TensorParallel = Annotated[int | None, typer.Option(help="Engine: tensor-parallel size.", rich_help_panel="Engine")]
+EngineArg = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Engine: a native flag passed through verbatim (repeat; use --engine-arg=--flag).",
+        rich_help_panel="Engine",
+    ),
+]
+EngineEnv = Annotated[
+    list[str] | None,
+    typer.Option(help="Engine: KEY=VALUE set in the engine's environment (repeat).", rich_help_panel="Engine"),
+]
+EngineBin = Annotated[
+    str | None,
+    typer.Option(
+        help="Engine: the executable to run instead of the profile's command (e.g. a venv's bin/vllm).",
+        rich_help_panel="Engine",
+    ),
+]
+
+
+class UsageError(Exception):
+    """Bad input: the message names what to change."""
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """The one way a command reports bad input or a failure: a red line (credentials masked), then
+    the exit code (2: bad input, 3: the server)."""
+    from ..redact import mask_text
+
+    err.print(f"[bold red]error:[/] {mask_text(message)}")
+    raise typer.Exit(code)
+
+
+def validation_message(exc: ValidationError) -> str:
+    """A pydantic error as the flags to fix."""
+    parts = []
+    for e in exc.errors():
+        field = ".".join(str(x) for x in e["loc"])
+        flag = _FLAGS.get(f"{exc.title}.{field}" if field else exc.title, field or exc.title)
+        parts.append(f"{flag}: {e['msg'].removeprefix('Value error, ')}")
+    return "invalid settings: " + "; ".join(parts)
+
+
+def given(**values: Any) -> dict[str, Any]:
+    """The options the user gave: None means not given, so the settings' own default applies
+    (pydantic holds the only defaults; the options default to None)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def default(model: type[M], field: str) -> str:
+    """`[default: X]` for an option's help, read from the settings model that holds it."""
+    return f" [default: {model.model_fields[field].default}]"
+
+
+def numbers(text: str | None, flag: str, cast: Any = float) -> list[Any]:
+    if text is None:
+        return []
+    try:
+        values = [cast(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"{flag} takes a comma-separated list of numbers, got {text!r}") from None
+    if not values:
+        raise UsageError(f"{flag} is empty")
+    return values
+
+
+def knobs(a: dict[str, Any]) -> EngineKnobs:
+    env = {}
+    for item in a.get("engine_env") or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--engine-env takes KEY=VALUE, got {item!r}")
+        env[key] = value
+    return EngineKnobs(
+        max_num_seqs=a["max_num_seqs"],
+        kv_memory=a["kv_memory"],
+        max_model_len=a["max_model_len"],
+        prefix_caching=a["prefix_caching"],
+        quantization=a["quantization"],
+        tensor_parallel=a["tensor_parallel"],
+        engine_args=tuple(a.get("engine_arg") or ()),
+        engine_env=env,
+    )

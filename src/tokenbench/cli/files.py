@@ -1,0 +1,98 @@
+"""The after-the-fact commands over run and experiment directories: report, recompute, export,
+compare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from .common import err, fail
+
+
+def _require_result_dirs(dirs: list[Path]) -> None:
+    from ..report.load import is_experiment_dir, is_run_dir
+
+    for d in dirs:
+        if not (is_run_dir(d) or is_experiment_dir(d)):
+            fail(f"{d}: not a run directory (results.json) or an experiment directory (experiment.json)", 2)
+
+
+def report(
+    dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Where to write report.html, report.md and charts/ (default: the first directory)."),
+    ] = None,
+) -> None:
+    """Write a self-contained HTML report (plus PNG charts and a Markdown summary)."""
+    from ..report.html import write_report
+
+    _require_result_dirs(dirs)
+    files = write_report(dirs, out or dirs[0])
+    err.print(
+        f"report: {files.html}  markdown: {files.markdown}  charts: {len(files.charts)} PNG in {files.html.parent / 'charts'}"
+    )
+
+
+def recompute(
+    dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
+) -> None:
+    """Derive results.json again from a run's records.jsonl, samples.jsonl and config.json (after
+    a crash, or after an upgrade that fixed a metric), with this version's definitions; for an
+    experiment, every cell and then the aggregates. The previous file is kept as *.previous.json."""
+    from ..derive import RecomputeError, recompute_experiment, recompute_run
+    from ..report.console import summary_table
+    from ..report.load import is_experiment_dir
+
+    for d in dirs:
+        try:
+            if is_experiment_dir(d):
+                state = recompute_experiment(d)
+                err.print(f"experiment: {d}/experiment.json ({len(state['aggregates'])} aggregate rows)")
+            else:
+                results = recompute_run(d)
+                err.print(summary_table(results["points"]))
+                err.print(
+                    f"results: {d}/results.json (computed by tokenbench {results['computed_by']['version']}"
+                    f"{', interrupted run' if results['interrupted'] else ''})"
+                )
+        except (RecomputeError, OSError, ValueError) as exc:
+            fail(f"{d}: {exc}", 2)
+
+
+def export(
+    dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
+    format: Annotated[str, typer.Option(help="parquet or csv.")] = "parquet",
+    out: Annotated[Path | None, typer.Option(help="Where to write (default: each directory itself).")] = None,
+) -> None:
+    """Write records, points and time series as tables (records.parquet, points.parquet,
+    timeseries.parquet, or .csv): one row per request / point / window, the run's facts as columns."""
+    from ..export import ExportError
+    from ..export import export as export_dir
+
+    for d in dirs:
+        try:
+            files = export_dir(d, format, out / d.name if out is not None and len(dirs) > 1 else out)  # type: ignore[arg-type]
+        except (ExportError, OSError, ValueError) as exc:
+            fail(f"{d}: {exc}", 2)
+        err.print("  ".join(f"{name}: {path}" for name, path in files.items()))
+
+
+def compare(
+    dirs: Annotated[list[Path], typer.Argument(help="Two or more run or experiment directories.")],
+    out: Annotated[Path | None, typer.Option(help="Also write the comparison as Markdown here.")] = None,
+) -> None:
+    """Side by side with deltas, and whether each difference is significant across trials."""
+    from ..report import compare as cmp
+
+    if len(dirs) < 2:
+        fail("compare needs at least two directories", 2)
+    _require_result_dirs(dirs)
+    result = cmp.compare(dirs)
+    Console().print(cmp.compare_table(result))
+    if out is not None:
+        out.write_text(cmp.compare_markdown(result))
+        err.print(f"comparison: {out}")

@@ -1,0 +1,409 @@
+"""`tokenbench run`: flags -> RunConfig, then one call (runner.run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from ..config import (
+    BackendConfig,
+    DatasetConfig,
+    EngineKnobs,
+    LoadSweep,
+    RunConfig,
+    StopConfig,
+    TargetConfig,
+    UsersLoad,
+    parse_slo,
+)
+from .common import (
+    EngineArg,
+    EngineBin,
+    EngineEnv,
+    KVMemory,
+    MaxModelLen,
+    MaxNumSeqs,
+    PrefixCaching,
+    Quantization,
+    TensorParallel,
+    UsageError,
+    default,
+    err,
+    fail,
+    given,
+    knobs,
+    numbers,
+    validation_message,
+)
+
+# The embedded default scenario (about a minute): a small ramp of chat users.
+DEFAULT_USERS = 4
+DEFAULT_RAMP_S = 10.0
+DEFAULT_DURATION_S = 50.0
+DEFAULT_INPUT_TOKENS = 64
+DEFAULT_OUTPUT_TOKENS = 64
+
+
+def _headers(items: list[str] | None) -> dict[str, str]:
+    headers = {}
+    for item in items or []:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header takes 'Name: value', got {item.split(':')[0]!r}...")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def _json_body(text: str | None) -> dict:
+    from ..vllm_flags import FlagError, _json_object
+
+    try:
+        return _json_object(text) if text is not None else {}
+    except FlagError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run(
+    ctx: typer.Context,
+    url: Annotated[
+        str | None,
+        typer.Option(help="Server base URL, e.g. http://127.0.0.1:8000. Omit to start the embedded llama.cpp backend."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Model name to request (default: the first of /v1/models). Without --url: a .gguf path for the embedded server."
+        ),
+    ] = None,
+    api: Annotated[
+        str | None,
+        typer.Option(
+            help="chat, completions (OpenAI), or native: tgi, triton, ollama. Default: the backend's first API, else chat."
+        ),
+    ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            help="Backend profile (tokenbench backends). With --model and no --url: launch it, benchmark, stop it. With --url: use its metric names.",
+            rich_help_panel="Engine",
+        ),
+    ] = None,
+    max_num_seqs: MaxNumSeqs = None,
+    kv_memory: KVMemory = None,
+    max_model_len: MaxModelLen = None,
+    prefix_caching: PrefixCaching = None,
+    quantization: Quantization = None,
+    tensor_parallel: TensorParallel = None,
+    engine_arg: EngineArg = None,
+    engine_env: EngineEnv = None,
+    engine_bin: EngineBin = None,
+    served_model_name: Annotated[
+        str | None,
+        typer.Option(help="Engine: the model name requests use (default from --model).", rich_help_panel="Engine"),
+    ] = None,
+    engine_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Engine: port on 127.0.0.1 for the launched server (default: a free one). A port that already answers is an error naming its holder.",
+            rich_help_panel="Engine",
+        ),
+    ] = None,
+    ready_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Engine: seconds to wait for it to be ready (includes conversion/compilation)."
+            + default(BackendConfig, "ready_timeout_s"),
+            rich_help_panel="Engine",
+        ),
+    ] = None,
+    metrics_interval: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds between /metrics scrapes." + default(BackendConfig, "metrics_interval_s"),
+            rich_help_panel="Engine",
+        ),
+    ] = None,
+    metrics_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Scrape this URL instead of the server URL + the profile's metrics path.", rich_help_panel="Engine"
+        ),
+    ] = None,
+    users: Annotated[
+        str | None, typer.Option(help="Closed loop: concurrent users, a list runs one point each: 10,50,100.")
+    ] = None,
+    rate: Annotated[
+        str | None, typer.Option(help="Open loop: requests/s, a list runs one point each: 1,2,4,8.")
+    ] = None,
+    ramp_up: Annotated[
+        float | None,
+        typer.Option(help="Seconds over which users are spawned evenly." + default(UsersLoad, "ramp_up_s")),
+    ] = None,
+    think_time: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a user waits after a reply before its next request." + default(UsersLoad, "think_time_s")
+        ),
+    ] = None,
+    arrival: Annotated[
+        str | None, typer.Option(help="Open-loop arrivals: constant, poisson (default) or gamma.")
+    ] = None,
+    burstiness: Annotated[
+        float | None,
+        typer.Option(
+            help="Gamma shape (1 = poisson, <1 burstier); other than 1 without --arrival: gamma, as in vllm bench serve."
+        ),
+    ] = None,
+    max_concurrency: Annotated[
+        int | None, typer.Option(help="Open loop: at most this many in flight; the wait is recorded as queue delay.")
+    ] = None,
+    duration: Annotated[float | None, typer.Option(help="Seconds of load per point.")] = None,
+    max_requests: Annotated[int | None, typer.Option(help="Stop a point after this many requests.")] = None,
+    warmup: Annotated[
+        float | None,
+        typer.Option(help="Seconds after ramp-up excluded from metrics." + default(StopConfig, "warmup_s")),
+    ] = None,
+    drain_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds in-flight requests may finish after the load stops." + default(StopConfig, "drain_timeout_s")
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed for prompts and arrivals." + default(RunConfig, "seed"))
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="synthetic, sharegpt, dolly or jsonl." + default(DatasetConfig, "name"))
+    ] = None,
+    dataset_path: Annotated[
+        Path | None, typer.Option(help="Dataset file (sharegpt JSON, dolly JSONL, your JSONL).")
+    ] = None,
+    input_tokens: Annotated[int | None, typer.Option(help="Synthetic prompt length in tokens.")] = None,
+    output_tokens: Annotated[
+        int | None, typer.Option(help="max_tokens per request (default: dataset's reply length; synthetic 128).")
+    ] = None,
+    num_prompts: Annotated[
+        int | None,
+        typer.Option(
+            help="Distinct prompts to load (default 1000), cycled until --duration/--max-requests; with neither, each is sent once (as vllm bench serve)."
+        ),
+    ] = None,
+    min_prompt_tokens: Annotated[int | None, typer.Option(help="Keep prompts with at least this many tokens.")] = None,
+    max_prompt_tokens: Annotated[int | None, typer.Option(help="Keep prompts with at most this many tokens.")] = None,
+    system_prompt: Annotated[str | None, typer.Option(help="System prompt TEXT or @FILE.")] = None,
+    unique_prefix: Annotated[
+        bool | None,
+        typer.Option(help="Prefix every prompt uniquely to defeat prefix caching across requests and runs."),
+    ] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(help="HF tokenizer.json (or folder) for exact lengths; default: the server's /tokenize."),
+    ] = None,
+    ignore_eos: Annotated[
+        bool | None, typer.Option(help="Ask the server to ignore EOS (fixed output lengths).")
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(help="Environment variable holding the API key." + default(TargetConfig, "api_key_env")),
+    ] = None,
+    extra_body: Annotated[
+        str | None,
+        typer.Option(
+            help="JSON object merged into every request body (sampling parameters, e.g. '{\"temperature\": 0}')."
+        ),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="'Name: value' sent with every request (repeat); values are masked in every file tokenbench writes."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds a whole request may take." + default(TargetConfig, "request_timeout_s")),
+    ] = None,
+    read_timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds of silence allowed within a stream." + default(TargetConfig, "read_timeout_s")),
+    ] = None,
+    slo: Annotated[str | None, typer.Option(help="Goodput objectives, e.g. ttft=500ms,tpot=50ms.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<timestamp>).")] = None,
+    window: Annotated[
+        float | None, typer.Option(help="Time-series window in seconds." + default(RunConfig, "window_s"))
+    ] = None,
+    live: Annotated[bool | None, typer.Option("--live/--no-live", help="Show the live view. [default: live]")] = None,
+    keep_text: Annotated[bool | None, typer.Option(help="Store generated text in records.jsonl.")] = None,
+) -> None:
+    """Benchmark a server (or, with no --url, the embedded llama.cpp backend).
+
+    Ctrl-C or SIGTERM stops the run, keeps every record and exits with 130 or 143; a second
+    signal exits at once (`tokenbench recompute DIR` then derives results.json)."""
+    from ..procs import Interrupts
+
+    Interrupts.install()
+    try:
+        config = run_config(ctx.params)
+    except UsageError as exc:
+        fail(str(exc), 2)
+    except ValidationError as exc:
+        fail(validation_message(exc), 2)
+    from ..backends import BackendError
+    from ..clients.stream import TargetUnreachable
+    from ..runner import run as run_benchmark
+
+    try:
+        result = run_benchmark(config, err)
+    except (TargetUnreachable, BackendError) as exc:
+        fail(str(exc), 3)
+    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+        fail(str(exc), 2)
+    except KeyboardInterrupt:  # before or between points: children are stopped by then
+        err.print("[yellow]interrupted before the load started or finished; what was measured is on disk[/]")
+        raise typer.Exit(Interrupts.exit_code()) from None
+    err.print(f"results: {result.run_dir}/results.json  records: {result.run_dir}/records.jsonl")
+    if result.interrupted:
+        err.print("[yellow]interrupted: in-flight requests were recorded as cancelled[/]")
+        raise typer.Exit(Interrupts.exit_code())
+
+
+def run_config(a: dict[str, Any]) -> RunConfig:
+    """`tokenbench run`'s options (by name; None: not given) -> RunConfig. Only what was given is
+    passed on: every other value is the settings' own default (config.py)."""
+    users, rates = numbers(a["users"], "--users", int), numbers(a["rate"], "--rate")
+    duration, max_requests, ramp_up = a["duration"], a["max_requests"], a["ramp_up"]
+    if a["num_prompts"] is not None and duration is None and max_requests is None:
+        max_requests = a["num_prompts"]  # vllm bench serve's meaning: N prompts, each sent once
+    default_scenario = not users and not rates
+    if default_scenario:
+        users, ramp_up = [DEFAULT_USERS], ramp_up if ramp_up else DEFAULT_RAMP_S
+        if duration is None and max_requests is None:
+            duration = DEFAULT_DURATION_S
+    sweep = LoadSweep(
+        **given(
+            users=users or None,
+            rates=rates or None,
+            ramp_up_s=ramp_up,
+            think_time_s=a["think_time"],
+            arrival=a["arrival"],
+            burstiness=a["burstiness"],
+            max_concurrency=a["max_concurrency"],
+        )
+    )
+    loads = sweep.points()
+    stop = StopConfig(
+        **given(
+            duration_s=duration, max_requests=max_requests, warmup_s=a["warmup"], drain_timeout_s=a["drain_timeout"]
+        )
+    )
+    for load in loads:
+        if isinstance(load, UsersLoad) and duration is not None and load.ramp_up_s + stop.warmup_s >= duration:
+            raise UsageError(
+                f"--duration {duration:g} must be longer than --ramp-up + --warmup "
+                f"({load.ramp_up_s + stop.warmup_s:g}s), or nothing is measured"
+            )
+    try:
+        slo = parse_slo(a["slo"]) if a["slo"] else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    small = default_scenario and a["url"] is None and a["backend"] is None
+    backend = _backend_config(a)
+    target = TargetConfig(
+        **given(
+            url=a["url"],
+            model=None if (backend and not a["url"]) else a["model"],
+            api=a["api"],
+            api_key_env=a["api_key_env"],
+            request_timeout_s=a["timeout"],
+            read_timeout_s=a["read_timeout"],
+            ignore_eos=a["ignore_eos"],
+            headers=_headers(a["header"]),
+            extra_body=_json_body(a["extra_body"]),
+        )
+    )
+    dataset = DatasetConfig(
+        **given(
+            name=a["dataset"],
+            path=a["dataset_path"],
+            input_tokens=a["input_tokens"] or (DEFAULT_INPUT_TOKENS if small else None),
+            output_tokens=a["output_tokens"] or (DEFAULT_OUTPUT_TOKENS if small else None),
+            num_prompts=a["num_prompts"],
+            min_prompt_tokens=a["min_prompt_tokens"],
+            max_prompt_tokens=a["max_prompt_tokens"],
+            system_prompt=a["system_prompt"],
+            unique_prefix=a["unique_prefix"],
+            tokenizer=a["tokenizer"],
+        )
+    )
+    return RunConfig(
+        **given(
+            backend=backend,
+            target=target,
+            loads=loads,
+            stop=stop,
+            dataset=dataset,
+            slo=slo,
+            seed=a["seed"],
+            window_s=a["window"],
+            out_dir=a["out"],
+            live=a["live"],
+            keep_text=a["keep_text"],
+        )
+    )
+
+
+def _backend_config(a: dict[str, Any]) -> BackendConfig | None:
+    """The backend to launch (--backend, or the embedded one when only engine options are given),
+    the profile of an attached server (--url --backend), or where to scrape (--metrics-url)."""
+    engine = knobs(a)
+    common = given(metrics_interval_s=a["metrics_interval"], metrics_url=a["metrics_url"])
+    if a["backend"] is None:
+        if engine != EngineKnobs() or a["engine_bin"] or a["engine_port"]:
+            if a["url"] is not None:
+                raise UsageError(
+                    "engine knobs (--max-num-seqs, --engine-arg, ...) need a launched "
+                    "backend: drop --url and pass --backend NAME --model M"
+                )
+            from ..backends import EMBEDDED
+
+            # the embedded default backend takes the knobs too
+            config = BackendConfig(
+                name=EMBEDDED,
+                knobs=engine,
+                **given(model=a["model"], executable=a["engine_bin"], port=a["engine_port"], **common),
+            )
+            _check_backend(config, launch=False)
+            return config
+        return BackendConfig(**common) if common else None
+    if a["url"] is not None and engine != EngineKnobs():
+        raise UsageError("engine knobs are for a server tokenbench launches; with --url they would be ignored")
+    config = BackendConfig(
+        name=a["backend"],
+        knobs=engine,
+        **given(
+            model=a["model"],
+            served_model_name=a["served_model_name"],
+            executable=a["engine_bin"],
+            ready_timeout_s=a["ready_timeout"],
+            port=a["engine_port"],
+            **common,
+        ),
+    )
+    _check_backend(config, launch=a["url"] is None)
+    return config
+
+
+def _check_backend(config: BackendConfig, launch: bool) -> None:
+    """Bad input before anything starts: an unknown profile, a knob it cannot map, an API it
+    does not serve."""
+    from ..backends import BackendError, get_profile
+    from ..backends.server import launch_spec
+
+    try:
+        profile = get_profile(config.name or "")
+        if launch:
+            profile.local(launch_spec(profile, config))
+    except BackendError as exc:
+        raise UsageError(str(exc)) from None

@@ -1,0 +1,86 @@
+"""The scripted mock server and the client-overhead calibration."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from .common import err, fail
+
+
+def mock(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 9000,
+    ttft_ms: Annotated[float, typer.Option(help="Time to first content chunk.")] = 50.0,
+    itl_ms: Annotated[float, typer.Option(help="Gap between content chunks.")] = 10.0,
+    output_tokens: Annotated[int, typer.Option(help="Chunks per reply when a request sets no max_tokens.")] = 128,
+    tokens_per_chunk: Annotated[int, typer.Option(help="Tokens each chunk stands for.")] = 1,
+    fault: Annotated[
+        str,
+        typer.Option(
+            help="none, http_500, http_429, http_400, disconnect, malformed, error_event, no_content, stall, abort, no_end."
+        ),
+    ] = "none",
+    fault_every: Annotated[int, typer.Option(help="Apply the fault to every N-th request.")] = 1,
+    fault_after_chunks: Annotated[int, typer.Option(help="Mid-stream faults happen after this many chunks.")] = 3,
+    kv_slots: Annotated[
+        int,
+        typer.Option(
+            help="Count a vllm:num_preemptions_total for each request arriving above this many in flight (0: never)."
+        ),
+    ] = 0,
+    max_streams: Annotated[
+        int,
+        typer.Option(help="Capacity: at most this many requests generate at once; the rest wait FIFO (0: no limit)."),
+    ] = 0,
+) -> None:
+    """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
+    from ..mock import MockSettings, serve
+
+    try:
+        settings = MockSettings(
+            ttft_ms=ttft_ms,
+            itl_ms=itl_ms,
+            output_tokens=output_tokens,
+            tokens_per_chunk=tokens_per_chunk,
+            fault=fault,
+            fault_every=fault_every,
+            fault_after_chunks=fault_after_chunks,
+            kv_slots=kv_slots,
+            max_streams=max_streams,
+        )
+    except (TypeError, ValueError) as exc:
+        fail(str(exc), 2)
+    from typing import get_args
+
+    from ..mock import Fault
+
+    if fault not in get_args(Fault):
+        fail(f"--fault must be one of {', '.join(get_args(Fault))}", 2)
+    err.print(f"mock server on http://127.0.0.1:{port} (TTFT {ttft_ms} ms, ITL {itl_ms} ms)")
+    serve(settings, port=port)
+
+
+def calibrate(
+    users: Annotated[int, typer.Option(help="Concurrent streams.")] = 32,
+    requests: Annotated[int | None, typer.Option(help="Requests in all (default 8 per user).")] = None,
+    ttft_ms: Annotated[float, typer.Option()] = 50.0,
+    itl_ms: Annotated[float, typer.Option()] = 10.0,
+    output_tokens: Annotated[int, typer.Option()] = 128,
+    pin: Annotated[bool, typer.Option(help="Pin the mock to one core and the client to another.")] = True,
+) -> None:
+    """Measure the client's own overhead floor at a load, against the mock server."""
+    from ..calibrate import CalibrationSpec, calibration_table
+    from ..calibrate import calibrate as run_calibration
+
+    spec = CalibrationSpec(
+        users=users,
+        requests=requests or users * 8,
+        ttft_ms=ttft_ms,
+        itl_ms=itl_ms,
+        output_tokens=output_tokens,
+        pin_cores=pin,
+    )
+    result = run_calibration(spec)
+    Console().print(calibration_table([result]))
