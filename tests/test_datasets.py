@@ -139,3 +139,15 @@ def test_unique_prefix_differs_per_request_even_when_prompts_cycle():
     texts = [source.take()[1].messages[-1]["content"] for _ in range(4)]
     assert len(set(texts)) == 4 and texts[0].startswith("[abcd-0] ")
     assert with_prefix(reqs[0], "X").messages[0]["content"] == "sys"  # the system prompt stays shared
+
+
+def test_every_dataset_name_and_api_has_one_entry_in_its_table():
+    """A new dataset is a module and a line in datasets.SOURCES; a new protocol a line in WIRES."""
+    from typing import get_args
+
+    from tokenbench.clients import WIRES
+    from tokenbench.config import Api, DatasetName
+    from tokenbench.datasets import SOURCES
+
+    assert set(SOURCES) == set(get_args(DatasetName))
+    assert set(WIRES) == set(get_args(Api))

@@ -7,6 +7,7 @@ are estimated (about 1.3 tokens per word) and ``DatasetInfo.exact_lengths`` says
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,50 +59,90 @@ def _in_range(n: int, cfg: DatasetConfig) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Source:
+    """What a dataset source gets: the settings, a token counter (exact with a tokenizer), the
+    system prompt's text and the seed."""
+
+    cfg: DatasetConfig
+    count: Callable[[str], int]
+    system: str | None
+    seed: int
+
+
+def _synthetic(src: Source, tokenizer: Tokenizer | None) -> tuple[list[Request], str | None]:
+    cfg = src.cfg
+    out = cfg.output_tokens or SYNTHETIC_OUTPUT_TOKENS
+    texts = synthetic_prompts(cfg.num_prompts, cfg.input_tokens, tokenizer, src.seed)
+    return [_make(text, src.system, out, cfg.input_tokens) for text in texts], None
+
+
+def _jsonl(src: Source, _: Tokenizer | None) -> tuple[list[Request], str | None]:
+    cfg = src.cfg
+    if cfg.path is None:
+        raise ValueError("--dataset jsonl needs --dataset-path FILE.jsonl")
+    requests = []
+    for r in jsonl.load(cfg.path):
+        if src.system and r.prompt is not None:
+            r = _make(r.prompt, src.system, r.max_tokens, None)
+        if r.max_tokens is None and cfg.output_tokens is not None:
+            r = Request(prompt=r.prompt, messages=r.messages, max_tokens=cfg.output_tokens)
+        requests.append(r)
+    return _shuffled(requests, src.seed), str(cfg.path)
+
+
+def _sharegpt(src: Source, _: Tokenizer | None) -> tuple[list[Request], str | None]:
+    path = src.cfg.path or sharegpt.default_path()
+    return _from_pairs(list(sharegpt.conversations(path)), src), str(path)
+
+
+def _dolly(src: Source, _: Tokenizer | None) -> tuple[list[Request], str | None]:
+    pairs = [(dolly.prompt_of(row), row.get("response") or "") for row in dolly.rows(src.cfg.path)]
+    return _from_pairs(pairs, src), str(src.cfg.path) if src.cfg.path else dolly.HUB_ID
+
+
+def _from_pairs(pairs: list[tuple[str, str]], src: Source) -> list[Request]:
+    """(prompt, reply) pairs, shuffled by the seed, filtered by length; the reply's length is the
+    request's max_tokens unless --output-tokens fixes it."""
+    cfg, requests = src.cfg, []
+    random.Random(src.seed).shuffle(pairs)
+    for prompt, reply in pairs:
+        if len(requests) >= cfg.num_prompts:
+            break
+        n_prompt = src.count(prompt)
+        if not _in_range(n_prompt, cfg):
+            continue
+        out = cfg.output_tokens
+        if out is None:
+            out = src.count(reply)
+            # vLLM's ShareGPT sampling rules: drop tiny replies and over-long pairs.
+            if out < 4 or n_prompt < 4 or n_prompt > 1024 or n_prompt + out > 2048:
+                continue
+        requests.append(_make(prompt, src.system, out, n_prompt))
+    return _shuffled(requests, src.seed)
+
+
+def _shuffled(requests: list[Request], seed: int) -> list[Request]:
+    random.Random(seed + 1).shuffle(requests)
+    return requests
+
+
+# --dataset NAME -> its source (config.DatasetName lists the same names): a new dataset is a
+# module and a line here.
+SOURCES: dict[str, Callable[[Source, Tokenizer | None], tuple[list[Request], str | None]]] = {
+    "synthetic": _synthetic,
+    "sharegpt": _sharegpt,
+    "dolly": _dolly,
+    "jsonl": _jsonl,
+}
+
+
 def build_requests(cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int) -> tuple[list[Request], DatasetInfo]:
     system = read_system_prompt(cfg.system_prompt)
     count = tokenizer.count if tokenizer is not None else _estimate
-    requests: list[Request] = []
-    source: str | None = str(cfg.path) if cfg.path else None
-    if cfg.name == "synthetic":
-        out = cfg.output_tokens or SYNTHETIC_OUTPUT_TOKENS
-        for text in synthetic_prompts(cfg.num_prompts, cfg.input_tokens, tokenizer, seed):
-            requests.append(_make(text, system, out, cfg.input_tokens))
-    elif cfg.name == "jsonl":
-        if cfg.path is None:
-            raise ValueError("--dataset jsonl needs --dataset-path FILE.jsonl")
-        for r in jsonl.load(cfg.path):
-            if system and r.prompt is not None:
-                r = _make(r.prompt, system, r.max_tokens, None)
-            if r.max_tokens is None and cfg.output_tokens is not None:
-                r = Request(prompt=r.prompt, messages=r.messages, max_tokens=cfg.output_tokens)
-            requests.append(r)
-    else:
-        if cfg.name == "sharegpt":
-            path = cfg.path or sharegpt.default_path()
-            source = str(path)
-            pairs = list(sharegpt.conversations(path))
-        else:
-            pairs = [(dolly.prompt_of(row), row.get("response") or "") for row in dolly.rows(cfg.path)]
-            source = source or dolly.HUB_ID
-        random.Random(seed).shuffle(pairs)
-        for prompt, reply in pairs:
-            if len(requests) >= cfg.num_prompts:
-                break
-            n_prompt = count(prompt)
-            if not _in_range(n_prompt, cfg):
-                continue
-            out = cfg.output_tokens
-            if out is None:
-                out = count(reply)
-                # vLLM's ShareGPT sampling rules: drop tiny replies and over-long pairs.
-                if out < 4 or n_prompt < 4 or n_prompt > 1024 or n_prompt + out > 2048:
-                    continue
-            requests.append(_make(prompt, system, out, n_prompt))
+    requests, source = SOURCES[cfg.name](Source(cfg, count, system, seed), tokenizer)
     if not requests:
         raise ValueError(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
-    if cfg.name != "synthetic":
-        random.Random(seed + 1).shuffle(requests)
     info = DatasetInfo(
         name=cfg.name,
         num_requests=len(requests),
