@@ -1,5 +1,7 @@
 """Trials -> headline metrics as mean with a 95% confidence interval (pure but for reading files).
 
+The metrics are the catalogue's ``aggregates`` view (``catalogue.METRICS``), under their keys.
+
 The interval is Student's t: mean ± t(0.975, n-1) · s / √n over the trials' values; with one
 trial it is None (unknown), never 0. A metric a trial does not have (None) is left out of that
 metric's n.
@@ -9,62 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from scipy import stats
 
-from ..records import UNFINISHED
-
-
-def _get(path: str) -> Callable[[dict], float | None]:
-    keys = path.split(".")
-
-    def read(point: dict) -> float | None:
-        value = point
-        for key in keys:
-            if not isinstance(value, dict):
-                return None
-            value = value.get(key)
-        return value if isinstance(value, (int, float)) else None
-
-    return read
-
-
-# Outcomes the run imposed, not the server: censored, so left out of error_rate's denominator,
-# as they are left out of good_fraction's (metrics.py).
-_UNFINISHED = tuple(o.value for o in UNFINISHED)
-
-
-def _error_rate(point: dict) -> float | None:
-    """Failed requests over requests that ended, in the point's population (``requests_in_window``;
-    the whole point for results written before it existed). Cancelled and never-sent requests
-    did not end: they are counted apart (``requests.by_outcome``), in neither numerator nor
-    denominator, the same rule as ``good_fraction``."""
-    req = point.get("requests_in_window") or point.get("requests") or {}
-    by = req.get("by_outcome") or {}
-    ended = (req.get("total") or 0) - sum(by.get(o, 0) for o in _UNFINISHED)
-    return (ended - req.get("ok", 0)) / ended if ended else None
-
-
-HEADLINE: dict[str, Callable[[dict], float | None]] = {
-    "output_tokens_per_s": _get("output_tokens_per_s"),
-    "requests_per_s": _get("requests_per_s"),
-    "offered_per_s": _get("offered_per_s"),
-    "ttft_s_mean": _get("ttft_s.mean"),
-    "ttft_s_p50": _get("ttft_s.p50"),
-    "ttft_s_p99": _get("ttft_s.p99"),
-    "tpot_s_mean": _get("tpot_s.mean"),
-    "itl_s_mean": _get("itl_s.mean"),
-    "e2e_s_mean": _get("e2e_s.mean"),
-    "queue_s_mean": _get("queue_s.mean"),
-    "goodput_per_s": _get("goodput_per_s"),
-    "good_fraction": _get("good_fraction"),
-    "error_rate": _error_rate,
-    "server_preemptions": _get("server.preemptions"),
-    "server_ttft_s_mean": _get("server.ttft_s_mean"),
-    "server_kv_usage_max": _get("server.kv_usage.max"),
-}
+from ..catalogue import shown_in
 
 
 def mean_ci95(values: Iterable[float | None]) -> dict:
@@ -109,7 +61,7 @@ def aggregate(experiment_dir: Path, state: dict) -> list[dict]:
                     "point": index,
                     "label": points[0]["label"],
                     "load": points[0]["load"],
-                    "metrics": {name: mean_ci95(fn(p) for p in points) for name, fn in HEADLINE.items()},
+                    "metrics": {m.key: mean_ci95(m.get(p) for p in points) for m in shown_in("aggregates")},
                 }
             )
     return rows

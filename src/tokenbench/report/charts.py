@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..catalogue import OUTPUT_TOKENS_PER_S, REQUESTS_PER_S, SERVER_PREEMPTIONS, TTFT_MEAN, TTFT_P50, Metric
 from .load import PointRow, ReportData, RunSeries
 from .verdict import Verdict, run_stabilities
 
@@ -101,13 +102,15 @@ def _by_config(rows: list[PointRow]) -> dict[str, list[PointRow]]:
     return out
 
 
-def _metric_series(rows: list[PointRow], metric: str, scale: float, name: str, color: str | None) -> Series:
+def _metric_series(rows: list[PointRow], metric: Metric, name: str, color: str | None) -> Series:
+    """One configuration's metric vs load, in the metric's shown unit, with its CIs."""
+    key, scale = metric.key, metric.scale
     rows = [r for r in rows if r.load_value is not None]
-    errors = [_scaled(r.metrics[metric].ci95, scale) if metric in r.metrics else None for r in rows]
+    errors = [_scaled(r.metrics[key].ci95, scale) if key in r.metrics else None for r in rows]
     return Series(
         name=name,
         x=[r.load_value for r in rows],
-        y=[_scaled(r.mean(metric), scale) for r in rows],
+        y=[_scaled(r.mean(key), scale) for r in rows],
         error=errors if any(e is not None for e in errors) else None,
         color=color,
         hover=[f"{r.config} · {r.label} · n={r.num_trials}" for r in rows],
@@ -131,7 +134,7 @@ def users_charts(data: ReportData) -> list[Chart]:
         "ttft-vs-users",
         "TTFT vs concurrent users",
         "concurrent users",
-        [Panel("TTFT mean (ms)", [_metric_series(g, "ttft_s_mean", 1e3, c, colors[c]) for c, g in groups.items()])],
+        [Panel(TTFT_MEAN.label, [_metric_series(g, TTFT_MEAN, c, colors[c]) for c, g in groups.items()])],
         caption="Mean time to first token over successful requests in the measurement window, "
         "one line per configuration." + bars,
         section="load",
@@ -143,7 +146,7 @@ def users_charts(data: ReportData) -> list[Chart]:
         [
             Panel(
                 "output tokens/s",
-                [_metric_series(g, "output_tokens_per_s", 1.0, c, colors[c]) for c, g in groups.items()],
+                [_metric_series(g, OUTPUT_TOKENS_PER_S, c, colors[c]) for c, g in groups.items()],
             )
         ],
         caption="Output tokens that arrived in the measurement window per second, all users together "
@@ -164,23 +167,19 @@ def rate_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
     tput, ttft, achieved = [], [], []
     for config, group in groups.items():
         color = colors[config]
-        tput.append(_metric_series(group, "output_tokens_per_s", 1.0, config, color))
-        ttft.append(_replace_legend(_metric_series(group, "ttft_s_p50", 1e3, config, color)))
-        achieved.append(_replace_legend(_metric_series(group, "requests_per_s", 1.0, config, color)))
+        tput.append(_metric_series(group, OUTPUT_TOKENS_PER_S, config, color))
+        ttft.append(_replace_legend(_metric_series(group, TTFT_P50, config, color)))
+        achieved.append(_replace_legend(_metric_series(group, REQUESTS_PER_S, config, color)))
         s = sat.get(config)
         if s is not None:
             row = next(r for r in group if r.load_value == s.rate_per_s)
             text = [f"{config}: saturated at {s.label} ({s.reason})"]
-            for panel, metric, scale in (
-                (tput, "output_tokens_per_s", 1.0),
-                (ttft, "ttft_s_p50", 1e3),
-                (achieved, "requests_per_s", 1.0),
-            ):
+            for panel, metric in ((tput, OUTPUT_TOKENS_PER_S), (ttft, TTFT_P50), (achieved, REQUESTS_PER_S)):
                 panel.append(
                     Series(
                         f"saturation: {config}",
                         [s.rate_per_s],
-                        [_scaled(row.mean(metric), scale)],
+                        [_scaled(row.mean(metric.key), metric.scale)],
                         kind="markers",
                         color=color,
                         symbol="x",
@@ -249,20 +248,23 @@ def knob_charts(data: ReportData) -> list[Chart]:
             x = [r.swept[knob] for r in group]
             hover = [f"{r.config} · {r.label} · n={r.num_trials}" for r in group]
 
-            def make(metric: str, legend: bool) -> Series:
-                errs = [r.metrics[metric].ci95 if metric in r.metrics else None for r in group]
+            def make(metric: Metric, legend: bool) -> Series:
+                errs = [
+                    _scaled(r.metrics[metric.key].ci95, metric.scale) if metric.key in r.metrics else None
+                    for r in group
+                ]
                 return Series(
                     name,
                     x,
-                    [r.mean(metric) for r in group],
+                    [_scaled(r.mean(metric.key), metric.scale) for r in group],
                     error=errs if any(e is not None for e in errs) else None,
                     color=color,
                     hover=hover,
                     show_legend=legend,
                 )
 
-            tput.append(make("output_tokens_per_s", True))
-            preempt.append(make("server_preemptions", False))
+            tput.append(make(OUTPUT_TOKENS_PER_S, True))
+            preempt.append(make(SERVER_PREEMPTIONS, False))
         panels = [Panel("output tokens/s", tput)]
         if any(v is not None for s in preempt for v in s.y):
             panels.append(Panel("server preemptions per point", preempt))
@@ -293,7 +295,7 @@ def pareto_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
     points = [
         (r, on)
         for r, on in zip(rows, verdict.pareto)
-        if r.mean("output_tokens_per_s") is not None and r.mean("ttft_s_mean") is not None
+        if r.mean(OUTPUT_TOKENS_PER_S.key) is not None and r.mean(TTFT_MEAN.key) is not None
     ]
     if len(points) < 2:
         return []
@@ -304,19 +306,19 @@ def pareto_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
         series.append(
             Series(
                 config,
-                [r.mean("output_tokens_per_s") for r in mine],
-                [r.mean("ttft_s_mean") * 1e3 for r in mine],
+                [r.mean(OUTPUT_TOKENS_PER_S.key) for r in mine],
+                [r.mean(TTFT_MEAN.key) * TTFT_MEAN.scale for r in mine],
                 kind="markers",
                 color=colors[config],
                 hover=[f"{r.config} · {r.label}" for r in mine],
             )
         )
-    front = sorted((r for r, on in points if on), key=lambda r: r.mean("output_tokens_per_s"))
+    front = sorted((r for r, on in points if on), key=lambda r: r.mean(OUTPUT_TOKENS_PER_S.key))
     series.append(
         Series(
             "Pareto front",
-            [r.mean("output_tokens_per_s") for r in front],
-            [r.mean("ttft_s_mean") * 1e3 for r in front],
+            [r.mean(OUTPUT_TOKENS_PER_S.key) for r in front],
+            [r.mean(TTFT_MEAN.key) * TTFT_MEAN.scale for r in front],
             kind="line",
             color="#000000",
             symbol="star",

@@ -1,6 +1,7 @@
 """Side-by-side comparison of runs or experiments: per matching configuration and load point, each
-headline metric of every other input against the first (the baseline), its absolute and relative
-difference, and whether the difference is significant across trials.
+headline metric (the catalogue's compare view) of every other input against the first (the
+baseline), its absolute and relative difference, and whether the difference is significant across
+trials.
 
     rows = compare([Path("runs/a"), Path("runs/b")])
     Console().print(compare_table(rows))     # or compare_markdown(rows)
@@ -24,22 +25,11 @@ from rich.table import Table as RichTable
 from rich.text import Text
 from scipy import stats as _stats
 
+from ..catalogue import METRICS, Metric, shown_in
 from . import fmt
 from .fmt import NULL_TEXT, md
 from .load import PointRow, ReportData, Stat, load_inputs
 
-COMPARE_METRICS: tuple[str, ...] = (
-    "output_tokens_per_s",
-    "requests_per_s",
-    "ttft_s_mean",
-    "ttft_s_p99",
-    "tpot_s_mean",
-    "e2e_s_mean",
-    "goodput_per_s",
-    "error_rate",
-)
-# Metrics where a larger value is an improvement; every other one is a latency or a failure share.
-HIGHER_IS_BETTER = {"output_tokens_per_s", "requests_per_s", "goodput_per_s", "good_fraction"}
 SIGNIFICANCE_P = 0.05
 
 
@@ -52,7 +42,7 @@ class CompareRow:
     baseline_config: str
     other_config: str
     label: str  # the load point, "16 users"
-    metric: str
+    metric: str  # its key in catalogue.METRICS
     baseline: Stat
     other: Stat
     delta: float | None  # other - baseline, in the metric's stored unit (s, tokens/s, fraction)
@@ -94,12 +84,12 @@ def holm(p_values: list[float | None]) -> list[float | None]:
     return out
 
 
-def _delta(metric: str, base: Stat, other: Stat) -> tuple[float | None, float | None, bool | None]:
+def _delta(metric: Metric, base: Stat, other: Stat) -> tuple[float | None, float | None, bool | None]:
     if base.mean is None or other.mean is None:
         return None, None, None
     delta = other.mean - base.mean
     pct = delta / abs(base.mean) if base.mean else None
-    better = None if delta == 0 else (delta > 0) == (metric in HIGHER_IS_BETTER)
+    better = None if delta == 0 else (delta > 0) == metric.higher_is_better
     return delta, pct, better
 
 
@@ -117,7 +107,7 @@ def _match(base: ReportData, other: ReportData) -> list[tuple[PointRow, PointRow
     return [(r, index.get(r.label if by_label else (r.config, r.label))) for r in base.rows]
 
 
-def compare(dirs: list[Path], metrics: tuple[str, ...] = COMPARE_METRICS) -> list[CompareRow]:
+def compare(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare")) -> list[CompareRow]:
     """Compare every input after the first with the first, metric by metric. Rows of the baseline
     with no match in another input are kept with an empty side (shown as "–")."""
     if len(dirs) < 2:
@@ -130,8 +120,8 @@ def compare(dirs: list[Path], metrics: tuple[str, ...] = COMPARE_METRICS) -> lis
         other_name = _source_name(other_data)
         for b, o in _match(base, other_data):
             for metric in metrics:
-                bs = b.metrics.get(metric, empty)
-                os_ = o.metrics.get(metric, empty) if o is not None else empty
+                bs = b.metrics.get(metric.key, empty)
+                os_ = o.metrics.get(metric.key, empty) if o is not None else empty
                 delta, pct, better = _delta(metric, bs, os_)
                 p = welch_p(bs, os_)
                 rows.append(
@@ -141,7 +131,7 @@ def compare(dirs: list[Path], metrics: tuple[str, ...] = COMPARE_METRICS) -> lis
                         baseline_config=b.config,
                         other_config=o.config if o is not None else NULL_TEXT,
                         label=b.label,
-                        metric=metric,
+                        metric=metric.key,
                         baseline=bs,
                         other=os_,
                         delta=delta,
@@ -169,8 +159,8 @@ def _source_name(data: ReportData) -> str:
 
 
 def _cells(row: CompareRow) -> list[str]:
-    scale, unit, digits, title = fmt.METRIC_DISPLAY.get(row.metric, (1.0, "", 2, row.metric))
-    delta = NULL_TEXT if row.delta is None else f"{row.delta * scale:+,.{digits}f}"
+    metric = METRICS[row.metric]
+    delta = NULL_TEXT if row.delta is None else f"{row.delta * metric.scale:+,.{metric.digits}f}"
     pct = fmt.percent(row.delta_pct)
     sig = "n/a" if row.significant is None else ("yes" if row.significant else "no")
     p = "" if row.p_adjusted is None else f" (p={row.p_value:.3f}, Holm {row.p_adjusted:.3f})"
@@ -183,9 +173,9 @@ def _cells(row: CompareRow) -> list[str]:
     return [
         config,
         row.label,
-        fmt.metric_title(row.metric),
-        fmt.stat(row.baseline, row.metric, unit=False),
-        fmt.stat(row.other, row.metric, unit=False),
+        metric.label,
+        fmt.stat(row.baseline, metric, unit=False),
+        fmt.stat(row.other, metric, unit=False),
         delta,
         pct,
         direction,

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from ..catalogue import SERVER_PREEMPTIONS, SERVER_TTFT_MEAN, Distribution, Metric, shown_in
 from ..loadgen import LiveStats
 
 
@@ -20,9 +21,22 @@ def _num(value: float | None, fmt: str = ".1f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _scaled(value: float | None, scale: float) -> float | None:
+    return None if value is None else value * scale
+
+
+def _dist(point: dict, d: Distribution) -> str:
+    """'mean / p50 / p99 (n)' in the distribution's shown unit, one decimal."""
+    mean, p50, p99 = (_num(_scaled(d.read(point, s), d.scale)) for s in ("mean", "p50", "p99"))
+    count = d.read(point, "count")
+    return f"{mean} / {p50} / {p99} ({'-' if count is None else int(count)})"
+
+
 def summary_table(points: list[dict]) -> Table:
-    """One column per load point, one row per metric: fits a terminal for a few points."""
-    table = Table(title="tokenbench: latencies in ms over successful requests in the window")
+    """One column per load point, one row per metric of the catalogue's console view (a row none
+    of the points has is left out; a distribution's statistics share one row), then the point's
+    concurrency and the server's own figures: fits a terminal for a few points."""
+    table = Table(title="tokenbench: latencies over successful requests in the window")
     table.add_column("metric")
     for p in points:
         table.add_column(p["label"], justify="right")
@@ -33,21 +47,13 @@ def summary_table(points: list[dict]) -> Table:
     row("requests ok/total", lambda p: f"{p['requests']['ok']}/{p['requests']['total']}")
     row("failures", lambda p: ", ".join(f"{k} {v}" for k, v in p["requests"]["by_outcome"].items() if k != "ok") or "0")
     row("window s", lambda p: _num(p["window_s"]))
-    row("output tok/s", lambda p: _num(p["output_tokens_per_s"]))
-    row("total tok/s", lambda p: _num(p["total_tokens_per_s"]))
-    row("requests/s", lambda p: _num(p["requests_per_s"], ".2f"))
-    if any(p.get("offered_per_s") is not None for p in points):
-        row("offered/s (scheduled in window)", lambda p: _num(p.get("offered_per_s"), ".2f"))
-    if any(p["goodput_per_s"] is not None for p in points):
-        row(
-            "goodput/s (good %)",
-            lambda p: f"{_num(p['goodput_per_s'], '.2f')} ({_num((p['good_fraction'] or 0) * 100, '.0f')}%)",
-        )
-    for key, name in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "E2E"), ("queue_s", "queue")):
-        row(
-            f"{name} mean / p50 / p99 (n)",
-            lambda p, k=key: f"{_ms(p[k]['mean'])} / {_ms(p[k]['p50'])} / {_ms(p[k]['p99'])} ({p[k]['count']})",
-        )
+    metrics = shown_in("console")
+    for m in metrics:
+        if m.distribution is None and any(m.get(p) is not None for p in points):
+            row(m.label, lambda p, m=m: _num(_scaled(m.get(p), m.scale), f".{m.digits}f"))
+    for d in dict.fromkeys(m.distribution for m in metrics if m.distribution is not None):
+        if any(d.read(p, "count") is not None for p in points):
+            row(f"{d.name} ({d.unit}) mean / p50 / p99 (n)", lambda p, d=d: _dist(p, d))
     row("in flight mean / peak", lambda p: f"{_num(p['concurrency']['mean'])} / {p['concurrency']['peak']}")
     servers = [p.get("server") or {} for p in points]
     if any(servers):
@@ -68,9 +74,9 @@ def summary_table(points: list[dict]) -> Table:
                 "server: window bracketed",
                 lambda p: {True: "yes", False: "NO", None: "-"}[(p.get("server") or {}).get("bracketed")],
             )
-        row("server: preemptions", srv("preemptions", lambda v: _num(v, ".0f")))
+        row("server: preemptions", lambda p: _num(SERVER_PREEMPTIONS.get(p), ".0f"))
         row("server: generated tokens", srv("generated_tokens", lambda v: _num(v, ".0f")))
-        row("server: TTFT mean ms", srv("ttft_s_mean", _ms))
+        row("server: TTFT mean ms", lambda p: _ms(SERVER_TTFT_MEAN.get(p)))
         row(
             "  client, same requests",
             lambda p: _ms(((p.get("server") or {}).get("client_ttft_s_matched") or {}).get("mean")),
@@ -160,17 +166,18 @@ class LiveView:
         return table
 
 
-def _ci(metric: dict | None, scale: float = 1.0, fmt: str = ".1f") -> str:
-    if not metric or metric.get("mean") is None:
+def _ci(stat: dict | None, m: Metric) -> str:
+    if not stat or stat.get("mean") is None:
         return "-"
-    text = format(metric["mean"] * scale, fmt)
-    if metric.get("ci95") is not None:
-        text += " ± " + format(metric["ci95"] * scale, fmt)
+    text = format(stat["mean"] * m.scale, f".{m.digits}f")
+    if stat.get("ci95") is not None:
+        text += " ± " + format(stat["ci95"] * m.scale, f".{m.digits}f")
     return text
 
 
 def experiment_table(state: dict) -> Table:
-    """One row per (server configuration, variant, load point): trial means ± 95% CI."""
+    """One row per (server configuration, variant, load point): trial means ± 95% CI of the
+    catalogue's experiment view; n is the first one's number of trials."""
     cells = state.get("cells", {}).values()
     done = sum(1 for c in cells if c.get("status") == "ok")
     failed = [c for c in cells if c.get("status") == "failed"]
@@ -178,32 +185,21 @@ def experiment_table(state: dict) -> Table:
     if failed:
         title += f", {len(failed)} failed"
     table = Table(title=title + " (mean ± 95% CI over trials)")
-    for col in (
-        "server",
-        "variant",
-        "load",
-        "n",
-        "output tok/s",
-        "TTFT p50 ms",
-        "TPOT mean ms",
-        "errors %",
-        "preemptions",
-    ):
-        table.add_column(col, justify="left" if col in ("server", "variant", "load") else "right")
+    metrics = shown_in("experiment")
+    for col in ("server", "variant", "load"):
+        table.add_column(col, justify="left")
+    for col in ["n"] + [m.label for m in metrics]:
+        table.add_column(col, justify="right")
     for row in state.get("aggregates", []):
-        m = row["metrics"]
+        stats = row["metrics"]
         table.add_row(
             row["server"],
             row["variant"],
             row["label"],
-            str(m["output_tokens_per_s"]["n"]),
-            _ci(m["output_tokens_per_s"]),
-            _ci(m["ttft_s_p50"], 1e3),
-            _ci(m["tpot_s_mean"], 1e3),
-            _ci(m["error_rate"], 100.0),
-            _ci(m["server_preemptions"], fmt=".0f"),
+            str((stats.get(metrics[0].key) or {}).get("n", 0)),
+            *(_ci(stats.get(m.key), m) for m in metrics),
         )
     for row in state.get("servers", []):
         if row.get("status") == "failed":
-            table.add_row(row["label"], "-", "server failed", "0", "-", "-", "-", "-", "-")
+            table.add_row(row["label"], "-", "server failed", "0", *("-" for _ in metrics))
     return table

@@ -8,29 +8,10 @@ from __future__ import annotations
 import html
 import math
 
+from ..catalogue import Metric
 from .load import Stat
 
 NULL_TEXT = "–"
-
-# Per metric: scale from stored unit to shown unit, the shown unit, digits.
-METRIC_DISPLAY: dict[str, tuple[float, str, int, str]] = {
-    "output_tokens_per_s": (1.0, "tok/s", 1, "output throughput"),
-    "requests_per_s": (1.0, "req/s", 2, "request rate"),
-    "offered_per_s": (1.0, "req/s", 2, "offered rate (scheduled in window)"),
-    "ttft_s_mean": (1e3, "ms", 1, "TTFT mean"),
-    "ttft_s_p50": (1e3, "ms", 1, "TTFT p50"),
-    "ttft_s_p99": (1e3, "ms", 1, "TTFT p99"),
-    "tpot_s_mean": (1e3, "ms", 2, "TPOT mean"),
-    "itl_s_mean": (1e3, "ms", 2, "ITL mean"),
-    "e2e_s_mean": (1e3, "ms", 1, "E2E mean"),
-    "queue_s_mean": (1e3, "ms", 2, "queue delay mean"),
-    "goodput_per_s": (1.0, "req/s", 2, "goodput"),
-    "good_fraction": (100.0, "%", 1, "good"),
-    "error_rate": (100.0, "%", 1, "errors"),
-    "server_preemptions": (1.0, "", 0, "server preemptions"),
-    "server_ttft_s_mean": (1e3, "ms", 1, "server TTFT mean"),
-    "server_kv_usage_max": (100.0, "%", 1, "server KV usage max"),
-}
 
 
 def num(value: float | None, digits: int = 1, scale: float = 1.0) -> str:
@@ -47,22 +28,17 @@ def percent(value: float | None, digits: int = 1) -> str:
     return NULL_TEXT if value is None else f"{value * 100:+.{digits}f}%"
 
 
-def stat(s: Stat | None, metric: str, unit: bool = True) -> str:
-    """'123.4 ± 5.6 ms' (CI shown when there is one), or '–'."""
+def stat(s: Stat | None, metric: Metric, unit: bool = True) -> str:
+    """'123.4 ± 5.6 ms' (CI shown when there is one), or '–'; scale, digits and unit are the
+    metric's (catalogue.METRICS)."""
     if s is None or s.mean is None:
         return NULL_TEXT
-    scale, shown_unit, digits, _ = METRIC_DISPLAY.get(metric, (1.0, "", 2, metric))
-    text = num(s.mean, digits, scale)
+    text = num(s.mean, metric.digits, metric.scale)
     if s.ci95 is not None:
-        text += f" ± {num(s.ci95, digits, scale)}"
-    if unit and shown_unit:
-        text += ("" if shown_unit == "%" else " ") + shown_unit
+        text += f" ± {num(s.ci95, metric.digits, metric.scale)}"
+    if unit and metric.unit:
+        text += ("" if metric.unit == "%" else " ") + metric.unit
     return text
-
-
-def metric_title(metric: str) -> str:
-    _, unit, _, title = METRIC_DISPLAY.get(metric, (1.0, "", 2, metric))
-    return f"{title} ({unit})" if unit else title
 
 
 def esc(text: object) -> str:

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..experiments.aggregate import HEADLINE
+from ..catalogue import shown_in
 from ..experiments.aggregate import mean_ci95 as _mean_ci95
 
-# The per-point headline metrics, named as in experiment.json's aggregates (one definition).
-METRIC_NAMES: tuple[str, ...] = tuple(HEADLINE)
+# The per-point headline metrics, named as in experiment.json's aggregates (catalogue.METRICS).
+METRIC_NAMES: tuple[str, ...] = tuple(m.key for m in shown_in("aggregates"))
 
 
 class ReportInputError(Exception):
@@ -168,7 +168,7 @@ def mean_ci95(values: list[float | None]) -> Stat:
 
 def point_metrics(point: dict[str, Any]) -> dict[str, float | None]:
     """A results.json point's headline numbers under experiment.json's metric names."""
-    return {name: read(point) for name, read in HEADLINE.items()}
+    return {m.key: m.get(point) for m in shown_in("aggregates")}
 
 
 def load_value(load: dict[str, Any]) -> float | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..catalogue import GOOD_FRACTION, GOODPUT_PER_S, shown_in
 from . import fmt
 from .fmt import NULL_TEXT
 from .load import ExperimentHeader, ReportData
@@ -119,43 +120,27 @@ def failed_cells_table(exp: ExperimentHeader) -> Table | None:
     return Table(["cell", "server", "variant", "trial", "status", "error"], rows)
 
 
-HEADLINE_METRICS = (
-    "output_tokens_per_s",
-    "requests_per_s",
-    "ttft_s_mean",
-    "ttft_s_p50",
-    "ttft_s_p99",
-    "tpot_s_mean",
-    "e2e_s_mean",
-    "queue_s_mean",
-    "goodput_per_s",
-    "good_fraction",
-    "error_rate",
-    "server_preemptions",
-    "server_kv_usage_max",
-)
-
-
 def headline_table(data: ReportData) -> Table | None:
+    """One row per configuration and load, one column per metric of the catalogue's report view."""
     if not data.rows:
         return None
+    metrics = shown_in("report")
     rows = []
     for r in data.rows:
         rows.append(
-            [r.config, r.label, str(r.num_trials)]
-            + [fmt.stat(r.metrics.get(m), m, unit=False) for m in HEADLINE_METRICS]
+            [r.config, r.label, str(r.num_trials)] + [fmt.stat(r.metrics.get(m.key), m, unit=False) for m in metrics]
         )
-    headers = ["configuration", "load", "trials"] + [fmt.metric_title(m) for m in HEADLINE_METRICS]
-    return Table(headers, rows, numeric=tuple(range(2, 3 + len(HEADLINE_METRICS))))
+    headers = ["configuration", "load", "trials"] + [m.label for m in metrics]
+    return Table(headers, rows, numeric=tuple(range(2, 3 + len(metrics))))
 
 
-def _pick_text(p: Pick | None, metric: str) -> str:
+def _pick_text(p: Pick | None) -> str:
     if p is None:
         return NULL_TEXT
-    text = f"{p.config}: {fmt.stat(p.stat, metric)}"
+    text = f"{p.config}: {fmt.stat(p.stat, p.metric)}"
     if p.runner_up is not None:
         lead = {True: "clear lead", False: "within the 95% CIs", None: "one trial: no CI"}[p.clear]
-        text += f" (next {p.runner_up}: {fmt.stat(p.runner_up_stat, metric)}; {lead})"
+        text += f" (next {p.runner_up}: {fmt.stat(p.runner_up_stat, p.metric)}; {lead})"
     return text
 
 
@@ -176,8 +161,8 @@ def best_table(verdict: Verdict) -> Table | None:
             [
                 lv.label,
                 str(lv.configs),
-                _pick_text(lv.best_ttft, "ttft_s_mean"),
-                _pick_text(lv.best_throughput, "output_tokens_per_s"),
+                _pick_text(lv.best_ttft),
+                _pick_text(lv.best_throughput),
                 stable,
             ]
         )
@@ -200,8 +185,8 @@ def slo_table(verdict: Verdict) -> Table | None:
         [
             s.config,
             s.label,
-            fmt.stat(s.good_fraction, "good_fraction"),
-            fmt.stat(s.goodput_per_s, "goodput_per_s"),
+            fmt.stat(s.good_fraction, GOOD_FRACTION),
+            fmt.stat(s.goodput_per_s, GOODPUT_PER_S),
             {True: "met", False: "missed", None: NULL_TEXT}[s.met],
         ]
         for s in verdict.slo
@@ -284,9 +269,9 @@ def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
             continue  # a load only one configuration ran: no "best"
         parts = []
         if lv.best_ttft:
-            parts.append("best TTFT " + _pick_text(lv.best_ttft, "ttft_s_mean"))
+            parts.append("best TTFT " + _pick_text(lv.best_ttft))
         if lv.best_throughput:
-            parts.append("best throughput " + _pick_text(lv.best_throughput, "output_tokens_per_s"))
+            parts.append("best throughput " + _pick_text(lv.best_throughput))
         if lv.most_stable:
             s = lv.most_stable
             parts.append(f"most stable {s.config} (CV {fmt.num(s.cv.mean, 1, 100)}%)")

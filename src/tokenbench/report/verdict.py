@@ -9,6 +9,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..catalogue import (
+    GOOD_FRACTION,
+    GOODPUT_PER_S,
+    OFFERED_PER_S,
+    OUTPUT_TOKENS_PER_S,
+    REQUESTS_PER_S,
+    TTFT_MEAN,
+    TTFT_P50,
+    Metric,
+)
 from .load import PointRow, PointSpan, ReportData, RunSeries, Stat, mean_ci95
 
 # A point is saturated once its median TTFT has grown past this multiple of the lowest rate's...
@@ -56,12 +66,12 @@ def saturation_point(rows: list[PointRow]) -> Saturation | None:
     points = sorted((r for r in rows if r.load_kind == "rate" and r.load_value is not None), key=lambda r: r.load_value)
     if not points:
         return None
-    base_ttft = points[0].mean("ttft_s_p50")
+    base_ttft = points[0].mean(TTFT_P50.key)
     for r in points:
         rate = float(r.load_value)
-        ttft = r.mean("ttft_s_p50")
-        achieved = r.mean("requests_per_s")
-        offered = r.mean("offered_per_s") or rate
+        ttft = r.mean(TTFT_P50.key)
+        achieved = r.mean(REQUESTS_PER_S.key)
+        offered = r.mean(OFFERED_PER_S.key) or rate
         ratio = None if ttft is None or not base_ttft else ttft / base_ttft
         fraction = None if achieved is None or offered <= 0 else achieved / offered
         reasons = []
@@ -209,6 +219,7 @@ def pareto_front(throughputs: list[float | None], latencies: list[float | None])
 class Pick:
     """The best configuration at one load on one metric, and how clear its lead is."""
 
+    metric: Metric
     config: str
     stat: Stat
     runner_up: str | None
@@ -281,19 +292,25 @@ def _overlap(a: Stat, b: Stat) -> bool | None:
     return abs(a.mean - b.mean) <= a.ci95 + b.ci95
 
 
-def best(rows: list[PointRow], metric: str, higher_is_better: bool) -> Pick | None:
-    """The row with the best mean of ``metric`` (rows with a null mean are skipped)."""
-    scored = [r for r in rows if r.mean(metric) is not None]
+def best(rows: list[PointRow], metric: Metric) -> Pick | None:
+    """The row with the best mean of ``metric`` in its direction (rows with a null mean are skipped)."""
+    key = metric.key
+    scored = [r for r in rows if r.mean(key) is not None]
     if not scored:
         return None
-    scored.sort(key=lambda r: r.mean(metric), reverse=higher_is_better)
+    scored.sort(key=lambda r: r.mean(key), reverse=metric.higher_is_better)
     top = scored[0]
     if len(scored) == 1:
-        return Pick(top.config, top.metrics[metric], None, None, None)
+        return Pick(metric, top.config, top.metrics[key], None, None, None)
     second = scored[1]
-    overlap = _overlap(top.metrics[metric], second.metrics[metric])
+    overlap = _overlap(top.metrics[key], second.metrics[key])
     return Pick(
-        top.config, top.metrics[metric], second.config, second.metrics[metric], None if overlap is None else not overlap
+        metric,
+        top.config,
+        top.metrics[key],
+        second.config,
+        second.metrics[key],
+        None if overlap is None else not overlap,
     )
 
 
@@ -326,8 +343,8 @@ def summarize_stability(stabilities: list[Stability], rows: list[PointRow]) -> l
 def slo_results(rows: list[PointRow]) -> list[SloResult]:
     out = []
     for r in rows:
-        gf = r.metrics.get("good_fraction") or Stat(None, None, 0)
-        gp = r.metrics.get("goodput_per_s") or Stat(None, None, 0)
+        gf = r.metrics.get(GOOD_FRACTION.key) or Stat(None, None, 0)
+        gp = r.metrics.get(GOODPUT_PER_S.key) or Stat(None, None, 0)
         if gf.mean is None and gp.mean is None:
             continue
         met = None if gf.mean is None else gf.mean >= SLO_ATTAINMENT
@@ -355,8 +372,8 @@ def decide(data: ReportData) -> Verdict:
                 load_key=key,
                 label=group[0].label,
                 configs=len({r.config for r in group}),
-                best_ttft=best(group, "ttft_s_mean", higher_is_better=False),
-                best_throughput=best(group, "output_tokens_per_s", higher_is_better=True),
+                best_ttft=best(group, TTFT_MEAN),
+                best_throughput=best(group, OUTPUT_TOKENS_PER_S),
                 most_stable=candidates[0] if candidates else None,
             )
         )
@@ -374,7 +391,7 @@ def decide(data: ReportData) -> Verdict:
             configs.append(r.config)
     saturation = [s for c in configs if (s := saturation_point([r for r in rows if r.config == c])) is not None]
 
-    pareto = pareto_front([r.mean("output_tokens_per_s") for r in rows], [r.mean("ttft_s_mean") for r in rows])
+    pareto = pareto_front([r.mean(OUTPUT_TOKENS_PER_S.key) for r in rows], [r.mean(TTFT_MEAN.key) for r in rows])
     return Verdict(
         tuple(loads), tuple(slo), highest, tuple(saturation), tuple(stabilities), tuple(summaries), tuple(pareto)
     )

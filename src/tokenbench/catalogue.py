@@ -1,0 +1,299 @@
+"""The metric catalogue: every headline number of a load point, declared once (pure data).
+
+A ``Metric`` says how to read one number from a results.json point, how to show it (unit, scale
+from the stored unit, digits, title), which way is better, which requests it counts and over
+which period (METRICS.md, "Populations and periods"), and where it is shown (``views``). The
+experiment aggregates, the report's headline table, compare, the console tables and the verdict
+take their metric lists, titles, units, scales and directions from ``METRICS``: a new headline
+metric is one entry here.
+
+``key`` is the metric's name in experiment.json's ``aggregates`` and in compare: a public
+interface, so a key is added, never renamed or dropped. The results.json fields the getters read
+are written by ``metrics`` and ``telemetry.summary``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .records import UNFINISHED
+
+Point = Mapping[str, Any]  # one entry of results.json's "points"
+Getter = Callable[[Point], float | None]
+
+# Where a metric is shown:
+#   aggregates  experiment.json's aggregates (mean ± 95% CI over trials) and so the report's rows
+#   console     the summary table at the end of `tokenbench run` (a distribution's statistics
+#               share one row: its mean / p50 / p99 (n))
+#   experiment  the console table at the end of `tokenbench experiment run`
+#   report      the headline table of report.html and report.md
+#   compare     `tokenbench compare` (each one is a test in the Holm-adjusted family)
+View = Literal["aggregates", "console", "experiment", "report", "compare"]
+
+# Periods. The window runs from the end of ramp-up + warm-up to the end of the load.
+WINDOW = "the window"
+RATE_PERIOD = "the window (open loop: rate_period_s, the window stretched by the backlog's growth)"
+SCRAPED = "the window, between the scrapes that bracket it"
+SCRAPES_IN = "the scrapes inside the window"
+
+# Populations. Open loop counts the requests scheduled in the window, sent or not.
+SUCCESSFUL = "successful requests sent in the window (open loop: scheduled in it)"
+
+
+def path(dotted: str) -> Getter:
+    """A getter for the number at a dotted path of a point ("ttft_s.mean"): None when a step is
+    missing or the value is not a number."""
+    keys = tuple(dotted.split("."))
+
+    def read(point: Point) -> float | None:
+        value: Any = point
+        for key in keys:
+            if not isinstance(value, Mapping):
+                return None
+            value = value.get(key)
+        return value if isinstance(value, (int, float)) else None
+
+    return read
+
+
+def error_rate(point: Point) -> float | None:
+    """Failed requests over requests that ended, in the point's population (``requests_in_window``;
+    the whole point for results written before it existed). Cancelled and never-sent requests
+    did not end: they are counted apart (``requests.by_outcome``), in neither numerator nor
+    denominator, the same rule as ``good_fraction``."""
+    req = point.get("requests_in_window") or point.get("requests") or {}
+    by = req.get("by_outcome") or {}
+    ended = (req.get("total") or 0) - sum(by.get(o.value, 0) for o in UNFINISHED)
+    return (ended - req.get("ok", 0)) / ended if ended else None
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A per-request distribution of a results.json point (count, mean, std, min, p50, p90, p95,
+    p99, p999, max); its statistics are metrics (``stat``)."""
+
+    key: str  # the point's field: "ttft_s"
+    name: str  # "TTFT"
+    unit: str  # shown unit
+    scale: float  # stored unit -> shown unit
+    higher_is_better: bool
+    population: str
+    period: str = WINDOW
+
+    def read(self, point: Point, stat: str) -> float | None:
+        return path(f"{self.key}.{stat}")(point)
+
+    def stat(self, stat: str, digits: int, views: frozenset[View]) -> Metric:
+        """The metric ``<key>_<stat>`` ("ttft_s_p99"), titled "<name> <stat>"."""
+        return Metric(
+            key=f"{self.key}_{stat}",
+            title=f"{self.name} {stat}",
+            unit=self.unit,
+            scale=self.scale,
+            digits=digits,
+            higher_is_better=self.higher_is_better,
+            population=self.population,
+            period=self.period,
+            get=path(f"{self.key}.{stat}"),
+            views=views,
+            distribution=self,
+        )
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One headline number of a load point: where it is read, how it is shown, which way is better."""
+
+    key: str  # name in experiment.json's aggregates and in compare (public: never renamed)
+    title: str  # "TTFT p99"
+    unit: str  # shown unit: "ms", "tok/s", "req/s", "%", "" (a count)
+    scale: float  # stored unit (s, fraction) -> shown unit (ms, %)
+    digits: int  # decimals shown
+    higher_is_better: bool
+    population: str  # which requests (or tokens) it counts
+    period: str  # over which stretch of the point
+    get: Getter  # from a results.json point; None when the point does not have it
+    views: frozenset[View]
+    distribution: Distribution | None = None  # set when it is one statistic of a distribution
+
+    @property
+    def label(self) -> str:
+        """The title with its unit: "TTFT p99 (ms)"."""
+        return f"{self.title} ({self.unit})" if self.unit else self.title
+
+
+def _views(*views: View) -> frozenset[View]:
+    return frozenset(views)
+
+
+# Shorthands for the usual sets of views.
+_ALL = _views("aggregates", "console", "report", "compare")
+_AGGREGATED = _views("aggregates")
+
+TTFT = Distribution("ttft_s", "TTFT", "ms", 1e3, False, SUCCESSFUL)
+TPOT = Distribution("tpot_s", "TPOT", "ms", 1e3, False, SUCCESSFUL + " with a TPOT (at least 2 chunk times)")
+DECODE_SPEED = Distribution(
+    "decode_speed_tokens_per_s", "decode speed per user", "tok/s", 1.0, True, TPOT.population + ", each 1 / its TPOT"
+)
+ITL = Distribution("itl_s", "ITL", "ms", 1e3, False, "gaps between consecutive chunks of " + SUCCESSFUL)
+E2E = Distribution("e2e_s", "E2E", "ms", 1e3, False, SUCCESSFUL)
+QUEUE = Distribution(
+    "queue_s",
+    "queue delay",
+    "ms",
+    1e3,
+    False,
+    "requests sent in the window (open loop: scheduled in it; one never sent counts its wait to the point's end)",
+)
+
+_METRICS: tuple[Metric, ...] = (
+    Metric(
+        key="output_tokens_per_s",
+        title="output throughput",
+        unit="tok/s",
+        scale=1.0,
+        digits=1,
+        higher_is_better=True,
+        population="output tokens that arrived in the window (open loop: all of the requests scheduled in it)",
+        period=RATE_PERIOD,
+        get=path("output_tokens_per_s"),
+        views=_ALL | _views("experiment"),
+    ),
+    Metric(
+        key="total_tokens_per_s",
+        title="total throughput",
+        unit="tok/s",
+        scale=1.0,
+        digits=1,
+        higher_is_better=True,
+        population="output throughput's tokens, plus the prompt tokens of the requests request rate counts",
+        period=RATE_PERIOD,
+        get=path("total_tokens_per_s"),
+        views=_views("console"),
+    ),
+    Metric(
+        key="requests_per_s",
+        title="request rate",
+        unit="req/s",
+        scale=1.0,
+        digits=2,
+        higher_is_better=True,
+        population="successful requests, each by its share of life in the window (open loop: those scheduled in it)",
+        period=RATE_PERIOD,
+        get=path("requests_per_s"),
+        views=_ALL,
+    ),
+    Metric(
+        key="offered_per_s",
+        title="offered rate, scheduled in window",
+        unit="req/s",
+        scale=1.0,
+        digits=2,
+        higher_is_better=True,  # the load, not a result: no view ranks it
+        population="requests scheduled in the window, sent or not (open loop only)",
+        period=WINDOW,
+        get=path("offered_per_s"),
+        views=_views("aggregates", "console"),
+    ),
+    TTFT.stat("mean", 1, _ALL),
+    TTFT.stat("p50", 1, _views("aggregates", "console", "experiment", "report")),
+    TTFT.stat("p99", 1, _ALL),
+    TPOT.stat("mean", 2, _ALL | _views("experiment")),
+    DECODE_SPEED.stat("mean", 1, _ALL),
+    ITL.stat("mean", 2, _views("aggregates", "console")),
+    E2E.stat("mean", 1, _ALL),
+    QUEUE.stat("mean", 2, _views("aggregates", "console", "report")),
+    Metric(
+        key="goodput_per_s",
+        title="goodput",
+        unit="req/s",
+        scale=1.0,
+        digits=2,
+        higher_is_better=True,
+        population="as request rate, over the requests that met every objective",
+        period=RATE_PERIOD,
+        get=path("goodput_per_s"),
+        views=_ALL,
+    ),
+    Metric(
+        key="good_fraction",
+        title="good",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=True,
+        population="requests that ended, each by its share of life in the window (open loop: those scheduled in it)",
+        period=WINDOW,
+        get=path("good_fraction"),
+        views=_views("aggregates", "console", "report"),
+    ),
+    Metric(
+        key="error_rate",
+        title="errors",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=False,
+        population="requests sent in the window (open loop: scheduled in it) that ended: not cancelled or never sent",
+        period=WINDOW,
+        get=error_rate,
+        views=_views("aggregates", "experiment", "report", "compare"),
+    ),
+    Metric(
+        key="server_preemptions",
+        title="server preemptions",
+        unit="",
+        scale=1.0,
+        digits=0,
+        higher_is_better=False,
+        population="every request the server ran (its counter)",
+        period=SCRAPED,
+        get=path("server.preemptions"),
+        views=_views("aggregates", "experiment", "report"),
+    ),
+    Metric(
+        key="server_ttft_s_mean",
+        title="server TTFT mean",
+        unit="ms",
+        scale=1e3,
+        digits=1,
+        higher_is_better=False,
+        population="every request the server gave a first token (its histogram)",
+        period=SCRAPED,
+        get=path("server.ttft_s_mean"),
+        views=_AGGREGATED,
+    ),
+    Metric(
+        key="server_kv_usage_max",
+        title="server KV usage max",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=False,
+        population="the server's KV-cache usage gauge",
+        period=SCRAPES_IN,
+        get=path("server.kv_usage.max"),
+        views=_views("aggregates", "report"),
+    ),
+)
+
+METRICS: dict[str, Metric] = {m.key: m for m in _METRICS}
+
+
+def shown_in(view: View) -> tuple[Metric, ...]:
+    """The metrics a view shows, in catalogue order."""
+    return tuple(m for m in METRICS.values() if view in m.views)
+
+
+# The metrics code refers to by role (the verdict's picks, the saturation rule, the charts).
+OUTPUT_TOKENS_PER_S = METRICS["output_tokens_per_s"]
+REQUESTS_PER_S = METRICS["requests_per_s"]
+OFFERED_PER_S = METRICS["offered_per_s"]
+TTFT_MEAN = METRICS["ttft_s_mean"]
+TTFT_P50 = METRICS["ttft_s_p50"]
+GOODPUT_PER_S = METRICS["goodput_per_s"]
+GOOD_FRACTION = METRICS["good_fraction"]
+SERVER_PREEMPTIONS = METRICS["server_preemptions"]
+SERVER_TTFT_MEAN = METRICS["server_ttft_s_mean"]

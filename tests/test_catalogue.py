@@ -1,0 +1,217 @@
+"""The metric catalogue: every getter against a point summarize_point wrote, directions and units,
+and the views that draw from it (console, report, compare, aggregates)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tokenbench import catalogue
+from tokenbench.catalogue import METRICS, Metric, error_rate, path, shown_in
+from tokenbench.config import SLOConfig
+from tokenbench.experiments.aggregate import aggregate
+from tokenbench.metrics import PointSpan, Window, summarize_point
+from tokenbench.records import Outcome, RequestRecord, TokenSource
+from tokenbench.report.compare import compare, compare_markdown
+from tokenbench.report.console import experiment_table, summary_table
+from tokenbench.report.load import load_inputs
+from tokenbench.report.tables import headline_table
+
+DECODE = "decode_speed_tokens_per_s_mean"
+
+# experiment.json's aggregate keys: a public interface (added to, never renamed or dropped).
+PUBLIC_AGGREGATE_KEYS = (
+    "output_tokens_per_s",
+    "requests_per_s",
+    "offered_per_s",
+    "ttft_s_mean",
+    "ttft_s_p50",
+    "ttft_s_p99",
+    "tpot_s_mean",
+    DECODE,
+    "itl_s_mean",
+    "e2e_s_mean",
+    "queue_s_mean",
+    "goodput_per_s",
+    "good_fraction",
+    "error_rate",
+    "server_preemptions",
+    "server_ttft_s_mean",
+    "server_kv_usage_max",
+)
+
+
+def _record(i: int, sent: float, itl: float) -> RequestRecord:
+    """TTFT 50 ms, then 10 more chunks `itl` apart, one token each; 10 prompt tokens."""
+    chunks = [sent + 0.05 + k * itl for k in range(11)]
+    r = RequestRecord(
+        point=0,
+        id=i,
+        scheduled_s=sent,
+        sent_s=sent,
+        chunk_times_s=chunks,
+        end_s=chunks[-1],
+        closed_s=chunks[-1] + 0.001,
+        outcome=Outcome.OK,
+        output_tokens=11,
+        output_tokens_source=TokenSource.SERVER,
+        prompt_tokens=10,
+    )
+    r.end_marker = True
+    return r
+
+
+def sample_point(itl: float = 0.01, label: str = "1 req/s") -> dict:
+    """An open-loop point at 1 req/s for 10 s as summarize_point writes it, with the server's
+    figures (telemetry.summary's shape) added."""
+    records = [_record(i, float(i), itl) for i in range(10)]
+    span = PointSpan(Window(0.0, 10.0), open_loop=True, end_s=12.0)
+    point = summarize_point(records, span, SLOConfig(ttft_s=0.06))
+    point.update(
+        index=0,
+        label=label,
+        load={"kind": "rate", "rate_per_s": 1.0},
+        server={"preemptions": 3.0, "ttft_s_mean": 0.04, "kv_usage": {"mean": 0.3, "max": 0.5}},
+    )
+    return point
+
+
+KNOWN = {
+    "output_tokens_per_s": 11.0,
+    "requests_per_s": 1.0,
+    "offered_per_s": 1.0,
+    "ttft_s_mean": 0.05,
+    "ttft_s_p50": 0.05,
+    "ttft_s_p99": 0.05,
+    "tpot_s_mean": 0.01,
+    DECODE: 100.0,
+    "itl_s_mean": 0.01,
+    "e2e_s_mean": 0.15,
+    "queue_s_mean": 0.0,
+    "goodput_per_s": 1.0,
+    "good_fraction": 1.0,
+    "error_rate": 0.0,
+    "server_preemptions": 3.0,
+    "server_ttft_s_mean": 0.04,
+    "server_kv_usage_max": 0.5,
+}
+
+
+def test_every_getter_reads_a_point_summarize_point_wrote() -> None:
+    point = sample_point()
+    for m in METRICS.values():
+        value = m.get(point)
+        assert value is not None and math.isfinite(value), m.key
+        if m.key in KNOWN:
+            assert value == pytest.approx(KNOWN[m.key], abs=1e-9), m.key
+
+
+def test_missing_or_null_fields_give_none_never_zero() -> None:
+    point = sample_point()
+    nulls = {k: None for k in point}
+    for m in METRICS.values():
+        assert m.get({}) is None, m.key
+        assert m.get(nulls) is None, m.key
+        if m.distribution is not None:
+            # a results.json written before this distribution existed
+            older = {k: v for k, v in point.items() if k != m.distribution.key}
+            assert m.get(older) is None, m.key
+            assert m.get({**point, m.distribution.key: {"count": 0, "mean": None}}) is None, m.key
+    assert path("a.b")({"a": {"b": "fast"}}) is None  # not a number
+    assert path("a.b")({"a": 3}) is None
+    assert error_rate({"requests": {"total": 2, "ok": 0, "by_outcome": {"cancelled": 2}}}) is None  # none ended
+
+
+def test_directions_units_and_scales() -> None:
+    expected = {  # key: (unit, scale, higher is better)
+        "output_tokens_per_s": ("tok/s", 1.0, True),
+        "total_tokens_per_s": ("tok/s", 1.0, True),
+        "requests_per_s": ("req/s", 1.0, True),
+        "goodput_per_s": ("req/s", 1.0, True),
+        "good_fraction": ("%", 100.0, True),
+        DECODE: ("tok/s", 1.0, True),
+        "ttft_s_mean": ("ms", 1e3, False),
+        "ttft_s_p99": ("ms", 1e3, False),
+        "tpot_s_mean": ("ms", 1e3, False),
+        "e2e_s_mean": ("ms", 1e3, False),
+        "queue_s_mean": ("ms", 1e3, False),
+        "error_rate": ("%", 100.0, False),
+        "server_preemptions": ("", 1.0, False),
+        "server_kv_usage_max": ("%", 100.0, False),
+    }
+    for key, (unit, scale, higher) in expected.items():
+        m = METRICS[key]
+        assert (m.unit, m.scale, m.higher_is_better) == (unit, scale, higher), key
+    for m in METRICS.values():
+        if m.unit == "ms":  # every latency is stored in seconds and lower is better
+            assert m.scale == 1e3 and not m.higher_is_better, m.key
+        assert m.population and m.period, m.key  # every number names what it counts and when
+    assert METRICS["ttft_s_p99"].label == "TTFT p99 (ms)"
+    assert METRICS["server_preemptions"].label == "server preemptions"
+
+
+def test_views_and_public_keys() -> None:
+    aggregated = [m.key for m in shown_in("aggregates")]
+    assert [k for k in aggregated if k in PUBLIC_AGGREGATE_KEYS] == list(PUBLIC_AGGREGATE_KEYS)
+    for view in ("report", "compare", "experiment"):
+        # these read experiment.json's aggregates: a metric shown there must be aggregated
+        assert all("aggregates" in m.views for m in shown_in(view)), view
+    assert all(isinstance(m, Metric) and m.key == k for k, m in METRICS.items())
+    assert len(METRICS) == len(catalogue._METRICS)  # no two entries share a key
+
+
+def test_decode_speed_in_the_console_table() -> None:
+    console = Console(record=True, width=200, color_system=None)
+    console.print(summary_table([sample_point(), sample_point(itl=0.02, label="slow")]))
+    line = next(ln for ln in console.export_text().splitlines() if "decode speed per user" in ln)
+    assert "(tok/s)" in line and "100.0 / 100.0 / 100.0 (10)" in line and "50.0 / 50.0 / 50.0 (10)" in line
+
+
+def test_experiment_table_columns_come_from_the_catalogue() -> None:
+    state = {"name": "e", "cells": {}, "servers": [], "aggregates": []}
+    console = Console(record=True, width=300, color_system=None)
+    console.print(experiment_table(state))
+    text = console.export_text()
+    assert all(m.label in text for m in shown_in("experiment"))
+
+
+def _write_run(path: Path, point: dict, backend: str) -> Path:
+    path.mkdir(parents=True)
+    (path / "results.json").write_text(json.dumps({"target": {"backend": backend}, "points": [point]}))
+    return path
+
+
+def test_decode_speed_in_compare_and_the_report(tmp_path: Path) -> None:
+    a = _write_run(tmp_path / "a", sample_point(), "vllm")
+    b = _write_run(tmp_path / "b", sample_point(itl=0.02), "sglang")
+    rows = {r.metric: r for r in compare([a, b])}
+    assert set(rows) == {m.key for m in shown_in("compare")} and DECODE in rows
+    decode = rows[DECODE]
+    assert decode.baseline.mean == pytest.approx(100.0) and decode.other.mean == pytest.approx(50.0)
+    assert decode.delta_pct == pytest.approx(-0.5) and decode.better is False  # slower decoding is worse
+    assert rows["tpot_s_mean"].better is False  # the same change seen as a latency
+    assert "decode speed per user mean (tok/s)" in compare_markdown(list(rows.values()))
+
+    table = headline_table(load_inputs([a]))
+    assert table is not None
+    col = table.headers.index("decode speed per user mean (tok/s)")
+    assert table.rows[0][col] == "100.0"
+
+
+def test_decode_speed_is_aggregated(tmp_path: Path) -> None:
+    state = {
+        "servers": [{"label": "s", "backend": "vllm"}],
+        "cells": {
+            f"s__v__t{t}": {"status": "ok", "server": "s", "variant": "v", "run_dir": f"cells/t{t}"} for t in (1, 2)
+        },
+    }
+    _write_run(tmp_path / "cells/t1", sample_point(), "vllm")
+    _write_run(tmp_path / "cells/t2", sample_point(itl=0.02), "vllm")
+    [row] = aggregate(tmp_path, state)
+    assert list(row["metrics"]) == [m.key for m in shown_in("aggregates")]
+    decode = row["metrics"][DECODE]
+    assert decode["n"] == 2 and decode["mean"] == pytest.approx(75.0) and decode["ci95"] is not None
