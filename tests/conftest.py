@@ -1,9 +1,13 @@
-"""Shared fixtures: a scripted mock server in a child process, started and stopped by PID."""
+"""Shared fixtures: the scripted mock server, in a child process (``start_mock``: for tests that
+time to the millisecond or kill it) or in this process (``mock_server``: a thread with its own
+event loop, no process start; for every other test)."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -31,3 +35,38 @@ def start_mock() -> Iterator[Callable[..., str]]:
     yield start
     for proc in procs:
         stop(proc, grace_s=10)
+
+
+@pytest.fixture
+def mock_server() -> Iterator[Callable[..., str]]:
+    """mock_server(ttft_ms=50, fault="http_500", ...) -> base URL of a mock served from a thread of
+    this process (the same knobs as ``tokenbench mock``). It shares the GIL with the test: a
+    client in this process sees its timing a little later than a child process would."""
+    from aiohttp import web
+
+    from tokenbench.mock import MockServer, MockSettings
+
+    servers: list[tuple[asyncio.AbstractEventLoop, web.AppRunner, threading.Thread]] = []
+
+    def start(**knobs) -> str:
+        loop = asyncio.new_event_loop()
+        runner = web.AppRunner(MockServer(MockSettings(**knobs)).app, access_log=None, shutdown_timeout=1.0)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        port = runner.addresses[0][1]
+        thread = threading.Thread(target=loop.run_forever, name="mock", daemon=True)
+        thread.start()
+        servers.append((loop, runner, thread))
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for loop, runner, thread in servers:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        pending = asyncio.all_tasks(loop)  # handlers still streaming (a stalled reply): cancelled
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.close()

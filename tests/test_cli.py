@@ -26,8 +26,8 @@ def test_bad_flags_exit_2_with_a_message(args, needle):
     assert needle in result.output
 
 
-def test_missing_dataset_file_is_named(tmp_path, start_mock):
-    url = start_mock()
+def test_missing_dataset_file_is_named(tmp_path, mock_server):
+    url = mock_server()
     result = CliRunner().invoke(
         app,
         [
@@ -214,12 +214,12 @@ def test_vllm_bench_flags_that_mean_something_else_are_refused(args, needle):
     assert needle in result.output
 
 
-def test_a_vllm_bench_command_line_runs_as_vllm_would(start_mock, tmp_path):
+def test_a_vllm_bench_command_line_runs_as_vllm_would(mock_server, tmp_path):
     """N prompts, each sent once, at the request rate, Poisson unless bursty, sampling parameters
     in the body: what `vllm bench serve` would send, recorded under tokenbench's own names."""
     import json
 
-    url = start_mock(ttft_ms=5, itl_ms=1, output_tokens=8)
+    url = mock_server(ttft_ms=5, itl_ms=1, output_tokens=8)
     out = tmp_path / "run"
     result = CliRunner().invoke(
         app,

@@ -45,8 +45,8 @@ def run_against(url, tmp_path, requests=6, read_timeout_s=120.0, duration_s=None
         ("abort", "stream_error", 200),  # finish_reason "abort" then [DONE], as vLLM and SGLang end aborts
     ],
 )
-def test_fault_is_a_record_with_its_outcome(start_mock, tmp_path, fault, outcome, status):
-    url = start_mock(ttft_ms=5, itl_ms=2, fault=fault, fault_every=2)
+def test_fault_is_a_record_with_its_outcome(mock_server, tmp_path, fault, outcome, status):
+    url = mock_server(ttft_ms=5, itl_ms=2, fault=fault, fault_every=2)
     point, records = run_against(url, tmp_path, requests=6)
     assert point["requests"]["total"] == 6
     assert point["requests"]["by_outcome"] == {"ok": 3, outcome: 3}
@@ -59,23 +59,23 @@ def test_fault_is_a_record_with_its_outcome(start_mock, tmp_path, fault, outcome
     assert point["ttft_s"]["count"] == 3  # latency distributions are over successful requests
 
 
-def test_an_engine_abort_is_a_failure_and_a_clean_end_without_marker_is_flagged(start_mock, tmp_path):
-    url = start_mock(ttft_ms=5, itl_ms=2, fault="abort", fault_every=2)
+def test_an_engine_abort_is_a_failure_and_a_clean_end_without_marker_is_flagged(mock_server, tmp_path):
+    url = mock_server(ttft_ms=5, itl_ms=2, fault="abort", fault_every=2)
     point, records = run_against(url, tmp_path / "abort", requests=4)
     aborted = [r for r in records if r["outcome"] != "ok"]
     assert len(aborted) == 2 and {r["finish_reason"] for r in aborted} == {"abort"}
     assert all("abort" in r["error"] for r in aborted)
     assert point["e2e_s"]["count"] == 2  # the aborted short replies do not pull the E2E down
     assert {r["finish_reason"] for r in records if r["outcome"] == "ok"} == {"length"}
-    url = start_mock(ttft_ms=5, itl_ms=2, fault="no_end", fault_every=2)
+    url = mock_server(ttft_ms=5, itl_ms=2, fault="no_end", fault_every=2)
     point, records = run_against(url, tmp_path / "no_end", requests=4)
     assert point["requests"]["by_outcome"] == {"ok": 4}
     assert point["requests"]["ok_without_end_marker"] == 2
     assert sorted(r["end_marker"] for r in records) == [False, False, True, True]
 
 
-def test_read_timeout_on_a_stalled_stream(start_mock, tmp_path):
-    url = start_mock(ttft_ms=5, itl_ms=2, fault="stall", fault_every=1)
+def test_read_timeout_on_a_stalled_stream(mock_server, tmp_path):
+    url = mock_server(ttft_ms=5, itl_ms=2, fault="stall", fault_every=1)
     point, records = run_against(url, tmp_path, requests=2, read_timeout_s=1.0)
     assert point["requests"]["by_outcome"] == {"timeout": 2}
     assert all("timed out" in r["error"] for r in records)

@@ -56,8 +56,8 @@ def test_scripted_timing_is_measured(start_mock, tmp_path, api):
     assert point["output_tokens_per_s"] > 0 and point["requests_per_s"] > 0
 
 
-def test_results_and_records_have_the_documented_keys(start_mock, tmp_path):
-    url = start_mock(ttft_ms=5, itl_ms=1)
+def test_results_and_records_have_the_documented_keys(mock_server, tmp_path):
+    url = mock_server(ttft_ms=5, itl_ms=1)
     cfg = config(
         url,
         tmp_path,
@@ -140,8 +140,8 @@ def test_open_loop_rate_and_queue_delay(start_mock, tmp_path):
     assert capped["queue_s"]["max"] > 0.1
 
 
-def test_max_requests_stops_and_every_request_is_one_record(start_mock, tmp_path):
-    url = start_mock(ttft_ms=1, itl_ms=1)
+def test_max_requests_stops_and_every_request_is_one_record(mock_server, tmp_path):
+    url = mock_server(ttft_ms=1, itl_ms=1)
     result = run(config(url, tmp_path, [UsersLoad(users=5)], StopConfig(max_requests=23)), quiet())
     recs = records_of(result.run_dir)
     assert len(recs) == 23 and sorted(r["id"] for r in recs) == list(range(23))

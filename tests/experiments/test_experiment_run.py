@@ -35,8 +35,8 @@ def _run(path, out):
     )
 
 
-def test_experiment_runs_cells_aggregates_trials_and_records_a_failed_server(start_mock, tmp_path):
-    url = start_mock(ttft_ms=30, itl_ms=5)
+def test_experiment_runs_cells_aggregates_trials_and_records_a_failed_server(mock_server, tmp_path):
+    url = mock_server(ttft_ms=30, itl_ms=5)
     out = tmp_path / "exp"
     proc = _run(_write(tmp_path, url), out)
     assert proc.returncode == 1, proc.stderr[-3000:]  # one server failed: not a clean exit
@@ -66,8 +66,8 @@ def pytest_approx(value, abs_):
     return pytest.approx(value, abs=abs_)
 
 
-def test_resume_skips_finished_cells_and_reruns_the_rest(start_mock, tmp_path):
-    url = start_mock(ttft_ms=20, itl_ms=5)
+def test_resume_skips_finished_cells_and_reruns_the_rest(mock_server, tmp_path):
+    url = mock_server(ttft_ms=20, itl_ms=5)
     spec = _write(tmp_path, url)
     out = tmp_path / "exp"
     _run(spec, out)
@@ -100,12 +100,12 @@ def test_a_different_experiment_in_the_same_directory_is_refused(tmp_path):
     assert not (out / "cells").exists()
 
 
-def test_ctrl_c_stops_the_experiment_and_the_same_command_resumes_it(start_mock, tmp_path):
+def test_ctrl_c_stops_the_experiment_and_the_same_command_resumes_it(mock_server, tmp_path):
     import os
     import signal
     import time
 
-    url = start_mock(ttft_ms=20, itl_ms=5)
+    url = mock_server(ttft_ms=20, itl_ms=5)
     spec = _write(
         tmp_path, url, backends=[{"label": "mock", "url": url, "backend": "vllm"}], trials=3, stop={"duration_s": 2.0}
     )
