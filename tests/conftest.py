@@ -68,5 +68,9 @@ def mock_server() -> Iterator[Callable[..., str]]:
         pending = asyncio.all_tasks(loop)  # handlers still streaming (a stalled reply): cancelled
         for task in pending:
             task.cancel()
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(_settle(pending))
         loop.close()
+
+
+async def _settle(tasks: set[asyncio.Task]) -> None:
+    await asyncio.gather(*tasks, return_exceptions=True)  # in the mock's own loop

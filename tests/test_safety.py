@@ -139,7 +139,8 @@ def test_an_out_that_holds_a_run_is_refused(start_mock, tmp_path):
     out = tmp_path / "run"
     args = ("run", "--url", url, "--users", "1", "--max-requests", "2", "--out", str(out), "--no-live")
     first = _tokenbench(*args)
-    assert first.wait(timeout=60) == 0
+    first.communicate(timeout=60)
+    assert first.returncode == 0
     before = (out / "records.jsonl").read_bytes()
     n = len(_deliveries(url))
     second = _tokenbench(*args)
@@ -199,7 +200,8 @@ def test_a_run_from_before_0_2_is_rederived_from_its_old_spans(start_mock, tmp_p
         str(out),
         "--no-live",
     )
-    assert proc.wait(timeout=120) == 0
+    proc.communicate(timeout=120)
+    assert proc.returncode == 0
     written = json.loads((out / "results.json").read_text())
     samples = out / "samples.jsonl"
     samples.write_text(

@@ -29,6 +29,7 @@ from .load import describe
 from .metrics import ChunkTally, PointSpan, Window, series_edges, summarize_point, timeseries
 from .records import RequestRecord
 from .report.files import RecordSlice, point_ranges, write_json
+from .results import SCHEMA_VERSION, RunResults
 from .telemetry.sampler import SamplesFile
 from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
 
@@ -43,10 +44,17 @@ def computed_by(how: str) -> dict:
     return {"name": "tokenbench", "version": __version__, "how": how}
 
 
+def checked(results: dict[str, Any]) -> dict[str, Any]:
+    """results.json as it is written: through its types (results.py), so a key they do not
+    declare, or a value of the wrong type, is an error here and never reaches the file."""
+    return RunResults.from_json(results).to_json()
+
+
 def results_header(config_json: dict, how: str) -> dict:
     """results.json without its points, from config.json alone."""
     target = config_json.get("resolved_target") or {}
     return {
+        "schema_version": SCHEMA_VERSION,
         "tool": config_json.get("tool") or {"name": "tokenbench", "version": None},
         "computed_by": computed_by(how),
         "target": {
@@ -183,6 +191,7 @@ def recompute_run(run_dir: Path) -> dict:
     previous = run_dir / "results.json"
     if previous.exists():
         shutil.copyfile(previous, run_dir / "results.previous.json")
+    results = checked(results)
     write_json(run_dir / "results.json", results)
     return results
 

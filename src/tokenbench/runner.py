@@ -26,7 +26,7 @@ from .clients.stream import StreamingClient, TargetUnreachable, make_session, pr
 from .config import BackendConfig, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
-from .derive import point_result, results_header
+from .derive import checked, point_result, results_header
 from .load import describe
 from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
 from .procs import Interrupts
@@ -164,10 +164,11 @@ async def _run_points(
                 records = writer.records_since(first)  # streamed from disk, never all in memory
                 results["points"].append(point_result(writer.config_json(), facts, records, sampler.file))
                 del records
-                writer.write_results(results)
+                writer.write_results(checked(results))
                 if point_run.interrupted:
                     break
     results["interrupted"] = gen.interrupted
+    results = checked(results)
     writer.write_results(results)
     console.print(summary_table(results["points"]))
     return RunResult(writer.dir, results, gen.interrupted)

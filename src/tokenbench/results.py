@@ -1,0 +1,311 @@
+"""results.json as types: a run (``RunResults``: its header and points), a point (``PointResult``)
+and everything in it, with one ``to_json``/``from_json`` pair.
+
+results.json's keys are a public interface: these models declare every key it has, and a key the
+models do not declare is an error (``extra="forbid"``), so nothing is added, renamed or dropped by
+accident. ``schemas/results.schema.json`` is generated from them (``python -m tokenbench.results``
+rewrites it; a test fails when it is stale or when a written results.json does not validate).
+``SCHEMA_VERSION`` counts changes to the layout: 1 is the layout of tokenbench 0.2.x.
+
+Numbers keep the type they were computed with (``Number``: an int stays an int), so a results.json
+written through these types is the same JSON as before them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "results.schema.json"
+
+Number = int | float
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tool(_Model):
+    name: str
+    version: str | None
+
+
+class ComputedBy(Tool):
+    how: Literal["run", "recompute"]
+
+
+class Target(_Model):
+    """The server measured, and what tokenbench knows of it (launched: the command and its facts)."""
+
+    url: str | None
+    model: str | None
+    api: str | None
+    ignore_eos: bool
+    backend: str | None = None  # a profile name, or "attached" for a server tokenbench knows nothing of
+    engine: str | None = None
+    engine_version: str | None = None
+    cold_start_s: Number | None = None
+    cold_start_includes: str | None = None
+    command: list[str] | None = None
+    command_env: dict[str, str] | None = None
+    knobs: dict[str, Any] | None = None
+    engine_model: str | None = None
+    log: str | None = None
+
+
+class DatasetFacts(_Model):
+    name: str
+    num_requests: int
+    exact_lengths: bool
+    tokenizer: str | None
+    system_prompt: bool
+    unique_prefix: bool
+    source: str | None
+
+
+class Slo(_Model):
+    ttft_s: Number | None
+    tpot_s: Number | None
+    e2e_s: Number | None
+
+
+class Clock(_Model):
+    origin_monotonic_s: Number
+    origin_unix_s: Number
+    unit: str
+
+
+class Telemetry(_Model):
+    samples: str
+    metrics_url: str | None
+    interval_s: Number
+
+
+class Distribution(_Model):
+    """A per-request distribution (metrics.stats.distribution): None where undefined."""
+
+    count: int
+    mean: Number | None
+    std: Number | None
+    min: Number | None
+    p50: Number | None
+    p90: Number | None
+    p95: Number | None
+    p99: Number | None
+    p999: Number | None
+    max: Number | None
+
+
+class Load(_Model):
+    """The point's load (config.UsersLoad or RateLoad) and its stop settings."""
+
+    kind: Literal["users", "rate"]
+    users: int | None = None
+    ramp_up_s: Number | None = None
+    think_time_s: Number | None = None
+    rate_per_s: Number | None = None
+    arrival: str | None = None
+    burstiness: Number | None = None
+    max_concurrency: int | None = None
+    warmup_s: Number
+    duration_s: Number | None
+    max_requests: int | None
+
+
+class Span(_Model):
+    start_s: Number
+    ramp_end_s: Number
+    load_end_s: Number
+    end_s: Number
+
+
+class WindowSpan(_Model):
+    start_s: Number
+    end_s: Number
+
+
+class Populations(_Model):
+    distributions: str
+    rates: str
+    goodput: str
+
+
+class Requests(_Model):
+    total: int
+    ok: int
+    by_outcome: dict[str, int]
+    retries: int
+    retried_requests: int
+    ok_without_end_marker: int
+
+
+class Concurrency(_Model):
+    mean: Number | None
+    peak: int
+
+
+class ServerVsClient(_Model):
+    compared: int
+    mismatched: int
+    mean_client_minus_server: Number | None
+
+
+class Tokens(_Model):
+    output_tokens_source: dict[str, int]
+    eos_counted_not_streamed: int
+    server_vs_client: ServerVsClient
+
+
+class Gauge(_Model):
+    mean: Number
+    max: Number
+
+
+class MatchedTtft(_Model):
+    mean: Number | None
+    count: int
+    period_s: list[Number] | None = None
+    uncertain: int | None = None
+
+
+class Server(_Model):
+    """The server's own counters and gauges over a period (telemetry.summary.point_server)."""
+
+    period_s: list[Number]
+    scrapes: int
+    failed_scrapes: int
+    first_scrape_error: str | None
+    bracket_s: list[Number] | None
+    bracket_received_s: list[Number] | None = None
+    bracketed: bool
+    preemptions: Number | None
+    generated_tokens: Number | None
+    prefix_cache_hits: Number | None
+    prefix_cache_queries: Number | None
+    prefix_cache_hit_rate: Number | None
+    running: Gauge | None
+    waiting: Gauge | None
+    kv_usage: Gauge | None
+    ttft_s_mean: Number | None
+    ttft_count: Number | None
+    itl_s_mean: Number | None
+    itl_count: Number | None
+    client_ttft_s_matched: MatchedTtft | None = None  # over the window only
+
+
+class Gpu(_Model):
+    available: bool
+    reason: str | None = None
+    util_pct: Gauge | None = None
+    power_w: Gauge | None = None
+    mem_used_bytes_max: Number | None = None
+
+
+class TimeWindow(_Model):
+    """One fixed window of the time series (metrics.timeseries + telemetry.summary.window_server)."""
+
+    start_s: Number
+    end_s: Number
+    ramp: bool
+    active_users: int | None
+    in_flight: Number | None
+    requests_per_s: Number
+    output_tokens_per_s: Number
+    ttft_s_mean: Number | None
+    ttft_s_p90: Number | None
+    errors: int
+    cancelled: int
+    server_running: Number | None = None
+    server_waiting: Number | None = None
+    server_kv_usage: Number | None = None
+    server_preemptions: Number | None = None
+    gpu_util_pct: Number | None = None
+
+
+class PointResult(_Model):
+    """One load point: its load and span, then its metrics over the window (METRICS.md)."""
+
+    index: int
+    label: str
+    load: Load
+    span: Span
+    interrupted: bool
+    window_s: Number
+    window: WindowSpan
+    populations: Populations
+    rate_period_s: Number | None
+    backlog_growth_s: Number | None
+    offered_per_s: Number | None
+    requests: Requests
+    requests_in_window: Requests
+    ttft_s: Distribution
+    tpot_s: Distribution
+    decode_speed_tokens_per_s: Distribution
+    itl_s: Distribution
+    e2e_s: Distribution
+    queue_s: Distribution
+    queue_s_censored: int
+    normalized_latency_s: Distribution
+    output_tokens: Number
+    output_tokens_per_s: Number | None
+    total_tokens_per_s: Number | None
+    prompt_tokens_source: dict[str, int]
+    requests_per_s: Number | None
+    goodput_per_s: Number | None
+    good_fraction: Number | None
+    concurrency: Concurrency
+    tokens: Tokens
+    server: Server | None
+    server_whole_point: Server | None
+    gpu: Gpu
+    gpu_whole_point: Gpu
+    timeseries: list[TimeWindow]
+
+
+class RunResults(_Model):
+    """results.json: the run's header, its points as they finished, and whether it was stopped."""
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="the layout's version (SCHEMA_VERSION)")
+    tool: Tool
+    computed_by: ComputedBy
+    target: Target
+    dataset: DatasetFacts | None
+    slo: Slo
+    clock: Clock | None
+    telemetry: Telemetry | None
+    points: list[PointResult]
+    interrupted: bool | None = None  # None while the run goes on
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)  # the keys it was given: same shape
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResults:
+        """A results.json; one written before ``schema_version`` existed reads as version 1."""
+        return cls.model_validate({"schema_version": SCHEMA_VERSION, **data})
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of results.json, as committed in schemas/results.schema.json."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://tokenbench.dev/schemas/results.schema.json",
+        **RunResults.model_json_schema(),
+    }
+
+
+def main() -> None:  # pragma: no cover
+    """Rewrite schemas/results.schema.json from the types."""
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else SCHEMA_PATH
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(schema(), indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,153 @@
+"""results.json as types: the committed schema is the types', a written file validates against it,
+and its public keys are pinned (a key is added on purpose, never renamed or dropped by accident)."""
+
+import json
+
+import jsonschema
+import pytest
+from pydantic import ValidationError
+
+from tokenbench.config import DatasetConfig, RunConfig, SLOConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.results import SCHEMA_PATH, SCHEMA_VERSION, PointResult, RunResults, schema
+from tokenbench.runner import run
+
+# Every key results.json may have (dotted; [] is a list's items; {} a mapping's values). Adding a
+# key adds a line here; removing or renaming one needs a migration and a note (README, Results).
+PUBLIC_KEYS = """
+schema_version tool.name tool.version computed_by.name computed_by.version computed_by.how
+target.url target.model target.api target.ignore_eos target.backend target.engine target.engine_version
+target.cold_start_s target.cold_start_includes target.command target.command_env target.knobs
+target.engine_model target.log
+dataset.name dataset.num_requests dataset.exact_lengths dataset.tokenizer dataset.system_prompt
+dataset.unique_prefix dataset.source slo.ttft_s slo.tpot_s slo.e2e_s
+clock.origin_monotonic_s clock.origin_unix_s clock.unit telemetry.samples telemetry.metrics_url
+telemetry.interval_s interrupted
+points[].index points[].label points[].interrupted points[].window_s points[].rate_period_s
+points[].backlog_growth_s points[].offered_per_s points[].queue_s_censored points[].output_tokens
+points[].output_tokens_per_s points[].total_tokens_per_s points[].prompt_tokens_source
+points[].requests_per_s points[].goodput_per_s points[].good_fraction
+points[].load.kind points[].load.users points[].load.ramp_up_s points[].load.think_time_s
+points[].load.rate_per_s points[].load.arrival points[].load.burstiness points[].load.max_concurrency
+points[].load.warmup_s points[].load.duration_s points[].load.max_requests
+points[].span.start_s points[].span.ramp_end_s points[].span.load_end_s points[].span.end_s
+points[].window.start_s points[].window.end_s
+points[].populations.distributions points[].populations.rates points[].populations.goodput
+points[].concurrency.mean points[].concurrency.peak
+points[].tokens.output_tokens_source points[].tokens.eos_counted_not_streamed
+points[].tokens.server_vs_client.compared points[].tokens.server_vs_client.mismatched
+points[].tokens.server_vs_client.mean_client_minus_server
+""".split()
+REQUESTS = "total ok by_outcome retries retried_requests ok_without_end_marker".split()
+DISTRIBUTION = "count mean std min p50 p90 p95 p99 p999 max".split()
+SERVER = """period_s scrapes failed_scrapes first_scrape_error bracket_s bracket_received_s bracketed
+preemptions generated_tokens prefix_cache_hits prefix_cache_queries prefix_cache_hit_rate
+running.mean running.max waiting.mean waiting.max kv_usage.mean kv_usage.max ttft_s_mean ttft_count
+itl_s_mean itl_count client_ttft_s_matched.mean client_ttft_s_matched.count
+client_ttft_s_matched.period_s client_ttft_s_matched.uncertain""".split()
+GPU = "available reason util_pct.mean util_pct.max power_w.mean power_w.max mem_used_bytes_max".split()
+WINDOW = """start_s end_s ramp active_users in_flight requests_per_s output_tokens_per_s ttft_s_mean
+ttft_s_p90 errors cancelled server_running server_waiting server_kv_usage server_preemptions
+gpu_util_pct""".split()
+PUBLIC_KEYS += [f"points[].{r}.{k}" for r in ("requests", "requests_in_window") for k in REQUESTS]
+PUBLIC_KEYS += [
+    f"points[].{d}.{k}"
+    for d in ("ttft_s", "tpot_s", "decode_speed_tokens_per_s", "itl_s", "e2e_s", "queue_s", "normalized_latency_s")
+    for k in DISTRIBUTION
+]
+PUBLIC_KEYS += [f"points[].{s}.{k}" for s in ("server", "server_whole_point") for k in SERVER]
+PUBLIC_KEYS += [f"points[].{g}.{k}" for g in ("gpu", "gpu_whole_point") for k in GPU]
+PUBLIC_KEYS += [f"points[].timeseries[].{k}" for k in WINDOW]
+
+
+def _declared(model, prefix="") -> set[str]:
+    """The dotted keys the models declare (a nested model's fields, not the model's own name)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    def submodel(annotation):
+        """(model, suffix) when the annotation is a model, a list of models, or either | None."""
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return annotation, "."
+        if typing.get_origin(annotation) is list:
+            inner = submodel(typing.get_args(annotation)[0])
+            return (inner[0], "[].") if inner else None
+        for arg in typing.get_args(annotation) if typing.get_origin(annotation) is not dict else ():
+            if arg is not type(None) and (found := submodel(arg)):
+                return found
+        return None
+
+    out = set()
+    for name, field in model.model_fields.items():
+        found = submodel(field.annotation)
+        out |= _declared(found[0], f"{prefix}{name}{found[1]}") if found else {f"{prefix}{name}"}
+    return out
+
+
+def test_the_public_keys_are_pinned():
+    declared = _declared(RunResults)
+    assert sorted(declared - set(PUBLIC_KEYS)) == [], "a new key: add it to PUBLIC_KEYS (and the README)"
+    assert sorted(set(PUBLIC_KEYS) - declared) == [], "a key was dropped or renamed: that needs a migration"
+
+
+def test_the_committed_schema_is_the_types():
+    committed = json.loads(SCHEMA_PATH.read_text())
+    assert committed == schema(), "schemas/results.schema.json is stale: python -m tokenbench.results"
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """A run's results.json (open loop and closed loop, an SLO, the server's metrics) from a mock
+    process, as any reader gets it."""
+    import subprocess
+    import sys
+
+    from tokenbench.procs import free_port, stop, wait_http
+
+    port = free_port()
+    mock = subprocess.Popen(
+        [sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", "10", "--itl-ms", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_http(url + "/health", 20.0, mock)
+        out = tmp_path_factory.mktemp("results") / "run"
+        from tokenbench.config import BackendConfig, RateLoad
+
+        cfg = RunConfig(
+            target=TargetConfig(url=url),
+            backend=BackendConfig(name="vllm", metrics_interval_s=0.2),
+            loads=[UsersLoad(users=2), RateLoad(rate_per_s=20)],
+            stop=StopConfig(duration_s=1.5, drain_timeout_s=5),
+            dataset=DatasetConfig(input_tokens=8, output_tokens=6, num_prompts=4),
+            slo=SLOConfig(ttft_s=1.0),
+            live=False,
+            out_dir=out,
+        )
+        run(cfg)
+    finally:
+        stop(mock, grace_s=10)
+    return json.loads((out / "results.json").read_text())
+
+
+def test_a_written_results_json_validates_against_the_committed_schema(written):
+    jsonschema.validate(written, json.loads(SCHEMA_PATH.read_text()))
+    assert written["schema_version"] == SCHEMA_VERSION and len(written["points"]) == 2
+    assert written["points"][0]["server"]["ttft_s_mean"] is not None  # the optional parts are there too
+
+
+def test_results_round_trip_through_the_types_unchanged(written):
+    assert RunResults.from_json(written).to_json() == written
+    old = {k: v for k, v in written.items() if k != "schema_version"}  # written before it existed
+    assert RunResults.from_json(old).schema_version == 1
+
+
+def test_a_key_the_types_do_not_declare_is_refused(written):
+    point = dict(written["points"][0], ttft_ms=12.0)
+    with pytest.raises(ValidationError, match="ttft_ms"):
+        PointResult.model_validate(point)
+    schema_doc = json.loads(SCHEMA_PATH.read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**written, "points": [point]}, schema_doc)
