@@ -15,7 +15,7 @@ from rich.console import Console
 
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.records import Outcome, RequestRecord
-from tokenbench.report.files import parse_records
+from tokenbench.rundir import parse_records
 from tokenbench.runner import run
 
 
@@ -99,7 +99,7 @@ def test_a_run_holds_no_per_chunk_memory_while_its_load_runs(start_mock, tmp_pat
 def test_a_points_records_are_streamed_from_their_byte_ranges(tmp_path):
     """recompute finds each point's lines (by their first key, without parsing them whole) and
     reads them back one at a time; a torn last line (a kill mid-write) is skipped."""
-    from tokenbench.report.files import RecordSlice, point_ranges
+    from tokenbench.rundir import RecordSlice, point_ranges
 
     def line(point, i):
         return (

@@ -15,7 +15,7 @@ import pytest
 from safety_helpers import _deliveries, _descendants, _events, _recompute, _tokenbench, _wait_for, assert_all_gone
 
 from tokenbench import redact
-from tokenbench.report.files import OutDirError, check_out_dir
+from tokenbench.rundir import OutDirError, check_out_dir
 
 
 def _without_computed_by(results: dict) -> dict:
@@ -150,7 +150,7 @@ def test_an_out_that_holds_a_run_is_refused(start_mock, tmp_path):
 
 
 def test_a_full_filesystem_is_refused(tmp_path, monkeypatch):
-    import tokenbench.report.files as files
+    import tokenbench.rundir as files
 
     monkeypatch.setattr(files, "MIN_FREE_BYTES", 2**62)
     with pytest.raises(OutDirError, match="MB free"):

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from .config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from .procs import child_preexec, free_port, stop, wait_http
-from .report.files import read_records
+from .rundir import read_records
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from .config import LoadPoint, RateLoad, SLOConfig, StopConfig
 from .load import describe
 from .metrics import ChunkTally, PointSpan, Window, series_edges, summarize_point, timeseries
 from .records import RequestRecord
-from .report.files import RecordSlice, point_ranges, write_json
 from .results import SCHEMA_VERSION, RunResults
+from .rundir import RecordSlice, point_ranges, write_json
 from .telemetry.sampler import SamplesFile
 from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
 

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from .report.files import read_records
+from .rundir import read_records
 
 Format = Literal["parquet", "csv"]
 TABLES = ("records", "points", "timeseries")

@@ -10,7 +10,7 @@ Three rules, applied by ``mask`` to any JSON-like value and by ``mask_text`` to 
   and shapes that are credentials whatever their place (``Bearer ...``, ``hf_...``, ``sk-...``,
   ``NAME=value`` / ``NAME: value`` with a credential name, a password in a URL).
 
-The run's files are masked where they are written (report/files.write_json, the records' error
+The run's files are masked where they are written (rundir.write_json, the records' error
 texts, the engine log through its guardian, samples' URLs), so no caller has to remember.
 """
 

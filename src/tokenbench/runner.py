@@ -27,12 +27,13 @@ from .config import BackendConfig, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .derive import checked, point_result, results_header
+from .live import LiveView
 from .load import describe
 from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
 from .procs import Interrupts
 from .records import RunClock
-from .report.console import LiveView, summary_table
-from .report.files import RunWriter, default_run_dir
+from .report.console import summary_table
+from .rundir import RunWriter, default_run_dir
 from .telemetry.sampler import Sampler
 
 try:

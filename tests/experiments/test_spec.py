@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from tokenbench.experiments.aggregate import mean_ci95
 from tokenbench.experiments.presets import PRESETS, preset, preset_data
 from tokenbench.experiments.spec import ExperimentError, expand, load_spec, parse_spec
+from tokenbench.results import mean_ci95
 
 BASE = {
     "name": "t",

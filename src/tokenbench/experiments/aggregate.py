@@ -10,26 +10,10 @@ metric's n.
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterable
 from pathlib import Path
 
-from scipy import stats
-
 from ..catalogue import shown_in
-
-
-def mean_ci95(values: Iterable[float | None]) -> dict:
-    xs = [float(v) for v in values if v is not None and math.isfinite(v)]
-    n = len(xs)
-    if n == 0:
-        return {"mean": None, "ci95": None, "n": 0, "values": []}
-    mean = sum(xs) / n
-    if n < 2:
-        return {"mean": mean, "ci95": None, "n": n, "values": xs}
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    return {"mean": mean, "ci95": half, "n": n, "values": xs}
+from ..results import mean_ci95
 
 
 def aggregate(experiment_dir: Path, state: dict) -> list[dict]:

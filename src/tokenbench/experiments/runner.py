@@ -23,7 +23,7 @@ from ..backends.server import ServerUnderTest, server_under_test
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig
 from ..redact import mask
-from ..report.files import OutDirError, check_out_dir, write_json
+from ..rundir import OutDirError, check_out_dir, write_json
 from ..runner import run as run_cell
 from .aggregate import aggregate
 from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalogue import shown_in
-from ..experiments.aggregate import mean_ci95 as _mean_ci95
+from ..results import mean_ci95 as _mean_ci95
 
 # The per-point headline metrics, named as in experiment.json's aggregates (catalogue.METRICS).
 METRIC_NAMES: tuple[str, ...] = tuple(m.key for m in shown_in("aggregates"))
@@ -157,7 +157,7 @@ class ReportData:
 
 def mean_ci95(values: list[float | None]) -> Stat:
     """Mean and Student-t 95% CI half-width over the non-null values (CI None when n < 2);
-    the one definition is experiments.aggregate.mean_ci95."""
+    the one definition is results.mean_ci95."""
     r = _mean_ci95(values)
     return Stat(r["mean"], r["ci95"], r["n"], tuple(r["values"]))
 

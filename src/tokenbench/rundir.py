@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson  # records are written on the client's hot path, one line per finished request
 
-from ..records import RequestRecord
-from ..redact import mask, mask_text
+from .records import RequestRecord
+from .redact import mask, mask_text
 
 
 def default_run_dir(root: Path = Path("runs")) -> Path:
