@@ -46,7 +46,7 @@ RAMP_S, WARMUP_S, WINDOW_S = 60.0, 30.0, 5.0
 def write_point(out_dir: Path, chunks: int, seed: int) -> dict:
     """Write the point's records.jsonl into ``out_dir``; return its span and counts."""
     from tokenbench.records import Outcome, RequestRecord, TokenSource
-    from tokenbench.report.files import RunWriter
+    from tokenbench.rundir import RunWriter
 
     rng = np.random.default_rng(seed)
     n_ok = max(1, chunks // CHUNKS_PER_REPLY)
@@ -208,7 +208,7 @@ def main() -> None:
     import tokenbench
     from tokenbench import metrics
     from tokenbench.config import SLOConfig
-    from tokenbench.report.files import RecordSlice, read_records
+    from tokenbench.rundir import RecordSlice, read_records
 
     print(
         f"tokenbench from {Path(tokenbench.__file__).parent}, python {sys.version.split()[0]}, numpy {np.__version__}"
