@@ -60,6 +60,8 @@ class Target(_Model):
 
 
 class DatasetFacts(_Model):
+    """What the prompts were (datasets.build_requests makes it; config.json's dataset_info)."""
+
     name: str
     num_requests: int
     exact_lengths: bool

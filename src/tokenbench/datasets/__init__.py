@@ -13,23 +13,10 @@ from pathlib import Path
 
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
 from ..records import Request
+from ..results import DatasetFacts as DatasetInfo  # what results.json says of the dataset
 from . import dolly, jsonl, sharegpt
 from .synthetic import synthetic_prompts
 from .tokenizers import Tokenizer
-
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    name: str
-    num_requests: int
-    exact_lengths: bool
-    tokenizer: str | None
-    system_prompt: bool
-    unique_prefix: bool
-    source: str | None
-
-    def to_json(self) -> dict:
-        return self.__dict__.copy()
 
 
 def _estimate(text: str) -> int:

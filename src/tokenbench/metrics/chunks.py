@@ -94,7 +94,7 @@ def inter_chunk_gaps(records: Iterable[RequestRecord]) -> np.ndarray:
 
 
 # Records are tallied this many chunks at a time (a batch's arrays: ~40 bytes a chunk, transient).
-TALLY_BATCH_CHUNKS = 1 << 20
+TALLY_BATCH_CHUNKS = 1 << 18
 
 
 class ChunkTally:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,7 +179,6 @@ def summarize_point(
     population = [r for r in records if chunks.in_population(r)]
     ok = [r for r in population if r.outcome is Outcome.OK]
     ended = [r for r in population if r.outcome not in UNFINISHED]
-    good_set = {id(r) for r in population if meets_slo(r, slo)} if slo.any else None
 
     basis = (
         _open_loop_basis(population, span)
@@ -190,24 +190,26 @@ def summarize_point(
     rate = (lambda x: x / period) if period > 0 else (lambda x: None)
 
     ok_rated = [r for r in rated if r.outcome is Outcome.OK]
-    completed = sum(weight[id(r)] for r in ok_rated)
+    completed = sum(weight(r) for r in ok_rated)
     sources: dict[str, int] = {}
     prompt_total = 0.0
     for r in ok_rated:
         n, source = prompt_tokens(r)
         sources[source] = sources.get(source, 0) + 1
-        prompt_total += (n or 0) * weight[id(r)]
+        prompt_total += (n or 0) * weight(r)
     out_rate = rate(out_tokens)
     prompt_rate = rate(prompt_total) if "unknown" not in sources else None
     good = None
     good_fraction = None
-    if good_set is not None:
-        good = sum(weight[id(r)] for r in rated if id(r) in good_set)
+    if slo.any:
+        # good: in the population and every objective met (no set of them is kept: a long point's
+        # population is hundreds of thousands of requests)
+        good = sum(weight(r) for r in rated if chunks.in_population(r) and meets_slo(r, slo))
         if span.open_loop:
             denominator = len(ended)
-            good_fraction = (sum(1 for r in ended if id(r) in good_set) / denominator) if denominator else None
+            good_fraction = (sum(1 for r in ended if meets_slo(r, slo)) / denominator) if denominator else None
         else:
-            done = sum(weight[id(r)] for r in rated if r.outcome not in UNFINISHED)
+            done = sum(weight(r) for r in rated if r.outcome not in UNFINISHED)
             good_fraction = good / done if done else None
     mean_conc, peak_conc = concurrency(records, window)
     waits = [w for w in (r.wait_s for r in population) if w is not None]
@@ -249,7 +251,7 @@ class _RateBasis:
     its share of life in the window), the output tokens, and the period."""
 
     rated: list[RequestRecord]
-    weight: dict[int, float]  # by id(record)
+    weight: Callable[[RequestRecord], float]  # computed again at each use: no mapping of them is held
     output_tokens: float
     period_s: float
     backlog_growth_s: float | None
@@ -262,14 +264,17 @@ def _open_loop_basis(population: list[RequestRecord], span: PointSpan) -> _RateB
     # point ended (their lags are only lower bounds), so the period runs to the end.
     period = span.end_s - span.window.start_s if censored else span.window.length_s + growth
     tokens = sum(len(r.chunk_times_s) * tokens_per_chunk(r) for r in population)
-    return _RateBasis(population, {id(r): 1.0 for r in population}, tokens, period, growth)
+    return _RateBasis(population, _whole, tokens, period, growth)
 
 
 def _closed_loop_basis(records: Sequence[RequestRecord], window: Window, tokens: float) -> _RateBasis:
     """Tokens that arrived in the window (tallied), requests by their share of life in it."""
-    weight = {id(r): _share_in(r, window) for r in records}
-    rated = [r for r in records if weight[id(r)] > 0]
-    return _RateBasis(rated, weight, tokens, window.length_s, None)
+    rated = [r for r in records if _share_in(r, window) > 0]
+    return _RateBasis(rated, functools.partial(_share_in, window=window), tokens, window.length_s, None)
+
+
+def _whole(_: RequestRecord) -> float:
+    return 1.0
 
 
 def _share_in(r: RequestRecord, window: Window) -> float:

@@ -64,9 +64,10 @@ def distribution(values: Iterable[float] | np.ndarray, *, consume: bool = False)
     )
 
 
-# Squares of deviations are summed a block at a time: numpy's std holds a temporary as large as
-# its input (a point's ITL gaps: 8 bytes a chunk more). Up to one block it is numpy's std exactly.
-_STD_BLOCK = 1 << 20
+# Squares of deviations are summed a block at a time, in one reused buffer: numpy's std holds a
+# temporary as large as its input (a point's ITL gaps: 8 bytes a chunk more). Up to one block it
+# is numpy's std exactly.
+_STD_BLOCK = 1 << 18
 
 
 def _sample_std(arr: np.ndarray) -> float:
@@ -75,8 +76,11 @@ def _sample_std(arr: np.ndarray) -> float:
     if arr.size <= _STD_BLOCK:
         return float(arr.std(ddof=1))
     mean = np.add.reduce(arr, keepdims=True) / arr.size  # as numpy's _var computes it
+    buffer = np.empty(_STD_BLOCK)
     squares = 0.0
     for i in range(0, arr.size, _STD_BLOCK):
-        x = arr[i : i + _STD_BLOCK] - mean
+        block = arr[i : i + _STD_BLOCK]
+        x = buffer[: block.size]
+        np.subtract(block, mean, out=x)
         squares += float(np.add.reduce(np.multiply(x, x, out=x)))
     return float(np.sqrt(squares / (arr.size - 1)))
