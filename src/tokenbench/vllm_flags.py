@@ -2,13 +2,13 @@
 
 A user of vLLM's benchmark types ``--request-rate 4 --num-prompts 200 --dataset-name random
 --random-input-len 512``; ``translate`` rewrites those into tokenbench's own flags before the
-command line is parsed (``RunCommand``), and refuses, naming what to type instead, a flag whose
+command line is parsed (``cli.run.RunCommand``), and refuses, naming what to type instead, a flag whose
 meaning differs. Names were taken from vLLM 0.32's ``vllm/benchmarks/serve.py`` and
 ``vllm/benchmarks/datasets/datasets.py``. The table is README's "Coming from vllm bench serve".
 
 Flags both tools spell the same (``--model``, ``--tokenizer``, ``--seed``, ``--ignore-eos``,
 ``--max-concurrency``, ``--burstiness``, ``--dataset-path``, ``--served-model-name``,
-``--num-prompts``) pass through; cli.py gives ``--num-prompts`` and ``--burstiness`` vLLM's
+``--num-prompts``) pass through; cli/run.py gives ``--num-prompts`` and ``--burstiness`` vLLM's
 meaning when nothing says otherwise (N prompts each sent once; a burstiness other than 1 is gamma
 arrivals).
 """
@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
-
-import typer.core
 
 
 class FlagError(ValueError):
@@ -240,18 +238,3 @@ def translate(args: list[str]) -> list[str]:
             raise FlagError("--host/--port and --base-url (or --url) both name the server: keep one")
         out += ["--url", f"http://{host or '127.0.0.1'}:{port or 8000}"]
     return out
-
-
-class RunCommand(typer.core.TyperCommand):
-    """``tokenbench run``: vllm-bench flags rewritten before the arguments are parsed."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        try:
-            args = translate(args)
-        except FlagError as exc:
-            from .cli.common import err
-            from .redact import mask_text
-
-            err.print(f"[bold red]error:[/] {mask_text(str(exc))}")
-            ctx.exit(2)
-        return super().parse_args(ctx, args)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import typer
 
-from ..vllm_flags import RunCommand
 from . import backends, experiment, files, run, tools
 
 app = typer.Typer(
@@ -18,7 +17,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     help="Benchmark LLM inference servers: realistic load, every streamed chunk timed.",
 )
-app.command(cls=RunCommand)(run.run)
+app.command(cls=run.RunCommand)(run.run)
 app.add_typer(backends.app, name="backends")
 app.add_typer(experiment.app, name="experiment")
 for command in (files.report, files.recompute, files.export, files.compare, tools.mock, tools.calibrate):

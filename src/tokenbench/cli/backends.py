@@ -10,6 +10,12 @@ from rich.console import Console
 
 from ..config import BackendConfig
 from .common import (
+    UsageError,
+    err,
+    fail,
+    validation_message,
+)
+from .engine import (
     EngineArg,
     EngineBin,
     EngineEnv,
@@ -19,11 +25,7 @@ from .common import (
     PrefixCaching,
     Quantization,
     TensorParallel,
-    UsageError,
-    err,
-    fail,
     knobs,
-    validation_message,
 )
 
 app = typer.Typer(help="Backend profiles: list them, or show the exact launch command.", invoke_without_command=True)

@@ -3,13 +3,11 @@ and the engine knobs' options (shared by `run` and `backends show`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
-
-from ..config import EngineKnobs
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -51,50 +49,6 @@ _FLAGS = {
     "BackendConfig.metrics_interval_s": "--metrics-interval",
     "BackendConfig.ready_timeout_s": "--ready-timeout",
 }
-
-# The common engine knobs, shared by `run` and `backends show` (backends/*.py map them to flags).
-MaxNumSeqs = Annotated[
-    int | None, typer.Option(help="Engine: max concurrent sequences (batch size).", rich_help_panel="Engine")
-]
-KVMemory = Annotated[
-    float | None,
-    typer.Option(
-        help="Engine: fraction (0..1] of accelerator memory for weights + KV cache.", rich_help_panel="Engine"
-    ),
-]
-MaxModelLen = Annotated[
-    int | None, typer.Option(help="Engine: max model length (prompt + output tokens).", rich_help_panel="Engine")
-]
-PrefixCaching = Annotated[
-    bool | None,
-    typer.Option(
-        "--prefix-caching/--no-prefix-caching",
-        help="Engine: prefix caching on/off (default: the engine's).",
-        rich_help_panel="Engine",
-    ),
-]
-Quantization = Annotated[
-    str | None, typer.Option(help="Engine: quantization method, in the engine's own words.", rich_help_panel="Engine")
-]
-TensorParallel = Annotated[int | None, typer.Option(help="Engine: tensor-parallel size.", rich_help_panel="Engine")]
-EngineArg = Annotated[
-    list[str] | None,
-    typer.Option(
-        help="Engine: a native flag passed through verbatim (repeat; use --engine-arg=--flag).",
-        rich_help_panel="Engine",
-    ),
-]
-EngineEnv = Annotated[
-    list[str] | None,
-    typer.Option(help="Engine: KEY=VALUE set in the engine's environment (repeat).", rich_help_panel="Engine"),
-]
-EngineBin = Annotated[
-    str | None,
-    typer.Option(
-        help="Engine: the executable to run instead of the profile's command (e.g. a venv's bin/vllm).",
-        rich_help_panel="Engine",
-    ),
-]
 
 
 class UsageError(Exception):
@@ -144,22 +98,3 @@ def numbers(text: str | None, flag: str, cast: Any = float) -> list[Any]:
     if not values:
         raise UsageError(f"{flag} is empty")
     return values
-
-
-def knobs(a: dict[str, Any]) -> EngineKnobs:
-    env = {}
-    for item in a.get("engine_env") or []:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise UsageError(f"--engine-env takes KEY=VALUE, got {item!r}")
-        env[key] = value
-    return EngineKnobs(
-        max_num_seqs=a["max_num_seqs"],
-        kv_memory=a["kv_memory"],
-        max_model_len=a["max_model_len"],
-        prefix_caching=a["prefix_caching"],
-        quantization=a["quantization"],
-        tensor_parallel=a["tensor_parallel"],
-        engine_args=tuple(a.get("engine_arg") or ()),
-        engine_env=env,
-    )

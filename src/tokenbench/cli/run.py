@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import typer.core
 from pydantic import ValidationError
 
 from ..config import (
     BackendConfig,
     DatasetConfig,
-    EngineKnobs,
     LoadSweep,
     RunConfig,
     StopConfig,
@@ -19,7 +19,17 @@ from ..config import (
     UsersLoad,
     parse_slo,
 )
+from ..vllm_flags import FlagError, translate
 from .common import (
+    UsageError,
+    default,
+    err,
+    fail,
+    given,
+    numbers,
+    validation_message,
+)
+from .engine import (
     EngineArg,
     EngineBin,
     EngineEnv,
@@ -29,14 +39,7 @@ from .common import (
     PrefixCaching,
     Quantization,
     TensorParallel,
-    UsageError,
-    default,
-    err,
-    fail,
-    given,
-    knobs,
-    numbers,
-    validation_message,
+    backend_config,
 )
 
 # The embedded default scenario (about a minute): a small ramp of chat users.
@@ -64,6 +67,17 @@ def _json_body(text: str | None) -> dict:
         return _json_object(text) if text is not None else {}
     except FlagError as exc:
         raise UsageError(str(exc)) from None
+
+
+class RunCommand(typer.core.TyperCommand):
+    """``tokenbench run``: vllm-bench flags rewritten before the arguments are parsed (vllm_flags)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            args = translate(args)
+        except FlagError as exc:
+            fail(str(exc), 2)
+        return super().parse_args(ctx, args)
 
 
 def run(
@@ -309,7 +323,7 @@ def run_config(a: dict[str, Any]) -> RunConfig:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     small = default_scenario and a["url"] is None and a["backend"] is None
-    backend = _backend_config(a)
+    backend = backend_config(a)
     target = TargetConfig(
         **given(
             url=a["url"],
@@ -352,58 +366,3 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             keep_text=a["keep_text"],
         )
     )
-
-
-def _backend_config(a: dict[str, Any]) -> BackendConfig | None:
-    """The backend to launch (--backend, or the embedded one when only engine options are given),
-    the profile of an attached server (--url --backend), or where to scrape (--metrics-url)."""
-    engine = knobs(a)
-    common = given(metrics_interval_s=a["metrics_interval"], metrics_url=a["metrics_url"])
-    if a["backend"] is None:
-        if engine != EngineKnobs() or a["engine_bin"] or a["engine_port"]:
-            if a["url"] is not None:
-                raise UsageError(
-                    "engine knobs (--max-num-seqs, --engine-arg, ...) need a launched "
-                    "backend: drop --url and pass --backend NAME --model M"
-                )
-            from ..backends import EMBEDDED
-
-            # the embedded default backend takes the knobs too
-            config = BackendConfig(
-                name=EMBEDDED,
-                knobs=engine,
-                **given(model=a["model"], executable=a["engine_bin"], port=a["engine_port"], **common),
-            )
-            _check_backend(config, launch=False)
-            return config
-        return BackendConfig(**common) if common else None
-    if a["url"] is not None and engine != EngineKnobs():
-        raise UsageError("engine knobs are for a server tokenbench launches; with --url they would be ignored")
-    config = BackendConfig(
-        name=a["backend"],
-        knobs=engine,
-        **given(
-            model=a["model"],
-            served_model_name=a["served_model_name"],
-            executable=a["engine_bin"],
-            ready_timeout_s=a["ready_timeout"],
-            port=a["engine_port"],
-            **common,
-        ),
-    )
-    _check_backend(config, launch=a["url"] is None)
-    return config
-
-
-def _check_backend(config: BackendConfig, launch: bool) -> None:
-    """Bad input before anything starts: an unknown profile, a knob it cannot map, an API it
-    does not serve."""
-    from ..backends import BackendError, get_profile
-    from ..backends.server import launch_spec
-
-    try:
-        profile = get_profile(config.name or "")
-        if launch:
-            profile.local(launch_spec(profile, config))
-    except BackendError as exc:
-        raise UsageError(str(exc)) from None
