@@ -72,7 +72,6 @@ def test_backends_lists_every_profile():
 
     result = CliRunner().invoke(app, ["backends"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    assert len(PROFILES) >= 10
     for name in PROFILES:
         assert name in result.output
 

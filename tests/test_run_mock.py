@@ -53,7 +53,6 @@ def test_scripted_timing_is_measured(start_mock, tmp_path, api):
     # The role-only first chat chunk (content "") is not output: 20 chunks, not 21.
     assert {len(r["chunk_times_s"]) for r in recs} == {20}
     assert {(r["output_tokens"], r["output_tokens_source"]) for r in recs} == {(20, "server")}
-    assert point["output_tokens_per_s"] > 0 and point["requests_per_s"] > 0
 
 
 def test_results_and_records_have_the_documented_keys(mock_server, tmp_path):

@@ -69,7 +69,6 @@ class RunWriter:
         check_out_dir(self.dir)
         self._keep_text = keep_text
         self._records = open(self.dir / "records.jsonl", "a", encoding="utf-8")
-        self.num_records = 0
         self._config: dict[str, Any] | None = None
 
     def write_config(self, config: dict[str, Any]) -> None:
@@ -87,7 +86,6 @@ class RunWriter:
             data["error"] = mask_text(data["error"])
         self._records.write(orjson.dumps(data).decode() + "\n")
         self._records.flush()
-        self.num_records += 1
 
     def records_offset(self) -> int:
         """Where the next record will start in records.jsonl."""

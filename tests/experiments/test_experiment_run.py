@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 
@@ -55,15 +56,9 @@ def test_experiment_runs_cells_aggregates_trials_and_records_a_failed_server(moc
     assert [(r["server"], r["label"]) for r in rows] == [("mock", "1 users"), ("mock", "2 users")]
     tput = rows[1]["metrics"]["output_tokens_per_s"]
     assert tput["n"] == 2 and tput["ci95"] is not None and tput["mean"] > 0
-    assert rows[0]["metrics"]["ttft_s_mean"]["mean"] == pytest_approx(0.030, 0.015)
+    assert rows[0]["metrics"]["ttft_s_mean"]["mean"] == pytest.approx(0.030, abs=0.015)
     assert state["complete"] is False
     assert "mock" in proc.stderr and "broken" in proc.stderr  # the summary table
-
-
-def pytest_approx(value, abs_):
-    import pytest
-
-    return pytest.approx(value, abs=abs_)
 
 
 def test_resume_skips_finished_cells_and_reruns_the_rest(mock_server, tmp_path):

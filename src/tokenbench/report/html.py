@@ -3,7 +3,7 @@ charts/*.png and report.md.
 
 For the CLI (``tokenbench report DIR... [--out D]``):
 
-    files = write_report([Path(d) for d in dirs], out or default_out_dir(dirs))
+    files = write_report([Path(d) for d in dirs], out or dirs[0])
     print(files.html, files.markdown, *files.charts)
 
 A directory that is neither a run nor an experiment raises ``load.ReportInputError`` whose
@@ -52,11 +52,6 @@ class ReportFiles:
     html: Path
     markdown: Path
     charts: list[Path]
-
-
-def default_out_dir(dirs: list[Path]) -> Path:
-    """Where a report goes when no --out is given: ``report/`` inside the first input directory."""
-    return Path(dirs[0]) / "report"
 
 
 def write_report(dirs: list[Path], out_dir: Path) -> ReportFiles:
