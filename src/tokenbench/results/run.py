@@ -13,16 +13,11 @@ written through these types is the same JSON as before them.
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "results.schema.json"
 
 Number = int | float
 
@@ -291,52 +286,3 @@ class RunResults(_Model):
     def from_json(cls, data: dict[str, Any]) -> RunResults:
         """A results.json; one written before ``schema_version`` existed reads as version 1."""
         return cls.model_validate({"schema_version": SCHEMA_VERSION, **data})
-
-
-class TrialStat(_Model):
-    """A metric over an experiment's trials: the mean, the half-width of its 95% confidence
-    interval (Student's t; None below 2 trials: unknown, not 0), how many, and the values."""
-
-    mean: float | None
-    ci95: float | None
-    n: int
-    values: list[float]
-
-
-def mean_ci95(values: Iterable[float | None]) -> dict[str, Any]:
-    """TrialStat of the finite values, as experiment.json's aggregates hold it (a mapping)."""
-    import math
-
-    from scipy import stats  # type: ignore[import-untyped]
-
-    xs = [float(v) for v in values if v is not None and math.isfinite(v)]
-    n = len(xs)
-    if n == 0:
-        return TrialStat(mean=None, ci95=None, n=0, values=[]).model_dump()
-    mean = sum(xs) / n
-    if n < 2:
-        return TrialStat(mean=mean, ci95=None, n=n, values=xs).model_dump()
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    return TrialStat(mean=mean, ci95=half, n=n, values=xs).model_dump()
-
-
-def schema() -> dict[str, Any]:
-    """The JSON Schema of results.json, as committed in schemas/results.schema.json."""
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://tokenbench.dev/schemas/results.schema.json",
-        **RunResults.model_json_schema(),
-    }
-
-
-def main() -> None:  # pragma: no cover
-    """Rewrite schemas/results.schema.json from the types."""
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else SCHEMA_PATH
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(schema(), indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {path}")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -1,0 +1,40 @@
+"""A metric over an experiment's trials: ``TrialStat`` (mean ± 95% CI) and the one function that
+makes it (``mean_ci95``), used by experiment.json's aggregates, the report and compare."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TrialStat(_Model):
+    """A metric over an experiment's trials: the mean, the half-width of its 95% confidence
+    interval (Student's t; None below 2 trials: unknown, not 0), how many, and the values."""
+
+    mean: float | None
+    ci95: float | None
+    n: int
+    values: list[float]
+
+
+def mean_ci95(values: Iterable[float | None]) -> dict[str, Any]:
+    """TrialStat of the finite values, as experiment.json's aggregates hold it (a mapping)."""
+    from scipy import stats  # type: ignore[import-untyped]
+
+    xs = [float(v) for v in values if v is not None and math.isfinite(v)]
+    n = len(xs)
+    if n == 0:
+        return TrialStat(mean=None, ci95=None, n=0, values=[]).model_dump()
+    mean = sum(xs) / n
+    if n < 2:
+        return TrialStat(mean=mean, ci95=None, n=n, values=xs).model_dump()
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    return TrialStat(mean=mean, ci95=half, n=n, values=xs).model_dump()
