@@ -7,9 +7,9 @@ from typing import Protocol
 from ..records import Request, RequestRecord
 from .ollama import OllamaWire
 from .openai import OpenAIWire
-from .stream import Wire
 from .tgi import TGIWire
 from .triton import TritonWire
+from .wire import Wire
 
 
 class Client(Protocol):

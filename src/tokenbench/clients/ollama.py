@@ -35,7 +35,7 @@ from typing import Any
 
 from ..config import TargetConfig
 from ..records import Request
-from .stream import Stream
+from .wire import Stream
 
 # Top-level fields of api/types.go GenerateRequest. extra_body keys among them go to the top level;
 # every other key is a model option (num_ctx, top_k, seed, ...), Ollama's native parameters object.

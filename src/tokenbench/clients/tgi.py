@@ -28,7 +28,7 @@ from typing import Any
 
 from ..config import TargetConfig
 from ..records import Request
-from .stream import Stream
+from .wire import Stream
 
 
 class TGIWire:

@@ -42,7 +42,7 @@ from urllib.parse import quote
 
 from ..config import TargetConfig
 from ..records import Request
-from .stream import Stream
+from .wire import Stream
 
 
 class TritonWire:

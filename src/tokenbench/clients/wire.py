@@ -1,0 +1,142 @@
+"""What a protocol is: a ``Wire`` (URL, JSON body, framing) and the ``Stream`` it reads, one
+decoded payload at a time, saying whether it carried content; and the two framings (SSE, newline-
+delimited JSON). clients/stream.py sends and times; a protocol module (openai.py, tgi.py,
+triton.py, ollama.py) is one Wire and one Stream subclass.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from orjson import loads as _loads  # payloads are parsed on the hot path
+
+from ..config import TargetConfig
+from ..records import ABORT_REASONS, Request
+from .sse import SSEDecoder
+
+ERROR_BODY_CHARS = 500
+
+Framing = Literal["sse", "ndjson"]
+
+
+class Stream:
+    """What one response stream said so far. Subclasses implement ``handle``."""
+
+    __slots__ = (
+        "text",
+        "done",
+        "failed",
+        "error",
+        "prompt_tokens",
+        "completion_tokens",
+        "response_id",
+        "http_error",
+        "server_timings",
+        "finish_reason",
+    )
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.done = False  # the server said the reply is complete (its protocol's end marker)
+        self.finish_reason: str | None = None
+        self.failed = False
+        self.error: str | None = None
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.response_id: str | None = None
+        self.http_error: str | None = None
+        self.server_timings: dict[str, float] | None = None
+
+    def fail(self, message: str) -> bool:
+        if not self.failed:
+            self.failed = True
+            self.error = message
+        return False
+
+    def handle(self, data: bytes) -> bool:
+        """Read one payload; return True when it carried content (a chunk to stamp)."""
+        raise NotImplementedError
+
+    def finish(self, reason: Any) -> None:
+        """The server's finish reason: the reply is complete, or the engine aborted it (vLLM and
+        SGLang end an aborted request with HTTP 200, finish_reason "abort" and [DONE]): then
+        the stream fails, whatever content came before. SGLang may send {"type": "abort", ...}."""
+        if isinstance(reason, dict):
+            reason = reason.get("type")
+        if reason in (None, "", "None"):
+            return
+        self.done = True
+        self.finish_reason = str(reason)
+        if self.finish_reason in ABORT_REASONS:
+            self.fail(f"the engine ended the request: finish_reason {self.finish_reason!r}")
+
+    def json_object(self, data: bytes, unit: str = "event") -> dict | None:
+        """The payload as a JSON object, or None after failing the stream with the reason: not
+        JSON, not an object, or the server's ``{"error": ...}`` (with ``error_type`` if given)."""
+        try:
+            obj = _loads(data)
+        except ValueError:
+            self.fail(f"malformed {unit} (not JSON): {data[:200]!r}")
+            return None
+        if not isinstance(obj, dict):
+            self.fail(f"malformed {unit} (not an object): {data[:200]!r}")
+            return None
+        if "error" in obj:
+            kind = obj.get("error_type")
+            message = str(obj["error"])[:ERROR_BODY_CHARS]
+            self.fail(f"error {unit} ({kind}): {message}" if kind else f"error {unit}: {message}")
+            return None
+        return obj
+
+
+class Wire(Protocol):
+    """One protocol's side of a request (see clients/openai.py, tgi.py, triton.py, ollama.py)."""
+
+    framing: Framing
+    probe_path: str  # GET before any load: must answer 200
+
+    def url(self, target: TargetConfig) -> str: ...
+
+    def payload(self, request: Request, target: TargetConfig) -> dict[str, Any]: ...
+
+    def new_stream(self) -> Stream: ...
+
+    def model_ids(self, probe_json: Any) -> list[str]:
+        """Model names found in the probe's answer (may be empty)."""
+        ...
+
+
+class LineDecoder:
+    """Newline-delimited JSON framing (Ollama): one payload per non-empty line, any size."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed_data(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        if b"\n" not in data:
+            return []
+        *lines, rest = self._buf.split(b"\n")
+        self._buf = bytearray(rest)
+        return [line.rstrip(b"\r") for line in lines if line.strip()]
+
+    def close_data(self) -> list[bytes]:
+        tail, self._buf = bytes(self._buf).strip(), bytearray()
+        return [tail] if tail else []
+
+
+class _SSEPayloads:
+    """SSEDecoder seen as a stream of ``data`` payloads, the shape the client loop reads."""
+
+    __slots__ = ("_decoder",)
+
+    def __init__(self) -> None:
+        self._decoder = SSEDecoder()
+
+    def feed_data(self, data: bytes) -> list[bytes]:
+        return [e.data for e in self._decoder.feed(data)]
+
+    def close_data(self) -> list[bytes]:
+        return [e.data for e in self._decoder.close()]
