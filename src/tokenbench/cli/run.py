@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,8 +13,10 @@ from pydantic import ValidationError
 from ..config import (
     BackendConfig,
     DatasetConfig,
+    LoadPoint,
     LoadSweep,
     RunConfig,
+    SLOConfig,
     StopConfig,
     TargetConfig,
     UsersLoad,
@@ -258,14 +261,24 @@ def run(
     from ..procs import Interrupts
 
     Interrupts.install()
+    _benchmark(_config(ctx.params))
+
+
+def _config(params: dict[str, Any]) -> RunConfig:
+    """The settings, or exit 2 with the flags to fix."""
     try:
-        config = run_config(ctx.params)
+        return run_config(params)
     except UsageError as exc:
         fail(str(exc), 2)
     except ValidationError as exc:
         fail(validation_message(exc), 2)
+
+
+def _benchmark(config: RunConfig) -> None:
+    """Run it; a failure exits 3 (the server) or 2 (bad input), an interrupt with its signal's code."""
     from ..backends import BackendError
     from ..clients.stream import TargetUnreachable
+    from ..procs import Interrupts
     from ..runner import run as run_benchmark
 
     try:
@@ -283,9 +296,47 @@ def run(
         raise typer.Exit(Interrupts.exit_code())
 
 
+@dataclass(frozen=True)
+class _Scenario:
+    """The load the flags ask for; when they name no users and no rate, the embedded default
+    scenario (a small ramp of users for about a minute)."""
+
+    users: list[int]
+    rates: list[float]
+    ramp_up_s: float | None
+    duration_s: float | None
+    max_requests: int | None
+    default: bool
+
+
 def run_config(a: dict[str, Any]) -> RunConfig:
     """`tokenbench run`'s options (by name; None: not given) -> RunConfig. Only what was given is
     passed on: every other value is the settings' own default (config.py)."""
+    scenario = _scenario(a)
+    loads = _loads(a, scenario)
+    stop = _stop(a, scenario)
+    _check_measured(loads, stop)
+    slo = _slo(a["slo"])
+    small = scenario.default and a["url"] is None and a["backend"] is None
+    backend = backend_config(a)
+    return RunConfig(
+        **given(
+            backend=backend,
+            target=_target(a, backend),
+            loads=loads,
+            stop=stop,
+            dataset=_dataset(a, small),
+            slo=slo,
+            seed=a["seed"],
+            window_s=a["window"],
+            out_dir=a["out"],
+            live=a["live"],
+            keep_text=a["keep_text"],
+        )
+    )
+
+
+def _scenario(a: dict[str, Any]) -> _Scenario:
     users, rates = numbers(a["users"], "--users", int), numbers(a["rate"], "--rate")
     duration, max_requests, ramp_up = a["duration"], a["max_requests"], a["ramp_up"]
     if a["num_prompts"] is not None and duration is None and max_requests is None:
@@ -295,36 +346,55 @@ def run_config(a: dict[str, Any]) -> RunConfig:
         users, ramp_up = [DEFAULT_USERS], ramp_up if ramp_up else DEFAULT_RAMP_S
         if duration is None and max_requests is None:
             duration = DEFAULT_DURATION_S
+    return _Scenario(users, rates, ramp_up, duration, max_requests, default_scenario)
+
+
+def _loads(a: dict[str, Any], scenario: _Scenario) -> list[LoadPoint]:
     sweep = LoadSweep(
         **given(
-            users=users or None,
-            rates=rates or None,
-            ramp_up_s=ramp_up,
+            users=scenario.users or None,
+            rates=scenario.rates or None,
+            ramp_up_s=scenario.ramp_up_s,
             think_time_s=a["think_time"],
             arrival=a["arrival"],
             burstiness=a["burstiness"],
             max_concurrency=a["max_concurrency"],
         )
     )
-    loads = sweep.points()
-    stop = StopConfig(
+    return sweep.points()
+
+
+def _stop(a: dict[str, Any], scenario: _Scenario) -> StopConfig:
+    return StopConfig(
         **given(
-            duration_s=duration, max_requests=max_requests, warmup_s=a["warmup"], drain_timeout_s=a["drain_timeout"]
+            duration_s=scenario.duration_s,
+            max_requests=scenario.max_requests,
+            warmup_s=a["warmup"],
+            drain_timeout_s=a["drain_timeout"],
         )
     )
+
+
+def _check_measured(loads: list[LoadPoint], stop: StopConfig) -> None:
+    """A users point whose ramp-up and warm-up fill its whole duration would measure nothing."""
+    duration = stop.duration_s
     for load in loads:
         if isinstance(load, UsersLoad) and duration is not None and load.ramp_up_s + stop.warmup_s >= duration:
             raise UsageError(
                 f"--duration {duration:g} must be longer than --ramp-up + --warmup "
                 f"({load.ramp_up_s + stop.warmup_s:g}s), or nothing is measured"
             )
+
+
+def _slo(text: str | None) -> SLOConfig | None:
     try:
-        slo = parse_slo(a["slo"]) if a["slo"] else None
+        return parse_slo(text) if text else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    small = default_scenario and a["url"] is None and a["backend"] is None
-    backend = backend_config(a)
-    target = TargetConfig(
+
+
+def _target(a: dict[str, Any], backend: BackendConfig | None) -> TargetConfig:
+    return TargetConfig(
         **given(
             url=a["url"],
             model=None if (backend and not a["url"]) else a["model"],
@@ -337,7 +407,11 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             extra_body=_json_body(a["extra_body"]),
         )
     )
-    dataset = DatasetConfig(
+
+
+def _dataset(a: dict[str, Any], small: bool) -> DatasetConfig:
+    """The dataset flags; the embedded default scenario (``small``) sends short synthetic prompts."""
+    return DatasetConfig(
         **given(
             name=a["dataset"],
             path=a["dataset_path"],
@@ -349,20 +423,5 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             system_prompt=a["system_prompt"],
             unique_prefix=a["unique_prefix"],
             tokenizer=a["tokenizer"],
-        )
-    )
-    return RunConfig(
-        **given(
-            backend=backend,
-            target=target,
-            loads=loads,
-            stop=stop,
-            dataset=dataset,
-            slo=slo,
-            seed=a["seed"],
-            window_s=a["window"],
-            out_dir=a["out"],
-            live=a["live"],
-            keep_text=a["keep_text"],
         )
     )
