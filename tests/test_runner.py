@@ -1,33 +1,13 @@
-"""The harness against the scripted mock: what it measures must be what the mock did."""
+"""tokenbench run top to bottom (runner.run) against the scripted mock: what it measures must be
+what the mock did, and results.json and records.jsonl hold the documented keys."""
 
-import io
 import json
 
 import pytest
-from rich.console import Console
+from run_helpers import config, quiet, records_of
 
-from tokenbench.config import DatasetConfig, RateLoad, RunConfig, SLOConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.config import SLOConfig, StopConfig, UsersLoad
 from tokenbench.runner import run
-
-
-def quiet():
-    return Console(file=io.StringIO())
-
-
-def config(url, tmp_path, loads, stop, api="chat", **kw):
-    return RunConfig(
-        target=TargetConfig(url=url, api=api, read_timeout_s=kw.pop("read_timeout_s", 120.0)),
-        loads=loads,
-        stop=stop,
-        dataset=DatasetConfig(input_tokens=8, output_tokens=kw.pop("output_tokens", 20), num_prompts=10),
-        live=False,
-        out_dir=tmp_path / "run",
-        **kw,
-    )
-
-
-def records_of(run_dir):
-    return [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.parametrize("api", ["chat", "completions"])
@@ -121,26 +101,3 @@ def test_results_and_records_have_the_documented_keys(mock_server, tmp_path):
     assert sum(p["requests"]["total"] for p in data["points"]) == len(records_of(result.run_dir))
     config_json = json.loads((result.run_dir / "config.json").read_text())
     assert config_json["target"]["url"] == url
-
-
-def test_open_loop_rate_and_queue_delay(start_mock, tmp_path):
-    url = start_mock(ttft_ms=20, itl_ms=5)
-    loads = [
-        RateLoad(rate_per_s=20, arrival="constant"),
-        RateLoad(rate_per_s=20, arrival="constant", max_concurrency=1),
-    ]
-    result = run(config(url, tmp_path, loads, StopConfig(duration_s=1.0), output_tokens=10), quiet())
-    free, capped = result.results["points"]
-    assert free["requests"]["total"] == 20  # arrivals never wait on responses
-    assert free["queue_s"]["p99"] < 0.02
-    assert free["concurrency"]["peak"] >= 2
-    # one slot, each request ~65 ms, arrivals every 50 ms: the backlog shows as queue delay
-    assert capped["concurrency"]["peak"] == 1
-    assert capped["queue_s"]["max"] > 0.1
-
-
-def test_max_requests_stops_and_every_request_is_one_record(mock_server, tmp_path):
-    url = mock_server(ttft_ms=1, itl_ms=1)
-    result = run(config(url, tmp_path, [UsersLoad(users=5)], StopConfig(max_requests=23)), quiet())
-    recs = records_of(result.run_dir)
-    assert len(recs) == 23 and sorted(r["id"] for r in recs) == list(range(23))

@@ -1,0 +1,82 @@
+"""The load generator: who gets which request, when requests start under open and closed loop,
+and that every request created is one record."""
+
+import pytest
+from run_helpers import config, quiet, records_of
+
+from tokenbench.config import DatasetConfig, RateLoad, StopConfig, UsersLoad
+from tokenbench.datasets import build_requests, with_prefix
+from tokenbench.loadgen import LiveStats, RequestSource
+from tokenbench.records import Outcome, Request, RequestRecord
+from tokenbench.runner import run
+
+
+def test_open_loop_rate_and_queue_delay(start_mock, tmp_path):
+    url = start_mock(ttft_ms=20, itl_ms=5)
+    loads = [
+        RateLoad(rate_per_s=20, arrival="constant"),
+        RateLoad(rate_per_s=20, arrival="constant", max_concurrency=1),
+    ]
+    result = run(config(url, tmp_path, loads, StopConfig(duration_s=1.0), output_tokens=10), quiet())
+    free, capped = result.results["points"]
+    assert free["requests"]["total"] == 20  # arrivals never wait on responses
+    assert free["queue_s"]["p99"] < 0.02
+    assert free["concurrency"]["peak"] >= 2
+    # one slot, each request ~65 ms, arrivals every 50 ms: the backlog shows as queue delay
+    assert capped["concurrency"]["peak"] == 1
+    assert capped["queue_s"]["max"] > 0.1
+
+
+def test_max_requests_stops_and_every_request_is_one_record(mock_server, tmp_path):
+    url = mock_server(ttft_ms=1, itl_ms=1)
+    result = run(config(url, tmp_path, [UsersLoad(users=5)], StopConfig(max_requests=23)), quiet())
+    recs = records_of(result.run_dir)
+    assert len(recs) == 23 and sorted(r["id"] for r in recs) == list(range(23))
+
+
+def test_unique_prefix_differs_per_request_even_when_prompts_cycle():
+    reqs, _ = build_requests(DatasetConfig(num_prompts=2, system_prompt="sys"), None, 0)
+    source = RequestSource(reqs, unique_nonce="abcd")
+    texts = [source.take()[1].messages[-1]["content"] for _ in range(4)]
+    assert len(set(texts)) == 4 and texts[0].startswith("[abcd-0] ")
+    assert with_prefix(reqs[0], "X").messages[0]["content"] == "sys"  # the system prompt stays shared
+
+
+def _prompts(n: int) -> list[Request]:
+    return [Request(prompt=f"p{i}", max_tokens=1) for i in range(n)]
+
+
+def test_request_source_cycles_the_list_with_ids_unique_per_run():
+    source = RequestSource(_prompts(3))
+    taken = [source.take() for _ in range(7)]
+    assert [i for i, _ in taken] == list(range(7))
+    assert [r.prompt for _, r in taken] == ["p0", "p1", "p2", "p0", "p1", "p2", "p0"]
+    with pytest.raises(ValueError, match="no requests"):
+        RequestSource([])
+
+
+def test_each_point_starts_where_its_load_and_seed_say_whatever_came_before():
+    load, other = UsersLoad(users=4), UsersLoad(users=8)
+
+    def first_prompts(source: RequestSource, load, seed: int) -> list[str]:
+        source.start_point(load, seed)
+        return [source.take()[1].prompt for _ in range(3)]
+
+    fresh = RequestSource(_prompts(97))
+    used = RequestSource(_prompts(97))
+    for _ in range(11):  # an earlier point completed 11 requests
+        used.take()
+    assert first_prompts(fresh, load, 0) == first_prompts(used, load, 0)
+    starts = {first_prompts(RequestSource(_prompts(97)), point, seed)[0] for point in (load, other) for seed in (0, 1)}
+    assert len(starts) > 1  # loads and seeds pick different places in the list
+    assert used.take()[0] == 14  # ids go on across points: 11, then 3 more
+
+
+def test_live_stats_count_errors_and_keep_the_last_ttfts_bounded():
+    stats = LiveStats()
+    for i in range(250):
+        record = RequestRecord(point=0, id=i, scheduled_s=0.0, sent_s=0.0, chunk_times_s=[0.5, 0.6])
+        record.outcome = Outcome.OK if i % 5 else Outcome.HTTP_ERROR
+        stats.record_done(record)
+    assert (stats.done, stats.errors, stats.output_chunks) == (250, 50, 500)
+    assert 100 <= len(stats.last_ttfts_s) <= 200 and stats.last_ttfts_s[-1] == pytest.approx(0.5)

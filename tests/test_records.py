@@ -1,0 +1,96 @@
+"""Records: what one request did, derived per-request figures from raw times, and the JSON line
+a record is written as (and read back from, including lines of older and newer versions)."""
+
+import json
+from array import array
+
+import pytest
+
+from tokenbench.records import ChunkEnds, Outcome, Request, RequestRecord, TokenSource
+
+
+def _record(**fields) -> RequestRecord:
+    base = dict(point=1, id=7, scheduled_s=1.0, sent_s=1.5, chunk_times_s=[2.0, 2.25, 2.5], end_s=2.5, closed_s=2.6)
+    return RequestRecord(**{**base, **fields})
+
+
+def test_a_record_survives_its_json_line_unchanged():
+    record = _record(
+        outcome=Outcome.OK,
+        status=200,
+        output_tokens=3,
+        output_tokens_source=TokenSource.SERVER,
+        finish_reason="length",
+        end_marker=True,
+        server_timings={"eval_count": 3.0},
+        output_text="abc",
+    )
+    line = json.dumps(record.to_json(keep_text=True))
+    back = RequestRecord.from_json(json.loads(line))
+    assert back == record
+    assert type(back.chunk_times_s) is array and back.chunk_times_s.tolist() == [2.0, 2.25, 2.5]
+    assert back.outcome is Outcome.OK and back.output_tokens_source is TokenSource.SERVER
+    assert "output_text" not in record.to_json()  # text only when asked for
+
+
+def test_older_and_newer_record_lines_are_read():
+    data = _record(outcome=Outcome.OK).to_json()
+    del data["end_marker"]  # written before the field existed: an ok record then had its marker
+    data["a_future_field"] = 1  # written by a later version: dropped
+    back = RequestRecord.from_json(data)
+    assert back.end_marker is True and back.outcome is Outcome.OK
+    data["outcome"] = "stream_error"
+    assert RequestRecord.from_json(data).end_marker is False
+
+
+def test_per_request_figures_from_the_raw_times():
+    record = _record(outcome=Outcome.OK, output_tokens=3)
+    assert record.ttft_s == pytest.approx(0.5)
+    assert record.e2e_s == pytest.approx(1.0)
+    assert record.queue_s == record.wait_s == pytest.approx(0.5)
+    assert record.tpot_s == pytest.approx(0.25)  # (1.0 - 0.5) / (3 - 1)
+
+
+def test_no_data_is_none_never_zero():
+    unsent = RequestRecord(point=0, id=0, scheduled_s=1.0)
+    assert (unsent.ttft_s, unsent.e2e_s, unsent.queue_s, unsent.wait_s, unsent.tpot_s) == (None,) * 5
+    one_chunk = _record(chunk_times_s=[2.0], end_s=2.0, output_tokens=5)
+    assert one_chunk.tpot_s is None  # all content at one instant: no decode time to divide
+    assert _record(output_tokens=1).tpot_s is None
+    # a request that never got a slot: its wait until the point gave up is a lower bound
+    never = RequestRecord(point=0, id=0, scheduled_s=1.0, closed_s=4.0, outcome=Outcome.NOT_SENT)
+    assert never.wait_s == pytest.approx(3.0) and never.queue_s is None
+
+
+def test_an_eos_the_server_counted_but_never_streamed_is_not_a_streamed_token():
+    eos = _record(finish_reason="stop", output_tokens=4, output_tokens_source=TokenSource.SERVER)
+    assert eos.eos_unstreamed and eos.streamed_tokens == 3 and eos.tpot_s == pytest.approx(0.25)
+    by_chunks = _record(finish_reason="stop", output_tokens=4, output_tokens_source=TokenSource.CHUNKS)
+    assert not by_chunks.eos_unstreamed and by_chunks.streamed_tokens == 4
+    at_length = _record(finish_reason="length", output_tokens=4, output_tokens_source=TokenSource.SERVER)
+    assert not at_length.eos_unstreamed
+
+
+def test_chunk_ends_keep_the_count_the_first_and_the_last_only():
+    record = _record(outcome=Outcome.OK, output_tokens=3, output_text="x", server_timings={"a": 1.0})
+    slim = record.without_chunks()
+    ends = slim.chunk_times_s
+    assert isinstance(ends, ChunkEnds)
+    assert (len(ends), ends[0], ends[-1], ends[2], ends[-3]) == (3, 2.0, 2.5, 2.5, 2.0)
+    with pytest.raises(IndexError, match="only the first and last"):
+        ends[1]
+    assert slim.output_text is None and slim.server_timings is None
+    assert slim.ttft_s == record.ttft_s and slim.tpot_s == record.tpot_s
+    with pytest.raises(ValueError, match="cannot be written"):
+        slim.to_json()
+    assert not ChunkEnds(array("d")) and len(ChunkEnds(array("d"))) == 0
+
+
+def test_a_request_is_a_prompt_or_messages_never_both():
+    with pytest.raises(ValueError, match="exactly one"):
+        Request()
+    with pytest.raises(ValueError, match="exactly one"):
+        Request(prompt="p", messages=({"role": "user", "content": "m"},))
+    chat = Request(messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}))
+    assert chat.as_prompt_text() == "Be brief.\n\nHi"
+    assert Request(prompt="Hi").as_messages() == [{"role": "user", "content": "Hi"}]
