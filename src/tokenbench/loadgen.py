@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from .clients import Client
@@ -176,33 +176,35 @@ class LoadGenerator:
     ) -> PointRun:
         """Run one point; ``started`` is told its span as it starts (the runner logs it, so a
         point the process never finishes still has one)."""
-        start = self._clock.now()
-        ramp_end = start + ramp_up_s(load)
-        run = PointRun(
-            index=index,
-            load=load,
-            start_s=start,
-            ramp_end_s=ramp_end,
-            window_start_s=ramp_end + stop.warmup_s,
-            load_end_s=start,
-            end_s=start,
-        )
+        run = _new_run(index, load, stop, self._clock.now())
         if started is not None:
             started(run)
+        self._show(run, stop)
+        point = _Point(run, stop, seed, _deadline_s(run, stop), _Budget(stop.max_requests), source)
+        await self._issue_until_stopped(point)
+        now = self._clock.now()
+        self._finish_unsent(now)
+        self._end(point, now)
+        return run
+
+    def _show(self, run: PointRun, stop: StopConfig) -> None:
         stats = self.stats
-        stats.point, stats.started_s = index, start
+        stats.point, stats.started_s = run.index, run.start_s
         stats.planned_s = stop.duration_s
-        deadline = start + stop.duration_s if stop.duration_s is not None else None
-        budget = _Budget(stop.max_requests)
-        tasks: set[asyncio.Task] = set()
+
+    async def _issue_until_stopped(self, point: _Point) -> None:
+        """Issue the point's requests until its load ends (or an interrupt), let those in flight
+        drain, then cancel whatever is left (each becomes a cancelled record)."""
+        load, stop, tasks = point.run.load, point.stop, point.tasks
         if isinstance(load, UsersLoad):
-            issuer = self._users(run, load, deadline, budget, source, tasks)
+            issuer = self._users(point, load)
         else:
-            issuer = self._arrivals(run, load, stop, seed, budget, source, tasks)
+            issuer = self._arrivals(point, load)
         issue_task = asyncio.ensure_future(issuer)
         interrupt_task = asyncio.ensure_future(self._interrupt.wait())
         if isinstance(load, UsersLoad):
             # Users stop issuing at the deadline; their last requests drain inside this wait.
+            deadline = point.deadline_s
             limit = None if deadline is None else deadline + stop.drain_timeout_s - self._clock.now()
             await asyncio.wait({issue_task, interrupt_task}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
         else:
@@ -214,22 +216,26 @@ class LoadGenerator:
             task.cancel()
         await asyncio.gather(issue_task, *tasks, return_exceptions=True)
         interrupt_task.cancel()
-        now = self._clock.now()
+
+    def _finish_unsent(self, now: float) -> None:
+        """Every record still open is written: one whose task never ran as never sent."""
         for record in list(self._open.values()):
             if record.sent_s is None:  # its task was cancelled before it ever ran
                 record.outcome = Outcome.NOT_SENT
                 record.error = record.error or "not sent: the point ended first"
                 record.closed_s = record.closed_s if record.closed_s is not None else now
             self._finish(record)
-        planned = _planned_end_s(run, load, stop)
+
+    def _end(self, point: _Point, now: float) -> None:
+        run, deadline = point.run, point.deadline_s
+        planned = _planned_end_s(run, run.load, point.stop)
         if planned is not None and not self.interrupted:
             run.load_end_s = planned
         else:
             run.load_end_s = min(now, deadline) if deadline is not None else now
         run.end_s = self._clock.now()
         run.interrupted = self.interrupted
-        run.num_records = budget.issued
-        return run
+        run.num_records = point.budget.issued
 
     async def _drain(self, tasks: set[asyncio.Task], timeout_s: float) -> None:
         pending = {t for t in tasks if not t.done()}
@@ -241,15 +247,9 @@ class LoadGenerator:
         gathered.cancel()
         interrupt_task.cancel()
 
-    async def _users(
-        self,
-        run: PointRun,
-        load: UsersLoad,
-        deadline: float | None,
-        budget: _Budget,
-        source: RequestSource,
-        tasks: set[asyncio.Task],
-    ) -> None:
+    async def _users(self, point: _Point, load: UsersLoad) -> None:
+        run, deadline, budget, source, tasks = point.run, point.deadline_s, point.budget, point.source, point.tasks
+
         # Each user's requests run as tasks of their own so cancelling at the end marks them
         # cancelled records; the user loop just waits on its current request.
         async def user(u: int, offset_s: float) -> None:
@@ -288,16 +288,32 @@ class LoadGenerator:
             for task in users:
                 task.cancel()
 
-    async def _arrivals(
-        self,
-        run: PointRun,
-        load: RateLoad,
-        stop: StopConfig,
-        seed: int,
-        budget: _Budget,
-        source: RequestSource,
-        tasks: set[asyncio.Task],
-    ) -> None:
+    async def _arrivals(self, point: _Point, load: RateLoad) -> None:
+        run, stop, budget, source, tasks = point.run, point.stop, point.budget, point.source, point.tasks
+        one = self._in_slot(load)
+        for offset in arrival_times(load, point.seed, stop):
+            if not await self._sleep_until(run.start_s + offset) or not budget.take():
+                break
+            rid, request = source.take()
+            run.last_arrival_s = run.start_s + offset
+            record = self._new_record(
+                point=run.index,
+                id=rid,
+                scheduled_s=run.start_s + offset,
+                dataset_prompt_tokens=request.expected_prompt_tokens,
+            )
+            task = asyncio.ensure_future(one(request, record))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        # The load lasts its whole period even when the schedule's last arrival came earlier (a
+        # low rate): the window ends there, and the point (with the server's scrapes) must too.
+        planned = _planned_end_s(run, load, stop)
+        if planned is not None:
+            await self._sleep_until(planned)
+
+    def _in_slot(self, load: RateLoad) -> Callable[[Request, RequestRecord], Awaitable[None]]:
+        """How an arrival is sent: at once, or (``max_concurrency``) after waiting for a slot; one
+        still waiting when the point ends is a never-sent record."""
         slots = asyncio.Semaphore(load.max_concurrency) if load.max_concurrency else None
 
         async def one(request: Request, record: RequestRecord) -> None:
@@ -317,25 +333,26 @@ class LoadGenerator:
             finally:
                 slots.release()
 
-        for offset in arrival_times(load, seed, stop):
-            if not await self._sleep_until(run.start_s + offset) or not budget.take():
-                break
-            rid, request = source.take()
-            run.last_arrival_s = run.start_s + offset
-            record = self._new_record(
-                point=run.index,
-                id=rid,
-                scheduled_s=run.start_s + offset,
-                dataset_prompt_tokens=request.expected_prompt_tokens,
-            )
-            task = asyncio.ensure_future(one(request, record))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        # The load lasts its whole period even when the schedule's last arrival came earlier (a
-        # low rate): the window ends there, and the point (with the server's scrapes) must too.
-        planned = _planned_end_s(run, load, stop)
-        if planned is not None:
-            await self._sleep_until(planned)
+        return one
+
+
+def _new_run(index: int, load: LoadPoint, stop: StopConfig, start: float) -> PointRun:
+    """A point's span as it starts: the load and window ends are set when it ends."""
+    ramp_end = start + ramp_up_s(load)
+    return PointRun(
+        index=index,
+        load=load,
+        start_s=start,
+        ramp_end_s=ramp_end,
+        window_start_s=ramp_end + stop.warmup_s,
+        load_end_s=start,
+        end_s=start,
+    )
+
+
+def _deadline_s(run: PointRun, stop: StopConfig) -> float | None:
+    """When no new request may start (None: the point ends by ``max_requests`` or its schedule)."""
+    return run.start_s + stop.duration_s if stop.duration_s is not None else None
 
 
 def _planned_end_s(run: PointRun, load: LoadPoint, stop: StopConfig) -> float | None:
@@ -360,3 +377,16 @@ class _Budget:
             return False
         self.issued += 1
         return True
+
+
+@dataclass
+class _Point:
+    """One point as it runs: its span, how it stops, and what its requests are drawn from."""
+
+    run: PointRun
+    stop: StopConfig
+    seed: int
+    deadline_s: float | None
+    budget: _Budget
+    source: RequestSource
+    tasks: set[asyncio.Task] = field(default_factory=set)  # requests in flight
