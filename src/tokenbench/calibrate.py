@@ -96,10 +96,33 @@ def _proc_cpu_s(pid: int | None) -> float:
 
 
 def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> CalibrationResult:
-    from .runner import run
-
     port = free_port()
-    mock = subprocess.Popen(
+    mock = _start_mock(spec, port)
+    own_affinity = os.sched_getaffinity(0)
+    pinned = spec.pin_cores and len(own_affinity) >= 2
+    try:
+        if pinned:
+            _pin(mock.pid, own_affinity)
+        measured = _measure(spec, f"http://127.0.0.1:{port}", mock, out_root)
+    finally:
+        if pinned:
+            os.sched_setaffinity(0, own_affinity)
+        stop(mock)
+    return _compare(spec, measured)
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """A calibration run: what the client recorded, what the mock delivered, the CPU samples."""
+
+    run_dir: Path
+    results: dict
+    deliveries: dict
+    sampler: _CpuSampler
+
+
+def _start_mock(spec: CalibrationSpec, port: int) -> subprocess.Popen:
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -118,39 +141,44 @@ def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> Calibratio
         stderr=subprocess.DEVNULL,
         preexec_fn=child_preexec(),
     )
-    own_affinity = os.sched_getaffinity(0)
-    pinned = spec.pin_cores and len(own_affinity) >= 2
-    try:
-        if pinned:
-            cores = sorted(own_affinity)
-            os.sched_setaffinity(mock.pid, {cores[0]})
-            os.sched_setaffinity(0, {cores[1]})
-        url = f"http://127.0.0.1:{port}"
-        wait_http(url + "/health", 20.0, mock)
-        out_dir = Path(tempfile.mkdtemp(prefix="calibrate-", dir=out_root))
-        config = RunConfig(
-            target=TargetConfig(url=url, api="chat"),
-            loads=[UsersLoad(users=spec.users)],
-            stop=StopConfig(max_requests=spec.requests),
-            dataset=DatasetConfig(name="synthetic", input_tokens=16, output_tokens=spec.output_tokens, num_prompts=64),
-            live=False,
-            out_dir=out_dir / "run",
-        )
-        sampler = _CpuSampler(other_pid=mock.pid)
-        sampler.start()
-        result = run(config, Console(file=io.StringIO()))
-        sampler.stop()
-        with urllib.request.urlopen(url + "/mock/deliveries", timeout=30) as resp:
-            deliveries = json.loads(resp.read())
-        (out_dir / "deliveries.json").write_text(json.dumps(deliveries))
-    finally:
-        if pinned:
-            os.sched_setaffinity(0, own_affinity)
-        stop(mock)
-    return _compare(spec, result.run_dir, result.results, deliveries, sampler)
 
 
-def _compare(spec, run_dir: Path, results: dict, deliveries: dict, sampler: _CpuSampler) -> CalibrationResult:
+def _pin(mock_pid: int, own_affinity: set[int]) -> None:
+    """The mock on one core, this process on another, so neither measures the other's load."""
+    cores = sorted(own_affinity)
+    os.sched_setaffinity(mock_pid, {cores[0]})
+    os.sched_setaffinity(0, {cores[1]})
+
+
+def _measure(spec: CalibrationSpec, url: str, mock: subprocess.Popen, out_root: Path | None) -> _Measured:
+    from .runner import run
+
+    wait_http(url + "/health", 20.0, mock)
+    out_dir = Path(tempfile.mkdtemp(prefix="calibrate-", dir=out_root))
+    config = _run_config(spec, url, out_dir)
+    sampler = _CpuSampler(other_pid=mock.pid)
+    sampler.start()
+    result = run(config, Console(file=io.StringIO()))
+    sampler.stop()
+    with urllib.request.urlopen(url + "/mock/deliveries", timeout=30) as resp:
+        deliveries = json.loads(resp.read())
+    (out_dir / "deliveries.json").write_text(json.dumps(deliveries))
+    return _Measured(result.run_dir, result.results, deliveries, sampler)
+
+
+def _run_config(spec: CalibrationSpec, url: str, out_dir: Path) -> RunConfig:
+    return RunConfig(
+        target=TargetConfig(url=url, api="chat"),
+        loads=[UsersLoad(users=spec.users)],
+        stop=StopConfig(max_requests=spec.requests),
+        dataset=DatasetConfig(name="synthetic", input_tokens=16, output_tokens=spec.output_tokens, num_prompts=64),
+        live=False,
+        out_dir=out_dir / "run",
+    )
+
+
+def _compare(spec: CalibrationSpec, measured: _Measured) -> CalibrationResult:
+    run_dir, results, deliveries, sampler = measured.run_dir, measured.results, measured.deliveries, measured.sampler
     origin = results["clock"]["origin_monotonic_s"]
     records = read_records(run_dir)
     ttft_err, itl_err, delay, send = [], [], [], []
@@ -166,16 +194,7 @@ def _compare(spec, run_dir: Path, results: dict, deliveries: dict, sampler: _Cpu
         ttft_err.append((mine[0] - r.sent_s) - (mock_times[0] - (d["received_s"] - origin)))
         itl_err.extend(np.diff(mine) - np.diff(mock_times))
         delay.extend(mine - mock_times)
-    # Steady window: between 10% and 90% of all chunk arrivals (excludes start-up and tail).
-    all_chunks.sort()
-    cpu_us = achieved = mock_cpu = None
-    if len(all_chunks) > 10:
-        t0, t1 = all_chunks[len(all_chunks) // 10], all_chunks[len(all_chunks) * 9 // 10]
-        n = len(all_chunks) * 8 // 10
-        if t1 > t0:
-            achieved = n / (t1 - t0)
-            cpu_us = sampler.cpu_between(t0 + origin, t1 + origin) / n * 1e6
-            mock_cpu = sampler.cpu_between(t0 + origin, t1 + origin, column=2) / (t1 - t0)
+    steady = _steady(all_chunks, sampler, origin)
     req = results["points"][0]["requests"]
     stream_s = (spec.ttft_ms + (spec.output_tokens - 1) * spec.itl_ms) / 1e3
     ms = lambda a, f: float(f(np.asarray(a)) * 1e3) if len(a) else None  # noqa: E731
@@ -192,11 +211,35 @@ def _compare(spec, run_dir: Path, results: dict, deliveries: dict, sampler: _Cpu
         chunk_delay_ms_p99=ms(delay, p99),
         send_delay_ms_mean=ms(send, np.mean),
         send_delay_ms_p99=ms(send, p99),
-        cpu_us_per_token=cpu_us,
-        mock_cpu_fraction=mock_cpu,
-        achieved_tokens_per_s=achieved,
+        cpu_us_per_token=steady.cpu_us_per_token,
+        mock_cpu_fraction=steady.mock_cpu_fraction,
+        achieved_tokens_per_s=steady.achieved_tokens_per_s,
         offered_tokens_per_s=spec.users * spec.output_tokens / stream_s,
         run_dir=str(run_dir),
+    )
+
+
+@dataclass(frozen=True)
+class _Steady:
+    cpu_us_per_token: float | None = None
+    mock_cpu_fraction: float | None = None
+    achieved_tokens_per_s: float | None = None
+
+
+def _steady(all_chunks: list[float], sampler: _CpuSampler, origin: float) -> _Steady:
+    """CPU and throughput in the steady window: between 10% and 90% of all chunk arrivals
+    (excludes start-up and tail)."""
+    all_chunks.sort()
+    if len(all_chunks) <= 10:
+        return _Steady()
+    t0, t1 = all_chunks[len(all_chunks) // 10], all_chunks[len(all_chunks) * 9 // 10]
+    n = len(all_chunks) * 8 // 10
+    if not t1 > t0:
+        return _Steady()
+    return _Steady(
+        cpu_us_per_token=sampler.cpu_between(t0 + origin, t1 + origin) / n * 1e6,
+        mock_cpu_fraction=sampler.cpu_between(t0 + origin, t1 + origin, column=2) / (t1 - t0),
+        achieved_tokens_per_s=n / (t1 - t0),
     )
 
 
