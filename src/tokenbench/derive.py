@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -28,103 +28,137 @@ from .config import LoadPoint, RateLoad, SLOConfig, StopConfig
 from .load import describe
 from .metrics import ChunkTally, PointSpan, Window, series_edges, summarize_point, timeseries
 from .records import RequestRecord
-from .results import SCHEMA_VERSION, RunResults
+from .results import (
+    SCHEMA_VERSION,
+    Clock,
+    ComputedBy,
+    DatasetFacts,
+    Load,
+    PointResult,
+    RunResults,
+    Server,
+    Slo,
+    Span,
+    Target,
+    Telemetry,
+    TimeWindow,
+    Tool,
+)
+from .results.run import PointHead
 from .rundir import RecordSlice, point_ranges, write_json
 from .telemetry.sampler import SamplesFile
 from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
 
-_LOAD = TypeAdapter(LoadPoint)
+_LOAD: TypeAdapter[LoadPoint] = TypeAdapter(LoadPoint)
+
+ConfigJson = dict[str, Any]  # config.json as the run wrote it
+Facts = dict[str, Any]  # a ``point`` event of samples.jsonl: a point's span (runner.point_facts)
 
 
 class RecomputeError(ValueError):
     """A directory that cannot be recomputed; the message names what is missing."""
 
 
-def computed_by(how: str) -> dict:
-    return {"name": "tokenbench", "version": __version__, "how": how}
+def computed_by(how: Literal["run", "recompute"]) -> ComputedBy:
+    return ComputedBy(name="tokenbench", version=__version__, how=how)
 
 
-def checked(results: dict[str, Any]) -> dict[str, Any]:
-    """results.json as it is written: through its types (results.py), so a key they do not
-    declare, or a value of the wrong type, is an error here and never reaches the file."""
-    return RunResults.from_json(results).to_json()
-
-
-def results_header(config_json: dict, how: str) -> dict:
+def results_header(config_json: ConfigJson, how: Literal["run", "recompute"]) -> RunResults:
     """results.json without its points, from config.json alone."""
     target = config_json.get("resolved_target") or {}
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "tool": config_json.get("tool") or {"name": "tokenbench", "version": None},
-        "computed_by": computed_by(how),
-        "target": {
-            "url": target.get("url"),
-            "model": target.get("model"),
-            "api": target.get("api"),
-            "ignore_eos": (config_json.get("target") or {}).get("ignore_eos", False),
-            **(config_json.get("backend") or {}),
-        },
-        "dataset": config_json.get("dataset_info"),
-        "slo": SLOConfig.model_validate(config_json.get("slo") or {}).model_dump(),
-        "clock": config_json.get("clock"),
-        "telemetry": config_json.get("telemetry"),
-        "points": [],
-    }
+    return RunResults(
+        schema_version=SCHEMA_VERSION,
+        tool=Tool.model_validate(config_json.get("tool") or {"name": "tokenbench", "version": None}),
+        computed_by=computed_by(how),
+        target=Target.model_validate(
+            {
+                "url": target.get("url"),
+                "model": target.get("model"),
+                "api": target.get("api"),
+                "ignore_eos": (config_json.get("target") or {}).get("ignore_eos", False),
+                **(config_json.get("backend") or {}),
+            }
+        ),
+        dataset=_optional(DatasetFacts, config_json.get("dataset_info")),
+        slo=Slo(**_slo(config_json).model_dump()),
+        clock=_optional(Clock, config_json.get("clock")),
+        telemetry=_optional(Telemetry, config_json.get("telemetry")),
+        points=[],
+    )
 
 
-def point_result(config_json: dict, facts: dict, records: Iterable[RequestRecord], samples_file: SamplesFile) -> dict:
+_Part = TypeVar("_Part", DatasetFacts, Clock, Telemetry)
+
+
+def _optional(model: type[_Part], data: dict[str, Any] | None) -> _Part | None:
+    return model.model_validate(data) if data is not None else None
+
+
+def _slo(config_json: ConfigJson) -> SLOConfig:
+    return SLOConfig.model_validate(config_json.get("slo") or {})
+
+
+def point_result(
+    config_json: ConfigJson, facts: Facts, records: Iterable[RequestRecord], samples_file: SamplesFile
+) -> PointResult:
     """One point of results.json from its span (a ``point`` event) and its records, streamed once
     (e.g. a RecordSlice of records.jsonl): their chunk times are tallied a batch at a time and
     dropped, so a point of any length is summarized in memory that does not grow with its chunks
     beyond its ITL gaps (metrics.ChunkTally)."""
-    stop = StopConfig.model_validate(config_json["stop"])
-    slo = SLOConfig.model_validate(config_json.get("slo") or {})
     load = _LOAD.validate_python(facts["load"])
-    window = Window(facts["window_start_s"], facts["load_end_s"])
     start_s, end_s = facts["start_s"], facts["end_s"]
-    point: dict[str, Any] = {
-        "index": facts["index"],
-        "label": describe(load),
-        "load": {
-            **load.model_dump(mode="json"),
-            "warmup_s": stop.warmup_s,
-            "duration_s": stop.duration_s,
-            "max_requests": stop.max_requests,
-        },
-        "span": {
-            "start_s": start_s,
-            "ramp_end_s": facts["ramp_end_s"],
-            "load_end_s": facts["load_end_s"],
-            "end_s": end_s,
-        },
-        "interrupted": facts["interrupted"],
-    }
+    window = Window(facts["window_start_s"], facts["load_end_s"])
     span = PointSpan(window, open_loop=isinstance(load, RateLoad), end_s=end_s)
     window_s = float(config_json.get("window_s") or 5.0)
     chunks = ChunkTally(span, series_edges(start_s, end_s, window_s))
     kept = chunks.consume(records)  # the records, without their chunk times
-    point.update(summarize_point(kept, span, slo, chunks))
-    samples = samples_file.scrapes()
+    metrics = summarize_point(kept, span, _slo(config_json), chunks)
+    samples, header = samples_file.scrapes(), samples_file.header()
+    user_spans = [(a, b) for a, b in facts.get("user_spans") or []]
+    series = timeseries(kept, start_s, end_s, facts["ramp_end_s"], user_spans, window_s, tokens=chunks.series_tokens)
     # The server and the GPU over the client's window; over the whole point beside, named so.
-    point["server"] = point_server(samples, window.start_s, window.end_s)
-    point["server_whole_point"] = point_server(samples, start_s, end_s)
-    if point["server"] is not None:
-        first_chunks = [(r.chunk_times_s[0], r.ttft_s) for r in kept if r.ttft_s is not None]
-        point["server"]["client_ttft_s_matched"] = matched_client_ttft(first_chunks, point["server"])
-    header = samples_file.header()
-    point["gpu"] = point_gpu(samples, header, window.start_s, window.end_s)
-    point["gpu_whole_point"] = point_gpu(samples, header, start_s, end_s)
-    user_spans = [tuple(s) for s in facts.get("user_spans") or []]
-    point["timeseries"] = [
-        {**w, **window_server(samples, w["start_s"], w["end_s"])}
-        for w in timeseries(
-            kept, start_s, end_s, facts["ramp_end_s"], user_spans, window_s, tokens=chunks.series_tokens
-        )
-    ]
-    return point
+    return PointResult(
+        **dict(_point_head(config_json, facts, load)),
+        **dict(metrics),
+        server=_with_matched_ttft(point_server(samples, window.start_s, window.end_s), kept),
+        server_whole_point=point_server(samples, start_s, end_s),
+        gpu=point_gpu(samples, header, window.start_s, window.end_s),
+        gpu_whole_point=point_gpu(samples, header, start_s, end_s),
+        timeseries=[TimeWindow.of(w, window_server(samples, w.start_s, w.end_s)) for w in series],
+    )
 
 
-def unfinished_point(start: dict, records: Iterable[RequestRecord], stop: StopConfig) -> dict:
+def _point_head(config_json: ConfigJson, facts: Facts, load: LoadPoint) -> PointHead:
+    """Which point: its index, its load with the run's stop settings, its span."""
+    stop = StopConfig.model_validate(config_json["stop"])
+    return PointHead(
+        index=facts["index"],
+        label=describe(load),
+        load=Load(
+            **load.model_dump(mode="json"),
+            warmup_s=stop.warmup_s,
+            duration_s=stop.duration_s,
+            max_requests=stop.max_requests,
+        ),
+        span=Span(
+            start_s=facts["start_s"],
+            ramp_end_s=facts["ramp_end_s"],
+            load_end_s=facts["load_end_s"],
+            end_s=facts["end_s"],
+        ),
+        interrupted=facts["interrupted"],
+    )
+
+
+def _with_matched_ttft(server: Server | None, records: Sequence[RequestRecord]) -> Server | None:
+    """The server's figures with the client's TTFT over the requests its histogram counted."""
+    if server is None:
+        return None
+    first_chunks = [(r.chunk_times_s[0], r.ttft_s) for r in records if r.ttft_s is not None]
+    return server.with_matched_ttft(matched_client_ttft(first_chunks, server))
+
+
+def unfinished_point(start: Facts, records: Iterable[RequestRecord], stop: StopConfig) -> Facts:
     """The span of a point the run never finished (killed): it ran at least until the last of
     its records ended; its load ended there or at its deadline, whichever came first."""
     end_s = max(
@@ -143,60 +177,85 @@ def unfinished_point(start: dict, records: Iterable[RequestRecord], stop: StopCo
     }
 
 
-def recompute_run(run_dir: Path) -> dict:
+def recompute_run(run_dir: Path) -> RunResults:
     """Derive results.json from the run's files and write it (the previous one is kept as
     results.previous.json). Returns the results."""
     run_dir = Path(run_dir)
+    config_json = _run_config(run_dir)
+    samples = SamplesFile(run_dir / "samples.jsonl")
+    records_path = run_dir / "records.jsonl"
+    by_point = {index: RecordSlice(records_path, ranges) for index, ranges in point_ranges(records_path).items()}
+    spans = _Spans.of(run_dir, samples, config_json)
+    results = results_header(spans.config_json, "recompute")
+    for index in sorted(spans.indices() | set(by_point)):
+        point_records = by_point.get(index, RecordSlice(records_path, []))
+        facts = spans.facts(index, point_records)
+        results = results.with_point(point_result(spans.config_json, facts, point_records, samples))
+    planned = len(config_json["loads"])
+    results = results.finished(len(spans.ended) < planned or any(p.interrupted for p in results.points))
+    previous = run_dir / "results.json"
+    if previous.exists():
+        shutil.copyfile(previous, run_dir / "results.previous.json")
+    write_json(run_dir / "results.json", results.to_json())
+    return results
+
+
+def _run_config(run_dir: Path) -> ConfigJson:
+    """config.json of a run that has its records; a RecomputeError names what is missing."""
     for name in ("config.json", "records.jsonl"):
         if not (run_dir / name).is_file():
             raise RecomputeError(
                 f"{run_dir}: no {name}; recompute needs config.json, records.jsonl "
                 f"and samples.jsonl from a tokenbench run"
             )
-    config_json = json.loads((run_dir / "config.json").read_text())
+    config_json: ConfigJson = json.loads((run_dir / "config.json").read_text())
     if "stop" not in config_json or "loads" not in config_json:
         raise RecomputeError(f"{run_dir / 'config.json'} is not a tokenbench run's config")
-    samples = SamplesFile(run_dir / "samples.jsonl")
-    records_path = run_dir / "records.jsonl"
-    by_point = {index: RecordSlice(records_path, ranges) for index, ranges in point_ranges(records_path).items()}
-    ended = {e["index"]: e for e in samples.events("point")}
-    started = {e["index"]: e for e in samples.events("point_start")}
-    stop = StopConfig.model_validate(config_json["stop"])
-    earlier: dict[int, dict] = {}
-    if not started and (run_dir / "results.json").is_file():  # a run from before 0.2.0: its facts
-        old = json.loads((run_dir / "results.json").read_text())
-        earlier = _spans_from_results(old, stop.warmup_s)
-        config_json = {
-            **config_json,
-            "clock": config_json.get("clock") or old.get("clock"),
-            "telemetry": config_json.get("telemetry") or old.get("telemetry"),
-        }
-    results = results_header(config_json, "recompute")
-    for index in sorted(set(ended) | set(started) | set(earlier) | set(by_point)):
-        point_records = by_point.get(index, RecordSlice(records_path, []))
-        if index in ended:
-            facts = ended[index]
-        elif index in started:
-            facts = unfinished_point(started[index], point_records, stop)
-        elif index in earlier:
-            facts = earlier[index]
-        else:
-            raise RecomputeError(
-                f"{run_dir}: records of point {index} but no span for it in samples.jsonl "
-                f"(nor in an earlier results.json)"
-            )
-        results["points"].append(point_result(config_json, facts, point_records, samples))
-    planned = len(config_json["loads"])
-    results["interrupted"] = len(ended) < planned or any(p["interrupted"] for p in results["points"])
-    previous = run_dir / "results.json"
-    if previous.exists():
-        shutil.copyfile(previous, run_dir / "results.previous.json")
-    results = checked(results)
-    write_json(run_dir / "results.json", results)
-    return results
+    return config_json
 
 
-def _spans_from_results(old: dict, warmup_s: float) -> dict[int, dict]:
+class _Spans:
+    """Where each point's span comes from: its ``point`` event; for a point the run never finished,
+    its ``point_start`` event and its records; for a run from before 0.2.0, its old results.json
+    (whose clock and telemetry then complete ``config_json``)."""
+
+    def __init__(self, run_dir: Path, config_json: ConfigJson, ended: dict[int, Facts], started: dict[int, Facts]):
+        self.run_dir, self.config_json, self.ended, self.started = run_dir, config_json, ended, started
+        self.stop = StopConfig.model_validate(config_json["stop"])
+        self.earlier: dict[int, Facts] = {}
+
+    @classmethod
+    def of(cls, run_dir: Path, samples: SamplesFile, config_json: ConfigJson) -> _Spans:
+        ended = {e["index"]: e for e in samples.events("point")}
+        started = {e["index"]: e for e in samples.events("point_start")}
+        spans = cls(run_dir, config_json, ended, started)
+        if not started and (run_dir / "results.json").is_file():  # a run from before 0.2.0: its facts
+            old = json.loads((run_dir / "results.json").read_text())
+            spans.earlier = _spans_from_results(old, spans.stop.warmup_s)
+            spans.config_json = {
+                **config_json,
+                "clock": config_json.get("clock") or old.get("clock"),
+                "telemetry": config_json.get("telemetry") or old.get("telemetry"),
+            }
+        return spans
+
+    def indices(self) -> set[int]:
+        return set(self.ended) | set(self.started) | set(self.earlier)
+
+    def facts(self, index: int, records: Iterable[RequestRecord]) -> Facts:
+        if index in self.ended:
+            return self.ended[index]
+        if index in self.started:
+            return unfinished_point(self.started[index], records, self.stop)
+        if index in self.earlier:
+            return self.earlier[index]
+        raise RecomputeError(
+            f"{self.run_dir}: records of point {index} but no span for it in samples.jsonl "
+            f"(nor in an earlier results.json)"
+        )
+
+
+def _spans_from_results(old: dict[str, Any], warmup_s: float) -> dict[int, Facts]:
     """Point spans from a results.json written before runs logged them in samples.jsonl: old
     runs re-derived with today's definitions (the users' spans were not kept: the time series'
     active_users is then null)."""
@@ -221,14 +280,15 @@ def _spans_from_results(old: dict, warmup_s: float) -> dict[int, dict]:
     return spans
 
 
-def recompute_experiment(experiment_dir: Path) -> dict:
+def recompute_experiment(experiment_dir: Path) -> dict[str, Any]:
     """Recompute every cell that has records, then the experiment's aggregates."""
     from .experiments.aggregate import aggregate
     from .experiments.runner import STATE
+    from .results import Experiment
 
     experiment_dir = Path(experiment_dir)
     state_path = experiment_dir / STATE
-    state = json.loads(state_path.read_text())
+    state: dict[str, Any] = json.loads(state_path.read_text())
     for cell in state.get("cells", {}).values():
         cell_dir = experiment_dir / cell["run_dir"]
         if (cell_dir / "records.jsonl").is_file() and (cell_dir / "config.json").is_file():
@@ -236,10 +296,11 @@ def recompute_experiment(experiment_dir: Path) -> dict:
             if cell.get("status") == "running":  # killed while it ran: what it measured is kept
                 cell["status"] = "interrupted"
                 cell["error"] = "the experiment was killed during this cell; recomputed from its records"
-            elif cell.get("status") == "ok" and results.get("interrupted"):
+            elif cell.get("status") == "ok" and results.interrupted:
                 cell["status"] = "interrupted"
-    state["aggregates"] = aggregate(experiment_dir, state)
-    state["computed_by"] = computed_by("recompute")
+    rows = aggregate(experiment_dir, Experiment.from_json(state))
+    state["aggregates"] = [row.model_dump(mode="json", exclude_unset=True) for row in rows]
+    state["computed_by"] = computed_by("recompute").model_dump(mode="json")
     shutil.copyfile(state_path, experiment_dir / "experiment.previous.json")
     write_json(state_path, state)
     return state

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import orjson  # records are written on the client's hot path, one line per fini
 
 from .records import RequestRecord
 from .redact import mask, mask_text
+from .results import RunResults
 
 
 def default_run_dir(root: Path = Path("runs")) -> Path:
@@ -97,8 +98,8 @@ class RunWriter:
         self._records.flush()
         return RecordSlice(self.dir / "records.jsonl", [(offset, self._records.tell())])
 
-    def write_results(self, results: dict[str, Any]) -> None:
-        write_json(self.dir / "results.json", results)
+    def write_results(self, results: RunResults) -> None:
+        write_json(self.dir / "results.json", results.to_json())
 
     def close(self) -> None:
         self._records.close()
@@ -146,7 +147,7 @@ class RecordSlice:
     file each time they are iterated: a point's summary streams them (metrics.ChunkTally) and never
     holds them all. ``end`` None: to the end of the file."""
 
-    def __init__(self, path: Path, ranges: list[tuple[int, int | None]]) -> None:
+    def __init__(self, path: Path, ranges: Sequence[tuple[int, int | None]]) -> None:
         self.path = Path(path)
         self.ranges = ranges
 

@@ -14,7 +14,9 @@ import contextlib
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 from rich.console import Console
 
 from . import __version__, redact
@@ -23,16 +25,18 @@ from .backends.base import Profile
 from .backends.server import ServerUnderTest, server_under_test
 from .clients import wire_for
 from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
-from .config import BackendConfig, RunConfig, TargetConfig
+from .clients.wire import Wire
+from .config import BackendConfig, LoadPoint, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
-from .derive import checked, point_result, results_header
+from .derive import point_result, results_header
 from .live import LiveView
 from .load import describe
 from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
 from .procs import Interrupts
 from .records import RunClock
 from .report.console import summary_table
+from .results import PointResult
 from .rundir import RunWriter, default_run_dir
 from .telemetry.sampler import Sampler
 
@@ -45,7 +49,7 @@ except ImportError:  # pragma: no cover
 @dataclass
 class RunResult:
     run_dir: Path
-    results: dict
+    results: dict[str, Any]  # results.json as written (RunResults.to_json)
     interrupted: bool
 
 
@@ -70,7 +74,8 @@ def run(config: RunConfig, console: Console | None = None, server: ServerUnderTe
             target = _with_api(target, sut.profile)
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
-                return runner(_run_points(config, target, sut.facts, writer, console, clock, sampler))
+                bench = _Bench(config, writer, clock, sampler)
+                return runner(_run_points(bench, target, sut.facts, console))
     finally:
         writer.close()
 
@@ -115,64 +120,97 @@ def _max_users(config: RunConfig) -> int:
     return min(max(users + [4]), 64)
 
 
-async def _run_points(
-    config: RunConfig,
-    target: TargetConfig,
-    backend: dict,
-    writer: RunWriter,
-    console: Console,
-    clock: RunClock,
-    sampler: Sampler,
-) -> RunResult:
+@dataclass(frozen=True)
+class _Bench:
+    """What the whole run shares: its settings, its directory, its clock and its sampler."""
+
+    config: RunConfig
+    writer: RunWriter
+    clock: RunClock
+    sampler: Sampler
+
+
+async def _run_points(bench: _Bench, target: TargetConfig, backend: dict[str, Any], console: Console) -> RunResult:
+    """The load points one after another against the target; results.json rewritten after each."""
     wire = wire_for(target.api)
-    async with make_session(target, clock.now) as session:
+    async with make_session(target, bench.clock.now) as session:
         target = await _resolve_model(session, target, wire)
-        tokenizer = _tokenizer(config, target)
-        requests, info = build_requests(config.dataset, tokenizer, config.seed)
-        writer.write_config(_config_json(config, target, backend, info, clock, sampler))
-        count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
-        client = StreamingClient(session, target, wire, clock.now, count_tokens=count, keep_text=config.keep_text)
-        stats = LiveStats()
-        # Records go to disk as they end and are not kept: a point's are read back when it ends
-        # (memory stays flat over a long run, and the run derives results exactly as recompute does).
-        gen = LoadGenerator(client, clock, writer.write_record, stats)
-        nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
-        source = RequestSource(requests, unique_nonce=nonce)
-        results = results_header(writer.config_json(), "run")
-        await sampler.wait_past(clock.now())  # a baseline scrape before the first point
+        driver = _driver(bench, _Target(session, target, wire), backend)
+        results = results_header(bench.writer.config_json(), "run")
+        await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
         loop = asyncio.get_running_loop()
         with (
-            Interrupts.during(lambda: loop.call_soon_threadsafe(gen.interrupt)),
-            LiveView(stats, clock.now, console, enabled=config.live),
+            Interrupts.during(lambda: loop.call_soon_threadsafe(driver.gen.interrupt)),
+            LiveView(driver.stats, bench.clock.now, console, enabled=bench.config.live),
         ):
-            for index, load in enumerate(config.loads):
-                stats.label = describe(load)
-                first = writer.records_offset()
-                source.start_point(load, config.seed)
-                await warm_connections(session, target, wire, _concurrency_hint(load))
-                point_run = await gen.run_point(
-                    index,
-                    load,
-                    config.stop,
-                    source,
-                    config.seed + index,
-                    started=lambda run: sampler.event(_start_facts(run)),
-                )
-                facts = point_facts(point_run)
-                sampler.event(facts)
-                if not point_run.interrupted:
-                    await sampler.wait_past(point_run.end_s)  # bracket the point's counters
-                records = writer.records_since(first)  # streamed from disk, never all in memory
-                results["points"].append(point_result(writer.config_json(), facts, records, sampler.file))
-                del records
-                writer.write_results(checked(results))
-                if point_run.interrupted:
+            for index, load in enumerate(bench.config.loads):
+                results = results.with_point(await driver.run_point(index, load))
+                bench.writer.write_results(results)
+                if results.points[-1].interrupted:
                     break
-    results["interrupted"] = gen.interrupted
-    results = checked(results)
-    writer.write_results(results)
-    console.print(summary_table(results["points"]))
-    return RunResult(writer.dir, results, gen.interrupted)
+    results = results.finished(driver.gen.interrupted)
+    bench.writer.write_results(results)
+    console.print(summary_table(results))
+    return RunResult(bench.writer.dir, results.to_json(), driver.gen.interrupted)
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The target as the run reaches it: a session, its resolved settings, its wire."""
+
+    session: aiohttp.ClientSession
+    config: TargetConfig
+    wire: Wire
+
+
+@dataclass(frozen=True)
+class _Driver:
+    """Runs one load point after another: the run's load generator and its source of requests."""
+
+    bench: _Bench
+    target: _Target
+    stats: LiveStats
+    gen: LoadGenerator
+    source: RequestSource
+
+    async def run_point(self, index: int, load: LoadPoint) -> PointResult:
+        """One point: its records go to disk as they end, then are read back for its results."""
+        config, writer, sampler = self.bench.config, self.bench.writer, self.bench.sampler
+        self.stats.label = describe(load)
+        first = writer.records_offset()
+        self.source.start_point(load, config.seed)
+        await warm_connections(self.target.session, self.target.config, self.target.wire, _concurrency_hint(load))
+        point_run = await self.gen.run_point(
+            index,
+            load,
+            config.stop,
+            self.source,
+            config.seed + index,
+            started=lambda run: sampler.event(_start_facts(run)),
+        )
+        facts = point_facts(point_run)
+        sampler.event(facts)
+        if not point_run.interrupted:
+            await sampler.wait_past(point_run.end_s)  # bracket the point's counters
+        records = writer.records_since(first)  # streamed from disk, never all in memory
+        return point_result(writer.config_json(), facts, records, sampler.file)
+
+
+def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
+    """The dataset built and config.json written; the client, the load generator and the source."""
+    config, writer = bench.config, bench.writer
+    requests, info = build_requests(config.dataset, _tokenizer(config, target.config), config.seed)
+    writer.write_config(_config_json(config, target.config, backend, info, bench.clock, bench.sampler))
+    count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
+    client = StreamingClient(
+        target.session, target.config, target.wire, bench.clock.now, count_tokens=count, keep_text=config.keep_text
+    )
+    stats = LiveStats()
+    # Records go to disk as they end and are not kept: a point's are read back when it ends
+    # (memory stays flat over a long run, and the run derives results exactly as recompute does).
+    gen = LoadGenerator(client, bench.clock, writer.write_record, stats)
+    nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
+    return _Driver(bench, target, stats, gen, RequestSource(requests, unique_nonce=nonce))
 
 
 def _start_facts(run: PointRun) -> dict:

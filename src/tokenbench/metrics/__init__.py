@@ -31,6 +31,7 @@ Modules: ``stats`` (distributions), ``span`` (windows, a record's life), ``chunk
 from chunk times: ChunkTally), ``point`` (summarize_point), ``timeseries``. Import from here.
 """
 
+from ..results import Distribution
 from .chunks import TALLY_BATCH_CHUNKS, ChunkTally, inter_chunk_gaps, output_tokens_in, series_edges
 from .point import (
     MIN_THIRD,
@@ -44,7 +45,7 @@ from .point import (
     token_counts,
 )
 from .span import PointSpan, Window, started_s, tokens_per_chunk
-from .stats import P999_MIN_COUNT, PERCENTILES, Distribution, distribution
+from .stats import P999_MIN_COUNT, PERCENTILES, distribution
 from .timeseries import timeseries
 
 __all__ = [

@@ -6,12 +6,13 @@ import functools
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..config import SLOConfig
 from ..records import UNFINISHED, Outcome, RequestRecord
+from ..results import Concurrency, Populations, Requests, ServerVsClient, Tokens, WindowSpan
+from ..results.run import PointMetrics
 from .chunks import ChunkTally
 from .span import PointSpan, Window, _lifetimes, tokens_per_chunk
 from .stats import distribution
@@ -21,17 +22,18 @@ from .stats import distribution
 # looks like a trend (seen: 4 Poisson arrivals at 0.25/s, E2E 2.3-2.9 s, "grew" 0.5 s: -2.5%).
 MIN_THIRD = 3
 
-POPULATIONS = {
-    "users": {
-        "distributions": "requests sent in the window (latencies: the successful ones)",
-        "rates": "the window: tokens that arrived in it; requests by the share of their life in it",
-        "goodput": "as requests/s, over the requests that met every objective",
-    },
-    "rate": {
-        "distributions": "requests scheduled in the window, sent or not (latencies: the successful ones)",
-        "rates": "the same requests' work over rate_period_s: the window stretched by their backlog growth",
-        "goodput": "as requests/s, over the requests that met every objective",
-    },
+# by the load's kind (closed loop: users; open loop: rate)
+POPULATIONS: dict[str, Populations] = {
+    "users": Populations(
+        distributions="requests sent in the window (latencies: the successful ones)",
+        rates="the window: tokens that arrived in it; requests by the share of their life in it",
+        goodput="as requests/s, over the requests that met every objective",
+    ),
+    "rate": Populations(
+        distributions="requests scheduled in the window, sent or not (latencies: the successful ones)",
+        rates="the same requests' work over rate_period_s: the window stretched by their backlog growth",
+        goodput="as requests/s, over the requests that met every objective",
+    ),
 }
 
 
@@ -51,14 +53,14 @@ def meets_slo(r: RequestRecord, slo: SLOConfig) -> bool:
     return True
 
 
-def concurrency(records: Sequence[RequestRecord], window: Window) -> tuple[float | None, int]:
+def concurrency(records: Sequence[RequestRecord], window: Window) -> Concurrency:
     """Mean in-flight requests over the window (sum of in-flight time / window) and the peak,
     counting the requests already in flight when the window opens."""
     if window.length_s <= 0:
-        return None, 0
+        return Concurrency(mean=None, peak=0)
     sent, end = _lifetimes(records)
     if sent.size == 0:
-        return 0.0, 0
+        return Concurrency(mean=0.0, peak=0)
     overlap = np.maximum(0.0, np.minimum(end, window.end_s) - np.maximum(sent, window.start_s))
     busy = sum(overlap.tolist())  # in record order, as a running total
     times = np.concatenate([sent, end])
@@ -68,15 +70,15 @@ def concurrency(records: Sequence[RequestRecord], window: Window) -> tuple[float
     levels = np.cumsum(steps[order])  # in flight after each event
     first = int(np.searchsorted(times, window.start_s, side="left"))  # first event in or after it
     if first == times.size:
-        return busy / window.length_s, 0
+        return Concurrency(mean=busy / window.length_s, peak=0)
     peak = int(levels[first - 1]) if first > 0 else 0  # the level as the window opens
     last = int(np.searchsorted(times, window.end_s, side="left"))
     if last > first:
         peak = max(peak, int(levels[first:last].max()))
-    return busy / window.length_s, peak
+    return Concurrency(mean=busy / window.length_s, peak=peak)
 
 
-def count_outcomes(records: Iterable[RequestRecord]) -> dict[str, Any]:
+def count_outcomes(records: Iterable[RequestRecord]) -> Requests:
     by_outcome: dict[str, int] = {}
     retries = retried = unterminated = 0
     for r in records:
@@ -87,19 +89,19 @@ def count_outcomes(records: Iterable[RequestRecord]) -> dict[str, Any]:
         if r.outcome is Outcome.OK and not r.end_marker:
             unterminated += 1
     total = sum(by_outcome.values())
-    return {
-        "total": total,
-        "ok": by_outcome.get("ok", 0),
-        "by_outcome": by_outcome,
+    return Requests(
+        total=total,
+        ok=by_outcome.get(Outcome.OK.value, 0),
+        by_outcome=by_outcome,
         # re-sends after a dead reused connection (records' ``retries``), and how many requests
-        "retries": retries,
-        "retried_requests": retried,
+        retries=retries,
+        retried_requests=retried,
         # ok streams that ended without their protocol's end marker ([DONE], a finish reason)
-        "ok_without_end_marker": unterminated,
-    }
+        ok_without_end_marker=unterminated,
+    )
 
 
-def token_counts(records: Iterable[RequestRecord]) -> dict[str, Any]:
+def token_counts(records: Iterable[RequestRecord]) -> Tokens:
     """Where output token counts came from, and how the server and client counts disagree. The
     server's count of a reply ended on EOS includes the EOS, which is never streamed: the client
     tokenizer is compared with the streamed count (``RequestRecord.streamed_tokens``)."""
@@ -114,15 +116,15 @@ def token_counts(records: Iterable[RequestRecord]) -> dict[str, Any]:
             server = r.server_output_tokens - (1 if r.eos_unstreamed else 0)
             diffs.append(r.client_output_tokens - server)
     compared = len(diffs)
-    return {
-        "output_tokens_source": sources,
-        "eos_counted_not_streamed": eos,
-        "server_vs_client": {
-            "compared": compared,
-            "mismatched": sum(1 for d in diffs if d != 0),
-            "mean_client_minus_server": float(np.mean(diffs)) if compared else None,
-        },
-    }
+    return Tokens(
+        output_tokens_source=sources,
+        eos_counted_not_streamed=eos,
+        server_vs_client=ServerVsClient(
+            compared=compared,
+            mismatched=sum(1 for d in diffs if d != 0),
+            mean_client_minus_server=float(np.mean(diffs)) if compared else None,
+        ),
+    )
 
 
 def prompt_tokens(r: RequestRecord) -> tuple[int | None, str]:
@@ -167,82 +169,127 @@ def backlog_growth_s(population: Sequence[RequestRecord], window: Window, point_
 
 def summarize_point(
     records: Sequence[RequestRecord], span: PointSpan, slo: SLOConfig, chunks: ChunkTally | None = None
-) -> dict[str, Any]:
-    """The aggregate metrics of one load point (the keys of results.json's ``points[]``).
+) -> PointMetrics:
+    """The aggregate metrics of one load point (the metrics of results.json's ``points[]``).
     ``chunks``: the records' chunk times already tallied (ChunkTally.consume, which returns the
     records without them); by default they are tallied here from ``records``."""
-    window = span.window
-    length = window.length_s
     if chunks is None:
         chunks = ChunkTally(span)
         chunks.add(records)
+    window = span.window
     population = [r for r in records if chunks.in_population(r)]
     ok = [r for r in population if r.outcome is Outcome.OK]
-    ended = [r for r in population if r.outcome not in UNFINISHED]
-
     basis = (
         _open_loop_basis(population, span)
         if span.open_loop
         else _closed_loop_basis(records, window, chunks.window_tokens)
     )
-    period, weight, rated = basis.period_s, basis.weight, basis.rated
-    out_tokens = basis.output_tokens
-    rate = (lambda x: x / period) if period > 0 else (lambda x: None)
+    rates = _rates(basis, population, slo, span.open_loop, chunks.in_population)
+    tpots = [r.tpot_s for r in ok if r.tpot_s is not None]
+    return PointMetrics(
+        window_s=window.length_s,
+        window=WindowSpan(start_s=window.start_s, end_s=window.end_s),
+        populations=POPULATIONS["rate" if span.open_loop else "users"],
+        rate_period_s=basis.period_s if basis.period_s > 0 else None,
+        backlog_growth_s=basis.backlog_growth_s,
+        offered_per_s=_per(len(population), window.length_s) if span.open_loop else None,
+        requests=count_outcomes(records),
+        requests_in_window=count_outcomes(population),
+        ttft_s=distribution(r.ttft_s for r in ok if r.ttft_s is not None),
+        tpot_s=distribution(tpots),
+        decode_speed_tokens_per_s=distribution(1.0 / t for t in tpots if t > 0),
+        itl_s=distribution(chunks.take_itl_gaps(), consume=True),
+        e2e_s=distribution(r.e2e_s for r in ok if r.e2e_s is not None),
+        queue_s=distribution(w for w in (r.wait_s for r in population) if w is not None),
+        queue_s_censored=sum(1 for r in population if r.outcome is Outcome.NOT_SENT),
+        normalized_latency_s=distribution(
+            r.e2e_s / r.output_tokens for r in ok if r.e2e_s is not None and r.output_tokens
+        ),
+        output_tokens=basis.output_tokens,
+        output_tokens_per_s=rates.output_tokens_per_s,
+        total_tokens_per_s=rates.total_tokens_per_s,
+        prompt_tokens_source=rates.prompt_tokens_source,
+        requests_per_s=rates.requests_per_s,
+        goodput_per_s=rates.goodput_per_s,
+        good_fraction=rates.good_fraction,
+        concurrency=concurrency(records, window),
+        tokens=token_counts(population),
+    )
 
-    ok_rated = [r for r in rated if r.outcome is Outcome.OK]
+
+def _per(amount: float, period_s: float) -> float | None:
+    """``amount`` per second of ``period_s``; None over no time."""
+    return amount / period_s if period_s > 0 else None
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """A point's rates over its basis' period, and its goodput (None without objectives)."""
+
+    output_tokens_per_s: float | None
+    total_tokens_per_s: float | None
+    prompt_tokens_source: dict[str, int]
+    requests_per_s: float | None
+    goodput_per_s: float | None
+    good_fraction: float | None
+
+
+def _rates(
+    basis: _RateBasis,
+    population: list[RequestRecord],
+    slo: SLOConfig,
+    open_loop: bool,
+    in_population: Callable[[RequestRecord], bool],
+) -> _Rates:
+    """Output and total tokens, requests and good requests per second of the basis' period."""
+    period, weight = basis.period_s, basis.weight
+    ok_rated = [r for r in basis.rated if r.outcome is Outcome.OK]
     completed = sum(weight(r) for r in ok_rated)
+    sources, prompt_total = _prompt_tokens_of(ok_rated, weight)
+    out_rate = _per(basis.output_tokens, period)
+    prompt_rate = _per(prompt_total, period) if "unknown" not in sources else None
+    good, good_fraction = _goodput(basis, population, slo, open_loop, in_population) if slo.any else (None, None)
+    return _Rates(
+        output_tokens_per_s=out_rate,
+        total_tokens_per_s=(out_rate + prompt_rate) if out_rate is not None and prompt_rate is not None else None,
+        prompt_tokens_source=sources,
+        requests_per_s=_per(completed, period),
+        goodput_per_s=_per(good, period) if good is not None else None,
+        good_fraction=good_fraction,
+    )
+
+
+def _prompt_tokens_of(
+    ok_rated: list[RequestRecord], weight: Callable[[RequestRecord], float]
+) -> tuple[dict[str, int], float]:
+    """Where the rated requests' prompt token counts came from, and their weighted sum."""
     sources: dict[str, int] = {}
     prompt_total = 0.0
     for r in ok_rated:
         n, source = prompt_tokens(r)
         sources[source] = sources.get(source, 0) + 1
         prompt_total += (n or 0) * weight(r)
-    out_rate = rate(out_tokens)
-    prompt_rate = rate(prompt_total) if "unknown" not in sources else None
-    good = None
-    good_fraction = None
-    if slo.any:
-        # good: in the population and every objective met (no set of them is kept: a long point's
-        # population is hundreds of thousands of requests)
-        good = sum(weight(r) for r in rated if chunks.in_population(r) and meets_slo(r, slo))
-        if span.open_loop:
-            denominator = len(ended)
-            good_fraction = (sum(1 for r in ended if meets_slo(r, slo)) / denominator) if denominator else None
-        else:
-            done = sum(weight(r) for r in rated if r.outcome not in UNFINISHED)
-            good_fraction = good / done if done else None
-    mean_conc, peak_conc = concurrency(records, window)
-    waits = [w for w in (r.wait_s for r in population) if w is not None]
-    tpots = [r.tpot_s for r in ok if r.tpot_s is not None]
-    return {
-        "window_s": length,
-        "window": {"start_s": window.start_s, "end_s": window.end_s},
-        "populations": POPULATIONS["rate" if span.open_loop else "users"],
-        "rate_period_s": period if period > 0 else None,
-        "backlog_growth_s": basis.backlog_growth_s,
-        "offered_per_s": (len(population) / length if length > 0 else None) if span.open_loop else None,
-        "requests": count_outcomes(records),
-        "requests_in_window": count_outcomes(population),
-        "ttft_s": distribution(r.ttft_s for r in ok if r.ttft_s is not None).to_json(),
-        "tpot_s": distribution(tpots).to_json(),
-        "decode_speed_tokens_per_s": distribution(1.0 / t for t in tpots if t > 0).to_json(),
-        "itl_s": distribution(chunks.take_itl_gaps(), consume=True).to_json(),
-        "e2e_s": distribution(r.e2e_s for r in ok if r.e2e_s is not None).to_json(),
-        "queue_s": distribution(waits).to_json(),
-        "queue_s_censored": sum(1 for r in population if r.outcome is Outcome.NOT_SENT),
-        "normalized_latency_s": distribution(
-            r.e2e_s / r.output_tokens for r in ok if r.e2e_s is not None and r.output_tokens
-        ).to_json(),
-        "output_tokens": out_tokens,
-        "output_tokens_per_s": out_rate,
-        "total_tokens_per_s": (out_rate + prompt_rate) if out_rate is not None and prompt_rate is not None else None,
-        "prompt_tokens_source": sources,
-        "requests_per_s": rate(completed),
-        "goodput_per_s": rate(good) if good is not None else None,
-        "good_fraction": good_fraction,
-        "concurrency": {"mean": mean_conc, "peak": peak_conc},
-        "tokens": token_counts(population),
-    }
+    return sources, prompt_total
+
+
+def _goodput(
+    basis: _RateBasis,
+    population: list[RequestRecord],
+    slo: SLOConfig,
+    open_loop: bool,
+    in_population: Callable[[RequestRecord], bool],
+) -> tuple[float, float | None]:
+    """The good requests (in the population, every objective met), weighted as the rates count
+    them, and their share of the ended ones. No set of them is kept: a long point's population is
+    hundreds of thousands of requests."""
+    weight, rated = basis.weight, basis.rated
+    good = sum(weight(r) for r in rated if in_population(r) and meets_slo(r, slo))
+    if open_loop:
+        ended = [r for r in population if r.outcome not in UNFINISHED]
+        denominator = len(ended)
+        return good, (sum(1 for r in ended if meets_slo(r, slo)) / denominator) if denominator else None
+    done = sum(weight(r) for r in rated if r.outcome not in UNFINISHED)
+    return good, good / done if done else None
 
 
 @dataclass(frozen=True)

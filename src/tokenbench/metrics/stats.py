@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
+
+from ..results import Distribution
 
 PERCENTILES = (50, 90, 95, 99, 99.9)
 # p99.9 of fewer samples is the maximum by another name (numpy's linear rank n*0.999 is within one
@@ -14,28 +14,12 @@ PERCENTILES = (50, 90, 95, 99, 99.9)
 P999_MIN_COUNT = 1000
 
 
-@dataclass(frozen=True)
-class Distribution:
-    count: int
-    mean: float | None
-    std: float | None  # sample standard deviation (n - 1); None below 2 values
-    min: float | None
-    p50: float | None
-    p90: float | None
-    p95: float | None
-    p99: float | None
-    p999: float | None  # None below P999_MIN_COUNT values
-    max: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def distribution(values: Iterable[float] | np.ndarray, *, consume: bool = False) -> Distribution:
     """Count, mean, sample std, min, percentiles and max of ``values``: a numpy array (used as
     is), a list or tuple, or any iterable of floats. ``consume=True`` lets the percentiles
     reorder the array in place (no copy of a point's ITL gaps): pass it only an array nobody
-    reads afterwards."""
+    reads afterwards. The std is the sample standard deviation (n - 1), None below 2 values; p999
+    is None below ``P999_MIN_COUNT`` values."""
     if isinstance(values, np.ndarray):
         arr = values.astype(np.float64, copy=False).ravel()
     elif isinstance(values, (list, tuple)):
@@ -45,7 +29,7 @@ def distribution(values: Iterable[float] | np.ndarray, *, consume: bool = False)
         arr = np.fromiter(values, dtype=np.float64)
         consume = True
     if arr.size == 0:
-        return Distribution(0, *([None] * 9))
+        return _EMPTY
     mean = float(arr.mean())  # before the percentiles reorder it (a sum depends on the order)
     std = _sample_std(arr) if arr.size >= 2 else None
     lo, hi = float(arr.min()), float(arr.max())
@@ -63,6 +47,10 @@ def distribution(values: Iterable[float] | np.ndarray, *, consume: bool = False)
         max=hi,
     )
 
+
+_EMPTY = Distribution(
+    count=0, mean=None, std=None, min=None, p50=None, p90=None, p95=None, p99=None, p999=None, max=None
+)
 
 # Squares of deviations are summed a block at a time, in one reused buffer: numpy's std holds a
 # temporary as large as its input (a point's ITL gaps: 8 bytes a chunk more). Up to one block it

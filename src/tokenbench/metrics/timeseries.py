@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..records import UNFINISHED, Outcome, RequestRecord
+from ..results.run import WindowClient
 from .chunks import _tokens_by_window, _window_of, series_edges
 from .span import _as_sequence, _lifetimes
 
@@ -20,7 +21,7 @@ def timeseries(
     user_spans: Sequence[tuple[float, float]],
     window_s: float,
     tokens: np.ndarray | None = None,
-) -> list[dict[str, Any]]:
+) -> list[WindowClient]:
     """Fixed windows over the whole point, ramp included and marked.
 
     Windows are [start, start + window_s), the last cut at ``span_end_s``. Each count is one pass
@@ -33,62 +34,93 @@ def timeseries(
     edges = series_edges(span_start_s, span_end_s, window_s)
     if edges.size == 0:
         return []
-    starts, ends = edges[:-1].tolist(), [min(a + window_s, span_end_s) for a in edges[:-1].tolist()]
-    k = len(starts)
-    lengths = np.array(ends) - np.array(starts)
+    records = _as_sequence(records)
+    counts = _counts(records, edges, tokens)
+    ttfts = _FirstChunks(records, edges)
+    spans = np.array(user_spans, dtype=np.float64).reshape(-1, 2) if user_spans else None
+    rows = []
+    for i, start in enumerate(edges[:-1].tolist()):
+        end = min(start + window_s, span_end_s)
+        length = end - start
+        ttft = ttfts.in_window(i)
+        rows.append(
+            WindowClient(
+                start_s=start,
+                end_s=end,
+                ramp=start < ramp_end_s,
+                active_users=_active_users(spans, end),
+                in_flight=float(counts.in_flight[i]) / length if length > 0 else None,
+                requests_per_s=int(counts.completed[i]) / length,
+                output_tokens_per_s=float(counts.tokens[i]) / length,
+                ttft_s_mean=float(np.mean(ttft)) if ttft.size else None,
+                ttft_s_p90=float(np.percentile(ttft, 90)) if ttft.size else None,
+                errors=int(counts.errors[i]),
+                cancelled=int(counts.cancelled[i]),
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Per window: tokens, in-flight time, ok ends, failures and cancellations."""
+
+    tokens: np.ndarray
+    in_flight: np.ndarray
+    completed: np.ndarray
+    errors: np.ndarray
+    cancelled: np.ndarray
+
+
+def _counts(records: Sequence[RequestRecord], edges: np.ndarray, tokens: np.ndarray | None) -> _Counts:
+    k = len(edges) - 1
 
     def counted(times: list[float]) -> np.ndarray:
         """How many of ``times`` fall in each window."""
         w = _window_of(edges, np.array(times, dtype=np.float64))
         return np.bincount(w[(w >= 0) & (w < k)], minlength=k)
 
-    records = _as_sequence(records)
-    if tokens is None:
-        tokens = _tokens_by_window(records, edges)
-    in_flight = _busy_by_window(records, edges)
     ok = [r for r in records if r.outcome is Outcome.OK]
-    completed = counted([r.end_s for r in ok if r.end_s is not None])
-    # failures that ended in this window; requests the run stopped (cancelled in flight, or never
-    # sent) are counted apart: they are not the server's failures (censored, METRICS.md)
-    errors = counted(
-        [
-            r.closed_s
-            for r in records
-            if r.outcome is not Outcome.OK and r.outcome not in UNFINISHED and r.closed_s is not None
-        ]
+    return _Counts(
+        tokens=_tokens_by_window(records, edges) if tokens is None else tokens,
+        in_flight=_busy_by_window(records, edges),
+        completed=counted([r.end_s for r in ok if r.end_s is not None]),
+        # failures that ended in this window; requests the run stopped (cancelled in flight, or
+        # never sent) are counted apart: they are not the server's failures (censored, METRICS.md)
+        errors=counted(
+            [
+                r.closed_s
+                for r in records
+                if r.outcome is not Outcome.OK and r.outcome not in UNFINISHED and r.closed_s is not None
+            ]
+        ),
+        cancelled=counted([r.closed_s for r in records if r.outcome in UNFINISHED and r.closed_s is not None]),
     )
-    cancelled = counted([r.closed_s for r in records if r.outcome in UNFINISHED and r.closed_s is not None])
-    firsts = [
-        (r.chunk_times_s[0], r.chunk_times_s[0] - r.sent_s) for r in ok if r.chunk_times_s and r.sent_s is not None
-    ]
-    first_window = _window_of(edges, np.array([f for f, _ in firsts], dtype=np.float64))
-    ttfts = np.array([x for _, x in firsts], dtype=np.float64)
-    order = np.argsort(first_window, kind="stable")  # by window, in record order within one
-    bounds = np.searchsorted(first_window[order], np.arange(k + 1), side="left")
-    spans = np.array(user_spans, dtype=np.float64).reshape(-1, 2) if user_spans else None
 
-    rows = []
-    for i in range(k):
-        start, end, length = starts[i], ends[i], float(lengths[i])
-        ttft = ttfts[order[bounds[i] : bounds[i + 1]]]
-        rows.append(
-            {
-                "start_s": start,
-                "end_s": end,
-                "ramp": start < ramp_end_s,
-                "active_users": int(np.count_nonzero((spans[:, 0] <= end) & (spans[:, 1] >= end)))
-                if spans is not None
-                else None,
-                "in_flight": float(in_flight[i]) / length if length > 0 else None,
-                "requests_per_s": int(completed[i]) / length,
-                "output_tokens_per_s": float(tokens[i]) / length,
-                "ttft_s_mean": float(np.mean(ttft)) if ttft.size else None,
-                "ttft_s_p90": float(np.percentile(ttft, 90)) if ttft.size else None,
-                "errors": int(errors[i]),
-                "cancelled": int(cancelled[i]),
-            }
-        )
-    return rows
+
+class _FirstChunks:
+    """The TTFTs of the ok requests, by the window their first chunk arrived in."""
+
+    def __init__(self, records: Sequence[RequestRecord], edges: np.ndarray) -> None:
+        firsts = [
+            (r.chunk_times_s[0], r.chunk_times_s[0] - r.sent_s)
+            for r in records
+            if r.outcome is Outcome.OK and r.chunk_times_s and r.sent_s is not None
+        ]
+        first_window = _window_of(edges, np.array([f for f, _ in firsts], dtype=np.float64))
+        self._ttfts = np.array([x for _, x in firsts], dtype=np.float64)
+        self._order = np.argsort(first_window, kind="stable")  # by window, in record order within one
+        self._bounds = np.searchsorted(first_window[self._order], np.arange(len(edges)), side="left")
+
+    def in_window(self, i: int) -> np.ndarray:
+        return self._ttfts[self._order[self._bounds[i] : self._bounds[i + 1]]]
+
+
+def _active_users(spans: np.ndarray | None, t: float) -> int | None:
+    """The users whose span covers ``t``; None when the point kept no users' spans."""
+    if spans is None:
+        return None
+    return int(np.count_nonzero((spans[:, 0] <= t) & (spans[:, 1] >= t)))
 
 
 def _busy_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np.ndarray:

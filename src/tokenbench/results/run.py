@@ -195,6 +195,10 @@ class Server(_Model):
     itl_count: Number | None
     client_ttft_s_matched: MatchedTtft | None = None  # over the window only
 
+    def with_matched_ttft(self, matched: MatchedTtft | None) -> Server:
+        """These figures with the client's TTFT over the requests the server counted."""
+        return self.model_copy(update={"client_ttft_s_matched": matched})
+
 
 class Gpu(_Model):
     available: bool
@@ -204,8 +208,8 @@ class Gpu(_Model):
     mem_used_bytes_max: Number | None = None
 
 
-class TimeWindow(_Model):
-    """One fixed window of the time series (metrics.timeseries + telemetry.summary.window_server)."""
+class WindowClient(_Model):
+    """A time-series window as the client saw it (metrics.timeseries)."""
 
     start_s: Number
     end_s: Number
@@ -218,6 +222,12 @@ class TimeWindow(_Model):
     ttft_s_p90: Number | None
     errors: int
     cancelled: int
+
+
+class WindowServer(_Model):
+    """A time-series window as the server and the GPU saw it (telemetry.summary.window_server):
+    absent from a window of a run that scraped no server."""
+
     server_running: Number | None = None
     server_waiting: Number | None = None
     server_kv_usage: Number | None = None
@@ -225,14 +235,30 @@ class TimeWindow(_Model):
     gpu_util_pct: Number | None = None
 
 
-class PointResult(_Model):
-    """One load point: its load and span, then its metrics over the window (METRICS.md)."""
+# The client's figures first, then the server's (the last base's fields come first).
+class TimeWindow(WindowServer, WindowClient):
+    """One fixed window of the time series (metrics.timeseries + telemetry.summary.window_server)."""
+
+    @classmethod
+    def of(cls, client: WindowClient, server: WindowServer | None) -> TimeWindow:
+        """The window's client figures with the server's beside them (the keys each one set)."""
+        parts = [client] if server is None else [client, server]
+        return cls(**{k: getattr(part, k) for part in parts for k in part.model_fields_set})
+
+
+class PointHead(_Model):
+    """Which point: its index, load and span (derive.point_result, from the run's ``point`` event)."""
 
     index: int
     label: str
     load: Load
     span: Span
     interrupted: bool
+
+
+class PointMetrics(_Model):
+    """A point's metrics over its window, from its records (metrics.summarize_point)."""
+
     window_s: Number
     window: WindowSpan
     populations: Populations
@@ -258,6 +284,14 @@ class PointResult(_Model):
     good_fraction: Number | None
     concurrency: Concurrency
     tokens: Tokens
+
+
+# A point's parts are declared once, where they are computed. Pydantic puts a base's fields before
+# its subclass's and the last base's first: results.json's key order is PointHead's, PointMetrics',
+# then the server's and the GPU's figures and the time series (derive.point_result joins them).
+class PointResult(PointMetrics, PointHead):
+    """One load point: its load and span, then its metrics over the window (METRICS.md)."""
+
     server: Server | None
     server_whole_point: Server | None
     gpu: Gpu
@@ -278,6 +312,14 @@ class RunResults(_Model):
     telemetry: Telemetry | None
     points: list[PointResult]
     interrupted: bool | None = None  # None while the run goes on
+
+    def with_point(self, point: PointResult) -> RunResults:
+        """These results with one more point, as it finished."""
+        return self.model_copy(update={"points": [*self.points, point]})
+
+    def finished(self, interrupted: bool) -> RunResults:
+        """These results once the run ended (``interrupted`` is absent until then)."""
+        return self.model_copy(update={"interrupted": interrupted})
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)  # the keys it was given: same shape

@@ -18,12 +18,15 @@ _sum/_count increases over the same scrapes.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from typing import Any
 
-COUNTERS = ("preemptions", "generated_tokens", "prefix_cache_hits", "prefix_cache_queries")
-GAUGES = ("running", "waiting", "kv_usage")
+from ..results import Gauge, Gpu, MatchedTtft, Server
+from ..results.run import WindowServer
+
+Sample = dict[str, Any]  # one line of samples.jsonl (telemetry.sampler): its keys are prom.py's
 
 
-def _increase(series: list[dict], field: str) -> float | None:
+def _increase(series: list[Sample], field: str) -> float | None:
     """Prometheus ``increase()`` of a counter over consecutive scrapes (no extrapolation)."""
     values = [s["values"].get(field) for s in series]
     if all(v is None for v in values):
@@ -42,7 +45,7 @@ def _increase(series: list[dict], field: str) -> float | None:
     return total
 
 
-def _bracket(ok: list[dict], start_s: float, end_s: float) -> tuple[dict | None, dict | None]:
+def _bracket(ok: list[Sample], start_s: float, end_s: float) -> tuple[Sample | None, Sample | None]:
     times = [s["t_s"] for s in ok]
     i = bisect_right(times, start_s) - 1
     j = bisect_left(times, end_s)
@@ -51,30 +54,35 @@ def _bracket(ok: list[dict], start_s: float, end_s: float) -> tuple[dict | None,
     return before, after
 
 
-def _between(ok: list[dict], before: dict | None, after: dict | None) -> list[dict]:
+def _between(ok: list[Sample], before: Sample | None, after: Sample | None) -> list[Sample]:
     if before is None or after is None:
         return []
     return [s for s in ok if before["t_s"] <= s["t_s"] <= after["t_s"]]
 
 
-def _received(scrape: dict) -> float:
-    return scrape["t_s"] + (scrape.get("scrape_s") or 0.0)
+def _received(scrape: Sample) -> float:
+    t: float = scrape["t_s"] + (scrape.get("scrape_s") or 0.0)
+    return t
 
 
-def _stats(values: list[float]) -> dict | None:
+def _stats(values: list[float]) -> Gauge | None:
     if not values:
         return None
-    return {"mean": sum(values) / len(values), "max": max(values)}
+    return Gauge(mean=sum(values) / len(values), max=max(values))
 
 
-def _hist_mean(series: list[dict], field: str) -> tuple[float | None, float | None]:
+def _gauge(inside: list[Sample], field: str) -> Gauge | None:
+    return _stats([s["values"][field] for s in inside if field in s["values"]])
+
+
+def _hist_mean(series: list[Sample], field: str) -> tuple[float | None, float | None]:
     d_sum, d_count = _increase(series, f"{field}_sum_s"), _increase(series, f"{field}_count")
     if d_sum is None or d_count is None:
         return None, None
     return (d_sum / d_count if d_count > 0 else None), d_count
 
 
-def point_server(samples: list[dict], start_s: float, end_s: float) -> dict | None:
+def point_server(samples: list[Sample], start_s: float, end_s: float) -> Server | None:
     """The server's view of [start_s, end_s]; None when nothing was scraped from a server."""
     scraped = [s for s in samples if "ok" in s]
     if not scraped:
@@ -84,70 +92,79 @@ def point_server(samples: list[dict], start_s: float, end_s: float) -> dict | No
     failed = [s for s in scraped if not s["ok"] and start_s <= s["t_s"] <= end_s]
     before, after = _bracket(ok, start_s, end_s)
     series = _between(ok, before, after)
-    out: dict = {
-        "period_s": [start_s, end_s],
-        "scrapes": len(inside),
-        "failed_scrapes": len(failed),
-        "first_scrape_error": failed[0].get("error") if failed else None,
-        "bracket_s": [before["t_s"], after["t_s"]] if before and after else None,
+    hits, queries = _increase(series, "prefix_cache_hits"), _increase(series, "prefix_cache_queries")
+    ttft_mean, ttft_count = _hist_mean(series, "ttft")
+    itl_mean, itl_count = _hist_mean(series, "itl")
+    return Server(
+        period_s=[start_s, end_s],
+        scrapes=len(inside),
+        failed_scrapes=len(failed),
+        first_scrape_error=failed[0].get("error") if failed else None,
+        bracket_s=[before["t_s"], after["t_s"]] if before and after else None,
         # when their answers came (the snapshot was taken between a scrape's send and its answer)
-        "bracket_received_s": [_received(before), _received(after)] if before and after else None,
+        bracket_received_s=[_received(before), _received(after)] if before and after else None,
         # False: no scrape at/before the start or at/after the end; counters cover less
-        "bracketed": bool(before and after and before["t_s"] <= start_s and after["t_s"] >= end_s),
-    }
-    for field in COUNTERS:
-        out[field] = _increase(series, field)
-    hits, queries = out["prefix_cache_hits"], out["prefix_cache_queries"]
-    out["prefix_cache_hit_rate"] = hits / queries if hits is not None and queries else None
-    for field in GAUGES:
-        out[field] = _stats([s["values"][field] for s in inside if field in s["values"]])
-    for field in ("ttft", "itl"):
-        mean, count = _hist_mean(series, field)
-        out[f"{field}_s_mean"] = mean
-        out[f"{field}_count"] = count
-    return out
+        bracketed=bool(before and after and before["t_s"] <= start_s and after["t_s"] >= end_s),
+        preemptions=_increase(series, "preemptions"),
+        generated_tokens=_increase(series, "generated_tokens"),
+        prefix_cache_hits=hits,
+        prefix_cache_queries=queries,
+        prefix_cache_hit_rate=hits / queries if hits is not None and queries else None,
+        running=_gauge(inside, "running"),
+        waiting=_gauge(inside, "waiting"),
+        kv_usage=_gauge(inside, "kv_usage"),
+        ttft_s_mean=ttft_mean,
+        ttft_count=ttft_count,
+        itl_s_mean=itl_mean,
+        itl_count=itl_count,
+    )
 
 
-def point_gpu(samples: list[dict], header: dict | None, start_s: float, end_s: float) -> dict:
+def point_gpu(samples: list[Sample], header: dict[str, Any] | None, start_s: float, end_s: float) -> Gpu:
     gpu_info = (header or {}).get("gpu") or {"available": False, "reason": "not sampled"}
     if not gpu_info.get("available"):
-        return {"available": False, "reason": gpu_info.get("reason")}
+        return Gpu(available=False, reason=gpu_info.get("reason"))
     rows = [g for s in samples if start_s <= s["t_s"] <= end_s for g in (s.get("gpu") or [])]
 
     def col(key: str) -> list[float]:
         return [r[key] for r in rows if key in r]
 
-    util, power, mem = col("util_pct"), col("power_w"), col("mem_used_bytes")
-    return {
-        "available": True,
-        "util_pct": _stats(util),
-        "power_w": _stats(power),
-        "mem_used_bytes_max": max(mem) if mem else None,
-    }
+    mem = col("mem_used_bytes")
+    return Gpu(
+        available=True,
+        util_pct=_stats(col("util_pct")),
+        power_w=_stats(col("power_w")),
+        mem_used_bytes_max=max(mem) if mem else None,
+    )
 
 
-def window_server(samples: list[dict], start_s: float, end_s: float) -> dict:
+def window_server(samples: list[Sample], start_s: float, end_s: float) -> WindowServer | None:
     """Server gauges for one time-series window: the mean of scrapes inside it, else the scrape
-    nearest its middle; preemptions counted between the scrapes at/before its edges."""
+    nearest its middle; preemptions counted between the scrapes at/before its edges. None when
+    nothing was scraped from a server."""
     ok = [s for s in samples if s.get("ok")]
     if not ok:
-        return {}
+        return None
     inside = [s for s in ok if start_s <= s["t_s"] < end_s]
     if not inside:
         mid = (start_s + end_s) / 2
         inside = [min(ok, key=lambda s: abs(s["t_s"] - mid))]
-    out: dict = {}
-    for field in GAUGES:
-        values = [s["values"][field] for s in inside if field in s["values"]]
-        out[f"server_{field}"] = sum(values) / len(values) if values else None
-    before, after = _at_or_before(ok, start_s), _at_or_before(ok, end_s)
-    out["server_preemptions"] = _increase(_between(ok, before, after), "preemptions")
     util = [g["util_pct"] for s in inside for g in (s.get("gpu") or []) if "util_pct" in g]
-    out["gpu_util_pct"] = sum(util) / len(util) if util else None
-    return out
+    return WindowServer(
+        server_running=_mean_of(inside, "running"),
+        server_waiting=_mean_of(inside, "waiting"),
+        server_kv_usage=_mean_of(inside, "kv_usage"),
+        server_preemptions=_increase(_between(ok, _at_or_before(ok, start_s), _at_or_before(ok, end_s)), "preemptions"),
+        gpu_util_pct=sum(util) / len(util) if util else None,
+    )
 
 
-def _at_or_before(ok: list[dict], t: float) -> dict | None:
+def _mean_of(inside: list[Sample], field: str) -> float | None:
+    values = [s["values"][field] for s in inside if field in s["values"]]
+    return sum(values) / len(values) if values else None
+
+
+def _at_or_before(ok: list[Sample], t: float) -> Sample | None:
     i = bisect_right([s["t_s"] for s in ok], t) - 1
     return ok[i] if i >= 0 else None
 
@@ -158,7 +175,7 @@ def _at_or_before(ok: list[dict], t: float) -> dict | None:
 MATCH_MARGIN_S = 0.1
 
 
-def matched_client_ttft(first_chunks: list[tuple[float, float]], server: dict | None) -> dict | None:
+def matched_client_ttft(first_chunks: list[tuple[float, float]], server: Server | None) -> MatchedTtft | None:
     """The client's TTFT over the same requests the server's TTFT histogram counted over the point:
     every request whose first chunk arrived between the bracketing scrapes, whatever its outcome
     (``first_chunks`` = (first chunk time, TTFT) pairs). The headline client TTFT covers only
@@ -171,17 +188,17 @@ def matched_client_ttft(first_chunks: list[tuple[float, float]], server: dict | 
     between a bracketing scrape's send and its answer + MATCH_MARGIN_S: the client's count may
     differ from the server's by at most these (seen on vLLM CPU: a batch's first tokens, 5 at
     once, reaching the client just after a scrape that counted them)."""
-    if not server or server.get("ttft_s_mean") is None or not server.get("bracket_s"):
+    if server is None or server.ttft_s_mean is None or not server.bracket_s:
         return None
-    lo, hi = server.get("bracket_received_s") or server["bracket_s"]  # runs before 0.2.1: sends
-    sent_lo, sent_hi = server["bracket_s"]
+    lo, hi = server.bracket_received_s or server.bracket_s  # runs before 0.2.1: sends
+    sent_lo, sent_hi = server.bracket_s
     ttfts = [ttft for t, ttft in first_chunks if lo <= t <= hi]
     uncertain = sum(
         1 for t, _ in first_chunks if sent_lo <= t <= lo + MATCH_MARGIN_S or sent_hi <= t <= hi + MATCH_MARGIN_S
     )
-    return {
-        "mean": sum(ttfts) / len(ttfts) if ttfts else None,
-        "count": len(ttfts),
-        "period_s": [lo, hi],
-        "uncertain": uncertain,
-    }
+    return MatchedTtft(
+        mean=sum(ttfts) / len(ttfts) if ttfts else None,
+        count=len(ttfts),
+        period_s=[lo, hi],
+        uncertain=uncertain,
+    )
