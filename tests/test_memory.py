@@ -10,7 +10,6 @@ import time
 import tracemalloc
 
 import orjson
-import pytest
 from rich.console import Console
 
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
@@ -94,29 +93,3 @@ def test_a_run_holds_no_per_chunk_memory_while_its_load_runs(start_mock, tmp_pat
     # Records kept in memory would cost >= 8 bytes a chunk (>= 32 as float lists); in-flight
     # state only fluctuates.
     assert per_chunk < 4, f"{per_chunk:.1f} bytes per chunk held while the load ran: {samples}"
-
-
-def test_a_points_records_are_streamed_from_their_byte_ranges(tmp_path):
-    """recompute finds each point's lines (by their first key, without parsing them whole) and
-    reads them back one at a time; a torn last line (a kill mid-write) is skipped."""
-    from tokenbench.rundir import RecordSlice, point_ranges
-
-    def line(point, i):
-        return (
-            orjson.dumps(RequestRecord(point=point, id=i, scheduled_s=float(i), chunk_times_s=[i + 0.5]).to_json())
-            + b"\n"
-        )
-
-    path = tmp_path / "records.jsonl"
-    body = line(0, 0) + line(0, 1) + b"\n" + line(1, 2) + line(0, 3) + line(2, 4)
-    path.write_bytes(body + line(2, 5)[:20])  # torn
-    ranges = point_ranges(path)
-    assert sorted(ranges) == [0, 1, 2] and len(ranges[0]) == 2  # point 0 in two runs of lines
-    assert [r.id for r in RecordSlice(path, ranges[0])] == [0, 1, 3]
-    assert [r.id for r in RecordSlice(path, ranges[1])] == [2]
-    assert [r.id for r in RecordSlice(path, ranges[2])] == [4]
-    records = RecordSlice(path, ranges[0])
-    assert [r.chunk_times_s.tolist() for r in records] == [[0.5], [1.5], [3.5]]  # iterable again
-    path.write_bytes(line(0, 0) + b"{not json}\n" + line(0, 1))
-    with pytest.raises(ValueError, match="line 2 is not a record"):
-        list(RecordSlice(path, point_ranges(path)[0]))
