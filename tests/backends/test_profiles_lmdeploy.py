@@ -124,12 +124,3 @@ def test_unknown_knob_names_the_pass_through():
     for profile in (lmdeploy.TURBOMIND_PROFILE, lmdeploy.PYTORCH_PROFILE):
         with pytest.raises(BackendError, match="--engine-arg"):
             profile.local(spec)
-
-
-def test_profile_facts():
-    assert lmdeploy.TURBOMIND_PROFILE.name == "lmdeploy-turbomind"
-    assert lmdeploy.PYTORCH_PROFILE.name == "lmdeploy-pytorch"
-    for p in (lmdeploy.TURBOMIND_PROFILE, lmdeploy.PYTORCH_PROFILE):
-        assert p.default_port == 23333 and p.ready_path == "/health" and p.ignore_eos
-        assert p.metrics.kv_usage == ("lmdeploy:gpu_cache_usage_perc",) and p.metrics.kv_usage_scale == 1.0
-        assert p.metrics.itl_histogram[0] == "lmdeploy:iter_token_latency"

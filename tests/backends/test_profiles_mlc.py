@@ -88,9 +88,3 @@ def test_unknown_knob_names_the_pass_through():
 def test_no_container_image():
     with pytest.raises(BackendError, match="no server container image"):
         PROFILE.container(_spec())
-
-
-def test_profile_facts():
-    assert PROFILE.metrics is None and not PROFILE.ignore_eos
-    assert PROFILE.ready_path == "/v1/models" and PROFILE.default_port == 8000
-    assert "JIT" in PROFILE.cold_start_includes

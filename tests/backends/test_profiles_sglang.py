@@ -158,12 +158,3 @@ def test_unknown_knob_names_the_pass_through():
     spec = LaunchSpec(model="m", served_name="m", host="127.0.0.1", port=1, knobs=_FutureKnobs(speculative_tokens=4))
     with pytest.raises(BackendError, match="--engine-arg"):
         PROFILE.local(spec)
-
-
-def test_profile_facts():
-    assert PROFILE.name == "sglang" and PROFILE.default_api == "chat"
-    assert PROFILE.ready_path == "/health"
-    assert (PROFILE.version_path, PROFILE.version_field) == ("/get_server_info", "version")
-    m = PROFILE.metrics
-    assert m.itl_histogram == ("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds")
-    assert m.kv_usage == ("sglang:token_usage",) and m.kv_usage_scale == 1.0

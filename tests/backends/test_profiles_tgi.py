@@ -111,10 +111,3 @@ def test_unknown_knob_names_the_pass_through():
     spec = LaunchSpec(model="m", served_name="m", host="127.0.0.1", port=1, knobs=_FutureKnobs(speculative_tokens=4))
     with pytest.raises(BackendError, match="--engine-arg"):
         PROFILE.local(spec)
-
-
-def test_profile_facts():
-    assert PROFILE.apis == ("tgi", "chat", "completions") and not PROFILE.ignore_eos
-    assert (PROFILE.version_path, PROFILE.version_field) == ("/info", "version")
-    assert PROFILE.metrics.ttft_histogram == () and PROFILE.metrics.kv_usage == ()
-    assert PROFILE.metrics.generated_tokens == ("tgi_request_generated_tokens_sum",)

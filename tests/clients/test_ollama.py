@@ -1,0 +1,30 @@
+"""Ollama's /api/generate body: extra_body split between the request and its options. (Streams are proven against transcripts in test_native_protocols.py.)"""
+
+from tokenbench.clients.ollama import OllamaWire
+from tokenbench.config import TargetConfig
+from tokenbench.records import Request
+
+
+def target(**fields) -> TargetConfig:
+    return TargetConfig(**{"url": "http://127.0.0.1:1", "model": "m", **fields})
+
+
+def test_ollama_payload_splits_extra_body_between_request_and_options():
+    wire = OllamaWire()
+    body = wire.payload(
+        Request(prompt="x", max_tokens=7),
+        target(
+            model="smollm2:135m",
+            ignore_eos=True,
+            extra_body={"raw": False, "keep_alive": "10m", "num_ctx": 4096},
+        ),
+    )
+    assert body == {
+        "model": "smollm2:135m",
+        "prompt": "x",
+        "stream": True,
+        "raw": False,
+        "keep_alive": "10m",
+        "options": {"num_predict": 7, "temperature": 0.0, "num_ctx": 4096},
+    }
+    assert "options" not in wire.payload(Request(prompt="x"), target(temperature=None))
