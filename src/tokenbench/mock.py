@@ -175,54 +175,22 @@ class MockServer:
             self.deliveries[rid] = delivery
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
-        created = int(time.time())
-        obj = "chat.completion.chunk" if chat else "text_completion"
+        reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault)
+        if await self._write_chunks(reply, n_chunks, admitted, received):
+            await self._write_end(reply, body, n_chunks)
+        return resp
 
-        def event(choice: dict | None, usage: dict | None = None) -> bytes:
-            data = {
-                "id": rid,
-                "object": obj,
-                "created": created,
-                "model": self.s.model,
-                "choices": [choice] if choice else [],
-            }
-            if usage:
-                data["usage"] = usage
-            return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
-
-        if chat:  # like vLLM: a role-only first chunk with empty content, which is not output
-            await resp.write(event({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}))
-        text = (" " + self.s.word) * self.s.tokens_per_chunk
-        piece = event(
-            {"index": 0, "delta": {"content": text}, "finish_reason": None}
-            if chat
-            else {"index": 0, "text": text, "finish_reason": None}
-        )
+    async def _write_chunks(self, reply: _Reply, n_chunks: int, admitted: float, received: float) -> bool:
+        """The content chunks on their scripted times; False when a fault ended the stream."""
+        resp, delivery, fault = reply.resp, reply.delivery, reply.fault
+        if reply.chat:  # like vLLM: a role-only first chunk with empty content, which is not output
+            await resp.write(reply.event(reply.role()))
+        piece = reply.event(reply.content((" " + self.s.word) * self.s.tokens_per_chunk))
         start = admitted + self.s.ttft_ms / 1e3
         itl = self.s.itl_ms / 1e3
         for i in range(0 if fault != "no_content" else n_chunks, n_chunks):
-            if fault and i == self.s.fault_after_chunks:
-                if fault == "disconnect":
-                    request.transport.close()  # type: ignore[union-attr]
-                    return resp
-                if fault == "malformed":
-                    await resp.write(b"data: {this is not json\n\n")
-                elif fault == "error_event":
-                    await resp.write(b'data: {"error": {"message": "scripted error event"}}\n\n')
-                elif fault == "stall":
-                    await asyncio.sleep(3600)
-                elif fault == "abort":
-                    reason = (
-                        {"index": 0, "delta": {}, "finish_reason": "abort"}
-                        if chat
-                        else {"index": 0, "text": "", "finish_reason": "abort"}
-                    )
-                    await resp.write(event(reason))
-                    await resp.write(event(None, {"prompt_tokens": 1, "completion_tokens": i, "total_tokens": i + 1}))
-                    await resp.write(b"data: [DONE]\n\n")
-                    await resp.write_eof()
-                    delivery.finished_s = time.perf_counter()
-                    return resp
+            if fault and i == self.s.fault_after_chunks and not await self._fault_mid_stream(reply, i):
+                return False
             delay = start + i * itl - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -231,20 +199,41 @@ class MockServer:
             if i == 0:
                 self._ttft.observe(delivery.chunk_times_s[0] - received)
             self._generated.inc(self.s.tokens_per_chunk)
-        if fault == "no_end":
+        return True
+
+    async def _fault_mid_stream(self, reply: _Reply, i: int) -> bool:
+        """The scripted fault after ``i`` chunks; False when it ended the stream."""
+        resp, fault = reply.resp, reply.fault
+        if fault == "disconnect":
+            reply.request.transport.close()  # type: ignore[union-attr]
+            return False
+        if fault == "malformed":
+            await resp.write(b"data: {this is not json\n\n")
+        elif fault == "error_event":
+            await resp.write(b'data: {"error": {"message": "scripted error event"}}\n\n')
+        elif fault == "stall":
+            await asyncio.sleep(3600)
+        elif fault == "abort":
+            await resp.write(reply.event(reply.finish("abort")))
+            await resp.write(reply.event(None, {"prompt_tokens": 1, "completion_tokens": i, "total_tokens": i + 1}))
+            await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
-            delivery.finished_s = time.perf_counter()
-            return resp
-        finish = (
-            {"index": 0, "delta": {}, "finish_reason": "length"}
-            if chat
-            else {"index": 0, "text": "", "finish_reason": "length"}
-        )
-        await resp.write(event(finish))
+            reply.delivery.finished_s = time.perf_counter()
+            return False
+        return True
+
+    async def _write_end(self, reply: _Reply, body: dict, n_chunks: int) -> None:
+        """The finish reason, the usage, ``[DONE]`` (unless the fault is ``no_end``)."""
+        resp = reply.resp
+        if reply.fault == "no_end":
+            await resp.write_eof()
+            reply.delivery.finished_s = time.perf_counter()
+            return
+        await resp.write(reply.event(reply.finish("length")))
         prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
-        completion = 0 if fault == "no_content" else n_chunks * self.s.tokens_per_chunk
+        completion = 0 if reply.fault == "no_content" else n_chunks * self.s.tokens_per_chunk
         await resp.write(
-            event(
+            reply.event(
                 None,
                 {
                     "prompt_tokens": prompt_tokens,
@@ -255,8 +244,46 @@ class MockServer:
         )
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
-        delivery.finished_s = time.perf_counter()
-        return resp
+        reply.delivery.finished_s = time.perf_counter()
+
+
+@dataclass
+class _Reply:
+    """One streamed reply as it is written: its events in the OpenAI shape of its endpoint."""
+
+    request: web.Request
+    resp: web.StreamResponse
+    delivery: Delivery
+    chat: bool
+    rid: str
+    model: str
+    fault: str | None
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    def event(self, choice: dict | None, usage: dict | None = None) -> bytes:
+        data = {
+            "id": self.rid,
+            "object": "chat.completion.chunk" if self.chat else "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice] if choice else [],
+        }
+        if usage:
+            data["usage"] = usage
+        return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
+
+    def role(self) -> dict:
+        return {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+
+    def content(self, text: str) -> dict:
+        if self.chat:
+            return {"index": 0, "delta": {"content": text}, "finish_reason": None}
+        return {"index": 0, "text": text, "finish_reason": None}
+
+    def finish(self, reason: str) -> dict:
+        if self.chat:
+            return {"index": 0, "delta": {}, "finish_reason": reason}
+        return {"index": 0, "text": "", "finish_reason": reason}
 
 
 def serve(settings: MockSettings, host: str = "127.0.0.1", port: int = 9000) -> None:
