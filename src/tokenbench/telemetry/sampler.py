@@ -26,7 +26,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from .. import procs
 from ..redact import mask_text
@@ -58,18 +60,8 @@ def _exit_now(*_) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="tokenbench-sampler")
-    ap.add_argument("--metrics-url", default="")
-    ap.add_argument("--backend", default=None)
-    ap.add_argument("--interval", type=float, default=1.0)
-    ap.add_argument("--origin", type=float, required=True, help="the run clock's perf_counter origin")
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args(argv)
-    names = None
-    if args.backend:
-        from ..backends import get_profile
-
-        names = get_profile(args.backend).metrics
+    args = _parse_args(argv)
+    names = _metric_names(args.backend)
     stop = threading.Event()
     # SIGTERM (procs.stop's fallback, or our parent's death signal) exits at once. Not
     # stop.set(): a handler that takes the Event's lock while the main thread holds it in
@@ -77,38 +69,72 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _exit_now)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the run's to handle: it closes our stdin
     gpu = GPUSampler.open()
-    lock = threading.Lock()
     with open(args.out, "a", buffering=1) as out:
-
-        def write(line: str) -> None:
-            with lock:
-                out.write(line if line.endswith("\n") else line + "\n")
-
-        def events() -> None:  # the run's events; EOF: the run is over (or dead)
-            for line in sys.stdin:
-                if line.strip():
-                    write(line)
-            stop.set()
-
-        write(
-            json.dumps(
-                {
-                    "kind": "header",
-                    "metrics_url": mask_text(args.metrics_url) or None,
-                    "backend": args.backend,
-                    "interval_s": args.interval,
-                    "gpu": {"available": gpu.available, "reason": gpu.reason},
-                }
-            )
-        )
-        reader = threading.Thread(target=events, daemon=True)
+        write = _line_writer(out)
+        write(json.dumps(_header(args, gpu)))
+        reader = threading.Thread(target=_copy_events, args=(write, stop), daemon=True)
         reader.start()
-        next_t = time.perf_counter()
-        while not stop.is_set():
-            write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu, min(5.0, max(args.interval, 0.5)))))
-            next_t += args.interval
-            stop.wait(max(0.0, next_t - time.perf_counter()))
+        _scrape_until(stop, args, names, gpu, write)
         reader.join(timeout=1.0)
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="tokenbench-sampler")
+    ap.add_argument("--metrics-url", default="")
+    ap.add_argument("--backend", default=None)
+    ap.add_argument("--interval", type=float, default=1.0)
+    ap.add_argument("--origin", type=float, required=True, help="the run clock's perf_counter origin")
+    ap.add_argument("--out", required=True)
+    return ap.parse_args(argv)
+
+
+def _metric_names(backend: str | None):
+    """The backend profile's metric names (None: no profile, so no normalized values)."""
+    if not backend:
+        return None
+    from ..backends import get_profile
+
+    return get_profile(backend).metrics
+
+
+def _line_writer(out: TextIO) -> Callable[[str], None]:
+    """One line at a time from two threads (the scrapes and the run's events)."""
+    lock = threading.Lock()
+
+    def write(line: str) -> None:
+        with lock:
+            out.write(line if line.endswith("\n") else line + "\n")
+
+    return write
+
+
+def _header(args: argparse.Namespace, gpu: GPUSampler) -> dict:
+    return {
+        "kind": "header",
+        "metrics_url": mask_text(args.metrics_url) or None,
+        "backend": args.backend,
+        "interval_s": args.interval,
+        "gpu": {"available": gpu.available, "reason": gpu.reason},
+    }
+
+
+def _copy_events(write: Callable[[str], None], stop: threading.Event) -> None:
+    """The run's events, as they come; EOF: the run is over (or dead)."""
+    for line in sys.stdin:
+        if line.strip():
+            write(line)
+    stop.set()
+
+
+def _scrape_until(
+    stop: threading.Event, args: argparse.Namespace, names, gpu: GPUSampler, write: Callable[[str], None]
+) -> None:
+    """A scrape every interval, on a fixed grid (a slow scrape does not shift the next ones)."""
+    next_t = time.perf_counter()
+    while not stop.is_set():
+        write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu, min(5.0, max(args.interval, 0.5)))))
+        next_t += args.interval
+        stop.wait(max(0.0, next_t - time.perf_counter()))
 
 
 class JsonlTail:
