@@ -1,0 +1,98 @@
+"""A run's files -> results.json (derive.py): the header from config.json alone, and recompute
+giving the run's own results, for today's runs and for runs from before 0.2 (against the mock)."""
+
+from __future__ import annotations
+
+import json
+
+from safety_helpers import _recompute, _tokenbench
+
+from tokenbench.config import StopConfig
+from tokenbench.derive import results_header, unfinished_point
+from tokenbench.records import RequestRecord
+
+
+def test_the_header_has_the_keys_results_json_had_before_its_points():
+    """No point yet and no ``interrupted`` (it is written when the run ends): exactly the header's
+    keys, as the dict that preceded the types had them."""
+    config = {"tool": {"name": "tokenbench", "version": "9"}, "resolved_target": {"url": "u", "model": "m"}}
+    header = results_header(config, "run").to_json()
+    assert sorted(header) == sorted(
+        ["schema_version", "tool", "computed_by", "target", "dataset", "slo", "clock", "telemetry", "points"]
+    )
+    assert header["target"] == {"url": "u", "model": "m", "api": None, "ignore_eos": False}
+    assert header["computed_by"]["how"] == "run" and header["points"] == []
+    assert header["dataset"] is None and header["slo"] == {"ttft_s": None, "tpot_s": None, "e2e_s": None}
+    done = results_header(config, "recompute").finished(True).to_json()
+    assert done["interrupted"] is True and done["computed_by"]["how"] == "recompute"
+
+
+def test_an_unfinished_point_ran_until_its_last_record_or_its_deadline():
+    start = {"kind": "point_start", "index": 1, "start_s": 10.0}
+    records = [RequestRecord(point=1, id=0, scheduled_s=10.5, sent_s=10.5, closed_s=14.0)]
+    facts = unfinished_point(start, records, StopConfig(duration_s=2.0))
+    assert facts["end_s"] == 14.0 and facts["load_end_s"] == 12.0 and facts["interrupted"] is True
+    assert unfinished_point(start, [], StopConfig(duration_s=2.0))["end_s"] == 10.0
+
+
+def _without_computed_by(results: dict) -> dict:
+    return {k: v for k, v in results.items() if k != "computed_by"}
+
+
+def test_recompute_gives_the_runs_own_results(start_mock, tmp_path):
+    url = start_mock(ttft_ms=20, itl_ms=5)
+    out = tmp_path / "run"
+    proc = _tokenbench(
+        "run", "--url", url, "--users", "1,2", "--duration", "2", "--output-tokens", "8", "--out", str(out), "--no-live"
+    )
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    written = json.loads((out / "results.json").read_text())
+    assert written["computed_by"]["how"] == "run" and written["computed_by"]["version"]
+    recomputed = _recompute(out)
+    assert recomputed["computed_by"]["how"] == "recompute"
+    assert _without_computed_by(recomputed) == _without_computed_by(written)
+    assert (out / "results.previous.json").exists()
+
+
+def test_a_run_from_before_0_2_is_rederived_from_its_old_spans(start_mock, tmp_path):
+    """Runs written before point spans were logged: recompute takes the spans from their old
+    results.json and re-derives every number with today's definitions (user spans were not
+    kept, so the time series' active_users is null)."""
+    url = start_mock(ttft_ms=20, itl_ms=5)
+    out = tmp_path / "run"
+    proc = _tokenbench(
+        "run",
+        "--url",
+        url,
+        "--users",
+        "2",
+        "--ramp-up",
+        "1",
+        "--duration",
+        "3",
+        "--output-tokens",
+        "8",
+        "--out",
+        str(out),
+        "--no-live",
+    )
+    proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    written = json.loads((out / "results.json").read_text())
+    samples = out / "samples.jsonl"
+    samples.write_text(
+        "".join(
+            line + "\n" for line in samples.read_text().splitlines() if json.loads(line)["kind"] in ("header", "scrape")
+        )
+    )
+    config = json.loads((out / "config.json").read_text())
+    del config["clock"], config["telemetry"]
+    (out / "config.json").write_text(json.dumps(config))
+    recomputed = _recompute(out)
+    assert recomputed["clock"] == written["clock"] and recomputed["telemetry"] == written["telemetry"]
+    old, new = written["points"][0], recomputed["points"][0]
+    assert [w["active_users"] for w in new["timeseries"]] == [None] * len(new["timeseries"])
+    for w in old["timeseries"] + new["timeseries"]:
+        w.pop("active_users")
+    assert new == old
