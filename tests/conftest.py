@@ -1,6 +1,7 @@
 """Shared fixtures: the scripted mock server, in a child process (``start_mock``: for tests that
-time to the millisecond or kill it) or in this process (``mock_server``: a thread with its own
-event loop, no process start; for every other test)."""
+time to the millisecond or kill it) or in this process (``mock_server``, and ``module_mock_server``
+for a module-scoped fixture: a thread with its own event loop, no process start; for every other
+test)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,16 @@ def mock_server() -> Iterator[Callable[..., str]]:
     """mock_server(ttft_ms=50, fault="http_500", ...) -> base URL of a mock served from a thread of
     this process (the same knobs as ``tokenbench mock``). It shares the GIL with the test: a
     client in this process sees its timing a little later than a child process would."""
+    yield from _mock_threads()
+
+
+@pytest.fixture(scope="module")
+def module_mock_server() -> Iterator[Callable[..., str]]:
+    """``mock_server`` for a module-scoped fixture (one run shared by a module's tests)."""
+    yield from _mock_threads()
+
+
+def _mock_threads() -> Iterator[Callable[..., str]]:
     from aiohttp import web
 
     from tokenbench.mock import MockServer, MockSettings

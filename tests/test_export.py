@@ -5,8 +5,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import subprocess
-import sys
 
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
@@ -19,31 +17,20 @@ from tokenbench.runner import run
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    from tokenbench.procs import free_port, stop, wait_http
-
-    port = free_port()
-    mock = subprocess.Popen(
-        [sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", "10", "--itl-ms", "2"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+def run_dir(tmp_path_factory, module_mock_server):
+    url = module_mock_server(ttft_ms=10, itl_ms=2)
+    out = tmp_path_factory.mktemp("export") / "run"
+    cfg = RunConfig(
+        target=TargetConfig(url=url),
+        loads=[UsersLoad(users=1), UsersLoad(users=2)],
+        stop=StopConfig(duration_s=1.5),
+        dataset=DatasetConfig(input_tokens=4, output_tokens=6),
+        window_s=0.5,
+        live=False,
+        out_dir=out,
     )
-    try:
-        wait_http(f"http://127.0.0.1:{port}/health", 20, mock)
-        out = tmp_path_factory.mktemp("export") / "run"
-        cfg = RunConfig(
-            target=TargetConfig(url=f"http://127.0.0.1:{port}"),
-            loads=[UsersLoad(users=1), UsersLoad(users=2)],
-            stop=StopConfig(duration_s=1.5),
-            dataset=DatasetConfig(input_tokens=4, output_tokens=6),
-            window_s=0.5,
-            live=False,
-            out_dir=out,
-        )
-        run(cfg, Console(file=io.StringIO()))
-        return out
-    finally:
-        stop(mock, grace_s=5)
+    run(cfg, Console(file=io.StringIO()))
+    return out
 
 
 def test_parquet_tables_hold_every_request_point_and_window(run_dir, tmp_path):

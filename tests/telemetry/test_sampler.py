@@ -79,8 +79,8 @@ def test_attached_backend_reports_server_metrics_with_known_answers(start_mock, 
     assert results["telemetry"]["metrics_url"] == f"{url}/metrics"
 
 
-def test_unreachable_metrics_do_not_stop_the_run(start_mock, tmp_path):
-    url = start_mock(ttft_ms=20, itl_ms=5)
+def test_unreachable_metrics_do_not_stop_the_run(mock_server, tmp_path):
+    url = mock_server(ttft_ms=20, itl_ms=5)
     dead = f"http://127.0.0.1:{free_port()}/metrics"
     results = _run(
         url, tmp_path / "run", "--metrics-url", dead, "--users", "1", "--duration", "2", "--output-tokens", "5"

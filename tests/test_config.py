@@ -1,0 +1,69 @@
+"""The settings tree: validation errors name the flag to change; load sweeps become load points;
+durations and SLOs parse; the settings written to config.json are masked."""
+
+import pytest
+from pydantic import ValidationError
+
+from tokenbench.config import (
+    DatasetConfig,
+    LoadSweep,
+    RateLoad,
+    RunConfig,
+    StopConfig,
+    TargetConfig,
+    UsersLoad,
+    parse_duration_s,
+    parse_slo,
+)
+
+
+@pytest.mark.parametrize(
+    "build,needle",
+    [
+        (lambda: StopConfig(), "--duration and/or --max-requests"),
+        (lambda: DatasetConfig(min_prompt_tokens=50, max_prompt_tokens=10), "--min-prompt-tokens 50 is above"),
+        (lambda: LoadSweep(users=[1], rates=[2.0]), "not both"),
+        (lambda: LoadSweep(), "not both"),
+        (lambda: LoadSweep(rates=[1.0], burstiness=0.5, arrival="poisson"), "--arrival gamma"),
+    ],
+)
+def test_a_bad_setting_is_an_error_naming_what_to_change(build, needle):
+    with pytest.raises(ValidationError, match=needle):
+        build()
+
+
+def test_a_sweep_is_one_point_per_value_and_burstiness_means_gamma():
+    assert LoadSweep(users=[2, 8], ramp_up_s=4).points() == [
+        UsersLoad(users=2, ramp_up_s=4),
+        UsersLoad(users=8, ramp_up_s=4),
+    ]
+    (point,) = LoadSweep(rates=[3.0], burstiness=0.5, max_concurrency=2).points()
+    assert point == RateLoad(rate_per_s=3.0, arrival="gamma", burstiness=0.5, max_concurrency=2)
+    assert LoadSweep(rates=[1.0]).points()[0].arrival == "poisson"
+
+
+@pytest.mark.parametrize("text,seconds", [("500ms", 0.5), ("2s", 2.0), ("1.5", 1.5), (" 2m ", 120.0), (".25s", 0.25)])
+def test_durations_are_seconds_unless_a_unit_says_otherwise(text, seconds):
+    assert parse_duration_s(text) == pytest.approx(seconds)
+
+
+def test_slo_parts_and_their_errors():
+    slo = parse_slo("ttft=500ms, tpot=50ms,e2e=3")
+    assert (slo.ttft_s, slo.tpot_s, slo.e2e_s) == pytest.approx((0.5, 0.05, 3.0)) and slo.any
+    assert not parse_slo("").any
+    with pytest.raises(ValueError, match="--slo part 'itl=5ms'"):
+        parse_slo("itl=5ms")
+    with pytest.raises(ValueError, match="cannot read a duration from 'fast'"):
+        parse_slo("ttft=fast")
+
+
+def test_the_settings_written_are_masked():
+    cfg = RunConfig(
+        target=TargetConfig(url="http://h:1", headers={"X-Gateway": "gw-value"}, extra_body={"api_key": "k-123"}),
+        loads=[UsersLoad(users=1)],
+        stop=StopConfig(max_requests=1),
+    )
+    data = cfg.redacted()
+    assert data["target"]["headers"] == {"X-Gateway": "***"}
+    assert data["target"]["extra_body"] == {"api_key": "***"}
+    assert data["target"]["url"] == "http://h:1" and data["loads"][0]["users"] == 1
