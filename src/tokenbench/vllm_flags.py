@@ -189,52 +189,83 @@ REFUSED: dict[str, str] = {
 def translate(args: list[str]) -> list[str]:
     """``tokenbench run``'s arguments with vllm-bench flags rewritten as tokenbench's; raises
     FlagError for a flag whose meaning differs. ``--host``/``--port`` become ``--url``."""
-    out: list[str] = []
-    host = port = None
-    body: dict[str, Any] | None = None
-    i = 0
-    while i < len(args):
-        arg = args[i]
+    cursor = _Cursor(args)
+    rewritten = _Rewritten()
+    while cursor.more():
+        arg = cursor.take()
         flag, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        i += 1
         if flag in REFUSED:
             raise FlagError(f"{flag} (vllm bench serve) has no tokenbench equivalent: {REFUSED[flag]}")
         if flag in NO_VALUE:
-            out += NO_VALUE[flag]
+            rewritten.out += NO_VALUE[flag]
         elif flag in ("--host", "--port", "--extra-body") or flag in WITH_VALUE or flag in SAMPLING:
-            if eq:
-                value = inline
-            elif i < len(args):
-                value, i = args[i], i + 1
-            else:
-                raise FlagError(f"{flag} needs a value")
-            if flag == "--host":
-                host = value
-            elif flag == "--port":
-                port = value
-            elif flag == "--extra-body":
-                body = {**_json_object(value), **(body or {})}
-            elif flag in SAMPLING:
-                try:
-                    body = {**(body or {}), flag[2:].replace("-", "_"): SAMPLING[flag](value)}
-                except ValueError:
-                    raise FlagError(f"{flag} takes a number, got {value!r}") from None
-            else:
-                out += WITH_VALUE[flag](value)
+            rewritten.add(flag, inline if eq else cursor.value(flag))
         elif flag in WITH_VALUES:
-            values = [inline] if eq else []
-            while i < len(args) and not args[i].startswith("-"):  # `run` takes no positional argument
-                values.append(args[i])
-                i += 1
-            if not values:
-                raise FlagError(f"{flag} needs a value")
-            out += WITH_VALUES[flag](values)
+            rewritten.out += WITH_VALUES[flag](cursor.values(flag, [inline] if eq else []))
         else:
-            out.append(arg)
-    if body is not None:
-        out += ["--extra-body", json.dumps(body)]
-    if host is not None or port is not None:
-        if "--url" in out:
-            raise FlagError("--host/--port and --base-url (or --url) both name the server: keep one")
-        out += ["--url", f"http://{host or '127.0.0.1'}:{port or 8000}"]
-    return out
+            rewritten.out.append(arg)
+    return rewritten.finished()
+
+
+class _Cursor:
+    """The arguments, read left to right."""
+
+    def __init__(self, args: list[str]) -> None:
+        self._args = args
+        self._i = 0
+
+    def more(self) -> bool:
+        return self._i < len(self._args)
+
+    def take(self) -> str:
+        self._i += 1
+        return self._args[self._i - 1]
+
+    def value(self, flag: str) -> str:
+        if not self.more():
+            raise FlagError(f"{flag} needs a value")
+        return self.take()
+
+    def values(self, flag: str, values: list[str]) -> list[str]:
+        """``values`` and every following argument up to the next flag (vLLM's nargs="+")."""
+        while self.more() and not self._args[self._i].startswith("-"):  # `run` takes no positional argument
+            values.append(self.take())
+        if not values:
+            raise FlagError(f"{flag} needs a value")
+        return values
+
+
+class _Rewritten:
+    """tokenbench's arguments so far; the server's address and the request body are gathered
+    from several flags and added at the end."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self._host: str | None = None
+        self._port: str | None = None
+        self._body: dict[str, Any] | None = None
+
+    def add(self, flag: str, value: str) -> None:
+        if flag == "--host":
+            self._host = value
+        elif flag == "--port":
+            self._port = value
+        elif flag == "--extra-body":
+            self._body = {**_json_object(value), **(self._body or {})}
+        elif flag in SAMPLING:
+            try:
+                self._body = {**(self._body or {}), flag[2:].replace("-", "_"): SAMPLING[flag](value)}
+            except ValueError:
+                raise FlagError(f"{flag} takes a number, got {value!r}") from None
+        else:
+            self.out += WITH_VALUE[flag](value)
+
+    def finished(self) -> list[str]:
+        out = self.out
+        if self._body is not None:
+            out += ["--extra-body", json.dumps(self._body)]
+        if self._host is not None or self._port is not None:
+            if "--url" in out:
+                raise FlagError("--host/--port and --base-url (or --url) both name the server: keep one")
+            out += ["--url", f"http://{self._host or '127.0.0.1'}:{self._port or 8000}"]
+        return out
