@@ -228,12 +228,16 @@ def parse_duration_s(text: str) -> float:
     return value * {"ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}[m.group(2)]
 
 
+# --slo's names: SLOConfig's fields without their unit ("ttft" -> "ttft_s").
+_SLO_FIELDS = {field.removesuffix("_s"): field for field in SLOConfig.model_fields}
+
+
 def parse_slo(text: str) -> SLOConfig:
     """'ttft=500ms,tpot=50ms' -> SLOConfig."""
     fields: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, eq, value = part.partition("=")
-        key = {"ttft": "ttft_s", "tpot": "tpot_s", "e2e": "e2e_s"}.get(name.strip().lower())
+        key = _SLO_FIELDS.get(name.strip().lower())
         if not eq or key is None:
             raise ValueError(f"--slo part {part!r}: write NAME=VALUE with NAME one of ttft, tpot, e2e")
         fields[key] = parse_duration_s(value)

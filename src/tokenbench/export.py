@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from .catalogue import E2E, QUEUE, TPOT, TTFT
 from .rundir import read_records
 
 Format = Literal["parquet", "csv"]
@@ -73,12 +74,14 @@ def run_tables(run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, 
             row = r.to_json(keep_text=r.output_text is not None)
             row["server_timings"] = json.dumps(row["server_timings"]) if row["server_timings"] is not None else None
             row.update(
-                ttft_s=r.ttft_s,
-                e2e_s=r.e2e_s,
-                tpot_s=r.tpot_s,
-                queue_s=r.queue_s,
-                chunks=len(r.chunk_times_s),
-                streamed_tokens=r.streamed_tokens,
+                {
+                    TTFT.key: r.ttft_s,
+                    E2E.key: r.e2e_s,
+                    TPOT.key: r.tpot_s,
+                    QUEUE.key: r.queue_s,
+                    "chunks": len(r.chunk_times_s),
+                    "streamed_tokens": r.streamed_tokens,
+                }
             )
             records.append({**facts, **row})
     points, windows = [], []
