@@ -1,8 +1,7 @@
-"""`tokenbench run`: flags -> RunConfig, then one call (runner.run)."""
+"""`tokenbench run`: flags -> RunConfig (cli/run_flags.py), then one call (runner.run)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,14 +12,10 @@ from pydantic import ValidationError
 from ..config import (
     BackendConfig,
     DatasetConfig,
-    LoadPoint,
-    LoadSweep,
     RunConfig,
-    SLOConfig,
     StopConfig,
     TargetConfig,
     UsersLoad,
-    parse_slo,
 )
 from ..vllm_flags import FlagError, translate
 from .common import (
@@ -28,8 +23,6 @@ from .common import (
     default,
     err,
     fail,
-    given,
-    numbers,
     validation_message,
 )
 from .engine import (
@@ -42,34 +35,8 @@ from .engine import (
     PrefixCaching,
     Quantization,
     TensorParallel,
-    backend_config,
 )
-
-# The embedded default scenario (about a minute): a small ramp of chat users.
-DEFAULT_USERS = 4
-DEFAULT_RAMP_S = 10.0
-DEFAULT_DURATION_S = 50.0
-DEFAULT_INPUT_TOKENS = 64
-DEFAULT_OUTPUT_TOKENS = 64
-
-
-def _headers(items: list[str] | None) -> dict[str, str]:
-    headers = {}
-    for item in items or []:
-        name, sep, value = item.partition(":")
-        if not sep or not name.strip():
-            raise UsageError(f"--header takes 'Name: value', got {item.split(':')[0]!r}...")
-        headers[name.strip()] = value.strip()
-    return headers
-
-
-def _json_body(text: str | None) -> dict:
-    from ..vllm_flags import FlagError, _json_object
-
-    try:
-        return _json_object(text) if text is not None else {}
-    except FlagError as exc:
-        raise UsageError(str(exc)) from None
+from .run_flags import run_config
 
 
 class RunCommand(typer.core.TyperCommand):
@@ -294,134 +261,3 @@ def _benchmark(config: RunConfig) -> None:
     if result.interrupted:
         err.print("[yellow]interrupted: in-flight requests were recorded as cancelled[/]")
         raise typer.Exit(Interrupts.exit_code())
-
-
-@dataclass(frozen=True)
-class _Scenario:
-    """The load the flags ask for; when they name no users and no rate, the embedded default
-    scenario (a small ramp of users for about a minute)."""
-
-    users: list[int]
-    rates: list[float]
-    ramp_up_s: float | None
-    duration_s: float | None
-    max_requests: int | None
-    default: bool
-
-
-def run_config(a: dict[str, Any]) -> RunConfig:
-    """`tokenbench run`'s options (by name; None: not given) -> RunConfig. Only what was given is
-    passed on: every other value is the settings' own default (config.py)."""
-    scenario = _scenario(a)
-    loads = _loads(a, scenario)
-    stop = _stop(a, scenario)
-    _check_measured(loads, stop)
-    slo = _slo(a["slo"])
-    small = scenario.default and a["url"] is None and a["backend"] is None
-    backend = backend_config(a)
-    return RunConfig(
-        **given(
-            backend=backend,
-            target=_target(a, backend),
-            loads=loads,
-            stop=stop,
-            dataset=_dataset(a, small),
-            slo=slo,
-            seed=a["seed"],
-            window_s=a["window"],
-            out_dir=a["out"],
-            live=a["live"],
-            keep_text=a["keep_text"],
-        )
-    )
-
-
-def _scenario(a: dict[str, Any]) -> _Scenario:
-    users, rates = numbers(a["users"], "--users", int), numbers(a["rate"], "--rate")
-    duration, max_requests, ramp_up = a["duration"], a["max_requests"], a["ramp_up"]
-    if a["num_prompts"] is not None and duration is None and max_requests is None:
-        max_requests = a["num_prompts"]  # vllm bench serve's meaning: N prompts, each sent once
-    default_scenario = not users and not rates
-    if default_scenario:
-        users, ramp_up = [DEFAULT_USERS], ramp_up if ramp_up else DEFAULT_RAMP_S
-        if duration is None and max_requests is None:
-            duration = DEFAULT_DURATION_S
-    return _Scenario(users, rates, ramp_up, duration, max_requests, default_scenario)
-
-
-def _loads(a: dict[str, Any], scenario: _Scenario) -> list[LoadPoint]:
-    sweep = LoadSweep(
-        **given(
-            users=scenario.users or None,
-            rates=scenario.rates or None,
-            ramp_up_s=scenario.ramp_up_s,
-            think_time_s=a["think_time"],
-            arrival=a["arrival"],
-            burstiness=a["burstiness"],
-            max_concurrency=a["max_concurrency"],
-        )
-    )
-    return sweep.points()
-
-
-def _stop(a: dict[str, Any], scenario: _Scenario) -> StopConfig:
-    return StopConfig(
-        **given(
-            duration_s=scenario.duration_s,
-            max_requests=scenario.max_requests,
-            warmup_s=a["warmup"],
-            drain_timeout_s=a["drain_timeout"],
-        )
-    )
-
-
-def _check_measured(loads: list[LoadPoint], stop: StopConfig) -> None:
-    """A users point whose ramp-up and warm-up fill its whole duration would measure nothing."""
-    duration = stop.duration_s
-    for load in loads:
-        if isinstance(load, UsersLoad) and duration is not None and load.ramp_up_s + stop.warmup_s >= duration:
-            raise UsageError(
-                f"--duration {duration:g} must be longer than --ramp-up + --warmup "
-                f"({load.ramp_up_s + stop.warmup_s:g}s), or nothing is measured"
-            )
-
-
-def _slo(text: str | None) -> SLOConfig | None:
-    try:
-        return parse_slo(text) if text else None
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _target(a: dict[str, Any], backend: BackendConfig | None) -> TargetConfig:
-    return TargetConfig(
-        **given(
-            url=a["url"],
-            model=None if (backend and not a["url"]) else a["model"],
-            api=a["api"],
-            api_key_env=a["api_key_env"],
-            request_timeout_s=a["timeout"],
-            read_timeout_s=a["read_timeout"],
-            ignore_eos=a["ignore_eos"],
-            headers=_headers(a["header"]),
-            extra_body=_json_body(a["extra_body"]),
-        )
-    )
-
-
-def _dataset(a: dict[str, Any], small: bool) -> DatasetConfig:
-    """The dataset flags; the embedded default scenario (``small``) sends short synthetic prompts."""
-    return DatasetConfig(
-        **given(
-            name=a["dataset"],
-            path=a["dataset_path"],
-            input_tokens=a["input_tokens"] or (DEFAULT_INPUT_TOKENS if small else None),
-            output_tokens=a["output_tokens"] or (DEFAULT_OUTPUT_TOKENS if small else None),
-            num_prompts=a["num_prompts"],
-            min_prompt_tokens=a["min_prompt_tokens"],
-            max_prompt_tokens=a["max_prompt_tokens"],
-            system_prompt=a["system_prompt"],
-            unique_prefix=a["unique_prefix"],
-            tokenizer=a["tokenizer"],
-        )
-    )
