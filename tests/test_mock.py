@@ -1,0 +1,229 @@
+"""mock.py: the scripted server's wire, as a client reads it. Chunk counts from max_tokens and
+tokens_per_chunk, the role-only first chat chunk, each fault's shape, /mock/deliveries' fields,
+capacity queueing, and /metrics under vLLM's names (read through the vLLM profile's mapping)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+import pytest
+
+from tokenbench.backends.vllm import METRICS
+from tokenbench.telemetry.prom import normalize, parse
+
+FAST = dict(ttft_ms=0, itl_ms=0)
+CHAT = {"model": "mock-model", "messages": [{"role": "user", "content": "say hi"}], "stream": True}
+
+
+async def _apost(url: str, path: str = "/v1/chat/completions", **body) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session:
+        async with session.post(url + path, json={**CHAT, **body}) as resp:
+            return resp.status, await resp.text()
+
+
+def _post(url: str, path: str = "/v1/chat/completions", **body) -> tuple[int, str]:
+    """The mock serves from its own thread and loop; the client runs in a loop of its own."""
+    return asyncio.run(_apost(url, path, **body))
+
+
+def _concurrently(url: str, n: int, **body) -> None:
+    async def all_at_once() -> None:
+        await asyncio.gather(*(_apost(url, **body) for _ in range(n)))
+
+    asyncio.run(all_at_once())
+
+
+def _get(url: str, path: str) -> tuple[int, str]:
+    async def get() -> tuple[int, str]:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(url + path) as resp:
+                return resp.status, await resp.text()
+
+    return asyncio.run(get())
+
+
+def _read_until_error(url: str, max_tokens: int, timeout_s: float) -> tuple[bytes, BaseException | None]:
+    """What arrived before the stream broke (or stalled past ``timeout_s``), and how it broke."""
+
+    async def read() -> tuple[bytes, BaseException | None]:
+        received = b""
+        async with aiohttp.ClientSession() as session:
+            async with session.post(url + "/v1/chat/completions", json={**CHAT, "max_tokens": max_tokens}) as resp:
+                try:
+                    async with asyncio.timeout(timeout_s):
+                        async for chunk in resp.content.iter_any():
+                            received += chunk
+                except (aiohttp.ClientPayloadError, TimeoutError) as exc:
+                    return received, exc
+        return received, None
+
+    return asyncio.run(read())
+
+
+def _events(text: str) -> list:
+    """Each ``data:`` event: parsed JSON, or the raw text when it is not JSON ([DONE], malformed)."""
+    out = []
+    for block in text.split("\n\n"):
+        if not block:
+            continue
+        assert block.startswith("data: "), block
+        data = block.removeprefix("data: ")
+        try:
+            out.append(json.loads(data))
+        except json.JSONDecodeError:
+            out.append(data)
+    return out
+
+
+def _contents(events: list) -> list[str]:
+    return [e["choices"][0]["delta"]["content"] for e in events[1:] if isinstance(e, dict) and _is_content(e)]
+
+
+def _is_content(e: dict) -> bool:
+    return bool(e.get("choices")) and e["choices"][0].get("delta", {}).get("content") not in (None, "")
+
+
+def test_chat_stream_role_then_scripted_chunks_finish_usage_done(mock_server):
+    url = mock_server(**FAST)
+    status, text = _post(url, max_tokens=5)
+    assert status == 200
+    events = _events(text)
+    assert events[0]["choices"] == [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
+    assert events[0]["object"] == "chat.completion.chunk" and events[0]["model"] == "mock-model"
+    assert _contents(events) == [" hi"] * 5
+    assert events[6]["choices"] == [{"index": 0, "delta": {}, "finish_reason": "length"}]
+    assert events[7]["choices"] == [] and events[7]["usage"]["completion_tokens"] == 5
+    assert events[8] == "[DONE]" and len(events) == 9
+    assert len({e["id"] for e in events[:8]}) == 1
+
+
+def test_completions_tokens_per_chunk_and_default_output_tokens(mock_server):
+    url = mock_server(**FAST, tokens_per_chunk=2, output_tokens=4, word="yo")
+    _, text = _post(url, "/v1/completions", prompt="a b c", max_tokens=5, messages=None)
+    events = _events(text)
+    assert events[0]["object"] == "text_completion"
+    texts = [e["choices"][0]["text"] for e in events if isinstance(e, dict) and e["choices"]]
+    assert texts == [" yo yo"] * 3 + [""]  # ceil(5 / 2) chunks, no role chunk, then the finish
+    assert events[-2]["usage"]["completion_tokens"] == 6
+    _, text = _post(url, "/v1/completions", prompt="p", messages=None)  # no max_tokens: output_tokens
+    assert len([e for e in _events(text) if isinstance(e, dict) and e["choices"] and e["choices"][0]["text"]]) == 2
+
+
+@pytest.mark.parametrize("status", [500, 429, 400])
+def test_http_faults(mock_server, status):
+    url = mock_server(**FAST, fault=f"http_{status}")
+    got, text = _post(url)
+    assert got == status
+    assert json.loads(text) == {"error": {"message": f"scripted http_{status}", "code": status}}
+
+
+def test_fault_every_second_request(mock_server):
+    url = mock_server(**FAST, fault="http_500", fault_every=2)
+    assert [(_post(url, max_tokens=1))[0] for _ in range(4)] == [200, 500, 200, 500]
+
+
+@pytest.mark.parametrize(
+    ("fault", "odd_one"),
+    [("malformed", "{this is not json"), ("error_event", {"error": {"message": "scripted error event"}})],
+)
+def test_mid_stream_bad_event_after_n_chunks_then_the_rest(mock_server, fault, odd_one):
+    url = mock_server(**FAST, fault=fault, fault_after_chunks=2)
+    _, text = _post(url, max_tokens=4)
+    events = _events(text)
+    assert events[3] == odd_one  # role, 2 content chunks, the bad event
+    assert _contents(events) == [" hi"] * 4
+    assert events[-1] == "[DONE]"
+
+
+def test_abort_ends_with_finish_abort_usage_and_done(mock_server):
+    url = mock_server(**FAST, fault="abort", fault_after_chunks=3)
+    _, text = _post(url, max_tokens=10)
+    events = _events(text)
+    assert _contents(events) == [" hi"] * 3
+    assert events[4]["choices"][0]["finish_reason"] == "abort"
+    assert events[5]["usage"] == {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4}
+    assert events[6:] == ["[DONE]"]
+
+
+def test_no_content_is_role_finish_usage_done(mock_server):
+    url = mock_server(**FAST, fault="no_content")
+    _, text = _post(url, max_tokens=10)
+    events = _events(text)
+    assert _contents(events) == []
+    assert [e["choices"][0]["finish_reason"] if isinstance(e, dict) and e["choices"] else e for e in events[:2]] == [
+        None,
+        "length",
+    ]
+    assert events[2]["usage"]["completion_tokens"] == 0 and events[3] == "[DONE]" and len(events) == 4
+
+
+def test_no_end_closes_cleanly_without_finish_or_done(mock_server):
+    url = mock_server(**FAST, fault="no_end")
+    _, text = _post(url, max_tokens=3)
+    events = _events(text)
+    assert _contents(events) == [" hi"] * 3 and len(events) == 4
+    assert all(e["choices"][0]["finish_reason"] is None for e in events)
+
+
+def test_disconnect_drops_the_connection_after_n_chunks(mock_server):
+    url = mock_server(**FAST, fault="disconnect", fault_after_chunks=2)
+    received, error = _read_until_error(url, 10, timeout_s=5)
+    assert isinstance(error, aiohttp.ClientPayloadError)
+    assert _contents(_events(received.decode())) == [" hi"] * 2
+
+
+def test_stall_holds_the_connection_after_n_chunks(mock_server):
+    url = mock_server(**FAST, fault="stall", fault_after_chunks=1)
+    received, error = _read_until_error(url, 10, timeout_s=0.3)
+    assert isinstance(error, TimeoutError)  # open, and silent
+    assert _contents(_events(received.decode())) == [" hi"]
+
+
+def test_deliveries_log_what_was_written(mock_server):
+    url = mock_server(ttft_ms=20, itl_ms=5, fault="abort", fault_every=2, fault_after_chunks=1)
+    _post(url, max_tokens=3)
+    _post(url, max_tokens=3)
+    deliveries = json.loads(_get(url, "/mock/deliveries")[1])
+    assert set(deliveries) == {"mock-1", "mock-2"}
+    ok, aborted = deliveries["mock-1"], deliveries["mock-2"]
+    assert set(ok) == {"received_s", "admitted_s", "wait_s", "chunk_times_s", "fault", "finished_s"}
+    assert ok["fault"] is None and aborted["fault"] == "abort"
+    assert len(ok["chunk_times_s"]) == 3 and len(aborted["chunk_times_s"]) == 1
+    assert ok["admitted_s"] == pytest.approx(ok["received_s"] + ok["wait_s"]) and ok["wait_s"] >= 0
+    for i, t in enumerate(ok["chunk_times_s"]):  # never before its scripted time
+        assert t >= ok["admitted_s"] + 0.020 + i * 0.005
+    assert ok["finished_s"] >= ok["chunk_times_s"][-1]
+    assert aborted["received_s"] >= ok["finished_s"]  # sent one after the other
+    assert aborted["finished_s"] >= aborted["chunk_times_s"][-1]
+
+
+def test_max_streams_queues_fifo_and_metrics_speak_vllm(mock_server):
+    url = mock_server(ttft_ms=100, itl_ms=0, max_streams=1)
+    _concurrently(url, 2, max_tokens=2)
+    deliveries = json.loads(_get(url, "/mock/deliveries")[1])
+    fields = normalize(parse(_get(url, "/metrics")[1]), METRICS)
+    first, second = sorted(deliveries.values(), key=lambda d: d["admitted_s"])
+    assert second["admitted_s"] >= first["finished_s"]  # one slot: the second waited for the first
+    assert second["wait_s"] > 0
+    assert fields["running"] == 0 and fields["waiting"] == 0
+    assert fields["generated_tokens"] == 4
+    assert fields["preemptions"] == 0
+    assert fields["ttft_count"] == 2 and fields["ttft_sum_s"] >= 0.2  # from arrival: 0.1 each at least
+    assert "kv_usage" not in fields  # the mock does not report one: absent, never 0
+
+
+def test_kv_slots_count_preemptions(mock_server):
+    url = mock_server(ttft_ms=200, itl_ms=0, kv_slots=1)
+    _concurrently(url, 3, max_tokens=1)
+    fields = normalize(parse(_get(url, "/metrics")[1]), METRICS)
+    assert fields["preemptions"] == 2  # the 2nd and 3rd arrived above one in flight
+
+
+def test_health_models_and_tokenize(mock_server):
+    url = mock_server(model="m1")
+    assert json.loads(_get(url, "/health")[1]) == {"status": "ok"}
+    assert json.loads(_get(url, "/v1/models")[1])["data"] == [{"id": "m1", "object": "model"}]
+    status, text = _post(url, "/tokenize", prompt="one two three", messages=None)
+    assert (status, json.loads(text)) == (200, {"tokens": [0, 1, 2], "count": 3})
