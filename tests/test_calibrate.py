@@ -1,0 +1,150 @@
+"""calibrate.py's arithmetic on hand-made numbers: client-measured minus mock-delivered per request
+(TTFT, ITL, chunk and send delay), the records it must skip, the steady window's CPU and
+throughput from CPU samples, the offered rate, the table's cells. No mock is started."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from tokenbench.calibrate import (
+    CalibrationResult,
+    CalibrationSpec,
+    _compare,
+    _CpuSampler,
+    _Measured,
+    _proc_cpu_s,
+    _steady,
+    calibration_table,
+)
+from tokenbench.records import Outcome, RequestRecord
+from tokenbench.rundir import RunWriter
+
+ORIGIN = 100.0  # the run's clock origin on the monotonic clock the mock logs on
+SPEC = CalibrationSpec(users=2, requests=4, ttft_ms=50.0, itl_ms=10.0, output_tokens=3)
+
+
+def _record(i: int, rid: str | None, sent: float, chunks: list[float], outcome: Outcome = Outcome.OK) -> RequestRecord:
+    return RequestRecord(
+        point=0, id=i, scheduled_s=sent, sent_s=sent, chunk_times_s=chunks, outcome=outcome, response_id=rid
+    )
+
+
+def _measured(tmp_path, records: list[RequestRecord], deliveries: dict, sampler: _CpuSampler | None = None):
+    writer = RunWriter(tmp_path / "run")
+    for r in records:
+        writer.write_record(r)
+    writer.close()
+    results = {"clock": {"origin_monotonic_s": ORIGIN}, "points": [{"requests": {"ok": 3, "total": 4}}]}
+    return _Measured(tmp_path / "run", results, deliveries, sampler or _CpuSampler())
+
+
+def _delivery(received: float, chunks: list[float]) -> dict:
+    return {"received_s": ORIGIN + received, "chunk_times_s": [ORIGIN + t for t in chunks]}
+
+
+def test_compare_errors_against_what_the_mock_delivered(tmp_path):
+    records = [
+        _record(0, "mock-1", 1.0, [1.060, 1.071, 1.082]),
+        _record(1, "mock-2", 2.0, [2.05, 2.06]),  # the mock logged 3 chunks: not comparable, skipped
+        _record(2, None, 2.5, [], Outcome.HTTP_ERROR),  # failed: skipped
+        _record(3, "mock-9", 2.7, []),  # no delivery logged: skipped
+        _record(4, "mock-5", 3.0, [3.10, 3.13]),
+    ]
+    deliveries = {
+        "mock-1": _delivery(1.002, [1.055, 1.065, 1.075]),
+        "mock-2": _delivery(2.001, [2.04, 2.05, 2.06]),
+        "mock-5": _delivery(3.010, [3.08, 3.10]),
+    }
+    result = _compare(SPEC, _measured(tmp_path, records, deliveries))
+    # TTFT error = (client first chunk - sent) - (mock first chunk - received): 7 ms and 30 ms
+    assert result.ttft_error_ms_mean == pytest.approx(18.5)
+    assert result.ttft_error_ms_p99 == pytest.approx(7 + 0.99 * 23)
+    # ITL error per gap: 11-10, 11-10 and 30-20 ms
+    assert result.itl_error_ms_mean == pytest.approx(4.0)
+    assert result.itl_error_ms_p99 == pytest.approx(float(np.percentile([1, 1, 10], 99)))
+    # chunk delay = client arrival - mock write: 5, 6, 7, 20, 30 ms
+    assert result.chunk_delay_ms_mean == pytest.approx(13.6)
+    assert result.chunk_delay_ms_p99 == pytest.approx(20 + 0.96 * 10)
+    # send delay = mock received - client sent: 2 and 10 ms
+    assert result.send_delay_ms_mean == pytest.approx(6.0)
+    assert result.send_delay_ms_p99 == pytest.approx(2 + 0.99 * 8)
+    assert (result.ok, result.total) == (3, 4)  # from results.json, not recounted
+    # 7 chunks in all: too few for a steady window, so no CPU or throughput figure (never 0)
+    assert (result.cpu_us_per_token, result.mock_cpu_fraction, result.achieved_tokens_per_s) == (None, None, None)
+    # offered: users * tokens / (TTFT + (tokens - 1) * ITL) = 2 * 3 / 0.07 s
+    assert result.offered_tokens_per_s == pytest.approx(6 / 0.07)
+    assert result.run_dir == str(tmp_path / "run")
+
+
+def test_compare_with_nothing_comparable_gives_none(tmp_path):
+    records = [_record(0, None, 1.0, [], Outcome.CONNECT_ERROR)]
+    result = _compare(SPEC, _measured(tmp_path, records, {}))
+    assert result.ttft_error_ms_mean is None and result.chunk_delay_ms_p99 is None and result.send_delay_ms_mean is None
+
+
+def _linear_sampler(own_cpu_per_s: float, mock_cpu_per_s: float) -> _CpuSampler:
+    sampler = _CpuSampler()
+    sampler.samples = [(ORIGIN + t, own_cpu_per_s * t, mock_cpu_per_s * t) for t in range(21)]
+    return sampler
+
+
+def test_steady_window_cpu_and_throughput():
+    chunks = [float(t) for t in reversed(range(20))]  # arrivals 0..19 s after the origin, any order
+    steady = _steady(chunks, _linear_sampler(0.5, 0.25), ORIGIN)
+    # window: the 10% and 90% arrivals (2 s and 18 s), 16 chunks in it
+    assert steady.achieved_tokens_per_s == pytest.approx(16 / 16)
+    assert steady.cpu_us_per_token == pytest.approx(0.5 * 16 / 16 * 1e6)
+    assert steady.mock_cpu_fraction == pytest.approx(0.25)
+
+
+def test_steady_needs_more_than_ten_chunks_over_some_time():
+    sampler = _linear_sampler(1, 1)
+    assert _steady([float(t) for t in range(10)], sampler, ORIGIN).achieved_tokens_per_s is None
+    assert _steady([5.0] * 50, sampler, ORIGIN).cpu_us_per_token is None  # no time between 10% and 90%
+
+
+def test_cpu_between_interpolates_the_samples():
+    sampler = _CpuSampler()
+    sampler.samples = [(0.0, 0.0, 10.0), (1.0, 2.0, 11.0), (3.0, 2.0, 15.0)]
+    assert sampler.cpu_between(0.5, 2.0) == pytest.approx(2.0 - 1.0)
+    assert sampler.cpu_between(0.0, 3.0, column=2) == pytest.approx(5.0)
+
+
+def test_proc_cpu_of_another_process():
+    assert math.isnan(_proc_cpu_s(None))
+    assert math.isnan(_proc_cpu_s(2**23))  # above any pid_max: no such process
+    own = _proc_cpu_s(os.getpid())
+    assert math.isfinite(own) and own >= 0
+
+
+def test_table_cells():
+    result = CalibrationResult(
+        spec=SPEC,
+        ok=3,
+        total=4,
+        ttft_error_ms_mean=18.5,
+        ttft_error_ms_p99=29.77,
+        itl_error_ms_mean=None,
+        itl_error_ms_p99=None,
+        chunk_delay_ms_mean=13.6,
+        chunk_delay_ms_p99=29.6,
+        send_delay_ms_mean=6.0,
+        send_delay_ms_p99=9.92,
+        cpu_us_per_token=12.34,
+        mock_cpu_fraction=0.25,
+        achieved_tokens_per_s=None,
+        offered_tokens_per_s=6 / 0.07,
+        run_dir="x",
+    )
+    out = io.StringIO()
+    Console(file=out, width=400).print(calibration_table([result]))
+    row = [line for line in out.getvalue().splitlines() if "3/4" in line]
+    assert len(row) == 1
+    cells = [c.strip() for c in row[0].strip("│ ").split("│")]
+    assert cells == ["2", "4", "3/4", "18.50", "29.77", "-", "-", "6.00/9.92", "13.60/29.60", "12.3", "25%", "-", "86"]
