@@ -20,6 +20,24 @@ from tokenbench.report.compare import compare, compare_markdown
 from tokenbench.report.console import experiment_table, summary_table
 from tokenbench.report.load import load_inputs
 from tokenbench.report.tables import headline_table
+from tokenbench.results import (
+    CellRow,
+    ComputedBy,
+    Distribution,
+    Experiment,
+    Gauge,
+    Gpu,
+    Load,
+    PointResult,
+    Requests,
+    RunResults,
+    Server,
+    ServerRow,
+    Slo,
+    Span,
+    Target,
+    Tool,
+)
 
 DECODE = "decode_speed_tokens_per_s_mean"
 
@@ -65,19 +83,58 @@ def _record(i: int, sent: float, itl: float) -> RequestRecord:
     return r
 
 
-def sample_point(itl: float = 0.01, label: str = "1 req/s") -> dict:
+def _server(preemptions: float, ttft_s_mean: float, kv_usage: Gauge) -> Server:
+    """The server's figures as telemetry.summary writes them, nulls but for the three given."""
+    return Server(
+        period_s=[0.0, 10.0],
+        scrapes=10,
+        failed_scrapes=0,
+        first_scrape_error=None,
+        bracket_s=[0.0, 10.0],
+        bracketed=True,
+        preemptions=preemptions,
+        generated_tokens=None,
+        prefix_cache_hits=None,
+        prefix_cache_queries=None,
+        prefix_cache_hit_rate=None,
+        running=None,
+        waiting=None,
+        kv_usage=kv_usage,
+        ttft_s_mean=ttft_s_mean,
+        ttft_count=None,
+        itl_s_mean=None,
+        itl_count=None,
+    )
+
+
+def sample_point(itl: float = 0.01, label: str = "1 req/s") -> PointResult:
     """An open-loop point at 1 req/s for 10 s as summarize_point writes it, with the server's
     figures (telemetry.summary's shape) added."""
     records = [_record(i, float(i), itl) for i in range(10)]
     span = PointSpan(Window(0.0, 10.0), open_loop=True, end_s=12.0)
-    point = summarize_point(records, span, SLOConfig(ttft_s=0.06))
-    point.update(
+    metrics = summarize_point(records, span, SLOConfig(ttft_s=0.06))
+    gpu = Gpu(available=False, reason="no GPU")
+    return PointResult(
         index=0,
         label=label,
-        load={"kind": "rate", "rate_per_s": 1.0},
-        server={"preemptions": 3.0, "ttft_s_mean": 0.04, "kv_usage": {"mean": 0.3, "max": 0.5}},
+        load=Load(kind="rate", rate_per_s=1.0, warmup_s=0.0, duration_s=10.0, max_requests=None),
+        span=Span(start_s=0.0, ramp_end_s=0.0, load_end_s=10.0, end_s=12.0),
+        interrupted=False,
+        **dict(metrics),
+        server=_server(3.0, 0.04, Gauge(mean=0.3, max=0.5)),
+        server_whole_point=None,
+        gpu=gpu,
+        gpu_whole_point=gpu,
+        timeseries=[],
     )
-    return point
+
+
+_EMPTY = Distribution(
+    count=0, mean=None, std=None, min=None, p50=None, p90=None, p95=None, p99=None, p999=None, max=None
+)
+_NONE_ENDED = Requests(
+    total=2, ok=0, by_outcome={"cancelled": 2}, retries=0, retried_requests=0, ok_without_end_marker=0
+)
 
 
 KNOWN = {
@@ -112,18 +169,20 @@ def test_every_getter_reads_a_point_summarize_point_wrote() -> None:
 
 def test_missing_or_null_fields_give_none_never_zero() -> None:
     point = sample_point()
-    nulls = {k: None for k in point}
+    distributions = {m.distribution.key for m in METRICS.values() if m.distribution is not None}
+    nulls = point.model_copy(
+        update={k: _EMPTY for k in distributions}
+        | {k: None for k in ("output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "offered_per_s")}
+        | {"goodput_per_s": None, "good_fraction": None, "server": None, "requests_in_window": _NONE_ENDED}
+    )
     for m in METRICS.values():
-        assert m.get({}) is None, m.key
         assert m.get(nulls) is None, m.key
-        if m.distribution is not None:
-            # a results.json written before this distribution existed
-            older = {k: v for k, v in point.items() if k != m.distribution.key}
-            assert m.get(older) is None, m.key
-            assert m.get({**point, m.distribution.key: {"count": 0, "mean": None}}) is None, m.key
-    assert path("a.b")({"a": {"b": "fast"}}) is None  # not a number
-    assert path("a.b")({"a": 3}) is None
-    assert error_rate({"requests": {"total": 2, "ok": 0, "by_outcome": {"cancelled": 2}}}) is None  # none ended
+        if m.distribution is not None:  # nothing measured: count 0 and every statistic null
+            assert m.get(point.model_copy(update={m.distribution.key: _EMPTY})) is None, m.key
+    assert path("label")(point) is None  # not a number
+    assert path("label.x")(point) is None
+    assert path("server.kv_usage.max")(point.model_copy(update={"server": None})) is None  # no server figures
+    assert error_rate(point.model_copy(update={"requests_in_window": _NONE_ENDED})) is None  # none ended
 
 
 def test_directions_units_and_scales() -> None:
@@ -172,16 +231,26 @@ def test_decode_speed_in_the_console_table() -> None:
 
 
 def test_experiment_table_columns_come_from_the_catalogue() -> None:
-    state = {"name": "e", "cells": {}, "servers": [], "aggregates": []}
+    state = Experiment(name="e", spec={}, cells={}, servers=[], aggregates=[])
     console = Console(record=True, width=300, color_system=None)
     console.print(experiment_table(state))
     text = console.export_text()
     assert all(m.label in text for m in shown_in("experiment"))
 
 
-def _write_run(path: Path, point: dict, backend: str) -> Path:
+def _write_run(path: Path, point: PointResult, backend: str) -> Path:
     path.mkdir(parents=True)
-    (path / "results.json").write_text(json.dumps({"target": {"backend": backend}, "points": [point]}))
+    results = RunResults(
+        tool=Tool(name="tokenbench", version=None),
+        computed_by=ComputedBy(name="tokenbench", version=None, how="run"),
+        target=Target(url=None, model=None, api=None, ignore_eos=False, backend=backend),
+        dataset=None,
+        slo=Slo(ttft_s=None, tpot_s=None, e2e_s=None),
+        clock=None,
+        telemetry=None,
+        points=[point],
+    )
+    (path / "results.json").write_text(json.dumps(results.to_json()))
     return path
 
 
@@ -203,15 +272,19 @@ def test_decode_speed_in_compare_and_the_report(tmp_path: Path) -> None:
 
 
 def test_decode_speed_is_aggregated(tmp_path: Path) -> None:
-    state = {
-        "servers": [{"label": "s", "backend": "vllm"}],
-        "cells": {
-            f"s__v__t{t}": {"status": "ok", "server": "s", "variant": "v", "run_dir": f"cells/t{t}"} for t in (1, 2)
+    state = Experiment(
+        name="x",
+        spec={},
+        servers=[ServerRow(label="s", backend="vllm", swept={}, status="ok", error=None)],
+        cells={
+            f"s__v__t{t}": CellRow(server="s", variant="v", trial=t, status="ok", error=None, run_dir=f"cells/t{t}")
+            for t in (1, 2)
         },
-    }
+        aggregates=[],
+    )
     _write_run(tmp_path / "cells/t1", sample_point(), "vllm")
     _write_run(tmp_path / "cells/t2", sample_point(itl=0.02), "vllm")
     [row] = aggregate(tmp_path, state)
-    assert list(row["metrics"]) == [m.key for m in shown_in("aggregates")]
-    decode = row["metrics"][DECODE]
-    assert decode["n"] == 2 and decode["mean"] == pytest.approx(75.0) and decode["ci95"] is not None
+    assert list(row.metrics) == [m.key for m in shown_in("aggregates")]
+    decode = row.metrics[DECODE]
+    assert decode.n == 2 and decode.mean == pytest.approx(75.0) and decode.ci95 is not None

@@ -1,6 +1,6 @@
 """The metric catalogue: every headline number of a load point, declared once (pure data).
 
-A ``Metric`` says how to read one number from a results.json point, how to show it (unit, scale
+A ``Metric`` says how to read one number from a results.json point (a typed ``PointResult``), how to show it (unit, scale
 from the stored unit, digits, title), which way is better, which requests it counts and over
 which period (METRICS.md, "Populations and periods"), and where it is shown (``views``). The
 experiment aggregates, the report's headline table, compare, the console tables and the verdict
@@ -14,14 +14,14 @@ are written by ``metrics`` and ``telemetry.summary``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from .records import UNFINISHED
+from .results import PointResult
 
-Point = Mapping[str, Any]  # one entry of results.json's "points"
-Getter = Callable[[Point], float | None]
+Getter = Callable[[PointResult], float | None]
 
 # Where a metric is shown:
 #   aggregates  experiment.json's aggregates (mean ± 95% CI over trials) and so the report's rows
@@ -43,30 +43,29 @@ SUCCESSFUL = "successful requests sent in the window (open loop: scheduled in it
 
 
 def path(dotted: str) -> Getter:
-    """A getter for the number at a dotted path of a point ("ttft_s.mean"): None when a step is
-    missing or the value is not a number."""
-    keys = tuple(dotted.split("."))
+    """A getter for the number at a dotted attribute path of a point ("ttft_s.mean",
+    "server.kv_usage.max"): None when a step is None (no server figures) or the value is not a
+    number."""
+    names = tuple(dotted.split("."))
 
-    def read(point: Point) -> float | None:
-        value: Any = point
-        for key in keys:
-            if not isinstance(value, Mapping):
+    def read(point: PointResult) -> float | None:
+        value: object = point
+        for name in names:
+            value = getattr(value, name, None)
+            if value is None:
                 return None
-            value = value.get(key)
-        return value if isinstance(value, (int, float)) else None
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     return read
 
 
-def error_rate(point: Point) -> float | None:
-    """Failed requests over requests that ended, in the point's population (``requests_in_window``;
-    the whole point for results written before it existed). Cancelled and never-sent requests
-    did not end: they are counted apart (``requests.by_outcome``), in neither numerator nor
-    denominator, the same rule as ``good_fraction``."""
-    req = point.get("requests_in_window") or point.get("requests") or {}
-    by = req.get("by_outcome") or {}
-    ended = (req.get("total") or 0) - sum(by.get(o.value, 0) for o in UNFINISHED)
-    return (ended - req.get("ok", 0)) / ended if ended else None
+def error_rate(point: PointResult) -> float | None:
+    """Failed requests over requests that ended, in the point's population (``requests_in_window``).
+    Cancelled and never-sent requests did not end: they are counted apart (``requests.by_outcome``),
+    in neither numerator nor denominator, the same rule as ``good_fraction``."""
+    req = point.requests_in_window
+    ended = req.total - sum(req.by_outcome.get(o.value, 0) for o in UNFINISHED)
+    return (ended - req.ok) / ended if ended else None
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ class Distribution:
     population: str
     period: str = WINDOW
 
-    def read(self, point: Point, stat: str) -> float | None:
+    def read(self, point: PointResult, stat: str) -> float | None:
         return path(f"{self.key}.{stat}")(point)
 
     def stat(self, stat: str, digits: int, views: frozenset[View]) -> Metric:

@@ -1,12 +1,9 @@
-"""Experiment files: validation names the field; expansion into servers and cells; trial CIs."""
-
-import math
+"""Experiment files: validation names the field; expansion into servers and cells."""
 
 import pytest
 
 from tokenbench.experiments.presets import PRESETS, preset, preset_data
 from tokenbench.experiments.spec import ExperimentError, expand, load_spec, parse_spec
-from tokenbench.results import mean_ci95
 
 BASE = {
     "name": "t",
@@ -54,15 +51,6 @@ def test_yaml_errors_name_the_file(tmp_path):
         load_spec(bad)
     with pytest.raises(ExperimentError, match="no such experiment file"):
         load_spec(tmp_path / "missing.yaml")
-
-
-def test_mean_ci95_known_answer():
-    # values 10, 12, 14: mean 12, s = 2, t(0.975, 2) = 4.3027 -> half-width 4.3027 * 2 / sqrt(3)
-    r = mean_ci95([10, 12, 14])
-    assert r["mean"] == 12 and r["n"] == 3
-    assert r["ci95"] == pytest.approx(4.302653 * 2 / math.sqrt(3), rel=1e-5)
-    assert mean_ci95([5.0])["ci95"] is None  # one trial: unknown, not 0
-    assert mean_ci95([None, None]) == {"mean": None, "ci95": None, "n": 0, "values": []}
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

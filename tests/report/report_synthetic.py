@@ -16,9 +16,9 @@ from scipy import stats
 WINDOW_S = 5.0
 
 
-def dist(mean: float | None, p50: float | None = None, p99: float | None = None, count: int = 20) -> dict | None:
-    if mean is None:
-        return None
+def dist(mean: float | None, p50: float | None = None, p99: float | None = None, count: int = 20) -> dict:
+    if mean is None:  # nothing measured: count 0, every statistic null (metrics.stats.distribution)
+        return dict.fromkeys(("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max"), None) | {"count": 0}
     p50 = mean if p50 is None else p50
     p99 = mean * 2 if p99 is None else p99
     return {
@@ -56,6 +56,7 @@ def windows(
                 "ttft_s_mean": ttft_s,
                 "ttft_s_p90": ttft_s * 1.5,
                 "errors": 0,
+                "cancelled": 0,
                 "server_running": 3.0 if server else None,
                 "server_waiting": 0.5 if server else None,
                 "server_kv_usage": 0.4 if server else None,
@@ -98,6 +99,14 @@ def point(
     load.update({"warmup_s": 0.0, "duration_s": duration_s, "max_requests": None})
     ramp_end = start_s + ramp_s
     load_end = ramp_end + duration_s
+    requests = {
+        "total": sum(outcomes.values()),
+        "ok": outcomes.get("ok", 0),
+        "by_outcome": outcomes,
+        "retries": 0,
+        "retried_requests": 0,
+        "ok_without_end_marker": 0,
+    }
     return {
         "index": index,
         "label": label,
@@ -106,33 +115,66 @@ def point(
         "interrupted": False,
         "window_s": duration_s,
         "window": {"start_s": ramp_end, "end_s": load_end},
-        "requests": {"total": sum(outcomes.values()), "ok": outcomes.get("ok", 0), "by_outcome": outcomes},
+        "populations": {"distributions": "sent in the window", "rates": "the window", "goodput": "as requests/s"},
+        "rate_period_s": duration_s,
+        "backlog_growth_s": None,
+        "offered_per_s": None,
+        "requests": requests,
+        "requests_in_window": requests,
         "ttft_s": dist(ttft_s, ttft_p50_s),
         "tpot_s": dist(tpot_s),
+        "decode_speed_tokens_per_s": dist(None if tpot_s is None else 1 / tpot_s),
         "itl_s": dist(tpot_s),
         "e2e_s": dist(None if ttft_s is None else ttft_s + 2.0),
         "queue_s": dist(None if ttft_s is None else 0.001),
+        "queue_s_censored": 0,
+        "normalized_latency_s": dist(None),
+        "output_tokens": 0 if tokens_per_s is None else tokens_per_s * duration_s,
         "output_tokens_per_s": tokens_per_s,
         "total_tokens_per_s": None if tokens_per_s is None else tokens_per_s * 2,
+        "prompt_tokens_source": {"server": outcomes.get("ok", 0)},
         "requests_per_s": rps,
         "goodput_per_s": goodput_per_s,
         "good_fraction": good_fraction,
         "concurrency": {"mean": 3.5, "peak": 4},
-        "server": (
-            {
-                "preemptions": preemptions,
-                "generated_tokens": 1000.0,
-                "running": {"mean": 3.0, "max": 4.0},
-                "waiting": {"mean": 0.5, "max": 2.0},
-                "kv_usage": {"mean": 0.4, "max": 0.6},
-                "ttft_s_mean": ttft_s,
-                "client_ttft_s_matched": {"mean": ttft_s, "count": 10},
-            }
-            if server
-            else None
-        ),
-        "gpu": {"available": False, "reason": "NVMLError_LibraryNotFound: NVML Shared Library Not Found"},
+        "tokens": {
+            "output_tokens_source": {"server": outcomes.get("ok", 0)},
+            "eos_counted_not_streamed": 0,
+            "server_vs_client": {"compared": 0, "mismatched": 0, "mean_client_minus_server": None},
+        },
+        "server": server_figures(ttft_s, preemptions) if server else None,
+        "server_whole_point": None,
+        "gpu": GPU,
+        "gpu_whole_point": GPU,
         "timeseries": windows(start_s, ramp_s, steady_rates, server=server, ttft_s=ttft_s or 0.0),
+    }
+
+
+GPU = {"available": False, "reason": "NVMLError_LibraryNotFound: NVML Shared Library Not Found"}
+
+
+def server_figures(ttft_s: float | None, preemptions: float | None) -> dict:
+    """A point's server figures (telemetry.summary.point_server's shape)."""
+    return {
+        "period_s": [0.0, 20.0],
+        "scrapes": 20,
+        "failed_scrapes": 0,
+        "first_scrape_error": None,
+        "bracket_s": [0.0, 20.0],
+        "bracketed": True,
+        "preemptions": preemptions,
+        "generated_tokens": 1000.0,
+        "prefix_cache_hits": None,
+        "prefix_cache_queries": None,
+        "prefix_cache_hit_rate": None,
+        "running": {"mean": 3.0, "max": 4.0},
+        "waiting": {"mean": 0.5, "max": 2.0},
+        "kv_usage": {"mean": 0.4, "max": 0.6},
+        "ttft_s_mean": ttft_s,
+        "ttft_count": 10,
+        "itl_s_mean": None,
+        "itl_count": None,
+        "client_ttft_s_matched": {"mean": ttft_s, "count": 10},
     }
 
 
@@ -146,10 +188,12 @@ def results(
 ) -> dict:
     return {
         "tool": {"name": "tokenbench", "version": "0.1.0"},
+        "computed_by": {"name": "tokenbench", "version": "0.1.0", "how": "run"},
         "target": {
             "url": "http://127.0.0.1:8000",
             "model": model,
             "api": "completions",
+            "ignore_eos": False,
             "backend": backend,
             "engine": backend,
             "engine_version": engine_version,
@@ -160,13 +204,14 @@ def results(
             "name": "synthetic",
             "num_requests": 1000,
             "exact_lengths": True,
+            "tokenizer": None,
             "system_prompt": False,
             "unique_prefix": True,
             "source": None,
         },
         "slo": slo or {"ttft_s": None, "tpot_s": None, "e2e_s": None},
         "clock": {"origin_monotonic_s": 1.0, "origin_unix_s": 1.7e9, "unit": "seconds"},
-        "telemetry": {"samples": "samples.jsonl", "interval_s": 1.0},
+        "telemetry": {"samples": "samples.jsonl", "metrics_url": None, "interval_s": 1.0},
         "points": points,
         "interrupted": False,
     }

@@ -11,7 +11,7 @@ from pathlib import Path
 from browser_check import check_in_chromium, require_browser
 from report_synthetic import EVIL
 
-from tokenbench.report.html import write_report
+from tokenbench.report import write_report
 
 
 def test_report_renders_in_chromium(

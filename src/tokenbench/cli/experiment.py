@@ -49,7 +49,7 @@ def experiment_run(
     if result.interrupted:
         err.print("[yellow]interrupted: run the same command again to resume[/]")
         raise typer.Exit(Interrupts.exit_code())
-    failed = [c for c in result.state["cells"].values() if c["status"] != "ok"]
+    failed = [c for c in result.state.cells.values() if c.status != "ok"]
     if failed:
         raise typer.Exit(1)
 

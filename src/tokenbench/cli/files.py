@@ -13,7 +13,7 @@ from .common import err, fail
 
 
 def _require_result_dirs(dirs: list[Path]) -> None:
-    from ..report.load import is_experiment_dir, is_run_dir
+    from ..report.files import is_experiment_dir, is_run_dir
 
     for d in dirs:
         if not (is_run_dir(d) or is_experiment_dir(d)):
@@ -28,7 +28,7 @@ def report(
     ] = None,
 ) -> None:
     """Write a self-contained HTML report (plus PNG charts and a Markdown summary)."""
-    from ..report.html import write_report
+    from ..report import write_report
 
     _require_result_dirs(dirs)
     files = write_report(dirs, out or dirs[0])
@@ -45,7 +45,7 @@ def recompute(
     experiment, every cell and then the aggregates. The previous file is kept as *.previous.json."""
     from ..derive import RecomputeError, recompute_experiment, recompute_run
     from ..report.console import summary_table
-    from ..report.load import is_experiment_dir
+    from ..report.files import is_experiment_dir
 
     for d in dirs:
         try:
@@ -54,10 +54,10 @@ def recompute(
                 err.print(f"experiment: {d}/experiment.json ({len(state['aggregates'])} aggregate rows)")
             else:
                 results = recompute_run(d)
-                err.print(summary_table(results["points"]))
+                err.print(summary_table(results))
                 err.print(
-                    f"results: {d}/results.json (computed by tokenbench {results['computed_by']['version']}"
-                    f"{', interrupted run' if results['interrupted'] else ''})"
+                    f"results: {d}/results.json (computed by tokenbench {results.computed_by.version}"
+                    f"{', interrupted run' if results.interrupted else ''})"
                 )
         except (RecomputeError, OSError, ValueError) as exc:
             fail(f"{d}: {exc}", 2)

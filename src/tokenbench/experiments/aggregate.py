@@ -13,39 +13,42 @@ import json
 from pathlib import Path
 
 from ..catalogue import shown_in
-from ..results import mean_ci95
+from ..results import AggregateRow, Experiment, PointResult, RunResults, mean_ci95
 
 
-def aggregate(experiment_dir: Path, state: dict) -> list[dict]:
+def aggregate(experiment_dir: Path, state: Experiment) -> list[AggregateRow]:
     """One row per (server configuration, variant, load point) over its successful trials."""
-    servers = {s["label"]: s for s in state.get("servers", [])}
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for cell in state.get("cells", {}).values():
-        if cell.get("status") != "ok":
-            continue
-        results_path = experiment_dir / cell["run_dir"] / "results.json"
-        if not results_path.exists():
-            continue
-        groups.setdefault((cell["server"], cell["variant"]), []).append(json.loads(results_path.read_text()))
     rows = []
-    for (label, variant), trials in groups.items():
-        by_point: dict[int, list[dict]] = {}
+    for (label, variant), trials in _finished_trials(experiment_dir, state).items():
+        by_point: dict[int, list[PointResult]] = {}
         for results in trials:
-            for point in results.get("points", []):
-                by_point.setdefault(point["index"], []).append(point)
-        server = servers.get(label, {})
+            for point in results.points:
+                by_point.setdefault(point.index, []).append(point)
+        server = state.server(label)
         for index in sorted(by_point):
             points = by_point[index]
             rows.append(
-                {
-                    "server": label,
-                    "backend": server.get("backend"),
-                    "swept": server.get("swept", {}),
-                    "variant": variant,
-                    "point": index,
-                    "label": points[0]["label"],
-                    "load": points[0]["load"],
-                    "metrics": {m.key: mean_ci95(m.get(p) for p in points) for m in shown_in("aggregates")},
-                }
+                AggregateRow(
+                    server=label,
+                    backend=None if server is None else server.backend,
+                    swept={} if server is None else server.swept,
+                    variant=variant,
+                    point=index,
+                    label=points[0].label,
+                    load=points[0].load,
+                    metrics={m.key: mean_ci95(m.get(p) for p in points) for m in shown_in("aggregates")},
+                )
             )
     return rows
+
+
+def _finished_trials(experiment_dir: Path, state: Experiment) -> dict[tuple[str, str], list[RunResults]]:
+    """(server, variant) -> the results of its cells that finished ok, in the state's order."""
+    groups: dict[tuple[str, str], list[RunResults]] = {}
+    for cell in state.cells.values():
+        results_path = experiment_dir / cell.run_dir / "results.json"
+        if cell.status != "ok" or not results_path.exists():
+            continue
+        results = RunResults.from_json(json.loads(results_path.read_text()))
+        groups.setdefault((cell.server, cell.variant), []).append(results)
+    return groups

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
 from rich.console import Console
 
 from .. import __version__
@@ -23,6 +24,8 @@ from ..backends.server import ServerUnderTest, server_under_test
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig
 from ..redact import mask
+from ..results import CellRow, Experiment, ServerRow, Tool
+from ..results.experiment import CellStatus
 from ..rundir import OutDirError, check_out_dir, write_json
 from ..runner import run as run_cell
 from .aggregate import aggregate
@@ -34,7 +37,7 @@ STATE = "experiment.json"
 @dataclass
 class ExperimentResult:
     dir: Path
-    state: dict
+    state: Experiment
     interrupted: bool
 
 
@@ -44,7 +47,7 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, console: Console) -> Exp
     planned = [c.id for plan in plans for c in plan.cells]
     try:
         for plan in plans:
-            pending = [c for c in plan.cells if state["cells"].get(c.id, {}).get("status") != "ok"]
+            pending = [c for c in plan.cells if not _done(state, c.id)]
             if not pending:
                 console.print(f"[dim]{plan.label}: all {len(plan.cells)} cells done, skipped[/]")
                 continue
@@ -55,7 +58,12 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, console: Console) -> Exp
     return _finish(out_dir, state, planned, console, interrupted=False)
 
 
-def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: dict, console: Console) -> bool:
+def _done(state: Experiment, cell_id: str) -> bool:
+    cell = state.cells.get(cell_id)
+    return cell is not None and cell.status == "ok"
+
+
+def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: Experiment, console: Console) -> bool:
     """Launch (or attach to) one server configuration and run its cells; True if interrupted."""
     server_row = _server_row(state, plan)
     logs = out_dir / "servers"
@@ -72,24 +80,25 @@ def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: dict,
             logs / f"{plan.label}.log",
             lambda line: console.print(f"[bold]{plan.label}[/]: {line}"),
         ) as sut:
-            server_row.update(
-                status="ok", error=None, **{k: sut.facts.get(k) for k in ("cold_start_s", "engine_version")}
-            )
+            facts = {k: sut.facts.get(k) for k in ("cold_start_s", "engine_version")}
+            state.set_server(server_row.model_copy(update={"status": "ok", "error": None, **facts}))
             _save(out_dir, state)
             for cell in cells:
                 if _run_one(cell, plan, sut, out_dir, state, console):
                     return True
     except (BackendError, FileNotFoundError) as exc:
-        server_row.update(status="failed", error=str(exc))
+        state.set_server(server_row.model_copy(update={"status": "failed", "error": str(exc)}))
         for cell in cells:
-            if state["cells"].get(cell.id, {}).get("status") != "ok":
+            if not _done(state, cell.id):
                 _mark(state, cell, plan, "failed", f"server did not start: {exc}")
         console.print(f"[red]{plan.label}: {exc}[/]")
         _save(out_dir, state)
     return False
 
 
-def _run_one(cell: Cell, plan: ServerPlan, sut: ServerUnderTest, out_dir: Path, state: dict, console: Console) -> bool:
+def _run_one(
+    cell: Cell, plan: ServerPlan, sut: ServerUnderTest, out_dir: Path, state: Experiment, console: Console
+) -> bool:
     run_dir = out_dir / "cells" / cell.id
     if run_dir.exists():  # a cell interrupted or failed earlier: start it again from nothing
         shutil.rmtree(run_dir)
@@ -117,34 +126,31 @@ def _run_one(cell: Cell, plan: ServerPlan, sut: ServerUnderTest, out_dir: Path, 
     return result.interrupted
 
 
-def _mark(state: dict, cell: Cell, plan: ServerPlan, status: str, error: str | None, **extra) -> None:
-    state["cells"][cell.id] = {
-        "server": plan.label,
-        "variant": cell.variant,
-        "trial": cell.trial,
-        "status": status,
-        "error": error,
-        "run_dir": f"cells/{cell.id}",
+def _mark(
+    state: Experiment, cell: Cell, plan: ServerPlan, status: CellStatus, error: str | None, **extra: float
+) -> None:
+    state.cells[cell.id] = CellRow(
+        server=plan.label,
+        variant=cell.variant,
+        trial=cell.trial,
+        status=status,
+        error=error,
+        run_dir=f"cells/{cell.id}",
         **extra,
-    }
+    )
 
 
-def _server_row(state: dict, plan: ServerPlan) -> dict:
-    for row in state["servers"]:
-        if row["label"] == plan.label:
-            return row
-    row = {
-        "label": plan.label,
-        "backend": plan.entry.backend or "attached",
-        "swept": plan.swept,
-        "status": "pending",
-        "error": None,
-    }
-    state["servers"].append(row)
+def _server_row(state: Experiment, plan: ServerPlan) -> ServerRow:
+    row = state.server(plan.label)
+    if row is None:
+        row = ServerRow(
+            label=plan.label, backend=plan.entry.backend or "attached", swept=plan.swept, status="pending", error=None
+        )
+        state.set_server(row)
     return row
 
 
-def _load_state(out_dir: Path, spec: ExperimentSpec) -> dict:
+def _load_state(out_dir: Path, spec: ExperimentSpec) -> Experiment:
     path = out_dir / STATE
     if not path.exists():
         try:
@@ -153,35 +159,38 @@ def _load_state(out_dir: Path, spec: ExperimentSpec) -> dict:
             raise ExperimentError(str(exc)) from None
     spec_json = json.loads(json.dumps(mask(spec.model_dump(mode="json"))))  # as experiment.json holds it
     if path.exists():
-        state = json.loads(path.read_text())
-        if state.get("spec") != spec_json:
+        try:
+            state = Experiment.from_json(json.loads(path.read_text()))
+        except (ValueError, ValidationError) as exc:
+            raise ExperimentError(f"{path}: not an experiment state tokenbench can resume ({exc})") from None
+        if state.spec != spec_json:
             raise ExperimentError(
-                f"{out_dir} holds a different experiment ({state.get('name')!r}, or the same one with "
+                f"{out_dir} holds a different experiment ({state.name!r}, or the same one with "
                 f"other settings); resume needs the same file, so pass another --out"
             )
         return state
-    return {
-        "name": spec.name,
-        "description": spec.description,
-        "spec": spec_json,
-        "tool": {"name": "tokenbench", "version": __version__},
-        "created_unix_s": time.time(),
-        "servers": [],
-        "cells": {},
-        "aggregates": [],
-        "complete": False,
-    }
-
-
-def _save(out_dir: Path, state: dict) -> None:
-    write_json(out_dir / STATE, state)
-
-
-def _finish(out_dir: Path, state: dict, planned: list[str], console: Console, interrupted: bool) -> ExperimentResult:
-    state["aggregates"] = aggregate(out_dir, state)
-    state["complete"] = not interrupted and all(
-        state["cells"].get(cell_id, {}).get("status") == "ok" for cell_id in planned
+    return Experiment(
+        name=spec.name,
+        description=spec.description,
+        spec=spec_json,
+        tool=Tool(name="tokenbench", version=__version__),
+        created_unix_s=time.time(),
+        servers=[],
+        cells={},
+        aggregates=[],
+        complete=False,
     )
+
+
+def _save(out_dir: Path, state: Experiment) -> None:
+    write_json(out_dir / STATE, state.to_json())
+
+
+def _finish(
+    out_dir: Path, state: Experiment, planned: list[str], console: Console, interrupted: bool
+) -> ExperimentResult:
+    state.aggregates = aggregate(out_dir, state)
+    state.complete = not interrupted and all(_done(state, cell_id) for cell_id in planned)
     _save(out_dir, state)
     from ..report.console import experiment_table
 

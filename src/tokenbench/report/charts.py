@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..catalogue import OUTPUT_TOKENS_PER_S, REQUESTS_PER_S, SERVER_PREEMPTIONS, TTFT_MEAN, TTFT_P50, Metric
-from .load import PointRow, ReportData, RunSeries
-from .verdict import Verdict, run_stabilities
+from .data import PointRow, ReportData, RunSeries
+from .stability import run_stabilities
+from .verdict import Verdict
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 OUTCOME_COLORS = {
@@ -403,8 +404,8 @@ def timeseries_chart(series: RunSeries, index: int) -> Chart | None:
                     x.append(p.start_s)
                     y.append(None)
                 for w in p.windows:
-                    x.append((w["start_s"] + w["end_s"]) / 2)
-                    y.append(_scaled(w.get(key), scale))
+                    x.append((w.start_s + w.end_s) / 2)
+                    y.append(_scaled(getattr(w, key), scale))
             if all(v is None for v in y):
                 continue  # the engine does not expose it: no empty line
             panel_series.append(Series(name, x, y, color=color))

@@ -26,9 +26,11 @@ from rich.text import Text
 from scipy import stats as _stats
 
 from ..catalogue import METRICS, Metric, shown_in
+from ..results import NO_TRIALS, TrialStat
 from . import fmt
+from .data import PointRow, ReportData
 from .fmt import NULL_TEXT, md
-from .load import PointRow, ReportData, Stat, load_inputs
+from .load import load_inputs
 
 SIGNIFICANCE_P = 0.05
 
@@ -43,8 +45,8 @@ class CompareRow:
     other_config: str
     label: str  # the load point, "16 users"
     metric: str  # its key in catalogue.METRICS
-    baseline: Stat
-    other: Stat
+    baseline: TrialStat
+    other: TrialStat
     delta: float | None  # other - baseline, in the metric's stored unit (s, tokens/s, fraction)
     delta_pct: float | None  # delta / |baseline|
     p_value: float | None  # Welch's t-test; None when either side has < 2 trials or no variance
@@ -53,7 +55,7 @@ class CompareRow:
     p_adjusted: float | None = None  # Holm-Bonferroni over every test of the comparison
 
 
-def welch_p(a: Stat, b: Stat) -> float | None:
+def welch_p(a: TrialStat, b: TrialStat) -> float | None:
     """Two-sided p-value of Welch's t-test over the trial values; None when untestable."""
     if len(a.values) < 2 or len(b.values) < 2:
         return None
@@ -84,7 +86,7 @@ def holm(p_values: list[float | None]) -> list[float | None]:
     return out
 
 
-def _delta(metric: Metric, base: Stat, other: Stat) -> tuple[float | None, float | None, bool | None]:
+def _delta(metric: Metric, base: TrialStat, other: TrialStat) -> tuple[float | None, float | None, bool | None]:
     if base.mean is None or other.mean is None:
         return None, None, None
     delta = other.mean - base.mean
@@ -114,14 +116,13 @@ def compare(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare"))
         raise ValueError("compare needs at least two run or experiment directories")
     inputs = [load_inputs([Path(d)]) for d in dirs]
     base = inputs[0]
-    empty = Stat(None, None, 0, ())
     rows = []
     for other_data in inputs[1:]:
         other_name = _source_name(other_data)
         for b, o in _match(base, other_data):
             for metric in metrics:
-                bs = b.metrics.get(metric.key, empty)
-                os_ = o.metrics.get(metric.key, empty) if o is not None else empty
+                bs = b.metrics.get(metric.key, NO_TRIALS)
+                os_ = o.metrics.get(metric.key, NO_TRIALS) if o is not None else NO_TRIALS
                 delta, pct, better = _delta(metric, bs, os_)
                 p = welch_p(bs, os_)
                 rows.append(

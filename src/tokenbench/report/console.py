@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from rich.table import Table
 
 from ..catalogue import SERVER_PREEMPTIONS, SERVER_TTFT_MEAN, Distribution, Metric, shown_in
+from ..results import Experiment, Gauge, PointResult, RunResults, TrialStat
 
 
 def _ms(value: float | None) -> str:
@@ -19,28 +22,45 @@ def _scaled(value: float | None, scale: float) -> float | None:
     return None if value is None else value * scale
 
 
-def _dist(point: dict, d: Distribution) -> str:
+def _dist(point: PointResult, d: Distribution) -> str:
     """'mean / p50 / p99 (n)' in the distribution's shown unit, one decimal."""
     mean, p50, p99 = (_num(_scaled(d.read(point, s), d.scale)) for s in ("mean", "p50", "p99"))
     count = d.read(point, "count")
     return f"{mean} / {p50} / {p99} ({'-' if count is None else int(count)})"
 
 
-def summary_table(points: list[dict]) -> Table:
+def _gauge(g: Gauge | None, scale: float = 1.0) -> str:
+    return "-" if not g else f"{g.mean * scale:.1f} / {g.max * scale:.1f}"
+
+
+_Row = Callable[[str, Callable[[PointResult], str]], None]
+
+
+def summary_table(results: RunResults | Sequence[PointResult]) -> Table:
     """One column per load point, one row per metric of the catalogue's console view (a row none
     of the points has is left out; a distribution's statistics share one row), then the point's
     concurrency and the server's own figures: fits a terminal for a few points."""
+    points = list(results.points if isinstance(results, RunResults) else results)
     table = Table(title="tokenbench: latencies over successful requests in the window")
     table.add_column("metric")
     for p in points:
-        table.add_column(p["label"], justify="right")
+        table.add_column(p.label, justify="right")
 
-    def row(name: str, fn) -> None:
+    def row(name: str, fn: Callable[[PointResult], str]) -> None:
         table.add_row(name, *(fn(p) for p in points))
 
-    row("requests ok/total", lambda p: f"{p['requests']['ok']}/{p['requests']['total']}")
-    row("failures", lambda p: ", ".join(f"{k} {v}" for k, v in p["requests"]["by_outcome"].items() if k != "ok") or "0")
-    row("window s", lambda p: _num(p["window_s"]))
+    row("requests ok/total", lambda p: f"{p.requests.ok}/{p.requests.total}")
+    row("failures", lambda p: ", ".join(f"{k} {v}" for k, v in p.requests.by_outcome.items() if k != "ok") or "0")
+    row("window s", lambda p: _num(p.window_s))
+    _metric_rows(row, points)
+    row("in flight mean / peak", lambda p: f"{_num(p.concurrency.mean)} / {p.concurrency.peak}")
+    if any(p.server for p in points):
+        _server_rows(row, points)
+    return table
+
+
+def _metric_rows(row: _Row, points: list[PointResult]) -> None:
+    """The catalogue's console view: one row per plain metric, one per distribution."""
     metrics = shown_in("console")
     for m in metrics:
         if m.distribution is None and any(m.get(p) is not None for p in points):
@@ -48,37 +68,26 @@ def summary_table(points: list[dict]) -> Table:
     for d in dict.fromkeys(m.distribution for m in metrics if m.distribution is not None):
         if any(d.read(p, "count") is not None for p in points):
             row(f"{d.name} ({d.unit}) mean / p50 / p99 (n)", lambda p, d=d: _dist(p, d))
-    row("in flight mean / peak", lambda p: f"{_num(p['concurrency']['mean'])} / {p['concurrency']['peak']}")
-    servers = [p.get("server") or {} for p in points]
-    if any(servers):
 
-        def srv(key: str, fmt=_num):
-            return lambda p: fmt((p.get("server") or {}).get(key))
 
-        def gauge(key: str, scale: float = 1.0):
-            def fn(p):
-                g = (p.get("server") or {}).get(key)
-                return "-" if not g else f"{g['mean'] * scale:.1f} / {g['max'] * scale:.1f}"
-
-            return fn
-
-        if any(s.get("bracketed") is False for s in servers):
-            # no scrape at/before the window's start or at/after its end: counters cover less
-            row(
-                "server: window bracketed",
-                lambda p: {True: "yes", False: "NO", None: "-"}[(p.get("server") or {}).get("bracketed")],
-            )
-        row("server: preemptions", lambda p: _num(SERVER_PREEMPTIONS.get(p), ".0f"))
-        row("server: generated tokens", srv("generated_tokens", lambda v: _num(v, ".0f")))
-        row("server: TTFT mean ms", lambda p: _ms(SERVER_TTFT_MEAN.get(p)))
+def _server_rows(row: _Row, points: list[PointResult]) -> None:
+    """The server's own figures over the window (its counters and gauges)."""
+    if any(p.server is not None and p.server.bracketed is False for p in points):
+        # no scrape at/before the window's start or at/after its end: counters cover less
         row(
-            "  client, same requests",
-            lambda p: _ms(((p.get("server") or {}).get("client_ttft_s_matched") or {}).get("mean")),
+            "server: window bracketed",
+            lambda p: "-" if p.server is None else {True: "yes", False: "NO"}[p.server.bracketed],
         )
-        row("server: running mean / max", gauge("running"))
-        row("server: waiting mean / max", gauge("waiting"))
-        row("server: KV usage % mean / max", gauge("kv_usage", 100.0))
-    return table
+    row("server: preemptions", lambda p: _num(SERVER_PREEMPTIONS.get(p), ".0f"))
+    row("server: generated tokens", lambda p: _num(p.server and p.server.generated_tokens, ".0f"))
+    row("server: TTFT mean ms", lambda p: _ms(SERVER_TTFT_MEAN.get(p)))
+    row(
+        "  client, same requests",
+        lambda p: _ms(p.server.client_ttft_s_matched.mean if p.server and p.server.client_ttft_s_matched else None),
+    )
+    row("server: running mean / max", lambda p: _gauge(p.server and p.server.running))
+    row("server: waiting mean / max", lambda p: _gauge(p.server and p.server.waiting))
+    row("server: KV usage % mean / max", lambda p: _gauge(p.server and p.server.kv_usage, 100.0))
 
 
 def backends_table(profiles) -> Table:
@@ -113,22 +122,22 @@ def profile_panel(profile, spec) -> Table:
     return table
 
 
-def _ci(stat: dict | None, m: Metric) -> str:
-    if not stat or stat.get("mean") is None:
+def _ci(stat: TrialStat | None, m: Metric) -> str:
+    if stat is None or stat.mean is None:
         return "-"
-    text = format(stat["mean"] * m.scale, f".{m.digits}f")
-    if stat.get("ci95") is not None:
-        text += " ± " + format(stat["ci95"] * m.scale, f".{m.digits}f")
+    text = format(stat.mean * m.scale, f".{m.digits}f")
+    if stat.ci95 is not None:
+        text += " ± " + format(stat.ci95 * m.scale, f".{m.digits}f")
     return text
 
 
-def experiment_table(state: dict) -> Table:
+def experiment_table(state: Experiment) -> Table:
     """One row per (server configuration, variant, load point): trial means ± 95% CI of the
     catalogue's experiment view; n is the first one's number of trials."""
-    cells = state.get("cells", {}).values()
-    done = sum(1 for c in cells if c.get("status") == "ok")
-    failed = [c for c in cells if c.get("status") == "failed"]
-    title = f"experiment {state.get('name')}: {done}/{len(state.get('cells', {}))} cells ok"
+    cells = state.cells.values()
+    done = sum(1 for c in cells if c.status == "ok")
+    failed = [c for c in cells if c.status == "failed"]
+    title = f"experiment {state.name}: {done}/{len(state.cells)} cells ok"
     if failed:
         title += f", {len(failed)} failed"
     table = Table(title=title + " (mean ± 95% CI over trials)")
@@ -137,16 +146,16 @@ def experiment_table(state: dict) -> Table:
         table.add_column(col, justify="left")
     for col in ["n"] + [m.label for m in metrics]:
         table.add_column(col, justify="right")
-    for row in state.get("aggregates", []):
-        stats = row["metrics"]
+    for row in state.aggregates:
+        first = row.metrics.get(metrics[0].key)
         table.add_row(
-            row["server"],
-            row["variant"],
-            row["label"],
-            str((stats.get(metrics[0].key) or {}).get("n", 0)),
-            *(_ci(stats.get(m.key), m) for m in metrics),
+            row.server,
+            row.variant,
+            row.label,
+            str(0 if first is None else first.n),
+            *(_ci(row.metrics.get(m.key), m) for m in metrics),
         )
-    for row in state.get("servers", []):
-        if row.get("status") == "failed":
-            table.add_row(row["label"], "-", "server failed", "0", *("-" for _ in metrics))
+    for server in state.servers:
+        if server.status == "failed":
+            table.add_row(server.label, "-", "server failed", "0", *("-" for _ in metrics))
     return table

@@ -9,7 +9,7 @@ import html
 import math
 
 from ..catalogue import Metric
-from .load import Stat
+from ..results import TrialStat
 
 NULL_TEXT = "–"
 
@@ -28,7 +28,7 @@ def percent(value: float | None, digits: int = 1) -> str:
     return NULL_TEXT if value is None else f"{value * 100:+.{digits}f}%"
 
 
-def stat(s: Stat | None, metric: Metric, unit: bool = True) -> str:
+def stat(s: TrialStat | None, metric: Metric, unit: bool = True) -> str:
     """'123.4 ± 5.6 ms' (CI shown when there is one), or '–'; scale, digits and unit are the
     metric's (catalogue.METRICS)."""
     if s is None or s.mean is None:

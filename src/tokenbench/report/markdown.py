@@ -1,26 +1,13 @@
-"""report.md: the report's text (inputs, verdict, tables) in Markdown, charts linked as PNGs."""
+"""report.md: the outline (outline.py) in Markdown, its sections' text and tables, then every
+chart linked as its PNG."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .charts import Chart
 from .fmt import md
-from .load import ReportData
-from .tables import (
-    Table,
-    best_table,
-    experiment_facts,
-    failed_cells_table,
-    headline_table,
-    runs_table,
-    saturation_table,
-    servers_table,
-    slo_table,
-    stability_table,
-    verdict_lines,
-)
-from .verdict import Verdict, slo_text
+from .outline import Block, ReportOutline, Section
+from .tables import Table
 
 
 def table_md(table: Table | None) -> str:
@@ -32,53 +19,39 @@ def table_md(table: Table | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(data: ReportData, verdict: Verdict, charts: list[Chart], png_paths: list[Path]) -> str:
+def _block_md(block: Block) -> list[str]:
+    out = []
+    if block.md_heading is None and block.heading:
+        out += [f"{'#' * block.level} {md(block.heading)}", ""]
+    elif block.md_heading:
+        out += [md(block.md_heading), ""]
+    if block.md_caption:
+        out += [md(block.md_caption), ""]
+    out += [f"- **{md(k)}**: {md(v)}" for k, v in block.facts] + ([""] if block.facts else [])
+    out += [f"- {md(line)}" for line in block.lines] + ([""] if block.lines else [])
+    if block.text:
+        out += [md(block.text), ""]
+    if block.table is not None:
+        out += [table_md(block.table)]
+    return out
+
+
+def _section_md(section: Section) -> list[str]:
+    out = [f"## {md(section.md_title or section.title)}", ""]
+    if section.md_caption:
+        out += [md(section.md_caption), ""]
+    for block in section.blocks:
+        out += _block_md(block)
+    return out
+
+
+def render_markdown(outline: ReportOutline, png_paths: list[Path]) -> str:
     out = ["# tokenbench report", ""]
-    out += ["## Inputs", ""]
-    if data.runs:
-        out += [table_md(runs_table(data))]
-    for exp in data.experiments:
-        out += [f"### Experiment {md(exp.name)}", ""]
-        out += [f"- **{md(k)}**: {md(v)}" for k, v in experiment_facts(exp)] + [""]
-        out += [table_md(servers_table(exp))]
-        failed = failed_cells_table(exp)
-        if failed is not None:
-            out += ["Cells that did not finish:", "", table_md(failed)]
-    out += ["## Verdict", ""]
-    out += [f"- {md(line)}" for line in verdict_lines(verdict, data)] + [""]
-    slos = [t for t in (slo_text(s) for s in data.slos) if t]
-    best = best_table(verdict)
-    if best is not None:
-        out += ["### Best at each load", "", table_md(best)]
-    if verdict.slo:
-        out += ["### Service-level objectives", ""]
-        if slos:
-            out += [f"SLO: {md('; '.join(slos))}.", ""]
-        out += [table_md(slo_table(verdict))]
-    sat = saturation_table(verdict, data)
-    if sat is not None:
-        out += [
-            "### Saturation",
-            "",
-            "First offered rate whose median TTFT exceeds 2x the lowest rate's, or whose achieved "
-            "request rate is below 90% of the arrivals scheduled in its window.",
-            "",
-            table_md(sat),
-        ]
-    headline = headline_table(data)
-    if headline is not None:
-        out += [
-            "## Headline numbers",
-            "",
-            "Mean over trials ± 95% CI half-width; – means not measured.",
-            "",
-            table_md(headline),
-        ]
-    stab = stability_table(verdict)
-    if stab is not None:
-        out += ["## Stability over time", "", table_md(stab)]
-    if charts:
+    for section in outline.sections:
+        if section.in_md:
+            out += _section_md(section)
+    if outline.charts:
         out += ["## Charts", ""]
-        for chart, path in zip(charts, png_paths):
+        for chart, path in zip(outline.charts, png_paths):
             out += [f"### {md(chart.title)}", "", f"![{chart.chart_id}]({path.as_posix()})", "", md(chart.caption), ""]
     return "\n".join(out).rstrip() + "\n"

@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless; must precede pyplot's import
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 
 from .charts import Chart, Panel
 
@@ -20,21 +21,24 @@ def _nan(values: list[float | None]) -> list[float]:
     return [math.nan if v is None else float(v) for v in values]
 
 
-def _draw_panel(ax, panel: Panel, chart: Chart) -> None:
+def _draw_bars(ax: Axes, panel: Panel) -> None:
+    """Bars per category (stacked when the panel says so), categories labelled below."""
+    categories = list(dict.fromkeys(x for s in panel.series for x in s.x))
+    bottom = [0.0] * len(categories)
+    for s in panel.series:
+        heights = [0.0] * len(categories)
+        for x, y in zip(s.x, s.y):
+            heights[categories.index(x)] = y or 0.0
+        ax.bar(range(len(categories)), heights, bottom=bottom if panel.stacked else None, label=s.name, color=s.color)
+        if panel.stacked:
+            bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.set_xticks(range(len(categories)))
+    ax.set_xticklabels(categories, rotation=30, ha="right", fontsize=7)
+
+
+def _draw_panel(ax: Axes, panel: Panel) -> None:
     if any(s.kind == "bar" for s in panel.series):
-        categories = list(dict.fromkeys(x for s in panel.series for x in s.x))
-        bottom = [0.0] * len(categories)
-        for s in panel.series:
-            heights = [0.0] * len(categories)
-            for x, y in zip(s.x, s.y):
-                heights[categories.index(x)] = y or 0.0
-            ax.bar(
-                range(len(categories)), heights, bottom=bottom if panel.stacked else None, label=s.name, color=s.color
-            )
-            if panel.stacked:
-                bottom = [b + h for b, h in zip(bottom, heights)]
-        ax.set_xticks(range(len(categories)))
-        ax.set_xticklabels(categories, rotation=30, ha="right", fontsize=7)
+        _draw_bars(ax, panel)
         return
     for s in panel.series:
         y = _nan(s.y)
@@ -80,7 +84,7 @@ def render_png(chart: Chart, path: Path) -> Path:
         fig, axes = plt.subplots(rows, 1, figsize=(10, height), sharex=not chart.x_categorical, squeeze=False)
         try:
             for ax, panel in zip(axes[:, 0], chart.panels):
-                _draw_panel(ax, panel, chart)
+                _draw_panel(ax, panel)
                 ax.set_ylabel(panel.y_label)
                 if panel.log_y:
                     ax.set_yscale("log")

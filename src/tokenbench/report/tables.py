@@ -8,10 +8,10 @@ from typing import Any
 
 from ..catalogue import GOOD_FRACTION, GOODPUT_PER_S, shown_in
 from . import fmt
+from .data import ExperimentHeader, ReportData
 from .fmt import NULL_TEXT
-from .load import ExperimentHeader, ReportData
+from .stability import DEGRADATION_THRESHOLD
 from .verdict import (
-    DEGRADATION_THRESHOLD,
     SLO_ATTAINMENT,
     Pick,
     Verdict,

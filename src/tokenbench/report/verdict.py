@@ -1,13 +1,13 @@
-"""What the report concludes: saturation points, degradation over time, the Pareto front, and the
-verdict (best TTFT / throughput per load, most stable, who met the SLOs). Pure functions over the
-rows and time series from ``load.py``; no I/O, no printing.
+"""What the report concludes: saturation points, the Pareto front, and the verdict (best TTFT /
+throughput per load, most stable, who met the SLOs), with degradation over time from
+``stability.py``. Pure functions over the rows and time series of ``data.ReportData``; no I/O, no
+printing. The thresholds are named here (and in stability.py) so the captions quote them.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from ..catalogue import (
     GOOD_FRACTION,
@@ -19,20 +19,21 @@ from ..catalogue import (
     TTFT_P50,
     Metric,
 )
-from .load import PointRow, PointSpan, ReportData, RunSeries, Stat, mean_ci95
+from ..results import NO_TRIALS, TrialStat
+from .data import LoadKey, PointRow, ReportData, load_key
+from .stability import (
+    Stability,
+    StabilitySummary,
+    run_stabilities,
+    summarize_stability,
+)
 
 # A point is saturated once its median TTFT has grown past this multiple of the lowest rate's...
 SATURATION_TTFT_FACTOR = 2.0
 # ...or the server completes fewer than this share of the requests offered to it.
 SATURATION_ACHIEVED_FRACTION = 0.90
-# Steady-state output rate falling by more than this share from start to end is flagged.
-DEGRADATION_THRESHOLD = 0.05
-# Runs with at least this much steady state compare first and last minute; shorter ones thirds.
-MINUTE_BASIS_MIN_STEADY_S = 180.0
 # A configuration "meets the SLO" at a load when at least this share of requests met every objective.
 SLO_ATTAINMENT = 0.90
-
-_EPS_S = 1e-6
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,109 +88,6 @@ def saturation_point(rows: list[PointRow]) -> Saturation | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# degradation over time
-
-
-@dataclass(frozen=True)
-class Stability:
-    """How one point's output rate held up over its steady state (after ramp and warm-up)."""
-
-    title: str  # the run's title (config, trial)
-    config: str
-    trial: Any
-    label: str
-    load_kind: str
-    steady_s: float
-    basis: str  # "first vs last minute" | "first vs last third"
-    head_tokens_per_s: float | None
-    tail_tokens_per_s: float | None
-    change: float | None  # (tail - head) / head
-    cv: float | None  # coefficient of variation of the windowed output tokens/s
-    degraded: bool
-    # Mean TTFT of the same head and tail windows: shown beside the flag (a queue that builds up
-    # over the run shows here first), not part of it.
-    head_ttft_s: float | None = None
-    tail_ttft_s: float | None = None
-
-
-def steady_windows(span: PointSpan) -> list[dict[str, Any]]:
-    """Windows wholly inside the measurement window: after ramp + warm-up, before the load ends.
-    A window straddling either edge mixes the ramp or the drain into the rate, so it is left out."""
-    return [
-        w
-        for w in span.windows
-        if not w.get("ramp")
-        and w.get("start_s") is not None
-        and w.get("end_s") is not None
-        and w["start_s"] >= span.measure_start_s - _EPS_S
-        and w["end_s"] <= span.load_end_s + _EPS_S
-    ]
-
-
-def _mean(xs: list[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
-
-
-def stability(span: PointSpan, title: str = "", config: str = "", trial: Any = None) -> Stability | None:
-    """Degradation flag and CV for one point's steady state.
-
-    Head and tail: with at least 3 minutes of steady state, the windows in the first and the last
-    60 s; otherwise the first and last third of the windows (by count). The rate of each is the
-    mean of its windows' output tokens/s. ``degraded`` is true when the tail rate is more than 5%
-    below the head rate. CV = population std / mean of all steady windows' output tokens/s.
-    Returns None with fewer than 3 steady windows that have a rate (too short to tell).
-    """
-    windows = [w for w in steady_windows(span) if w.get("output_tokens_per_s") is not None]
-    if len(windows) < 3:
-        return None
-    start, end = windows[0]["start_s"], windows[-1]["end_s"]
-    steady_s = end - start
-    if steady_s >= MINUTE_BASIS_MIN_STEADY_S:
-        basis = "first vs last minute"
-        head = [w for w in windows if w["end_s"] <= start + 60.0 + _EPS_S]
-        tail = [w for w in windows if w["start_s"] >= end - 60.0 - _EPS_S]
-    else:
-        basis = "first vs last third"
-        k = max(1, len(windows) // 3)
-        head, tail = windows[:k], windows[-k:]
-    rates = [float(w["output_tokens_per_s"]) for w in windows]
-    head_rate = _mean([float(w["output_tokens_per_s"]) for w in head])
-    tail_rate = _mean([float(w["output_tokens_per_s"]) for w in tail])
-    change = None if not head_rate or tail_rate is None else (tail_rate - head_rate) / head_rate
-    head_ttft = _mean([float(w["ttft_s_mean"]) for w in head if w.get("ttft_s_mean") is not None])
-    tail_ttft = _mean([float(w["ttft_s_mean"]) for w in tail if w.get("ttft_s_mean") is not None])
-    mean = _mean(rates)
-    cv = None
-    if mean:
-        cv = math.sqrt(sum((x - mean) ** 2 for x in rates) / len(rates)) / mean
-    return Stability(
-        title=title,
-        config=config,
-        trial=trial,
-        label=span.label,
-        load_kind=span.load_kind,
-        steady_s=steady_s,
-        basis=basis,
-        head_tokens_per_s=head_rate,
-        tail_tokens_per_s=tail_rate,
-        change=change,
-        cv=cv,
-        degraded=change is not None and change < -DEGRADATION_THRESHOLD,
-        head_ttft_s=head_ttft,
-        tail_ttft_s=tail_ttft,
-    )
-
-
-def run_stabilities(series: RunSeries) -> list[Stability]:
-    out = []
-    for span in series.points:
-        s = stability(span, series.title, series.config, series.trial)
-        if s is not None:
-            out.append(s)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
 # Pareto front
 
 
@@ -221,33 +119,15 @@ class Pick:
 
     metric: Metric
     config: str
-    stat: Stat
+    stat: TrialStat
     runner_up: str | None
-    runner_up_stat: Stat | None
+    runner_up_stat: TrialStat | None
     clear: bool | None  # 95% CIs do not overlap; None when either CI is unknown (one trial)
 
 
 @dataclass(frozen=True)
-class StabilitySummary:
-    """One configuration at one load: stability over its trials."""
-
-    config: str
-    label: str
-    load_key: tuple
-    cv: Stat
-    change: Stat
-    degraded_runs: int
-    runs: int
-    head_tokens_per_s: Stat
-    tail_tokens_per_s: Stat
-    head_ttft_s: Stat
-    tail_ttft_s: Stat
-    basis: str
-
-
-@dataclass(frozen=True)
 class LoadVerdict:
-    load_key: tuple
+    load_key: LoadKey
     label: str
     configs: int
     best_ttft: Pick | None  # lowest mean TTFT
@@ -259,9 +139,9 @@ class LoadVerdict:
 class SloResult:
     config: str
     label: str
-    load_key: tuple
-    good_fraction: Stat
-    goodput_per_s: Stat
+    load_key: LoadKey
+    good_fraction: TrialStat
+    goodput_per_s: TrialStat
     met: bool | None  # None when nothing was measured
 
 
@@ -276,17 +156,12 @@ class Verdict:
     pareto: tuple[bool, ...]  # aligned with ReportData.rows (throughput vs TTFT mean)
 
 
-def load_key(row: PointRow) -> tuple:
-    """Rows at the same load across configurations share this key."""
-    return (row.load_kind, row.load_value if row.load_value is not None else row.label)
-
-
-def _load_order(key: tuple) -> tuple:
+def _load_order(key: LoadKey) -> tuple[bool, float, str]:
     kind, value = key
     return (kind != "users", value if isinstance(value, (int, float)) else math.inf, str(value))
 
 
-def _overlap(a: Stat, b: Stat) -> bool | None:
+def _overlap(a: TrialStat, b: TrialStat) -> bool | None:
     if a.mean is None or b.mean is None or a.ci95 is None or b.ci95 is None:
         return None
     return abs(a.mean - b.mean) <= a.ci95 + b.ci95
@@ -314,37 +189,11 @@ def best(rows: list[PointRow], metric: Metric) -> Pick | None:
     )
 
 
-def summarize_stability(stabilities: list[Stability], rows: list[PointRow]) -> list[StabilitySummary]:
-    keys = {(r.config, r.label): load_key(r) for r in rows}
-    groups: dict[tuple[str, str], list[Stability]] = {}
-    for s in stabilities:
-        groups.setdefault((s.config, s.label), []).append(s)
-    out = []
-    for (config, label), group in groups.items():
-        out.append(
-            StabilitySummary(
-                config=config,
-                label=label,
-                load_key=keys.get((config, label), ("?", label)),
-                cv=mean_ci95([s.cv for s in group]),
-                change=mean_ci95([s.change for s in group]),
-                degraded_runs=sum(s.degraded for s in group),
-                runs=len(group),
-                head_tokens_per_s=mean_ci95([s.head_tokens_per_s for s in group]),
-                tail_tokens_per_s=mean_ci95([s.tail_tokens_per_s for s in group]),
-                head_ttft_s=mean_ci95([s.head_ttft_s for s in group]),
-                tail_ttft_s=mean_ci95([s.tail_ttft_s for s in group]),
-                basis=", ".join(dict.fromkeys(s.basis for s in group)),
-            )
-        )
-    return out
-
-
 def slo_results(rows: list[PointRow]) -> list[SloResult]:
     out = []
     for r in rows:
-        gf = r.metrics.get(GOOD_FRACTION.key) or Stat(None, None, 0)
-        gp = r.metrics.get(GOODPUT_PER_S.key) or Stat(None, None, 0)
+        gf = r.metrics.get(GOOD_FRACTION.key, NO_TRIALS)
+        gp = r.metrics.get(GOODPUT_PER_S.key, NO_TRIALS)
         if gf.mean is None and gp.mean is None:
             continue
         met = None if gf.mean is None else gf.mean >= SLO_ATTAINMENT
@@ -355,7 +204,7 @@ def slo_results(rows: list[PointRow]) -> list[SloResult]:
 def decide(data: ReportData) -> Verdict:
     """Every conclusion the report states, from the rows and the time series."""
     rows = list(data.rows)
-    by_load: dict[tuple, list[PointRow]] = {}
+    by_load: dict[LoadKey, list[PointRow]] = {}
     for r in rows:
         by_load.setdefault(load_key(r), []).append(r)
 

@@ -1,4 +1,5 @@
-"""Results as types: results.json (``run``: ``RunResults``, ``PointResult`` and their parts) and a
+"""Results as types: results.json (``run``: ``RunResults``, ``PointResult`` and their parts),
+experiment.json (``experiment``: ``Experiment``, its server, cell and aggregate rows) and a
 metric over trials (``trials``: ``TrialStat``, ``mean_ci95``); the JSON Schema committed in
 ``schemas/results.schema.json`` is made from them (``python -m tokenbench.results`` rewrites it).
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .experiment import AggregateRow, CellRow, Experiment, ServerRow
 from .run import (
     SCHEMA_VERSION,
     Clock,
@@ -37,11 +39,16 @@ from .run import (
     Tool,
     WindowSpan,
 )
-from .trials import TrialStat, mean_ci95
+from .trials import NO_TRIALS, TrialStat, mean_ci95
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "results.schema.json"
 
 __all__ = [
+    "NO_TRIALS",
+    "AggregateRow",
+    "CellRow",
+    "Experiment",
+    "ServerRow",
     "Clock",
     "ComputedBy",
     "Concurrency",

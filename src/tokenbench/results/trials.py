@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -24,17 +23,21 @@ class TrialStat(_Model):
     values: list[float]
 
 
-def mean_ci95(values: Iterable[float | None]) -> dict[str, Any]:
-    """TrialStat of the finite values, as experiment.json's aggregates hold it (a mapping)."""
+# No trial had the metric: shown as "–", never 0.
+NO_TRIALS = TrialStat(mean=None, ci95=None, n=0, values=[])
+
+
+def mean_ci95(values: Iterable[float | None]) -> TrialStat:
+    """The TrialStat of the finite values (None and NaN are left out of n)."""
     from scipy import stats  # type: ignore[import-untyped]
 
     xs = [float(v) for v in values if v is not None and math.isfinite(v)]
     n = len(xs)
     if n == 0:
-        return TrialStat(mean=None, ci95=None, n=0, values=[]).model_dump()
+        return NO_TRIALS
     mean = sum(xs) / n
     if n < 2:
-        return TrialStat(mean=mean, ci95=None, n=n, values=xs).model_dump()
+        return TrialStat(mean=mean, ci95=None, n=n, values=xs)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    return TrialStat(mean=mean, ci95=half, n=n, values=xs).model_dump()
+    return TrialStat(mean=mean, ci95=half, n=n, values=xs)

@@ -1,0 +1,164 @@
+"""What the report shows, as typed rows (pure data): one ``PointRow`` per configuration and load,
+the time series of each run (``RunSeries`` of ``PointSpan``), and the facts of each input
+(``RunHeader``, ``ExperimentHeader``), gathered in one ``ReportData``. ``load.py`` makes them from
+the input directories; everything else in report/ reads them.
+
+Every missing number stays ``None`` (shown as "–"), never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..results import TimeWindow, TrialStat
+
+LoadKey = tuple[str, Any]  # (load kind, users or rate; the label when it has no number)
+Slo = dict[str, float | None]  # objective ("ttft_s", "tpot_s", "e2e_s") -> seconds, None when not set
+
+
+@dataclass(frozen=True)
+class PointRow:
+    """One load point of one configuration (trials folded into TrialStats)."""
+
+    source: str  # the run directory's or experiment's name
+    config: str  # unique display label: backend configuration (+ dataset variant)
+    backend: str | None
+    swept: dict[str, Any]
+    variant: str | None
+    point: int
+    label: str  # "16 users", "2 req/s"
+    load_kind: str  # "users" | "rate"
+    load_value: float | None  # users, or offered requests per second
+    metrics: dict[str, TrialStat]  # catalogue key -> over trials
+    outcomes: dict[str, int]  # request outcomes summed over trials, "ok" included
+    num_trials: int
+
+    def mean(self, name: str) -> float | None:
+        stat = self.metrics.get(name)
+        return None if stat is None else stat.mean
+
+
+def load_key(row: PointRow) -> LoadKey:
+    """Rows at the same load across configurations share this key."""
+    return (row.load_kind, row.load_value if row.load_value is not None else row.label)
+
+
+@dataclass(frozen=True)
+class PointSpan:
+    """One point's stretch of a run's clock and its time-series windows (as written)."""
+
+    index: int
+    label: str
+    load_kind: str
+    start_s: float
+    ramp_end_s: float
+    measure_start_s: float  # end of ramp + warm-up: where the measurement window starts
+    load_end_s: float
+    end_s: float
+    windows: tuple[TimeWindow, ...]
+
+
+@dataclass(frozen=True)
+class RunSeries:
+    """The time series of one run directory (a plain run, or one cell of an experiment)."""
+
+    title: str
+    config: str
+    trial: int | None
+    run_dir: Path
+    points: tuple[PointSpan, ...]
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """What a reader needs to know about one run: what was benchmarked, with what."""
+
+    path: Path
+    name: str
+    config: str
+    backend: str | None
+    engine: str | None
+    engine_version: str | None
+    cold_start_s: float | None
+    model: str | None
+    api: str | None
+    dataset: str
+    slo: Slo
+    interrupted: bool
+    num_points: int
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    label: str
+    config: str
+    backend: str | None
+    swept: dict[str, Any]
+    status: str | None
+    error: str | None
+    cold_start_s: float | None
+    engine_version: str | None
+
+
+@dataclass(frozen=True)
+class CellInfo:
+    cell_id: str
+    server: str
+    variant: str | None
+    trial: int | None
+    status: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ExperimentHeader:
+    path: Path
+    name: str
+    description: str
+    complete: bool
+    trials: int | None
+    load: str
+    model: str | None
+    dataset: str
+    slo: Slo
+    servers: tuple[ServerInfo, ...]
+    cells: tuple[CellInfo, ...]
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the report shows, read from the input directories in the order given."""
+
+    runs: tuple[RunHeader, ...]
+    experiments: tuple[ExperimentHeader, ...]
+    rows: tuple[PointRow, ...]
+    series: tuple[RunSeries, ...]
+    slos: tuple[Slo, ...] = field(default=())  # distinct SLOs of the inputs
+
+
+@dataclass
+class Part:
+    """What one input directory contributes, before configuration labels are made unique."""
+
+    name: str
+    runs: list[RunHeader]
+    experiments: list[ExperimentHeader]
+    rows: list[PointRow]
+    series: list[RunSeries]
+    slos: list[Slo]
+
+    def configs(self) -> list[str]:
+        seen: list[str] = []
+        for r in self.rows:
+            if r.config not in seen:
+                seen.append(r.config)
+        for h in self.runs:
+            if h.config not in seen:
+                seen.append(h.config)
+        for e in self.experiments:
+            for s in e.servers:
+                if s.config not in seen:
+                    seen.append(s.config)
+        return seen

@@ -1,0 +1,161 @@
+"""An experiment directory (experiment.json and a run directory per cell) -> what the report shows
+of it: one row per aggregate (trials as mean ± CI), the finished cells' time series and request
+outcomes, and the experiment's header (servers, cells, model, dataset, SLO)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..catalogue import shown_in
+from ..results import NO_TRIALS, Experiment, RunResults
+from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo
+from .files import ReportInputError, StaleLayoutError, read_experiment, read_results
+from .run_dir import dataset_text, facts_text, load_value, point_spans, slo_of
+
+# The headline metrics every row has (a key an older aggregate lacks reads as "no trials").
+METRIC_NAMES: tuple[str, ...] = tuple(m.key for m in shown_in("aggregates"))
+
+Outcomes = dict[tuple[str, str, int], dict[str, int]]  # (server, variant, point) -> outcome -> count
+
+
+def read_experiment_dir(path: Path) -> Part:
+    exp = read_experiment(path / "experiment.json")
+    name = exp.name or str(exp.spec.get("name") or path.name)
+    many_variants = len({c.variant for c in exp.cells.values()} | {a.variant for a in exp.aggregates}) > 1
+    cell_results = _cell_results(path, exp)
+    outcomes, series = _finished_cells(path, exp, cell_results, many_variants)
+    rows = _rows(exp, name, outcomes, many_variants)
+    header = _header(path, exp, name, next(iter(cell_results.values()), None))
+    return Part(name, [], [header], rows, series, [header.slo])
+
+
+def _config(label: str, variant: str | None, many_variants: bool) -> str:
+    return f"{label} · {variant}" if many_variants and variant is not None else label
+
+
+def _cell_results(path: Path, exp: Experiment) -> dict[str, RunResults]:
+    """Each cell's results.json that exists: time series, outcomes and header facts."""
+    out = {}
+    for cell_id, cell in exp.cells.items():
+        if (path / cell.run_dir / "results.json").is_file():
+            try:
+                out[cell_id] = read_results(path / cell.run_dir / "results.json")
+            except StaleLayoutError:
+                raise
+            except ReportInputError:
+                continue  # a cell killed mid-write; its aggregate (if any) still shows
+    return out
+
+
+def _finished_cells(
+    path: Path, exp: Experiment, cell_results: dict[str, RunResults], many_variants: bool
+) -> tuple[Outcomes, list[RunSeries]]:
+    """Outcomes summed per (server, variant, point) and one time series per cell. Only finished
+    cells, as in the aggregates: an interrupted trial's partial point would mix into the outcome
+    shares and the stability verdict (it is listed with its status)."""
+    outcomes: Outcomes = {}
+    series = []
+    for cell_id, cell in exp.cells.items():
+        results = cell_results.get(cell_id)
+        if results is None or cell.status != "ok":
+            continue
+        for p in results.points:
+            acc = outcomes.setdefault((cell.server, cell.variant, p.index), {})
+            for outcome, n in p.requests.by_outcome.items():
+                acc[outcome] = acc.get(outcome, 0) + int(n)
+        config = _config(cell.server, cell.variant, many_variants)
+        series.append(
+            RunSeries(
+                title=f"{config} · trial {cell.trial}",
+                config=config,
+                trial=cell.trial,
+                run_dir=path / cell.run_dir,
+                points=point_spans(results),
+            )
+        )
+    return outcomes, series
+
+
+def _rows(exp: Experiment, name: str, outcomes: Outcomes, many_variants: bool) -> list[PointRow]:
+    backend_of = {s.label: s.backend for s in exp.servers}
+    rows = []
+    for agg in exp.aggregates:
+        metrics = {k: agg.metrics.get(k, NO_TRIALS) for k in (*agg.metrics, *METRIC_NAMES)}
+        rows.append(
+            PointRow(
+                source=name,
+                config=_config(agg.server, agg.variant, many_variants),
+                backend=agg.backend or backend_of.get(agg.server),
+                swept=dict(agg.swept),
+                variant=agg.variant,
+                point=agg.point,
+                label=agg.label,
+                load_kind=agg.load.kind,
+                load_value=load_value(agg.load),
+                metrics=metrics,
+                outcomes=outcomes.get((agg.server, agg.variant, agg.point), {}),
+                num_trials=max((s.n for s in metrics.values()), default=0),
+            )
+        )
+    return rows
+
+
+def _load_text(load: dict[str, Any]) -> str:
+    if load.get("users"):
+        return "users " + ", ".join(str(u) for u in load["users"])
+    if load.get("rates"):
+        return "rates " + ", ".join(f"{r:g}" for r in load["rates"]) + " req/s"
+    return "–"
+
+
+def _spec_slo(spec: dict[str, Any]) -> Slo:
+    slo = spec.get("slo") or {}
+    return {k: slo.get(k) for k in ("ttft_s", "tpot_s", "e2e_s")}
+
+
+def _spec_model(spec: dict[str, Any]) -> str | None:
+    models = {b.get("model") for b in spec.get("backends") or [] if b.get("model")}
+    return ", ".join(sorted(str(m) for m in models)) or None
+
+
+def _spec_dataset(spec: dict[str, Any]) -> str:
+    d = spec.get("dataset")
+    if not d:
+        return "–"
+    return dataset_text(d.get("name"), d.get("source"), d.get("system_prompt"), d.get("unique_prefix"), None)
+
+
+def _header(path: Path, exp: Experiment, name: str, first: RunResults | None) -> ExperimentHeader:
+    """The experiment's facts; model, dataset and SLO from its first cell with results, else
+    from its spec (every server failed)."""
+    spec = exp.spec
+    model = first.target.model if first is not None else None
+    return ExperimentHeader(
+        path=path,
+        name=name,
+        description=exp.description or str(spec.get("description") or ""),
+        complete=exp.complete,
+        trials=spec.get("trials"),
+        load=_load_text(spec.get("load") or {}),
+        model=model if model is not None else _spec_model(spec),
+        dataset=facts_text(first.dataset) if first is not None else _spec_dataset(spec),
+        slo=slo_of(first) if first is not None else _spec_slo(spec),
+        servers=tuple(
+            ServerInfo(
+                label=s.label,
+                config=s.label,
+                backend=s.backend,
+                swept=dict(s.swept),
+                status=s.status,
+                error=s.error,
+                cold_start_s=s.cold_start_s,
+                engine_version=s.engine_version,
+            )
+            for s in exp.servers
+        ),
+        cells=tuple(
+            CellInfo(cell_id=cid, server=c.server, variant=c.variant, trial=c.trial, status=c.status, error=c.error)
+            for cid, c in exp.cells.items()
+        ),
+    )

@@ -1,0 +1,72 @@
+"""The report's two input files, read through their types: a run's results.json (``RunResults``)
+and an experiment's experiment.json (``Experiment``). Only these are read, never records.jsonl or
+samples.jsonl: the report shows what the run wrote.
+
+A file that is missing, is not JSON, or does not validate raises ``ReportInputError`` naming it;
+one written in an older layout says to run ``tokenbench recompute`` on its directory.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..results import Experiment, RunResults
+
+
+class ReportInputError(Exception):
+    """A directory that is neither a run nor an experiment, or a file that does not parse."""
+
+
+class StaleLayoutError(ReportInputError):
+    """A file that parses but is not in the layout this version reads."""
+
+
+def is_experiment_dir(path: Path) -> bool:
+    return (path / "experiment.json").is_file()
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "results.json").is_file()
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ReportInputError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise ReportInputError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ReportInputError(f"{path}: expected a JSON object at the top level")
+    return data
+
+
+def _stale(path: Path, exc: ValidationError) -> StaleLayoutError:
+    first = exc.errors()[0]
+    where = ".".join(str(x) for x in first["loc"]) or "top level"
+    return StaleLayoutError(
+        f"{path}: not in the layout this tokenbench reads ({where}: {first['msg']}; "
+        f"{exc.error_count()} problem(s)); run `tokenbench recompute {path.parent}` to rewrite it"
+    )
+
+
+def read_results(path: Path) -> RunResults:
+    """A run's results.json (``path`` is the file)."""
+    data = read_json(path)
+    try:
+        return RunResults.from_json(data)
+    except ValidationError as exc:
+        raise _stale(path, exc) from None
+
+
+def read_experiment(path: Path) -> Experiment:
+    """An experiment's experiment.json (``path`` is the file)."""
+    data = read_json(path)
+    try:
+        return Experiment.from_json(data)
+    except ValidationError as exc:
+        raise _stale(path, exc) from None

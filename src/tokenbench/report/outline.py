@@ -1,0 +1,180 @@
+"""The report's outline, built once and drawn by every renderer: its sections in order, each with
+a title, a caption, blocks (a heading, facts, sentences, a table) and charts. ``html.py`` and
+``markdown.py`` walk the same ``ReportOutline``, so the two documents list the same sections,
+tables and numbers. Captions quote the named thresholds of ``verdict.py`` and ``stability.py``.
+
+Where the documents differ on purpose, the outline says so: the page explains more (``caption``),
+report.md is the short summary (``md_caption``; a section with ``in_md=False`` is the page's
+only), and report.md links every chart's PNG at its end instead of drawing charts in sections.
+Text here is raw (unescaped); each renderer escapes for its medium.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .charts import MAX_TIMESERIES_CHARTS, Chart
+from .data import ReportData
+from .stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
+from .tables import (
+    Table,
+    best_table,
+    experiment_facts,
+    failed_cells_table,
+    headline_table,
+    runs_table,
+    saturation_table,
+    servers_table,
+    slo_table,
+    stability_table,
+    verdict_lines,
+)
+from .verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict, slo_text
+
+
+@dataclass(frozen=True)
+class Block:
+    """A heading and what follows it, in this order: caption, facts, sentences, text, table."""
+
+    heading: str = ""
+    level: int = 3
+    md_heading: str | None = None  # report.md's: None = the heading; "" = none; else a plain line
+    caption: str = ""  # the page's explanation
+    md_caption: str = ""  # report.md's
+    facts: tuple[tuple[str, str], ...] = ()  # name: value
+    lines: tuple[str, ...] = ()  # sentences, one per finding (a list)
+    text: str = ""  # one paragraph, in both documents
+    table: Table | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str  # the page's anchor
+    title: str
+    blocks: tuple[Block, ...] = ()
+    md_title: str | None = None  # None = the title
+    caption: str = ""
+    md_caption: str = ""
+    charts: tuple[Chart, ...] = ()
+    empty: str = ""  # the page's text when the section has no table and no chart
+    note: str = ""  # the page's closing remark
+    in_md: bool = True
+
+
+@dataclass(frozen=True)
+class ReportOutline:
+    sources: tuple[str, ...]  # the inputs' names
+    sections: tuple[Section, ...]
+    charts: tuple[Chart, ...]  # every chart, in the order the PNGs are written
+
+
+_CHART_SECTIONS = (
+    ("load", "Latency and throughput vs load"),
+    ("knobs", "Engine settings"),
+    ("tradeoff", "Latency–throughput trade-off"),
+    ("errors", "Errors"),
+)
+
+HEADLINE_CAPTION = (
+    "Per configuration and load: mean over trials ± 95% CI half-width (no CI with one trial). Latencies "
+    "over successful requests in the measurement window; – means not measured."
+)
+BEST_CAPTION = (
+    "Best TTFT: lowest mean TTFT. Best throughput: highest output tokens/s. A lead is clear when the two "
+    "95% confidence intervals do not overlap. Most stable: lowest coefficient of variation of the "
+    "steady-state windowed output tokens/s (mean over trials)."
+)
+SATURATION_RULE = (
+    f"First offered rate whose median TTFT exceeds {SATURATION_TTFT_FACTOR:g}x the lowest rate's, or whose "
+    f"achieved request rate is below {SATURATION_ACHIEVED_FRACTION:.0%} of the arrivals scheduled in its window."
+)
+STABILITY_CAPTION = (
+    "Steady state = windows after ramp-up and warm-up and before the load stopped. Head vs tail: the first "
+    f"and last minute with at least {MINUTE_BASIS_MIN_STEADY_S / 60:g} minutes of steady state, else the "
+    "first and last third of the windows. Flagged when the tail's output rate is more than "
+    f"{DEGRADATION_THRESHOLD:.0%} below the head's."
+)
+
+
+def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> ReportOutline:
+    """The report's sections in order: inputs, verdict, headline numbers, the chart sections
+    that have charts (errors always), stability over time."""
+    headline = headline_table(data)
+    stability = stability_table(verdict)
+    sections = [
+        Section("inputs", "What was benchmarked", _input_blocks(data), md_title="Inputs"),
+        Section("verdict", "Verdict", _verdict_blocks(data, verdict)),
+        Section(
+            "headline",
+            "Headline numbers",
+            (Block(table=headline),) if headline is not None else (),
+            caption=HEADLINE_CAPTION,
+            md_caption="Mean over trials ± 95% CI half-width; – means not measured.",
+            empty="No load point finished.",
+            in_md=headline is not None,
+        ),
+    ]
+    sections += _chart_sections(data, charts)
+    hidden = max(0, len(data.series) - MAX_TIMESERIES_CHARTS)
+    sections.append(
+        Section(
+            "stability",
+            "Stability over time",
+            (Block(table=stability),),
+            caption=STABILITY_CAPTION,
+            charts=tuple(c for c in charts if c.section == "timeseries"),
+            note=f"{hidden} more run(s) are in the table but not drawn." if hidden else "",
+            in_md=stability is not None,
+        )
+    )
+    sources = tuple([h.name for h in data.runs] + [e.name for e in data.experiments])
+    return ReportOutline(sources, tuple(sections), tuple(charts))
+
+
+def _input_blocks(data: ReportData) -> tuple[Block, ...]:
+    blocks = []
+    if data.runs:
+        blocks.append(Block("Runs", md_heading="", table=runs_table(data)))
+    for exp in data.experiments:
+        blocks.append(Block(f"Experiment {exp.name}", facts=tuple(experiment_facts(exp))))
+        blocks.append(Block("Server configurations", level=4, md_heading="", table=servers_table(exp)))
+        failed = failed_cells_table(exp)
+        if failed is not None:
+            blocks.append(
+                Block("Cells that did not finish", level=4, md_heading="Cells that did not finish:", table=failed)
+            )
+    return tuple(blocks)
+
+
+def _verdict_blocks(data: ReportData, verdict: Verdict) -> tuple[Block, ...]:
+    blocks = [Block(lines=tuple(verdict_lines(verdict, data)))]
+    best = best_table(verdict)
+    if best is not None:
+        blocks.append(Block("Best at each load", caption=BEST_CAPTION, table=best))
+    if verdict.slo:
+        slos = [t for t in (slo_text(s) for s in data.slos) if t]
+        text = f"SLO: {'; '.join(slos)}." if slos else ""
+        blocks.append(Block("Service-level objectives", text=text, table=slo_table(verdict)))
+    saturation = saturation_table(verdict, data)
+    if saturation is not None:
+        blocks.append(Block("Saturation", md_caption=SATURATION_RULE, table=saturation))
+    return tuple(blocks)
+
+
+def _chart_sections(data: ReportData, charts: list[Chart]) -> list[Section]:
+    """One section per kind of chart drawn; errors always (saying there were none)."""
+    present = {c.section for c in charts}
+    no_errors = (
+        "No failed requests: every request of every point ended ok." if data.rows else "No requests were measured."
+    )
+    return [
+        Section(
+            key,
+            title,
+            charts=tuple(c for c in charts if c.section == key),
+            empty=no_errors if key == "errors" else "",
+            in_md=False,
+        )
+        for key, title in _CHART_SECTIONS
+        if key in present or key == "errors"
+    ]

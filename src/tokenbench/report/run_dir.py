@@ -1,0 +1,106 @@
+"""A run directory (its results.json) -> what the report shows of it: a header, one row per point
+(one trial: no CI), and its time series. The helpers here (spans, dataset text, SLO, load value)
+serve the experiment reader too, whose cells are run directories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..catalogue import shown_in
+from ..results import DatasetFacts, Load, RunResults, mean_ci95
+from .data import Part, PointRow, PointSpan, RunHeader, RunSeries, Slo
+from .files import read_results
+
+
+def load_value(load: Load) -> float | None:
+    """The point's load as one number: users, or offered requests per second."""
+    value = load.users if load.kind == "users" else load.rate_per_s
+    return None if value is None else float(value)
+
+
+def dataset_text(
+    name: str | None, source: str | None, system_prompt: bool, unique_prefix: bool, exact_lengths: bool | None
+) -> str:
+    """'sharegpt, from FILE, with system prompt, unique prefixes, approximate lengths'."""
+    bits = [str(name or "?")]
+    if source:
+        bits.append(f"from {source}")
+    if system_prompt:
+        bits.append("with system prompt")
+    if unique_prefix:
+        bits.append("unique prefixes")
+    if exact_lengths is False:
+        bits.append("approximate lengths")
+    return ", ".join(bits)
+
+
+def facts_text(dataset: DatasetFacts | None) -> str:
+    if dataset is None:
+        return "–"
+    d = dataset
+    return dataset_text(d.name, d.source, d.system_prompt, d.unique_prefix, d.exact_lengths)
+
+
+def slo_of(results: RunResults) -> Slo:
+    return {"ttft_s": results.slo.ttft_s, "tpot_s": results.slo.tpot_s, "e2e_s": results.slo.e2e_s}
+
+
+def point_spans(results: RunResults) -> tuple[PointSpan, ...]:
+    return tuple(
+        PointSpan(
+            index=p.index,
+            label=p.label,
+            load_kind=p.load.kind,
+            start_s=p.span.start_s,
+            ramp_end_s=p.span.ramp_end_s,
+            measure_start_s=p.window.start_s,
+            load_end_s=p.span.load_end_s,
+            end_s=p.span.end_s,
+            windows=tuple(p.timeseries),
+        )
+        for p in results.points
+    )
+
+
+def _header(path: Path, results: RunResults, config: str) -> RunHeader:
+    target = results.target
+    return RunHeader(
+        path=path,
+        name=path.name,
+        config=config,
+        backend=target.backend,
+        engine=target.engine,
+        engine_version=target.engine_version,
+        cold_start_s=target.cold_start_s,
+        model=target.model,
+        api=target.api,
+        dataset=facts_text(results.dataset),
+        slo=slo_of(results),
+        interrupted=bool(results.interrupted),
+        num_points=len(results.points),
+    )
+
+
+def read_run(path: Path) -> Part:
+    """A run directory: each point is a row of one trial."""
+    results = read_results(path / "results.json")
+    config = results.target.backend or "run"
+    rows = [
+        PointRow(
+            source=path.name,
+            config=config,
+            backend=results.target.backend,
+            swept={},
+            variant=None,
+            point=p.index,
+            label=p.label,
+            load_kind=p.load.kind,
+            load_value=load_value(p.load),
+            metrics={m.key: mean_ci95([m.get(p)]) for m in shown_in("aggregates")},
+            outcomes=dict(p.requests.by_outcome),
+            num_trials=1,
+        )
+        for p in results.points
+    ]
+    series = [RunSeries(title=config, config=config, trial=None, run_dir=path, points=point_spans(results))]
+    return Part(path.name, [_header(path, results, config)], [], rows, series, [slo_of(results)])

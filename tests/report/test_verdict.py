@@ -1,0 +1,98 @@
+"""What the report concludes (report/verdict.py): saturation, Pareto front, the verdict's picks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from report_synthetic import point, results, write_run
+
+from tokenbench.report.load import load_inputs
+from tokenbench.report.verdict import decide, pareto_front, saturation_point
+
+
+def test_saturation_by_ttft_growth(rate_experiment: Path) -> None:
+    data = load_inputs([rate_experiment])
+    rows = [r for r in data.rows if r.config == "vllm_max_num_seqs=16"]
+    sat = saturation_point(rows)
+    assert sat is not None and sat.rate_per_s == 4.0 and sat.label == "4 req/s"
+    assert sat.ttft_ratio == pytest.approx(2.5)
+    assert "TTFT p50 2.5x" in sat.reason
+
+
+def test_saturation_by_achieved_throughput(rate_experiment: Path) -> None:
+    rows = [r for r in load_inputs([rate_experiment]).rows if r.config == "vllm_max_num_seqs=64"]
+    sat = saturation_point(rows)
+    assert sat is not None and sat.rate_per_s == 8.0
+    assert sat.achieved_fraction == pytest.approx(0.81)
+    assert "achieved 81%" in sat.reason
+
+
+def test_saturation_compares_with_the_arrivals_scheduled_in_the_window(tmp_path: Path) -> None:
+    """Poisson at 0.25/s for 20 s realised 3 arrivals (0.15/s) and all were served: achieved 0.15
+    is 60% of the nominal rate but 100% of what was offered; not saturated."""
+
+    low = point(0, "rate", 0.25, rps=0.15, ttft_s=0.1)
+    low["offered_per_s"] = 0.15
+    high = point(1, "rate", 1.0, rps=1.0, ttft_s=0.1)
+    high["offered_per_s"] = 1.0
+    run = write_run(tmp_path / "r", results([low, high]))
+    assert saturation_point(load_inputs([run]).rows) is None
+    low["offered_per_s"] = 0.25  # the same rate realised exactly: 60% achieved is saturated
+    run = write_run(tmp_path / "r2", results([low, high]))
+    sat = saturation_point(load_inputs([run]).rows)
+    assert sat is not None and sat.achieved_fraction == pytest.approx(0.6)
+
+
+def test_no_saturation(rate_experiment: Path) -> None:
+    rows = [r for r in load_inputs([rate_experiment]).rows if r.config == "sglang"]
+    assert saturation_point(rows) is None
+    assert saturation_point([]) is None
+
+
+def test_pareto_front() -> None:
+    xs = [100.0, 200.0, 150.0, 200.0, None, 50.0]
+    ys = [50.0, 80.0, 90.0, 70.0, 10.0, 50.0]
+    assert pareto_front(xs, ys) == [True, False, False, True, False, False]
+
+
+def test_verdict_picks(rate_experiment: Path) -> None:
+    data = load_inputs([rate_experiment])
+    v = decide(data)
+    loads = {lv.label: lv for lv in v.loads}
+    assert list(loads) == ["1 req/s", "2 req/s", "4 req/s", "8 req/s"]
+
+    one = loads["1 req/s"]
+    assert one.best_ttft.config == "sglang"
+    assert one.best_ttft.stat.mean == pytest.approx(0.088)
+    assert one.best_ttft.stat.ci95 is not None and one.best_ttft.stat.n == 3
+    assert one.best_ttft.clear is True  # 88 vs 110 ms, CIs of ±1% noise do not overlap
+    assert one.best_throughput.config == "vllm_max_num_seqs=64"
+    assert one.best_throughput.stat.mean == pytest.approx(125.0)
+    assert one.best_throughput.clear is False  # 125 vs 120 tok/s: within the CIs
+
+    eight = loads["8 req/s"]
+    assert eight.best_throughput.config == "vllm_max_num_seqs=16"
+    assert eight.most_stable is not None and eight.most_stable.config != "vllm_max_num_seqs=16"
+    assert eight.most_stable.cv.mean == pytest.approx(0.0)
+
+    degraded = [s for s in v.stability if s.degraded]
+    assert {(s.config, s.label) for s in degraded} == {("vllm_max_num_seqs=16", "8 req/s")}
+    assert len(degraded) == 3  # every trial
+    assert all(s.change == pytest.approx(-0.15) for s in degraded)
+
+    assert v.highest_load_meeting_slo == {
+        "vllm_max_num_seqs=16": "2 req/s",
+        "vllm_max_num_seqs=64": "4 req/s",
+        "sglang": "8 req/s",
+    }
+    missed = {(s.config, s.label) for s in v.slo if s.met is False}
+    assert missed == {
+        ("vllm_max_num_seqs=16", "4 req/s"),
+        ("vllm_max_num_seqs=16", "8 req/s"),
+        ("vllm_max_num_seqs=64", "8 req/s"),
+    }
+    assert {s.config: s.label for s in v.saturation} == {
+        "vllm_max_num_seqs=16": "4 req/s",
+        "vllm_max_num_seqs=64": "8 req/s",
+    }
