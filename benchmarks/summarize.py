@@ -293,7 +293,8 @@ def main() -> None:
         f"{(peak_all - before) / chunks:.1f} bytes per chunk (target <= 16)"
     )
     if args.dump is not None:
-        args.dump.write_text(json.dumps({"summary": summary, "timeseries": series}, indent=1))
+        dump = {"summary": summary.model_dump(mode="json"), "timeseries": [w.model_dump(mode="json") for w in series]}
+        args.dump.write_text(json.dumps(dump, indent=1))
 
 
 if __name__ == "__main__":
