@@ -1,84 +1,21 @@
-"""The report's figures as plain data (Chart -> Panel -> Series), built from the rows, the time
-series and the verdict. Two renderers draw the same specs: plotly for report.html (html.py) and
-matplotlib for charts/*.png (png.py), so the PNGs and the page never disagree.
+"""The report's figures (chart_spec.Chart), built from the rows and the verdict: metrics vs load
+(closed and open loop, saturation marked), vs each swept engine knob, the latency–throughput
+Pareto front, failures by outcome; and each run's timeline (timeseries_chart.py).
 
-Text here is raw (unescaped); each renderer escapes for its medium. Numbers are in shown units
-(ms, %, tok/s) — conversion from stored seconds and fractions happens here, once.
+Numbers are in shown units (ms, %, tok/s) — conversion from stored seconds and fractions happens
+here, once. Captions quote the verdict's named thresholds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from ..catalogue import OUTPUT_TOKENS_PER_S, REQUESTS_PER_S, SERVER_PREEMPTIONS, TTFT_MEAN, TTFT_P50, Metric
-from .data import PointRow, ReportData, RunSeries
-from .stability import run_stabilities
-from .verdict import Verdict
-
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-OUTCOME_COLORS = {
-    "http_error": "#d62728",
-    "connect_error": "#9467bd",
-    "timeout": "#ff7f0e",
-    "stream_error": "#8c564b",
-    "no_output": "#e377c2",
-    "cancelled": "#7f7f7f",
-}
-# Time-series figures beyond this many runs are left out of the page (the stability table still
-# lists every run): a 10-trial sweep would otherwise draw hundreds of near-identical panels.
-MAX_TIMESERIES_CHARTS = 24
-
-
-@dataclass(frozen=True)
-class Series:
-    name: str
-    x: list[Any]
-    y: list[float | None]
-    error: list[float | None] | None = None  # ± half-width (ci95) per point
-    kind: str = "line"  # "line" | "markers" | "bar" | "dash"
-    color: str | None = None
-    symbol: str = "circle"  # "circle" | "x" | "star"
-    hover: list[str] | None = None  # one text per point (raw, escaped by the renderer)
-    show_legend: bool = True
-
-
-@dataclass(frozen=True)
-class Panel:
-    y_label: str
-    series: list[Series]
-    stacked: bool = False  # bars stacked
-    log_y: bool = False  # for values spanning decades (TTFT across loads and engines)
-
-
-@dataclass(frozen=True)
-class Span:
-    """A shaded stretch of the x axis (the ramp-up of a point, its drain)."""
-
-    x0: float
-    x1: float
-    kind: str  # "ramp" | "drain"
-
-
-@dataclass(frozen=True)
-class Mark:
-    """A labelled vertical line (where a point starts, a saturation rate)."""
-
-    x: float
-    label: str
-
-
-@dataclass(frozen=True)
-class Chart:
-    chart_id: str  # a slug made here (file name of the PNG, id of the div); never file content
-    title: str
-    x_label: str
-    panels: list[Panel]
-    caption: str = ""
-    spans: list[Span] = field(default_factory=list)
-    marks: list[Mark] = field(default_factory=list)
-    x_categorical: bool = False
-    section: str = ""  # which report section it belongs to
+from .chart_spec import MAX_TIMESERIES_CHARTS, OUTCOME_COLORS, PALETTE, Chart, Panel, Series
+from .data import PointRow, ReportData
+from .timeseries_chart import timeseries_chart
+from .verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict
 
 
 def config_colors(data: ReportData) -> dict[str, str]:
@@ -198,7 +135,8 @@ def rate_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
             "offered requests/s",
             [Panel("output tokens/s", tput), Panel("TTFT p50 (ms)", ttft), Panel("achieved requests/s", achieved)],
             caption="Open-loop load. ✕ marks the saturation point: the first rate whose median TTFT exceeds "
-            "2x the lowest rate's, or whose achieved request rate is below 90% of the arrivals scheduled in its window. "
+            f"{SATURATION_TTFT_FACTOR:g}x the lowest rate's, or whose achieved request rate is below "
+            f"{SATURATION_ACHIEVED_FRACTION:.0%} of the arrivals scheduled in its window. "
             f"Saturation: {saturation_text}.",
             section="load",
         )
@@ -218,69 +156,70 @@ def _numeric(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+KnobLine = tuple[Any, ...]  # (backend, other swept values, variant, load kind, load value, label)
+
+
 def knob_charts(data: ReportData) -> list[Chart]:
     """Throughput (and preemptions) vs each numerically swept engine knob (max_num_seqs,
     kv_memory, ...): one line per backend, other swept values, variant and load."""
-    knobs: dict[str, set] = {}
+    knobs: dict[str, set[Any]] = {}
     for r in data.rows:
         for k, v in r.swept.items():
             if _numeric(v):
                 knobs.setdefault(k, set()).add(v)
-    charts = []
-    for knob, values in knobs.items():
-        if len(values) < 2:
-            continue
-        groups: dict[tuple, list[PointRow]] = {}
-        for r in data.rows:
-            if _numeric(r.swept.get(knob)):
-                others = tuple(sorted((k, str(v)) for k, v in r.swept.items() if k != knob))
-                groups.setdefault((r.backend, others, r.variant, r.load_kind, r.load_value, r.label), []).append(r)
-        tput, preempt = [], []
-        for i, (key, group) in enumerate(groups.items()):
-            backend, others, variant, _, _, label = key
-            group.sort(key=lambda r: r.swept[knob])
-            name = " ".join(
-                [str(backend or "?")]
-                + [f"{k}={v}" for k, v in others]
-                + ([variant] if variant and variant != "default" else [])
-                + [f"· {label}"]
-            )
-            color = PALETTE[i % len(PALETTE)]
-            x = [r.swept[knob] for r in group]
-            hover = [f"{r.config} · {r.label} · n={r.num_trials}" for r in group]
+    return [_knob_chart(data, knob) for knob, values in knobs.items() if len(values) >= 2]
 
-            def make(metric: Metric, legend: bool) -> Series:
-                errs = [
-                    _scaled(r.metrics[metric.key].ci95, metric.scale) if metric.key in r.metrics else None
-                    for r in group
-                ]
-                return Series(
-                    name,
-                    x,
-                    [_scaled(r.mean(metric.key), metric.scale) for r in group],
-                    error=errs if any(e is not None for e in errs) else None,
-                    color=color,
-                    hover=hover,
-                    show_legend=legend,
-                )
 
-            tput.append(make(OUTPUT_TOKENS_PER_S, True))
-            preempt.append(make(SERVER_PREEMPTIONS, False))
-        panels = [Panel("output tokens/s", tput)]
-        if any(v is not None for s in preempt for v in s.y):
-            panels.append(Panel("server preemptions per point", preempt))
-        charts.append(
-            Chart(
-                f"knob-{_slug(knob)}",
-                f"Throughput vs {knob}",
-                knob,
-                panels,
-                caption=f"Each line holds everything but {knob} fixed. Preemptions are the server's own "
-                "counter delta over the point (null when the engine does not expose it).",
-                section="knobs",
-            )
-        )
-    return charts
+def _knob_lines(data: ReportData, knob: str) -> dict[KnobLine, list[PointRow]]:
+    """The rows that swept ``knob``, by everything else they hold fixed, each in knob order."""
+    groups: dict[KnobLine, list[PointRow]] = {}
+    for r in data.rows:
+        if _numeric(r.swept.get(knob)):
+            others = tuple(sorted((k, str(v)) for k, v in r.swept.items() if k != knob))
+            groups.setdefault((r.backend, others, r.variant, r.load_kind, r.load_value, r.label), []).append(r)
+    for group in groups.values():
+        group.sort(key=lambda r: r.swept[knob])
+    return groups
+
+
+def _knob_series(key: KnobLine, group: list[PointRow], knob: str, color: str, metric: Metric, legend: bool) -> Series:
+    backend, others, variant, _, _, label = key
+    name = " ".join(
+        [str(backend or "?")]
+        + [f"{k}={v}" for k, v in others]
+        + ([variant] if variant and variant != "default" else [])
+        + [f"· {label}"]
+    )
+    errs = [_scaled(r.metrics[metric.key].ci95, metric.scale) if metric.key in r.metrics else None for r in group]
+    return Series(
+        name,
+        [r.swept[knob] for r in group],
+        [_scaled(r.mean(metric.key), metric.scale) for r in group],
+        error=errs if any(e is not None for e in errs) else None,
+        color=color,
+        hover=[f"{r.config} · {r.label} · n={r.num_trials}" for r in group],
+        show_legend=legend,
+    )
+
+
+def _knob_chart(data: ReportData, knob: str) -> Chart:
+    tput, preempt = [], []
+    for i, (key, group) in enumerate(_knob_lines(data, knob).items()):
+        color = PALETTE[i % len(PALETTE)]
+        tput.append(_knob_series(key, group, knob, color, OUTPUT_TOKENS_PER_S, True))
+        preempt.append(_knob_series(key, group, knob, color, SERVER_PREEMPTIONS, False))
+    panels = [Panel("output tokens/s", tput)]
+    if any(v is not None for s in preempt for v in s.y):
+        panels.append(Panel("server preemptions per point", preempt))
+    return Chart(
+        f"knob-{_slug(knob)}",
+        f"Throughput vs {knob}",
+        knob,
+        panels,
+        caption=f"Each line holds everything but {knob} fixed. Preemptions are the server's own "
+        "counter delta over the point (null when the engine does not expose it).",
+        section="knobs",
+    )
 
 
 def _slug(text: str) -> str:
@@ -362,87 +301,6 @@ def error_chart(data: ReportData) -> list[Chart]:
             section="errors",
         )
     ]
-
-
-# ---------------------------------------------------------------------------------------------
-# time series
-
-
-# (panel label, [(window key, series name, scale)])
-# (panel label, [(window key, series name, scale, color)]); one color per series across runs.
-_TIMESERIES_PANELS: tuple[tuple[str, tuple[tuple[str, str, float, str], ...]], ...] = (
-    ("output tokens/s", (("output_tokens_per_s", "output tok/s", 1.0, PALETTE[0]),)),
-    ("TTFT (ms)", (("ttft_s_mean", "TTFT mean", 1e3, PALETTE[1]), ("ttft_s_p90", "TTFT p90", 1e3, PALETTE[4]))),
-    (
-        "requests",
-        (
-            ("active_users", "active users", 1.0, PALETTE[7]),
-            ("in_flight", "in flight", 1.0, PALETTE[2]),
-            ("server_running", "server running", 1.0, PALETTE[9]),
-            ("server_waiting", "server waiting", 1.0, PALETTE[8]),
-        ),
-    ),
-    ("KV cache usage (%)", (("server_kv_usage", "KV usage", 100.0, PALETTE[5]),)),
-    ("per window", (("server_preemptions", "preemptions", 1.0, PALETTE[6]), ("errors", "errors", 1.0, PALETTE[3]))),
-    ("GPU utilization (%)", (("gpu_util_pct", "GPU util", 1.0, "#2f4f4f"),)),
-)
-
-
-def timeseries_chart(series: RunSeries, index: int) -> Chart | None:
-    """One run's whole timeline: every point's windows, ramps shaded, point starts marked."""
-    if not any(p.windows for p in series.points):
-        return None
-    flags = {s.label: s for s in run_stabilities(series)}
-    panels = []
-    for panel_label, fields in _TIMESERIES_PANELS:
-        panel_series = []
-        for key, name, scale, color in fields:
-            x: list[Any] = []
-            y: list[float | None] = []
-            for p in series.points:
-                if x:  # a gap between points so no line joins two loads
-                    x.append(p.start_s)
-                    y.append(None)
-                for w in p.windows:
-                    x.append((w.start_s + w.end_s) / 2)
-                    y.append(_scaled(getattr(w, key), scale))
-            if all(v is None for v in y):
-                continue  # the engine does not expose it: no empty line
-            panel_series.append(Series(name, x, y, color=color))
-        if panel_series:
-            panels.append(Panel(panel_label, panel_series))
-    spans, marks = [], []
-    for p in series.points:
-        if p.measure_start_s > p.start_s:
-            spans.append(Span(p.start_s, p.measure_start_s, "ramp"))
-        if p.end_s > p.load_end_s:
-            spans.append(Span(p.load_end_s, p.end_s, "drain"))
-        flag = flags.get(p.label)
-        note = ""
-        if flag is not None and flag.change is not None:
-            note = f" ({'DEGRADED ' if flag.degraded else ''}{flag.change * 100:+.1f}%)"
-        marks.append(Mark(p.start_s, p.label + note))
-    degraded = [s for s in flags.values() if s.degraded]
-    caption = (
-        "Windows of the run's clock. Grey: ramp-up and warm-up (excluded from metrics); light: "
-        "drain after the load stopped. Series the engine does not expose are left out."
-    )
-    if degraded:
-        caption += (
-            " Degraded: "
-            + "; ".join(f"{s.label} steady-state output rate fell {-s.change * 100:.1f}% ({s.basis})" for s in degraded)
-            + "."
-        )
-    return Chart(
-        f"timeseries-{index + 1}",
-        f"Over time: {series.title}",
-        "run time (s)",
-        panels,
-        caption=caption,
-        spans=spans,
-        marks=marks,
-        section="timeseries",
-    )
 
 
 def build_charts(data: ReportData, verdict: Verdict) -> list[Chart]:

@@ -85,7 +85,7 @@ def _section_html(section: Section) -> str:
 
 def render_html(outline: ReportOutline) -> str:
     sources = ", ".join(outline.sources)
-    nav = "".join(f'<a href="#{s.key}">{esc(s.title)}</a>' for s in outline.sections)
+    nav = "".join(f'<a href="#{s.key}">{esc(s.short_title or s.title)}</a>' for s in outline.sections)
     generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     header = (
         f'<header><h1>tokenbench report</h1><p class="muted">{esc(sources)} · generated '

@@ -37,7 +37,7 @@ def _block_md(block: Block) -> list[str]:
 
 
 def _section_md(section: Section) -> list[str]:
-    out = [f"## {md(section.md_title or section.title)}", ""]
+    out = [f"## {md(section.short_title or section.title)}", ""]
     if section.md_caption:
         out += [md(section.md_caption), ""]
     for block in section.blocks:

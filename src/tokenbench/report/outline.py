@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .charts import MAX_TIMESERIES_CHARTS, Chart
+from .chart_spec import MAX_TIMESERIES_CHARTS, Chart
 from .data import ReportData
 from .stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
 from .tables import (
@@ -52,7 +52,7 @@ class Section:
     key: str  # the page's anchor
     title: str
     blocks: tuple[Block, ...] = ()
-    md_title: str | None = None  # None = the title
+    short_title: str | None = None  # in the page's navigation and as report.md's heading; None = the title
     caption: str = ""
     md_caption: str = ""
     charts: tuple[Chart, ...] = ()
@@ -102,7 +102,7 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     headline = headline_table(data)
     stability = stability_table(verdict)
     sections = [
-        Section("inputs", "What was benchmarked", _input_blocks(data), md_title="Inputs"),
+        Section("inputs", "What was benchmarked", _input_blocks(data), short_title="Inputs"),
         Section("verdict", "Verdict", _verdict_blocks(data, verdict)),
         Section(
             "headline",

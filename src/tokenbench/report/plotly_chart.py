@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .charts import Chart, Panel, Series
+from .chart_spec import Chart, Panel, Series
 from .fmt import esc
 
 _PLOTLY_SYMBOLS = {"circle": "circle", "x": "x", "star": "star"}

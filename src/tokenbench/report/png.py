@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # headless; must precede pyplot's import
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
-from .charts import Chart, Panel
+from .chart_spec import Chart, Panel
 
 _MARKERS = {"circle": "o", "x": "X", "star": "*"}
 

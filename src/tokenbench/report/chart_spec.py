@@ -1,0 +1,74 @@
+"""A figure as plain data (Chart -> Panel -> Series), drawn by both renderers: plotly for
+report.html (plotly_chart.py) and matplotlib for charts/*.png (png.py), so the PNGs and the page
+never disagree. Text here is raw (unescaped); each renderer escapes for its medium. Numbers are
+in shown units (ms, %, tok/s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+OUTCOME_COLORS = {
+    "http_error": "#d62728",
+    "connect_error": "#9467bd",
+    "timeout": "#ff7f0e",
+    "stream_error": "#8c564b",
+    "no_output": "#e377c2",
+    "cancelled": "#7f7f7f",
+}
+# Time-series figures beyond this many runs are left out of the page (the stability table still
+# lists every run): a 10-trial sweep would otherwise draw hundreds of near-identical panels.
+MAX_TIMESERIES_CHARTS = 24
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    x: list[Any]
+    y: list[float | None]
+    error: list[float | None] | None = None  # ± half-width (ci95) per point
+    kind: str = "line"  # "line" | "markers" | "bar" | "dash"
+    color: str | None = None
+    symbol: str = "circle"  # "circle" | "x" | "star"
+    hover: list[str] | None = None  # one text per point (raw, escaped by the renderer)
+    show_legend: bool = True
+
+
+@dataclass(frozen=True)
+class Panel:
+    y_label: str
+    series: list[Series]
+    stacked: bool = False  # bars stacked
+    log_y: bool = False  # for values spanning decades (TTFT across loads and engines)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A shaded stretch of the x axis (the ramp-up of a point, its drain)."""
+
+    x0: float
+    x1: float
+    kind: str  # "ramp" | "drain"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A labelled vertical line (where a point starts, a saturation rate)."""
+
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    chart_id: str  # a slug made here (file name of the PNG, id of the div); never file content
+    title: str
+    x_label: str
+    panels: list[Panel]
+    caption: str = ""
+    spans: list[Span] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    x_categorical: bool = False
+    section: str = ""  # which report section it belongs to

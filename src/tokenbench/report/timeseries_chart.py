@@ -1,0 +1,107 @@
+"""One run's timeline as a Chart: every point's windows (output rate, TTFT, requests, the
+server's gauges, errors, GPU), ramps and drains shaded, each point's start marked with its
+steady-state change (stability.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .chart_spec import PALETTE, Chart, Mark, Panel, Series, Span
+from .data import RunSeries
+from .stability import Stability, run_stabilities
+
+
+def _scaled(v: float | None, scale: float) -> float | None:
+    return None if v is None else v * scale
+
+
+# (panel label, [(window key, series name, scale, color)]); one color per series across runs.
+_TIMESERIES_PANELS: tuple[tuple[str, tuple[tuple[str, str, float, str], ...]], ...] = (
+    ("output tokens/s", (("output_tokens_per_s", "output tok/s", 1.0, PALETTE[0]),)),
+    ("TTFT (ms)", (("ttft_s_mean", "TTFT mean", 1e3, PALETTE[1]), ("ttft_s_p90", "TTFT p90", 1e3, PALETTE[4]))),
+    (
+        "requests",
+        (
+            ("active_users", "active users", 1.0, PALETTE[7]),
+            ("in_flight", "in flight", 1.0, PALETTE[2]),
+            ("server_running", "server running", 1.0, PALETTE[9]),
+            ("server_waiting", "server waiting", 1.0, PALETTE[8]),
+        ),
+    ),
+    ("KV cache usage (%)", (("server_kv_usage", "KV usage", 100.0, PALETTE[5]),)),
+    ("per window", (("server_preemptions", "preemptions", 1.0, PALETTE[6]), ("errors", "errors", 1.0, PALETTE[3]))),
+    ("GPU utilization (%)", (("gpu_util_pct", "GPU util", 1.0, "#2f4f4f"),)),
+)
+
+
+def timeseries_chart(series: RunSeries, index: int) -> Chart | None:
+    """One run's whole timeline: every point's windows, ramps shaded, point starts marked."""
+    if not any(p.windows for p in series.points):
+        return None
+    flags = {s.label: s for s in run_stabilities(series)}
+    spans, marks = _spans_and_marks(series, flags)
+    return Chart(
+        f"timeseries-{index + 1}",
+        f"Over time: {series.title}",
+        "run time (s)",
+        _panels(series),
+        caption=_caption([s for s in flags.values() if s.degraded]),
+        spans=spans,
+        marks=marks,
+        section="timeseries",
+    )
+
+
+def _panels(series: RunSeries) -> list[Panel]:
+    """One panel per group of window fields; a series the engine does not expose (all null) is
+    left out, and a panel with none."""
+    panels = []
+    for panel_label, fields in _TIMESERIES_PANELS:
+        panel_series = []
+        for key, name, scale, color in fields:
+            x: list[Any] = []
+            y: list[float | None] = []
+            for p in series.points:
+                if x:  # a gap between points so no line joins two loads
+                    x.append(p.start_s)
+                    y.append(None)
+                for w in p.windows:
+                    x.append((w.start_s + w.end_s) / 2)
+                    y.append(_scaled(getattr(w, key), scale))
+            if any(v is not None for v in y):
+                panel_series.append(Series(name, x, y, color=color))
+        if panel_series:
+            panels.append(Panel(panel_label, panel_series))
+    return panels
+
+
+def _spans_and_marks(series: RunSeries, flags: dict[str, Stability]) -> tuple[list[Span], list[Mark]]:
+    """Each point's ramp and drain shaded; its start marked with its label (and its change)."""
+    spans, marks = [], []
+    for p in series.points:
+        if p.measure_start_s > p.start_s:
+            spans.append(Span(p.start_s, p.measure_start_s, "ramp"))
+        if p.end_s > p.load_end_s:
+            spans.append(Span(p.load_end_s, p.end_s, "drain"))
+        flag = flags.get(p.label)
+        note = ""
+        if flag is not None and flag.change is not None:
+            note = f" ({'DEGRADED ' if flag.degraded else ''}{flag.change * 100:+.1f}%)"
+        marks.append(Mark(p.start_s, p.label + note))
+    return spans, marks
+
+
+def _caption(degraded: list[Stability]) -> str:
+    caption = (
+        "Windows of the run's clock. Grey: ramp-up and warm-up (excluded from metrics); light: "
+        "drain after the load stopped. Series the engine does not expose are left out."
+    )
+    if degraded:
+        caption += (
+            " Degraded: "
+            + "; ".join(
+                f"{s.label} steady-state output rate fell {-(s.change or 0.0) * 100:.1f}% ({s.basis})" for s in degraded
+            )
+            + "."
+        )
+    return caption
