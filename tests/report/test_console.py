@@ -1,0 +1,65 @@
+"""Console tables (report/console.py): a run's summary from RunResults, an experiment's from
+its Experiment state."""
+
+from __future__ import annotations
+
+from report_synthetic import point, results
+from rich.console import Console
+
+from tokenbench.report.console import experiment_table, summary_table
+from tokenbench.results import AggregateRow, CellRow, Experiment, Load, RunResults, ServerRow, mean_ci95
+
+
+def _text(table) -> str:
+    console = Console(record=True, width=240, color_system=None)
+    console.print(table)
+    return console.export_text()
+
+
+def test_summary_table_of_a_run() -> None:
+    run = RunResults.from_json(
+        results([point(0, "users", 4, tokens_per_s=400.0), point(1, "users", 8, outcomes={"ok": 18, "timeout": 2})])
+    )
+    text = _text(summary_table(run))
+    assert "4 users" in text and "8 users" in text
+    assert "20/20" in text and "18/20" in text and "timeout 2" in text
+    assert "400.0" in text  # output throughput, tok/s
+    assert "TTFT (ms) mean / p50 / p99 (n)" in text and "100.0 / 100.0 / 200.0 (20)" in text
+    assert "server: KV usage % mean / max" in text and "40.0 / 60.0" in text
+
+
+def test_summary_table_without_server_figures() -> None:
+    run = RunResults.from_json(results([point(0, "users", 4, server=False)]))
+    assert "server:" not in _text(summary_table(run))
+
+
+def test_experiment_table() -> None:
+    load = Load(kind="users", users=4, warmup_s=0.0, duration_s=10.0, max_requests=None)
+    state = Experiment(
+        name="e",
+        spec={},
+        servers=[
+            ServerRow(label="a", backend="vllm", swept={}, status="ok", error=None),
+            ServerRow(label="b", backend="vllm", swept={}, status="failed", error="no"),
+        ],
+        cells={
+            "a1": CellRow(server="a", variant="default", trial=1, status="ok", error=None, run_dir="cells/a1"),
+            "b1": CellRow(server="b", variant="default", trial=1, status="failed", error="no", run_dir="cells/b1"),
+        },
+        aggregates=[
+            AggregateRow(
+                server="a",
+                backend="vllm",
+                swept={},
+                variant="default",
+                point=0,
+                label="4 users",
+                load=load,
+                metrics={"output_tokens_per_s": mean_ci95([100.0, 110.0])},
+            )
+        ],
+    )
+    text = _text(experiment_table(state))
+    assert "experiment e: 1/2 cells ok, 1 failed" in text
+    assert "105.0 ± 63.5" in text  # mean ± t(0.975, 1) · s / √2
+    assert "server failed" in text
