@@ -120,7 +120,7 @@ def _run_one(
         console.print(f"  [red]cell {cell.id} failed: {exc}[/]")
         _save(out_dir, state)
         return False
-    status = "interrupted" if result.interrupted else "ok"
+    status: CellStatus = "interrupted" if result.interrupted else "ok"
     _mark(state, cell, plan, status, None, wall_s=time.perf_counter() - t0)
     _save(out_dir, state)
     return result.interrupted
