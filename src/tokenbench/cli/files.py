@@ -43,7 +43,8 @@ def recompute(
     """Derive results.json again from a run's records.jsonl, samples.jsonl and config.json (after
     a crash, or after an upgrade that fixed a metric), with this version's definitions; for an
     experiment, every cell and then the aggregates. The previous file is kept as *.previous.json."""
-    from ..derive import RecomputeError, recompute_experiment, recompute_run
+    from ..derive import RecomputeError, recompute_run
+    from ..experiments.recompute import recompute_experiment
     from ..report.console import summary_table
     from ..report.files import is_experiment_dir
 
