@@ -296,3 +296,26 @@ GOODPUT_PER_S = METRICS["goodput_per_s"]
 GOOD_FRACTION = METRICS["good_fraction"]
 SERVER_PREEMPTIONS = METRICS["server_preemptions"]
 SERVER_TTFT_MEAN = METRICS["server_ttft_s_mean"]
+
+
+# The time series' panels: (panel title, ((field of a results.json time-series window, series
+# name, stored unit -> shown unit), ...)). The report draws one panel per entry, one line per field.
+WINDOW_PANELS: tuple[tuple[str, tuple[tuple[str, str, float], ...]], ...] = (
+    ("output tokens/s", (("output_tokens_per_s", "output tok/s", 1.0),)),
+    ("TTFT (ms)", (("ttft_s_mean", "TTFT mean", 1e3), ("ttft_s_p90", "TTFT p90", 1e3))),
+    (
+        "requests",
+        (
+            ("active_users", "active users", 1.0),
+            ("in_flight", "in flight", 1.0),
+            ("server_running", "server running", 1.0),
+            ("server_waiting", "server waiting", 1.0),
+        ),
+    ),
+    ("KV cache usage (%)", (("server_kv_usage", "KV usage", 100.0),)),
+    ("per window", (("server_preemptions", "preemptions", 1.0), ("errors", "errors", 1.0))),
+    ("GPU utilization (%)", (("gpu_util_pct", "GPU util", 1.0),)),
+)
+
+# The objectives of an SLO (results.json's "slo"), by the distribution each bounds.
+SLO_DISTRIBUTIONS: tuple[Distribution, ...] = (TTFT, TPOT, E2E)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..catalogue import shown_in
+from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import NO_TRIALS, Experiment, RunResults
 from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo
 from .files import ReportInputError, StaleLayoutError, read_experiment, read_results
@@ -111,7 +111,7 @@ def _load_text(load: dict[str, Any]) -> str:
 
 def _spec_slo(spec: dict[str, Any]) -> Slo:
     slo = spec.get("slo") or {}
-    return {k: slo.get(k) for k in ("ttft_s", "tpot_s", "e2e_s")}
+    return {d.key: slo.get(d.key) for d in SLO_DISTRIBUTIONS}
 
 
 def _spec_model(spec: dict[str, Any]) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..catalogue import shown_in
+from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import DatasetFacts, Load, RunResults, mean_ci95
 from .data import Part, PointRow, PointSpan, RunHeader, RunSeries, Slo
 from .files import read_results
@@ -42,7 +42,7 @@ def facts_text(dataset: DatasetFacts | None) -> str:
 
 
 def slo_of(results: RunResults) -> Slo:
-    return {"ttft_s": results.slo.ttft_s, "tpot_s": results.slo.tpot_s, "e2e_s": results.slo.e2e_s}
+    return {d.key: getattr(results.slo, d.key) for d in SLO_DISTRIBUTIONS}
 
 
 def point_spans(results: RunResults) -> tuple[PointSpan, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..catalogue import WINDOW_PANELS
 from .chart_spec import PALETTE, Chart, Mark, Panel, Series, Span
 from .data import RunSeries
 from .stability import Stability, run_stabilities
@@ -15,23 +16,9 @@ def _scaled(v: float | None, scale: float) -> float | None:
     return None if v is None else v * scale
 
 
-# (panel label, [(window key, series name, scale, color)]); one color per series across runs.
-_TIMESERIES_PANELS: tuple[tuple[str, tuple[tuple[str, str, float, str], ...]], ...] = (
-    ("output tokens/s", (("output_tokens_per_s", "output tok/s", 1.0, PALETTE[0]),)),
-    ("TTFT (ms)", (("ttft_s_mean", "TTFT mean", 1e3, PALETTE[1]), ("ttft_s_p90", "TTFT p90", 1e3, PALETTE[4]))),
-    (
-        "requests",
-        (
-            ("active_users", "active users", 1.0, PALETTE[7]),
-            ("in_flight", "in flight", 1.0, PALETTE[2]),
-            ("server_running", "server running", 1.0, PALETTE[9]),
-            ("server_waiting", "server waiting", 1.0, PALETTE[8]),
-        ),
-    ),
-    ("KV cache usage (%)", (("server_kv_usage", "KV usage", 100.0, PALETTE[5]),)),
-    ("per window", (("server_preemptions", "preemptions", 1.0, PALETTE[6]), ("errors", "errors", 1.0, PALETTE[3]))),
-    ("GPU utilization (%)", (("gpu_util_pct", "GPU util", 1.0, "#2f4f4f"),)),
-)
+# One color per series across runs, in the order of catalogue.WINDOW_PANELS' fields.
+_COLORS = (*(PALETTE[i] for i in (0, 1, 4, 7, 2, 9, 8, 5, 6, 3)), "#2f4f4f")
+_FIELDS = tuple(field for _, fields in WINDOW_PANELS for field, _, _ in fields)
 
 
 def timeseries_chart(series: RunSeries, index: int) -> Chart | None:
@@ -56,9 +43,9 @@ def _panels(series: RunSeries) -> list[Panel]:
     """One panel per group of window fields; a series the engine does not expose (all null) is
     left out, and a panel with none."""
     panels = []
-    for panel_label, fields in _TIMESERIES_PANELS:
+    for panel_label, fields in WINDOW_PANELS:
         panel_series = []
-        for key, name, scale, color in fields:
+        for key, name, scale in fields:
             x: list[Any] = []
             y: list[float | None] = []
             for p in series.points:
@@ -69,7 +56,7 @@ def _panels(series: RunSeries) -> list[Panel]:
                     x.append((w.start_s + w.end_s) / 2)
                     y.append(_scaled(getattr(w, key), scale))
             if any(v is not None for v in y):
-                panel_series.append(Series(name, x, y, color=color))
+                panel_series.append(Series(name, x, y, color=_COLORS[_FIELDS.index(key)]))
         if panel_series:
             panels.append(Panel(panel_label, panel_series))
     return panels

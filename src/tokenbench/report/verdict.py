@@ -15,6 +15,7 @@ from ..catalogue import (
     OFFERED_PER_S,
     OUTPUT_TOKENS_PER_S,
     REQUESTS_PER_S,
+    SLO_DISTRIBUTIONS,
     TTFT_MEAN,
     TTFT_P50,
     Metric,
@@ -248,6 +249,6 @@ def decide(data: ReportData) -> Verdict:
 
 def slo_text(slo: dict[str, float | None]) -> str | None:
     """'TTFT ≤ 500 ms, TPOT ≤ 50 ms', or None when no objective is set."""
-    names = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E"}
+    names = {d.key: d.name for d in SLO_DISTRIBUTIONS}
     parts = [f"{names[k]} ≤ {v * 1e3:g} ms" for k, v in slo.items() if v is not None and k in names]
     return ", ".join(parts) or None
