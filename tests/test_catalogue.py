@@ -60,6 +60,7 @@ PUBLIC_AGGREGATE_KEYS = (
     "server_preemptions",
     "server_ttft_s_mean",
     "server_kv_usage_max",
+    "server_prefix_cache_hit_rate",
 )
 
 
@@ -84,7 +85,8 @@ def _record(i: int, sent: float, itl: float) -> RequestRecord:
 
 
 def _server(preemptions: float, ttft_s_mean: float, kv_usage: Gauge) -> Server:
-    """The server's figures as telemetry.summary writes them, nulls but for the three given."""
+    """The server's figures as telemetry.summary writes them, nulls but for the three given and a
+    prefix cache that found 30 of 120 prompt tokens."""
     return Server(
         period_s=[0.0, 10.0],
         scrapes=10,
@@ -94,9 +96,9 @@ def _server(preemptions: float, ttft_s_mean: float, kv_usage: Gauge) -> Server:
         bracketed=True,
         preemptions=preemptions,
         generated_tokens=None,
-        prefix_cache_hits=None,
-        prefix_cache_queries=None,
-        prefix_cache_hit_rate=None,
+        prefix_cache_hits=30.0,
+        prefix_cache_queries=120.0,
+        prefix_cache_hit_rate=0.25,
         running=None,
         waiting=None,
         kv_usage=kv_usage,
@@ -155,6 +157,7 @@ KNOWN = {
     "server_preemptions": 3.0,
     "server_ttft_s_mean": 0.04,
     "server_kv_usage_max": 0.5,
+    "server_prefix_cache_hit_rate": 0.25,
 }
 
 
@@ -201,6 +204,7 @@ def test_directions_units_and_scales() -> None:
         "error_rate": ("%", 100.0, False),
         "server_preemptions": ("", 1.0, False),
         "server_kv_usage_max": ("%", 100.0, False),
+        "server_prefix_cache_hit_rate": ("%", 100.0, True),
     }
     for key, (unit, scale, higher) in expected.items():
         m = METRICS[key]

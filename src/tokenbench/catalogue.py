@@ -276,6 +276,18 @@ _METRICS: tuple[Metric, ...] = (
         get=path("server.kv_usage.max"),
         views=_views("aggregates", "report"),
     ),
+    Metric(
+        key="server_prefix_cache_hit_rate",
+        title="server prefix-cache hit rate",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=True,
+        population="prompt tokens the server looked up in its prefix cache (its hit and query counters)",
+        period=SCRAPED,
+        get=path("server.prefix_cache_hit_rate"),
+        views=_views("aggregates", "report"),
+    ),
 )
 
 METRICS: dict[str, Metric] = {m.key: m for m in _METRICS}
