@@ -6,7 +6,9 @@ the load point.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -55,3 +57,56 @@ def describe(load: LoadPoint) -> str:
         return f"{load.users} users" + (f", ramp {load.ramp_up_s:g}s" if load.ramp_up_s else "")
     cap = f", max {load.max_concurrency} in flight" if load.max_concurrency else ""
     return f"{load.rate_per_s:g} req/s {load.arrival}{cap}"
+
+
+# --- trace replay ---------------------------------------------------------------------------------
+
+
+class _Timestamped(Protocol):
+    @property
+    def timestamp_s(self) -> float: ...
+
+
+RowT = TypeVar("RowT", bound=_Timestamped)
+
+
+@dataclass(frozen=True)
+class ReplaySend(Generic[RowT]):
+    """One row of a trace and when to send it, in seconds from the start of the load point."""
+
+    offset_s: float
+    row: RowT
+
+
+def replay_offsets(
+    rows: Sequence[RowT],
+    speed: float = 1.0,
+    start_s: float | None = None,
+    end_s: float | None = None,
+    jitter_s: float = 0.0,
+    seed: int = 0,
+) -> list[ReplaySend[RowT]]:
+    """The trace as a schedule, in send order: a row's offset is its trace time divided by
+    ``speed`` (2 = twice as fast, 0.5 = half; one meaning, where vLLM, AIPerf, guidellm and SGLang
+    differ), measured from the first row used.
+
+    ``start_s``/``end_s`` select rows by trace time (``start_s <= timestamp_s < end_s``, before the
+    speed division). ``jitter_s`` (trace seconds, opt-in) moves each row later by an independent
+    uniform draw in [0, jitter_s), seeded: a gridded trace (Mooncake's conversation trace puts
+    arrivals on a 3 s grid) then spreads each grid instant's burst over the bucket after it
+    instead of sending it at once. Offset 0 stays the first used row's unjittered time.
+    """
+    if speed <= 0:
+        raise ValueError(f"replay speed must be > 0 (2 = twice as fast), got {speed:g}")
+    if jitter_s < 0:
+        raise ValueError(f"replay jitter must be >= 0 s, got {jitter_s:g}")
+    used = [
+        r for r in rows if (start_s is None or r.timestamp_s >= start_s) and (end_s is None or r.timestamp_s < end_s)
+    ]
+    if not used:
+        window = f"[{start_s if start_s is not None else 'start'}, {end_s if end_s is not None else 'end'})"
+        raise ValueError(f"no trace rows in the replay window {window} s of trace time")
+    t0 = min(r.timestamp_s for r in used)
+    shifts = np.random.default_rng(seed).uniform(0.0, jitter_s, len(used)) if jitter_s else np.zeros(len(used))
+    sends = [ReplaySend((r.timestamp_s + float(u) - t0) / speed, r) for r, u in zip(used, shifts)]
+    return sorted(sends, key=lambda s: s.offset_s)  # stable: rows at one time keep the trace's order
