@@ -206,6 +206,7 @@ def _bailian(path: Path, block_size: int) -> list[TraceRow]:
             _check_blocks(inp, hashes, block_size, where)
         parent_id = None if parent in (-1, "-1", None) else str(parent)
         lines[chat_id], parents[chat_id] = lineno, parent_id
+        # session_id holds the chat_id until every row is read and the sessions' roots are known
         rows.append(TraceRow(lineno, t_s, inp, out, hashes, chat_id, parent_id))
     roots = _session_roots(parents, lines, path)
     rows = [replace(r, session_id=roots[r.session_id or ""]) for r in rows]
@@ -401,7 +402,9 @@ class BlockPrompts:
     gives the same text in every row and different ids give different text (siblings after a
     shared parent included). A row's last block is partial: ``input_tokens - (n-1)*block_size``
     tokens, the first words of that id's full block. A row without hash ids gets text of its own,
-    seeded by its row number.
+    seeded by its row number. (A block of one token, where the tokenizer counts the separator as
+    one, is the separator alone: the same for every id. Engines cache whole blocks of 16+ tokens,
+    so such a tail never makes a hit.)
 
     With a tokenizer each block is fitted to its exact token count (and the whole prompt checked);
     without one a word stands for a token and the separator for one more: approximate, and said so.
