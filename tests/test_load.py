@@ -1,10 +1,12 @@
-"""Load schedules: pure, seeded, with the rates and ramps asked for."""
+"""Load schedules: pure, seeded, with the rates and ramps asked for; trace replay's schedule
+(``replay_offsets``): known answers for speed, window and jitter."""
 
 import numpy as np
 import pytest
 
 from tokenbench.config import RateLoad, StopConfig, UsersLoad
-from tokenbench.load import arrival_times, user_start_times
+from tokenbench.datasets.traces import TraceRow
+from tokenbench.load import arrival_times, replay_offsets, user_start_times
 
 
 def test_users_spawn_evenly_over_the_ramp():
@@ -44,3 +46,76 @@ def test_random_arrivals_draw_the_first_gap_too(arrival):
     firsts = [next(iter(arrival_times(load, seed, StopConfig(max_requests=1)))) for seed in range(200)]
     assert np.mean(counts) == pytest.approx(5.0, abs=0.15)
     assert min(firsts) > 0
+
+
+# --- trace replay ---------------------------------------------------------------------------
+
+
+def _rows(*times_s: float) -> list[TraceRow]:
+    return [TraceRow(i + 1, t, 10, 10) for i, t in enumerate(times_s)]
+
+
+def _offsets(rows: list[TraceRow], **kw: float) -> list[float]:
+    return [s.offset_s for s in replay_offsets(rows, **kw)]
+
+
+def test_offsets_are_trace_times_at_speed_one():
+    rows = _rows(0.0, 0.5, 0.5, 3.0)
+    sends = replay_offsets(rows)
+    assert [s.offset_s for s in sends] == [0.0, 0.5, 0.5, 3.0]
+    assert [s.row.row for s in sends] == [1, 2, 3, 4]
+
+
+def test_speed_two_is_twice_as_fast():
+    rows = _rows(0.0, 1.0, 3.0)
+    assert _offsets(rows, speed=2.0) == [0.0, 0.5, 1.5]
+    assert _offsets(rows, speed=0.5) == [0.0, 2.0, 6.0]
+
+
+def test_the_window_is_in_trace_time_and_its_first_row_is_offset_zero():
+    rows = _rows(0.0, 2.0, 4.0, 6.0, 8.0)
+    sends = replay_offsets(rows, speed=2.0, start_s=2.0, end_s=8.0)  # 8.0 is out: the end is open
+    assert [s.row.row for s in sends] == [2, 3, 4]
+    assert [s.offset_s for s in sends] == [0.0, 1.0, 2.0]
+    assert [s.row.row for s in replay_offsets(rows, start_s=5.0)] == [4, 5]
+    assert _offsets(rows, end_s=4.0) == [0.0, 2.0]
+
+
+def test_jitter_spreads_each_grid_instant_over_the_bucket_after_it():
+    # Mooncake's conversation trace: arrivals stacked on a 3 s grid
+    rows = _rows(*([0.0] * 500 + [3.0] * 500))
+    sends = replay_offsets(rows, jitter_s=3.0, seed=1)
+    first = sorted(s.offset_s for s in sends if s.row.timestamp_s == 0.0)
+    second = [s.offset_s for s in sends if s.row.timestamp_s == 3.0]
+    assert 0.0 <= first[0] and first[-1] < 3.0 and all(3.0 <= t < 6.0 for t in second)
+    assert len({round(t, 6) for t in first}) == 500  # no two left together
+    assert sum(first) / 500 == pytest.approx(1.5, abs=0.15)  # uniform over the bucket
+    offsets = [s.offset_s for s in sends]
+    assert offsets == sorted(offsets)  # in send order
+
+
+def test_jitter_is_seeded_and_in_trace_seconds():
+    rows = _rows(0.0, 0.0, 3.0, 3.0)
+    assert _offsets(rows, jitter_s=3.0, seed=7) == _offsets(rows, jitter_s=3.0, seed=7)
+    assert _offsets(rows, jitter_s=3.0, seed=7) != _offsets(rows, jitter_s=3.0, seed=8)
+    fast = _offsets(rows, jitter_s=3.0, seed=7, speed=2.0)
+    assert fast == pytest.approx([t / 2 for t in _offsets(rows, jitter_s=3.0, seed=7)])
+
+
+def test_no_jitter_by_default():
+    assert _offsets(_rows(0.0, 0.0, 3.0)) == [0.0, 0.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        ({"speed": 0.0}, "speed must be > 0"),
+        ({"speed": -1.0}, "speed must be > 0"),
+        ({"jitter_s": -0.1}, "jitter must be >= 0"),
+        ({"start_s": 10.0}, r"no trace rows in the replay window \[10.0, end\)"),
+        ({"start_s": 1.0, "end_s": 1.0}, r"no trace rows in the replay window \[1.0, 1.0\)"),
+    ],
+)
+def test_bad_settings_say_what_to_change(kw, message):
+    with pytest.raises(ValueError, match=message):
+        replay_offsets(_rows(0.0, 2.0), **kw)

@@ -1,0 +1,162 @@
+"""Text prompts from a trace's prefix-block hashes (``BlockPrompts``: the same id always gives the
+same block text, exact lengths through a tokenizer where one is given) and the prefix reuse the
+workload promises (``expected_reuse``: what an infinite prefix cache would find)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .synthetic import _WORDS  # the same short, mostly one-token words as synthetic prompts
+from .tokenizers import Tokenizer
+from .traces import TraceRow, num_blocks
+
+# --- prompts from hash ids ----------------------------------------------------------------------
+
+# Every block starts with a newline: BPE pre-tokenizers (GPT-2's and Llama 3's patterns) split on
+# it, so no token spans two blocks and a block tokenizes the same whatever comes before it. AIPerf
+# gets the same effect by making a block's first token BOS/EOS; text keeps us API-neutral.
+BLOCK_SEPARATOR = "\n"
+
+
+@dataclass(frozen=True)
+class TracePrompt:
+    row: int  # the TraceRow it is for
+    text: str
+    num_tokens: int | None  # the tokenizer's count of ``text``; None without a tokenizer
+    exact: bool  # num_tokens == the row's input_tokens (False whenever there is no tokenizer)
+
+
+class BlockPrompts:
+    """Text for trace rows: hash id ``h`` becomes a block of ``block_size`` tokens whose words are
+    drawn from a generator seeded by ``h`` (and ``seed``), never by its position, so the same id
+    gives the same text in every row and different ids give different text (siblings after a
+    shared parent included). A row's last block is partial: ``input_tokens - (n-1)*block_size``
+    tokens, the first words of that id's full block. A row without hash ids gets text of its own,
+    seeded by its row number. (A block of one token, where the tokenizer counts the separator as
+    one, is the separator alone: the same for every id. Engines cache whole blocks of 16+ tokens,
+    so such a tail never makes a hit.)
+
+    With a tokenizer each block is fitted to its exact token count (and the whole prompt checked);
+    without one a word stands for a token and the separator for one more: approximate, and said so.
+    Blocks are memoized per (id, size): a trace reuses most of them.
+    """
+
+    def __init__(self, block_size: int, tokenizer: Tokenizer | None, seed: int = 0) -> None:
+        if block_size <= 0:
+            raise ValueError(f"block size must be a positive number of tokens (got {block_size})")
+        self.block_size = block_size
+        self._tokenizer = tokenizer
+        self._seed = seed
+        self._words = list(_WORDS)
+        self._separator_tokens = 1
+        if tokenizer is not None:
+            self._words = [w for w in _WORDS if tokenizer.count(" " + w) == 1] or self._words
+            self._separator_tokens = tokenizer.count(BLOCK_SEPARATOR)
+        self._blocks: dict[tuple[str, int], tuple[str, bool]] = {}
+
+    def block(self, hash_id: int, num_tokens: int) -> str:
+        return self._fitted(f"block:{hash_id}", num_tokens)[0]
+
+    def prompt(self, row: TraceRow) -> TracePrompt:
+        if not row.hash_ids:
+            text, exact = self._fitted(f"row:{row.row}", row.input_tokens)
+        else:
+            sizes = block_sizes(row.input_tokens, len(row.hash_ids), self.block_size, row.row)
+            parts = [self._fitted(f"block:{h}", n) for h, n in zip(row.hash_ids, sizes)]
+            text, exact = "".join(p[0] for p in parts), all(p[1] for p in parts)
+        if self._tokenizer is None:
+            return TracePrompt(row.row, text, None, False)
+        # Blocks fitted one by one add up only if nothing merges across the separator: check.
+        count = row.input_tokens if exact and not row.hash_ids else self._tokenizer.count(text)
+        return TracePrompt(row.row, text, count, count == row.input_tokens)
+
+    def _draw(self, key: str, num_words: int) -> str:
+        # A string seed is hashed by SHA-512 (random.seed, version 2): independent of
+        # PYTHONHASHSEED (vLLM's hash(f"{h}:{size}") is not). Fresh each time: n words drawn are
+        # the first n of any longer draw, so a partial block is a prefix of the full one.
+        rng = random.Random(f"tokenbench:{self._seed}:{key}")
+        return BLOCK_SEPARATOR + " ".join(rng.choice(self._words) for _ in range(num_words))
+
+    def _fitted(self, key: str, num_tokens: int) -> tuple[str, bool]:
+        """The block's text and whether the tokenizer counts exactly ``num_tokens`` in it."""
+        if num_tokens == 0:
+            return "", True
+        memo = self._blocks.get((key, num_tokens))
+        if memo is not None:
+            return memo
+        n = max(0, num_tokens - self._separator_tokens)
+        text, exact = self._draw(key, n), False
+        if self._tokenizer is not None:
+            for _ in range(8):  # as synthetic prompts: a word is about a token; a round or two
+                got = self._tokenizer.count(text)
+                if got == num_tokens:
+                    exact = True
+                    break
+                n = max(0, n + num_tokens - got)
+                text = self._draw(key, n)
+        self._blocks[(key, num_tokens)] = (text, exact)
+        return text, exact
+
+
+def block_sizes(input_tokens: int, num_hash_ids: int, block_size: int, row: int = 0) -> list[int]:
+    """Tokens per block: full blocks, then the partial last one (``input - (n-1)*block_size``)."""
+    if num_hash_ids != num_blocks(input_tokens, block_size):
+        raise ValueError(
+            f"row {row}: {num_hash_ids} hash_ids for input_length {input_tokens} in {block_size}-token blocks"
+        )
+    if num_hash_ids == 0:
+        return []
+    return [block_size] * (num_hash_ids - 1) + [input_tokens - (num_hash_ids - 1) * block_size]
+
+
+def block_prompts(
+    rows: Iterable[TraceRow], block_size: int, tokenizer: Tokenizer | None, seed: int = 0
+) -> list[TracePrompt]:
+    prompts = BlockPrompts(block_size, tokenizer, seed)
+    return [prompts.prompt(row) for row in rows]
+
+
+# --- the workload's expected reuse --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExpectedReuse:
+    """What an infinite prefix cache would reuse over the rows sent, in blocks and in tokens.
+
+    A block counts as reused when its id was seen in an earlier row and every block before it in
+    this row was too: a prefix cache reuses a prefix, nothing after the first miss (with rolling
+    hashes, as Mooncake's, an id seen implies its prefix seen, so this is "id seen before").
+    Rows without hash ids count their tokens as new (their text is unique) and no blocks.
+    """
+
+    num_blocks: int
+    num_blocks_reused: int
+    num_tokens: int
+    num_tokens_reused: int
+
+    @property
+    def block_fraction(self) -> float | None:
+        return self.num_blocks_reused / self.num_blocks if self.num_blocks else None
+
+    @property
+    def token_fraction(self) -> float | None:
+        return self.num_tokens_reused / self.num_tokens if self.num_tokens else None
+
+
+def expected_reuse(rows: Iterable[TraceRow], block_size: int) -> ExpectedReuse:
+    """Over ``rows`` in the order they are sent (pass only the rows used)."""
+    seen: set[int] = set()
+    blocks = blocks_reused = tokens = tokens_reused = 0
+    for row in rows:
+        tokens += row.input_tokens
+        sizes = block_sizes(row.input_tokens, len(row.hash_ids), block_size, row.row) if row.hash_ids else []
+        blocks += len(sizes)
+        for h, size in zip(row.hash_ids, sizes):
+            if h not in seen:
+                break
+            blocks_reused += 1
+            tokens_reused += size
+        seen.update(row.hash_ids)
+    return ExpectedReuse(blocks, blocks_reused, tokens, tokens_reused)
