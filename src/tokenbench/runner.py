@@ -271,7 +271,7 @@ def _config_json(
     data = config.redacted()
     data["resolved_target"] = {"url": target.url, "model": target.model, "api": target.api}
     data["backend"] = backend
-    data["dataset_info"] = info.model_dump(mode="json")
+    data["dataset_info"] = info.model_dump(mode="json", exclude_unset=True)  # no "trace" key but a trace's
     data["tool"] = {"name": "tokenbench", "version": __version__}
     data["clock"] = {
         "origin_monotonic_s": clock.origin_monotonic_s,

@@ -172,7 +172,8 @@ def build_requests(
         system_prompt=bool(system),
         unique_prefix=cfg.unique_prefix,
         source=built.source,
-        trace=built.trace,
+        # only a trace's facts add the key: other datasets' results.json keep their shape
+        **({"trace": built.trace} if built.trace is not None else {}),
     )
     return built.requests, info
 
