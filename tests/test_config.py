@@ -31,6 +31,8 @@ from tokenbench.config import (
         (lambda: _run(DatasetConfig(name="trace", path="t.jsonl"), RateLoad(rate_per_s=1)), "drop --users/--rate"),
         (lambda: _run(DatasetConfig(), ReplayLoad()), "--dataset trace --dataset-path FILE"),
         (lambda: _run(DatasetConfig(), UsersLoad(users=1), schedule_ends=True), "only a trace replay ends"),
+        (lambda: DatasetConfig(name="trace"), "--dataset trace needs --dataset-path"),
+        (lambda: DatasetConfig(block_size=16), "--block-size describe a trace"),
     ],
 )
 def test_a_bad_setting_is_an_error_naming_what_to_change(build, needle):

@@ -215,6 +215,16 @@ class DatasetConfig(_Model):
             raise ValueError(f"--min-prompt-tokens {lo} is above --max-prompt-tokens {hi}")
         return self
 
+    @model_validator(mode="after")
+    def _trace(self) -> DatasetConfig:
+        if self.name == "trace" and self.path is None:
+            raise ValueError("--dataset trace needs --dataset-path FILE (a Mooncake, Azure, BurstGPT or Bailian trace)")
+        trace_only = [f for f in ("trace_format", "block_size", "trace_model", "trace_log_type") if getattr(self, f)]
+        if self.name != "trace" and trace_only:
+            flags = ", ".join("--" + f.replace("_", "-") for f in trace_only)
+            raise ValueError(f"{flags} describe a trace: use them with --dataset trace")
+        return self
+
 
 class SLOConfig(_Model):
     ttft_s: float | None = Field(default=None, gt=0)

@@ -31,6 +31,8 @@ from tokenbench.procs import free_port
         (["--dataset", "trace", "--dataset-path", "t.jsonl", "--replay-speed", "0"], "--replay-speed"),
         (["--dataset", "trace", "--dataset-path", "t", "--replay-start", "5", "--replay-end", "2"], "--replay-end 2"),
         (["--dataset", "trace", "--dataset-path", "t.jsonl", "--trace-format", "csv"], "--trace-format"),
+        (["--dataset", "trace", "--dataset-path", "t.jsonl", "--arrival", "constant"], "drop --arrival"),
+        (["--dataset", "trace", "--max-requests", "3"], "--dataset trace needs --dataset-path"),
     ],
 )
 def test_bad_flags_exit_2_with_a_message(args, needle):

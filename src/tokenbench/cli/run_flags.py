@@ -109,9 +109,10 @@ def _scenario(a: dict[str, Any]) -> _Scenario:
     users, rates = numbers(a["users"], "--users", int), numbers(a["rate"], "--rate")
     duration, max_requests, ramp_up = a["duration"], a["max_requests"], a["ramp_up"]
     if a["dataset"] == "trace":
-        if users or rates:
-            given_flags = " and ".join(f for f, v in (("--users", users), ("--rate", rates)) if v)
-            raise UsageError(f"--dataset trace replays the trace's own schedule: drop {given_flags}")
+        # the flags that shape another schedule: a trace is its own
+        other = [_flag(k) for k in ("users", "rate", "ramp_up", "think_time", "arrival", "burstiness") if a.get(k)]
+        if other:
+            raise UsageError(f"--dataset trace replays the trace's own schedule: drop {' and '.join(other)}")
         return _Scenario([], [], None, duration, max_requests, default=False, replay=True)
     stray = [_flag(k) for k in (*_REPLAY_FLAGS, *_TRACE_FLAGS) if a.get(k) is not None]
     if stray:
