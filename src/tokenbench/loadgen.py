@@ -195,7 +195,7 @@ class LoadGenerator:
 
     def _end(self, point: _Point, now: float) -> None:
         run, deadline = point.run, point.deadline_s
-        planned = _planned_end_s(run, point)
+        planned = _planned_end_s(point)
         if planned is not None and not self.interrupted:
             run.load_end_s = planned
         else:
@@ -275,7 +275,7 @@ class LoadGenerator:
             task.add_done_callback(tasks.discard)
         # The load lasts its whole period even when the schedule's last arrival came earlier (a
         # low rate): the window ends there, and the point (with the server's scrapes) must too.
-        planned = _planned_end_s(run, point)
+        planned = _planned_end_s(point)
         if planned is not None:
             await self._sleep_until(planned)
 
@@ -323,9 +323,10 @@ def _deadline_s(run: PointRun, stop: StopConfig) -> float | None:
     return run.start_s + stop.duration_s if stop.duration_s is not None else None
 
 
-def _planned_end_s(run: PointRun, point: _Point) -> float | None:
+def _planned_end_s(point: _Point) -> float | None:
     """Where a point's load ends by plan: the deadline; without one, open loop ends one mean gap
     after its last arrival (N arrivals span N gaps); closed loop has no plan (its last reply)."""
+    run = point.run
     if point.stop.duration_s is not None:
         return run.start_s + point.stop.duration_s
     if point.mean_gap_s is not None and run.last_arrival_s is not None:
