@@ -199,8 +199,8 @@ class _Driver:
 def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
     """The dataset built and config.json written; the client, the load generator and the source."""
     config, writer = bench.config, bench.writer
-    tokenizer = _tokenizer(config, target.config)
-    requests, info = build_requests(config.dataset, tokenizer, config.seed, _trace_window(config.loads))
+    tokenizer, window = _tokenizer(config, target.config), _trace_window(config.loads)
+    requests, info = build_requests(config.dataset, tokenizer, config.seed, window)
     writer.write_config(_config_json(config, target.config, backend, info, bench.clock, bench.sampler))
     count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
     client = StreamingClient(
