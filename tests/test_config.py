@@ -8,6 +8,7 @@ from tokenbench.config import (
     DatasetConfig,
     LoadSweep,
     RateLoad,
+    ReplayLoad,
     RunConfig,
     StopConfig,
     TargetConfig,
@@ -25,11 +26,36 @@ from tokenbench.config import (
         (lambda: LoadSweep(users=[1], rates=[2.0]), "not both"),
         (lambda: LoadSweep(), "not both"),
         (lambda: LoadSweep(rates=[1.0], burstiness=0.5, arrival="poisson"), "--arrival gamma"),
+        (lambda: ReplayLoad(start_s=5, end_s=2), "--replay-end 2 must be after --replay-start 5"),
+        (lambda: ReplayLoad(speed=0), "greater than 0"),
+        (lambda: _run(DatasetConfig(name="trace", path="t.jsonl"), RateLoad(rate_per_s=1)), "drop --users/--rate"),
+        (lambda: _run(DatasetConfig(), ReplayLoad()), "--dataset trace --dataset-path FILE"),
+        (lambda: _run(DatasetConfig(), UsersLoad(users=1), schedule_ends=True), "only a trace replay ends"),
+        (lambda: DatasetConfig(name="trace"), "--dataset trace needs --dataset-path"),
+        (lambda: DatasetConfig(block_size=16), "--block-size describe a trace"),
     ],
 )
 def test_a_bad_setting_is_an_error_naming_what_to_change(build, needle):
     with pytest.raises(ValidationError, match=needle):
         build()
+
+
+def _run(dataset: DatasetConfig, load, schedule_ends: bool = False) -> RunConfig:
+    stop = StopConfig(schedule_ends=True) if schedule_ends else StopConfig(max_requests=1)
+    return RunConfig(loads=[load], stop=stop, dataset=dataset)
+
+
+def test_a_trace_replay_needs_no_duration_its_schedule_ends_it():
+    cfg = RunConfig(
+        loads=[ReplayLoad(speed=2, jitter_s=0.5)],
+        stop=StopConfig(schedule_ends=True),
+        dataset=DatasetConfig(name="trace", path="t.jsonl", trace_format="mooncake", block_size=16),
+    )
+    assert cfg.stop.duration_s is None and cfg.stop.max_requests is None
+    assert cfg.loads[0].kind == "replay" and cfg.loads[0].speed == 2
+    # the load's kind picks its type when read back from config.json
+    again = RunConfig.model_validate(cfg.model_dump(mode="json"))
+    assert again.loads == cfg.loads
 
 
 def test_a_sweep_is_one_point_per_value_and_burstiness_means_gamma():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from safety_helpers import _recompute, _tokenbench
 
 from tokenbench.config import StopConfig
@@ -96,3 +97,19 @@ def test_a_run_from_before_0_2_is_rederived_from_its_old_spans(start_mock, tmp_p
     for w in old["timeseries"] + new["timeseries"]:
         w.pop("active_users")
     assert new == old
+
+
+def test_a_replay_recomputes_to_its_own_results_as_open_loop(mock_server, tmp_path):
+    from replay_helpers import replay_config, write_trace
+    from run_helpers import quiet
+
+    from tokenbench.config import ReplayLoad
+    from tokenbench.derive import recompute_run
+    from tokenbench.runner import run
+
+    trace = write_trace(tmp_path / "trace.jsonl")
+    written = run(replay_config(mock_server(ttft_ms=2, itl_ms=1), trace, tmp_path, ReplayLoad(speed=4)), quiet())
+    recomputed = recompute_run(written.run_dir).to_json()
+    assert _without_computed_by(recomputed) == _without_computed_by(written.results)
+    point = recomputed["points"][0]
+    assert point["load"]["kind"] == "replay" and point["offered_per_s"] == pytest.approx(3 / 0.4, rel=0.01)

@@ -4,9 +4,9 @@
 import numpy as np
 import pytest
 
-from tokenbench.config import RateLoad, StopConfig, UsersLoad
+from tokenbench.config import RateLoad, ReplayLoad, StopConfig, UsersLoad
 from tokenbench.datasets.traces import TraceRow
-from tokenbench.load import arrival_times, replay_offsets, user_start_times
+from tokenbench.load import arrival_times, describe, replay_offsets, user_start_times
 
 
 def test_users_spawn_evenly_over_the_ramp():
@@ -119,3 +119,10 @@ def test_no_jitter_by_default():
 def test_bad_settings_say_what_to_change(kw, message):
     with pytest.raises(ValueError, match=message):
         replay_offsets(_rows(0.0, 2.0), **kw)
+
+
+def test_a_replay_describes_its_speed_window_jitter_and_cap():
+    assert describe(ReplayLoad()) == "trace replay x1"
+    assert describe(ReplayLoad(start_s=5)) == "trace replay x1 5s-end"
+    load = ReplayLoad(speed=2, start_s=10, end_s=70, jitter_s=3, max_concurrency=4)
+    assert describe(load) == "trace replay x2 10s-70s, jitter 3s, max 4 in flight"

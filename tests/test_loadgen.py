@@ -80,3 +80,74 @@ def test_live_stats_count_errors_and_keep_the_last_ttfts_bounded():
         stats.record_done(record)
     assert (stats.done, stats.errors, stats.output_chunks) == (250, 50, 500)
     assert 100 <= len(stats.last_ttfts_s) <= 200 and stats.last_ttfts_s[-1] == pytest.approx(0.5)
+
+
+# --- trace replay ---------------------------------------------------------------------------------
+
+
+def test_a_replay_sends_each_row_at_its_trace_time_over_the_speed(start_mock, tmp_path):
+    """Speed 2: the mock receives row k at trace_time_k / 2 after row 1 (within a few ms); each
+    record names its row; max_tokens is the row's output length (the mock streams that many)."""
+    import hashlib
+    import json
+    import urllib.request
+
+    from replay_helpers import EXPECTED_REUSE, ROWS, replay_config, write_trace
+
+    from tokenbench.config import ReplayLoad
+
+    url = start_mock(ttft_ms=5, itl_ms=2)
+    trace = write_trace(tmp_path / "trace.jsonl")
+    result = run(replay_config(url, trace, tmp_path, ReplayLoad(speed=2)), quiet())
+    records = sorted(records_of(result.run_dir), key=lambda r: r["trace_row"])
+    with urllib.request.urlopen(url + "/mock/deliveries") as resp:
+        log = json.loads(resp.read())
+    received = [log[r["response_id"]]["received_s"] for r in records]
+    assert [r["trace_row"] for r in records] == [1, 2, 3, 4]
+    for (t_ms, _, out, _), got, r in zip(ROWS, received, records):
+        assert got - received[0] == pytest.approx(t_ms / 1e3 / 2, abs=0.005)
+        assert r["outcome"] == "ok" and len(r["chunk_times_s"]) == out == r["output_tokens"]
+    point, dataset = result.results["points"][0], result.results["dataset"]
+    assert point["load"]["kind"] == "replay" and point["load"]["speed"] == 2
+    assert point["populations"]["distributions"].startswith("requests scheduled in the window")
+    # 4 rows over 0.8 s span 3 gaps: the window adds one mean gap, so offered = 3 / 0.8
+    assert point["offered_per_s"] == pytest.approx(3 / 0.8, rel=0.01)
+    assert dataset["trace"]["sha256"] == hashlib.sha256(trace.read_bytes()).hexdigest()
+    assert dataset["trace"]["format"] == "mooncake" and dataset["trace"]["num_rows_used"] == 4
+    assert {k: dataset["trace"]["expected_reuse"][k] for k in EXPECTED_REUSE} == EXPECTED_REUSE
+
+
+def test_a_replay_capped_at_one_in_flight_shows_its_lag_as_queue_delay(mock_server, tmp_path):
+    """Rows 0.1 s apart, replies ~0.25 s: with one slot the sends fall behind the trace, and the
+    lag is queue delay, never hidden; without a cap nothing waits."""
+    from replay_helpers import replay_config, write_trace
+
+    from tokenbench.config import ReplayLoad
+
+    rows = [(t, 10, 20, [t]) for t in range(0, 1000, 100)]
+    trace = write_trace(tmp_path / "trace.jsonl", rows)
+    capped = run(
+        replay_config(mock_server(ttft_ms=20, itl_ms=10), trace, tmp_path, ReplayLoad(max_concurrency=1)), quiet()
+    )
+    point = capped.results["points"][0]
+    assert point["requests"]["total"] == 10 and point["concurrency"]["peak"] == 1
+    assert point["queue_s"]["max"] > 0.5  # the 10th row waited for 9 replies of ~0.2 s
+    records = sorted(records_of(capped.run_dir), key=lambda r: r["trace_row"])
+    lags = [r["sent_s"] - r["scheduled_s"] for r in records]
+    assert lags[0] < 0.02 and lags[-1] > lags[2] > 0.1  # the backlog grows row after row
+
+
+def test_a_replay_stops_at_the_duration_and_the_window_selects_rows(mock_server, tmp_path):
+    from replay_helpers import replay_config, write_trace
+
+    from tokenbench.config import ReplayLoad
+
+    trace = write_trace(tmp_path / "trace.jsonl")
+    # trace time [0.3, 2) s: rows 2-4 (0.4, 1.0, 1.6 s), rebased to row 2; at speed 1 row 4 is at 1.2 s
+    load = ReplayLoad(start_s=0.3, end_s=2.0)
+    result = run(replay_config(mock_server(ttft_ms=1, itl_ms=1), trace, tmp_path, load, duration_s=1.0), quiet())
+    assert sorted(r["trace_row"] for r in records_of(result.run_dir)) == [2, 3]  # row 4 is past 1 s
+    assert result.results["dataset"]["trace"]["num_rows_used"] == 3
+    assert result.results["points"][0]["window"]["end_s"] - result.results["points"][0]["span"]["start_s"] == (
+        pytest.approx(1.0)
+    )

@@ -41,6 +41,10 @@ def test_older_and_newer_record_lines_are_read():
     assert back.end_marker is True and back.outcome is Outcome.OK
     data["outcome"] = "stream_error"
     assert RequestRecord.from_json(data).end_marker is False
+    assert data.pop("trace_row") is None  # written before replay: no trace row
+    assert RequestRecord.from_json(data).trace_row is None
+    replayed = RequestRecord(point=0, id=1, scheduled_s=0.0, trace_row=7)
+    assert RequestRecord.from_json(json.loads(json.dumps(replayed.to_json()))).trace_row == 7
 
 
 def test_per_request_figures_from_the_raw_times():

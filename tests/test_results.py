@@ -19,7 +19,11 @@ target.url target.model target.api target.ignore_eos target.backend target.engin
 target.cold_start_s target.cold_start_includes target.command target.command_env target.knobs
 target.engine_model target.log
 dataset.name dataset.num_requests dataset.exact_lengths dataset.tokenizer dataset.system_prompt
-dataset.unique_prefix dataset.source slo.ttft_s slo.tpot_s slo.e2e_s
+dataset.unique_prefix dataset.source dataset.trace.format dataset.trace.sha256 dataset.trace.num_rows
+dataset.trace.num_rows_used dataset.trace.block_size dataset.trace.num_failed_skipped
+dataset.trace.num_filtered_out dataset.trace.expected_reuse.num_blocks dataset.trace.expected_reuse.num_blocks_reused
+dataset.trace.expected_reuse.num_tokens dataset.trace.expected_reuse.num_tokens_reused
+dataset.trace.expected_reuse.token_fraction dataset.trace.expected_reuse.block_fraction slo.ttft_s slo.tpot_s slo.e2e_s
 clock.origin_monotonic_s clock.origin_unix_s clock.unit telemetry.samples telemetry.metrics_url
 telemetry.interval_s interrupted
 points[].index points[].label points[].interrupted points[].window_s points[].rate_period_s
@@ -28,6 +32,7 @@ points[].output_tokens_per_s points[].total_tokens_per_s points[].prompt_tokens_
 points[].requests_per_s points[].goodput_per_s points[].good_fraction
 points[].load.kind points[].load.users points[].load.ramp_up_s points[].load.think_time_s
 points[].load.rate_per_s points[].load.arrival points[].load.burstiness points[].load.max_concurrency
+points[].load.speed points[].load.start_s points[].load.end_s points[].load.jitter_s
 points[].load.warmup_s points[].load.duration_s points[].load.max_requests
 points[].span.start_s points[].span.ramp_end_s points[].span.load_end_s points[].span.end_s
 points[].window.start_s points[].window.end_s
@@ -151,3 +156,18 @@ def test_a_key_the_types_do_not_declare_is_refused(written):
     schema_doc = json.loads(SCHEMA_PATH.read_text())
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**written, "points": [point]}, schema_doc)
+
+
+def test_a_replays_results_json_validates_and_round_trips(mock_server, tmp_path):
+    """A trace replay adds load.kind replay with its settings and dataset.trace: in the schema."""
+    from replay_helpers import replay_config, write_trace
+    from run_helpers import quiet
+
+    from tokenbench.config import ReplayLoad
+
+    trace = write_trace(tmp_path / "trace.jsonl")
+    load = ReplayLoad(speed=8, jitter_s=0.2, max_concurrency=2)
+    results = run(replay_config(mock_server(ttft_ms=1, itl_ms=1), trace, tmp_path, load), quiet()).results
+    jsonschema.validate(results, json.loads(SCHEMA_PATH.read_text()))
+    assert RunResults.from_json(results).to_json() == results
+    assert results["points"][0]["load"]["jitter_s"] == 0.2 and results["dataset"]["trace"]["block_size"] == 10

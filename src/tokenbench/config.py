@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 Api = Literal["chat", "completions", "tgi", "triton", "ollama"]  # the values of --api (clients.WIRES)
 Arrival = Literal["constant", "poisson", "gamma"]
-DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl"]
+DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace"]
+# The trace formats datasets.traces reads (its TraceFormat; config cannot import datasets: a cycle).
+TraceFormatName = Literal["mooncake", "azure", "burstgpt", "bailian"]
 
 SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
 
@@ -101,7 +103,27 @@ class RateLoad(_Model):
     max_concurrency: int | None = Field(default=None, gt=0)
 
 
-LoadPoint = UsersLoad | RateLoad
+class ReplayLoad(_Model):
+    """Open loop from a trace (``--dataset trace``): each row is sent at its trace time divided by
+    ``speed`` (2 = twice as fast), from the first row in ``[start_s, end_s)`` of trace time,
+    whatever the responses; ``jitter_s`` (trace seconds, opt-in) spreads a gridded trace's bursts
+    (load.replay_offsets). ``max_concurrency`` caps it as for a rate: the wait is queue delay."""
+
+    kind: Literal["replay"] = "replay"
+    speed: float = Field(default=1.0, gt=0)
+    start_s: float | None = Field(default=None, ge=0)
+    end_s: float | None = Field(default=None, gt=0)
+    jitter_s: float = Field(default=0.0, ge=0)
+    max_concurrency: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _window(self) -> ReplayLoad:
+        if self.start_s is not None and self.end_s is not None and self.end_s <= self.start_s:
+            raise ValueError(f"--replay-end {self.end_s:g} must be after --replay-start {self.start_s:g}")
+        return self
+
+
+LoadPoint = UsersLoad | RateLoad | ReplayLoad
 
 
 class LoadSweep(_Model):
@@ -155,10 +177,13 @@ class StopConfig(_Model):
     max_requests: int | None = Field(default=None, gt=0)
     warmup_s: float = Field(default=0.0, ge=0)  # after ramp-up; excluded from metrics
     drain_timeout_s: float = Field(default=60.0, ge=0)  # wait for in-flight requests at the end
+    # The loads' own schedule ends each point (trace replay: its last row), so neither a duration
+    # nor a request count is needed; RunConfig allows it only when every load is a replay.
+    schedule_ends: bool = False
 
     @model_validator(mode="after")
     def _some_stop(self) -> StopConfig:
-        if self.duration_s is None and self.max_requests is None:
+        if self.duration_s is None and self.max_requests is None and not self.schedule_ends:
             raise ValueError("set --duration and/or --max-requests so the load stops by itself")
         return self
 
@@ -176,12 +201,28 @@ class DatasetConfig(_Model):
     system_prompt: str | None = None
     unique_prefix: bool = False
     tokenizer: str | None = None  # HF tokenizer.json path or folder; default: the target's /tokenize
+    # --dataset trace: the file's format (None: detected), tokens per hash id (None: the format's),
+    # BurstGPT's Model and Log Type filters
+    trace_format: TraceFormatName | None = None
+    block_size: int | None = Field(default=None, gt=0)
+    trace_model: str | None = None
+    trace_log_type: str | None = None
 
     @model_validator(mode="after")
     def _range(self) -> DatasetConfig:
         lo, hi = self.min_prompt_tokens, self.max_prompt_tokens
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"--min-prompt-tokens {lo} is above --max-prompt-tokens {hi}")
+        return self
+
+    @model_validator(mode="after")
+    def _trace(self) -> DatasetConfig:
+        if self.name == "trace" and self.path is None:
+            raise ValueError("--dataset trace needs --dataset-path FILE (a Mooncake, Azure, BurstGPT or Bailian trace)")
+        trace_only = [f for f in ("trace_format", "block_size", "trace_model", "trace_log_type") if getattr(self, f)]
+        if self.name != "trace" and trace_only:
+            flags = ", ".join("--" + f.replace("_", "-") for f in trace_only)
+            raise ValueError(f"{flags} describe a trace: use them with --dataset trace")
         return self
 
 
@@ -207,6 +248,18 @@ class RunConfig(_Model):
     out_dir: Path | None = None  # default runs/<timestamp>
     keep_text: bool = False  # store generated text in records.jsonl
     live: bool = True
+
+    @model_validator(mode="after")
+    def _replay_needs_trace(self) -> RunConfig:
+        """A trace is a schedule: it is replayed, and only a trace is; the schedule may end a point."""
+        replays = [isinstance(load, ReplayLoad) for load in self.loads]
+        if self.dataset.name == "trace" and not all(replays):
+            raise ValueError("--dataset trace replays the trace's own schedule: drop --users/--rate")
+        if any(replays) and self.dataset.name != "trace":
+            raise ValueError("a replay load needs a trace: --dataset trace --dataset-path FILE")
+        if self.stop.schedule_ends and not all(replays):
+            raise ValueError("only a trace replay ends by its schedule: set --duration and/or --max-requests")
+        return self
 
     def redacted(self) -> dict:
         """The settings with every credential masked (redact.py): engine environment values and

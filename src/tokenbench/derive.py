@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import TypeAdapter
 
 from . import __version__
-from .config import LoadPoint, RateLoad, SLOConfig, StopConfig
+from .config import LoadPoint, RateLoad, ReplayLoad, SLOConfig, StopConfig
 from .load import describe
 from .metrics import ChunkTally, PointSpan, Window, series_edges, summarize_point, timeseries
 from .records import RequestRecord
@@ -108,7 +108,7 @@ def point_result(
     load = _LOAD.validate_python(facts["load"])
     start_s, end_s = facts["start_s"], facts["end_s"]
     window = Window(facts["window_start_s"], facts["load_end_s"])
-    span = PointSpan(window, open_loop=isinstance(load, RateLoad), end_s=end_s)
+    span = PointSpan(window, open_loop=isinstance(load, RateLoad | ReplayLoad), end_s=end_s)
     window_s = float(config_json.get("window_s") or 5.0)
     chunks = ChunkTally(span, series_edges(start_s, end_s, window_s))
     kept = chunks.consume(records)  # the records, without their chunk times

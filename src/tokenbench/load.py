@@ -12,7 +12,7 @@ from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
-from .config import LoadPoint, RateLoad, StopConfig, UsersLoad
+from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
 
 
 def user_start_times(load: UsersLoad) -> list[float]:
@@ -56,6 +56,11 @@ def describe(load: LoadPoint) -> str:
     if isinstance(load, UsersLoad):
         return f"{load.users} users" + (f", ramp {load.ramp_up_s:g}s" if load.ramp_up_s else "")
     cap = f", max {load.max_concurrency} in flight" if load.max_concurrency else ""
+    if isinstance(load, ReplayLoad):
+        end = "end" if load.end_s is None else f"{load.end_s:g}s"
+        window = "" if load.start_s is None and load.end_s is None else f" {load.start_s or 0:g}s-{end}"
+        jitter = f", jitter {load.jitter_s:g}s" if load.jitter_s else ""
+        return f"trace replay x{load.speed:g}{window}{jitter}{cap}"
     return f"{load.rate_per_s:g} req/s {load.arrival}{cap}"
 
 

@@ -3,7 +3,9 @@
 Closed loop (UsersLoad): user i starts at its ramp offset and sends its next request when its last
 one ended (+ think time). Open loop (RateLoad): requests start at their arrival times whatever the
 responses; with ``max_concurrency`` they may wait for a slot, and that wait is queue delay
-(``sent_s - scheduled_s``), never hidden.
+(``sent_s - scheduled_s``), never hidden. A trace replay (ReplayLoad) is open loop whose arrival
+times are the trace's (load.replay_offsets) and whose requests are the trace's rows, in order: a
+send that is late (the loop busy, or no slot) shows as queue delay, the replay's lag.
 
 Stopping: at ``duration_s`` (or once ``max_requests`` were issued) no new request starts; requests
 in flight may finish within ``drain_timeout_s``, then are cancelled. An interrupt (Ctrl-C) cancels
@@ -13,16 +15,16 @@ everything in flight at once. Every request that was created becomes exactly one
 from __future__ import annotations
 
 import asyncio
-import json
-import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 from .clients import Client
-from .config import LoadPoint, RateLoad, StopConfig, UsersLoad
-from .datasets import with_prefix
-from .load import arrival_times, ramp_up_s, user_start_times
+from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from .load import arrival_times, ramp_up_s, replay_offsets, user_start_times
 from .records import Outcome, Request, RequestRecord, RunClock
+from .request_source import RequestSource
+
+__all__ = ["LiveStats", "LoadGenerator", "PointRun", "RequestSource"]
 
 
 @dataclass
@@ -70,41 +72,6 @@ class PointRun:
     interrupted: bool = False
     num_records: int = 0
     last_arrival_s: float | None = None  # open loop: the last scheduled arrival
-
-
-class RequestSource:
-    """Hands out Requests in order from a finite list, cycling; ids are unique per run.
-
-    Each load point draws its own sequence: it starts at an offset fixed by the load and the seed
-    (``start_point``), never where the previous point stopped. So "4 users" gets the same prompts
-    in every configuration and every run with that seed, however many requests earlier points
-    completed (which depends on the server's speed), and different loads start at different
-    places in the list (fewer repeats between points for the prefix cache to catch).
-
-    With ``unique_nonce`` every request gets a prefix no earlier request or run had, so neither a
-    cycled prompt nor a repeated run hits the server's prefix cache.
-    """
-
-    def __init__(self, requests: list[Request], unique_nonce: str | None = None) -> None:
-        if not requests:
-            raise ValueError("the dataset produced no requests")
-        self._requests = requests
-        self._nonce = unique_nonce
-        self._next_id = 0
-        self._cursor = 0  # index of the next prompt in the list
-
-    def start_point(self, load: LoadPoint, seed: int) -> None:
-        key = json.dumps([seed, load.model_dump(mode="json")], sort_keys=True).encode()
-        self._cursor = zlib.crc32(key) % len(self._requests)
-
-    def take(self) -> tuple[int, Request]:
-        i = self._next_id
-        self._next_id += 1
-        request = self._requests[self._cursor % len(self._requests)]
-        self._cursor += 1
-        if self._nonce is not None:
-            request = with_prefix(request, f"[{self._nonce}-{i}] ")
-        return i, request
 
 
 RecordSink = Callable[[RequestRecord], None]
@@ -180,7 +147,7 @@ class LoadGenerator:
         if started is not None:
             started(run)
         self._show(run, stop)
-        point = _Point(run, stop, seed, _deadline_s(run, stop), _Budget(stop.max_requests), source)
+        point = _Point(run, stop, seed, _deadline_s(run, stop), _Budget(stop.max_requests), source, _mean_gap_s(load))
         await self._issue_until_stopped(point)
         now = self._clock.now()
         self._finish_unsent(now)
@@ -228,7 +195,7 @@ class LoadGenerator:
 
     def _end(self, point: _Point, now: float) -> None:
         run, deadline = point.run, point.deadline_s
-        planned = _planned_end_s(run, run.load, point.stop)
+        planned = _planned_end_s(point)
         if planned is not None and not self.interrupted:
             run.load_end_s = planned
         else:
@@ -288,30 +255,31 @@ class LoadGenerator:
             for task in users:
                 task.cancel()
 
-    async def _arrivals(self, point: _Point, load: RateLoad) -> None:
-        run, stop, budget, source, tasks = point.run, point.stop, point.budget, point.source, point.tasks
+    async def _arrivals(self, point: _Point, load: RateLoad | ReplayLoad) -> None:
+        run, budget, source, tasks = point.run, point.budget, point.source, point.tasks
         one = self._in_slot(load)
-        for offset in arrival_times(load, point.seed, stop):
+        for offset, given in _schedule(point, load):
             if not await self._sleep_until(run.start_s + offset) or not budget.take():
                 break
-            rid, request = source.take()
+            rid, request = source.take() if given is None else source.issue(given)
             run.last_arrival_s = run.start_s + offset
             record = self._new_record(
                 point=run.index,
                 id=rid,
                 scheduled_s=run.start_s + offset,
                 dataset_prompt_tokens=request.expected_prompt_tokens,
+                trace_row=request.trace_row,
             )
             task = asyncio.ensure_future(one(request, record))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         # The load lasts its whole period even when the schedule's last arrival came earlier (a
         # low rate): the window ends there, and the point (with the server's scrapes) must too.
-        planned = _planned_end_s(run, load, stop)
+        planned = _planned_end_s(point)
         if planned is not None:
             await self._sleep_until(planned)
 
-    def _in_slot(self, load: RateLoad) -> Callable[[Request, RequestRecord], Awaitable[None]]:
+    def _in_slot(self, load: RateLoad | ReplayLoad) -> Callable[[Request, RequestRecord], Awaitable[None]]:
         """How an arrival is sent: at once, or (``max_concurrency``) after waiting for a slot; one
         still waiting when the point ends is a never-sent record."""
         slots = asyncio.Semaphore(load.max_concurrency) if load.max_concurrency else None
@@ -355,14 +323,35 @@ def _deadline_s(run: PointRun, stop: StopConfig) -> float | None:
     return run.start_s + stop.duration_s if stop.duration_s is not None else None
 
 
-def _planned_end_s(run: PointRun, load: LoadPoint, stop: StopConfig) -> float | None:
+def _planned_end_s(point: _Point) -> float | None:
     """Where a point's load ends by plan: the deadline; without one, open loop ends one mean gap
     after its last arrival (N arrivals span N gaps); closed loop has no plan (its last reply)."""
-    if stop.duration_s is not None:
-        return run.start_s + stop.duration_s
-    if isinstance(load, RateLoad) and run.last_arrival_s is not None:
-        return run.last_arrival_s + 1.0 / load.rate_per_s
+    run = point.run
+    if point.stop.duration_s is not None:
+        return run.start_s + point.stop.duration_s
+    if point.mean_gap_s is not None and run.last_arrival_s is not None:
+        return run.last_arrival_s + point.mean_gap_s
     return None
+
+
+def _mean_gap_s(load: LoadPoint) -> float | None:
+    """A rate's mean gap; a replay's is set from its schedule (_schedule); closed loop has none."""
+    return 1.0 / load.rate_per_s if isinstance(load, RateLoad) else None
+
+
+def _schedule(point: _Point, load: RateLoad | ReplayLoad) -> Iterator[tuple[float, Request | None]]:
+    """An open-loop point's sends: (offset from the point's start, the request to send, or None
+    for the source's next one). A replay's are the trace's rows in its window, before
+    ``--duration``; its mean gap (for the planned end) is the trace's over the rows sent."""
+    if isinstance(load, RateLoad):
+        yield from ((t, None) for t in arrival_times(load, point.seed, point.stop))
+        return
+    sends = replay_offsets(point.source.trace(), load.speed, load.start_s, load.end_s, load.jitter_s, point.seed)
+    duration, limit = point.stop.duration_s, point.stop.max_requests
+    sends = [s for s in sends if duration is None or s.offset_s < duration][:limit]
+    if len(sends) > 1:
+        point.mean_gap_s = (sends[-1].offset_s - sends[0].offset_s) / (len(sends) - 1)
+    yield from ((s.offset_s, s.row.request) for s in sends)
 
 
 class _Budget:
@@ -389,4 +378,5 @@ class _Point:
     deadline_s: float | None
     budget: _Budget
     source: RequestSource
+    mean_gap_s: float | None = None  # open loop: the schedule's mean gap between arrivals
     tasks: set[asyncio.Task] = field(default_factory=set)  # requests in flight

@@ -57,6 +57,10 @@ class Request:
     messages: tuple[dict[str, str], ...] | None = None
     max_tokens: int | None = None
     expected_prompt_tokens: int | None = None  # the dataset's count (exact with a tokenizer)
+    # A trace's row (its file line) and its time in the trace, seconds from the trace's first row:
+    # a replay sends it at that time divided by the speed (load.replay_offsets).
+    trace_row: int | None = None
+    trace_time_s: float | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -142,6 +146,7 @@ class RequestRecord:
     # stream cleanly without saying the reply was complete; counted apart in results.
     end_marker: bool = False
     dataset_prompt_tokens: int | None = None  # Request.expected_prompt_tokens of what was sent
+    trace_row: int | None = None  # Request.trace_row: the trace file's line this request replays
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

@@ -26,7 +26,7 @@ from .backends.server import ServerUnderTest, server_under_test
 from .clients import wire_for
 from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
 from .clients.wire import Wire
-from .config import BackendConfig, LoadPoint, RunConfig, TargetConfig
+from .config import BackendConfig, LoadPoint, ReplayLoad, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .derive import point_result, results_header
@@ -199,7 +199,8 @@ class _Driver:
 def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
     """The dataset built and config.json written; the client, the load generator and the source."""
     config, writer = bench.config, bench.writer
-    requests, info = build_requests(config.dataset, _tokenizer(config, target.config), config.seed)
+    tokenizer, window = _tokenizer(config, target.config), _trace_window(config.loads)
+    requests, info = build_requests(config.dataset, tokenizer, config.seed, window)
     writer.write_config(_config_json(config, target.config, backend, info, bench.clock, bench.sampler))
     count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
     client = StreamingClient(
@@ -211,6 +212,13 @@ def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
     gen = LoadGenerator(client, bench.clock, writer.write_record, stats)
     nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
     return _Driver(bench, target, stats, gen, RequestSource(requests, unique_nonce=nonce))
+
+
+def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:
+    """The trace time the replay points cover, so only those rows are built (and counted in the
+    expected reuse); points with different windows get the whole trace."""
+    windows = {(load.start_s, load.end_s) for load in loads if isinstance(load, ReplayLoad)}
+    return windows.pop() if len(windows) == 1 else (None, None)
 
 
 def _start_facts(run: PointRun) -> dict:
@@ -263,7 +271,7 @@ def _config_json(
     data = config.redacted()
     data["resolved_target"] = {"url": target.url, "model": target.model, "api": target.api}
     data["backend"] = backend
-    data["dataset_info"] = info.model_dump(mode="json")
+    data["dataset_info"] = info.model_dump(mode="json", exclude_unset=True)  # no "trace" key but a trace's
     data["tool"] = {"name": "tokenbench", "version": __version__}
     data["clock"] = {
         "origin_monotonic_s": clock.origin_monotonic_s,

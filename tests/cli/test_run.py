@@ -23,6 +23,16 @@ from tokenbench.procs import free_port
         (["--users", "0", "--duration", "5"], "users"),
         (["--rate", "1", "--duration", "5", "--arrival", "sometimes"], "arrival"),
         (["--url", "localhost:8000", "--users", "1", "--duration", "5"], "--url must look like"),
+        (["--dataset", "trace", "--dataset-path", "t.jsonl", "--users", "2"], "drop --users"),
+        (["--dataset", "trace", "--dataset-path", "t.jsonl", "--rate", "1,2"], "drop --rate"),
+        (["--dataset", "trace", "--users", "2", "--rate", "1"], "drop --users and --rate"),
+        (["--users", "2", "--duration", "5", "--replay-speed", "2"], "--replay-speed need a trace"),
+        (["--rate", "2", "--duration", "5", "--block-size", "16"], "--block-size need a trace"),
+        (["--dataset", "trace", "--dataset-path", "t.jsonl", "--replay-speed", "0"], "--replay-speed"),
+        (["--dataset", "trace", "--dataset-path", "t", "--replay-start", "5", "--replay-end", "2"], "--replay-end 2"),
+        (["--dataset", "trace", "--dataset-path", "t.jsonl", "--trace-format", "csv"], "--trace-format"),
+        (["--dataset", "trace", "--dataset-path", "t.jsonl", "--arrival", "constant"], "drop --arrival"),
+        (["--dataset", "trace", "--max-requests", "3"], "--dataset trace needs --dataset-path"),
     ],
 )
 def test_bad_flags_exit_2_with_a_message(args, needle):
@@ -81,3 +91,25 @@ def test_unreachable_target_fails_before_any_load(tmp_path):
     assert proc.returncode == 3
     assert "cannot reach" in proc.stderr and "--url" in proc.stderr
     assert not (out / "records.jsonl").exists() or (out / "records.jsonl").read_text() == ""
+
+
+def test_dataset_trace_is_one_replay_point_ended_by_the_trace():
+    from tokenbench.cli.run_flags import run_config
+    from tokenbench.config import ReplayLoad
+
+    params = {p.name: None for p in _run_params()}
+    params.update(
+        dataset="trace", dataset_path="t.jsonl", replay_speed=2.0, replay_jitter=0.5, max_concurrency=3, block_size=16
+    )
+    cfg = run_config(params)
+    assert cfg.loads == [ReplayLoad(speed=2.0, jitter_s=0.5, max_concurrency=3)]
+    assert cfg.stop.schedule_ends and cfg.stop.duration_s is None and cfg.stop.max_requests is None
+    assert (cfg.dataset.name, cfg.dataset.block_size, cfg.dataset.trace_format) == ("trace", 16, None)
+
+
+def _run_params():
+    import typer.main
+
+    from tokenbench.cli.run import run
+
+    return typer.main.get_params_from_function(run).values()

@@ -200,3 +200,9 @@ def test_decode_speed_per_user_is_one_over_tpot():
     s = summarize_point(records, users(0.0, 2.0), SLOConfig())
     assert s.decode_speed_tokens_per_s.min == pytest.approx(20.0)
     assert s.decode_speed_tokens_per_s.max == pytest.approx(50.0)
+
+
+def test_a_replay_is_open_loop_with_the_rates_populations():
+    from tokenbench.metrics import POPULATIONS
+
+    assert POPULATIONS["replay"] == POPULATIONS["rate"] != POPULATIONS["users"]

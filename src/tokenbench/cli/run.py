@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from ..config import (
     BackendConfig,
     DatasetConfig,
+    ReplayLoad,
     RunConfig,
     StopConfig,
     TargetConfig,
@@ -142,7 +143,8 @@ def run(
         ),
     ] = None,
     max_concurrency: Annotated[
-        int | None, typer.Option(help="Open loop: at most this many in flight; the wait is recorded as queue delay.")
+        int | None,
+        typer.Option(help="Open loop and replay: at most this many in flight; the wait is recorded as queue delay."),
     ] = None,
     duration: Annotated[float | None, typer.Option(help="Seconds of load per point.")] = None,
     max_requests: Annotated[int | None, typer.Option(help="Stop a point after this many requests.")] = None,
@@ -160,10 +162,58 @@ def run(
         int | None, typer.Option(help="Seed for prompts and arrivals." + default(RunConfig, "seed"))
     ] = None,
     dataset: Annotated[
-        str | None, typer.Option(help="synthetic, sharegpt, dolly or jsonl." + default(DatasetConfig, "name"))
+        str | None,
+        typer.Option(
+            help="synthetic, sharegpt, dolly, jsonl, or trace (replays --dataset-path on its own schedule)."
+            + default(DatasetConfig, "name")
+        ),
     ] = None,
     dataset_path: Annotated[
-        Path | None, typer.Option(help="Dataset file (sharegpt JSON, dolly JSONL, your JSONL).")
+        Path | None, typer.Option(help="Dataset file (sharegpt JSON, dolly JSONL, your JSONL, a trace).")
+    ] = None,
+    trace_format: Annotated[
+        str | None,
+        typer.Option(
+            help="Trace: mooncake, azure, burstgpt or bailian (default: detected from the file).",
+            rich_help_panel="Trace replay",
+        ),
+    ] = None,
+    block_size: Annotated[
+        int | None,
+        typer.Option(
+            help="Trace: tokens per hash id (default: Mooncake 512, Bailian 16).", rich_help_panel="Trace replay"
+        ),
+    ] = None,
+    trace_model: Annotated[
+        str | None, typer.Option(help="BurstGPT: keep rows of this Model (e.g. GPT-4).", rich_help_panel="Trace replay")
+    ] = None,
+    trace_log_type: Annotated[
+        str | None,
+        typer.Option(
+            help="BurstGPT: keep rows of this Log Type (e.g. 'Conversation log').", rich_help_panel="Trace replay"
+        ),
+    ] = None,
+    replay_speed: Annotated[
+        float | None,
+        typer.Option(
+            help="Trace: divide trace times by this (2 = twice as fast)." + default(ReplayLoad, "speed"),
+            rich_help_panel="Trace replay",
+        ),
+    ] = None,
+    replay_start: Annotated[
+        float | None,
+        typer.Option(help="Trace: replay rows from this trace time (s).", rich_help_panel="Trace replay"),
+    ] = None,
+    replay_end: Annotated[
+        float | None,
+        typer.Option(help="Trace: replay rows before this trace time (s).", rich_help_panel="Trace replay"),
+    ] = None,
+    replay_jitter: Annotated[
+        float | None,
+        typer.Option(
+            help="Trace: move each row later by a seeded uniform draw in [0, S) trace seconds (spreads gridded bursts).",
+            rich_help_panel="Trace replay",
+        ),
     ] = None,
     input_tokens: Annotated[int | None, typer.Option(help="Synthetic prompt length in tokens.")] = None,
     output_tokens: Annotated[

@@ -11,6 +11,7 @@ from ..config import (
     DatasetConfig,
     LoadPoint,
     LoadSweep,
+    ReplayLoad,
     RunConfig,
     SLOConfig,
     StopConfig,
@@ -48,6 +49,17 @@ def _json_body(text: str | None) -> dict:
         raise UsageError(str(exc)) from None
 
 
+# --replay-* flags by their ReplayLoad fields: given without --dataset trace, an error naming them.
+_REPLAY_FLAGS = {
+    "replay_speed": "speed",
+    "replay_start": "start_s",
+    "replay_end": "end_s",
+    "replay_jitter": "jitter_s",
+}
+# The trace's own flags (DatasetConfig fields), equally meaningless without a trace.
+_TRACE_FLAGS = ("trace_format", "block_size", "trace_model", "trace_log_type")
+
+
 @dataclass(frozen=True)
 class _Scenario:
     """The load the flags ask for; when they name no users and no rate, the embedded default
@@ -59,6 +71,7 @@ class _Scenario:
     duration_s: float | None
     max_requests: int | None
     default: bool
+    replay: bool = False  # --dataset trace: one replay point, ended by the trace
 
 
 def run_config(a: dict[str, Any]) -> RunConfig:
@@ -88,9 +101,22 @@ def run_config(a: dict[str, Any]) -> RunConfig:
     )
 
 
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
 def _scenario(a: dict[str, Any]) -> _Scenario:
     users, rates = numbers(a["users"], "--users", int), numbers(a["rate"], "--rate")
     duration, max_requests, ramp_up = a["duration"], a["max_requests"], a["ramp_up"]
+    if a["dataset"] == "trace":
+        # the flags that shape another schedule: a trace is its own
+        other = [_flag(k) for k in ("users", "rate", "ramp_up", "think_time", "arrival", "burstiness") if a.get(k)]
+        if other:
+            raise UsageError(f"--dataset trace replays the trace's own schedule: drop {' and '.join(other)}")
+        return _Scenario([], [], None, duration, max_requests, default=False, replay=True)
+    stray = [_flag(k) for k in (*_REPLAY_FLAGS, *_TRACE_FLAGS) if a.get(k) is not None]
+    if stray:
+        raise UsageError(f"{', '.join(stray)} need a trace to replay: add --dataset trace --dataset-path FILE")
     if a["num_prompts"] is not None and duration is None and max_requests is None:
         max_requests = a["num_prompts"]  # vllm bench serve's meaning: N prompts, each sent once
     default_scenario = not users and not rates
@@ -102,6 +128,9 @@ def _scenario(a: dict[str, Any]) -> _Scenario:
 
 
 def _loads(a: dict[str, Any], scenario: _Scenario) -> list[LoadPoint]:
+    if scenario.replay:
+        replay = {field: a.get(flag) for flag, field in _REPLAY_FLAGS.items()}
+        return [ReplayLoad(**given(**replay, max_concurrency=a["max_concurrency"]))]
     sweep = LoadSweep(
         **given(
             users=scenario.users or None,
@@ -121,6 +150,7 @@ def _stop(a: dict[str, Any], scenario: _Scenario) -> StopConfig:
         **given(
             duration_s=scenario.duration_s,
             max_requests=scenario.max_requests,
+            schedule_ends=True if scenario.replay else None,
             warmup_s=a["warmup"],
             drain_timeout_s=a["drain_timeout"],
         )
@@ -175,5 +205,6 @@ def _dataset(a: dict[str, Any], small: bool) -> DatasetConfig:
             system_prompt=a["system_prompt"],
             unique_prefix=a["unique_prefix"],
             tokenizer=a["tokenizer"],
+            **{k: a.get(k) for k in _TRACE_FLAGS},
         )
     )

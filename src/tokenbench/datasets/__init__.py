@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
 from ..records import Request
 from ..results import DatasetFacts as DatasetInfo  # what results.json says of the dataset
+from ..results import TraceFacts
 from . import dolly, jsonl, sharegpt
 from .synthetic import synthetic_prompts
 from .tokenizers import Tokenizer
+from .trace_requests import TraceSelection, trace_requests
 
 
 def _estimate(text: str) -> int:
@@ -55,16 +57,28 @@ class Source:
     count: Callable[[str], int]
     system: str | None
     seed: int
+    # a trace replay's window of trace time (ReplayLoad.start_s, end_s): only its rows are built
+    trace_window: tuple[float | None, float | None] = (None, None)
 
 
-def _synthetic(src: Source, tokenizer: Tokenizer | None) -> tuple[list[Request], str | None]:
+@dataclass(frozen=True)
+class Built:
+    """A source's requests, where they came from, and (a trace) what was replayed."""
+
+    requests: list[Request]
+    source: str | None
+    trace: TraceFacts | None = None
+    exact_lengths: bool | None = None  # None: exact exactly when there is a tokenizer
+
+
+def _synthetic(src: Source, tokenizer: Tokenizer | None) -> Built:
     cfg = src.cfg
     out = cfg.output_tokens or SYNTHETIC_OUTPUT_TOKENS
     texts = synthetic_prompts(cfg.num_prompts, cfg.input_tokens, tokenizer, src.seed)
-    return [_make(text, src.system, out, cfg.input_tokens) for text in texts], None
+    return Built([_make(text, src.system, out, cfg.input_tokens) for text in texts], None)
 
 
-def _jsonl(src: Source, _: Tokenizer | None) -> tuple[list[Request], str | None]:
+def _jsonl(src: Source, _: Tokenizer | None) -> Built:
     cfg = src.cfg
     if cfg.path is None:
         raise ValueError("--dataset jsonl needs --dataset-path FILE.jsonl")
@@ -75,17 +89,29 @@ def _jsonl(src: Source, _: Tokenizer | None) -> tuple[list[Request], str | None]
         if r.max_tokens is None and cfg.output_tokens is not None:
             r = Request(prompt=r.prompt, messages=r.messages, max_tokens=cfg.output_tokens)
         requests.append(r)
-    return _shuffled(requests, src.seed), str(cfg.path)
+    return Built(_shuffled(requests, src.seed), str(cfg.path))
 
 
-def _sharegpt(src: Source, _: Tokenizer | None) -> tuple[list[Request], str | None]:
+def _sharegpt(src: Source, _: Tokenizer | None) -> Built:
     path = src.cfg.path or sharegpt.default_path()
-    return _from_pairs(list(sharegpt.conversations(path)), src), str(path)
+    return Built(_from_pairs(list(sharegpt.conversations(path)), src), str(path))
 
 
-def _dolly(src: Source, _: Tokenizer | None) -> tuple[list[Request], str | None]:
+def _dolly(src: Source, _: Tokenizer | None) -> Built:
     pairs = [(dolly.prompt_of(row), row.get("response") or "") for row in dolly.rows(src.cfg.path)]
-    return _from_pairs(pairs, src), str(src.cfg.path) if src.cfg.path else dolly.HUB_ID
+    return Built(_from_pairs(pairs, src), str(src.cfg.path) if src.cfg.path else dolly.HUB_ID)
+
+
+def _trace(src: Source, tokenizer: Tokenizer | None) -> Built:
+    """The trace's rows in the replay window, in trace order (never shuffled, never cycled)."""
+    cfg = src.cfg
+    if cfg.path is None:
+        raise ValueError("--dataset trace needs --dataset-path FILE (a Mooncake, Azure, BurstGPT or Bailian trace)")
+    selection = TraceSelection(
+        cfg.path, cfg.trace_format, cfg.block_size, cfg.trace_model, cfg.trace_log_type, *src.trace_window
+    )
+    got = trace_requests(selection, tokenizer, src.system, src.seed)
+    return Built(got.requests, str(cfg.path), got.facts, got.exact_lengths)
 
 
 def _from_pairs(pairs: list[tuple[str, str]], src: Source) -> list[Request]:
@@ -116,40 +142,46 @@ def _shuffled(requests: list[Request], seed: int) -> list[Request]:
 
 # --dataset NAME -> its source (config.DatasetName lists the same names): a new dataset is a
 # module and a line here.
-SOURCES: dict[str, Callable[[Source, Tokenizer | None], tuple[list[Request], str | None]]] = {
+SOURCES: dict[str, Callable[[Source, Tokenizer | None], Built]] = {
     "synthetic": _synthetic,
     "sharegpt": _sharegpt,
     "dolly": _dolly,
     "jsonl": _jsonl,
+    "trace": _trace,
 }
 
 
-def build_requests(cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int) -> tuple[list[Request], DatasetInfo]:
+def build_requests(
+    cfg: DatasetConfig,
+    tokenizer: Tokenizer | None,
+    seed: int,
+    trace_window: tuple[float | None, float | None] = (None, None),
+) -> tuple[list[Request], DatasetInfo]:
+    """The dataset's requests and what results.json says of them; ``trace_window``: the trace
+    time a replay covers (only those rows are built, and counted in the expected reuse)."""
     system = read_system_prompt(cfg.system_prompt)
     count = tokenizer.count if tokenizer is not None else _estimate
-    requests, source = SOURCES[cfg.name](Source(cfg, count, system, seed), tokenizer)
-    if not requests:
+    built = SOURCES[cfg.name](Source(cfg, count, system, seed, trace_window), tokenizer)
+    if not built.requests:
         raise ValueError(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
     info = DatasetInfo(
         name=cfg.name,
-        num_requests=len(requests),
-        exact_lengths=tokenizer is not None,
+        num_requests=len(built.requests),
+        exact_lengths=built.exact_lengths if built.exact_lengths is not None else tokenizer is not None,
         tokenizer=tokenizer.name if tokenizer is not None else None,
         system_prompt=bool(system),
         unique_prefix=cfg.unique_prefix,
-        source=source,
+        source=built.source,
+        # only a trace's facts add the key: other datasets' results.json keep their shape
+        **({"trace": built.trace} if built.trace is not None else {}),
     )
-    return requests, info
+    return built.requests, info
 
 
 def with_prefix(request: Request, prefix: str) -> Request:
     """The same request with ``prefix`` before its (last) user text: defeats prefix caching."""
     if request.prompt is not None:
-        return Request(
-            prompt=prefix + request.prompt,
-            max_tokens=request.max_tokens,
-            expected_prompt_tokens=request.expected_prompt_tokens,
-        )
+        return replace(request, prompt=prefix + request.prompt)
     messages = list(request.messages or ())
     for i in range(len(messages) - 1, -1, -1):
         if messages[i]["role"] == "user":
@@ -157,6 +189,4 @@ def with_prefix(request: Request, prefix: str) -> Request:
             break
     # The system prompt stays first and shared: a unique prefix on it would also defeat the
     # cache a real deployment gets for a common system prompt; put it where the user text starts.
-    return Request(
-        messages=tuple(messages), max_tokens=request.max_tokens, expected_prompt_tokens=request.expected_prompt_tokens
-    )
+    return replace(request, messages=tuple(messages))

@@ -22,18 +22,21 @@ from .stats import distribution
 # looks like a trend (seen: 4 Poisson arrivals at 0.25/s, E2E 2.3-2.9 s, "grew" 0.5 s: -2.5%).
 MIN_THIRD = 3
 
-# by the load's kind (closed loop: users; open loop: rate)
+_OPEN_LOOP = Populations(
+    distributions="requests scheduled in the window, sent or not (latencies: the successful ones)",
+    rates="the same requests' work over rate_period_s: the window stretched by their backlog growth",
+    goodput="as requests/s, over the requests that met every objective",
+)
+# by the load's kind (closed loop: users; open loop: rate, and replay: a trace's schedule, whose
+# offered_per_s is the rows it scheduled in the window / the window)
 POPULATIONS: dict[str, Populations] = {
     "users": Populations(
         distributions="requests sent in the window (latencies: the successful ones)",
         rates="the window: tokens that arrived in it; requests by the share of their life in it",
         goodput="as requests/s, over the requests that met every objective",
     ),
-    "rate": Populations(
-        distributions="requests scheduled in the window, sent or not (latencies: the successful ones)",
-        rates="the same requests' work over rate_period_s: the window stretched by their backlog growth",
-        goodput="as requests/s, over the requests that met every objective",
-    ),
+    "rate": _OPEN_LOOP,
+    "replay": _OPEN_LOOP,
 }
 
 

@@ -19,6 +19,7 @@ from .run import (
     Concurrency,
     DatasetFacts,
     Distribution,
+    ExpectedReuse,
     Gauge,
     Gpu,
     Load,
@@ -37,6 +38,7 @@ from .run import (
     TimeWindow,
     Tokens,
     Tool,
+    TraceFacts,
     WindowSpan,
 )
 from .trials import NO_TRIALS, TrialStat, mean_ci95
@@ -54,6 +56,7 @@ __all__ = [
     "Concurrency",
     "DatasetFacts",
     "Distribution",
+    "ExpectedReuse",
     "Gauge",
     "Gpu",
     "Load",
@@ -74,6 +77,7 @@ __all__ = [
     "TimeWindow",
     "Tokens",
     "Tool",
+    "TraceFacts",
     "TrialStat",
     "WindowSpan",
     "mean_ci95",

@@ -54,6 +54,31 @@ class Target(_Model):
     log: str | None = None
 
 
+class ExpectedReuse(_Model):
+    """What an infinite prefix cache would reuse over the rows replayed, in order (blocks are the
+    trace's hash ids; datasets.trace_prompts.expected_reuse)."""
+
+    num_blocks: int
+    num_blocks_reused: int
+    num_tokens: int
+    num_tokens_reused: int
+    token_fraction: Number | None
+    block_fraction: Number | None
+
+
+class TraceFacts(_Model):
+    """The trace replayed (``--dataset trace``): which file exactly, how it was read, what was used."""
+
+    format: str
+    sha256: str
+    num_rows: int  # rows read (after BurstGPT's filters and failed rows)
+    num_rows_used: int  # rows in the replay window (a --duration or --max-requests may send fewer)
+    block_size: int | None  # tokens per hash id; None for formats without hash ids
+    num_failed_skipped: int
+    num_filtered_out: int
+    expected_reuse: ExpectedReuse | None  # None for formats without hash ids
+
+
 class DatasetFacts(_Model):
     """What the prompts were (datasets.build_requests makes it; config.json's dataset_info)."""
 
@@ -64,6 +89,7 @@ class DatasetFacts(_Model):
     system_prompt: bool
     unique_prefix: bool
     source: str | None
+    trace: TraceFacts | None = None
 
 
 class Slo(_Model):
@@ -100,9 +126,9 @@ class Distribution(_Model):
 
 
 class Load(_Model):
-    """The point's load (config.UsersLoad or RateLoad) and its stop settings."""
+    """The point's load (config.UsersLoad, RateLoad or ReplayLoad) and its stop settings."""
 
-    kind: Literal["users", "rate"]
+    kind: Literal["users", "rate", "replay"]
     users: int | None = None
     ramp_up_s: Number | None = None
     think_time_s: Number | None = None
@@ -110,6 +136,10 @@ class Load(_Model):
     arrival: str | None = None
     burstiness: Number | None = None
     max_concurrency: int | None = None
+    speed: Number | None = None  # replay: trace time / speed
+    start_s: Number | None = None  # replay: the window of trace time replayed
+    end_s: Number | None = None
+    jitter_s: Number | None = None
     warmup_s: Number
     duration_s: Number | None
     max_requests: int | None
