@@ -93,3 +93,9 @@ def test_the_settings_written_are_masked():
     assert data["target"]["headers"] == {"X-Gateway": "***"}
     assert data["target"]["extra_body"] == {"api_key": "***"}
     assert data["target"]["url"] == "http://h:1" and data["loads"][0]["users"] == 1
+
+
+def test_a_trace_refuses_unique_prefixes_that_would_break_its_shared_ones():
+    with pytest.raises(ValidationError, match="--unique-prefix would break the trace's shared prefixes"):
+        DatasetConfig(name="trace", path="t.jsonl", unique_prefix=True)
+    assert DatasetConfig(name="trace", path="t.jsonl").unique_prefix is False

@@ -223,6 +223,10 @@ class DatasetConfig(_Model):
         if self.name != "trace" and trace_only:
             flags = ", ".join("--" + f.replace("_", "-") for f in trace_only)
             raise ValueError(f"{flags} describe a trace: use them with --dataset trace")
+        if self.name == "trace" and self.unique_prefix:
+            # A prefix no other request has would defeat the trace's shared prefixes, and the
+            # expected reuse results state (from its hash ids) would no longer be the workload's.
+            raise ValueError("--unique-prefix would break the trace's shared prefixes: drop it with --dataset trace")
         return self
 
 
