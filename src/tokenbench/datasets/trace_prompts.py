@@ -8,6 +8,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..results import ExpectedReuse
 from .synthetic import _WORDS  # the same short, mostly one-token words as synthetic prompts
 from .tokenizers import Tokenizer
 from .traces import TraceRow, num_blocks
@@ -121,32 +122,15 @@ def block_prompts(
 # --- the workload's expected reuse --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ExpectedReuse:
-    """What an infinite prefix cache would reuse over the rows sent, in blocks and in tokens.
+def expected_reuse(rows: Iterable[TraceRow], block_size: int) -> ExpectedReuse:
+    """What an infinite prefix cache would reuse over ``rows`` in the order they are sent (pass
+    only the rows used), in blocks and in tokens (results.json's ``dataset.trace.expected_reuse``).
 
     A block counts as reused when its id was seen in an earlier row and every block before it in
     this row was too: a prefix cache reuses a prefix, nothing after the first miss (with rolling
     hashes, as Mooncake's, an id seen implies its prefix seen, so this is "id seen before").
     Rows without hash ids count their tokens as new (their text is unique) and no blocks.
     """
-
-    num_blocks: int
-    num_blocks_reused: int
-    num_tokens: int
-    num_tokens_reused: int
-
-    @property
-    def block_fraction(self) -> float | None:
-        return self.num_blocks_reused / self.num_blocks if self.num_blocks else None
-
-    @property
-    def token_fraction(self) -> float | None:
-        return self.num_tokens_reused / self.num_tokens if self.num_tokens else None
-
-
-def expected_reuse(rows: Iterable[TraceRow], block_size: int) -> ExpectedReuse:
-    """Over ``rows`` in the order they are sent (pass only the rows used)."""
     seen: set[int] = set()
     blocks = blocks_reused = tokens = tokens_reused = 0
     for row in rows:
@@ -159,4 +143,11 @@ def expected_reuse(rows: Iterable[TraceRow], block_size: int) -> ExpectedReuse:
             blocks_reused += 1
             tokens_reused += size
         seen.update(row.hash_ids)
-    return ExpectedReuse(blocks, blocks_reused, tokens, tokens_reused)
+    return ExpectedReuse(
+        num_blocks=blocks,
+        num_blocks_reused=blocks_reused,
+        num_tokens=tokens,
+        num_tokens_reused=tokens_reused,
+        block_fraction=blocks_reused / blocks if blocks else None,
+        token_fraction=tokens_reused / tokens if tokens else None,
+    )

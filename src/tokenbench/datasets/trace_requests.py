@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..records import Request
-from ..results import ExpectedReuse, TraceFacts
+from ..results import TraceFacts
 from .tokenizers import Tokenizer
 from .trace_prompts import BlockPrompts, expected_reuse
 from .traces import Trace, TraceFormat, TraceRow, read_trace
@@ -75,15 +75,7 @@ def trace_requests(sel: TraceSelection, tokenizer: Tokenizer | None, system: str
 def _facts(trace: Trace, rows: list[TraceRow]) -> TraceFacts:
     reuse = None
     if trace.block_size is not None and any(r.hash_ids for r in rows):
-        got = expected_reuse(rows, trace.block_size)
-        reuse = ExpectedReuse(
-            num_blocks=got.num_blocks,
-            num_blocks_reused=got.num_blocks_reused,
-            num_tokens=got.num_tokens,
-            num_tokens_reused=got.num_tokens_reused,
-            token_fraction=got.token_fraction,
-            block_fraction=got.block_fraction,
-        )
+        reuse = expected_reuse(rows, trace.block_size)
     return TraceFacts(
         format=trace.format,
         sha256=trace.sha256,
