@@ -65,32 +65,11 @@ def test_sigterm_is_ctrl_c_and_a_second_signal_exits_at_once(mock_server, tmp_pa
 def test_ctrl_c_stops_cleanly_and_keeps_everything(mock_server, tmp_path):
     url = mock_server(ttft_ms=50, itl_ms=50)
     out = tmp_path / "run"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tokenbench",
-            "run",
-            "--url",
-            url,
-            "--users",
-            "3",
-            "--duration",
-            "60",
-            "--output-tokens",
-            "40",
-            "--out",
-            str(out),
-            "--no-live",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = _tokenbench(
+        "run", "--url", url, "--users", "3", "--duration", "60", "--output-tokens", "40", "--out", str(out), "--no-live"
     )
-    deadline = time.time() + 30
     records_file = out / "records.jsonl"
-    while time.time() < deadline and not (records_file.exists() and records_file.stat().st_size):
-        time.sleep(0.05)
+    _wait_for(lambda: records_file.exists() and records_file.stat().st_size > 0, 30, "a first record")
     time.sleep(1.0)  # requests take ~2 s: the first ones are done, three are in flight
     os.kill(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
