@@ -20,12 +20,17 @@ _WORDS = (
 ).split()
 
 
+def prompt_words(tokenizer: Tokenizer | None) -> list[str]:
+    """The words prompts are drawn from: with a tokenizer, those it counts as one token (with a
+    leading space), so a prompt of N words is N tokens before any adjustment."""
+    if tokenizer is None:
+        return list(_WORDS)
+    return [w for w in _WORDS if tokenizer.count(" " + w) == 1] or list(_WORDS)
+
+
 def synthetic_prompts(num: int, input_tokens: int, tokenizer: Tokenizer | None, seed: int) -> list[str]:
     rng = random.Random(seed)
-    words = list(_WORDS)
-    if tokenizer is not None:
-        single = [w for w in words if tokenizer.count(" " + w) == 1]
-        words = single or words
+    words = prompt_words(tokenizer)
     return [_one(rng, words, input_tokens, tokenizer) for _ in range(num)]
 
 

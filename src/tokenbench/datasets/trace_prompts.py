@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..results import ExpectedReuse
-from .synthetic import _WORDS  # the same short, mostly one-token words as synthetic prompts
+from .synthetic import prompt_words  # the same short, one-token words as synthetic prompts
 from .tokenizers import Tokenizer
 from .traces import TraceRow, num_blocks
 
@@ -50,11 +50,8 @@ class BlockPrompts:
         self.block_size = block_size
         self._tokenizer = tokenizer
         self._seed = seed
-        self._words = list(_WORDS)
-        self._separator_tokens = 1
-        if tokenizer is not None:
-            self._words = [w for w in _WORDS if tokenizer.count(" " + w) == 1] or self._words
-            self._separator_tokens = tokenizer.count(BLOCK_SEPARATOR)
+        self._words = prompt_words(tokenizer)
+        self._separator_tokens = 1 if tokenizer is None else tokenizer.count(BLOCK_SEPARATOR)
         self._blocks: dict[tuple[str, int], tuple[str, bool]] = {}
 
     def block(self, hash_id: int, num_tokens: int) -> str:
