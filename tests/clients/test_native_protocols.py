@@ -18,7 +18,7 @@ from aiohttp import web
 
 from tokenbench.clients import WIRES, wire_for
 from tokenbench.clients.ollama import OllamaWire
-from tokenbench.clients.stream import LineDecoder, StreamingClient, _SSEPayloads, make_session, probe
+from tokenbench.clients.stream import LineDecoder, SSEPayloads, StreamingClient, make_session, probe
 from tokenbench.clients.tgi import TGIWire
 from tokenbench.clients.triton import TritonWire
 from tokenbench.config import TargetConfig
@@ -203,7 +203,7 @@ def test_every_two_way_split_of_a_transcript_parses_the_same(name):
     api = CASES[name][0]
 
     def parse(pieces: list[bytes]):
-        decoder = LineDecoder() if meta["framing"] == "ndjson" else _SSEPayloads()
+        decoder = LineDecoder() if meta["framing"] == "ndjson" else SSEPayloads()
         stream = wire_for(api).new_stream()
         chunks = 0
         for piece in pieces:

@@ -20,7 +20,7 @@ import aiohttp
 
 from ..config import TargetConfig
 from ..records import Outcome, Request, RequestRecord, TokenSource
-from .wire import ERROR_BODY_CHARS, LineDecoder, Stream, Wire, _SSEPayloads
+from .wire import ERROR_BODY_CHARS, LineDecoder, SSEPayloads, Stream, Wire
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
 
@@ -160,7 +160,7 @@ class StreamingClient:
         self._keep_text = keep_text
         self._url = wire.url(target)
         self._headers = {"Content-Type": "application/json", **auth_headers(target)}
-        self._decoder = LineDecoder if wire.framing == "ndjson" else _SSEPayloads
+        self._decoder = LineDecoder if wire.framing == "ndjson" else SSEPayloads
 
     def payload(self, request: Request) -> dict[str, Any]:
         return self._wire.payload(request, self._target)

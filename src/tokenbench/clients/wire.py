@@ -127,7 +127,7 @@ class LineDecoder:
         return [tail] if tail else []
 
 
-class _SSEPayloads:
+class SSEPayloads:
     """SSEDecoder seen as a stream of ``data`` payloads, the shape the client loop reads."""
 
     __slots__ = ("_decoder",)
