@@ -16,6 +16,7 @@ from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig
 from tokenbench.records import Outcome, RequestRecord
 from tokenbench.rundir import parse_records
 from tokenbench.runner import run
+from tokenbench.telemetry.sampler import JsonlTail
 
 
 def test_records_read_back_cost_at_most_16_bytes_a_chunk():
@@ -49,10 +50,16 @@ def test_records_read_back_cost_at_most_16_bytes_a_chunk():
     assert per_chunk <= 16, f"{per_chunk:.1f} bytes per chunk"
 
 
-def _chunks_in(path) -> int:
-    if not path.exists():
-        return 0
-    return sum(len(orjson.loads(line)["chunk_times_s"]) for line in path.read_bytes().splitlines() if line.strip())
+class _Chunks:
+    """Chunks in a growing records.jsonl: only complete lines (the run may be mid-write)."""
+
+    def __init__(self, path) -> None:
+        self._tail = JsonlTail(path)
+        self.count = 0
+
+    def __call__(self) -> int:
+        self.count += sum(len(orjson.loads(line)["chunk_times_s"]) for line in self._tail.new_lines() if line.strip())
+        return self.count
 
 
 def test_a_run_holds_no_per_chunk_memory_while_its_load_runs(start_mock, tmp_path):
@@ -70,11 +77,13 @@ def test_a_run_holds_no_per_chunk_memory_while_its_load_runs(start_mock, tmp_pat
     samples: list[tuple[float, int, int]] = []
     done = threading.Event()
 
+    chunks = _Chunks(out / "records.jsonl")
+
     def watch() -> None:
         t0 = time.perf_counter()
         while not done.wait(0.5):
             memory = tracemalloc.get_traced_memory()[0]  # first: counting allocates (transiently)
-            samples.append((time.perf_counter() - t0, memory, _chunks_in(out / "records.jsonl")))
+            samples.append((time.perf_counter() - t0, memory, chunks()))
 
     tracemalloc.start()
     watcher = threading.Thread(target=watch)
