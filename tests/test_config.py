@@ -24,7 +24,7 @@ from tokenbench.config import (
         (lambda: StopConfig(), "--duration and/or --max-requests"),
         (lambda: DatasetConfig(min_prompt_tokens=50, max_prompt_tokens=10), "--min-prompt-tokens 50 is above"),
         (lambda: LoadSweep(users=[1], rates=[2.0]), "not both"),
-        (lambda: LoadSweep(), "not both"),
+        (lambda: LoadSweep(), "exactly one"),
         (lambda: LoadSweep(rates=[1.0], burstiness=0.5, arrival="poisson"), "--arrival gamma"),
         (lambda: ReplayLoad(start_s=5, end_s=2), "--replay-end 2 must be after --replay-start 5"),
         (lambda: ReplayLoad(speed=0), "greater than 0"),

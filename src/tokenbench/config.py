@@ -126,13 +126,31 @@ class ReplayLoad(_Model):
 LoadPoint = UsersLoad | RateLoad | ReplayLoad
 
 
+class ReplaySweep(_Model):
+    """``load: {replay: ...}`` of an experiment file: the trace (``dataset: {name: trace}``)
+    replayed once per speed, over the same window of trace time (ReplayLoad's fields)."""
+
+    speeds: list[float] = Field(default_factory=lambda: [1.0], min_length=1)
+    start_s: float | None = Field(default=None, ge=0)
+    end_s: float | None = Field(default=None, gt=0)
+    jitter_s: float = Field(default=0.0, ge=0)
+
+    @field_validator("speeds")
+    @classmethod
+    def _positive(cls, v: list[float]) -> list[float]:
+        if any(s <= 0 for s in v):
+            raise ValueError(f"replay speeds must be > 0, got {v}")
+        return v
+
+
 class LoadSweep(_Model):
     """The load points of a run, one per value, everything else equal: ``--users 10,50`` (or
-    ``--rate 1,2,4``) on the command line and ``load:`` in an experiment file. Defaults are the
-    load types' own."""
+    ``--rate 1,2,4``) on the command line and ``load:`` in an experiment file (where ``replay:``
+    replays a trace at one or more speeds). Defaults are the load types' own."""
 
     users: list[int] | None = None
     rates: list[float] | None = None
+    replay: ReplaySweep | None = None
     ramp_up_s: float = Field(default=UsersLoad.model_fields["ramp_up_s"].default, ge=0)
     think_time_s: float = Field(default=UsersLoad.model_fields["think_time_s"].default, ge=0)
     arrival: Arrival = RateLoad.model_fields["arrival"].default
@@ -157,13 +175,23 @@ class LoadSweep(_Model):
 
     @model_validator(mode="after")
     def _one(self) -> LoadSweep:
-        if bool(self.users) == bool(self.rates):
+        if self.users and self.rates:
             raise ValueError("give users (closed loop) or rates (open loop), not both")
+        if sum(bool(x) for x in (self.users, self.rates, self.replay)) != 1:
+            raise ValueError("give users (closed loop), rates (open loop) or replay (a trace): exactly one")
         return self
 
     def points(self) -> list[LoadPoint]:
         if self.users:
             return [UsersLoad(users=u, ramp_up_s=self.ramp_up_s, think_time_s=self.think_time_s) for u in self.users]
+        if self.replay is not None:
+            r = self.replay
+            return [
+                ReplayLoad(
+                    speed=s, start_s=r.start_s, end_s=r.end_s, jitter_s=r.jitter_s, max_concurrency=self.max_concurrency
+                )
+                for s in r.speeds
+            ]
         return [
             RateLoad(
                 rate_per_s=r, arrival=self.arrival, burstiness=self.burstiness, max_concurrency=self.max_concurrency

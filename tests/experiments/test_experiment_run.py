@@ -130,3 +130,36 @@ def test_ctrl_c_stops_the_experiment_and_the_same_command_resumes_it(mock_server
     state = json.loads(state_file.read_text())
     assert state["complete"] is True and len(state["cells"]) == 3
     assert all(c["status"] == "ok" for c in state["cells"].values())
+
+
+def test_an_experiment_replays_a_trace_at_each_speed(mock_server, tmp_path):
+    from replay_helpers import BLOCK_SIZE, ROWS, write_trace
+
+    url = mock_server(ttft_ms=10, itl_ms=2)
+    trace = write_trace(tmp_path / "trace.jsonl")
+    spec = {
+        "name": "replay-exp",
+        "backends": [{"label": "mock", "url": url, "backend": "vllm"}],
+        "load": {"replay": {"speeds": [2, 4]}},
+        "stop": {"drain_timeout_s": 5},
+        "dataset": {"name": "trace", "path": str(trace), "block_size": BLOCK_SIZE},
+        "api": "chat",
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "exp"
+    proc = _run(path, out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = json.loads((out / "experiment.json").read_text())
+    (cell,) = state["cells"].values()
+    results = json.loads((out / cell["run_dir"] / "results.json").read_text())
+    points = results["points"]
+    assert [(p["load"]["kind"], p["load"]["speed"]) for p in points] == [("replay", 2), ("replay", 4)]
+    assert [p["requests"]["total"] for p in points] == [len(ROWS), len(ROWS)]  # every row, each speed
+    assert results["dataset"]["trace"]["num_rows_used"] == len(ROWS)
+    records = [json.loads(line) for line in (out / cell["run_dir"] / "records.jsonl").read_text().splitlines()]
+    for index, speed in ((0, 2), (1, 4)):
+        sent = sorted((r["scheduled_s"], r["trace_row"]) for r in records if r["point"] == index)
+        offsets = [t - sent[0][0] for t, _ in sent]
+        assert offsets == pytest.approx([row[0] / 1000 / speed for row in ROWS], abs=1e-6)  # the schedule
+        assert [row for _, row in sent] == [1, 2, 3, 4]

@@ -66,3 +66,43 @@ def test_small_users_preset_is_cpu_sized():
     assert spec.load.users == [1, 2, 4] and {v.label for v in spec.variants} == {"no-system", "system"}
     total_s = len(spec.variants) * len(spec.load.users) * spec.stop.duration_s
     assert total_s <= 180  # minutes, not hours
+
+
+REPLAY = {
+    "name": "replay",
+    "backends": [{"url": "http://127.0.0.1:9", "backend": "vllm"}],
+    "load": {"replay": {"speeds": [1, 4], "start_s": 10, "end_s": 70, "jitter_s": 1.5}, "max_concurrency": 8},
+    "stop": {"drain_timeout_s": 5},
+    "dataset": {"name": "trace", "path": "trace.jsonl", "block_size": 16},
+}
+
+
+def test_a_replay_experiment_replays_the_trace_once_per_speed_and_ends_by_its_schedule():
+    spec = parse_spec(REPLAY)
+    assert spec.stop.schedule_ends and spec.stop.duration_s is None
+    (cell,) = expand(spec)[0].cells
+    assert [(p.kind, p.speed, p.start_s, p.end_s, p.jitter_s, p.max_concurrency) for p in cell.config.loads] == [
+        ("replay", 1.0, 10, 70, 1.5, 8),
+        ("replay", 4.0, 10, 70, 1.5, 8),
+    ]
+    assert cell.config.dataset.name == "trace" and cell.config.stop.schedule_ends
+
+
+def test_a_replay_experiment_with_a_duration_keeps_it():
+    spec = parse_spec({**REPLAY, "stop": {"duration_s": 30}})
+    assert not spec.stop.schedule_ends and spec.stop.duration_s == 30
+
+
+@pytest.mark.parametrize(
+    "patch,needle",
+    [
+        ({"dataset": {"input_tokens": 16}}, "load.replay replays a trace"),
+        ({"load": {"users": [1]}, "stop": {"duration_s": 5}}, "use load: {replay"),
+        ({"load": {"replay": {"speeds": [0]}}}, "speeds must be > 0"),
+        ({"load": {"users": [1], "replay": {"speeds": [1]}}}, "exactly one"),
+    ],
+)
+def test_bad_replay_experiments_are_named(patch, needle):
+    with pytest.raises(ExperimentError) as exc:
+        parse_spec({**REPLAY, **patch})
+    assert needle in str(exc.value)

@@ -102,6 +102,26 @@ class ExperimentSpec(_Model):
     metrics_interval_s: float = Field(default=1.0, gt=0)
     seed: int = 0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _replay_ends_by_schedule(cls, data: Any) -> Any:
+        """A replay ends each point with the trace's last row: ``stop:`` then needs neither a
+        duration nor a request count (as ``tokenbench run --dataset trace``)."""
+        if not isinstance(data, dict) or not isinstance(data.get("load"), dict) or not data["load"].get("replay"):
+            return data
+        stop = data.get("stop") if data.get("stop") is not None else {}
+        if isinstance(stop, dict) and stop.get("duration_s") is None and stop.get("max_requests") is None:
+            return {**data, "stop": {**stop, "schedule_ends": True}}
+        return data
+
+    @model_validator(mode="after")
+    def _replay_needs_trace(self) -> ExperimentSpec:
+        if self.load.replay is not None and self.dataset.name != "trace":
+            raise ValueError("load.replay replays a trace: set dataset: {name: trace, path: FILE}")
+        if self.dataset.name == "trace" and self.load.replay is None:
+            raise ValueError("dataset trace is replayed on its own schedule: use load: {replay: {speeds: [1]}}")
+        return self
+
     @field_validator("variants")
     @classmethod
     def _labels(cls, v: list[Variant]) -> list[Variant]:
