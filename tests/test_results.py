@@ -62,6 +62,17 @@ PUBLIC_KEYS += [
 PUBLIC_KEYS += [f"points[].{s}.{k}" for s in ("server", "server_whole_point") for k in SERVER]
 PUBLIC_KEYS += [f"points[].{g}.{k}" for g in ("gpu", "gpu_whole_point") for k in GPU]
 PUBLIC_KEYS += [f"points[].timeseries[].{k}" for k in WINDOW]
+# reasoning models (only on a point where reasoning streamed) and shared-prefix synthetic prompts
+PUBLIC_KEYS += [f"points[].ttfo_s.{k}" for k in DISTRIBUTION]
+PUBLIC_KEYS += [
+    f"points[].reasoning.{k}"
+    for k in ("requests", "chunks", "reasoning_only", "reasoning_tokens", "reasoning_tokens_reported")
+]
+PUBLIC_KEYS += [f"dataset.shared_prefix.{k}" for k in ("groups", "tokens", "skew")]
+PUBLIC_KEYS += [
+    f"dataset.shared_prefix.expected_reuse.{k}"
+    for k in ("num_blocks", "num_blocks_reused", "num_tokens", "num_tokens_reused", "token_fraction", "block_fraction")
+]
 
 
 def _declared(model, prefix="") -> set[str]:
@@ -141,6 +152,9 @@ def test_a_written_results_json_validates_against_the_committed_schema(written):
     jsonschema.validate(written, json.loads(SCHEMA_PATH.read_text()))
     assert written["schema_version"] == SCHEMA_VERSION and len(written["points"]) == 2
     assert written["points"][0]["server"]["ttft_s_mean"] is not None  # the optional parts are there too
+    # no reasoning streamed: the reasoning parts stay out (the shape of a run before them)
+    assert not {"ttfo_s", "reasoning"} & {k for p in written["points"] for k in p}
+    assert "shared_prefix" not in written["dataset"]
 
 
 def test_results_round_trip_through_the_types_unchanged(written):
