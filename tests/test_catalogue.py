@@ -64,8 +64,9 @@ PUBLIC_AGGREGATE_KEYS = (
 )
 
 
-def _record(i: int, sent: float, itl: float) -> RequestRecord:
-    """TTFT 50 ms, then 10 more chunks `itl` apart, one token each; 10 prompt tokens."""
+def _record(i: int, sent: float, itl: float, reasoning: int = 0) -> RequestRecord:
+    """TTFT 50 ms, then 10 more chunks `itl` apart, one token each; 10 prompt tokens. The first
+    ``reasoning`` chunks are reasoning content (TTFO = 50 ms + reasoning * itl)."""
     chunks = [sent + 0.05 + k * itl for k in range(11)]
     r = RequestRecord(
         point=0,
@@ -79,6 +80,9 @@ def _record(i: int, sent: float, itl: float) -> RequestRecord:
         output_tokens=11,
         output_tokens_source=TokenSource.SERVER,
         prompt_tokens=10,
+        first_output_s=chunks[reasoning],
+        reasoning_chunks=reasoning,
+        reasoning_tokens=reasoning or None,
     )
     r.end_marker = True
     return r
@@ -109,10 +113,10 @@ def _server(preemptions: float, ttft_s_mean: float, kv_usage: Gauge) -> Server:
     )
 
 
-def sample_point(itl: float = 0.01, label: str = "1 req/s") -> PointResult:
+def sample_point(itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0) -> PointResult:
     """An open-loop point at 1 req/s for 10 s as summarize_point writes it, with the server's
-    figures (telemetry.summary's shape) added."""
-    records = [_record(i, float(i), itl) for i in range(10)]
+    figures (telemetry.summary's shape) added; each reply's first ``reasoning`` chunks reasoning."""
+    records = [_record(i, float(i), itl, reasoning) for i in range(10)]
     span = PointSpan(Window(0.0, 10.0), open_loop=True, end_s=12.0)
     metrics = summarize_point(records, span, SLOConfig(ttft_s=0.06))
     gpu = Gpu(available=False, reason="no GPU")
@@ -122,7 +126,7 @@ def sample_point(itl: float = 0.01, label: str = "1 req/s") -> PointResult:
         load=Load(kind="rate", rate_per_s=1.0, warmup_s=0.0, duration_s=10.0, max_requests=None),
         span=Span(start_s=0.0, ramp_end_s=0.0, load_end_s=10.0, end_s=12.0),
         interrupted=False,
-        **dict(metrics),
+        **{k: v for k, v in metrics if k in metrics.model_fields_set},
         server=_server(3.0, 0.04, Gauge(mean=0.3, max=0.5)),
         server_whole_point=None,
         gpu=gpu,
@@ -158,11 +162,13 @@ KNOWN = {
     "server_ttft_s_mean": 0.04,
     "server_kv_usage_max": 0.5,
     "server_prefix_cache_hit_rate": 0.25,
+    "ttfo_s_mean": 0.07,  # TTFT 50 ms + 2 reasoning chunks 10 ms apart
+    "ttfo_s_p99": 0.07,
 }
 
 
 def test_every_getter_reads_a_point_summarize_point_wrote() -> None:
-    point = sample_point()
+    point = sample_point(reasoning=2)
     for m in METRICS.values():
         value = m.get(point)
         assert value is not None and math.isfinite(value), m.key
@@ -292,3 +298,25 @@ def test_decode_speed_is_aggregated(tmp_path: Path) -> None:
     assert list(row.metrics) == [m.key for m in shown_in("aggregates")]
     decode = row.metrics[DECODE]
     assert decode.n == 2 and decode.mean == pytest.approx(75.0) and decode.ci95 is not None
+
+
+def test_ttfo_only_where_reasoning_streamed(tmp_path: Path) -> None:
+    """A point without reasoning has no TTFO (None, not TTFT, not 0) and the report and the
+    console leave it out; with reasoning both show it beside TTFT."""
+    plain, thinking = sample_point(), sample_point(reasoning=2)
+    assert "ttfo_s" not in plain.model_fields_set and "reasoning" not in plain.model_fields_set
+    assert all(METRICS[k].get(plain) is None for k in ("ttfo_s_mean", "ttfo_s_p99"))
+    assert thinking.reasoning is not None and thinking.reasoning.reasoning_tokens == 20
+
+    console = Console(record=True, width=200, color_system=None)
+    console.print(summary_table([plain]))
+    assert "TTFO" not in console.export_text()
+    console.print(summary_table([thinking]))
+    assert "TTFO (ms) mean / p50 / p99 (n)" in console.export_text()
+
+    table = headline_table(load_inputs([_write_run(tmp_path / "a", plain, "vllm")]))
+    assert table is not None and not any("TTFO" in h for h in table.headers)
+    table = headline_table(load_inputs([_write_run(tmp_path / "b", thinking, "vllm")]))
+    assert table is not None
+    assert table.rows[0][table.headers.index("TTFO mean (ms)")] == "70.0"
+    assert table.headers.index("TTFO mean (ms)") == table.headers.index("TTFT p99 (ms)") + 1

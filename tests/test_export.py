@@ -45,6 +45,7 @@ def test_parquet_tables_hold_every_request_point_and_window(run_dir, tmp_path):
         assert row["run_dir"] == str(run_dir) and row["api"] == "chat" and row["tool_version"]
         if line["outcome"] == "ok":
             assert row["ttft_s"] == pytest.approx(line["chunk_times_s"][0] - line["sent_s"])
+            assert row["ttfo_s"] == row["ttft_s"]  # no reasoning: the first chunk is the first output
             assert row["chunks"] == len(line["chunk_times_s"])
     results = json.loads((run_dir / "results.json").read_text())
     points = pq.read_table(files["points"]).to_pylist()

@@ -62,6 +62,17 @@ PUBLIC_KEYS += [
 PUBLIC_KEYS += [f"points[].{s}.{k}" for s in ("server", "server_whole_point") for k in SERVER]
 PUBLIC_KEYS += [f"points[].{g}.{k}" for g in ("gpu", "gpu_whole_point") for k in GPU]
 PUBLIC_KEYS += [f"points[].timeseries[].{k}" for k in WINDOW]
+# reasoning models (only on a point where reasoning streamed) and shared-prefix synthetic prompts
+PUBLIC_KEYS += [f"points[].ttfo_s.{k}" for k in DISTRIBUTION]
+PUBLIC_KEYS += [
+    f"points[].reasoning.{k}"
+    for k in ("requests", "chunks", "reasoning_only", "reasoning_tokens", "reasoning_tokens_reported")
+]
+PUBLIC_KEYS += [f"dataset.shared_prefix.{k}" for k in ("groups", "tokens", "skew")]
+PUBLIC_KEYS += [
+    f"dataset.shared_prefix.expected_reuse.{k}"
+    for k in ("num_blocks", "num_blocks_reused", "num_tokens", "num_tokens_reused", "token_fraction", "block_fraction")
+]
 
 
 def _declared(model, prefix="") -> set[str]:
@@ -141,6 +152,9 @@ def test_a_written_results_json_validates_against_the_committed_schema(written):
     jsonschema.validate(written, json.loads(SCHEMA_PATH.read_text()))
     assert written["schema_version"] == SCHEMA_VERSION and len(written["points"]) == 2
     assert written["points"][0]["server"]["ttft_s_mean"] is not None  # the optional parts are there too
+    # no reasoning streamed: the reasoning parts stay out (the shape of a run before them)
+    assert not {"ttfo_s", "reasoning"} & {k for p in written["points"] for k in p}
+    assert "shared_prefix" not in written["dataset"]
 
 
 def test_results_round_trip_through_the_types_unchanged(written):
@@ -171,3 +185,33 @@ def test_a_replays_results_json_validates_and_round_trips(mock_server, tmp_path)
     jsonschema.validate(results, json.loads(SCHEMA_PATH.read_text()))
     assert RunResults.from_json(results).to_json() == results
     assert results["points"][0]["load"]["jitter_s"] == 0.2 and results["dataset"]["trace"]["block_size"] == 10
+
+
+def test_shared_prefix_and_reasoning_results_validate_and_round_trip(mock_server, tmp_path):
+    """--prefix-groups adds dataset.shared_prefix (its expected reuse over the prompts in order,
+    the prefix extra to --input-tokens), a reasoning mock adds ttfo_s and reasoning: in the schema."""
+    from run_helpers import quiet, records_of
+
+    from tokenbench.config import RateLoad
+    from tokenbench.datasets.shared_prefix import assign_groups, expected_reuse
+
+    cfg = RunConfig(
+        target=TargetConfig(url=mock_server(ttft_ms=1, itl_ms=1, reasoning_chunks=2)),
+        loads=[RateLoad(rate_per_s=50)],
+        stop=StopConfig(max_requests=12, drain_timeout_s=5),
+        dataset=DatasetConfig(input_tokens=5, output_tokens=4, num_prompts=12, prefix_groups=3, prefix_tokens=20),
+        live=False,
+        out_dir=tmp_path / "run",
+        seed=9,
+    )
+    result = run(cfg, quiet())
+    results = result.results
+    jsonschema.validate(results, json.loads(SCHEMA_PATH.read_text()))
+    assert RunResults.from_json(results).to_json() == results
+    shared = results["dataset"]["shared_prefix"]
+    assert (shared["groups"], shared["tokens"], shared["skew"]) == (3, 20, None)
+    assert shared["expected_reuse"] == expected_reuse(assign_groups(12, 3, None, 9), 20, 5).model_dump()
+    assert all(r["dataset_prompt_tokens"] == 25 for r in records_of(result.run_dir))
+    point = results["points"][0]
+    assert point["reasoning"]["chunks"] == 2 * point["requests_in_window"]["total"]
+    assert point["ttfo_s"]["count"] == point["ttft_s"]["count"] > 0

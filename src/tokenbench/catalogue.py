@@ -80,6 +80,7 @@ class Distribution:
     higher_is_better: bool
     population: str
     period: str = WINDOW
+    optional: bool = False  # only some points have it (TTFO: reasoning); views skip it when none do
 
     def read(self, point: PointResult, stat: str) -> float | None:
         return path(f"{self.key}.{stat}")(point)
@@ -132,6 +133,11 @@ _ALL = _views("aggregates", "console", "report", "compare")
 _AGGREGATED = _views("aggregates")
 
 TTFT = Distribution("ttft_s", "TTFT", "ms", 1e3, False, SUCCESSFUL)
+# Time to first output (reasoning models): first_output_s - sent_s, the first chunk that is not
+# reasoning content (metrics.reasoning). Only on points where reasoning streamed (``optional``).
+TTFO = Distribution(
+    "ttfo_s", "TTFO", "ms", 1e3, False, SUCCESSFUL + " with an output chunk (not all reasoning)", optional=True
+)
 TPOT = Distribution("tpot_s", "TPOT", "ms", 1e3, False, SUCCESSFUL + " with a TPOT (at least 2 chunk times)")
 DECODE_SPEED = Distribution(
     "decode_speed_tokens_per_s", "decode speed per user", "tok/s", 1.0, True, TPOT.population + ", each 1 / its TPOT"
@@ -199,6 +205,8 @@ _METRICS: tuple[Metric, ...] = (
     TTFT.stat("mean", 1, _ALL),
     TTFT.stat("p50", 1, _views("aggregates", "console", "experiment", "report")),
     TTFT.stat("p99", 1, _ALL),
+    TTFO.stat("mean", 1, _views("aggregates", "console", "report")),
+    TTFO.stat("p99", 1, _views("aggregates", "report")),
     TPOT.stat("mean", 2, _ALL | _views("experiment")),
     DECODE_SPEED.stat("mean", 1, _ALL),
     ITL.stat("mean", 2, _views("aggregates", "console")),

@@ -235,6 +235,11 @@ class DatasetConfig(_Model):
     block_size: int | None = Field(default=None, gt=0)
     trace_model: str | None = None
     trace_log_type: str | None = None
+    # --dataset synthetic in shared-prefix groups (datasets.shared_prefix): G prefixes of P tokens
+    # before each request's own input_tokens; the group drawn uniformly or by a Zipf exponent
+    prefix_groups: int | None = Field(default=None, gt=0)
+    prefix_tokens: int | None = Field(default=None, gt=0)
+    prefix_skew: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _range(self) -> DatasetConfig:
@@ -255,6 +260,21 @@ class DatasetConfig(_Model):
             # A prefix no other request has would defeat the trace's shared prefixes, and the
             # expected reuse results state (from its hash ids) would no longer be the workload's.
             raise ValueError("--unique-prefix would break the trace's shared prefixes: drop it with --dataset trace")
+        return self
+
+    @model_validator(mode="after")
+    def _shared_prefix(self) -> DatasetConfig:
+        groups, tokens = self.prefix_groups is not None, self.prefix_tokens is not None
+        if groups != tokens:
+            raise ValueError("--prefix-groups and --prefix-tokens go together: give both")
+        if self.prefix_skew is not None and not groups:
+            raise ValueError("--prefix-skew needs --prefix-groups G --prefix-tokens P")
+        if groups and self.name != "synthetic":
+            raise ValueError(f"--prefix-groups builds synthetic prompts: drop it with --dataset {self.name}")
+        if groups and self.unique_prefix:
+            # A prefix no other request has, in front of the user text, would defeat the groups'
+            # shared prefixes and the expected reuse results state.
+            raise ValueError("--unique-prefix would break the shared prefixes: drop it with --prefix-groups")
         return self
 
 

@@ -119,7 +119,7 @@ def point_result(
     # The server and the GPU over the client's window; over the whole point beside, named so.
     return PointResult(
         **dict(_point_head(config_json, facts, load)),
-        **dict(metrics),
+        **{k: v for k, v in metrics if k in metrics.model_fields_set},  # unset optional parts stay absent
         server=_with_matched_ttft(point_server(samples, window.start_s, window.end_s), kept),
         server_whole_point=point_server(samples, start_s, end_s),
         gpu=point_gpu(samples, header, window.start_s, window.end_s),

@@ -3,7 +3,7 @@
 Three tables, written with pyarrow as Parquet (or CSV), so a pandas, polars or DuckDB user needs
 no parser of ours:
 - ``records``: one row per request, every field of records.jsonl plus the per-request figures
-  derived from it (``ttft_s``, ``e2e_s``, ``tpot_s``, ``queue_s``, ``chunks``, ``streamed_tokens``);
+  derived from it (``ttft_s``, ``ttfo_s``, ``e2e_s``, ``tpot_s``, ``queue_s``, ``chunks``, ``streamed_tokens``);
 - ``points``: one row per load point, results.json's point flattened with ``_`` (``ttft_s_p99``,
   ``requests_by_outcome_ok``, ``server_preemptions``...), its time series left to
 - ``timeseries``: one row per window of a point.
@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from .catalogue import E2E, QUEUE, TPOT, TTFT
+from .catalogue import E2E, QUEUE, TPOT, TTFO, TTFT
 from .rundir import read_records
 
 Format = Literal["parquet", "csv"]
@@ -76,6 +76,7 @@ def run_tables(run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, 
             row.update(
                 {
                     TTFT.key: r.ttft_s,
+                    TTFO.key: r.ttfo_s,  # = TTFT unless the reply began with reasoning
                     E2E.key: r.e2e_s,
                     TPOT.key: r.tpot_s,
                     QUEUE.key: r.queue_s,

@@ -17,6 +17,12 @@ waiting (queued for capacity) requests, generated tokens, the TTFT from arrival 
 ``vllm:time_to_first_token_seconds``, and ``vllm:num_preemptions_total`` counting each request
 that arrives while more than ``kv_slots`` are in flight (0: never).
 
+Reasoning (``reasoning_chunks`` K > 0, chat only): the first K chunks of a reply carry
+``delta.reasoning_content`` (SGLang's and DeepSeek's field; vLLM sends it beside ``reasoning``) instead
+of ``delta.content``, on the same schedule, and the usage says ``completion_tokens_details:
+{"reasoning_tokens": K * tokens_per_chunk}`` (K capped at the reply's chunks). So the first output
+chunk is chunk K: TTFO = TTFT + K * ITL, as scripted.
+
 Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
 http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
 (a non-JSON event mid-stream), error_event (an ``{"error": ...}`` event), no_content (role-only
@@ -66,6 +72,7 @@ class MockSettings:
     record_deliveries: bool = True
     kv_slots: int = 0  # > 0: a request arriving above this many in flight counts a "preemption"
     max_streams: int = 0  # > 0: at most this many generate at once, the rest wait (FIFO)
+    reasoning_chunks: int = 0  # chat: the first K content chunks are reasoning (see module doc)
 
 
 @dataclass
@@ -185,7 +192,10 @@ class MockServer:
         resp, delivery, fault = reply.resp, reply.delivery, reply.fault
         if reply.chat:  # like vLLM: a role-only first chunk with empty content, which is not output
             await resp.write(reply.event(reply.role()))
-        piece = reply.event(reply.content((" " + self.s.word) * self.s.tokens_per_chunk))
+        text = (" " + self.s.word) * self.s.tokens_per_chunk
+        piece = reply.event(reply.content(text))
+        thought = reply.event(reply.content(text, reasoning=True))
+        reasoning = self.s.reasoning_chunks if reply.chat else 0
         start = admitted + self.s.ttft_ms / 1e3
         itl = self.s.itl_ms / 1e3
         for i in range(0 if fault != "no_content" else n_chunks, n_chunks):
@@ -195,7 +205,7 @@ class MockServer:
             if delay > 0:
                 await asyncio.sleep(delay)
             delivery.chunk_times_s.append(time.perf_counter())
-            await resp.write(piece)
+            await resp.write(thought if i < reasoning else piece)
             if i == 0:
                 self._ttft.observe(delivery.chunk_times_s[0] - received)
             self._generated.inc(self.s.tokens_per_chunk)
@@ -232,16 +242,15 @@ class MockServer:
         await resp.write(reply.event(reply.finish("length")))
         prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
         completion = 0 if reply.fault == "no_content" else n_chunks * self.s.tokens_per_chunk
-        await resp.write(
-            reply.event(
-                None,
-                {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt_tokens + completion,
-                },
-            )
-        )
+        usage: dict = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion,
+        }
+        if reply.chat and self.s.reasoning_chunks and completion:
+            thought = min(self.s.reasoning_chunks, n_chunks) * self.s.tokens_per_chunk
+            usage["completion_tokens_details"] = {"reasoning_tokens": thought}
+        await resp.write(reply.event(None, usage))
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         reply.delivery.finished_s = time.perf_counter()
@@ -275,9 +284,10 @@ class _Reply:
     def role(self) -> dict:
         return {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
 
-    def content(self, text: str) -> dict:
+    def content(self, text: str, reasoning: bool = False) -> dict:
         if self.chat:
-            return {"index": 0, "delta": {"content": text}, "finish_reason": None}
+            key = "reasoning_content" if reasoning else "content"
+            return {"index": 0, "delta": {key: text}, "finish_reason": None}
         return {"index": 0, "text": text, "finish_reason": None}
 
     def finish(self, reason: str) -> dict:

@@ -147,6 +147,13 @@ class RequestRecord:
     end_marker: bool = False
     dataset_prompt_tokens: int | None = None  # Request.expected_prompt_tokens of what was sent
     trace_row: int | None = None  # Request.trace_row: the trace file's line this request replays
+    # Reasoning models: the arrival of the first chunk that is not reasoning content (the answer;
+    # equal to chunk_times_s[0] when nothing was reasoning; None without such a chunk), how many
+    # chunks were reasoning content, and the server's count of reasoning tokens
+    # (usage.completion_tokens_details.reasoning_tokens, when it gives one).
+    first_output_s: float | None = None
+    reasoning_chunks: int = 0
+    reasoning_tokens: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s
@@ -169,6 +176,14 @@ class RequestRecord:
         if not self.chunk_times_s or self.sent_s is None:
             return None
         return self.chunk_times_s[0] - self.sent_s
+
+    @property
+    def ttfo_s(self) -> float | None:
+        """Time to first output: the first chunk that is not reasoning content, from sent. Equals
+        TTFT when nothing was reasoning; None when the reply was all reasoning (or empty)."""
+        if self.first_output_s is None or self.sent_s is None:
+            return None
+        return self.first_output_s - self.sent_s
 
     @property
     def e2e_s(self) -> float | None:

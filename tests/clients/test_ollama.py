@@ -28,3 +28,12 @@ def test_ollama_payload_splits_extra_body_between_request_and_options():
         "options": {"num_predict": 7, "temperature": 0.0, "num_ctx": 4096},
     }
     assert "options" not in wire.payload(Request(prompt="x"), target(temperature=None))
+
+
+def test_thinking_lines_are_chunks_counted_apart():
+    """A thinking model's ``thinking`` pieces are chunks (TTFT counts them) but not output: the
+    first ``response`` piece is chunk 2, the first output."""
+    stream = OllamaWire().new_stream()
+    lines = [b'{"thinking":"hm"}', b'{"thinking":" ok"}', b'{"response":"4"}', b'{"response":"."}']
+    assert [stream.handle(line) for line in lines] == [True] * 4
+    assert stream.reasoning_chunks == 2 and stream.first_output_index(4) == 2

@@ -47,3 +47,68 @@ async def test_large_event_split_across_writes_parses():
     assert record.outcome is Outcome.OK, record.error
     assert len(record.chunk_times_s) == 1 and record.output_text == big
     assert record.output_tokens == 1 and record.prompt_tokens == 3
+
+
+def _events(*deltas: dict, usage: dict | None = None) -> list[bytes]:
+    out = [json.dumps({"id": "r", "choices": [{"index": 0, "delta": d}]}).encode() for d in deltas]
+    if usage is not None:
+        out.append(json.dumps({"id": "r", "choices": [], "usage": usage}).encode())
+    return [*out, b"[DONE]"]
+
+
+def test_reasoning_deltas_are_chunks_and_the_first_content_is_the_first_output():
+    """vLLM's ``reasoning`` (with its old name ``reasoning_content`` beside it), SGLang's
+    ``reasoning_content``: chunks counted apart; a role-only or empty delta is no chunk; the
+    first ``content`` is chunk 3; usage's reasoning_tokens is kept."""
+    stream = OpenAIWire(chat=True).new_stream()
+    events = _events(
+        {"role": "assistant", "content": ""},
+        {"reasoning": "Let", "reasoning_content": "Let"},  # vLLM >= 0.11 sends both
+        {"reasoning_content": " me", "content": None},  # SGLang / DeepSeek
+        {"content": "", "reasoning_content": " see"},
+        {"content": "4"},
+        {"reasoning_content": " (late)"},  # reasoning after the answer began: still not output
+        {"content": "."},
+        usage={"prompt_tokens": 5, "completion_tokens": 6, "completion_tokens_details": {"reasoning_tokens": 4}},
+    )
+    chunks = [stream.handle(e) for e in events]
+    assert chunks == [False, True, True, True, True, True, True, False, False]
+    assert stream.reasoning_chunks == 4 and stream.first_output_index(6) == 3
+    assert stream.reasoning_tokens == 4 and stream.completion_tokens == 6
+
+
+def test_no_reasoning_the_first_chunk_is_the_first_output_and_all_reasoning_has_none():
+    plain = OpenAIWire(chat=True).new_stream()
+    assert [plain.handle(e) for e in _events({"content": "a"}, {"content": "b"})] == [True, True, False]
+    assert plain.reasoning_chunks == 0 and plain.first_output_index(2) == 0 and plain.reasoning_tokens is None
+    text = OpenAIWire(chat=False).new_stream()
+    text.handle(json.dumps({"choices": [{"text": "a"}]}).encode())
+    assert text.first_output_index(1) == 0
+    thinking = OpenAIWire(chat=True).new_stream()  # cut by max_tokens inside its reasoning
+    assert [thinking.handle(e) for e in _events({"reasoning_content": "hm"})] == [True, False]
+    assert thinking.first_output_index(1) is None
+
+
+async def test_a_record_stamps_its_first_output_chunk():
+    async def handler(request):
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        usage = {"prompt_tokens": 3, "completion_tokens": 3, "completion_tokens_details": {"reasoning_tokens": 2}}
+        for event in _events({"reasoning_content": "a"}, {"reasoning_content": "b"}, {"content": "c"}, usage=usage):
+            await resp.write(b"data: " + event + b"\n\n")
+        return resp
+
+    runner, url = await _serve(handler)
+    clock = RunClock.start()
+    target = TargetConfig(url=url, model="m")
+    try:
+        async with make_session(target, clock.now) as session:
+            client = StreamingClient(session, target, OpenAIWire(chat=True), clock.now)
+            record = RequestRecord(point=0, id=0, scheduled_s=clock.now())
+            await client.send(Request(prompt="hi", max_tokens=3), record)
+    finally:
+        await runner.cleanup()
+    assert record.outcome is Outcome.OK, record.error
+    assert len(record.chunk_times_s) == 3 and record.first_output_s == record.chunk_times_s[2]
+    assert record.reasoning_chunks == 2 and record.reasoning_tokens == 2
+    assert record.ttfo_s == record.first_output_s - record.sent_s

@@ -26,6 +26,17 @@ def test_expansion_gives_one_server_per_sweep_value_and_one_cell_per_variant_and
     assert [len(c.config.loads) for c in cells] == [2] * 6
 
 
+def test_a_variant_may_send_shared_prefix_groups():
+    variants = [{"label": "own"}, {"label": "shared", "prefix_groups": 4, "prefix_tokens": 64, "prefix_skew": 1.2}]
+    cells = expand(parse_spec({**BASE, "variants": variants, "trials": 1}))[0].cells
+    by_variant = {c.variant: c.config.dataset for c in cells}
+    assert by_variant["own"].prefix_groups is None
+    shared = by_variant["shared"]
+    assert (shared.prefix_groups, shared.prefix_tokens, shared.prefix_skew) == (4, 64, 1.2)
+    with pytest.raises(ExperimentError, match="variant 'x': --prefix-groups and --prefix-tokens go together"):
+        parse_spec({**BASE, "variants": [{"label": "x", "prefix_groups": 4}]})
+
+
 @pytest.mark.parametrize(
     "patch,needle",
     [

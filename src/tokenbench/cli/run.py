@@ -215,7 +215,29 @@ def run(
             rich_help_panel="Trace replay",
         ),
     ] = None,
-    input_tokens: Annotated[int | None, typer.Option(help="Synthetic prompt length in tokens.")] = None,
+    input_tokens: Annotated[
+        int | None,
+        typer.Option(help="Synthetic prompt length in tokens (with --prefix-groups: the suffix after the prefix)."),
+    ] = None,
+    prefix_groups: Annotated[
+        int | None,
+        typer.Option(
+            help="Synthetic: G shared prefixes; each request takes one, then its own --input-tokens "
+            "(as vllm bench's --random-prefix-len: the prefix is extra).",
+            rich_help_panel="Shared prefixes",
+        ),
+    ] = None,
+    prefix_tokens: Annotated[
+        int | None,
+        typer.Option(help="Synthetic: tokens in each shared prefix.", rich_help_panel="Shared prefixes"),
+    ] = None,
+    prefix_skew: Annotated[
+        float | None,
+        typer.Option(
+            help="Synthetic: Zipf exponent S of the group choice (group k weighs 1/(k+1)^S; default uniform).",
+            rich_help_panel="Shared prefixes",
+        ),
+    ] = None,
     output_tokens: Annotated[
         int | None, typer.Option(help="max_tokens per request (default: dataset's reply length; synthetic 128).")
     ] = None,

@@ -206,5 +206,6 @@ def _dataset(a: dict[str, Any], small: bool) -> DatasetConfig:
             unique_prefix=a["unique_prefix"],
             tokenizer=a["tokenizer"],
             **{k: a.get(k) for k in _TRACE_FLAGS},
+            **{k: a.get(k) for k in ("prefix_groups", "prefix_tokens", "prefix_skew")},
         )
     )

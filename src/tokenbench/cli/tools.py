@@ -34,6 +34,13 @@ def mock(
         int,
         typer.Option(help="Capacity: at most this many requests generate at once; the rest wait FIFO (0: no limit)."),
     ] = 0,
+    reasoning_chunks: Annotated[
+        int,
+        typer.Option(
+            help="Chat: the first K chunks of each reply are reasoning_content (TTFO = TTFT + K * ITL), "
+            "and usage gives reasoning_tokens."
+        ),
+    ] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import MockSettings, serve
@@ -49,6 +56,7 @@ def mock(
             fault_after_chunks=fault_after_chunks,
             kv_slots=kv_slots,
             max_streams=max_streams,
+            reasoning_chunks=reasoning_chunks,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

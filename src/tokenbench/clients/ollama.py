@@ -115,8 +115,13 @@ class OllamaStream(Stream):
             count = obj.get("prompt_eval_count")
             if isinstance(count, int):
                 self.prompt_tokens = count
-        piece = obj.get("response") or obj.get("thinking")
+        piece = obj.get("response")
         if not piece:
-            return False  # the final line's empty response, or an empty piece: not a chunk
+            piece = obj.get("thinking")  # a thinking model's reasoning: a chunk, counted apart
+            if not piece:
+                return False  # the final line's empty response, or an empty piece: not a chunk
+            self.reasoning_chunks += 1
+        elif self.first_output_chunk is None:
+            self.first_output_chunk = self.reasoning_chunks
         self.text.append(piece)
         return True

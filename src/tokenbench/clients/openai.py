@@ -3,6 +3,8 @@
 Served by vLLM, SGLang, LMDeploy, TensorRT-LLM (trtllm-serve), MLC-LLM, llama.cpp, Ollama and Ray
 Serve LLM. Usage arrives in a final chunk with empty ``choices`` when ``stream_options.
 include_usage`` is set. vLLM sends a role-only first delta: not content, so not a chunk.
+A chat delta's reasoning (``reasoning`` / ``reasoning_content``) is a chunk too, counted apart
+(``Stream.reasoning_chunks``); the first delta with ``content`` is the first output (TTFO).
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class OpenAIStream(Stream):
         if usage:
             self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
             self.completion_tokens = usage.get("completion_tokens", self.completion_tokens)
+            details = usage.get("completion_tokens_details")
+            if isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
+                self.reasoning_tokens = details["reasoning_tokens"]
         timings = obj.get("timings")  # llama.cpp's own per-request timings (ms), kept verbatim
         if isinstance(timings, dict):
             self.server_timings = timings
@@ -89,10 +94,22 @@ class OpenAIStream(Stream):
                 return False
         if self.chat:
             delta = choice.get("delta") or {}
-            piece = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+            piece = delta.get("content")
+            if not piece:
+                # Reasoning streams apart from the answer: vLLM's ``reasoning`` (its older name
+                # ``reasoning_content`` is still sent beside it), SGLang's and DeepSeek's
+                # ``reasoning_content``. A chunk all the same (TTFT counts it), counted apart.
+                piece = delta.get("reasoning") or delta.get("reasoning_content")
+                if not piece:
+                    return False  # role-only or empty delta: not a chunk
+                self.reasoning_chunks += 1
+                self.text.append(piece)
+                return True
         else:
             piece = choice.get("text")
-        if not piece:
-            return False  # role-only or empty delta: not a chunk
+            if not piece:
+                return False
+        if self.first_output_chunk is None:
+            self.first_output_chunk = self.reasoning_chunks  # every chunk before it was reasoning
         self.text.append(piece)
         return True

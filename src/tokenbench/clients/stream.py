@@ -257,6 +257,10 @@ class StreamingClient:
     def _finish_tokens(self, record: RequestRecord, stream: Stream) -> None:
         if record.chunk_times_s:
             record.end_s = record.chunk_times_s[-1]
+            first = stream.first_output_index(len(record.chunk_times_s))
+            record.first_output_s = record.chunk_times_s[first] if first is not None else None
+        record.reasoning_chunks = stream.reasoning_chunks
+        record.reasoning_tokens = stream.reasoning_tokens
         record.prompt_tokens = stream.prompt_tokens
         record.response_id = stream.response_id
         record.server_output_tokens = stream.completion_tokens

@@ -33,6 +33,9 @@ class Stream:
         "http_error",
         "server_timings",
         "finish_reason",
+        "reasoning_chunks",
+        "first_output_chunk",
+        "reasoning_tokens",
     )
 
     def __init__(self) -> None:
@@ -46,6 +49,21 @@ class Stream:
         self.response_id: str | None = None
         self.http_error: str | None = None
         self.server_timings: dict[str, float] | None = None
+        # Reasoning content (a protocol that streams it apart: OpenAI chat, Ollama): the content
+        # chunks that were reasoning, the index among all content chunks of the first that was
+        # not (None until one arrives; stays None for a protocol that never counts reasoning,
+        # where every chunk is output), and the server's reasoning token count.
+        self.reasoning_chunks = 0
+        self.first_output_chunk: int | None = None
+        self.reasoning_tokens: int | None = None
+
+    def first_output_index(self, num_chunks: int) -> int | None:
+        """Which of the ``num_chunks`` content chunks was the first that was not reasoning."""
+        if self.first_output_chunk is not None:
+            return self.first_output_chunk
+        if self.reasoning_chunks == 0 and num_chunks > 0:
+            return 0  # nothing was reasoning: the first chunk is output
+        return None  # all reasoning (or no chunk): no output yet
 
     def fail(self, message: str) -> bool:
         if not self.failed:

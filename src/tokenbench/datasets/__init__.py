@@ -14,8 +14,8 @@ from pathlib import Path
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
 from ..records import Request
 from ..results import DatasetFacts as DatasetInfo  # what results.json says of the dataset
-from ..results import TraceFacts
-from . import dolly, jsonl, sharegpt
+from ..results import SharedPrefixFacts, TraceFacts
+from . import dolly, jsonl, shared_prefix, sharegpt
 from .synthetic import synthetic_prompts
 from .tokenizers import Tokenizer
 from .trace_requests import TraceSelection, trace_requests
@@ -69,13 +69,26 @@ class Built:
     source: str | None
     trace: TraceFacts | None = None
     exact_lengths: bool | None = None  # None: exact exactly when there is a tokenizer
+    shared_prefix: SharedPrefixFacts | None = None
 
 
 def _synthetic(src: Source, tokenizer: Tokenizer | None) -> Built:
     cfg = src.cfg
     out = cfg.output_tokens or SYNTHETIC_OUTPUT_TOKENS
+    if cfg.prefix_groups is not None and cfg.prefix_tokens is not None:
+        return _shared_prefix(src, tokenizer, out, cfg.prefix_groups, cfg.prefix_tokens)
     texts = synthetic_prompts(cfg.num_prompts, cfg.input_tokens, tokenizer, src.seed)
     return Built([_make(text, src.system, out, cfg.input_tokens) for text in texts], None)
+
+
+def _shared_prefix(src: Source, tokenizer: Tokenizer | None, out: int, groups: int, tokens: int) -> Built:
+    """Synthetic prompts in shared-prefix groups: each is ``tokens`` + --input-tokens long."""
+    cfg = src.cfg
+    spec = shared_prefix.SharedPrefixSpec(groups, tokens, cfg.input_tokens, cfg.prefix_skew)
+    prompts = shared_prefix.shared_prefix_prompts(cfg.num_prompts, spec, tokenizer, src.seed)
+    requests = [_make(p.text, src.system, out, tokens + cfg.input_tokens) for p in prompts]
+    exact = tokenizer is not None and all(p.exact for p in prompts)
+    return Built(requests, None, exact_lengths=exact, shared_prefix=shared_prefix.shared_prefix_facts(spec, prompts))
 
 
 def _jsonl(src: Source, _: Tokenizer | None) -> Built:
@@ -174,6 +187,7 @@ def build_requests(
         source=built.source,
         # only a trace's facts add the key: other datasets' results.json keep their shape
         **({"trace": built.trace} if built.trace is not None else {}),
+        **({"shared_prefix": built.shared_prefix} if built.shared_prefix is not None else {}),
     )
     return built.requests, info
 

@@ -84,6 +84,10 @@ class Variant(_Model):
     input_tokens: int | None = Field(default=None, gt=0)
     output_tokens: int | None = Field(default=None, gt=0)
     unique_prefix: bool | None = None
+    # shared-prefix groups (a variant with them beside one without shows what prefix caching gives)
+    prefix_groups: int | None = Field(default=None, gt=0)
+    prefix_tokens: int | None = Field(default=None, gt=0)
+    prefix_skew: float | None = Field(default=None, gt=0)
 
 
 class ExperimentSpec(_Model):
@@ -129,6 +133,18 @@ class ExperimentSpec(_Model):
         if len(set(labels)) != len(labels):
             raise ValueError(f"variant labels must be unique, got {labels}")
         return v
+
+    @model_validator(mode="after")
+    def _variant_datasets(self) -> ExperimentSpec:
+        """Each variant's dataset is valid (e.g. --prefix-groups with --prefix-tokens): said when
+        the file is read, not when its cell starts."""
+        for variant in self.variants:
+            try:
+                variant_dataset(self.dataset, variant)
+            except ValidationError as exc:
+                problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                raise ValueError(f"variant {variant.label!r}: {problems}") from None
+        return self
 
 
 class ExperimentError(Exception):
@@ -226,9 +242,13 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
     return plans
 
 
-def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, trial: int) -> RunConfig:
+def variant_dataset(dataset: DatasetConfig, variant: Variant) -> DatasetConfig:
+    """The experiment's dataset with the variant's fields over it, validated."""
     overrides = {k: v for k, v in variant.model_dump(exclude={"label"}).items() if v is not None}
-    dataset = spec.dataset.model_copy(update=overrides)
+    return DatasetConfig.model_validate(dataset.model_copy(update=overrides).model_dump())
+
+
+def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, trial: int) -> RunConfig:
     return RunConfig(
         target=TargetConfig(
             url=entry.url,
@@ -238,7 +258,7 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         ),
         loads=spec.load.points(),
         stop=spec.stop,
-        dataset=DatasetConfig.model_validate(dataset.model_dump()),
+        dataset=variant_dataset(spec.dataset, variant),
         backend=BackendConfig(
             name=entry.backend, metrics_url=entry.metrics_url, metrics_interval_s=spec.metrics_interval_s
         )

@@ -14,6 +14,7 @@ from ..records import UNFINISHED, Outcome, RequestRecord
 from ..results import Concurrency, Populations, Requests, ServerVsClient, Tokens, WindowSpan
 from ..results.run import PointMetrics
 from .chunks import ChunkTally
+from .reasoning import reasoning_metrics
 from .span import PointSpan, Window, _lifetimes, tokens_per_chunk
 from .stats import distribution
 
@@ -217,6 +218,7 @@ def summarize_point(
         good_fraction=rates.good_fraction,
         concurrency=concurrency(records, window),
         tokens=token_counts(population),
+        **reasoning_metrics(population),  # only when reasoning streamed: keeps the shape otherwise
     )
 
 

@@ -124,7 +124,13 @@ def headline_table(data: ReportData) -> Table | None:
     """One row per configuration and load, one column per metric of the catalogue's report view."""
     if not data.rows:
         return None
-    metrics = shown_in("report")
+    metrics = tuple(  # an optional metric (TTFO) only when some row has it
+        m
+        for m in shown_in("report")
+        if m.distribution is None
+        or not m.distribution.optional
+        or any(r.metrics.get(m.key) is not None and r.metrics[m.key].mean is not None for r in data.rows)
+    )
     rows = []
     for r in data.rows:
         rows.append(

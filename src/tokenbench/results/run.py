@@ -79,6 +79,15 @@ class TraceFacts(_Model):
     expected_reuse: ExpectedReuse | None  # None for formats without hash ids
 
 
+class SharedPrefixFacts(_Model):
+    """Synthetic prompts in shared-prefix groups (``--prefix-groups``; datasets.shared_prefix)."""
+
+    groups: int
+    tokens: int  # each group's prefix, before every request's own --input-tokens
+    skew: Number | None  # zipf exponent of the group choice; None: uniform
+    expected_reuse: ExpectedReuse  # blocks are the groups' prefixes, in the order sent
+
+
 class DatasetFacts(_Model):
     """What the prompts were (datasets.build_requests makes it; config.json's dataset_info)."""
 
@@ -90,6 +99,7 @@ class DatasetFacts(_Model):
     unique_prefix: bool
     source: str | None
     trace: TraceFacts | None = None
+    shared_prefix: SharedPrefixFacts | None = None
 
 
 class Slo(_Model):
@@ -187,6 +197,17 @@ class Tokens(_Model):
     output_tokens_source: dict[str, int]
     eos_counted_not_streamed: int
     server_vs_client: ServerVsClient
+
+
+class Reasoning(_Model):
+    """Reasoning content over a point's population (metrics.reasoning; only on a point where
+    some request streamed reasoning)."""
+
+    requests: int  # requests that streamed reasoning content
+    chunks: int  # their reasoning chunks
+    reasoning_only: int  # successful requests whose whole reply was reasoning: no TTFO
+    reasoning_tokens: int | None  # the server's count, summed over successful requests that gave it
+    reasoning_tokens_reported: int  # how many successful requests' usage gave it
 
 
 class Gauge(_Model):
@@ -314,6 +335,9 @@ class PointMetrics(_Model):
     good_fraction: Number | None
     concurrency: Concurrency
     tokens: Tokens
+    # only on a point where reasoning streamed (a run without keeps its results.json shape)
+    ttfo_s: Distribution | None = None
+    reasoning: Reasoning | None = None
 
 
 # A point's parts are declared once, where they are computed. Pydantic puts a base's fields before
