@@ -26,7 +26,7 @@ from pydantic import TypeAdapter
 from . import __version__
 from .config import LoadPoint, RateLoad, ReplayLoad, SLOConfig, StopConfig
 from .load import describe
-from .metrics import ChunkTally, PointSpan, Window, series_edges, summarize_point, timeseries
+from .metrics import ChunkTally, PointSpan, Window, by_turn, series_edges, summarize_point, timeseries
 from .records import RequestRecord
 from .results import (
     SCHEMA_VERSION,
@@ -37,6 +37,7 @@ from .results import (
     PointResult,
     RunResults,
     Server,
+    SessionCounts,
     Slo,
     Span,
     Target,
@@ -125,7 +126,17 @@ def point_result(
         gpu=point_gpu(samples, header, window.start_s, window.end_s),
         gpu_whole_point=point_gpu(samples, header, start_s, end_s),
         timeseries=[TimeWindow.of(w, window_server(samples, w.start_s, w.end_s)) for w in series],
+        **_session_parts(facts, [r for r in kept if chunks.in_population(r)]),
     )
+
+
+def _session_parts(facts: Facts, population: Sequence[RequestRecord]) -> dict[str, Any]:
+    """A --multi-turn point's ``by_turn`` (over its window population) and ``sessions`` (the load
+    generator's counts over the whole point); other points get neither key (exclude_unset)."""
+    counts = facts.get("sessions")
+    if counts is None:
+        return {}
+    return {"by_turn": by_turn(population), "sessions": SessionCounts.model_validate(counts)}
 
 
 def _point_head(config_json: ConfigJson, facts: Facts, load: LoadPoint) -> PointHead:

@@ -10,6 +10,9 @@ send that is late (the loop busy, or no slot) shows as queue delay, the replay's
 Stopping: at ``duration_s`` (or once ``max_requests`` were issued) no new request starts; requests
 in flight may finish within ``drain_timeout_s``, then are cancelled. An interrupt (Ctrl-C) cancels
 everything in flight at once. Every request that was created becomes exactly one record.
+
+Multi-turn sessions (a SessionSource) run their conversations under the same loads and stopping
+rules: session_load.py.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
 from .load import arrival_times, ramp_up_s, replay_offsets, user_start_times
 from .records import Outcome, Request, RequestRecord, RunClock
 from .request_source import RequestSource
+from .session_load import SessionSource, SessionTally, run_sessions
 
 __all__ = ["LiveStats", "LoadGenerator", "PointRun", "RequestSource"]
 
@@ -72,6 +76,7 @@ class PointRun:
     interrupted: bool = False
     num_records: int = 0
     last_arrival_s: float | None = None  # open loop: the last scheduled arrival
+    sessions: SessionTally | None = None  # a --multi-turn point's conversations (session_load)
 
 
 RecordSink = Callable[[RequestRecord], None]
@@ -137,7 +142,7 @@ class LoadGenerator:
         index: int,
         load: LoadPoint,
         stop: StopConfig,
-        source: RequestSource,
+        source: RequestSource | SessionSource,
         seed: int,
         started: Callable[[PointRun], None] | None = None,
     ) -> PointRun:
@@ -163,7 +168,9 @@ class LoadGenerator:
         """Issue the point's requests until its load ends (or an interrupt), let those in flight
         drain, then cancel whatever is left (each becomes a cancelled record)."""
         load, stop, tasks = point.run.load, point.stop, point.tasks
-        if isinstance(load, UsersLoad):
+        if isinstance(point.source, SessionSource):
+            issuer = run_sessions(self, point, load)
+        elif isinstance(load, UsersLoad):
             issuer = self._users(point, load)
         else:
             issuer = self._arrivals(point, load)
@@ -377,6 +384,6 @@ class _Point:
     seed: int
     deadline_s: float | None
     budget: _Budget
-    source: RequestSource
+    source: RequestSource | SessionSource
     mean_gap_s: float | None = None  # open loop: the schedule's mean gap between arrivals
     tasks: set[asyncio.Task] = field(default_factory=set)  # requests in flight

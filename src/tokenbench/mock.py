@@ -66,6 +66,9 @@ class MockSettings:
     record_deliveries: bool = True
     kv_slots: int = 0  # > 0: a request arriving above this many in flight counts a "preemption"
     max_streams: int = 0  # > 0: at most this many generate at once, the rest wait (FIFO)
+    # log each request's X-* headers and its messages (or prompt) in its delivery (tests of what
+    # a client sent, e.g. a session's history and X-Session-ID)
+    record_requests: bool = False
 
 
 @dataclass
@@ -76,6 +79,9 @@ class Delivery:
     chunk_times_s: list[float] = field(default_factory=list)
     fault: str | None = None
     finished_s: float | None = None  # the end of the stream was written
+    headers: dict[str, str] | None = None  # record_requests: the request's X-* headers
+    messages: list | None = None  # record_requests: the chat messages sent
+    prompt: str | None = None  # record_requests: the completions prompt sent
 
 
 class MockServer:
@@ -171,6 +177,9 @@ class MockServer:
         n_chunks = int(body.get("max_tokens") or self.s.output_tokens)
         n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
+        if self.s.record_requests:
+            delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
+            delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
         if self.s.record_deliveries:
             self.deliveries[rid] = delivery
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})

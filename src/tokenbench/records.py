@@ -61,6 +61,14 @@ class Request:
     # a replay sends it at that time divided by the speed (load.replay_offsets).
     trace_row: int | None = None
     trace_time_s: float | None = None
+    # A multi-turn session's turn (datasets.sessions, session_load.py): the conversation's id, the
+    # turn's 0-based index, and the tokens of the history before this turn's new user text
+    # (system prompt + earlier user turns + the server's own replies).
+    session_id: str | None = None
+    turn_index: int | None = None
+    history_tokens: int | None = None
+    # Sent on top of the target's headers (e.g. X-Session-ID for a sticky router).
+    headers: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -147,6 +155,9 @@ class RequestRecord:
     end_marker: bool = False
     dataset_prompt_tokens: int | None = None  # Request.expected_prompt_tokens of what was sent
     trace_row: int | None = None  # Request.trace_row: the trace file's line this request replays
+    session_id: str | None = None  # Request.session_id, turn_index, history_tokens (multi-turn)
+    turn_index: int | None = None
+    history_tokens: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

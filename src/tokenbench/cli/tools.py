@@ -34,6 +34,9 @@ def mock(
         int,
         typer.Option(help="Capacity: at most this many requests generate at once; the rest wait FIFO (0: no limit)."),
     ] = 0,
+    record_requests: Annotated[
+        bool, typer.Option(help="Log each request's X-* headers and messages/prompt in /mock/deliveries.")
+    ] = False,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import MockSettings, serve
@@ -49,6 +52,7 @@ def mock(
             fault_after_chunks=fault_after_chunks,
             kv_slots=kv_slots,
             max_streams=max_streams,
+            record_requests=record_requests,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

@@ -31,6 +31,8 @@ from .run import (
     RunResults,
     Server,
     ServerVsClient,
+    SessionCounts,
+    SessionFacts,
     Slo,
     Span,
     Target,
@@ -39,6 +41,7 @@ from .run import (
     Tokens,
     Tool,
     TraceFacts,
+    TurnStats,
     WindowSpan,
 )
 from .trials import NO_TRIALS, TrialStat, mean_ci95
@@ -70,6 +73,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "Server",
     "ServerVsClient",
+    "SessionCounts",
+    "SessionFacts",
     "Slo",
     "Span",
     "Target",
@@ -78,6 +83,7 @@ __all__ = [
     "Tokens",
     "Tool",
     "TraceFacts",
+    "TurnStats",
     "TrialStat",
     "WindowSpan",
     "mean_ci95",
