@@ -63,9 +63,7 @@ PUBLIC_KEYS += [f"points[].{s}.{k}" for s in ("server", "server_whole_point") fo
 PUBLIC_KEYS += [f"points[].{g}.{k}" for g in ("gpu", "gpu_whole_point") for k in GPU]
 PUBLIC_KEYS += [f"points[].timeseries[].{k}" for k in WINDOW]
 # --multi-turn runs only (datasets.sessions, metrics.sessions, session_load)
-PUBLIC_KEYS += (
-    "dataset.sessions dataset.sessions.conversations dataset.sessions.turns dataset.sessions.history_tokens".split()
-)
+PUBLIC_KEYS += "dataset.sessions.conversations dataset.sessions.turns dataset.sessions.history_tokens".split()
 PUBLIC_KEYS += [f"points[].by_turn[].{k}" for k in ("turn_index", "count")]
 PUBLIC_KEYS += [f"points[].by_turn[].{d}.{k}" for d in ("ttft_s", "e2e_s", "prompt_tokens") for k in DISTRIBUTION]
 PUBLIC_KEYS += [

@@ -79,6 +79,15 @@ class TraceFacts(_Model):
     expected_reuse: ExpectedReuse | None  # None for formats without hash ids
 
 
+class SessionFacts(_Model):
+    """Multi-turn conversations (``--multi-turn``, datasets.sessions); ``history_tokens``: how
+    records' history_tokens were counted ("tokenizer": the run's, exact; "estimate": ~1.3 a word)."""
+
+    conversations: int
+    turns: int
+    history_tokens: Literal["tokenizer", "estimate"]
+
+
 class DatasetFacts(_Model):
     """What the prompts were (datasets.build_requests makes it; config.json's dataset_info)."""
 
@@ -91,15 +100,6 @@ class DatasetFacts(_Model):
     source: str | None
     trace: TraceFacts | None = None
     sessions: SessionFacts | None = None
-
-
-class SessionFacts(_Model):
-    """Multi-turn conversations (``--multi-turn``, datasets.sessions); ``history_tokens``: how
-    records' history_tokens were counted ("tokenizer": the run's, exact; "estimate": ~1.3 a word)."""
-
-    conversations: int
-    turns: int
-    history_tokens: Literal["tokenizer", "estimate"]
 
 
 class Slo(_Model):
