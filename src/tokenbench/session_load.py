@@ -172,7 +172,9 @@ async def _starts(gen: LoadGenerator, point: _Point, load: RateLoad) -> None:
         if not await gen._sleep_until(run.start_s + offset) or _stopped(gen, point):
             break
         sid, conversation = source.next_conversation()
-        task = asyncio.ensure_future(_converse(gen, point, _Conv(sid, conversation, None, send), gen._clock.now(), rng))
+        # its first turn is scheduled at the arrival: a late start shows as queue delay
+        conv = _Conv(sid, conversation, None, send)
+        task = asyncio.ensure_future(_converse(gen, point, conv, run.start_s + offset, rng))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     pending = {t for t in tasks if not t.done()}
