@@ -148,6 +148,15 @@ def test_the_history_limit_ends_a_conversation_and_is_counted(mock_server, tmp_p
     assert [t["count"] for t in point["by_turn"]] == [2, 2]
 
 
+def test_the_servers_max_model_len_limits_prompt_and_reply(mock_server, tmp_path):
+    url = mock_server(ttft_ms=1, itl_ms=1, max_model_len=30)  # listed in /v1/models, as vLLM does
+    # prompt + max_tokens by turn: 8 + 5, 21 + 5, 34 + 5 > 30: the third turn is never sent
+    cfg = _config(url, tmp_path, [UsersLoad(users=1)], StopConfig(max_requests=5), SessionConfig(turns=3))
+    point = run(cfg, quiet()).results["points"][0]
+    assert [t["count"] for t in point["by_turn"]] == [3, 2]
+    assert point["sessions"]["ended_by_history_limit"] == 2 and point["sessions"]["ended_by_stop"] == 1
+
+
 def test_a_failed_turn_ends_its_conversation(mock_server, tmp_path):
     url = mock_server(ttft_ms=1, itl_ms=1, fault="http_500", fault_every=2)
     result = run(
@@ -183,3 +192,12 @@ def test_session_flags_need_multi_turn():
     cfg = run_config(given)
     assert cfg.sessions == SessionConfig(turns=3)
     assert cfg.stop.max_requests == 12  # --num-prompts counts conversations: each of their turns is sent
+
+
+def test_recompute_derives_the_same_session_results(closed_loop):
+    from tokenbench.derive import recompute_run
+
+    _, result, _ = closed_loop
+    again = recompute_run(result.run_dir).to_json()
+    for before, after in zip(result.results["points"], again["points"]):
+        assert (after["by_turn"], after["sessions"]) == (before["by_turn"], before["sessions"])

@@ -126,17 +126,21 @@ def point_result(
         gpu=point_gpu(samples, header, window.start_s, window.end_s),
         gpu_whole_point=point_gpu(samples, header, start_s, end_s),
         timeseries=[TimeWindow.of(w, window_server(samples, w.start_s, w.end_s)) for w in series],
-        **_session_parts(facts, [r for r in kept if chunks.in_population(r)]),
+        **_session_parts(config_json, facts, [r for r in kept if chunks.in_population(r)]),
     )
 
 
-def _session_parts(facts: Facts, population: Sequence[RequestRecord]) -> dict[str, Any]:
+def _session_parts(config_json: ConfigJson, facts: Facts, population: Sequence[RequestRecord]) -> dict[str, Any]:
     """A --multi-turn point's ``by_turn`` (over its window population) and ``sessions`` (the load
-    generator's counts over the whole point); other points get neither key (exclude_unset)."""
+    generator's counts over the whole point; a point the process never finished has no counts);
+    other points get neither key (exclude_unset)."""
     counts = facts.get("sessions")
-    if counts is None:
+    if counts is None and not config_json.get("sessions"):
         return {}
-    return {"by_turn": by_turn(population), "sessions": SessionCounts.model_validate(counts)}
+    parts: dict[str, Any] = {"by_turn": by_turn(population)}
+    if counts is not None:
+        parts["sessions"] = SessionCounts.model_validate(counts)
+    return parts
 
 
 def _point_head(config_json: ConfigJson, facts: Facts, load: LoadPoint) -> PointHead:

@@ -69,6 +69,7 @@ class MockSettings:
     # log each request's X-* headers and its messages (or prompt) in its delivery (tests of what
     # a client sent, e.g. a session's history and X-Session-ID)
     record_requests: bool = False
+    max_model_len: int = 0  # > 0: listed in /v1/models as vLLM does (a session's history limit)
 
 
 @dataclass
@@ -115,7 +116,10 @@ class MockServer:
         return web.json_response({"status": "ok"})
 
     async def _models(self, _: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.s.model, "object": "model"}]})
+        card = {"id": self.s.model, "object": "model"}
+        if self.s.max_model_len:
+            card["max_model_len"] = self.s.max_model_len
+        return web.json_response({"object": "list", "data": [card]})
 
     async def _tokenize(self, request: web.Request) -> web.Response:
         body = await request.json()

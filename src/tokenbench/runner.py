@@ -25,7 +25,14 @@ from .backends import EMBEDDED, get_profile
 from .backends.base import Profile
 from .backends.server import ServerUnderTest, server_under_test
 from .clients import wire_for
-from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
+from .clients.stream import (
+    StreamingClient,
+    TargetUnreachable,
+    make_session,
+    probe,
+    served_max_model_len,
+    warm_connections,
+)
 from .clients.wire import Wire
 from .config import BackendConfig, LoadPoint, ReplayLoad, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
@@ -138,7 +145,9 @@ async def _run_points(bench: _Bench, target: TargetConfig, backend: dict[str, An
     wire = wire_for(target.api)
     async with make_session(target, bench.clock.now) as session:
         target = await _resolve_model(session, target, wire)
-        driver = _driver(bench, _Target(session, target, wire), backend)
+        # a session's history limit, when the server states its context length
+        max_len = await served_max_model_len(session, target, wire) if bench.config.sessions else None
+        driver = _driver(bench, _Target(session, target, wire), backend, max_len)
         results = results_header(bench.writer.config_json(), "run")
         await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
         loop = asyncio.get_running_loop()
@@ -199,7 +208,7 @@ class _Driver:
         return point_result(writer.config_json(), facts, records, sampler.file)
 
 
-def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
+def _driver(bench: _Bench, target: _Target, backend: dict[str, Any], served_max_len: int | None = None) -> _Driver:
     """The dataset built and config.json written; the client, the load generator and the source."""
     config, writer = bench.config, bench.writer
     tokenizer, window = _tokenizer(config, target.config), _trace_window(config.loads)
@@ -208,7 +217,7 @@ def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
         conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
         counter = tokenizer.count if tokenizer is not None else estimate_tokens
         knobs = config.backend.knobs if config.backend is not None else None
-        max_len = knobs.max_model_len if knobs is not None else None
+        max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
         source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
     else:
         requests, info = build_requests(config.dataset, tokenizer, config.seed, window)

@@ -119,6 +119,22 @@ async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire
     return wire.model_ids(data)
 
 
+async def served_max_model_len(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire) -> int | None:
+    """The model's context length as the server lists it (vLLM's /v1/models ``max_model_len``),
+    None when it does not say (or cannot be asked): a session's history limit when known."""
+    assert target.url is not None
+    try:
+        async with session.get(target.url + wire.probe_path, headers=auth_headers(target)) as resp:
+            data = await resp.json(content_type=None) if resp.status == 200 else None
+    except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
+        return None
+    models = data.get("data") if isinstance(data, dict) else None
+    for m in models if isinstance(models, list) else []:
+        if isinstance(m, dict) and m.get("id") == target.model and isinstance(m.get("max_model_len"), int):
+            return int(m["max_model_len"])
+    return None
+
+
 async def warm_connections(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire, count: int) -> int:
     """Open ``count`` keep-alive connections before a load point (concurrent GETs of the probe
     path), so the first wave of requests does not pay TCP set-up inside its TTFT: 256 simultaneous
