@@ -201,3 +201,15 @@ def test_recompute_derives_the_same_session_results(closed_loop):
     again = recompute_run(result.run_dir).to_json()
     for before, after in zip(result.results["points"], again["points"]):
         assert (after["by_turn"], after["sessions"]) == (before["by_turn"], before["sessions"])
+
+
+def test_a_bad_session_setting_names_its_flag():
+    from pydantic import ValidationError
+
+    from tokenbench.cli.common import validation_message
+
+    with pytest.raises(ValidationError) as exc:
+        SessionConfig(turn_think_dist="gauss", header="no spaces allowed")
+    message = validation_message(exc.value)
+    assert "--turn-think-dist: Input should be 'fixed' or 'exponential'" in message
+    assert "--session-header 'no spaces allowed' is not an HTTP header name" in message
