@@ -37,7 +37,7 @@ from .load import arrival_times, user_start_times
 from .records import Request, RequestRecord
 
 if TYPE_CHECKING:
-    from .loadgen import LoadGenerator, _Point
+    from .loadgen import LoadGenerator, PointState
 
 Send = Callable[[Request, RequestRecord], Awaitable[None]]
 
@@ -109,7 +109,7 @@ class SessionSource:
         return rng.expovariate(1.0 / mean) if self.settings.turn_think_dist == "exponential" else mean
 
 
-async def run_sessions(gen: LoadGenerator, point: _Point, load: LoadPoint) -> None:
+async def run_sessions(gen: LoadGenerator, point: PointState, load: LoadPoint) -> None:
     """The point's conversations: per user (closed loop) or started at the rate (open loop)."""
     point.run.sessions = SessionTally()
     if isinstance(load, UsersLoad):
@@ -132,26 +132,26 @@ class _Conv:
     history_tokens: int = 0
 
 
-async def _users(gen: LoadGenerator, point: _Point, load: UsersLoad) -> None:
+async def _users(gen: LoadGenerator, point: PointState, load: UsersLoad) -> None:
     run, source = point.run, point.source
     assert isinstance(source, SessionSource)
 
     async def user(u: int, offset_s: float) -> None:
-        if not await gen._sleep_until(run.start_s + offset_s):
+        if not await gen.sleep_until(run.start_s + offset_s):
             return
-        began = scheduled = gen._clock.now()
+        began = scheduled = gen.now()
         gen.stats.active_users += 1
         rng = random.Random(f"{point.seed}-{u}")
         try:
             while not _stopped(gen, point):
                 sid, conversation = source.next_conversation()
-                await _converse(gen, point, _Conv(sid, conversation, u, gen._send), scheduled, rng)
-                scheduled = gen._clock.now() + load.think_time_s
-                if load.think_time_s and not await gen._sleep_until(scheduled):
+                await _converse(gen, point, _Conv(sid, conversation, u, gen.send), scheduled, rng)
+                scheduled = gen.now() + load.think_time_s
+                if load.think_time_s and not await gen.sleep_until(scheduled):
                     break
         finally:
             gen.stats.active_users -= 1
-            run.user_spans.append((began, gen._clock.now()))
+            run.user_spans.append((began, gen.now()))
 
     users = [asyncio.ensure_future(user(u, off)) for u, off in enumerate(user_start_times(load))]
     try:
@@ -161,15 +161,15 @@ async def _users(gen: LoadGenerator, point: _Point, load: UsersLoad) -> None:
             task.cancel()
 
 
-async def _starts(gen: LoadGenerator, point: _Point, load: RateLoad) -> None:
+async def _starts(gen: LoadGenerator, point: PointState, load: RateLoad) -> None:
     """New conversations at the rate's arrival times; then wait for them until the deadline (the
     drain that follows lets their last turns finish)."""
     run, source, tasks = point.run, point.source, point.tasks
     assert isinstance(source, SessionSource)
-    send = gen._in_slot(load)
+    send = gen.in_slot(load)
     rng = random.Random(point.seed)
     for offset in arrival_times(load, point.seed, point.stop):
-        if not await gen._sleep_until(run.start_s + offset) or _stopped(gen, point):
+        if not await gen.sleep_until(run.start_s + offset) or _stopped(gen, point):
             break
         sid, conversation = source.next_conversation()
         # its first turn is scheduled at the arrival: a late start shows as queue delay
@@ -179,21 +179,21 @@ async def _starts(gen: LoadGenerator, point: _Point, load: RateLoad) -> None:
         task.add_done_callback(tasks.discard)
     pending = {t for t in tasks if not t.done()}
     if pending:
-        limit = None if point.deadline_s is None else max(0.0, point.deadline_s - gen._clock.now())
+        limit = None if point.deadline_s is None else max(0.0, point.deadline_s - gen.now())
         await asyncio.wait(pending, timeout=limit)
 
 
-def _stopped(gen: LoadGenerator, point: _Point) -> bool:
+def _stopped(gen: LoadGenerator, point: PointState) -> bool:
     """No new turn: interrupted, past the deadline, or max-requests issued."""
     budget = point.budget
     return (
         gen.interrupted
-        or (point.deadline_s is not None and gen._clock.now() >= point.deadline_s)
+        or (point.deadline_s is not None and gen.now() >= point.deadline_s)
         or (budget.limit is not None and budget.issued >= budget.limit)
     )
 
 
-async def _converse(gen: LoadGenerator, point: _Point, conv: _Conv, scheduled_s: float, rng: random.Random) -> None:
+async def _converse(gen: LoadGenerator, point: PointState, conv: _Conv, scheduled_s: float, rng: random.Random) -> None:
     """One conversation, turn after turn; its end is tallied (a cancelled one as stopped)."""
     source, tally = point.source, point.run.sessions
     assert isinstance(source, SessionSource) and tally is not None
@@ -206,8 +206,8 @@ async def _converse(gen: LoadGenerator, point: _Point, conv: _Conv, scheduled_s:
     try:
         for k, turn in enumerate(c.turns):
             if k > 0:
-                scheduled_s = gen._clock.now() + source.think_s(rng)
-                if not await gen._sleep_until(scheduled_s):
+                scheduled_s = gen.now() + source.think_s(rng)
+                if not await gen.sleep_until(scheduled_s):
                     return
             if _stopped(gen, point):
                 return
@@ -230,7 +230,7 @@ async def _converse(gen: LoadGenerator, point: _Point, conv: _Conv, scheduled_s:
             setattr(tally, ended, getattr(tally, ended) + 1)
 
 
-async def _turn(gen: LoadGenerator, point: _Point, conv: _Conv, k: int, scheduled_s: float) -> RequestRecord:
+async def _turn(gen: LoadGenerator, point: PointState, conv: _Conv, k: int, scheduled_s: float) -> RequestRecord:
     """Send turn ``k`` with the history so far; its record (written when it ends)."""
     source = point.source
     assert isinstance(source, SessionSource)
@@ -244,7 +244,7 @@ async def _turn(gen: LoadGenerator, point: _Point, conv: _Conv, k: int, schedule
         history_tokens=conv.history_tokens,
         headers=((source.settings.header, conv.sid),),
     )
-    record = gen._new_record(
+    record = gen.new_record(
         point=point.run.index,
         id=source.next_id(),
         scheduled_s=scheduled_s,
