@@ -129,6 +129,17 @@ def test_open_loop_starts_conversations_at_the_rate(mock_server, tmp_path):
     assert result.results["points"][0]["sessions"]["started"] == 10
 
 
+def test_an_open_loop_point_lasts_its_duration_when_its_conversations_end_sooner(mock_server, tmp_path):
+    url = mock_server(ttft_ms=1, itl_ms=1)
+    load = RateLoad(rate_per_s=2, arrival="constant")  # starts at 0, 0.5, 1.0, 1.5 s; each ~10 ms
+    result = run(_config(url, tmp_path, [load], StopConfig(duration_s=2.0), SessionConfig(turns=1)), quiet())
+    point = result.results["points"][0]
+    assert point["sessions"]["completed"] == 4
+    span = point["span"]
+    assert span["load_end_s"] - span["start_s"] == pytest.approx(2.0)
+    assert span["end_s"] >= span["load_end_s"]  # the point (and its scrapes) ran to the window's end
+
+
 def test_the_history_limit_ends_a_conversation_and_is_counted(mock_server, tmp_path):
     url = mock_server(ttft_ms=1, itl_ms=1)
     # prompts by turn: 8, 8+5+8 = 21, 21+5+8 = 34 > 30: the third turn is never sent

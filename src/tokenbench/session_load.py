@@ -163,7 +163,8 @@ async def _users(gen: LoadGenerator, point: PointState, load: UsersLoad) -> None
 
 async def _starts(gen: LoadGenerator, point: PointState, load: RateLoad) -> None:
     """New conversations at the rate's arrival times; then wait for them until the deadline (the
-    drain that follows lets their last turns finish)."""
+    drain that follows lets their last turns finish). With a duration the load lasts all of it,
+    as a rate's does (loadgen._arrivals): the window ends there, and so must the point."""
     run, source, tasks = point.run, point.source, point.tasks
     assert isinstance(source, SessionSource)
     send = gen.in_slot(load)
@@ -181,6 +182,8 @@ async def _starts(gen: LoadGenerator, point: PointState, load: RateLoad) -> None
     if pending:
         limit = None if point.deadline_s is None else max(0.0, point.deadline_s - gen.now())
         await asyncio.wait(pending, timeout=limit)
+    if point.deadline_s is not None:
+        await gen.sleep_until(point.deadline_s)
 
 
 def _stopped(gen: LoadGenerator, point: PointState) -> bool:
