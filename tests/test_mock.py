@@ -188,7 +188,12 @@ def test_deliveries_log_what_was_written(mock_server):
     deliveries = json.loads(_get(url, "/mock/deliveries")[1])
     assert set(deliveries) == {"mock-1", "mock-2"}
     ok, aborted = deliveries["mock-1"], deliveries["mock-2"]
-    assert set(ok) == {"received_s", "admitted_s", "wait_s", "chunk_times_s", "fault", "finished_s"}
+    assert set(ok) == {"received_s", "admitted_s", "wait_s", "chunk_times_s", "fault", "finished_s"} | {
+        "headers",
+        "messages",
+        "prompt",
+    }
+    assert ok["headers"] is None  # logged only with record_requests
     assert ok["fault"] is None and aborted["fault"] == "abort"
     assert len(ok["chunk_times_s"]) == 3 and len(aborted["chunk_times_s"]) == 1
     assert ok["admitted_s"] == pytest.approx(ok["received_s"] + ok["wait_s"]) and ok["wait_s"] >= 0

@@ -73,6 +73,14 @@ PUBLIC_KEYS += [
     f"dataset.shared_prefix.expected_reuse.{k}"
     for k in ("num_blocks", "num_blocks_reused", "num_tokens", "num_tokens_reused", "token_fraction", "block_fraction")
 ]
+# --multi-turn runs only (datasets.sessions, metrics.sessions, session_load)
+PUBLIC_KEYS += "dataset.sessions.conversations dataset.sessions.turns dataset.sessions.history_tokens".split()
+PUBLIC_KEYS += [f"points[].by_turn[].{k}" for k in ("turn_index", "count")]
+PUBLIC_KEYS += [f"points[].by_turn[].{d}.{k}" for d in ("ttft_s", "e2e_s", "prompt_tokens") for k in DISTRIBUTION]
+PUBLIC_KEYS += [
+    f"points[].sessions.{k}"
+    for k in ("started", "completed", "ended_by_error", "ended_by_history_limit", "ended_by_stop")
+]
 
 
 def _declared(model, prefix="") -> set[str]:

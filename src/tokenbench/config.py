@@ -278,6 +278,28 @@ class DatasetConfig(_Model):
         return self
 
 
+class SessionConfig(_Model):
+    """Multi-turn sessions (``--multi-turn``): each conversation's turns are sent one after another,
+    turn k carrying the whole history (earlier user turns and the server's own replies). Closed
+    loop: a user runs one conversation at a time, ``think_time_s`` between its conversations;
+    open loop: ``--rate`` is the rate at which new conversations start. ``turn_think_time_s``:
+    the pause between a reply and the next turn (fixed, or exponential with that mean)."""
+
+    turns: int | None = Field(default=None, gt=0)  # synthetic conversations: turns each
+    turn_think_time_s: float = Field(default=0.0, ge=0)
+    turn_think_dist: Literal["fixed", "exponential"] = "fixed"
+    # a turn whose prompt (history + new user text) would exceed this ends its conversation
+    max_history_tokens: int | None = Field(default=None, gt=0)
+    header: str = "X-Session-ID"  # carries the conversation's id on each of its requests
+
+    @field_validator("header")
+    @classmethod
+    def _header(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", v):
+            raise ValueError(f"--session-header {v!r} is not an HTTP header name (e.g. X-Session-ID)")
+        return v
+
+
 class SLOConfig(_Model):
     ttft_s: float | None = Field(default=None, gt=0)
     tpot_s: float | None = Field(default=None, gt=0)
@@ -300,6 +322,7 @@ class RunConfig(_Model):
     out_dir: Path | None = None  # default runs/<timestamp>
     keep_text: bool = False  # store generated text in records.jsonl
     live: bool = True
+    sessions: SessionConfig | None = None  # --multi-turn: conversations instead of single prompts
 
     @model_validator(mode="after")
     def _replay_needs_trace(self) -> RunConfig:
@@ -311,6 +334,24 @@ class RunConfig(_Model):
             raise ValueError("a replay load needs a trace: --dataset trace --dataset-path FILE")
         if self.stop.schedule_ends and not all(replays):
             raise ValueError("only a trace replay ends by its schedule: set --duration and/or --max-requests")
+        return self
+
+    @model_validator(mode="after")
+    def _sessions(self) -> RunConfig:
+        if self.sessions is None:
+            return self
+        if any(isinstance(load, ReplayLoad) for load in self.loads):
+            raise ValueError("--multi-turn runs conversations under --users or --rate: not with a trace replay")
+        if self.dataset.name not in ("synthetic", "sharegpt", "jsonl"):
+            raise ValueError(
+                f"--multi-turn reads conversations from synthetic, sharegpt or jsonl, not {self.dataset.name}"
+            )
+        if self.dataset.unique_prefix:
+            raise ValueError(
+                "--unique-prefix would break each conversation's shared history: drop it with --multi-turn"
+            )
+        if self.sessions.turns is not None and self.dataset.name != "synthetic":
+            raise ValueError("--turns sets synthetic conversations' length: the dataset's conversations have theirs")
         return self
 
     def redacted(self) -> dict:

@@ -26,7 +26,7 @@ from pydantic import TypeAdapter
 from . import __version__
 from .config import LoadPoint, RateLoad, ReplayLoad, SLOConfig, StopConfig
 from .load import describe
-from .metrics import ChunkTally, PointSpan, Window, series_edges, summarize_point, timeseries
+from .metrics import ChunkTally, PointSpan, Window, by_turn, series_edges, summarize_point, timeseries
 from .records import RequestRecord
 from .results import (
     SCHEMA_VERSION,
@@ -37,6 +37,7 @@ from .results import (
     PointResult,
     RunResults,
     Server,
+    SessionCounts,
     Slo,
     Span,
     Target,
@@ -125,7 +126,21 @@ def point_result(
         gpu=point_gpu(samples, header, window.start_s, window.end_s),
         gpu_whole_point=point_gpu(samples, header, start_s, end_s),
         timeseries=[TimeWindow.of(w, window_server(samples, w.start_s, w.end_s)) for w in series],
+        **_session_parts(config_json, facts, [r for r in kept if chunks.in_population(r)]),
     )
+
+
+def _session_parts(config_json: ConfigJson, facts: Facts, population: Sequence[RequestRecord]) -> dict[str, Any]:
+    """A --multi-turn point's ``by_turn`` (over its window population) and ``sessions`` (the load
+    generator's counts over the whole point; a point the process never finished has no counts);
+    other points get neither key (exclude_unset)."""
+    counts = facts.get("sessions")
+    if counts is None and not config_json.get("sessions"):
+        return {}
+    parts: dict[str, Any] = {"by_turn": by_turn(population)}
+    if counts is not None:
+        parts["sessions"] = SessionCounts.model_validate(counts)
+    return parts
 
 
 def _point_head(config_json: ConfigJson, facts: Facts, load: LoadPoint) -> PointHead:

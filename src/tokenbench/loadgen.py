@@ -10,6 +10,9 @@ send that is late (the loop busy, or no slot) shows as queue delay, the replay's
 Stopping: at ``duration_s`` (or once ``max_requests`` were issued) no new request starts; requests
 in flight may finish within ``drain_timeout_s``, then are cancelled. An interrupt (Ctrl-C) cancels
 everything in flight at once. Every request that was created becomes exactly one record.
+
+Multi-turn sessions (a SessionSource) run their conversations under the same loads and stopping
+rules: session_load.py.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
 from .load import arrival_times, ramp_up_s, replay_offsets, user_start_times
 from .records import Outcome, Request, RequestRecord, RunClock
 from .request_source import RequestSource
+from .session_load import SessionSource, SessionTally, run_sessions
 
-__all__ = ["LiveStats", "LoadGenerator", "PointRun", "RequestSource"]
+__all__ = ["LiveStats", "LoadGenerator", "PointRun", "PointState", "RequestSource"]
 
 
 @dataclass
@@ -72,6 +76,7 @@ class PointRun:
     interrupted: bool = False
     num_records: int = 0
     last_arrival_s: float | None = None  # open loop: the last scheduled arrival
+    sessions: SessionTally | None = None  # a --multi-turn point's conversations (session_load)
 
 
 RecordSink = Callable[[RequestRecord], None]
@@ -94,7 +99,9 @@ class LoadGenerator:
         # cancelled before it ever ran) is written as cancelled: every request is one record.
         self._open: dict[int, RequestRecord] = {}
 
-    def _new_record(self, **fields) -> RequestRecord:
+    # new_record, now, sleep_until, send, in_slot: also session_load.py's way to drive a point
+    def new_record(self, **fields) -> RequestRecord:
+        """A record that will be written exactly once (when its send ends, or as the point ends)."""
         record = RequestRecord(**fields)
         self._open[record.id] = record
         return record
@@ -105,6 +112,9 @@ class LoadGenerator:
         self.stats.record_done(record)
         self._sink(record)
 
+    def now(self) -> float:
+        return self._clock.now()
+
     def interrupt(self) -> None:
         """Stop now: cancel in-flight requests (they are recorded as cancelled)."""
         self._interrupt.set()
@@ -113,7 +123,7 @@ class LoadGenerator:
     def interrupted(self) -> bool:
         return self._interrupt.is_set()
 
-    async def _sleep_until(self, t: float) -> bool:
+    async def sleep_until(self, t: float) -> bool:
         """Sleep to run-clock time ``t``; False if interrupted first."""
         delay = t - self._clock.now()
         if delay > 0:
@@ -123,7 +133,8 @@ class LoadGenerator:
                 return True
         return not self._interrupt.is_set()
 
-    async def _send(self, request: Request, record: RequestRecord) -> None:
+    async def send(self, request: Request, record: RequestRecord) -> None:
+        """Send through the client; the record is written when it ends (or is cancelled)."""
         stats = self.stats
         stats.in_flight += 1
         try:
@@ -137,7 +148,7 @@ class LoadGenerator:
         index: int,
         load: LoadPoint,
         stop: StopConfig,
-        source: RequestSource,
+        source: RequestSource | SessionSource,
         seed: int,
         started: Callable[[PointRun], None] | None = None,
     ) -> PointRun:
@@ -147,7 +158,9 @@ class LoadGenerator:
         if started is not None:
             started(run)
         self._show(run, stop)
-        point = _Point(run, stop, seed, _deadline_s(run, stop), _Budget(stop.max_requests), source, _mean_gap_s(load))
+        point = PointState(
+            run, stop, seed, _deadline_s(run, stop), _Budget(stop.max_requests), source, _mean_gap_s(load)
+        )
         await self._issue_until_stopped(point)
         now = self._clock.now()
         self._finish_unsent(now)
@@ -159,11 +172,13 @@ class LoadGenerator:
         stats.point, stats.started_s = run.index, run.start_s
         stats.planned_s = stop.duration_s
 
-    async def _issue_until_stopped(self, point: _Point) -> None:
+    async def _issue_until_stopped(self, point: PointState) -> None:
         """Issue the point's requests until its load ends (or an interrupt), let those in flight
         drain, then cancel whatever is left (each becomes a cancelled record)."""
         load, stop, tasks = point.run.load, point.stop, point.tasks
-        if isinstance(load, UsersLoad):
+        if isinstance(point.source, SessionSource):
+            issuer = run_sessions(self, point, load)
+        elif isinstance(load, UsersLoad):
             issuer = self._users(point, load)
         else:
             issuer = self._arrivals(point, load)
@@ -193,7 +208,7 @@ class LoadGenerator:
                 record.closed_s = record.closed_s if record.closed_s is not None else now
             self._finish(record)
 
-    def _end(self, point: _Point, now: float) -> None:
+    def _end(self, point: PointState, now: float) -> None:
         run, deadline = point.run, point.deadline_s
         planned = _planned_end_s(point)
         if planned is not None and not self.interrupted:
@@ -214,13 +229,13 @@ class LoadGenerator:
         gathered.cancel()
         interrupt_task.cancel()
 
-    async def _users(self, point: _Point, load: UsersLoad) -> None:
+    async def _users(self, point: PointState, load: UsersLoad) -> None:
         run, deadline, budget, source, tasks = point.run, point.deadline_s, point.budget, point.source, point.tasks
 
         # Each user's requests run as tasks of their own so cancelling at the end marks them
         # cancelled records; the user loop just waits on its current request.
         async def user(u: int, offset_s: float) -> None:
-            if not await self._sleep_until(run.start_s + offset_s):
+            if not await self.sleep_until(run.start_s + offset_s):
                 return
             began = self._clock.now()
             self.stats.active_users += 1
@@ -230,19 +245,19 @@ class LoadGenerator:
                     if not budget.take():
                         break
                     rid, request = source.take()
-                    record = self._new_record(
+                    record = self.new_record(
                         point=run.index,
                         id=rid,
                         scheduled_s=scheduled,
                         user=u,
                         dataset_prompt_tokens=request.expected_prompt_tokens,
                     )
-                    task = asyncio.ensure_future(self._send(request, record))
+                    task = asyncio.ensure_future(self.send(request, record))
                     tasks.add(task)
                     await asyncio.shield(task)
                     tasks.discard(task)
                     scheduled = self._clock.now() + load.think_time_s
-                    if load.think_time_s and not await self._sleep_until(scheduled):
+                    if load.think_time_s and not await self.sleep_until(scheduled):
                         break
             finally:
                 self.stats.active_users -= 1
@@ -255,15 +270,15 @@ class LoadGenerator:
             for task in users:
                 task.cancel()
 
-    async def _arrivals(self, point: _Point, load: RateLoad | ReplayLoad) -> None:
+    async def _arrivals(self, point: PointState, load: RateLoad | ReplayLoad) -> None:
         run, budget, source, tasks = point.run, point.budget, point.source, point.tasks
-        one = self._in_slot(load)
+        one = self.in_slot(load)
         for offset, given in _schedule(point, load):
-            if not await self._sleep_until(run.start_s + offset) or not budget.take():
+            if not await self.sleep_until(run.start_s + offset) or not budget.take():
                 break
             rid, request = source.take() if given is None else source.issue(given)
             run.last_arrival_s = run.start_s + offset
-            record = self._new_record(
+            record = self.new_record(
                 point=run.index,
                 id=rid,
                 scheduled_s=run.start_s + offset,
@@ -277,16 +292,16 @@ class LoadGenerator:
         # low rate): the window ends there, and the point (with the server's scrapes) must too.
         planned = _planned_end_s(point)
         if planned is not None:
-            await self._sleep_until(planned)
+            await self.sleep_until(planned)
 
-    def _in_slot(self, load: RateLoad | ReplayLoad) -> Callable[[Request, RequestRecord], Awaitable[None]]:
+    def in_slot(self, load: RateLoad | ReplayLoad) -> Callable[[Request, RequestRecord], Awaitable[None]]:
         """How an arrival is sent: at once, or (``max_concurrency``) after waiting for a slot; one
         still waiting when the point ends is a never-sent record."""
         slots = asyncio.Semaphore(load.max_concurrency) if load.max_concurrency else None
 
         async def one(request: Request, record: RequestRecord) -> None:
             if slots is None:
-                await self._send(request, record)
+                await self.send(request, record)
                 return
             try:
                 await slots.acquire()
@@ -297,7 +312,7 @@ class LoadGenerator:
                 self._finish(record)
                 raise
             try:
-                await self._send(request, record)
+                await self.send(request, record)
             finally:
                 slots.release()
 
@@ -323,7 +338,7 @@ def _deadline_s(run: PointRun, stop: StopConfig) -> float | None:
     return run.start_s + stop.duration_s if stop.duration_s is not None else None
 
 
-def _planned_end_s(point: _Point) -> float | None:
+def _planned_end_s(point: PointState) -> float | None:
     """Where a point's load ends by plan: the deadline; without one, open loop ends one mean gap
     after its last arrival (N arrivals span N gaps); closed loop has no plan (its last reply)."""
     run = point.run
@@ -339,7 +354,7 @@ def _mean_gap_s(load: LoadPoint) -> float | None:
     return 1.0 / load.rate_per_s if isinstance(load, RateLoad) else None
 
 
-def _schedule(point: _Point, load: RateLoad | ReplayLoad) -> Iterator[tuple[float, Request | None]]:
+def _schedule(point: PointState, load: RateLoad | ReplayLoad) -> Iterator[tuple[float, Request | None]]:
     """An open-loop point's sends: (offset from the point's start, the request to send, or None
     for the source's next one). A replay's are the trace's rows in its window, before
     ``--duration``; its mean gap (for the planned end) is the trace's over the rows sent."""
@@ -369,7 +384,7 @@ class _Budget:
 
 
 @dataclass
-class _Point:
+class PointState:
     """One point as it runs: its span, how it stops, and what its requests are drawn from."""
 
     run: PointRun
@@ -377,6 +392,6 @@ class _Point:
     seed: int
     deadline_s: float | None
     budget: _Budget
-    source: RequestSource
+    source: RequestSource | SessionSource
     mean_gap_s: float | None = None  # open loop: the schedule's mean gap between arrivals
     tasks: set[asyncio.Task] = field(default_factory=set)  # requests in flight

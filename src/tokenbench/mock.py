@@ -73,6 +73,10 @@ class MockSettings:
     kv_slots: int = 0  # > 0: a request arriving above this many in flight counts a "preemption"
     max_streams: int = 0  # > 0: at most this many generate at once, the rest wait (FIFO)
     reasoning_chunks: int = 0  # chat: the first K content chunks are reasoning (see module doc)
+    # log each request's X-* headers and its messages (or prompt) in its delivery (tests of what
+    # a client sent, e.g. a session's history and X-Session-ID)
+    record_requests: bool = False
+    max_model_len: int = 0  # > 0: listed in /v1/models as vLLM does (a session's history limit)
 
 
 @dataclass
@@ -83,6 +87,9 @@ class Delivery:
     chunk_times_s: list[float] = field(default_factory=list)
     fault: str | None = None
     finished_s: float | None = None  # the end of the stream was written
+    headers: dict[str, str] | None = None  # record_requests: the request's X-* headers
+    messages: list | None = None  # record_requests: the chat messages sent
+    prompt: str | None = None  # record_requests: the completions prompt sent
 
 
 class MockServer:
@@ -116,7 +123,10 @@ class MockServer:
         return web.json_response({"status": "ok"})
 
     async def _models(self, _: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.s.model, "object": "model"}]})
+        card = {"id": self.s.model, "object": "model"}
+        if self.s.max_model_len:
+            card["max_model_len"] = self.s.max_model_len
+        return web.json_response({"object": "list", "data": [card]})
 
     async def _tokenize(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -178,6 +188,9 @@ class MockServer:
         n_chunks = int(body.get("max_tokens") or self.s.output_tokens)
         n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
+        if self.s.record_requests:
+            delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
+            delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
         if self.s.record_deliveries:
             self.deliveries[rid] = delivery
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})

@@ -61,6 +61,14 @@ class Request:
     # a replay sends it at that time divided by the speed (load.replay_offsets).
     trace_row: int | None = None
     trace_time_s: float | None = None
+    # A multi-turn session's turn (datasets.sessions, session_load.py): the conversation's id, the
+    # turn's 0-based index, and the tokens of the history before this turn's new user text
+    # (system prompt + earlier user turns + the server's own replies).
+    session_id: str | None = None
+    turn_index: int | None = None
+    history_tokens: int | None = None
+    # Sent on top of the target's headers (e.g. X-Session-ID for a sticky router).
+    headers: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -154,6 +162,9 @@ class RequestRecord:
     first_output_s: float | None = None
     reasoning_chunks: int = 0
     reasoning_tokens: int | None = None
+    session_id: str | None = None  # Request.session_id, turn_index, history_tokens (multi-turn)
+    turn_index: int | None = None
+    history_tokens: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

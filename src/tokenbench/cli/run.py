@@ -14,6 +14,7 @@ from ..config import (
     DatasetConfig,
     ReplayLoad,
     RunConfig,
+    SessionConfig,
     StopConfig,
     TargetConfig,
     UsersLoad,
@@ -236,6 +237,45 @@ def run(
         typer.Option(
             help="Synthetic: Zipf exponent S of the group choice (group k weighs 1/(k+1)^S; default uniform).",
             rich_help_panel="Shared prefixes",
+        ),
+    ] = None,
+    multi_turn: Annotated[
+        bool | None,
+        typer.Option(
+            help="Multi-turn sessions: each conversation's turns in order, each carrying the history with the server's own replies. --users: one conversation at a time per user; --rate: conversations started per second.",
+            rich_help_panel="Sessions",
+        ),
+    ] = None,
+    turns: Annotated[
+        int | None,
+        typer.Option(help="Synthetic conversations: user turns each.", rich_help_panel="Sessions"),
+    ] = None,
+    turn_think_time: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds between a reply and the conversation's next turn."
+            + default(SessionConfig, "turn_think_time_s"),
+            rich_help_panel="Sessions",
+        ),
+    ] = None,
+    turn_think_dist: Annotated[
+        str | None,
+        typer.Option(
+            help="fixed (default) or exponential (with --turn-think-time as its mean).", rich_help_panel="Sessions"
+        ),
+    ] = None,
+    max_history_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="End a conversation whose next prompt (history + user turn) would exceed this; counted in results.",
+            rich_help_panel="Sessions",
+        ),
+    ] = None,
+    session_header: Annotated[
+        str | None,
+        typer.Option(
+            help="Header carrying the conversation id on each of its requests." + default(SessionConfig, "header"),
+            rich_help_panel="Sessions",
         ),
     ] = None,
     output_tokens: Annotated[

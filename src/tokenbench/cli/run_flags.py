@@ -13,6 +13,7 @@ from ..config import (
     LoadSweep,
     ReplayLoad,
     RunConfig,
+    SessionConfig,
     SLOConfig,
     StopConfig,
     TargetConfig,
@@ -97,6 +98,7 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             out_dir=a["out"],
             live=a["live"],
             keep_text=a["keep_text"],
+            sessions=_sessions(a),
         )
     )
 
@@ -119,6 +121,12 @@ def _scenario(a: dict[str, Any]) -> _Scenario:
         raise UsageError(f"{', '.join(stray)} need a trace to replay: add --dataset trace --dataset-path FILE")
     if a["num_prompts"] is not None and duration is None and max_requests is None:
         max_requests = a["num_prompts"]  # vllm bench serve's meaning: N prompts, each sent once
+        if a.get("multi_turn"):  # N conversations: every turn of each (synthetic's count is known)
+            if not a.get("turns"):
+                raise UsageError(
+                    "--multi-turn --num-prompts N: set --duration or --max-requests (turns per conversation vary)"
+                )
+            max_requests *= a["turns"]
     default_scenario = not users and not rates
     if default_scenario:
         users, ramp_up = [DEFAULT_USERS], ramp_up if ramp_up else DEFAULT_RAMP_S
@@ -166,6 +174,26 @@ def _check_measured(loads: list[LoadPoint], stop: StopConfig) -> None:
                 f"--duration {duration:g} must be longer than --ramp-up + --warmup "
                 f"({load.ramp_up_s + stop.warmup_s:g}s), or nothing is measured"
             )
+
+
+# --multi-turn's own flags (SessionConfig fields): given without it, an error naming them.
+_SESSION_FLAGS = {
+    "turns": "turns",
+    "turn_think_time": "turn_think_time_s",
+    "turn_think_dist": "turn_think_dist",
+    "max_history_tokens": "max_history_tokens",
+    "session_header": "header",
+}
+
+
+def _sessions(a: dict[str, Any]) -> SessionConfig | None:
+    values = {field: a.get(flag) for flag, field in _SESSION_FLAGS.items()}
+    if not a.get("multi_turn"):
+        stray = [_flag(flag) for flag, field in _SESSION_FLAGS.items() if values[field] is not None]
+        if stray:
+            raise UsageError(f"{', '.join(stray)} shape multi-turn sessions: add --multi-turn")
+        return None
+    return SessionConfig(**given(**values))
 
 
 def _slo(text: str | None) -> SLOConfig | None:

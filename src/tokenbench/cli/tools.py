@@ -41,6 +41,9 @@ def mock(
             "and usage gives reasoning_tokens."
         ),
     ] = 0,
+    record_requests: Annotated[
+        bool, typer.Option(help="Log each request's X-* headers and messages/prompt in /mock/deliveries.")
+    ] = False,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import MockSettings, serve
@@ -57,6 +60,7 @@ def mock(
             kv_slots=kv_slots,
             max_streams=max_streams,
             reasoning_chunks=reasoning_chunks,
+            record_requests=record_requests,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

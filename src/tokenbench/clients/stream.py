@@ -119,6 +119,22 @@ async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire
     return wire.model_ids(data)
 
 
+async def served_max_model_len(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire) -> int | None:
+    """The model's context length as the server lists it (vLLM's /v1/models ``max_model_len``),
+    None when it does not say (or cannot be asked): a session's history limit when known."""
+    assert target.url is not None
+    try:
+        async with session.get(target.url + wire.probe_path, headers=auth_headers(target)) as resp:
+            data = await resp.json(content_type=None) if resp.status == 200 else None
+    except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
+        return None
+    models = data.get("data") if isinstance(data, dict) else None
+    for m in models if isinstance(models, list) else []:
+        if isinstance(m, dict) and m.get("id") == target.model and isinstance(m.get("max_model_len"), int):
+            return int(m["max_model_len"])
+    return None
+
+
 async def warm_connections(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire, count: int) -> int:
     """Open ``count`` keep-alive connections before a load point (concurrent GETs of the probe
     path), so the first wave of requests does not pay TCP set-up inside its TTFT: 256 simultaneous
@@ -169,11 +185,13 @@ class StreamingClient:
         data = json.dumps(self.payload(request)).encode()
         stream = self._wire.new_stream()
         now = self._now
+        # a request's own headers (a session's X-Session-ID) on top of the target's
+        headers = {**self._headers, **dict(request.headers)} if request.headers else self._headers
         try:
             while True:
                 attempt = _Attempt(record)
                 try:
-                    await self._exchange(data, attempt, stream)
+                    await self._exchange(data, headers, attempt, stream)
                     break
                 except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                     if not _dead_reused_connection(exc, attempt) or record.retries >= MAX_RESENDS:
@@ -211,12 +229,12 @@ class StreamingClient:
         record.error = error
         self._finish_tokens(record, stream)
 
-    async def _exchange(self, data: bytes, attempt: _Attempt, stream: Stream) -> None:
+    async def _exchange(self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream) -> None:
         """One HTTP exchange: POST, then read the stream to its end, stamping content chunks."""
         now = self._now
         record = attempt.record
         record.sent_s = now()  # refined by the trace hook when the body reaches the socket
-        async with self._session.post(self._url, data=data, headers=self._headers, trace_request_ctx=attempt) as resp:
+        async with self._session.post(self._url, data=data, headers=headers, trace_request_ctx=attempt) as resp:
             record.status = resp.status
             if resp.status != 200:
                 body = await resp.text(errors="replace")
@@ -267,10 +285,13 @@ class StreamingClient:
         record.server_timings = stream.server_timings
         record.finish_reason = stream.finish_reason
         record.end_marker = stream.done
-        text = "".join(stream.text) if (self._count_tokens or self._keep_text) else None
+        # A session's next turn sends this reply back as history, so a session's record always
+        # holds its text (records.jsonl still stores it only with --keep-text: RunWriter).
+        keep = self._keep_text or record.session_id is not None
+        text = "".join(stream.text) if (self._count_tokens or keep) else None
         if self._count_tokens is not None and text is not None and record.chunk_times_s:
             record.client_output_tokens = self._count_tokens(text)
-        if self._keep_text:
+        if keep:
             record.output_text = text
         if record.server_output_tokens is not None and record.outcome is Outcome.OK:
             record.output_tokens = record.server_output_tokens

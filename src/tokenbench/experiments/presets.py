@@ -4,6 +4,10 @@ scale that finishes in minutes on a 2-core CPU.
 - ``users``: the closed-loop users study (BentoML's LLM inference backends comparison): 10, 50
   and 100 users spawned over a 20 s ramp, 5 minutes per point, 5 s windows, Dolly prompts with and
   without a system prompt, one line per backend. Small: the embedded llama.cpp server, 1/2/4 users.
+- ``sessions``: the users study redone with multi-turn sessions (each user runs conversations whose
+  turns carry the history with the server's own replies; TTFT by turn shows the prefix cache).
+  Full: the users study's backends and loads on ShareGPT conversations. Small: the embedded
+  llama.cpp server, 1/2/4 users, synthetic 3-turn conversations with and without a system prompt.
 - ``throughput``: the serving-throughput study (the vLLM whitepaper's experiments): a request-rate
   sweep with fixed 128/128 tokens, a max-num-seqs sweep with preemption counts, a KV-memory
   sweep, 10 trials averaged, and the engine alone vs behind a server (Ray Serve). Small: vLLM's
@@ -63,6 +67,26 @@ def _users(scale: Scale) -> dict[str, Any]:
         "window_s": 5,
         "trials": 1,
         "slo": _slo(ttft_s=2.0, tpot_s=0.2),
+    }
+
+
+def _sessions(scale: Scale) -> dict[str, Any]:
+    """The users study with multi-turn sessions: same backends, loads and SLO, conversations for
+    prompts (a user's next turn as soon as the reply ends: no turn think time, as the study's
+    users send at once)."""
+    study = _users(scale)
+    if scale == "full":
+        dataset: dict[str, Any] = {"name": "sharegpt", "output_tokens": 256, "num_prompts": 1000}
+        sessions: dict[str, Any] = {"max_history_tokens": 6144}
+    else:
+        dataset = {"name": "synthetic", "input_tokens": 48, "output_tokens": 24, "num_prompts": 50}
+        sessions = {"turns": 3, "max_history_tokens": 1024}
+    return {
+        **study,
+        "name": study["name"].replace("users-study", "sessions-study"),
+        "description": "The users study with multi-turn sessions: TTFT by turn index shows prefix caching.",
+        "dataset": dataset,
+        "sessions": sessions,
     }
 
 
@@ -173,7 +197,7 @@ def _slo(ttft_s: float, tpot_s: float) -> dict[str, float]:
     return {TTFT.key: ttft_s, TPOT.key: tpot_s}
 
 
-PRESETS = {"users": _users, "throughput": _throughput}
+PRESETS = {"users": _users, "sessions": _sessions, "throughput": _throughput}
 
 
 def preset_data(name: str, scale: Scale) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from ..config import (
     EngineKnobs,
     LoadSweep,
     RunConfig,
+    SessionConfig,
     SLOConfig,
     StopConfig,
     TargetConfig,
@@ -105,6 +106,7 @@ class ExperimentSpec(_Model):
     window_s: float = Field(default=5.0, gt=0)
     metrics_interval_s: float = Field(default=1.0, gt=0)
     seed: int = 0
+    sessions: SessionConfig | None = None  # multi-turn sessions (``--multi-turn``'s settings)
 
     @model_validator(mode="before")
     @classmethod
@@ -269,4 +271,5 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         seed=spec.seed + (trial - 1) * 1000,
         window_s=spec.window_s,
         live=False,
+        sessions=spec.sessions,
     )

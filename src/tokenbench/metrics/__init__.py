@@ -28,7 +28,7 @@ chunk. A point's chunk times are tallied a batch at a time (``ChunkTally``) and 
 point of any length is summarized without holding them all.
 
 Modules: ``stats`` (distributions), ``span`` (windows, a record's life), ``chunks`` (what is read
-from chunk times: ChunkTally), ``point`` (summarize_point), ``timeseries``. Import from here.
+from chunk times: ChunkTally), ``point`` (summarize_point), ``timeseries``, ``sessions`` (by turn). Import from here.
 """
 
 from ..results import Distribution
@@ -44,6 +44,7 @@ from .point import (
     summarize_point,
     token_counts,
 )
+from .sessions import by_turn, session_expected_reuse
 from .span import PointSpan, Window, started_s, tokens_per_chunk
 from .stats import P999_MIN_COUNT, PERCENTILES, distribution
 from .timeseries import timeseries
@@ -59,6 +60,7 @@ __all__ = [
     "PointSpan",
     "Window",
     "backlog_growth_s",
+    "by_turn",
     "concurrency",
     "count_outcomes",
     "distribution",
@@ -67,6 +69,7 @@ __all__ = [
     "output_tokens_in",
     "prompt_tokens",
     "series_edges",
+    "session_expected_reuse",
     "started_s",
     "summarize_point",
     "timeseries",

@@ -128,6 +128,20 @@ class ExperimentHeader:
 
 
 @dataclass(frozen=True)
+class TurnRow:
+    """One turn index of one multi-turn session point (results' ``by_turn``): TTFT by turn is
+    what prefix caching changes."""
+
+    config: str
+    label: str  # the point's
+    turn_index: int
+    count: int
+    ttft_mean_s: float | None
+    ttft_p90_s: float | None
+    prompt_tokens_mean: float | None
+
+
+@dataclass(frozen=True)
 class ReportData:
     """Everything the report shows, read from the input directories in the order given."""
 
@@ -136,6 +150,7 @@ class ReportData:
     rows: tuple[PointRow, ...]
     series: tuple[RunSeries, ...]
     slos: tuple[Slo, ...] = field(default=())  # distinct SLOs of the inputs
+    turns: tuple[TurnRow, ...] = ()  # multi-turn session runs' points, by turn index
 
 
 @dataclass
@@ -148,6 +163,7 @@ class Part:
     rows: list[PointRow]
     series: list[RunSeries]
     slos: list[Slo]
+    turns: list[TurnRow] = field(default_factory=list)
 
     def configs(self) -> list[str]:
         seen: list[str] = []

@@ -4,6 +4,7 @@ outcomes, and the experiment's header (servers, cells, model, dataset, SLO)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import NO_TRIALS, Experiment, RunResults
 from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo
 from .files import ReportInputError, StaleLayoutError, read_experiment, read_results
-from .run_dir import dataset_text, facts_text, load_value, point_spans, slo_of
+from .run_dir import dataset_text, facts_text, load_value, point_spans, slo_of, turn_rows
 
 # The headline metrics every row has (a key an older aggregate lacks reads as "no trials").
 METRIC_NAMES: tuple[str, ...] = tuple(m.key for m in shown_in("aggregates"))
@@ -27,7 +28,13 @@ def read_experiment_dir(path: Path) -> Part:
     outcomes, series = _finished_cells(path, exp, cell_results, many_variants)
     rows = _rows(exp, name, outcomes, many_variants)
     header = _header(path, exp, name, next(iter(cell_results.values()), None))
-    return Part(name, [], [header], rows, series, [header.slo])
+    part = Part(name, [], [header], rows, series, [header.slo])
+    for cell_id, cell in exp.cells.items():  # multi-turn session cells: TTFT by turn, per trial
+        if cell_id in cell_results and cell.status == "ok":
+            config = _config(cell.server, cell.variant, many_variants)
+            rows_of_cell = turn_rows(cell_results[cell_id], config)
+            part.turns += [replace(t, label=f"{t.label} · trial {cell.trial}") for t in rows_of_cell]
+    return part
 
 
 def _config(label: str, variant: str | None, many_variants: bool) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from .data import ExperimentHeader, Part, PointRow, ReportData, RunHeader, RunSeries, Slo
+from .data import ExperimentHeader, Part, PointRow, ReportData, RunHeader, RunSeries, Slo, TurnRow
 from .experiment_dir import read_experiment_dir
 from .files import ReportInputError, is_experiment_dir, is_run_dir
 from .run_dir import read_run
@@ -31,13 +31,15 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     rows: list[PointRow] = []
     series: list[RunSeries] = []
     slos: list[Slo] = []
+    turns: list[TurnRow] = []
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]
         experiments += [_relabel_experiment(h, relabel) for h in part.experiments]
         rows += [replace(r, config=relabel[r.config]) for r in part.rows]
         series += [_relabel_series(s, relabel) for s in part.series]
         slos += [slo for slo in part.slos if slo not in slos]
-    return ReportData(tuple(runs), tuple(experiments), tuple(rows), tuple(series), tuple(slos))
+        turns += [replace(t, config=relabel.get(t.config, t.config)) for t in part.turns]
+    return ReportData(tuple(runs), tuple(experiments), tuple(rows), tuple(series), tuple(slos), tuple(turns))
 
 
 def _read(d: Path) -> Part:

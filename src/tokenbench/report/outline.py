@@ -27,6 +27,7 @@ from .tables import (
     servers_table,
     slo_table,
     stability_table,
+    turns_table,
     verdict_lines,
 )
 from .verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict, slo_text
@@ -96,6 +97,13 @@ STABILITY_CAPTION = (
 )
 
 
+TURNS_CAPTION = (
+    "Each turn of a conversation sends the whole history (earlier turns and the server's own replies): "
+    "a prefix cache serves that history, so TTFT by turn shows whether it does. Over the point's "
+    "measurement window; TTFT over successful requests; prompt tokens are the server's where it reports them."
+)
+
+
 def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> ReportOutline:
     """The report's sections in order: inputs, verdict, headline numbers, the chart sections
     that have charts (errors always), stability over time."""
@@ -114,6 +122,11 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
             in_md=headline is not None,
         ),
     ]
+    turns = turns_table(data)
+    if turns is not None:
+        sections.append(
+            Section("turns", "TTFT by turn (multi-turn sessions)", (Block(table=turns),), caption=TURNS_CAPTION)
+        )
     sections += _chart_sections(data, charts)
     hidden = max(0, len(data.series) - MAX_TIMESERIES_CHARTS)
     sections.append(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import DatasetFacts, Load, RunResults, mean_ci95
-from .data import Part, PointRow, PointSpan, RunHeader, RunSeries, Slo
+from .data import Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
 from .files import read_results
 
 
@@ -103,4 +103,15 @@ def read_run(path: Path) -> Part:
         for p in results.points
     ]
     series = [RunSeries(title=config, config=config, trial=None, run_dir=path, points=point_spans(results))]
-    return Part(path.name, [_header(path, results, config)], [], rows, series, [slo_of(results)])
+    part = Part(path.name, [_header(path, results, config)], [], rows, series, [slo_of(results)])
+    part.turns = turn_rows(results, config)
+    return part
+
+
+def turn_rows(results: RunResults, config: str) -> list[TurnRow]:
+    """A multi-turn run's points by turn index (none for other runs)."""
+    return [
+        TurnRow(config, p.label, t.turn_index, t.count, t.ttft_s.mean, t.ttft_s.p90, t.prompt_tokens.mean)
+        for p in results.points
+        for t in p.by_turn or []
+    ]

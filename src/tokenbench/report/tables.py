@@ -140,6 +140,27 @@ def headline_table(data: ReportData) -> Table | None:
     return Table(headers, rows, numeric=tuple(range(2, 3 + len(metrics))))
 
 
+def turns_table(data: ReportData) -> Table | None:
+    """Multi-turn session runs: per configuration, load and turn index, the TTFT (ms) and the
+    prompt tokens; None without a session run."""
+    if not data.turns:
+        return None
+    rows = [
+        [
+            t.config,
+            t.label,
+            str(t.turn_index),
+            str(t.count),
+            fmt.num(t.ttft_mean_s, scale=1e3),
+            fmt.num(t.ttft_p90_s, scale=1e3),
+            fmt.num(t.prompt_tokens_mean, digits=0),
+        ]
+        for t in data.turns
+    ]
+    headers = ["configuration", "load", "turn", "requests", "TTFT mean (ms)", "TTFT p90 (ms)", "prompt tokens mean"]
+    return Table(headers, rows, numeric=(2, 3, 4, 5, 6))
+
+
 def _pick_text(p: Pick | None) -> str:
     if p is None:
         return NULL_TEXT

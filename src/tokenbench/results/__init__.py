@@ -32,6 +32,8 @@ from .run import (
     RunResults,
     Server,
     ServerVsClient,
+    SessionCounts,
+    SessionFacts,
     SharedPrefixFacts,
     Slo,
     Span,
@@ -41,6 +43,7 @@ from .run import (
     Tokens,
     Tool,
     TraceFacts,
+    TurnStats,
     WindowSpan,
 )
 from .trials import NO_TRIALS, TrialStat, mean_ci95
@@ -74,6 +77,8 @@ __all__ = [
     "Server",
     "ServerVsClient",
     "SharedPrefixFacts",
+    "SessionCounts",
+    "SessionFacts",
     "Slo",
     "Span",
     "Target",
@@ -82,6 +87,7 @@ __all__ = [
     "Tokens",
     "Tool",
     "TraceFacts",
+    "TurnStats",
     "TrialStat",
     "WindowSpan",
     "mean_ci95",

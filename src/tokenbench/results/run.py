@@ -88,6 +88,15 @@ class SharedPrefixFacts(_Model):
     expected_reuse: ExpectedReuse  # blocks are the groups' prefixes, in the order sent
 
 
+class SessionFacts(_Model):
+    """Multi-turn conversations (``--multi-turn``, datasets.sessions); ``history_tokens``: how
+    records' history_tokens were counted ("tokenizer": the run's, exact; "estimate": ~1.3 a word)."""
+
+    conversations: int
+    turns: int
+    history_tokens: Literal["tokenizer", "estimate"]
+
+
 class DatasetFacts(_Model):
     """What the prompts were (datasets.build_requests makes it; config.json's dataset_info)."""
 
@@ -100,6 +109,7 @@ class DatasetFacts(_Model):
     source: str | None
     trace: TraceFacts | None = None
     shared_prefix: SharedPrefixFacts | None = None
+    sessions: SessionFacts | None = None
 
 
 class Slo(_Model):
@@ -297,6 +307,29 @@ class TimeWindow(WindowServer, WindowClient):
         return cls(**{k: getattr(part, k) for part in parts for k in part.model_fields_set})
 
 
+class TurnStats(_Model):
+    """One turn index of a session point's window population (metrics.sessions.by_turn): its
+    requests, and over the ok ones TTFT, E2E and prompt tokens (the server's, else the dataset's)."""
+
+    turn_index: int
+    count: int
+    ttft_s: Distribution
+    e2e_s: Distribution
+    prompt_tokens: Distribution
+
+
+class SessionCounts(_Model):
+    """A session point's conversations over the whole point, as the load generator ran them: a
+    conversation that ended by none of these was cut by the point's end (deadline, max-requests,
+    interrupt)."""
+
+    started: int
+    completed: int
+    ended_by_error: int
+    ended_by_history_limit: int
+    ended_by_stop: int
+
+
 class PointHead(_Model):
     """Which point: its index, load and span (derive.point_result, from the run's ``point`` event)."""
 
@@ -351,6 +384,8 @@ class PointResult(PointMetrics, PointHead):
     gpu: Gpu
     gpu_whole_point: Gpu
     timeseries: list[TimeWindow]
+    by_turn: list[TurnStats] | None = None  # only a --multi-turn point has these two keys
+    sessions: SessionCounts | None = None
 
 
 class RunResults(_Model):

@@ -1,0 +1,261 @@
+"""Multi-turn sessions under a load point: the load generator's conversations (``--multi-turn``).
+
+A conversation sends its turns one after another. Turn k's request carries the whole history: the
+system prompt, the earlier user turns and **the server's own replies** (the text it streamed,
+which the client keeps for session records), then turn k's user text; on the completions API the
+same history is one prompt (Request.as_prompt_text). Between a reply and the next turn the user
+thinks ``--turn-think-time`` (fixed, or exponential with that mean); the next turn is scheduled
+then (its queue delay counts from there).
+
+- Closed loop (users): each user runs one conversation at a time, turn after turn, then waits
+  ``--think-time`` and takes the next conversation: think time is the gap between a user's
+  conversations, turn think time the gap inside one.
+- Open loop (rate): conversations *start* at the rate's arrival times; each then proceeds turn
+  after turn whatever the other conversations do. ``--max-concurrency`` caps requests in flight.
+
+A conversation ends completed, at a failed turn (recorded, ``ended_by_error``), when its next
+prompt (history + user text) would exceed ``--max-history-tokens`` or, with its reply, the
+server's max model length when known (``ended_by_history_limit``: that turn is never sent, so it
+has no record), or by the point's stop rules (deadline: no new turn starts after it;
+max-requests counts turns; interrupt), counted ``ended_by_stop``. Every turn sent is one record,
+as every request is (loadgen.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import zlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .config import LoadPoint, RateLoad, SessionConfig, UsersLoad
+from .datasets.sessions import Conversation, Turn
+from .load import arrival_times, user_start_times
+from .records import Request, RequestRecord
+
+if TYPE_CHECKING:
+    from .loadgen import LoadGenerator, PointState
+
+Send = Callable[[Request, RequestRecord], Awaitable[None]]
+
+
+@dataclass
+class SessionTally:
+    """A point's conversations by how they ended (results' ``sessions``, over the whole point)."""
+
+    started: int = 0
+    completed: int = 0
+    ended_by_error: int = 0
+    ended_by_history_limit: int = 0
+    ended_by_stop: int = 0
+
+
+class SessionSource:
+    """Hands out conversations in order, cycling; each point starts at an offset fixed by its load
+    and the seed (as RequestSource does). Request ids are unique per run, and so are session ids
+    (``{id_prefix}-{n}``: give a per-run prefix so two runs' sessions never share an id)."""
+
+    def __init__(
+        self,
+        conversations: list[Conversation],
+        count: Callable[[str], int],
+        settings: SessionConfig,
+        max_model_len: int | None = None,
+        id_prefix: str = "s",
+    ) -> None:
+        if not conversations:
+            raise ValueError("the dataset produced no conversations")
+        self._conversations = conversations
+        self.count = count
+        self.settings = settings
+        self.max_model_len = max_model_len
+        self._prefix = id_prefix
+        self._cursor = 0
+        self._next_id = 0
+        self._next_session = 0
+
+    def start_point(self, load: LoadPoint, seed: int) -> None:
+        key = json.dumps([seed, load.model_dump(mode="json")], sort_keys=True).encode()
+        self._cursor = zlib.crc32(key) % len(self._conversations)
+
+    def next_conversation(self) -> tuple[str, Conversation]:
+        conversation = self._conversations[self._cursor % len(self._conversations)]
+        self._cursor += 1
+        sid = f"{self._prefix}-{self._next_session}"
+        self._next_session += 1
+        return sid, conversation
+
+    def next_id(self) -> int:
+        i = self._next_id
+        self._next_id += 1
+        return i
+
+    def over_limit(self, history_tokens: int, turn: Turn) -> bool:
+        """Whether the turn's prompt would exceed --max-history-tokens, or prompt and reply the
+        server's max model length."""
+        prompt = history_tokens + turn.tokens
+        limit = self.settings.max_history_tokens
+        if limit is not None and prompt > limit:
+            return True
+        return self.max_model_len is not None and prompt + turn.max_tokens > self.max_model_len
+
+    def think_s(self, rng: random.Random) -> float:
+        mean = self.settings.turn_think_time_s
+        if mean <= 0:
+            return 0.0
+        return rng.expovariate(1.0 / mean) if self.settings.turn_think_dist == "exponential" else mean
+
+
+async def run_sessions(gen: LoadGenerator, point: PointState, load: LoadPoint) -> None:
+    """The point's conversations: per user (closed loop) or started at the rate (open loop)."""
+    point.run.sessions = SessionTally()
+    if isinstance(load, UsersLoad):
+        await _users(gen, point, load)
+    elif isinstance(load, RateLoad):
+        await _starts(gen, point, load)
+    else:
+        raise ValueError("--multi-turn runs under --users or --rate, not a trace replay")
+
+
+@dataclass
+class _Conv:
+    """One conversation as it runs: who sends it, how, and its history so far."""
+
+    sid: str
+    conversation: Conversation
+    user: int | None
+    send: Send
+    history: list[dict[str, str]] = field(default_factory=list)
+    history_tokens: int = 0
+
+
+async def _users(gen: LoadGenerator, point: PointState, load: UsersLoad) -> None:
+    run, source = point.run, point.source
+    assert isinstance(source, SessionSource)
+
+    async def user(u: int, offset_s: float) -> None:
+        if not await gen.sleep_until(run.start_s + offset_s):
+            return
+        began = scheduled = gen.now()
+        gen.stats.active_users += 1
+        rng = random.Random(f"{point.seed}-{u}")
+        try:
+            while not _stopped(gen, point):
+                sid, conversation = source.next_conversation()
+                await _converse(gen, point, _Conv(sid, conversation, u, gen.send), scheduled, rng)
+                scheduled = gen.now() + load.think_time_s
+                if load.think_time_s and not await gen.sleep_until(scheduled):
+                    break
+        finally:
+            gen.stats.active_users -= 1
+            run.user_spans.append((began, gen.now()))
+
+    users = [asyncio.ensure_future(user(u, off)) for u, off in enumerate(user_start_times(load))]
+    try:
+        await asyncio.gather(*users)
+    finally:
+        for task in users:
+            task.cancel()
+
+
+async def _starts(gen: LoadGenerator, point: PointState, load: RateLoad) -> None:
+    """New conversations at the rate's arrival times; then wait for them until the deadline (the
+    drain that follows lets their last turns finish). With a duration the load lasts all of it,
+    as a rate's does (loadgen._arrivals): the window ends there, and so must the point."""
+    run, source, tasks = point.run, point.source, point.tasks
+    assert isinstance(source, SessionSource)
+    send = gen.in_slot(load)
+    rng = random.Random(point.seed)
+    for offset in arrival_times(load, point.seed, point.stop):
+        if not await gen.sleep_until(run.start_s + offset) or _stopped(gen, point):
+            break
+        sid, conversation = source.next_conversation()
+        # its first turn is scheduled at the arrival: a late start shows as queue delay
+        conv = _Conv(sid, conversation, None, send)
+        task = asyncio.ensure_future(_converse(gen, point, conv, run.start_s + offset, rng))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    pending = {t for t in tasks if not t.done()}
+    if pending:
+        limit = None if point.deadline_s is None else max(0.0, point.deadline_s - gen.now())
+        await asyncio.wait(pending, timeout=limit)
+    if point.deadline_s is not None:
+        await gen.sleep_until(point.deadline_s)
+
+
+def _stopped(gen: LoadGenerator, point: PointState) -> bool:
+    """No new turn: interrupted, past the deadline, or max-requests issued."""
+    budget = point.budget
+    return (
+        gen.interrupted
+        or (point.deadline_s is not None and gen.now() >= point.deadline_s)
+        or (budget.limit is not None and budget.issued >= budget.limit)
+    )
+
+
+async def _converse(gen: LoadGenerator, point: PointState, conv: _Conv, scheduled_s: float, rng: random.Random) -> None:
+    """One conversation, turn after turn; its end is tallied (a cancelled one as stopped)."""
+    source, tally = point.source, point.run.sessions
+    assert isinstance(source, SessionSource) and tally is not None
+    c = conv.conversation
+    if c.system:
+        conv.history.append({"role": "system", "content": c.system})
+    conv.history_tokens = c.system_tokens
+    ended = "ended_by_stop"
+    started = False
+    try:
+        for k, turn in enumerate(c.turns):
+            if k > 0:
+                scheduled_s = gen.now() + source.think_s(rng)
+                if not await gen.sleep_until(scheduled_s):
+                    return
+            if _stopped(gen, point):
+                return
+            started = True
+            if source.over_limit(conv.history_tokens, turn):
+                ended = "ended_by_history_limit"
+                return
+            point.budget.take()
+            record = await _turn(gen, point, conv, k, scheduled_s)
+            if not record.ok:
+                ended = "ended_by_error"
+                return
+            reply = record.output_text or ""
+            conv.history += [{"role": "user", "content": turn.text}, {"role": "assistant", "content": reply}]
+            conv.history_tokens += turn.tokens + (source.count(reply) if reply else 0)
+        ended = "completed"
+    finally:
+        if started:
+            tally.started += 1
+            setattr(tally, ended, getattr(tally, ended) + 1)
+
+
+async def _turn(gen: LoadGenerator, point: PointState, conv: _Conv, k: int, scheduled_s: float) -> RequestRecord:
+    """Send turn ``k`` with the history so far; its record (written when it ends)."""
+    source = point.source
+    assert isinstance(source, SessionSource)
+    turn = conv.conversation.turns[k]
+    request = Request(
+        messages=(*conv.history, {"role": "user", "content": turn.text}),
+        max_tokens=turn.max_tokens,
+        expected_prompt_tokens=conv.history_tokens + turn.tokens,
+        session_id=conv.sid,
+        turn_index=k,
+        history_tokens=conv.history_tokens,
+        headers=((source.settings.header, conv.sid),),
+    )
+    record = gen.new_record(
+        point=point.run.index,
+        id=source.next_id(),
+        scheduled_s=scheduled_s,
+        user=conv.user,
+        dataset_prompt_tokens=request.expected_prompt_tokens,
+        session_id=conv.sid,
+        turn_index=k,
+        history_tokens=conv.history_tokens,
+    )
+    await conv.send(request, record)
+    return record
