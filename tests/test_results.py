@@ -62,6 +62,8 @@ PUBLIC_KEYS += [
 PUBLIC_KEYS += [f"points[].{s}.{k}" for s in ("server", "server_whole_point") for k in SERVER]
 PUBLIC_KEYS += [f"points[].{g}.{k}" for g in ("gpu", "gpu_whole_point") for k in GPU]
 PUBLIC_KEYS += [f"points[].timeseries[].{k}" for k in WINDOW]
+PREFIX_CACHE = "reset reset_detail hit_rate hit_rate_source hit_rate_requests expected_reuse".split()
+PUBLIC_KEYS += [f"points[].prefix_cache.{k}" for k in PREFIX_CACHE]
 
 
 def _declared(model, prefix="") -> set[str]:

@@ -61,10 +61,16 @@ class Request:
     # a replay sends it at that time divided by the speed (load.replay_offsets).
     trace_row: int | None = None
     trace_time_s: float | None = None
+    # The prompt as token ids, sent instead of ``prompt`` on the completions API to a server whose
+    # profile accepts them (vLLM, SGLang): the server's blocks are then exactly the trace's.
+    # ``prompt`` holds a text rendering of the same request for everything else.
+    prompt_token_ids: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("a Request needs exactly one of prompt or messages")
+        if self.prompt_token_ids is not None and self.prompt is None:
+            raise ValueError("a Request with prompt_token_ids needs the prompt's text too")
 
     def as_prompt_text(self) -> str:
         """Flatten chat messages for the completions API (and prompt text for chat)."""
@@ -147,6 +153,9 @@ class RequestRecord:
     end_marker: bool = False
     dataset_prompt_tokens: int | None = None  # Request.expected_prompt_tokens of what was sent
     trace_row: int | None = None  # Request.trace_row: the trace file's line this request replays
+    # Prompt tokens the server served from its prefix cache: usage.prompt_tokens_details.
+    # cached_tokens, else llama.cpp's timings.cache_n. None: the server did not say.
+    cached_prompt_tokens: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,12 @@ from rich.console import Console
 from . import __version__, redact
 from .backends import EMBEDDED, get_profile
 from .backends.base import Profile
+from .backends.cache_control import NOT_REQUESTED, CacheReset, reset_prefix_cache
 from .backends.server import ServerUnderTest, server_under_test
 from .clients import wire_for
 from .clients.stream import StreamingClient, TargetUnreachable, make_session, probe, warm_connections
 from .clients.wire import Wire
-from .config import BackendConfig, LoadPoint, ReplayLoad, RunConfig, TargetConfig
+from .config import BackendConfig, LoadPoint, PrefixCacheMode, ReplayLoad, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .derive import point_result, results_header
@@ -75,7 +76,7 @@ def run(config: RunConfig, console: Console | None = None, server: ServerUnderTe
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
                 bench = _Bench(config, writer, clock, sampler)
-                return runner(_run_points(bench, target, sut.facts, console))
+                return runner(_run_points(bench, _Reach(target, sut.profile), sut.facts, console))
     finally:
         writer.close()
 
@@ -130,12 +131,20 @@ class _Bench:
     sampler: Sampler
 
 
-async def _run_points(bench: _Bench, target: TargetConfig, backend: dict[str, Any], console: Console) -> RunResult:
+@dataclass(frozen=True)
+class _Reach:
+    """The target's settings and what tokenbench knows of its engine (None: nothing)."""
+
+    config: TargetConfig
+    profile: Profile | None
+
+
+async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], console: Console) -> RunResult:
     """The load points one after another against the target; results.json rewritten after each."""
-    wire = wire_for(target.api)
-    async with make_session(target, bench.clock.now) as session:
-        target = await _resolve_model(session, target, wire)
-        driver = _driver(bench, _Target(session, target, wire), backend)
+    wire = wire_for(reach.config.api)
+    async with make_session(reach.config, bench.clock.now) as session:
+        target = await _resolve_model(session, reach.config, wire)
+        driver = _driver(bench, _Target(session, target, wire, reach.profile), backend)
         results = results_header(bench.writer.config_json(), "run")
         await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
         loop = asyncio.get_running_loop()
@@ -161,6 +170,7 @@ class _Target:
     session: aiohttp.ClientSession
     config: TargetConfig
     wire: Wire
+    profile: Profile | None = None  # its engine's controls (prefix-cache reset, token-id prompts)
 
 
 @dataclass(frozen=True)
@@ -179,6 +189,7 @@ class _Driver:
         self.stats.label = describe(load)
         first = writer.records_offset()
         self.source.start_point(load, config.seed)
+        reset = await self._prefix_cache(config.prefix_cache)
         await warm_connections(self.target.session, self.target.config, self.target.wire, _concurrency_hint(load))
         point_run = await self.gen.run_point(
             index,
@@ -188,12 +199,21 @@ class _Driver:
             config.seed + index,
             started=lambda run: sampler.event(_start_facts(run)),
         )
-        facts = point_facts(point_run)
+        facts = {**point_facts(point_run), "prefix_cache_reset": asdict(reset)}
         sampler.event(facts)
         if not point_run.interrupted:
             await sampler.wait_past(point_run.end_s)  # bracket the point's counters
         records = writer.records_since(first)  # streamed from disk, never all in memory
         return point_result(writer.config_json(), facts, records, sampler.file)
+
+    async def _prefix_cache(self, mode: PrefixCacheMode) -> CacheReset:
+        """--prefix-cache reset: empty the server's cache through its engine's own control, after
+        the previous point drained and before this one's connections are opened."""
+        if mode != "reset":
+            return NOT_REQUESTED
+        assert self.target.config.url is not None
+        hook = self.target.profile.reset_prefix_cache if self.target.profile else None
+        return await reset_prefix_cache(hook, self.target.session, self.target.config.url)
 
 
 def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:

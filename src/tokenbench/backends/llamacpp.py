@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import tempfile
 from pathlib import Path
 
 from ..config import BackendConfig
 from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from .cache_control import reset_llamacpp
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
 
@@ -100,7 +102,18 @@ def embedded_local(spec: LaunchSpec) -> Launch:
         raise BackendError(f"--model {spec.model}: no such GGUF file")
     threads = ["--threads", str(_threads())]
     default = [sys.executable, "-m", "tokenbench.backends._xllamacpp_child"]
-    return Launch((*exe(spec, default), *_args(spec, spec.model), *threads), dict(spec.knobs.engine_env))
+    argv = (*exe(spec, default), *_args(spec, spec.model), *threads, *_slot_save_path(spec))
+    return Launch(argv, dict(spec.knobs.engine_env))
+
+
+def _slot_save_path(spec: LaunchSpec) -> list[str]:
+    """llama.cpp answers a slot erase (--prefix-cache reset) with 501 unless a slot save path is
+    set; the embedded server always gets one (nothing is saved there unless a client asks)."""
+    if "--slot-save-path" in spec.knobs.engine_args:
+        return []
+    folder = Path(tempfile.gettempdir()) / "tokenbench-slots"
+    folder.mkdir(exist_ok=True)
+    return ["--slot-save-path", str(folder)]
 
 
 def _threads() -> int:
@@ -126,6 +139,7 @@ _COMMON = dict(
         "closes idle keep-alive connections after 5 s (the client re-sends, up to 3 times)",
     ),
     docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
+    reset_prefix_cache=reset_llamacpp,  # erase every slot; answers 501 without --slot-save-path
 )
 
 PROFILE = Profile(

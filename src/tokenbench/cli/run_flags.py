@@ -97,6 +97,7 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             out_dir=a["out"],
             live=a["live"],
             keep_text=a["keep_text"],
+            prefix_cache=a.get("prefix_cache"),
         )
     )
 

@@ -34,6 +34,13 @@ def mock(
         int,
         typer.Option(help="Capacity: at most this many requests generate at once; the rest wait FIFO (0: no limit)."),
     ] = 0,
+    cache_block_tokens: Annotated[
+        int,
+        typer.Option(
+            help="A prefix cache of blocks of N prompt tokens (words, or token ids): usage reports cached_tokens, "
+            "/metrics vLLM's prefix_cache counters, POST /reset_prefix_cache empties it (0: none)."
+        ),
+    ] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import MockSettings, serve
@@ -49,6 +56,7 @@ def mock(
             fault_after_chunks=fault_after_chunks,
             kv_slots=kv_slots,
             max_streams=max_streams,
+            cache_block_tokens=cache_block_tokens,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

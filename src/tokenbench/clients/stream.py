@@ -261,6 +261,7 @@ class StreamingClient:
         record.response_id = stream.response_id
         record.server_output_tokens = stream.completion_tokens
         record.server_timings = stream.server_timings
+        record.cached_prompt_tokens = stream.cached_prompt_tokens
         record.finish_reason = stream.finish_reason
         record.end_marker = stream.done
         text = "".join(stream.text) if (self._count_tokens or self._keep_text) else None

@@ -33,6 +33,7 @@ class Stream:
         "http_error",
         "server_timings",
         "finish_reason",
+        "cached_prompt_tokens",
     )
 
     def __init__(self) -> None:
@@ -46,6 +47,7 @@ class Stream:
         self.response_id: str | None = None
         self.http_error: str | None = None
         self.server_timings: dict[str, float] | None = None
+        self.cached_prompt_tokens: int | None = None
 
     def fail(self, message: str) -> bool:
         if not self.failed:

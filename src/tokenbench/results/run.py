@@ -276,6 +276,30 @@ class TimeWindow(WindowServer, WindowClient):
         return cls(**{k: getattr(part, k) for part in parts for k in part.model_fields_set})
 
 
+HitRateSource = Literal["server_counters", "llamacpp_timings", "usage_cached_tokens"]
+
+
+class PrefixCache(_Model):
+    """The prefix cache over a point (METRICS.md "Prefix cache"): whether it was emptied before the
+    point, the hit rate measured over the window, and what the workload would reuse."""
+
+    # before the point: "done" (the engine's control emptied it), "failed", "not_supported"
+    # (no control), "not_requested" (--prefix-cache keep)
+    reset: Literal["done", "not_supported", "failed", "not_requested"]
+    reset_detail: str | None = None  # why a reset was not done (the server's answer)
+    # prompt tokens served from the cache / prompt tokens, over the window; None: no signal
+    hit_rate: Number | None
+    # server_counters: the server's hit/query counter increases over the window (vLLM
+    # prefix_cache_hits/queries, SGLang cached/prompt tokens; point.server); usage_cached_tokens:
+    # sum usage.prompt_tokens_details.cached_tokens / sum usage.prompt_tokens over the window's ok
+    # records; llamacpp_timings: sum timings.cache_n / sum (cache_n + prompt_n) over them
+    hit_rate_source: HitRateSource | None
+    hit_rate_requests: int | None = None  # records the per-request sources counted (None: counters)
+    # the fraction of prompt tokens an infinite cache would reuse over the workload (a trace's hash
+    # ids: dataset.trace.expected_reuse.token_fraction); None: the workload does not say
+    expected_reuse: Number | None
+
+
 class PointHead(_Model):
     """Which point: its index, load and span (derive.point_result, from the run's ``point`` event)."""
 
@@ -327,6 +351,7 @@ class PointResult(PointMetrics, PointHead):
     gpu: Gpu
     gpu_whole_point: Gpu
     timeseries: list[TimeWindow]
+    prefix_cache: PrefixCache | None = None  # absent from results written before it existed
 
 
 class RunResults(_Model):
