@@ -220,7 +220,7 @@ def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
     """The dataset built and config.json written; the client, the load generator and the source."""
     config, writer = bench.config, bench.writer
     tokenizer, window = _tokenizer(config, target.config), _trace_window(config.loads)
-    requests, info = build_requests(config.dataset, tokenizer, config.seed, window)
+    requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
     writer.write_config(_config_json(config, target.config, backend, info, bench.clock, bench.sampler))
     count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
     client = StreamingClient(
@@ -232,6 +232,11 @@ def _driver(bench: _Bench, target: _Target, backend: dict[str, Any]) -> _Driver:
     gen = LoadGenerator(client, bench.clock, writer.write_record, stats)
     nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
     return _Driver(bench, target, stats, gen, RequestSource(requests, unique_nonce=nonce))
+
+
+def _token_ids(target: _Target) -> bool:
+    """Prompts may go as token ids: the engine takes them (its profile says so) on completions."""
+    return bool(target.profile and target.profile.token_id_prompts and target.config.api == "completions")
 
 
 def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:

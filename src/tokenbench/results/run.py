@@ -77,6 +77,9 @@ class TraceFacts(_Model):
     num_failed_skipped: int
     num_filtered_out: int
     expected_reuse: ExpectedReuse | None  # None for formats without hash ids
+    # prompts were sent as exact token ids (a server that takes them, the completions API);
+    # False: text built to the lengths (exact with a tokenizer)
+    token_ids: bool = False
 
 
 class DatasetFacts(_Model):
