@@ -76,7 +76,7 @@ def run(config: RunConfig, console: Console | None = None, server: ServerUnderTe
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
                 bench = _Bench(config, writer, clock, sampler)
-                return runner(_run_points(bench, _Reach(target, sut.profile), sut.facts, console))
+                return runner(_run_points(bench, _Reach(target, sut.profile, sut.fresh), sut.facts, console))
     finally:
         writer.close()
 
@@ -89,7 +89,13 @@ def _launch(config: RunConfig) -> BackendConfig | None:
     backend = config.backend or BackendConfig(name=EMBEDDED)
     backend = backend.model_copy(update={"model": backend.model or config.target.model})
     profile = get_profile(backend.name or EMBEDDED)
-    return profile.prepare(backend, _max_users(config)) if profile.prepare else backend
+    backend = profile.prepare(backend, _max_users(config)) if profile.prepare else backend
+    return resettable(profile, backend, config.prefix_cache)
+
+
+def resettable(profile: Profile, backend: BackendConfig, mode: PrefixCacheMode) -> BackendConfig:
+    """With --prefix-cache reset, the launch the engine's reset needs to be complete."""
+    return profile.reset_launch(backend) if mode == "reset" and profile.reset_launch else backend
 
 
 def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
@@ -137,6 +143,7 @@ class _Reach:
 
     config: TargetConfig
     profile: Profile | None
+    fresh: bool = False  # a server started for this run: nothing cached before its first point
 
 
 async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], console: Console) -> RunResult:
@@ -144,7 +151,7 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], con
     wire = wire_for(reach.config.api)
     async with make_session(reach.config, bench.clock.now) as session:
         target = await _resolve_model(session, reach.config, wire)
-        driver = _driver(bench, _Target(session, target, wire, reach.profile), backend)
+        driver = _driver(bench, _Target(session, target, wire, reach.profile, reach.fresh), backend)
         results = results_header(bench.writer.config_json(), "run")
         await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
         loop = asyncio.get_running_loop()
@@ -171,6 +178,7 @@ class _Target:
     config: TargetConfig
     wire: Wire
     profile: Profile | None = None  # its engine's controls (prefix-cache reset, token-id prompts)
+    fresh: bool = False  # started for this run (ServerUnderTest.fresh)
 
 
 @dataclass(frozen=True)
@@ -189,7 +197,7 @@ class _Driver:
         self.stats.label = describe(load)
         first = writer.records_offset()
         self.source.start_point(load, config.seed)
-        reset = await self._prefix_cache(config.prefix_cache)
+        reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.fresh)
         await warm_connections(self.target.session, self.target.config, self.target.wire, _concurrency_hint(load))
         point_run = await self.gen.run_point(
             index,
@@ -206,13 +214,16 @@ class _Driver:
         records = writer.records_since(first)  # streamed from disk, never all in memory
         return point_result(writer.config_json(), facts, records, sampler.file)
 
-    async def _prefix_cache(self, mode: PrefixCacheMode) -> CacheReset:
+    async def _prefix_cache(self, mode: PrefixCacheMode, fresh: bool) -> CacheReset:
         """--prefix-cache reset: empty the server's cache through its engine's own control, after
-        the previous point drained and before this one's connections are opened."""
+        the previous point drained and before this one's connections are opened. A server started
+        for this run has nothing cached before its first point, control or not."""
         if mode != "reset":
             return NOT_REQUESTED
         assert self.target.config.url is not None
         hook = self.target.profile.reset_prefix_cache if self.target.profile else None
+        if hook is None and fresh:
+            return CacheReset("done", "a freshly started server: nothing cached yet")
         return await reset_prefix_cache(hook, self.target.session, self.target.config.url)
 
 

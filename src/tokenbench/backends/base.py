@@ -101,6 +101,10 @@ class Profile:
     # Empties the engine's prefix cache before a point (--prefix-cache reset; cache_control.py).
     # None: the engine has no such control (experiments restart the server instead).
     reset_prefix_cache: ResetHook | None = None
+    # The launch settings that make that reset complete, applied when --prefix-cache reset is
+    # asked (llama.cpp: a slot save path, else erase answers 501; no host-RAM prompt cache, else
+    # an erased prefix comes back from it). None: the launch as given.
+    reset_launch: Callable[[BackendConfig], BackendConfig] | None = None
     # The completions API takes the prompt as a list of token ids (vLLM, SGLang): trace block
     # prompts are then sent as exact ids, so the server's block hashes match the trace's.
     token_id_prompts: bool = False

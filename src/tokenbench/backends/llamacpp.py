@@ -102,18 +102,24 @@ def embedded_local(spec: LaunchSpec) -> Launch:
         raise BackendError(f"--model {spec.model}: no such GGUF file")
     threads = ["--threads", str(_threads())]
     default = [sys.executable, "-m", "tokenbench.backends._xllamacpp_child"]
-    argv = (*exe(spec, default), *_args(spec, spec.model), *threads, *_slot_save_path(spec))
-    return Launch(argv, dict(spec.knobs.engine_env))
+    return Launch((*exe(spec, default), *_args(spec, spec.model), *threads), dict(spec.knobs.engine_env))
 
 
-def _slot_save_path(spec: LaunchSpec) -> list[str]:
-    """llama.cpp answers a slot erase (--prefix-cache reset) with 501 unless a slot save path is
-    set; the embedded server always gets one (nothing is saved there unless a client asks)."""
-    if "--slot-save-path" in spec.knobs.engine_args:
-        return []
-    folder = Path(tempfile.gettempdir()) / "tokenbench-slots"
-    folder.mkdir(exist_ok=True)
-    return ["--slot-save-path", str(folder)]
+def resettable(backend: BackendConfig) -> BackendConfig:
+    """The launch a complete slot-erase reset needs (--prefix-cache reset): a slot save path
+    (without one llama.cpp answers the erase with 501; nothing is saved there unless a client
+    asks) and no host-RAM prompt cache (--cache-ram 0: measured on xllamacpp, a prompt erased from
+    its slot came back from that cache, cache_n 299 of 300). Flags the user gave stay theirs."""
+    args = backend.knobs.engine_args
+    extra: list[str] = []
+    if not any(a.startswith("--slot-save-path") for a in args):
+        folder = Path(tempfile.gettempdir()) / "tokenbench-slots"
+        folder.mkdir(exist_ok=True)
+        extra += ["--slot-save-path", str(folder)]
+    if not any(a.startswith("--cache-ram") for a in args):
+        extra += ["--cache-ram", "0"]
+    knobs = backend.knobs.model_copy(update={"engine_args": (*args, *extra)})
+    return backend.model_copy(update={"knobs": knobs})
 
 
 def _threads() -> int:
@@ -140,6 +146,7 @@ _COMMON = dict(
     ),
     docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
     reset_prefix_cache=reset_llamacpp,  # erase every slot; answers 501 without --slot-save-path
+    reset_launch=resettable,
 )
 
 PROFILE = Profile(

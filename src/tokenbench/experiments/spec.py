@@ -22,6 +22,7 @@ from ..config import (
     DatasetConfig,
     EngineKnobs,
     LoadSweep,
+    PrefixCacheMode,
     RunConfig,
     SLOConfig,
     StopConfig,
@@ -101,6 +102,9 @@ class ExperimentSpec(_Model):
     window_s: float = Field(default=5.0, gt=0)
     metrics_interval_s: float = Field(default=1.0, gt=0)
     seed: int = 0
+    # before every point: "reset" empties the server's prefix cache through its engine's control;
+    # a launched engine without one is restarted before every cell instead (experiments/runner.py)
+    prefix_cache: PrefixCacheMode = "keep"
 
     @field_validator("variants")
     @classmethod
@@ -229,4 +233,5 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         seed=spec.seed + (trial - 1) * 1000,
         window_s=spec.window_s,
         live=False,
+        prefix_cache=spec.prefix_cache,
     )
