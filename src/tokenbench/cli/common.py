@@ -41,6 +41,7 @@ _FLAGS = {
     "ReplayLoad.jitter_s": "--replay-jitter",
     "ReplayLoad.max_concurrency": "--max-concurrency",
     "DatasetConfig.trace_format": "--trace-format",
+    "RunConfig.prefix_cache": "--prefix-cache",
     "DatasetConfig.block_size": "--block-size",
     "StopConfig.duration_s": "--duration",
     "StopConfig.max_requests": "--max-requests",
