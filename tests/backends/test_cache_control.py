@@ -141,3 +141,13 @@ def test_which_profiles_have_a_control_and_take_token_ids():
     with_reset = {name for name, p in PROFILES.items() if p.reset_prefix_cache is not None}
     assert with_reset == {"vllm", "sglang", "llamacpp", "xllamacpp"}
     assert {name for name, p in PROFILES.items() if p.token_id_prompts} == {"vllm", "sglang"}
+
+
+def test_llamacpp_launched_for_a_reset_gets_a_slot_save_path_and_no_host_ram_cache():
+    from tokenbench.backends.llamacpp import resettable
+    from tokenbench.config import BackendConfig, EngineKnobs
+
+    args = resettable(BackendConfig(name="xllamacpp")).knobs.engine_args
+    assert args[0] == "--slot-save-path" and args[2:] == ("--cache-ram", "0")
+    mine = BackendConfig(name="llamacpp", knobs=EngineKnobs(engine_args=("--slot-save-path=/s", "--cache-ram", "512")))
+    assert resettable(mine).knobs.engine_args == ("--slot-save-path=/s", "--cache-ram", "512")  # the user's stay
