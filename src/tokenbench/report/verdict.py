@@ -7,7 +7,7 @@ printing. The thresholds are named here (and in stability.py) so the captions qu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalogue import (
     GOOD_FRACTION,
@@ -274,16 +274,10 @@ def decide(data: ReportData) -> Verdict:
     saturation = [s for c in configs if (s := saturation_point([r for r in rows if r.config == c])) is not None]
 
     pareto = pareto_front([r.mean(OUTPUT_TOKENS_PER_S.key) for r in rows], [r.mean(TTFT_MEAN.key) for r in rows])
-    return Verdict(
-        tuple(loads),
-        tuple(slo),
-        highest,
-        tuple(saturation),
-        tuple(stabilities),
-        tuple(summaries),
-        tuple(pareto),
-        tuple(cache_flags(rows)),
+    verdict = Verdict(
+        tuple(loads), tuple(slo), highest, tuple(saturation), tuple(stabilities), tuple(summaries), tuple(pareto)
     )
+    return replace(verdict, cache=tuple(cache_flags(rows)))
 
 
 def slo_text(slo: dict[str, float | None]) -> str | None:
