@@ -27,7 +27,7 @@ def _tally(records, in_population=lambda r: r.scheduled_s < 10) -> CacheTally:
 
 
 def _server(hits, queries) -> Server:
-    rate = hits / queries if queries else None
+    rate = hits / queries if hits is not None and queries else None
     return Server.model_validate(
         {
             "period_s": [0, 1],
@@ -91,3 +91,8 @@ def test_expected_reuse_from_a_trace_or_a_shared_prefix_workload():
     assert expected_reuse(trace) == 0.75
     assert expected_reuse({"shared_prefix": {"expected_reuse": {"token_fraction": 0.5}}}) == 0.5
     assert expected_reuse({"name": "synthetic"}) is None and expected_reuse(None) is None
+
+
+def test_queries_counted_without_a_hit_counter_is_no_hit_sglang_creates_it_at_the_first():
+    got = prefix_cache(None, _server(None, 512), _tally([]), 0.0)
+    assert (got.hit_rate, got.hit_rate_source) == (0.0, "server_counters")

@@ -77,6 +77,10 @@ def prefix_cache(
 def _hit_rate(server: Server | None, tally: CacheTally) -> tuple[float | None, Any, int | None]:
     if server is not None and server.prefix_cache_hit_rate is not None:
         return float(server.prefix_cache_hit_rate), "server_counters", None
+    if server is not None and server.prefix_cache_hits is None and server.prefix_cache_queries:
+        # lookups counted, the hit counter never seen: SGLang creates sglang:cached_tokens_total
+        # at its first hit (backends/sglang.py), so none in the window is 0, not unknown
+        return 0.0, "server_counters", None
     if tally.timings_prompt:
         return tally.timings_cached / tally.timings_prompt, "llamacpp_timings", tally.timings_requests
     if tally.usage_prompt:
