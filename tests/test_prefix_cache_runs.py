@@ -63,3 +63,15 @@ def test_reset_empties_the_cache_between_points_and_keep_does_not(mock_server, t
     assert first["hit_rate_source"] == then["hit_rate_source"] == "server_counters"
     assert first["hit_rate"] == pytest.approx(0.4)
     assert then["hit_rate"] == pytest.approx(second)
+
+
+def test_recompute_gives_the_same_prefix_cache_from_the_runs_files(mock_server, tmp_path):
+    from tokenbench.derive import recompute_run
+
+    url = mock_server(ttft_ms=1, itl_ms=1, cache_block_tokens=4)
+    result = run(_config(url, tmp_path, "reset", BackendConfig(name="vllm", metrics_interval_s=0.1)), quiet())
+    events = [json.loads(line) for line in (result.run_dir / "samples.jsonl").read_text().splitlines()]
+    starts = [e for e in events if e.get("kind") == "point_start"]
+    assert starts[0]["prefix_cache_reset"] == {"status": "done", "detail": None}  # a killed run keeps it
+    again = recompute_run(result.run_dir).to_json()
+    assert again["points"][0]["prefix_cache"] == result.results["points"][0]["prefix_cache"]

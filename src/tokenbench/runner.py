@@ -205,7 +205,8 @@ class _Driver:
             config.stop,
             self.source,
             config.seed + index,
-            started=lambda run: sampler.event(_start_facts(run)),
+            # the reset in both events: a point the run never finished is derived from its start
+            started=lambda run: sampler.event({**_start_facts(run), "prefix_cache_reset": asdict(reset)}),
         )
         facts = {**point_facts(point_run), "prefix_cache_reset": asdict(reset)}
         sampler.event(facts)
