@@ -29,6 +29,7 @@ from tokenbench.results import (
     Gpu,
     Load,
     PointResult,
+    PrefixCache,
     Requests,
     RunResults,
     Server,
@@ -132,6 +133,7 @@ def sample_point(itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0) 
         gpu=gpu,
         gpu_whole_point=gpu,
         timeseries=[],
+        prefix_cache=PrefixCache(reset="done", hit_rate=0.25, hit_rate_source="server_counters", expected_reuse=0.3),
     )
 
 
@@ -164,6 +166,8 @@ KNOWN = {
     "server_prefix_cache_hit_rate": 0.25,
     "ttfo_s_mean": 0.07,  # TTFT 50 ms + 2 reasoning chunks 10 ms apart
     "ttfo_s_p99": 0.07,
+    "prefix_cache_hit_rate": 0.25,
+    "prefix_cache_expected_reuse": 0.3,
 }
 
 
@@ -183,6 +187,7 @@ def test_missing_or_null_fields_give_none_never_zero() -> None:
         update={k: _EMPTY for k in distributions}
         | {k: None for k in ("output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "offered_per_s")}
         | {"goodput_per_s": None, "good_fraction": None, "server": None, "requests_in_window": _NONE_ENDED}
+        | {"prefix_cache": None}
     )
     for m in METRICS.values():
         assert m.get(nulls) is None, m.key

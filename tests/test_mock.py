@@ -232,3 +232,18 @@ def test_health_models_and_tokenize(mock_server):
     assert json.loads(_get(url, "/v1/models")[1])["data"] == [{"id": "m1", "object": "model"}]
     status, text = _post(url, "/tokenize", prompt="one two three", messages=None)
     assert (status, json.loads(text)) == (200, {"tokens": [0, 1, 2], "count": 3})
+
+
+def test_mock_prefix_cache_hits_whole_blocks_of_a_seen_prefix_and_never_the_last_token():
+    from tokenbench.mock import PrefixCache
+
+    cache = PrefixCache(4)
+    assert cache.lookup(list("abcdefgh")) == 0  # cold
+    assert cache.lookup(list("abcdefgh")) == 4  # the second block ends on the last token: computed
+    assert cache.lookup(list("abcdefghi")) == 8
+    assert cache.lookup(list("abcdXfghi")) == 4  # nothing after the first miss
+    assert cache.lookup(list("zbcdefghi")) == 0  # a block hits only with its whole prefix
+    assert PrefixCache.tokens({"prompt": [1, 2, 3]}) == [1, 2, 3]
+    assert PrefixCache.tokens({"prompt": "x y z"}) == ["x", "y", "z"]
+    cache.reset()
+    assert cache.lookup(list("abcdefghi")) == 0

@@ -23,7 +23,7 @@ dataset.unique_prefix dataset.source dataset.trace.format dataset.trace.sha256 d
 dataset.trace.num_rows_used dataset.trace.block_size dataset.trace.num_failed_skipped
 dataset.trace.num_filtered_out dataset.trace.expected_reuse.num_blocks dataset.trace.expected_reuse.num_blocks_reused
 dataset.trace.expected_reuse.num_tokens dataset.trace.expected_reuse.num_tokens_reused
-dataset.trace.expected_reuse.token_fraction dataset.trace.expected_reuse.block_fraction slo.ttft_s slo.tpot_s slo.e2e_s
+dataset.trace.expected_reuse.token_fraction dataset.trace.expected_reuse.block_fraction dataset.trace.token_ids slo.ttft_s slo.tpot_s slo.e2e_s
 clock.origin_monotonic_s clock.origin_unix_s clock.unit telemetry.samples telemetry.metrics_url
 telemetry.interval_s interrupted
 points[].index points[].label points[].interrupted points[].window_s points[].rate_period_s
@@ -81,6 +81,8 @@ PUBLIC_KEYS += [
     f"points[].sessions.{k}"
     for k in ("started", "completed", "ended_by_error", "ended_by_history_limit", "ended_by_stop")
 ]
+PREFIX_CACHE = "reset reset_detail hit_rate hit_rate_source hit_rate_requests expected_reuse".split()
+PUBLIC_KEYS += [f"points[].prefix_cache.{k}" for k in PREFIX_CACHE]
 
 
 def _declared(model, prefix="") -> set[str]:

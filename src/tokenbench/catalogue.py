@@ -207,6 +207,32 @@ _METRICS: tuple[Metric, ...] = (
     TTFT.stat("p99", 1, _ALL),
     TTFO.stat("mean", 1, _views("aggregates", "console", "report")),
     TTFO.stat("p99", 1, _views("aggregates", "report")),
+    # beside TTFT: what prefix caching did for it (METRICS.md "Prefix cache")
+    Metric(
+        key="prefix_cache_hit_rate",
+        title="prefix-cache hit rate",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=True,
+        population="prompt tokens served from the prefix cache / prompt tokens, from the best signal there is "
+        "(prefix_cache.hit_rate_source: the server's counters, else ok requests' llama.cpp timings or usage)",
+        period=SCRAPED,
+        get=path("prefix_cache.hit_rate"),
+        views=_views("aggregates", "console", "report"),
+    ),
+    Metric(
+        key="prefix_cache_expected_reuse",
+        title="expected reuse",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=True,  # the workload, not a result: no view ranks it
+        population="prompt tokens an infinite prefix cache would reuse over the workload (a trace's hash ids)",
+        period="the whole workload",
+        get=path("prefix_cache.expected_reuse"),
+        views=_views("aggregates", "report"),
+    ),
     TPOT.stat("mean", 2, _ALL | _views("experiment")),
     DECODE_SPEED.stat("mean", 1, _ALL),
     ITL.stat("mean", 2, _views("aggregates", "console")),
@@ -316,6 +342,8 @@ GOODPUT_PER_S = METRICS["goodput_per_s"]
 GOOD_FRACTION = METRICS["good_fraction"]
 SERVER_PREEMPTIONS = METRICS["server_preemptions"]
 SERVER_TTFT_MEAN = METRICS["server_ttft_s_mean"]
+PREFIX_CACHE_HIT_RATE = METRICS["prefix_cache_hit_rate"]
+PREFIX_CACHE_EXPECTED_REUSE = METRICS["prefix_cache_expected_reuse"]
 
 
 # The time series' panels: (panel title, ((field of a results.json time-series window, series

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 Api = Literal["chat", "completions", "tgi", "triton", "ollama"]  # the values of --api (clients.WIRES)
 Arrival = Literal["constant", "poisson", "gamma"]
+# --prefix-cache: "reset" empties the server's prefix cache before every load point through the
+# engine's own control (backends/cache_control.py); "keep" leaves it as the last point left it.
+PrefixCacheMode = Literal["reset", "keep"]
 DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace"]
 # The trace formats datasets.traces reads (its TraceFormat; config cannot import datasets: a cycle).
 TraceFormatName = Literal["mooncake", "azure", "burstgpt", "bailian"]
@@ -323,6 +326,7 @@ class RunConfig(_Model):
     keep_text: bool = False  # store generated text in records.jsonl
     live: bool = True
     sessions: SessionConfig | None = None  # --multi-turn: conversations instead of single prompts
+    prefix_cache: PrefixCacheMode = "keep"  # before every point: reset the server's cache, or keep it
 
     @model_validator(mode="after")
     def _replay_needs_trace(self) -> RunConfig:

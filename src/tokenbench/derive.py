@@ -26,7 +26,17 @@ from pydantic import TypeAdapter
 from . import __version__
 from .config import LoadPoint, RateLoad, ReplayLoad, SLOConfig, StopConfig
 from .load import describe
-from .metrics import ChunkTally, PointSpan, Window, by_turn, series_edges, summarize_point, timeseries
+from .metrics import (
+    ChunkTally,
+    PointSpan,
+    Window,
+    by_turn,
+    series_edges,
+    session_expected_reuse,
+    summarize_point,
+    timeseries,
+)
+from .metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from .records import RequestRecord
 from .results import (
     SCHEMA_VERSION,
@@ -112,21 +122,29 @@ def point_result(
     span = PointSpan(window, open_loop=isinstance(load, RateLoad | ReplayLoad), end_s=end_s)
     window_s = float(config_json.get("window_s") or 5.0)
     chunks = ChunkTally(span, series_edges(start_s, end_s, window_s))
-    kept = chunks.consume(records)  # the records, without their chunk times
+    cache = CacheTally(chunks.in_population)  # reads the server timings consume drops
+    kept = chunks.consume(cache.observe(records))  # the records, without their chunk times
     metrics = summarize_point(kept, span, _slo(config_json), chunks)
     samples, header = samples_file.scrapes(), samples_file.header()
     user_spans = [(a, b) for a, b in facts.get("user_spans") or []]
     series = timeseries(kept, start_s, end_s, facts["ramp_end_s"], user_spans, window_s, tokens=chunks.series_tokens)
+    server = point_server(samples, window.start_s, window.end_s)
+    population = [r for r in kept if chunks.in_population(r)]
+    # the workload's expected reuse: a trace's or shared prefixes' (dataset facts), else sessions'
+    workload_reuse = expected_reuse(config_json.get("dataset_info"))
+    if workload_reuse is None and config_json.get("sessions"):
+        workload_reuse = session_expected_reuse(population, kept)
     # The server and the GPU over the client's window; over the whole point beside, named so.
     return PointResult(
         **dict(_point_head(config_json, facts, load)),
         **{k: v for k, v in metrics if k in metrics.model_fields_set},  # unset optional parts stay absent
-        server=_with_matched_ttft(point_server(samples, window.start_s, window.end_s), kept),
+        server=_with_matched_ttft(server, kept),
         server_whole_point=point_server(samples, start_s, end_s),
         gpu=point_gpu(samples, header, window.start_s, window.end_s),
         gpu_whole_point=point_gpu(samples, header, start_s, end_s),
         timeseries=[TimeWindow.of(w, window_server(samples, w.start_s, w.end_s)) for w in series],
-        **_session_parts(config_json, facts, [r for r in kept if chunks.in_population(r)]),
+        **_session_parts(config_json, facts, population),
+        prefix_cache=prefix_cache(facts.get("prefix_cache_reset"), server, cache, workload_reuse),
     )
 
 

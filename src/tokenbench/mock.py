@@ -77,6 +77,9 @@ class MockSettings:
     # a client sent, e.g. a session's history and X-Session-ID)
     record_requests: bool = False
     max_model_len: int = 0  # > 0: listed in /v1/models as vLLM does (a session's history limit)
+    # > 0: a prefix cache of blocks of this many prompt tokens (see PrefixCache); 0: none, and no
+    # cached_tokens in the usage
+    cache_block_tokens: int = 0
 
 
 @dataclass
@@ -90,6 +93,42 @@ class Delivery:
     headers: dict[str, str] | None = None  # record_requests: the request's X-* headers
     messages: list | None = None  # record_requests: the chat messages sent
     prompt: str | None = None  # record_requests: the completions prompt sent
+
+
+class PrefixCache:
+    """A known-answer prefix cache, as vLLM's: a prompt's tokens (its token ids, or the words of its
+    text) in whole blocks of ``block_tokens``; a block hits when the same prefix up to its end was
+    seen before, and nothing after the first miss does. The prompt's last token is always computed
+    (at most ``len - 1`` tokens hit, whole blocks). Every whole block is then remembered.
+    ``POST /reset_prefix_cache`` empties it (answers vLLM's ``{"success": true}``)."""
+
+    def __init__(self, block_tokens: int) -> None:
+        self.block_tokens = block_tokens
+        self._seen: set[tuple] = set()
+
+    @staticmethod
+    def tokens(body: dict) -> list:
+        prompt = body.get("prompt")
+        if isinstance(prompt, list):
+            return list(prompt)
+        if prompt is None:
+            prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+        return str(prompt).split()
+
+    def lookup(self, tokens: list) -> int:
+        """Prompt tokens served from the cache; the prompt's whole blocks are cached after."""
+        b = self.block_tokens
+        full = len(tokens) // b
+        hit = 0
+        for i in range(1, full + 1):
+            if tuple(tokens[: i * b]) not in self._seen or i * b > len(tokens) - 1:
+                break
+            hit = i * b
+        self._seen.update(tuple(tokens[: i * b]) for i in range(1, full + 1))
+        return hit
+
+    def reset(self) -> None:
+        self._seen.clear()
 
 
 class MockServer:
@@ -106,9 +145,14 @@ class MockServer:
         self._generated = Counter("vllm:generation_tokens", "generated", **labels).labels(settings.model)
         self._preempted = Counter("vllm:num_preemptions", "over kv_slots", **labels).labels(settings.model)
         self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", **labels).labels(settings.model)
+        self.cache = PrefixCache(settings.cache_block_tokens) if settings.cache_block_tokens else None
+        if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
+            self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", **labels).labels(settings.model)
+            self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", **labels).labels(settings.model)
         self.app = web.Application()
         self.app.add_routes(
             [
+                web.post("/reset_prefix_cache", self._reset_prefix_cache),
                 web.get("/health", self._health),
                 web.get("/v1/models", self._models),
                 web.post("/v1/chat/completions", self._chat),
@@ -118,6 +162,12 @@ class MockServer:
                 web.get("/metrics", self._metrics),
             ]
         )
+
+    async def _reset_prefix_cache(self, _: web.Request) -> web.Response:
+        if self.cache is None:
+            return web.json_response({"detail": "Not Found"}, status=404)
+        self.cache.reset()
+        return web.json_response({"success": True})
 
     async def _health(self, _: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
@@ -253,13 +303,8 @@ class MockServer:
             reply.delivery.finished_s = time.perf_counter()
             return
         await resp.write(reply.event(reply.finish("length")))
-        prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
         completion = 0 if reply.fault == "no_content" else n_chunks * self.s.tokens_per_chunk
-        usage: dict = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion,
-            "total_tokens": prompt_tokens + completion,
-        }
+        usage = self._usage(body, completion)
         if reply.chat and self.s.reasoning_chunks and completion:
             thought = min(self.s.reasoning_chunks, n_chunks) * self.s.tokens_per_chunk
             usage["completion_tokens_details"] = {"reasoning_tokens": thought}
@@ -267,6 +312,27 @@ class MockServer:
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         reply.delivery.finished_s = time.perf_counter()
+
+    def _usage(self, body: dict, completion: int) -> dict:
+        """The usage event; with a prefix cache, the prompt's tokens are its cache tokens and the
+        cached ones are reported as vLLM does (prompt_tokens_details.cached_tokens)."""
+        if self.cache is None:
+            prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
+            return {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion,
+                "total_tokens": prompt_tokens + completion,
+            }
+        tokens = self.cache.tokens(body)
+        cached = self.cache.lookup(tokens)
+        self._queries.inc(len(tokens))
+        self._hits.inc(cached)
+        return {
+            "prompt_tokens": len(tokens),
+            "completion_tokens": completion,
+            "total_tokens": len(tokens) + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
 
 
 @dataclass

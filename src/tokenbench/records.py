@@ -69,10 +69,16 @@ class Request:
     history_tokens: int | None = None
     # Sent on top of the target's headers (e.g. X-Session-ID for a sticky router).
     headers: tuple[tuple[str, str], ...] = ()
+    # The prompt as token ids, sent instead of ``prompt`` on the completions API to a server whose
+    # profile accepts them (vLLM, SGLang): the server's blocks are then exactly the trace's.
+    # ``prompt`` holds a text rendering of the same request for everything else.
+    prompt_token_ids: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("a Request needs exactly one of prompt or messages")
+        if self.prompt_token_ids is not None and self.prompt is None:
+            raise ValueError("a Request with prompt_token_ids needs the prompt's text too")
 
     def as_prompt_text(self) -> str:
         """Flatten chat messages for the completions API (and prompt text for chat)."""
@@ -165,6 +171,9 @@ class RequestRecord:
     session_id: str | None = None  # Request.session_id, turn_index, history_tokens (multi-turn)
     turn_index: int | None = None
     history_tokens: int | None = None
+    # Prompt tokens the server served from its prefix cache: usage.prompt_tokens_details.
+    # cached_tokens, else llama.cpp's timings.cache_n. None: the server did not say.
+    cached_prompt_tokens: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

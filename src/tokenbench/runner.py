@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import secrets
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from rich.console import Console
 from . import __version__, redact
 from .backends import EMBEDDED, get_profile
 from .backends.base import Profile
+from .backends.cache_control import NOT_REQUESTED, CacheReset, reset_prefix_cache
 from .backends.server import ServerUnderTest, server_under_test
 from .clients import wire_for
 from .clients.stream import (
@@ -34,7 +35,7 @@ from .clients.stream import (
     warm_connections,
 )
 from .clients.wire import Wire
-from .config import BackendConfig, LoadPoint, ReplayLoad, RunConfig, TargetConfig
+from .config import BackendConfig, LoadPoint, PrefixCacheMode, ReplayLoad, RunConfig, TargetConfig
 from .datasets import DatasetInfo, build_requests
 from .datasets.sessions import build_conversations, estimate_tokens
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
@@ -85,7 +86,7 @@ def run(config: RunConfig, console: Console | None = None, server: ServerUnderTe
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
                 bench = _Bench(config, writer, clock, sampler)
-                return runner(_run_points(bench, target, sut.facts, console))
+                return runner(_run_points(bench, _Reach(target, sut.profile, sut.fresh), sut.facts, console))
     finally:
         writer.close()
 
@@ -98,7 +99,13 @@ def _launch(config: RunConfig) -> BackendConfig | None:
     backend = config.backend or BackendConfig(name=EMBEDDED)
     backend = backend.model_copy(update={"model": backend.model or config.target.model})
     profile = get_profile(backend.name or EMBEDDED)
-    return profile.prepare(backend, _max_users(config)) if profile.prepare else backend
+    backend = profile.prepare(backend, _max_users(config)) if profile.prepare else backend
+    return resettable(profile, backend, config.prefix_cache)
+
+
+def resettable(profile: Profile, backend: BackendConfig, mode: PrefixCacheMode) -> BackendConfig:
+    """With --prefix-cache reset, the launch the engine's reset needs to be complete."""
+    return profile.reset_launch(backend) if mode == "reset" and profile.reset_launch else backend
 
 
 def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
@@ -140,14 +147,23 @@ class _Bench:
     sampler: Sampler
 
 
-async def _run_points(bench: _Bench, target: TargetConfig, backend: dict[str, Any], console: Console) -> RunResult:
+@dataclass(frozen=True)
+class _Reach:
+    """The target's settings and what tokenbench knows of its engine (None: nothing)."""
+
+    config: TargetConfig
+    profile: Profile | None
+    fresh: bool = False  # a server started for this run: nothing cached before its first point
+
+
+async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], console: Console) -> RunResult:
     """The load points one after another against the target; results.json rewritten after each."""
-    wire = wire_for(target.api)
-    async with make_session(target, bench.clock.now) as session:
-        target = await _resolve_model(session, target, wire)
+    wire = wire_for(reach.config.api)
+    async with make_session(reach.config, bench.clock.now) as session:
+        target = await _resolve_model(session, reach.config, wire)
         # a session's history limit, when the server states its context length
         max_len = await served_max_model_len(session, target, wire) if bench.config.sessions else None
-        driver = _driver(bench, _Target(session, target, wire), backend, max_len)
+        driver = _driver(bench, _Target(session, target, wire, reach.profile, reach.fresh), backend, max_len)
         results = results_header(bench.writer.config_json(), "run")
         await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
         loop = asyncio.get_running_loop()
@@ -173,6 +189,8 @@ class _Target:
     session: aiohttp.ClientSession
     config: TargetConfig
     wire: Wire
+    profile: Profile | None = None  # its engine's controls (prefix-cache reset, token-id prompts)
+    fresh: bool = False  # started for this run (ServerUnderTest.fresh)
 
 
 @dataclass(frozen=True)
@@ -191,6 +209,7 @@ class _Driver:
         self.stats.label = describe(load)
         first = writer.records_offset()
         self.source.start_point(load, config.seed)
+        reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.fresh)
         await warm_connections(self.target.session, self.target.config, self.target.wire, _concurrency_hint(load))
         point_run = await self.gen.run_point(
             index,
@@ -198,14 +217,27 @@ class _Driver:
             config.stop,
             self.source,
             config.seed + index,
-            started=lambda run: sampler.event(_start_facts(run)),
+            # the reset in both events: a point the run never finished is derived from its start
+            started=lambda run: sampler.event({**_start_facts(run), "prefix_cache_reset": asdict(reset)}),
         )
-        facts = point_facts(point_run)
+        facts = {**point_facts(point_run), "prefix_cache_reset": asdict(reset)}
         sampler.event(facts)
         if not point_run.interrupted:
             await sampler.wait_past(point_run.end_s)  # bracket the point's counters
         records = writer.records_since(first)  # streamed from disk, never all in memory
         return point_result(writer.config_json(), facts, records, sampler.file)
+
+    async def _prefix_cache(self, mode: PrefixCacheMode, fresh: bool) -> CacheReset:
+        """--prefix-cache reset: empty the server's cache through its engine's own control, after
+        the previous point drained and before this one's connections are opened. A server started
+        for this run has nothing cached before its first point, control or not."""
+        if mode != "reset":
+            return NOT_REQUESTED
+        assert self.target.config.url is not None
+        hook = self.target.profile.reset_prefix_cache if self.target.profile else None
+        if hook is None and fresh:
+            return CacheReset("done", "a freshly started server: nothing cached yet")
+        return await reset_prefix_cache(hook, self.target.session, self.target.config.url)
 
 
 def _driver(bench: _Bench, target: _Target, backend: dict[str, Any], served_max_len: int | None = None) -> _Driver:
@@ -220,7 +252,7 @@ def _driver(bench: _Bench, target: _Target, backend: dict[str, Any], served_max_
         max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
         source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
     else:
-        requests, info = build_requests(config.dataset, tokenizer, config.seed, window)
+        requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
     writer.write_config(_config_json(config, target.config, backend, info, bench.clock, bench.sampler))
@@ -233,6 +265,11 @@ def _driver(bench: _Bench, target: _Target, backend: dict[str, Any], served_max_
     # (memory stays flat over a long run, and the run derives results exactly as recompute does).
     gen = LoadGenerator(client, bench.clock, writer.write_record, stats)
     return _Driver(bench, target, stats, gen, source)
+
+
+def _token_ids(target: _Target) -> bool:
+    """Prompts may go as token ids: the engine takes them (its profile says so) on completions."""
+    return bool(target.profile and target.profile.token_id_prompts and target.config.api == "completions")
 
 
 def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:

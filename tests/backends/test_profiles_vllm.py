@@ -62,14 +62,19 @@ def _head(model: str, host: str) -> list[str]:
 def test_local_command():
     launch = PROFILE.local(_spec(**KNOBS))
     assert list(launch.argv) == ["vllm", "serve", *_head("org/model", "127.0.0.1"), *MAPPED]
-    assert dict(launch.env) == {"VLLM_CPU_KVCACHE_SPACE": "2"}
+    # dev mode mounts POST /reset_prefix_cache (--prefix-cache reset)
+    assert dict(launch.env) == {"VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_KVCACHE_SPACE": "2"}
     assert all(isinstance(a, str) for a in launch.argv)
 
 
 def test_no_knobs_gives_only_the_address_and_model():
     launch = PROFILE.local(_spec())
     assert list(launch.argv) == ["vllm", "serve", *_head("org/model", "127.0.0.1")]
-    assert dict(launch.env) == {}
+    assert dict(launch.env) == {"VLLM_SERVER_DEV_MODE": "1"}
+
+
+def test_the_users_engine_env_wins_over_dev_mode():
+    assert dict(PROFILE.local(_spec(engine_env={"VLLM_SERVER_DEV_MODE": "0"})).env) == {"VLLM_SERVER_DEV_MODE": "0"}
 
 
 def test_prefix_caching_on_is_its_own_switch():
@@ -99,6 +104,8 @@ def test_container_command_hub_model():
         "all",
         "-v",
         f"{hf}:/root/.cache/huggingface",
+        "-e",
+        "VLLM_SERVER_DEV_MODE=1",
         "-e",
         "VLLM_CPU_KVCACHE_SPACE=2",
         "vllm/vllm-openai:latest",

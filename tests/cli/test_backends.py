@@ -33,8 +33,8 @@ def test_backends_show_prints_the_exact_command():
     )
     assert result.exit_code == 0, result.output
     first = result.output.splitlines()[0]
-    assert first == (
-        "vllm serve --model Qwen/Qwen2.5-0.5B --host 127.0.0.1 --port 8000 --served-model-name "
+    assert first == (  # dev mode mounts POST /reset_prefix_cache (--prefix-cache reset)
+        "VLLM_SERVER_DEV_MODE=1 vllm serve --model Qwen/Qwen2.5-0.5B --host 127.0.0.1 --port 8000 --served-model-name "
         "Qwen/Qwen2.5-0.5B --max-num-seqs 64 --gpu-memory-utilization 0.8 --enforce-eager"
     )
     assert "vllm:num_preemptions_total" in result.output  # what it knows: the metric mapping

@@ -33,6 +33,7 @@ from tokenbench.procs import free_port
         (["--dataset", "trace", "--dataset-path", "t.jsonl", "--trace-format", "csv"], "--trace-format"),
         (["--dataset", "trace", "--dataset-path", "t.jsonl", "--arrival", "constant"], "drop --arrival"),
         (["--dataset", "trace", "--max-requests", "3"], "--dataset trace needs --dataset-path"),
+        (["--users", "1", "--max-requests", "3", "--prefix-cache", "flush"], "--prefix-cache: Input should be 'reset'"),
     ],
 )
 def test_bad_flags_exit_2_with_a_message(args, needle):

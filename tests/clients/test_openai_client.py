@@ -112,3 +112,32 @@ async def test_a_record_stamps_its_first_output_chunk():
     assert len(record.chunk_times_s) == 3 and record.first_output_s == record.chunk_times_s[2]
     assert record.reasoning_chunks == 2 and record.reasoning_tokens == 2
     assert record.ttfo_s == record.first_output_s - record.sent_s
+
+
+def test_cached_prompt_tokens_from_usage_details_else_llamacpp_timings():
+    from tokenbench.clients.openai import OpenAIStream
+
+    vllm = OpenAIStream(chat=False)
+    vllm.handle(
+        b'{"choices":[],"usage":{"prompt_tokens":64,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":48}}}'
+    )
+    assert (vllm.prompt_tokens, vllm.cached_prompt_tokens) == (64, 48)
+    llama = OpenAIStream(chat=False)
+    llama.handle(
+        b'{"choices":[{"text":"","finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":2},'
+        b'"timings":{"cache_n":30,"prompt_n":10}}'
+    )
+    assert llama.cached_prompt_tokens == 30
+    plain = OpenAIStream(chat=False)
+    plain.handle(b'{"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":2}}')
+    assert plain.cached_prompt_tokens is None  # the server did not say: unknown, not 0
+
+
+def test_token_id_prompts_are_sent_as_a_list_on_completions_only():
+    from tokenbench.clients.openai import OpenAIWire
+
+    request = Request(prompt="a b c", prompt_token_ids=(5, 6, 7))
+    target = TargetConfig(url="http://h:1", model="m")
+    assert OpenAIWire(chat=False).payload(request, target)["prompt"] == [5, 6, 7]
+    assert OpenAIWire(chat=True).payload(request, target)["messages"] == [{"role": "user", "content": "a b c"}]
+    assert OpenAIWire(chat=False).payload(Request(prompt="a b c"), target)["prompt"] == "a b c"

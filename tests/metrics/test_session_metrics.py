@@ -49,3 +49,13 @@ def test_expected_reuse_is_history_over_prompt_tokens_of_ok_session_records():
     ]
     assert session_expected_reuse(records) == 70 / 100
     assert session_expected_reuse(records[3:]) is None
+
+
+def test_expected_reuse_counts_the_previous_turn_as_the_server_counted_it():
+    """Turn 1's cached prefix is turn 0's prompt and reply as the server counted them, less the
+    reply's last token (never fed back): 10 + 8 - 1 = 17 of its 30, not its text history of 15."""
+    records = [_rec(0, 0, 0, 10, 0.1), _rec(1, 1, 15, 30, 0.1)]
+    records[0].output_tokens = 8
+    assert session_expected_reuse(records, records) == 17 / 40
+    assert session_expected_reuse(records[1:], records) == 17 / 30  # the window had turn 1 only
+    assert session_expected_reuse(records) == 15 / 40  # without the point's records: the text history

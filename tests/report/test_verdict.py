@@ -96,3 +96,19 @@ def test_verdict_picks(rate_experiment: Path) -> None:
         "vllm_max_num_seqs=16": "4 req/s",
         "vllm_max_num_seqs=64": "8 req/s",
     }
+
+
+def test_a_hit_rate_more_than_ten_points_from_the_expected_reuse_is_flagged(tmp_path: Path) -> None:
+    from tokenbench.report.tables import verdict_lines
+
+    points = [point(i, "users", u, rps=1.0, ttft_s=0.1) for i, u in enumerate((1, 2, 4))]
+    for p, hit in zip(points, (0.59, 0.885, 0.40)):
+        p["prefix_cache"] = {"reset": "not_requested", "hit_rate": hit, "hit_rate_source": "server_counters",
+                             "expected_reuse": 0.59}  # fmt: skip
+    data = load_inputs([write_run(tmp_path / "r", results(points))])
+    flags = decide(data).cache
+    assert [(f.label, f.above) for f in flags] == [(points[1]["label"], True), (points[2]["label"], False)]
+    lines = [line for line in verdict_lines(decide(data), data) if "prefix-cache hit rate" in line]
+    assert len(lines) == 2
+    assert "88.5% vs the workload's expected reuse 59.0%" in lines[0] and "--prefix-cache reset" in lines[0]
+    assert "40.0%" in lines[1] and "evictions" in lines[1]

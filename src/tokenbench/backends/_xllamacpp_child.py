@@ -29,6 +29,8 @@ def main() -> None:
     ap.add_argument("--metrics", action="store_true")
     ap.add_argument("--no-cache-prompt", dest="cache_prompt", action="store_false")
     ap.add_argument("--cache-prompt", dest="cache_prompt", action="store_true")
+    ap.add_argument("--slot-save-path", default=None, help="enables POST /slots/{id}?action=erase (and save)")
+    ap.add_argument("--cache-ram", type=int, default=None, help="host-RAM prompt cache in MiB (0: off)")
     ap.add_argument("--api-key", action="append", default=[], help="require this bearer key (repeat)")
     args = ap.parse_args()
 
@@ -46,6 +48,10 @@ def main() -> None:
     params.cpuparams_batch.n_threads = args.threads
     params.cache_prompt = args.cache_prompt
     params.endpoint_metrics = args.metrics
+    if args.slot_save_path is not None:
+        params.slot_save_path = args.slot_save_path
+    if args.cache_ram is not None:
+        params.cache_ram_mib = args.cache_ram
     if args.api_key:
         params.api_keys = args.api_key
     server = xlc.Server(params)

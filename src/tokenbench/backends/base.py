@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..config import BackendConfig, EngineKnobs
+from .cache_control import ResetHook
 
 
 class BackendError(Exception):
@@ -97,6 +98,16 @@ class Profile:
     # The profile's own defaults for a launch, given the most users/concurrency any point asks
     # for (the embedded llama.cpp server: one slot per user). None: the settings as given.
     prepare: Callable[[BackendConfig, int], BackendConfig] | None = None
+    # Empties the engine's prefix cache before a point (--prefix-cache reset; cache_control.py).
+    # None: the engine has no such control (experiments restart the server instead).
+    reset_prefix_cache: ResetHook | None = None
+    # The launch settings that make that reset complete, applied when --prefix-cache reset is
+    # asked (llama.cpp: a slot save path, else erase answers 501; no host-RAM prompt cache, else
+    # an erased prefix comes back from it). None: the launch as given.
+    reset_launch: Callable[[BackendConfig], BackendConfig] | None = None
+    # The completions API takes the prompt as a list of token ids (vLLM, SGLang): trace block
+    # prompts are then sent as exact ids, so the server's block hashes match the trace's.
+    token_id_prompts: bool = False
 
     @property
     def default_api(self) -> str:

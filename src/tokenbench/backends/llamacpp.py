@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import tempfile
 from pathlib import Path
 
 from ..config import BackendConfig
 from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from .cache_control import reset_llamacpp
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
 
@@ -103,6 +105,23 @@ def embedded_local(spec: LaunchSpec) -> Launch:
     return Launch((*exe(spec, default), *_args(spec, spec.model), *threads), dict(spec.knobs.engine_env))
 
 
+def resettable(backend: BackendConfig) -> BackendConfig:
+    """The launch a complete slot-erase reset needs (--prefix-cache reset): a slot save path
+    (without one llama.cpp answers the erase with 501; nothing is saved there unless a client
+    asks) and no host-RAM prompt cache (--cache-ram 0: measured on xllamacpp, a prompt erased from
+    its slot came back from that cache, cache_n 299 of 300). Flags the user gave stay theirs."""
+    args = backend.knobs.engine_args
+    extra: list[str] = []
+    if not any(a.startswith("--slot-save-path") for a in args):
+        folder = Path(tempfile.gettempdir()) / "tokenbench-slots"
+        folder.mkdir(exist_ok=True)
+        extra += ["--slot-save-path", str(folder)]
+    if not any(a.startswith("--cache-ram") for a in args):
+        extra += ["--cache-ram", "0"]
+    knobs = backend.knobs.model_copy(update={"engine_args": (*args, *extra)})
+    return backend.model_copy(update={"knobs": knobs})
+
+
 def _threads() -> int:
     import os
 
@@ -126,6 +145,8 @@ _COMMON = dict(
         "closes idle keep-alive connections after 5 s (the client re-sends, up to 3 times)",
     ),
     docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
+    reset_prefix_cache=reset_llamacpp,  # erase every slot; answers 501 without --slot-save-path
+    reset_launch=resettable,
 )
 
 PROFILE = Profile(

@@ -179,6 +179,9 @@ class ServerUnderTest:
     profile: Profile | None  # its APIs and metric names; None: a server tokenbench knows nothing of
     metrics_url: str | None  # where the sampler scrapes; None: nothing to scrape
     facts: dict[str, Any]  # what results.json says of it (backend, engine, version, cold start, command)
+    # started for this block and not yet sent a request: its caches are empty (a run's first
+    # point needs no prefix-cache reset; experiments clear it once a cell has used the server)
+    fresh: bool = False
 
 
 @contextlib.contextmanager
@@ -204,4 +207,4 @@ def server_under_test(
             f"(version {server.version or 'unknown'})"
         )
         metrics_url = override or metrics_url_for(profile, server.url, server.spec)
-        yield ServerUnderTest(server.url, server.spec.served_name, profile, metrics_url, server.describe())
+        yield ServerUnderTest(server.url, server.spec.served_name, profile, metrics_url, server.describe(), fresh=True)

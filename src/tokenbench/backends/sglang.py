@@ -32,6 +32,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from .cache_control import reset_sglang
 
 IMAGE = "lmsysorg/sglang:latest"
 MODULE = ["-m", "sglang.launch_server"]
@@ -132,4 +133,6 @@ PROFILE = Profile(
         "python/sglang/srt/entrypoints/http_server.py",
         "docs/references/production_metrics.md",
     ),
+    reset_prefix_cache=reset_sglang,  # /flush_cache, retried while busy (400)
+    token_id_prompts=True,  # CompletionRequest.prompt takes a list of ids (entrypoints/openai/protocol.py)
 )

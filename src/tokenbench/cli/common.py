@@ -46,6 +46,7 @@ _FLAGS = {
     "SessionConfig.max_history_tokens": "--max-history-tokens",
     "SessionConfig.header": "--session-header",
     "DatasetConfig.trace_format": "--trace-format",
+    "RunConfig.prefix_cache": "--prefix-cache",
     "DatasetConfig.block_size": "--block-size",
     "DatasetConfig.prefix_groups": "--prefix-groups",
     "DatasetConfig.prefix_tokens": "--prefix-tokens",

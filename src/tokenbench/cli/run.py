@@ -332,6 +332,13 @@ def run(
     ] = None,
     live: Annotated[bool | None, typer.Option("--live/--no-live", help="Show the live view. [default: live]")] = None,
     keep_text: Annotated[bool | None, typer.Option(help="Store generated text in records.jsonl.")] = None,
+    prefix_cache: Annotated[
+        str | None,
+        typer.Option(
+            help="Before every load point: 'reset' empties the server's prefix cache through the engine's own "
+            "control (vLLM, SGLang, llama.cpp slots), 'keep' leaves it warm. [default: keep]"
+        ),
+    ] = None,
 ) -> None:
     """Benchmark a server (or, with no --url, the embedded llama.cpp backend).
 

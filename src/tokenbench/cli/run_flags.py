@@ -99,6 +99,7 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             live=a["live"],
             keep_text=a["keep_text"],
             sessions=_sessions(a),
+            prefix_cache=a.get("prefix_cache"),
         )
     )
 

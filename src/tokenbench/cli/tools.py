@@ -44,6 +44,13 @@ def mock(
     record_requests: Annotated[
         bool, typer.Option(help="Log each request's X-* headers and messages/prompt in /mock/deliveries.")
     ] = False,
+    cache_block_tokens: Annotated[
+        int,
+        typer.Option(
+            help="A prefix cache of blocks of N prompt tokens (words, or token ids): usage reports cached_tokens, "
+            "/metrics vLLM's prefix_cache counters, POST /reset_prefix_cache empties it (0: none)."
+        ),
+    ] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import MockSettings, serve
@@ -61,6 +68,7 @@ def mock(
             max_streams=max_streams,
             reasoning_chunks=reasoning_chunks,
             record_requests=record_requests,
+            cache_block_tokens=cache_block_tokens,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

@@ -30,6 +30,8 @@ class OpenAIWire:
         body: dict[str, Any] = {"model": target.model, "stream": True}
         if self.chat:
             body["messages"] = request.as_messages()
+        elif request.prompt_token_ids is not None:
+            body["prompt"] = list(request.prompt_token_ids)  # only made for servers that take ids
         else:
             body["prompt"] = request.as_prompt_text()
         if request.max_tokens is not None:
@@ -80,9 +82,14 @@ class OpenAIStream(Stream):
             details = usage.get("completion_tokens_details")
             if isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
                 self.reasoning_tokens = details["reasoning_tokens"]
+            details = usage.get("prompt_tokens_details")
+            if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+                self.cached_prompt_tokens = details["cached_tokens"]
         timings = obj.get("timings")  # llama.cpp's own per-request timings (ms), kept verbatim
         if isinstance(timings, dict):
             self.server_timings = timings
+            if self.cached_prompt_tokens is None and isinstance(timings.get("cache_n"), int):
+                self.cached_prompt_tokens = timings["cache_n"]  # prompt tokens reused from its KV
         choices = obj.get("choices")
         if not choices:
             return False  # usage-only chunk

@@ -283,6 +283,7 @@ class StreamingClient:
         record.response_id = stream.response_id
         record.server_output_tokens = stream.completion_tokens
         record.server_timings = stream.server_timings
+        record.cached_prompt_tokens = stream.cached_prompt_tokens
         record.finish_reason = stream.finish_reason
         record.end_marker = stream.done
         # A session's next turn sends this reply back as history, so a session's record always

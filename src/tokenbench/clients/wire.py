@@ -36,6 +36,7 @@ class Stream:
         "reasoning_chunks",
         "first_output_chunk",
         "reasoning_tokens",
+        "cached_prompt_tokens",
     )
 
     def __init__(self) -> None:
@@ -56,6 +57,7 @@ class Stream:
         self.reasoning_chunks = 0
         self.first_output_chunk: int | None = None
         self.reasoning_tokens: int | None = None
+        self.cached_prompt_tokens: int | None = None  # prompt tokens served from the prefix cache
 
     def first_output_index(self, num_chunks: int) -> int | None:
         """Which of the ``num_chunks`` content chunks was the first that was not reasoning."""

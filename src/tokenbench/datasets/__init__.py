@@ -59,6 +59,7 @@ class Source:
     seed: int
     # a trace replay's window of trace time (ReplayLoad.start_s, end_s): only its rows are built
     trace_window: tuple[float | None, float | None] = (None, None)
+    token_ids: bool = False  # the server takes prompts as token ids (trace block prompts use them)
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def _trace(src: Source, tokenizer: Tokenizer | None) -> Built:
     selection = TraceSelection(
         cfg.path, cfg.trace_format, cfg.block_size, cfg.trace_model, cfg.trace_log_type, *src.trace_window
     )
-    got = trace_requests(selection, tokenizer, src.system, src.seed)
+    got = trace_requests(selection, tokenizer, src.system, src.seed, src.token_ids)
     return Built(got.requests, str(cfg.path), got.facts, got.exact_lengths)
 
 
@@ -169,12 +170,14 @@ def build_requests(
     tokenizer: Tokenizer | None,
     seed: int,
     trace_window: tuple[float | None, float | None] = (None, None),
+    token_ids: bool = False,
 ) -> tuple[list[Request], DatasetInfo]:
     """The dataset's requests and what results.json says of them; ``trace_window``: the trace
-    time a replay covers (only those rows are built, and counted in the expected reuse)."""
+    time a replay covers (only those rows are built, and counted in the expected reuse);
+    ``token_ids``: the server takes prompts as token ids (a trace's blocks are then exact ids)."""
     system = read_system_prompt(cfg.system_prompt)
     count = tokenizer.count if tokenizer is not None else _estimate
-    built = SOURCES[cfg.name](Source(cfg, count, system, seed, trace_window), tokenizer)
+    built = SOURCES[cfg.name](Source(cfg, count, system, seed, trace_window, token_ids), tokenizer)
     if not built.requests:
         raise ValueError(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
     info = DatasetInfo(

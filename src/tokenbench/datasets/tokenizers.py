@@ -19,6 +19,21 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
+class TokenIds(Protocol):
+    """A tokenizer that also gives token ids (token-id prompts draw their vocabulary from it)."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+    def ids(self, text: str) -> list[int]: ...
+
+
+def token_ids_of(tokenizer: Tokenizer | None) -> TokenIds | None:
+    """The tokenizer as one that gives ids, when it can."""
+    return tokenizer if tokenizer is not None and callable(getattr(tokenizer, "ids", None)) else None  # type: ignore[return-value]
+
+
 class HFTokenizer:
     """A Hugging Face ``tokenizer.json`` (or a folder holding one). Works offline."""
 
@@ -35,6 +50,9 @@ class HFTokenizer:
 
     def count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def ids(self, text: str) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
 
 
 class RemoteTokenizer:
@@ -54,14 +72,20 @@ class RemoteTokenizer:
         with urllib.request.urlopen(req, timeout=self._timeout_s) as resp:
             return json.loads(resp.read())
 
-    def count(self, text: str) -> int:
+    def _tokenize(self, text: str) -> dict:
         body = {"content": text, "prompt": text, "add_special_tokens": False}
         if self._model:
             body["model"] = self._model
-        data = self._post(body)
+        return self._post(body)
+
+    def count(self, text: str) -> int:
+        data = self._tokenize(text)
         if "count" in data:
             return int(data["count"])
         return len(data["tokens"])
+
+    def ids(self, text: str) -> list[int]:
+        return [int(t) for t in self._tokenize(text)["tokens"]]
 
     @classmethod
     def available(cls, base_url: str, model: str | None) -> RemoteTokenizer | None:

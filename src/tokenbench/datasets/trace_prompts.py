@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..results import ExpectedReuse
 from .synthetic import prompt_words  # the same short, one-token words as synthetic prompts
-from .tokenizers import Tokenizer
+from .tokenizers import TokenIds, Tokenizer
 from .traces import TraceRow, num_blocks
 
 # --- prompts from hash ids ----------------------------------------------------------------------
@@ -96,6 +96,69 @@ class BlockPrompts:
                 text = self._draw(key, n)
         self._blocks[(key, num_tokens)] = (text, exact)
         return text, exact
+
+
+# --- token-id prompts ---------------------------------------------------------------------------
+
+# Fewer distinct ids than this and sibling blocks could repeat: the prompts stay text.
+MIN_VOCABULARY = 16
+
+
+@dataclass(frozen=True)
+class TraceIdPrompt:
+    row: int
+    ids: tuple[int, ...]  # exactly the row's input_tokens
+    text: str  # the same words as text (what the request shows where ids are not sent)
+
+
+class BlockIds:
+    """Exact token ids for trace rows, for servers that take a prompt as ids (vLLM, SGLang): hash
+    id ``h`` becomes ``block_size`` ids drawn from a generator seeded by ``h`` (and ``seed``), so
+    the same id gives the same ids in every row, different ids (siblings after a shared parent
+    included) differ, and a partial last block is the first ids of that id's full block. With
+    ids there is nothing to merge across blocks: no separator, and the prompt is exactly
+    ``input_tokens`` ids, so the server's block hashes fall where the trace's do.
+
+    The vocabulary is the server's (or --tokenizer's) ids of the prompt words that are one token
+    with a leading space: ordinary text tokens, never special ones. ``vocabulary`` gives it, or
+    None when the tokenizer yields too few distinct ids (then prompts stay text)."""
+
+    def __init__(self, block_size: int, vocabulary: list[tuple[int, str]], seed: int = 0) -> None:
+        if block_size <= 0:
+            raise ValueError(f"block size must be a positive number of tokens (got {block_size})")
+        if not 0 < len(vocabulary) <= 256:
+            raise ValueError(f"a vocabulary of 1..256 ids is drawn from (got {len(vocabulary)})")
+        self.block_size = block_size
+        self._vocabulary = vocabulary
+        self._seed = seed
+        # per key, the longest draw so far as indices into the vocabulary, a byte each (a trace
+        # reuses most blocks; a partial block is a prefix of its full one)
+        self._blocks: dict[str, bytes] = {}
+
+    @staticmethod
+    def vocabulary(tokenizer: TokenIds) -> list[tuple[int, str]] | None:
+        words: dict[int, str] = {}
+        for word in prompt_words(tokenizer):
+            ids = tokenizer.ids(" " + word)
+            if len(ids) == 1:
+                words.setdefault(ids[0], word)
+        return sorted(words.items())[:256] if len(words) >= MIN_VOCABULARY else None
+
+    def _draw(self, key: str, num_tokens: int) -> list[tuple[int, str]]:
+        drawn = self._blocks.get(key, b"")
+        if len(drawn) < num_tokens:
+            rng = random.Random(f"tokenbench:{self._seed}:{key}")  # as BlockPrompts: PYTHONHASHSEED-free
+            drawn = bytes(rng.randrange(len(self._vocabulary)) for _ in range(num_tokens))
+            self._blocks[key] = drawn
+        return [self._vocabulary[i] for i in drawn[:num_tokens]]
+
+    def prompt(self, row: TraceRow) -> TraceIdPrompt:
+        if not row.hash_ids:
+            drawn = self._draw(f"row:{row.row}", row.input_tokens)
+        else:
+            sizes = block_sizes(row.input_tokens, len(row.hash_ids), self.block_size, row.row)
+            drawn = [t for h, n in zip(row.hash_ids, sizes) for t in self._draw(f"block:{h}", n)]
+        return TraceIdPrompt(row.row, tuple(i for i, _ in drawn), " ".join(w for _, w in drawn))
 
 
 def block_sizes(input_tokens: int, num_hash_ids: int, block_size: int, row: int = 0) -> list[int]:

@@ -3,7 +3,8 @@ results.json says of the trace (``TraceFacts``: file hash, format, rows used, ex
 
 A request's ``max_tokens`` is its row's output length (``--ignore-eos`` makes the server produce
 all of it); its prompt is text built from the row's hash ids (trace_prompts.BlockPrompts), exact
-in length with a tokenizer, else approximate (``exact_lengths`` False). Each request carries its
+in length with a tokenizer, else approximate (``exact_lengths`` False); or, for a server that
+takes token ids on the completions API, exact token ids (trace_prompts.BlockIds). Each request carries its
 row and trace time, which the load generator's replay turns into its send time.
 """
 
@@ -14,8 +15,8 @@ from pathlib import Path
 
 from ..records import Request
 from ..results import TraceFacts
-from .tokenizers import Tokenizer
-from .trace_prompts import BlockPrompts, expected_reuse
+from .tokenizers import Tokenizer, token_ids_of
+from .trace_prompts import BlockIds, BlockPrompts, expected_reuse
 from .traces import Trace, TraceFormat, TraceRow, read_trace
 
 
@@ -44,11 +45,19 @@ def _in_window(row: TraceRow, start_s: float | None, end_s: float | None) -> boo
     return (start_s is None or row.timestamp_s >= start_s) and (end_s is None or row.timestamp_s < end_s)
 
 
-def trace_requests(sel: TraceSelection, tokenizer: Tokenizer | None, system: str | None, seed: int) -> TraceRequests:
+def trace_requests(
+    sel: TraceSelection, tokenizer: Tokenizer | None, system: str | None, seed: int, token_ids: bool = False
+) -> TraceRequests:
+    """``token_ids``: the server takes a prompt as token ids (its profile says so, and the API is
+    completions): with a tokenizer that gives ids, and no system prompt, prompts are exact ids."""
     trace = read_trace(sel.path, sel.format, sel.model, sel.log_type, sel.block_size)
     rows = [r for r in trace.rows if _in_window(r, sel.start_s, sel.end_s)]
     if not rows:
         raise ValueError(f"{sel.path}: no trace rows in the replay window [{sel.start_s}, {sel.end_s}) s")
+    ids = token_ids_of(tokenizer) if token_ids and not system else None
+    vocabulary = BlockIds.vocabulary(ids) if ids is not None else None
+    if vocabulary is not None:
+        return _id_requests(trace, rows, BlockIds(trace.block_size or 512, vocabulary, seed))
     # Formats without hash ids give every row text of its own: the block size is then unused.
     prompts = BlockPrompts(trace.block_size or 512, tokenizer, seed)
     requests, exact = [], tokenizer is not None
@@ -72,7 +81,25 @@ def trace_requests(sel: TraceSelection, tokenizer: Tokenizer | None, system: str
     return TraceRequests(requests, _facts(trace, rows), exact)
 
 
-def _facts(trace: Trace, rows: list[TraceRow]) -> TraceFacts:
+def _id_requests(trace: Trace, rows: list[TraceRow], prompts: BlockIds) -> TraceRequests:
+    """Token-id prompts: exactly each row's input length, so exact by construction."""
+    requests = []
+    for row in rows:
+        prompt = prompts.prompt(row)
+        requests.append(
+            Request(
+                prompt=prompt.text,
+                prompt_token_ids=prompt.ids,
+                max_tokens=max(1, row.output_tokens),
+                expected_prompt_tokens=len(prompt.ids),
+                trace_row=row.row,
+                trace_time_s=row.timestamp_s,
+            )
+        )
+    return TraceRequests(requests, _facts(trace, rows, token_ids=True), True)
+
+
+def _facts(trace: Trace, rows: list[TraceRow], token_ids: bool = False) -> TraceFacts:
     reuse = None
     if trace.block_size is not None and any(r.hash_ids for r in rows):
         reuse = expected_reuse(rows, trace.block_size)
@@ -85,4 +112,5 @@ def _facts(trace: Trace, rows: list[TraceRow]) -> TraceFacts:
         num_failed_skipped=trace.num_failed_skipped,
         num_filtered_out=trace.num_filtered_out,
         expected_reuse=reuse,
+        token_ids=token_ids,
     )

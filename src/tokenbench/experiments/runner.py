@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import ValidationError
 from rich.console import Console
 
 from .. import __version__
-from ..backends import BackendError
+from ..backends import BackendError, get_profile
 from ..backends.server import ServerUnderTest, server_under_test
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig
@@ -27,6 +27,7 @@ from ..redact import mask
 from ..results import CellRow, Experiment, ServerRow, Tool
 from ..results.experiment import CellStatus
 from ..rundir import OutDirError, check_out_dir, write_json
+from ..runner import resettable
 from ..runner import run as run_cell
 from .aggregate import aggregate
 from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand
@@ -64,36 +65,57 @@ def _done(state: Experiment, cell_id: str) -> bool:
 
 
 def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: Experiment, console: Console) -> bool:
-    """Launch (or attach to) one server configuration and run its cells; True if interrupted."""
+    """Launch (or attach to) one server configuration and run its cells; True if interrupted.
+    With --prefix-cache reset and a launched engine that has no reset control, the server is
+    started afresh for every cell (its first point then starts cold; later points of a cell
+    record not_supported)."""
     server_row = _server_row(state, plan)
     logs = out_dir / "servers"
     logs.mkdir(exist_ok=True)
-    backend = plan.backend or (
-        BackendConfig(name=plan.entry.backend, metrics_url=plan.entry.metrics_url)
-        if plan.entry.backend or plan.entry.metrics_url
-        else None
-    )
-    try:
-        with server_under_test(
-            backend,
-            plan.entry.url if plan.backend is None else None,
-            logs / f"{plan.label}.log",
-            lambda line: console.print(f"[bold]{plan.label}[/]: {line}"),
-        ) as sut:
-            facts = {k: sut.facts.get(k) for k in ("cold_start_s", "engine_version")}
-            state.set_server(server_row.model_copy(update={"status": "ok", "error": None, **facts}))
+    backend = _backend(plan, cells)
+    for group in _lifetimes(plan, cells):
+        try:
+            with server_under_test(
+                backend,
+                plan.entry.url if plan.backend is None else None,
+                logs / f"{plan.label}.log",
+                lambda line: console.print(f"[bold]{plan.label}[/]: {line}"),
+            ) as sut:
+                facts = {k: sut.facts.get(k) for k in ("cold_start_s", "engine_version")}
+                state.set_server(server_row.model_copy(update={"status": "ok", "error": None, **facts}))
+                _save(out_dir, state)
+                for i, cell in enumerate(group):
+                    # only the first cell meets a server no request has touched
+                    if _run_one(cell, plan, sut if i == 0 else replace(sut, fresh=False), out_dir, state, console):
+                        return True
+        except (BackendError, FileNotFoundError) as exc:
+            state.set_server(server_row.model_copy(update={"status": "failed", "error": str(exc)}))
+            for cell in group:
+                if not _done(state, cell.id):
+                    _mark(state, cell, plan, "failed", f"server did not start: {exc}")
+            console.print(f"[red]{plan.label}: {exc}[/]")
             _save(out_dir, state)
-            for cell in cells:
-                if _run_one(cell, plan, sut, out_dir, state, console):
-                    return True
-    except (BackendError, FileNotFoundError) as exc:
-        state.set_server(server_row.model_copy(update={"status": "failed", "error": str(exc)}))
-        for cell in cells:
-            if not _done(state, cell.id):
-                _mark(state, cell, plan, "failed", f"server did not start: {exc}")
-        console.print(f"[red]{plan.label}: {exc}[/]")
-        _save(out_dir, state)
     return False
+
+
+def _backend(plan: ServerPlan, cells: list[Cell]) -> BackendConfig | None:
+    """What to launch (None: attach to the entry's URL, naming its profile when given)."""
+    if plan.backend is not None:
+        profile = get_profile(plan.backend.name) if plan.backend.name else None
+        return resettable(profile, plan.backend, cells[0].config.prefix_cache) if profile else plan.backend
+    if plan.entry.backend or plan.entry.metrics_url:
+        return BackendConfig(name=plan.entry.backend, metrics_url=plan.entry.metrics_url)
+    return None
+
+
+def _lifetimes(plan: ServerPlan, cells: list[Cell]) -> list[list[Cell]]:
+    """The cells each server start runs: all of them on one server, or one each when a prefix-cache
+    reset is asked of a launched engine that cannot reset itself (a restart is its reset)."""
+    name = plan.backend.name if plan.backend is not None else None
+    no_control = name is not None and get_profile(name).reset_prefix_cache is None
+    if no_control and cells[0].config.prefix_cache == "reset":
+        return [[cell] for cell in cells]
+    return [cells]
 
 
 def _run_one(

@@ -22,6 +22,7 @@ from ..config import (
     DatasetConfig,
     EngineKnobs,
     LoadSweep,
+    PrefixCacheMode,
     RunConfig,
     SessionConfig,
     SLOConfig,
@@ -127,6 +128,10 @@ class ExperimentSpec(_Model):
         if self.dataset.name == "trace" and self.load.replay is None:
             raise ValueError("dataset trace is replayed on its own schedule: use load: {replay: {speeds: [1]}}")
         return self
+
+    # before every point: "reset" empties the server's prefix cache through its engine's control;
+    # a launched engine without one is restarted before every cell instead (experiments/runner.py)
+    prefix_cache: PrefixCacheMode = "keep"
 
     @field_validator("variants")
     @classmethod
@@ -272,4 +277,5 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         window_s=spec.window_s,
         live=False,
         sessions=spec.sessions,
+        prefix_cache=spec.prefix_cache,
     )

@@ -40,17 +40,28 @@ def by_turn(population: Iterable[RequestRecord]) -> list[TurnStats]:
     return out
 
 
-def session_expected_reuse(records: Iterable[RequestRecord]) -> float | None:
-    """sum(history_tokens) / sum(prompt tokens) over the ok session records: the fraction of the
-    prompts an ideal prefix cache would reuse (each turn's history was the previous prompt plus
-    its reply). Prompt tokens are the server's where given, else the dataset's. None without any."""
-    history = prompt = 0
+def session_expected_reuse(records: Iterable[RequestRecord], point: Iterable[RequestRecord] = ()) -> float | None:
+    """The fraction of the ok session records' prompt tokens an ideal prefix cache would reuse:
+    each turn's prefix cached by the conversation's previous turn. That is the previous turn's
+    prompt and reply as the server counted them, less the reply's last token (sampled, never fed
+    back; llama.cpp's ``timings.cache_n`` is exactly this), capped at the turn's prompt, where the
+    previous turn is among ``point``'s records (the whole point; ``records`` may be its window
+    population) with the server's counts; else the turn's ``history_tokens`` (text only: without
+    the chat template's tokens, so a little under). Prompt tokens are the server's where given,
+    else the dataset's. A shared system prompt reused across conversations is not counted.
+    None without any session record."""
+    earlier = {(r.session_id, r.turn_index): r for r in point if r.session_id is not None and r.ok}
+    reused = prompt = 0
     for r in records:
         if not r.ok or r.session_id is None or r.history_tokens is None:
             continue
         n = prompt_tokens(r)[0]
         if n is None:
             continue
-        history += r.history_tokens
+        prev = earlier.get((r.session_id, (r.turn_index or 0) - 1)) if r.turn_index else None
+        if prev is not None and prev.prompt_tokens is not None and prev.output_tokens:
+            reused += min(n, prev.prompt_tokens + prev.output_tokens - 1)
+        else:
+            reused += min(n, r.history_tokens)
         prompt += n
-    return history / prompt if prompt > 0 else None
+    return reused / prompt if prompt > 0 else None

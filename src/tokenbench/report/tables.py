@@ -12,7 +12,9 @@ from .data import ExperimentHeader, ReportData
 from .fmt import NULL_TEXT
 from .stability import DEGRADATION_THRESHOLD
 from .verdict import (
+    CACHE_REUSE_TOLERANCE,
     SLO_ATTAINMENT,
+    CacheFlag,
     Pick,
     Verdict,
     slo_text,
@@ -284,6 +286,20 @@ def stability_table(verdict: Verdict) -> Table | None:
     )
 
 
+def _cache_line(c: CacheFlag) -> str:
+    why = (
+        "the cache held prefixes from before the point (an earlier point or run; "
+        "--prefix-cache reset starts each point cold)"
+        if c.above
+        else "the cache reused less than the workload shares (evictions, a too-small cache, or prompts that "
+        "did not share blocks as the workload says)"
+    )
+    return (
+        f"{c.config} at {c.label}: prefix-cache hit rate {fmt.num(c.hit_rate, 1, 100)}% vs the workload's "
+        f"expected reuse {fmt.num(c.expected_reuse, 1, 100)}%, more than {CACHE_REUSE_TOLERANCE:.0%} apart: {why}."
+    )
+
+
 def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
     """The verdict in sentences, one per finding, each with its numbers."""
     if not data.rows:
@@ -306,6 +322,7 @@ def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
             lines.append(f"At {lv.label}: " + "; ".join(parts) + ".")
     for s in verdict.saturation:
         lines.append(f"{s.config} saturates at {s.label}: {s.reason}.")
+    lines += [_cache_line(c) for c in verdict.cache]
     degraded = [s for s in verdict.stability_summary if s.degraded_runs]
     for s in degraded:
         trials = f" in {s.degraded_runs} of {s.runs} trials" if s.runs > 1 else ""

@@ -7,13 +7,15 @@ printing. The thresholds are named here (and in stability.py) so the captions qu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalogue import (
     GOOD_FRACTION,
     GOODPUT_PER_S,
     OFFERED_PER_S,
     OUTPUT_TOKENS_PER_S,
+    PREFIX_CACHE_EXPECTED_REUSE,
+    PREFIX_CACHE_HIT_RATE,
     REQUESTS_PER_S,
     SLO_DISTRIBUTIONS,
     TTFT_MEAN,
@@ -35,6 +37,10 @@ SATURATION_TTFT_FACTOR = 2.0
 SATURATION_ACHIEVED_FRACTION = 0.90
 # A configuration "meets the SLO" at a load when at least this share of requests met every objective.
 SLO_ATTAINMENT = 0.90
+# A point's measured prefix-cache hit rate further than this (a fraction: 0.10 = 10 points) from
+# the reuse its workload promises is flagged: a cache warm from an earlier point or run (above),
+# or one that evicted, or prompts that did not share blocks as the workload says (below).
+CACHE_REUSE_TOLERANCE = 0.10
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,6 +153,31 @@ class SloResult:
 
 
 @dataclass(frozen=True)
+class CacheFlag:
+    """A point whose measured hit rate is far from its workload's expected reuse."""
+
+    config: str
+    label: str
+    hit_rate: float
+    expected_reuse: float
+
+    @property
+    def above(self) -> bool:
+        return self.hit_rate > self.expected_reuse
+
+
+def cache_flags(rows: list[PointRow]) -> list[CacheFlag]:
+    """Points whose mean hit rate differs from the expected reuse by more than the tolerance
+    (points without either number are not judged)."""
+    out = []
+    for r in rows:
+        hit, expected = r.mean(PREFIX_CACHE_HIT_RATE.key), r.mean(PREFIX_CACHE_EXPECTED_REUSE.key)
+        if hit is not None and expected is not None and abs(hit - expected) > CACHE_REUSE_TOLERANCE:
+            out.append(CacheFlag(r.config, r.label, hit, expected))
+    return out
+
+
+@dataclass(frozen=True)
 class Verdict:
     loads: tuple[LoadVerdict, ...]
     slo: tuple[SloResult, ...]
@@ -155,6 +186,7 @@ class Verdict:
     stability: tuple[Stability, ...]
     stability_summary: tuple[StabilitySummary, ...]
     pareto: tuple[bool, ...]  # aligned with ReportData.rows (throughput vs TTFT mean)
+    cache: tuple[CacheFlag, ...] = ()  # hit rate far from the expected reuse
 
 
 def _load_order(key: LoadKey) -> tuple[bool, float, str]:
@@ -242,9 +274,10 @@ def decide(data: ReportData) -> Verdict:
     saturation = [s for c in configs if (s := saturation_point([r for r in rows if r.config == c])) is not None]
 
     pareto = pareto_front([r.mean(OUTPUT_TOKENS_PER_S.key) for r in rows], [r.mean(TTFT_MEAN.key) for r in rows])
-    return Verdict(
+    verdict = Verdict(
         tuple(loads), tuple(slo), highest, tuple(saturation), tuple(stabilities), tuple(summaries), tuple(pareto)
     )
+    return replace(verdict, cache=tuple(cache_flags(rows)))
 
 
 def slo_text(slo: dict[str, float | None]) -> str | None:

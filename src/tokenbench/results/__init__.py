@@ -11,20 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .base import Number
 from .experiment import AggregateRow, CellRow, Experiment, ServerRow
 from .run import (
     SCHEMA_VERSION,
     Clock,
     ComputedBy,
     Concurrency,
-    DatasetFacts,
     Distribution,
-    ExpectedReuse,
     Gauge,
     Gpu,
     Load,
     MatchedTtft,
-    Number,
     PointResult,
     Populations,
     Reasoning,
@@ -33,8 +31,6 @@ from .run import (
     Server,
     ServerVsClient,
     SessionCounts,
-    SessionFacts,
-    SharedPrefixFacts,
     Slo,
     Span,
     Target,
@@ -42,11 +38,11 @@ from .run import (
     TimeWindow,
     Tokens,
     Tool,
-    TraceFacts,
     TurnStats,
     WindowSpan,
 )
 from .trials import NO_TRIALS, TrialStat, mean_ci95
+from .workload import DatasetFacts, ExpectedReuse, PrefixCache, SessionFacts, SharedPrefixFacts, TraceFacts
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "results.schema.json"
 
@@ -68,6 +64,7 @@ __all__ = [
     "MatchedTtft",
     "Number",
     "PointResult",
+    "PrefixCache",
     "Populations",
     "Reasoning",
     "Requests",

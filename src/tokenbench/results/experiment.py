@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .run import ComputedBy, Load, Number, Tool
+from .base import Number
+from .run import ComputedBy, Load, Tool
 from .trials import TrialStat
 
 ServerStatus = Literal["pending", "ok", "failed"]

@@ -15,15 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from .base import Number, _Model
+from .workload import DatasetFacts, PrefixCache
 
 SCHEMA_VERSION = 1
-
-Number = int | float
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Tool(_Model):
@@ -52,64 +49,6 @@ class Target(_Model):
     knobs: dict[str, Any] | None = None
     engine_model: str | None = None
     log: str | None = None
-
-
-class ExpectedReuse(_Model):
-    """What an infinite prefix cache would reuse over the rows replayed, in order (blocks are the
-    trace's hash ids; datasets.trace_prompts.expected_reuse)."""
-
-    num_blocks: int
-    num_blocks_reused: int
-    num_tokens: int
-    num_tokens_reused: int
-    token_fraction: Number | None
-    block_fraction: Number | None
-
-
-class TraceFacts(_Model):
-    """The trace replayed (``--dataset trace``): which file exactly, how it was read, what was used."""
-
-    format: str
-    sha256: str
-    num_rows: int  # rows read (after BurstGPT's filters and failed rows)
-    num_rows_used: int  # rows in the replay window (a --duration or --max-requests may send fewer)
-    block_size: int | None  # tokens per hash id; None for formats without hash ids
-    num_failed_skipped: int
-    num_filtered_out: int
-    expected_reuse: ExpectedReuse | None  # None for formats without hash ids
-
-
-class SharedPrefixFacts(_Model):
-    """Synthetic prompts in shared-prefix groups (``--prefix-groups``; datasets.shared_prefix)."""
-
-    groups: int
-    tokens: int  # each group's prefix, before every request's own --input-tokens
-    skew: Number | None  # zipf exponent of the group choice; None: uniform
-    expected_reuse: ExpectedReuse  # blocks are the groups' prefixes, in the order sent
-
-
-class SessionFacts(_Model):
-    """Multi-turn conversations (``--multi-turn``, datasets.sessions); ``history_tokens``: how
-    records' history_tokens were counted ("tokenizer": the run's, exact; "estimate": ~1.3 a word)."""
-
-    conversations: int
-    turns: int
-    history_tokens: Literal["tokenizer", "estimate"]
-
-
-class DatasetFacts(_Model):
-    """What the prompts were (datasets.build_requests makes it; config.json's dataset_info)."""
-
-    name: str
-    num_requests: int
-    exact_lengths: bool
-    tokenizer: str | None
-    system_prompt: bool
-    unique_prefix: bool
-    source: str | None
-    trace: TraceFacts | None = None
-    shared_prefix: SharedPrefixFacts | None = None
-    sessions: SessionFacts | None = None
 
 
 class Slo(_Model):
@@ -386,6 +325,7 @@ class PointResult(PointMetrics, PointHead):
     timeseries: list[TimeWindow]
     by_turn: list[TurnStats] | None = None  # only a --multi-turn point has these two keys
     sessions: SessionCounts | None = None
+    prefix_cache: PrefixCache | None = None  # absent from results written before it existed
 
 
 class RunResults(_Model):

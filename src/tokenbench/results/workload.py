@@ -1,0 +1,94 @@
+"""What the workload was and what the prefix cache made of it: the dataset's facts (a trace, shared
+prefixes, multi-turn sessions, each with the reuse an ideal prefix cache would find) and a point's
+``prefix_cache`` (reset before it, hit rate measured over its window, the expected reuse)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .base import Number, _Model
+
+
+class ExpectedReuse(_Model):
+    """What an infinite prefix cache would reuse over the rows replayed, in order (blocks are the
+    trace's hash ids; datasets.trace_prompts.expected_reuse)."""
+
+    num_blocks: int
+    num_blocks_reused: int
+    num_tokens: int
+    num_tokens_reused: int
+    token_fraction: Number | None
+    block_fraction: Number | None
+
+
+class TraceFacts(_Model):
+    """The trace replayed (``--dataset trace``): which file exactly, how it was read, what was used."""
+
+    format: str
+    sha256: str
+    num_rows: int  # rows read (after BurstGPT's filters and failed rows)
+    num_rows_used: int  # rows in the replay window (a --duration or --max-requests may send fewer)
+    block_size: int | None  # tokens per hash id; None for formats without hash ids
+    num_failed_skipped: int
+    num_filtered_out: int
+    expected_reuse: ExpectedReuse | None  # None for formats without hash ids
+    # prompts were sent as exact token ids (a server that takes them, the completions API);
+    # False: text built to the lengths (exact with a tokenizer)
+    token_ids: bool = False
+
+
+class SharedPrefixFacts(_Model):
+    """Synthetic prompts in shared-prefix groups (``--prefix-groups``; datasets.shared_prefix)."""
+
+    groups: int
+    tokens: int  # each group's prefix, before every request's own --input-tokens
+    skew: Number | None  # zipf exponent of the group choice; None: uniform
+    expected_reuse: ExpectedReuse  # blocks are the groups' prefixes, in the order sent
+
+
+class SessionFacts(_Model):
+    """Multi-turn conversations (``--multi-turn``, datasets.sessions); ``history_tokens``: how
+    records' history_tokens were counted ("tokenizer": the run's, exact; "estimate": ~1.3 a word)."""
+
+    conversations: int
+    turns: int
+    history_tokens: Literal["tokenizer", "estimate"]
+
+
+class DatasetFacts(_Model):
+    """What the prompts were (datasets.build_requests makes it; config.json's dataset_info)."""
+
+    name: str
+    num_requests: int
+    exact_lengths: bool
+    tokenizer: str | None
+    system_prompt: bool
+    unique_prefix: bool
+    source: str | None
+    trace: TraceFacts | None = None
+    shared_prefix: SharedPrefixFacts | None = None
+    sessions: SessionFacts | None = None
+
+
+HitRateSource = Literal["server_counters", "llamacpp_timings", "usage_cached_tokens"]
+
+
+class PrefixCache(_Model):
+    """The prefix cache over a point (METRICS.md "Prefix cache"): whether it was emptied before the
+    point, the hit rate measured over the window, and what the workload would reuse."""
+
+    # before the point: "done" (the engine's control emptied it), "failed", "not_supported"
+    # (no control), "not_requested" (--prefix-cache keep)
+    reset: Literal["done", "not_supported", "failed", "not_requested"]
+    reset_detail: str | None = None  # why a reset was not done (the server's answer)
+    # prompt tokens served from the cache / prompt tokens, over the window; None: no signal
+    hit_rate: Number | None
+    # server_counters: the server's hit/query counter increases over the window (vLLM
+    # prefix_cache_hits/queries, SGLang cached/prompt tokens; point.server); usage_cached_tokens:
+    # sum usage.prompt_tokens_details.cached_tokens / sum usage.prompt_tokens over the window's ok
+    # records; llamacpp_timings: sum timings.cache_n / sum (cache_n + prompt_n) over them
+    hit_rate_source: HitRateSource | None
+    hit_rate_requests: int | None = None  # records the per-request sources counted (None: counters)
+    # the fraction of prompt tokens an infinite cache would reuse over the workload (a trace's hash
+    # ids: dataset.trace.expected_reuse.token_fraction); None: the workload does not say
+    expected_reuse: Number | None

@@ -1,0 +1,130 @@
+"""vLLM's CPU build with prefix caching, one server for two runs of a small Mooncake trace the test
+writes: the hit rate vLLM's own counters measure against the trace's expected reuse.
+
+The trace: 4 conversations of 3 rows; a row is 3 blocks of 128 tokens its conversation shares, then
+50 tokens of its own (434 tokens; vLLM's CPU block is 128 tokens, the trace's --block-size too).
+Its prompts go as exact token ids (vLLM takes them on completions), so vLLM's blocks are the
+trace's. An infinite cache reuses 8 rows x 384 of 12 x 434 tokens: 0.590 expected; vLLM caches
+whole blocks only, and each row's own partial block never hits, so it should measure the same.
+- ``--prefix-cache keep``, two points replaying the trace: the first measures ~0.59; the second
+  finds every shared block of the first already cached: 12 x 384 / 5208 = 0.885.
+- ``--prefix-cache reset`` (vLLM's POST /reset_prefix_cache, VLLM_SERVER_DEV_MODE=1 set by the
+  profile) before each point: both points measure ~0.59, the cache left by the keep run emptied.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tokenbench.backends.server import server_under_test
+from tokenbench.config import (
+    BackendConfig,
+    DatasetConfig,
+    EngineKnobs,
+    ReplayLoad,
+    RunConfig,
+    StopConfig,
+    TargetConfig,
+)
+from tokenbench.runner import run
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
+MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
+BLOCK = 128
+KV_CACHE_BYTES = 100 * BLOCK * 23_040  # 100 blocks of SmolLM2-135M: room for the whole trace
+EXPECTED = 8 * 384 / (12 * 434)
+KEPT = 12 * 384 / (12 * 434)
+
+
+def _trace(path: Path) -> Path:
+    rows = []
+    for turn in range(3):
+        for conv in range(4):
+            shared = [conv * 100 + 1, conv * 100 + 2, conv * 100 + 3]
+            own = 1000 + turn * 10 + conv
+            t_ms = (turn * 4 + conv) * 250
+            rows.append({"timestamp": t_ms, "input_length": 434, "output_length": 4, "hash_ids": [*shared, own]})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _config(trace: Path, out: Path, mode: str) -> RunConfig:
+    return RunConfig(
+        target=TargetConfig(api="completions", ignore_eos=True),
+        loads=[ReplayLoad(), ReplayLoad()],
+        stop=StopConfig(schedule_ends=True, drain_timeout_s=30),
+        dataset=DatasetConfig(name="trace", path=trace, block_size=BLOCK, tokenizer=str(MODEL)),
+        prefix_cache=mode,  # type: ignore[arg-type]
+        live=False,
+        out_dir=out,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if not (VENV_PYTHON.exists() and (MODEL / "config.json").exists()):
+        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    base = tmp_path_factory.mktemp("vllm-prefix")
+    trace = _trace(base / "trace.jsonl")
+    backend = BackendConfig(
+        name="vllm",
+        model=str(MODEL),
+        served_model_name="smollm2",
+        executable=f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
+        knobs=EngineKnobs(
+            max_num_seqs=4,
+            max_model_len=512,
+            prefix_caching=True,
+            engine_args=("--enforce-eager", f"--kv-cache-memory-bytes={KV_CACHE_BYTES}"),
+            engine_env={"HF_HUB_OFFLINE": "1"},
+        ),
+        ready_timeout_s=300,
+        metrics_interval_s=0.5,
+    )
+    console = Console(file=io.StringIO())
+    results = {}
+    with server_under_test(backend, None, base / "server.log") as sut:
+        for mode in ("keep", "reset"):  # keep first: its first point meets a cold server
+            config = _config(trace, base / mode, mode).model_copy(update={"backend": backend})
+            results[mode] = run(config, console, server=sut).results
+    return results
+
+
+def _caches(results):
+    return [p["prefix_cache"] for p in results["points"]]
+
+
+def test_prompts_went_as_exact_token_ids(runs):
+    trace = runs["keep"]["dataset"]["trace"]
+    assert trace["token_ids"] is True and runs["keep"]["dataset"]["exact_lengths"] is True
+    assert trace["expected_reuse"]["token_fraction"] == pytest.approx(EXPECTED)
+    for point in runs["keep"]["points"]:
+        assert point["requests"]["ok"] == 12
+        assert point["prompt_tokens_source"] == {"server": 12}
+
+
+def test_reset_gives_each_point_the_workloads_own_reuse(runs):
+    for cache in _caches(runs["reset"]):
+        assert cache["reset"] == "done", cache
+        assert cache["hit_rate_source"] == "server_counters"
+        assert abs(cache["hit_rate"] - cache["expected_reuse"]) <= 0.10, cache
+
+
+def test_keep_lets_the_second_point_reuse_the_first_points_blocks(runs):
+    first, second = _caches(runs["keep"])
+    assert first["reset"] == second["reset"] == "not_requested"
+    assert abs(first["hit_rate"] - EXPECTED) <= 0.10, first
+    assert second["hit_rate"] == pytest.approx(KEPT, abs=0.05), second
+    assert second["hit_rate"] > first["hit_rate"] + 0.2

@@ -1,0 +1,98 @@
+"""The hit rate of a point's prefix cache from each signal, with known answers, and which wins."""
+
+import pytest
+
+from tokenbench.metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
+from tokenbench.records import Outcome, RequestRecord
+from tokenbench.results import Server
+
+
+def _rec(i, cached=None, prompt=None, timings=None, outcome=Outcome.OK, scheduled_s=1.0) -> RequestRecord:
+    return RequestRecord(
+        point=0,
+        id=i,
+        scheduled_s=scheduled_s,
+        sent_s=scheduled_s,
+        outcome=outcome,
+        prompt_tokens=prompt,
+        cached_prompt_tokens=cached,
+        server_timings=timings,
+    )
+
+
+def _tally(records, in_population=lambda r: r.scheduled_s < 10) -> CacheTally:
+    tally = CacheTally(in_population)
+    assert list(tally.observe(records)) == records  # passed through unchanged
+    return tally
+
+
+def _server(hits, queries) -> Server:
+    rate = hits / queries if hits is not None and queries else None
+    return Server.model_validate(
+        {
+            "period_s": [0, 1],
+            "scrapes": 2,
+            "failed_scrapes": 0,
+            "first_scrape_error": None,
+            "bracket_s": None,
+            "bracketed": True,
+            "preemptions": None,
+            "generated_tokens": None,
+            "prefix_cache_hits": hits,
+            "prefix_cache_queries": queries,
+            "prefix_cache_hit_rate": rate,
+            "running": None,
+            "waiting": None,
+            "kv_usage": None,
+            "ttft_s_mean": None,
+            "ttft_count": None,
+            "itl_s_mean": None,
+            "itl_count": None,
+        }
+    )
+
+
+def test_llamacpp_timings_count_cache_n_over_cache_n_plus_prompt_n():
+    # prompt_n is what llama.cpp evaluated, cached tokens excluded: 30 / (30 + 10 + 0 + 60)
+    records = [
+        _rec(0, cached=30, prompt=40, timings={"cache_n": 30, "prompt_n": 10}),
+        _rec(1, cached=0, prompt=60, timings={"cache_n": 0, "prompt_n": 60}),
+        _rec(2, timings={"cache_n": 99, "prompt_n": 1}, outcome=Outcome.HTTP_ERROR),  # not ok: out
+        _rec(3, timings={"cache_n": 99, "prompt_n": 1}, scheduled_s=20.0),  # not in the window: out
+    ]
+    got = prefix_cache(None, None, _tally(records), None)
+    assert (got.hit_rate, got.hit_rate_source, got.hit_rate_requests) == (pytest.approx(0.3), "llamacpp_timings", 2)
+    assert got.reset == "not_requested"
+
+
+def test_usage_cached_tokens_over_usage_prompt_tokens():
+    records = [_rec(0, cached=16, prompt=64), _rec(1, cached=48, prompt=64), _rec(2, prompt=64)]
+    got = prefix_cache({"status": "done", "detail": None}, None, _tally(records), 0.5)
+    assert (got.hit_rate, got.hit_rate_source, got.hit_rate_requests) == (0.5, "usage_cached_tokens", 2)
+    assert (got.reset, got.expected_reuse) == ("done", 0.5)
+
+
+def test_server_counters_win_over_per_request_signals():
+    records = [_rec(0, cached=16, prompt=64)]
+    got = prefix_cache(None, _server(30, 120), _tally(records), None)
+    assert (got.hit_rate, got.hit_rate_source, got.hit_rate_requests) == (0.25, "server_counters", None)
+
+
+def test_no_signal_is_none_never_zero():
+    got = prefix_cache(
+        {"status": "failed", "detail": "HTTP 500"}, _server(None, None), _tally([_rec(0, prompt=8)]), None
+    )
+    assert (got.hit_rate, got.hit_rate_source) == (None, None)
+    assert (got.reset, got.reset_detail) == ("failed", "HTTP 500")
+
+
+def test_expected_reuse_from_a_trace_or_a_shared_prefix_workload():
+    trace = {"trace": {"expected_reuse": {"token_fraction": 0.75}}}
+    assert expected_reuse(trace) == 0.75
+    assert expected_reuse({"shared_prefix": {"expected_reuse": {"token_fraction": 0.5}}}) == 0.5
+    assert expected_reuse({"name": "synthetic"}) is None and expected_reuse(None) is None
+
+
+def test_queries_counted_without_a_hit_counter_is_no_hit_sglang_creates_it_at_the_first():
+    got = prefix_cache(None, _server(None, 512), _tally([]), 0.0)
+    assert (got.hit_rate, got.hit_rate_source) == (0.0, "server_counters")
