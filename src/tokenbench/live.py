@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,34 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from .loadgen import LiveStats
+from .records import Outcome, RequestRecord
+
+
+@dataclass
+class LiveStats:
+    """Counters for the live view. Written by the load generator only; read by the display."""
+
+    point: int = 0
+    label: str = ""
+    started_s: float = 0.0
+    planned_s: float | None = None
+    active_users: int = 0
+    in_flight: int = 0
+    done: int = 0
+    errors: int = 0
+    output_chunks: int = 0
+    last_ttfts_s: list[float] = field(default_factory=list)
+
+    def record_done(self, record: RequestRecord) -> None:
+        self.done += 1
+        if record.outcome is not Outcome.OK:
+            self.errors += 1
+        self.output_chunks += len(record.chunk_times_s)
+        ttft = record.ttft_s
+        if ttft is not None:
+            self.last_ttfts_s.append(ttft)
+            if len(self.last_ttfts_s) > 200:
+                del self.last_ttfts_s[:100]
 
 
 def _ms(value: float | None) -> str:

@@ -23,39 +23,13 @@ from dataclasses import dataclass, field
 
 from .clients import Client
 from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from .live import LiveStats
 from .load import arrival_times, ramp_up_s, replay_offsets, user_start_times
 from .records import Outcome, Request, RequestRecord, RunClock
 from .request_source import RequestSource
 from .session_load import SessionSource, SessionTally, run_sessions
 
 __all__ = ["LiveStats", "LoadGenerator", "PointRun", "PointState", "RequestSource"]
-
-
-@dataclass
-class LiveStats:
-    """Counters for the live view. Written by the load generator only; read by the display."""
-
-    point: int = 0
-    label: str = ""
-    started_s: float = 0.0
-    planned_s: float | None = None
-    active_users: int = 0
-    in_flight: int = 0
-    done: int = 0
-    errors: int = 0
-    output_chunks: int = 0
-    last_ttfts_s: list[float] = field(default_factory=list)
-
-    def record_done(self, record: RequestRecord) -> None:
-        self.done += 1
-        if record.outcome is not Outcome.OK:
-            self.errors += 1
-        self.output_chunks += len(record.chunk_times_s)
-        ttft = record.ttft_s
-        if ttft is not None:
-            self.last_ttfts_s.append(ttft)
-            if len(self.last_ttfts_s) > 200:
-                del self.last_ttfts_s[:100]
 
 
 @dataclass
@@ -263,6 +237,12 @@ class LoadGenerator:
                 self.stats.active_users -= 1
                 run.user_spans.append((began, self._clock.now()))
 
+        await self.run_users(load, user)
+
+    @staticmethod
+    async def run_users(load: UsersLoad, user: Callable[[int, float], Awaitable[None]]) -> None:
+        """Every user of a closed-loop point at once (``user(index, start offset)``), until all
+        end; the ones still running when this is cancelled are cancelled with it."""
         users = [asyncio.ensure_future(user(u, off)) for u, off in enumerate(user_start_times(load))]
         try:
             await asyncio.gather(*users)

@@ -12,6 +12,13 @@ from .datasets import with_prefix
 from .records import Request
 
 
+def start_index(load: LoadPoint, seed: int, n: int) -> int:
+    """Where a point starts in a list of ``n`` prompts (or conversations): fixed by its load and
+    the seed, whatever earlier points used."""
+    key = json.dumps([seed, load.model_dump(mode="json")], sort_keys=True).encode()
+    return zlib.crc32(key) % n
+
+
 class RequestSource:
     """Hands out Requests in order from a finite list, cycling; ids are unique per run.
 
@@ -34,8 +41,7 @@ class RequestSource:
         self._cursor = 0  # index of the next prompt in the list
 
     def start_point(self, load: LoadPoint, seed: int) -> None:
-        key = json.dumps([seed, load.model_dump(mode="json")], sort_keys=True).encode()
-        self._cursor = zlib.crc32(key) % len(self._requests)
+        self._cursor = start_index(load, seed, len(self._requests))
 
     def take(self) -> tuple[int, Request]:
         request = self._requests[self._cursor % len(self._requests)]

@@ -24,17 +24,16 @@ as every request is (loadgen.py).
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .config import LoadPoint, RateLoad, SessionConfig, UsersLoad
 from .datasets.sessions import Conversation, Turn
-from .load import arrival_times, user_start_times
+from .load import arrival_times
 from .records import Request, RequestRecord
+from .request_source import start_index
 
 if TYPE_CHECKING:
     from .loadgen import LoadGenerator, PointState
@@ -78,8 +77,9 @@ class SessionSource:
         self._next_session = 0
 
     def start_point(self, load: LoadPoint, seed: int) -> None:
-        key = json.dumps([seed, load.model_dump(mode="json")], sort_keys=True).encode()
-        self._cursor = zlib.crc32(key) % len(self._conversations)
+        """Each point draws its conversations from a place fixed by its load and the seed (as
+        RequestSource does its prompts)."""
+        self._cursor = start_index(load, seed, len(self._conversations))
 
     def next_conversation(self) -> tuple[str, Conversation]:
         conversation = self._conversations[self._cursor % len(self._conversations)]
@@ -153,12 +153,7 @@ async def _users(gen: LoadGenerator, point: PointState, load: UsersLoad) -> None
             gen.stats.active_users -= 1
             run.user_spans.append((began, gen.now()))
 
-    users = [asyncio.ensure_future(user(u, off)) for u, off in enumerate(user_start_times(load))]
-    try:
-        await asyncio.gather(*users)
-    finally:
-        for task in users:
-            task.cancel()
+    await gen.run_users(load, user)
 
 
 async def _starts(gen: LoadGenerator, point: PointState, load: RateLoad) -> None:
