@@ -114,6 +114,13 @@ class ChunkTally:
         self._gaps = np.empty(0)
         self._num_gaps = 0
 
+    @classmethod
+    def of(cls, span: PointSpan, records: Sequence[RequestRecord]) -> ChunkTally:
+        """The tally of ``records`` (full chunk times) in one batch."""
+        tally = cls(span)
+        tally.add(records)
+        return tally
+
     def in_population(self, r: RequestRecord) -> bool:
         """Open loop: scheduled in the window; closed loop: started in it (METRICS.md)."""
         return self.span.window.contains(r.scheduled_s if self.span.open_loop else started_s(r))

@@ -177,9 +177,7 @@ def summarize_point(
     """The aggregate metrics of one load point (the metrics of results.json's ``points[]``).
     ``chunks``: the records' chunk times already tallied (ChunkTally.consume, which returns the
     records without them); by default they are tallied here from ``records``."""
-    if chunks is None:
-        chunks = ChunkTally(span)
-        chunks.add(records)
+    chunks = chunks if chunks is not None else ChunkTally.of(span, records)
     window = span.window
     population = [r for r in records if chunks.in_population(r)]
     ok = [r for r in population if r.outcome is Outcome.OK]
