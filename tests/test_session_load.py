@@ -224,3 +224,15 @@ def test_a_bad_session_setting_names_its_flag():
     message = validation_message(exc.value)
     assert "--turn-think-dist: Input should be 'fixed' or 'exponential'" in message
     assert "--session-header 'no spaces allowed' is not an HTTP header name" in message
+
+
+def test_a_reasoning_reply_goes_back_into_the_history_without_its_reasoning(mock_server, tmp_path):
+    """The mock streams 2 reasoning chunks then 3 answer chunks: the next turn's assistant message
+    is the answer alone (as a chat client sends it back), and the record's text is that answer."""
+    url = mock_server(ttft_ms=2, itl_ms=1, record_requests=True, reasoning_chunks=2)
+    cfg = _config(url, tmp_path, [UsersLoad(users=1)], StopConfig(max_requests=2), SessionConfig(turns=2))
+    records = records_of(run(cfg, quiet()).run_dir)
+    assert [r["reasoning_chunks"] for r in records] == [2, 2]
+    assert all(r["output_text"] == " hi" * 3 for r in records)
+    second = next(d for d in _deliveries(url) if len(d["messages"]) == 3)
+    assert second["messages"][1] == {"role": "assistant", "content": " hi" * 3}

@@ -120,8 +120,8 @@ class OllamaStream(Stream):
             piece = obj.get("thinking")  # a thinking model's reasoning: a chunk, counted apart
             if not piece:
                 return False  # the final line's empty response, or an empty piece: not a chunk
-            self.reasoning_chunks += 1
-        elif self.first_output_chunk is None:
+            return self.reasoning(piece)
+        if self.first_output_chunk is None:
             self.first_output_chunk = self.reasoning_chunks
         self.text.append(piece)
         return True

@@ -109,9 +109,7 @@ class OpenAIStream(Stream):
                 piece = delta.get("reasoning") or delta.get("reasoning_content")
                 if not piece:
                     return False  # role-only or empty delta: not a chunk
-                self.reasoning_chunks += 1
-                self.text.append(piece)
-                return True
+                return self.reasoning(piece)
         else:
             piece = choice.get("text")
             if not piece:

@@ -287,13 +287,15 @@ class StreamingClient:
         record.finish_reason = stream.finish_reason
         record.end_marker = stream.done
         # A session's next turn sends this reply back as history, so a session's record always
-        # holds its text (records.jsonl still stores it only with --keep-text: RunWriter).
-        keep = self._keep_text or record.session_id is not None
+        # holds its text (records.jsonl still stores it only with --keep-text: RunWriter): the
+        # answer without reasoning, as a chat client sends back (vLLM's reasoning docs; guidellm).
+        session = record.session_id is not None
+        keep = self._keep_text or session
         text = "".join(stream.text) if (self._count_tokens or keep) else None
         if self._count_tokens is not None and text is not None and record.chunk_times_s:
             record.client_output_tokens = self._count_tokens(text)
         if keep:
-            record.output_text = text
+            record.output_text = stream.answer_text() if session else text
         if record.server_output_tokens is not None and record.outcome is Outcome.OK:
             record.output_tokens = record.server_output_tokens
             record.output_tokens_source = TokenSource.SERVER

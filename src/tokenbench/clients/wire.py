@@ -37,6 +37,7 @@ class Stream:
         "first_output_chunk",
         "reasoning_tokens",
         "cached_prompt_tokens",
+        "reasoning_at",
     )
 
     def __init__(self) -> None:
@@ -58,6 +59,21 @@ class Stream:
         self.first_output_chunk: int | None = None
         self.reasoning_tokens: int | None = None
         self.cached_prompt_tokens: int | None = None  # prompt tokens served from the prefix cache
+        self.reasoning_at: list[int] = []  # which pieces of ``text`` were reasoning
+
+    def reasoning(self, piece: str) -> bool:
+        """A piece of reasoning content: a chunk (TTFT counts it), counted apart from the answer."""
+        self.reasoning_chunks += 1
+        self.reasoning_at.append(len(self.text))
+        self.text.append(piece)
+        return True
+
+    def answer_text(self) -> str:
+        """The reply without its reasoning: what a conversation sends back as the assistant's turn."""
+        if not self.reasoning_at:
+            return "".join(self.text)
+        skip = set(self.reasoning_at)
+        return "".join(p for i, p in enumerate(self.text) if i not in skip)
 
     def first_output_index(self, num_chunks: int) -> int | None:
         """Which of the ``num_chunks`` content chunks was the first that was not reasoning."""
