@@ -83,6 +83,11 @@ PUBLIC_KEYS += [
 ]
 PREFIX_CACHE = "reset reset_detail hit_rate hit_rate_source hit_rate_requests expected_reuse".split()
 PUBLIC_KEYS += [f"points[].prefix_cache.{k}" for k in PREFIX_CACHE]
+# a run given a price (--cost-per-hour; cost.py) and every point's GPU energy (telemetry.energy)
+COST = "usd_per_gpu_hour gpus usd_per_hour usd_per_million_output_tokens usd_per_million_total_tokens".split()
+PUBLIC_KEYS += [f"points[].cost.{k}" for k in COST]
+ENERGY = "available reason source gpus period_s joules mean_power_w joules_per_output_token".split()
+PUBLIC_KEYS += [f"points[].energy.{k}" for k in ENERGY]
 
 
 def _declared(model, prefix="") -> set[str]:

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .cost import CostConfig
+
 Api = Literal["chat", "completions", "tgi", "triton", "ollama"]  # the values of --api (clients.WIRES)
 Arrival = Literal["constant", "poisson", "gamma"]
 # --prefix-cache: "reset" empties the server's prefix cache before every load point through the
@@ -327,6 +329,7 @@ class RunConfig(_Model):
     live: bool = True
     sessions: SessionConfig | None = None  # --multi-turn: conversations instead of single prompts
     prefix_cache: PrefixCacheMode = "keep"  # before every point: reset the server's cache, or keep it
+    cost: CostConfig | None = None  # --cost-per-hour, --gpus: each point's cost per million tokens
 
     @model_validator(mode="after")
     def _replay_needs_trace(self) -> RunConfig:

@@ -25,6 +25,7 @@ from pydantic import TypeAdapter
 
 from . import __version__
 from .config import LoadPoint, RateLoad, ReplayLoad, SLOConfig, StopConfig
+from .cost import CostConfig, point_cost
 from .load import describe
 from .metrics import (
     ChunkTally,
@@ -55,8 +56,9 @@ from .results import (
     TimeWindow,
     Tool,
 )
-from .results.run import PointHead
+from .results.run import PointHead, PointMetrics
 from .rundir import RecordSlice, point_ranges, write_json
+from .telemetry.energy import point_energy
 from .telemetry.sampler import SamplesFile
 from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
 
@@ -145,7 +147,20 @@ def point_result(
         timeseries=[TimeWindow.of(w, window_server(samples, w.start_s, w.end_s)) for w in series],
         **_session_parts(config_json, facts, population),
         prefix_cache=prefix_cache(facts.get("prefix_cache_reset"), server, cache, workload_reuse),
+        **_cost(config_json, metrics),
+        energy=point_energy(samples, header, window.start_s, window.end_s, metrics.output_tokens_per_s),
     )
+
+
+def _cost(config_json: ConfigJson, metrics: PointMetrics) -> dict[str, Any]:
+    """``cost`` on the points of a run given a price (config.json's ``cost``); other points have
+    no such key (exclude_unset)."""
+    price = config_json.get("cost")
+    if not price:
+        return {}
+    return {
+        "cost": point_cost(CostConfig.model_validate(price), metrics.output_tokens_per_s, metrics.total_tokens_per_s)
+    }
 
 
 def _session_parts(config_json: ConfigJson, facts: Facts, population: Sequence[RequestRecord]) -> dict[str, Any]:

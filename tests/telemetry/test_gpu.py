@@ -60,3 +60,15 @@ def test_readings_in_units_and_unsupported_ones_absent(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(1, power_fails=True))
     rows = GPUSampler.open().read()
     assert rows == [{"index": 0, "util_pct": 37, "mem_used_bytes": 3 * 2**30, "mem_total_bytes": 16 * 2**30}]
+
+
+def test_the_energy_counter_is_read_where_the_gpu_has_it(monkeypatch):
+    nvml = _fake_nvml(1)
+    nvml.nvmlDeviceGetTotalEnergyConsumption = lambda h: 123_456_789  # mJ since the driver loaded
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    (row,) = GPUSampler.open().read()
+    assert row["energy_mj"] == 123_456_789 and row["power_w"] == 71.5
+    # a GPU before Volta: NVML says not supported, and the reading is absent (power is integrated)
+    nvml.nvmlDeviceGetTotalEnergyConsumption = lambda h: (_ for _ in ()).throw(RuntimeError("NVMLError_NotSupported"))
+    (row,) = GPUSampler.open().read()
+    assert "energy_mj" not in row and row["power_w"] == 71.5

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Number
+from .cost import Cost, Energy
 from .experiment import AggregateRow, CellRow, Experiment, ServerRow
 from .run import (
     SCHEMA_VERSION,
@@ -55,8 +56,10 @@ __all__ = [
     "Clock",
     "ComputedBy",
     "Concurrency",
+    "Cost",
     "DatasetFacts",
     "Distribution",
+    "Energy",
     "ExpectedReuse",
     "Gauge",
     "Gpu",

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .base import Number, _Model
+from .cost import Cost, Energy
 from .workload import DatasetFacts, PrefixCache
 
 SCHEMA_VERSION = 1
@@ -326,6 +327,8 @@ class PointResult(PointMetrics, PointHead):
     by_turn: list[TurnStats] | None = None  # only a --multi-turn point has these two keys
     sessions: SessionCounts | None = None
     prefix_cache: PrefixCache | None = None  # absent from results written before it existed
+    cost: Cost | None = None  # only on a run given a price (--cost-per-hour)
+    energy: Energy | None = None  # absent from results written before it existed
 
 
 class RunResults(_Model):

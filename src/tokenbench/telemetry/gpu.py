@@ -1,5 +1,7 @@
-"""GPU utilization, memory and power through NVML (nvidia-ml-py). Without a GPU or driver the
-reason is recorded and every reading is absent: never a zero that looks like an idle GPU."""
+"""GPU utilization, memory, power and energy through NVML (nvidia-ml-py). Without a GPU or driver
+the reason is recorded and every reading is absent: never a zero that looks like an idle GPU.
+``energy_mj`` is NVML's total energy counter (mJ since the driver loaded; Volta and later): a GPU
+without it has no such key, and telemetry.energy integrates its power readings instead."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class GPUSampler:
                 ("mem_used_bytes", lambda: pynvml.nvmlDeviceGetMemoryInfo(h).used),
                 ("mem_total_bytes", lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total),
                 ("power_w", lambda: pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0),
+                ("energy_mj", lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h)),
             ):
                 try:
                     row[key] = fn()

@@ -1,0 +1,50 @@
+"""What the hardware under test costs: its price (``CostConfig``: --cost-per-hour, --gpus; per
+backend in an experiment file) and a point's cost per million tokens at its throughput (pure).
+
+The price is per GPU-hour, times the GPUs (cloud lists quote a GPU-hour, or an instance-hour: give
+an instance's price with ``--gpus 1``, the default). Per million output tokens:
+``usd_per_hour / 3600 / output_tokens_per_s x 1e6``, with the point's output tokens/s (its rate
+population's output tokens over ``rate_period_s``, METRICS.md): what the hardware costs while it
+sustains that throughput, the whole machine paid for the benchmark's load alone.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .results.cost import Cost
+
+SECONDS_PER_HOUR = 3600.0
+PER_MILLION = 1e6
+
+
+class CostConfig(BaseModel):
+    """The hardware's price: ``usd_per_gpu_hour`` (--cost-per-hour) x ``gpus`` (--gpus)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    usd_per_gpu_hour: float = Field(gt=0)
+    gpus: int = Field(default=1, gt=0)
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.usd_per_gpu_hour * self.gpus
+
+
+def usd_per_million(usd_per_hour: float, tokens_per_s: float | None) -> float | None:
+    """Dollars per million tokens at ``tokens_per_s``; None without a throughput (nothing
+    measured): never 0 and never infinite."""
+    if not tokens_per_s:
+        return None
+    return usd_per_hour / SECONDS_PER_HOUR / tokens_per_s * PER_MILLION
+
+
+def point_cost(price: CostConfig, output_tokens_per_s: float | None, total_tokens_per_s: float | None) -> Cost:
+    """A point's ``cost``: the price and what its throughput costs per million tokens."""
+    return Cost(
+        usd_per_gpu_hour=price.usd_per_gpu_hour,
+        gpus=price.gpus,
+        usd_per_hour=price.usd_per_hour,
+        usd_per_million_output_tokens=usd_per_million(price.usd_per_hour, output_tokens_per_s),
+        usd_per_million_total_tokens=usd_per_million(price.usd_per_hour, total_tokens_per_s),
+    )
