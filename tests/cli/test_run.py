@@ -34,6 +34,9 @@ from tokenbench.procs import free_port
         (["--dataset", "trace", "--dataset-path", "t.jsonl", "--arrival", "constant"], "drop --arrival"),
         (["--dataset", "trace", "--max-requests", "3"], "--dataset trace needs --dataset-path"),
         (["--users", "1", "--max-requests", "3", "--prefix-cache", "flush"], "--prefix-cache: Input should be 'reset'"),
+        (["--users", "1", "--max-requests", "3", "--gpus", "2"], "--gpus counts the GPUs --cost-per-hour pays for"),
+        (["--users", "1", "--max-requests", "3", "--cost-per-hour", "0"], "--cost-per-hour: Input should be greater"),
+        (["--users", "1", "--max-requests", "3", "--cost-per-hour", "2", "--gpus", "0"], "--gpus: Input should be"),
     ],
 )
 def test_bad_flags_exit_2_with_a_message(args, needle):

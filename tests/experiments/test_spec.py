@@ -117,3 +117,29 @@ def test_bad_replay_experiments_are_named(patch, needle):
     with pytest.raises(ExperimentError) as exc:
         parse_spec({**REPLAY, **patch})
     assert needle in str(exc.value)
+
+
+def test_each_backend_entry_may_state_its_hardware_price():
+    backends = [
+        {"label": "big", "backend": "vllm", "model": "m", "cost_per_hour": 2.5, "gpus": 4},
+        {"label": "one", "backend": "vllm", "model": "m", "cost_per_hour": 1.2},
+        {"label": "free", "backend": "vllm", "model": "m"},
+    ]
+    plans = expand(parse_spec({**BASE, "backends": backends, "trials": 1}))
+    costs = {p.label: {c.config.cost for c in p.cells} for p in plans}
+    assert [(c.usd_per_gpu_hour, c.gpus, c.usd_per_hour) for c in costs["big"]] == [(2.5, 4, 10.0)]
+    assert [(c.usd_per_gpu_hour, c.gpus) for c in costs["one"]] == [(1.2, 1)]  # one GPU by default
+    assert costs["free"] == {None}
+
+
+@pytest.mark.parametrize(
+    "entry,needle",
+    [
+        ({"backend": "vllm", "gpus": 2}, "gpus counts the GPUs cost_per_hour pays for"),
+        ({"backend": "vllm", "cost_per_hour": 0}, "backends.0.cost_per_hour"),
+        ({"backend": "vllm", "cost_per_hour": 1, "gpus": 0}, "backends.0.gpus"),
+    ],
+)
+def test_a_bad_price_is_named(entry, needle):
+    with pytest.raises(ExperimentError, match=needle):
+        parse_spec({**BASE, "backends": [entry]})

@@ -64,6 +64,8 @@ _FLAGS = {
     "BackendConfig.port": "--engine-port",
     "BackendConfig.metrics_interval_s": "--metrics-interval",
     "BackendConfig.ready_timeout_s": "--ready-timeout",
+    "CostConfig.usd_per_gpu_hour": "--cost-per-hour",
+    "CostConfig.gpus": "--gpus",
 }
 
 

@@ -19,6 +19,7 @@ from ..config import (
     TargetConfig,
     UsersLoad,
 )
+from ..cost import CostConfig
 from ..vllm_flags import FlagError, translate
 from .common import (
     UsageError,
@@ -326,6 +327,18 @@ def run(
         typer.Option(help="Seconds of silence allowed within a stream." + default(TargetConfig, "read_timeout_s")),
     ] = None,
     slo: Annotated[str | None, typer.Option(help="Goodput objectives, e.g. ttft=500ms,tpot=50ms.")] = None,
+    cost_per_hour: Annotated[
+        float | None,
+        typer.Option(
+            help="USD per GPU-hour of the server's hardware (an instance's price: with --gpus 1): each point's "
+            "cost per million tokens at its throughput.",
+            rich_help_panel="Cost",
+        ),
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option(help="GPUs --cost-per-hour pays for." + default(CostConfig, "gpus"), rich_help_panel="Cost"),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<timestamp>).")] = None,
     window: Annotated[
         float | None, typer.Option(help="Time-series window in seconds." + default(RunConfig, "window_s"))

@@ -20,6 +20,7 @@ from ..config import (
     UsersLoad,
     parse_slo,
 )
+from ..cost import CostConfig
 from .common import UsageError, given, numbers
 from .engine import backend_config
 
@@ -100,6 +101,7 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             keep_text=a["keep_text"],
             sessions=_sessions(a),
             prefix_cache=a.get("prefix_cache"),
+            cost=_cost(a),
         )
     )
 
@@ -195,6 +197,16 @@ def _sessions(a: dict[str, Any]) -> SessionConfig | None:
             raise UsageError(f"{', '.join(stray)} shape multi-turn sessions: add --multi-turn")
         return None
     return SessionConfig(**given(**values))
+
+
+def _cost(a: dict[str, Any]) -> CostConfig | None:
+    """--cost-per-hour (per GPU-hour) x --gpus; --gpus alone prices nothing: an error."""
+    price, gpus = a.get("cost_per_hour"), a.get("gpus")
+    if price is None:
+        if gpus is not None:
+            raise UsageError("--gpus counts the GPUs --cost-per-hour pays for: add --cost-per-hour USD")
+        return None
+    return CostConfig(**given(usd_per_gpu_hour=price, gpus=gpus))
 
 
 def _slo(text: str | None) -> SLOConfig | None:

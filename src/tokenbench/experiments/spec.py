@@ -29,6 +29,7 @@ from ..config import (
     StopConfig,
     TargetConfig,
 )
+from ..cost import CostConfig
 
 _KNOBS = set(EngineKnobs.model_fields)
 
@@ -55,6 +56,10 @@ class BackendEntry(_Model):
     # Facts about this configuration for reports, beside the swept knobs (e.g. a KV cache size
     # given through engine_args): {"kv_cache_bytes": 23592960}.
     tags: dict[str, float | int | str] = Field(default_factory=dict)
+    # this configuration's hardware price: USD per GPU-hour x gpus (tokenbench run's --cost-per-hour
+    # and --gpus); every point then has its cost per million tokens
+    cost_per_hour: float | None = Field(default=None, gt=0)
+    gpus: int | None = Field(default=None, gt=0)
 
     @field_validator("sweep")
     @classmethod
@@ -72,7 +77,15 @@ class BackendEntry(_Model):
             raise ValueError("give backend (to launch it) or url (to attach)")
         if self.url is not None and (self.sweep or self.knobs != EngineKnobs()):
             raise ValueError("knobs and sweep need a launched backend; drop url")
+        if self.gpus is not None and self.cost_per_hour is None:
+            raise ValueError("gpus counts the GPUs cost_per_hour pays for: add cost_per_hour (USD per GPU-hour)")
         return self
+
+    def cost(self) -> CostConfig | None:
+        """The price of this configuration's hardware (None: not given)."""
+        if self.cost_per_hour is None:
+            return None
+        return CostConfig(usd_per_gpu_hour=self.cost_per_hour, gpus=self.gpus or 1)
 
 
 LoadSpec = LoadSweep  # `load:` of an experiment file: the same sweep as --users/--rate
@@ -278,4 +291,5 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         live=False,
         sessions=spec.sessions,
         prefix_cache=spec.prefix_cache,
+        cost=entry.cost(),
     )
