@@ -13,6 +13,7 @@ from rich.console import Console
 from tokenbench import catalogue
 from tokenbench.catalogue import METRICS, Metric, error_rate, path, shown_in
 from tokenbench.config import SLOConfig
+from tokenbench.cost import CostConfig, point_cost
 from tokenbench.experiments.aggregate import aggregate
 from tokenbench.metrics import PointSpan, Window, summarize_point
 from tokenbench.records import Outcome, RequestRecord, TokenSource
@@ -24,6 +25,7 @@ from tokenbench.results import (
     CellRow,
     ComputedBy,
     Distribution,
+    Energy,
     Experiment,
     Gauge,
     Gpu,
@@ -58,6 +60,8 @@ PUBLIC_AGGREGATE_KEYS = (
     "goodput_per_s",
     "good_fraction",
     "error_rate",
+    "usd_per_million_output_tokens",  # the capacity answer reads the same name from a point's cost
+    "joules_per_output_token",
     "server_preemptions",
     "server_ttft_s_mean",
     "server_kv_usage_max",
@@ -134,6 +138,18 @@ def sample_point(itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0) 
         gpu_whole_point=gpu,
         timeseries=[],
         prefix_cache=PrefixCache(reset="done", hit_rate=0.25, hit_rate_source="server_counters", expected_reuse=0.3),
+        # $3.96/h at its 11 output tok/s: $100 per million; 55 W at 11 tok/s: 5 J a token
+        cost=point_cost(CostConfig(usd_per_gpu_hour=1.98, gpus=2), metrics.output_tokens_per_s, None),
+        energy=Energy(
+            available=True,
+            reason=None,
+            source="nvml_total_energy",
+            gpus=1,
+            period_s=[0.0, 10.0],
+            joules=550.0,
+            mean_power_w=55.0,
+            joules_per_output_token=55.0 / 11.0,
+        ),
     )
 
 
@@ -168,6 +184,8 @@ KNOWN = {
     "ttfo_s_p99": 0.07,
     "prefix_cache_hit_rate": 0.25,
     "prefix_cache_expected_reuse": 0.3,
+    "usd_per_million_output_tokens": 100.0,
+    "joules_per_output_token": 5.0,
 }
 
 
@@ -187,7 +205,7 @@ def test_missing_or_null_fields_give_none_never_zero() -> None:
         update={k: _EMPTY for k in distributions}
         | {k: None for k in ("output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "offered_per_s")}
         | {"goodput_per_s": None, "good_fraction": None, "server": None, "requests_in_window": _NONE_ENDED}
-        | {"prefix_cache": None}
+        | {"prefix_cache": None, "cost": None, "energy": None}
     )
     for m in METRICS.values():
         assert m.get(nulls) is None, m.key
@@ -325,3 +343,28 @@ def test_ttfo_only_where_reasoning_streamed(tmp_path: Path) -> None:
     assert table is not None
     assert table.rows[0][table.headers.index("TTFO mean (ms)")] == "70.0"
     assert table.headers.index("TTFO mean (ms)") == table.headers.index("TTFT p99 (ms)") + 1
+
+
+def test_cost_and_energy_are_shown_only_where_a_run_has_them(tmp_path: Path) -> None:
+    """A run given a price shows its cost per million output tokens, a GPU's its energy per token,
+    in the console and the report; a run without either leaves the columns out (no "-" column)."""
+    priced = sample_point()
+    plain = priced.model_copy(update={"cost": None, "energy": None})
+    cost, energy = "cost per 1M output tokens (USD)", "energy per output token (J)"
+
+    console = Console(record=True, width=200, color_system=None)
+    console.print(summary_table([plain]))
+    assert "cost per 1M" not in console.export_text() and "energy per" not in console.export_text()
+    console.print(summary_table([priced]))
+    text = console.export_text()
+    assert next(ln for ln in text.splitlines() if cost in ln).split()[-1] == "100.000"
+    assert next(ln for ln in text.splitlines() if energy in ln).split()[-1] == "5.000"
+
+    table = headline_table(load_inputs([_write_run(tmp_path / "a", plain, "vllm")]))
+    assert table is not None and cost not in table.headers and energy not in table.headers
+    table = headline_table(load_inputs([_write_run(tmp_path / "b", priced, "vllm")]))
+    assert table is not None
+    assert (table.rows[0][table.headers.index(cost)], table.rows[0][table.headers.index(energy)]) == (
+        "100.000",
+        "5.000",
+    )

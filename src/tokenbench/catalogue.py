@@ -117,6 +117,7 @@ class Metric:
     get: Getter  # from a results.json point; None when the point does not have it
     views: frozenset[View]
     distribution: Distribution | None = None  # set when it is one statistic of a distribution
+    optional: bool = False  # only some runs have it (a price, a GPU); views skip it when none do
 
     @property
     def label(self) -> str:
@@ -274,6 +275,33 @@ _METRICS: tuple[Metric, ...] = (
         get=error_rate,
         views=_views("aggregates", "experiment", "report", "compare"),
     ),
+    # a run given a price (--cost-per-hour) and a machine with a GPU: README, "Cost and energy"
+    Metric(
+        key="usd_per_million_output_tokens",
+        title="cost per 1M output tokens",
+        unit="USD",
+        scale=1.0,
+        digits=3,
+        higher_is_better=False,
+        population="output throughput's tokens, priced at --cost-per-hour x --gpus",
+        period=RATE_PERIOD,
+        get=path("cost.usd_per_million_output_tokens"),
+        views=_views("aggregates", "console", "report"),
+        optional=True,
+    ),
+    Metric(
+        key="joules_per_output_token",
+        title="energy per output token",
+        unit="J",
+        scale=1.0,
+        digits=3,
+        higher_is_better=False,
+        population="every GPU's mean power over the window (NVML) / output throughput",
+        period=WINDOW,
+        get=path("energy.joules_per_output_token"),
+        views=_views("aggregates", "console", "report"),
+        optional=True,
+    ),
     Metric(
         key="server_preemptions",
         title="server preemptions",
@@ -344,6 +372,7 @@ SERVER_PREEMPTIONS = METRICS["server_preemptions"]
 SERVER_TTFT_MEAN = METRICS["server_ttft_s_mean"]
 PREFIX_CACHE_HIT_RATE = METRICS["prefix_cache_hit_rate"]
 PREFIX_CACHE_EXPECTED_REUSE = METRICS["prefix_cache_expected_reuse"]
+USD_PER_MILLION_OUTPUT_TOKENS = METRICS["usd_per_million_output_tokens"]
 
 
 # The time series' panels: (panel title, ((field of a results.json time-series window, series

@@ -112,3 +112,30 @@ def test_a_hit_rate_more_than_ten_points_from_the_expected_reuse_is_flagged(tmp_
     assert len(lines) == 2
     assert "88.5% vs the workload's expected reuse 59.0%" in lines[0] and "--prefix-cache reset" in lines[0]
     assert "40.0%" in lines[1] and "evictions" in lines[1]
+
+
+def _priced(path: Path, backend: str, usd_per_hour: float | None, tokens_per_s: float) -> Path:
+    p = point(0, "rate", 2.0, tokens_per_s=tokens_per_s)
+    if usd_per_hour is not None:
+        per_million = usd_per_hour / 3600 / tokens_per_s * 1e6
+        p["cost"] = {"usd_per_gpu_hour": usd_per_hour, "gpus": 1, "usd_per_hour": usd_per_hour,
+                     "usd_per_million_output_tokens": per_million, "usd_per_million_total_tokens": None}  # fmt: skip
+    return write_run(path, results([p], backend=backend))
+
+
+def test_the_cheapest_per_output_token_is_picked_where_runs_were_priced(tmp_path: Path) -> None:
+    from tokenbench.report.tables import best_table
+
+    # vllm: $3.60/h at 100 tok/s = $10 per million; sglang: $7.20/h at 400 tok/s = $5 per million
+    data = load_inputs([_priced(tmp_path / "a", "vllm", 3.6, 100.0), _priced(tmp_path / "b", "sglang", 7.2, 400.0)])
+    (lv,) = decide(data).loads
+    assert lv.cheapest is not None and lv.cheapest.config.startswith("sglang")
+    assert lv.cheapest.stat.mean == pytest.approx(5.0) and lv.cheapest.runner_up_stat.mean == pytest.approx(10.0)
+    table = best_table(decide(data))
+    assert table is not None and table.headers[-1] == "cheapest (USD per 1M output tokens)"
+    assert table.rows[0][-1].startswith("sglang") and "5.000" in table.rows[0][-1]
+
+    unpriced = load_inputs([_priced(tmp_path / "c", "vllm", None, 100.0)])
+    assert decide(unpriced).loads[0].cheapest is None
+    table = best_table(decide(unpriced))
+    assert table is not None and not any("cheapest" in h for h in table.headers)

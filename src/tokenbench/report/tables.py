@@ -126,11 +126,10 @@ def headline_table(data: ReportData) -> Table | None:
     """One row per configuration and load, one column per metric of the catalogue's report view."""
     if not data.rows:
         return None
-    metrics = tuple(  # an optional metric (TTFO) only when some row has it
+    metrics = tuple(  # an optional metric (TTFO, cost, energy) only when some row has it
         m
         for m in shown_in("report")
-        if m.distribution is None
-        or not m.distribution.optional
+        if not (m.optional or (m.distribution is not None and m.distribution.optional))
         or any(r.metrics.get(m.key) is not None and r.metrics[m.key].mean is not None for r in data.rows)
     )
     rows = []
@@ -195,16 +194,17 @@ def best_table(verdict: Verdict) -> Table | None:
                 stable,
             ]
         )
-    return Table(
-        [
-            "load",
-            "configurations",
-            "best TTFT (mean)",
-            "best throughput (output tok/s)",
-            "most stable (CV of windowed tok/s)",
-        ],
-        rows,
-    )
+    headers = [
+        "load",
+        "configurations",
+        "best TTFT (mean)",
+        "best throughput (output tok/s)",
+        "most stable (CV of windowed tok/s)",
+    ]
+    if any(lv.cheapest is not None for lv in verdict.loads):  # some configuration was priced
+        headers.append("cheapest (USD per 1M output tokens)")
+        rows = [row + [_pick_text(lv.cheapest)] for row, lv in zip(rows, verdict.loads)]
+    return Table(headers, rows)
 
 
 def slo_table(verdict: Verdict) -> Table | None:

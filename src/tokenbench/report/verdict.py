@@ -20,6 +20,7 @@ from ..catalogue import (
     SLO_DISTRIBUTIONS,
     TTFT_MEAN,
     TTFT_P50,
+    USD_PER_MILLION_OUTPUT_TOKENS,
     Metric,
 )
 from ..results import NO_TRIALS, TrialStat
@@ -140,6 +141,7 @@ class LoadVerdict:
     best_ttft: Pick | None  # lowest mean TTFT
     best_throughput: Pick | None  # highest output tokens/s
     most_stable: StabilitySummary | None  # lowest CV of windowed output tokens/s
+    cheapest: Pick | None = None  # lowest USD per million output tokens (priced runs only)
 
 
 @dataclass(frozen=True)
@@ -257,6 +259,7 @@ def decide(data: ReportData) -> Verdict:
                 best_ttft=best(group, TTFT_MEAN),
                 best_throughput=best(group, OUTPUT_TOKENS_PER_S),
                 most_stable=candidates[0] if candidates else None,
+                cheapest=best(group, USD_PER_MILLION_OUTPUT_TOKENS),
             )
         )
 
