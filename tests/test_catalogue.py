@@ -357,8 +357,8 @@ def test_cost_and_energy_are_shown_only_where_a_run_has_them(tmp_path: Path) -> 
     assert "cost per 1M" not in console.export_text() and "energy per" not in console.export_text()
     console.print(summary_table([priced]))
     text = console.export_text()
-    assert next(ln for ln in text.splitlines() if cost in ln).split()[-1] == "100.000"
-    assert next(ln for ln in text.splitlines() if energy in ln).split()[-1] == "5.000"
+    assert next(ln for ln in text.splitlines() if cost in ln).split("│")[-2].strip() == "100.000"
+    assert next(ln for ln in text.splitlines() if energy in ln).split("│")[-2].strip() == "5.000"
 
     table = headline_table(load_inputs([_write_run(tmp_path / "a", plain, "vllm")]))
     assert table is not None and cost not in table.headers and energy not in table.headers

@@ -163,3 +163,33 @@ def test_an_experiment_replays_a_trace_at_each_speed(mock_server, tmp_path):
         offsets = [t - sent[0][0] for t, _ in sent]
         assert offsets == pytest.approx([row[0] / 1000 / speed for row in ROWS], abs=1e-6)  # the schedule
         assert [row for _, row in sent] == [1, 2, 3, 4]
+
+
+def test_a_priced_configuration_aggregates_its_cost_per_token(mock_server, tmp_path):
+    """cost_per_hour x gpus of a backend entry reaches each cell's points and the aggregates; an
+    unpriced configuration's cost is absent (n 0), never 0."""
+    url = mock_server(ttft_ms=5, itl_ms=2)
+    spec = {
+        "name": "priced",
+        "backends": [
+            {"label": "priced", "url": url, "cost_per_hour": 1.8, "gpus": 2},
+            {"label": "free", "url": url},
+        ],
+        "load": {"rates": [10], "arrival": "constant"},
+        "stop": {"duration_s": 1.5},
+        "dataset": {"input_tokens": 8, "output_tokens": 8},
+        "api": "chat",
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "exp"
+    proc = _run(path, out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = json.loads((out / "experiment.json").read_text())
+    rows = {r["server"]: r["metrics"] for r in state["aggregates"]}
+    cell = next(c for c in state["cells"].values() if c["server"] == "priced")
+    point = json.loads((out / cell["run_dir"] / "results.json").read_text())["points"][0]
+    assert point["cost"]["usd_per_hour"] == 3.6
+    expected = 3.6 / 3600 / point["output_tokens_per_s"] * 1e6
+    assert rows["priced"]["usd_per_million_output_tokens"]["mean"] == pytest.approx(expected)
+    assert rows["free"]["usd_per_million_output_tokens"] == {"mean": None, "ci95": None, "n": 0, "values": []}
