@@ -1,6 +1,7 @@
 """A run given a price, against the mock at a known load: each point states its cost per million
 tokens at its own throughput; on this machine (no GPU) its energy is null with the reason, never 0;
-a recompute gives the same; a run without a price has no ``cost`` key."""
+a recompute gives the same; a run without a price has no ``cost`` key; a scripted NVML (the sampler
+process imports it) gives each point its energy."""
 
 import json
 import subprocess
@@ -79,3 +80,35 @@ def test_a_run_without_a_price_has_no_cost_key(module_mock_server, tmp_path):
     result = run(config(url, tmp_path, [RateLoad(rate_per_s=20)], StopConfig(max_requests=4)), quiet())
     point = result.results["points"][0]
     assert "cost" not in point and "energy" in point  # energy is on every point, priced or not
+
+
+FAKE_NVML = '''"""A GPU drawing 100 W all along: its energy counter (mJ) grows 100,000 a second."""
+import time
+from types import SimpleNamespace
+
+def nvmlInit(): pass
+def nvmlDeviceGetCount(): return 1
+def nvmlDeviceGetHandleByIndex(i): return i
+def nvmlDeviceGetUtilizationRates(h): return SimpleNamespace(gpu=50)
+def nvmlDeviceGetMemoryInfo(h): return SimpleNamespace(used=1, total=2)
+def nvmlDeviceGetPowerUsage(h): return 100_000
+def nvmlDeviceGetTotalEnergyConsumption(h): return int(time.perf_counter() * 100_000) + 10**12
+'''
+
+
+def test_a_gpus_energy_counter_reaches_each_point(module_mock_server, tmp_path, monkeypatch):
+    """The sampler process reads a scripted NVML (100 W): each point's energy is 100 W over its
+    window, and per output token 100 W / its output tok/s."""
+    (tmp_path / "nvml").mkdir()
+    (tmp_path / "nvml" / "pynvml.py").write_text(FAKE_NVML)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path / 'nvml'}:{__import__('os').environ.get('PYTHONPATH', '')}")
+    url = module_mock_server(ttft_ms=1, itl_ms=2)
+    loads = [RateLoad(rate_per_s=10, arrival="constant")]
+    cfg = config(url, tmp_path, loads, StopConfig(duration_s=2.5, drain_timeout_s=5), output_tokens=10)
+    point = run(cfg, quiet()).results["points"][0]
+    energy, window = point["energy"], point["window"]
+    assert energy["available"] is True and energy["source"] == "nvml_total_energy" and energy["gpus"] == 1
+    assert energy["period_s"] == pytest.approx([window["start_s"], window["end_s"]])
+    assert energy["mean_power_w"] == pytest.approx(100.0, rel=1e-3)
+    assert energy["joules"] == pytest.approx(100.0 * (window["end_s"] - window["start_s"]), rel=1e-3)
+    assert energy["joules_per_output_token"] == pytest.approx(energy["mean_power_w"] / point["output_tokens_per_s"])

@@ -337,7 +337,10 @@ def run(
     ] = None,
     gpus: Annotated[
         int | None,
-        typer.Option(help="GPUs --cost-per-hour pays for." + default(CostConfig, "gpus"), rich_help_panel="Cost"),
+        typer.Option(
+            help=f"GPUs --cost-per-hour pays for (default {CostConfig.model_fields['gpus'].default}).",
+            rich_help_panel="Cost",
+        ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<timestamp>).")] = None,
     window: Annotated[
