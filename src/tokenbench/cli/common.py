@@ -103,7 +103,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def default(model: type[M], field: str) -> str:
     """`[default: X]` for an option's help, read from the settings model that holds it."""
-    return f" [default: {model.model_fields[field].default}]"
+    return f" \\[default: {model.model_fields[field].default}]"  # escaped: rich would read [..] as markup
 
 
 def numbers(text: str | None, flag: str, cast: Any = float) -> list[Any]:
