@@ -8,7 +8,8 @@ STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metric
           src/tokenbench/clients/sse.py src/tokenbench/vllm_flags.py src/tokenbench/catalogue.py \
           src/tokenbench/results src/tokenbench/telemetry/summary.py src/tokenbench/derive.py \
           src/tokenbench/datasets/traces.py src/tokenbench/datasets/trace_prompts.py \
-          src/tokenbench/session_load.py src/tokenbench/datasets/sessions.py src/tokenbench/datasets/shared_prefix.py
+          src/tokenbench/session_load.py src/tokenbench/datasets/sessions.py src/tokenbench/datasets/shared_prefix.py \
+          src/tokenbench/capacity
 
 .PHONY: setup vllm-cpu browser run test lint lock bench clean
 
