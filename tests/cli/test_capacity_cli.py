@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from tokenbench.cli import app
@@ -22,11 +23,12 @@ URL = ["--url", "http://127.0.0.1:9"]  # nothing listens: the errors come before
         (["--slo", "ttft:p90<500ms"], "only <= is supported"),
         (["--slo", "ttft=500ms"], "write METRIC:STAT<=LIMIT"),
         (["--slo", "errors<=1%", "--variable", "qps"], "--variable must be rate or users"),
-        (["--slo", "errors<=1%", "--tolerance", "0"], "tolerance"),
+        (["--slo", "errors<=1%", "--tolerance", "0"], "--tolerance: Input should be greater than 0"),
+        (["--slo", "errors<=1%", "--trials", "0"], "--trials: Input should be greater than 0"),
         (["--slo", "errors<=1%", "--users", "4"], "No such option: --users"),
         (["--slo", "errors<=1%", "--dataset", "trace"], "--dataset trace replays its own schedule"),
         (["--slo", "errors<=1%", "--max-concurrency", "4"], "add a queue objective"),
-        (["--slo", "errors<=1%", "--input-tokens", "0"], "--input-tokens"),
+        (["--slo", "errors<=1%", "--warmup", "-1"], "--warmup: Input should be greater than or equal to 0"),
     ],
 )
 def test_bad_input_exits_2_naming_what_to_fix(args, needle):
@@ -35,21 +37,16 @@ def test_bad_input_exits_2_naming_what_to_fix(args, needle):
     assert needle in " ".join(result.output.split()), result.output
 
 
-def test_it_takes_runs_dataset_client_and_engine_flags():
-    result = CliRunner().invoke(app, ["capacity", "--help"], env={"COLUMNS": "240"})
-    for flag in ("--slo", "--variable", "--tolerance", "--trials", "--max-probes", "--saturate-users"):
-        assert flag in result.output
-    for flag in (
-        "--dataset-path",
-        "--input-tokens",
-        "--header",
-        "--timeout",
-        "--backend",
-        "--max-num-seqs",
-        "--arrival",
-    ):
-        assert flag in result.output
-    assert "--users" not in result.output.replace("--saturate-users", "")
+def test_it_takes_runs_options_but_the_load_values_and_runs_slo():
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    run = {o for p in commands["run"].params for o in p.opts}
+    capacity = {o for p in commands["capacity"].params for o in p.opts}
+    own = {"--slo", "--variable", "--tolerance", "--trials", "--max-probes", "--saturate-users"}
+    trace = {"--replay-speed", "--replay-start", "--replay-end", "--replay-jitter", "--trace-format", "--block-size"}
+    trace |= {"--trace-model", "--trace-log-type"}
+    assert capacity - run == own - {"--slo"}
+    assert run - capacity == {"--users", "--rate"} | trace
+    assert "--dataset-path" in capacity and "--max-num-seqs" in capacity and "--header" in capacity
 
 
 def test_a_server_failing_every_probe_is_answered_with_exit_0(start_mock, tmp_path):
@@ -67,7 +64,11 @@ def test_a_server_failing_every_probe_is_answered_with_exit_0(start_mock, tmp_pa
     assert len(capacity["probes"]) == 2 and not any(p["passed"] for p in capacity["probes"])
     ttft = capacity["probes"][0]["objectives"][0]
     assert ttft["name"] == "ttft" and ttft["measured"] >= 0.05 and ttft["margin"] < 0
-    # one run directory like any run's: recompute derives the same points again
+    # one run directory like any run's: recompute derives its points again
     again = subprocess.run([sys.executable, "-m", "tokenbench", "recompute", str(out)], capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert len(json.loads((out / "results.json").read_text())["points"]) == 3
+    # and the report reads it (a users point, then rate points)
+    report = subprocess.run([sys.executable, "-m", "tokenbench", "report", str(out)], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert (out / "report.html").exists()

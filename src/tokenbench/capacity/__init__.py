@@ -9,13 +9,17 @@ checks), decide.py (the next value, pure), plan.py (the points and the evidence)
 
 from __future__ import annotations
 
-from rich.console import Console
+from typing import TYPE_CHECKING
 
-from ..backends.server import ServerUnderTest
 from ..config import RateLoad, RunConfig, UsersLoad
 from ..results.capacity import CapacityResult, Objective
 from .objectives import ObjectiveError, goodput_slo, parse_objectives
 from .plan import CapacityPlan, CapacitySettings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..backends.server import ServerUnderTest
 
 __all__ = ["CapacityPlan", "CapacitySettings", "ObjectiveError", "parse_objectives", "search", "CAPACITY_FILE"]
 
