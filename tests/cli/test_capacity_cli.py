@@ -7,11 +7,13 @@ import json
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 import typer.main
 from typer.testing import CliRunner
 
 from tokenbench.cli import app
+from tokenbench.results import SCHEMA_PATH
 
 URL = ["--url", "http://127.0.0.1:9"]  # nothing listens: the errors come before any request
 
@@ -60,6 +62,7 @@ def test_a_server_failing_every_probe_is_answered_with_exit_0(start_mock, tmp_pa
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("no load meets the SLO (ttft p90 ≤ 10 ms, errors ≤ 1%): the lowest probe, "), last
     capacity = json.loads((out / "capacity.json").read_text())
+    jsonschema.validate(capacity, json.loads((SCHEMA_PATH.parent / "capacity.schema.json").read_text()))
     assert capacity["max_passing"] is None and capacity["stopped_by"] == "budget" and capacity["answer"] == last
     assert len(capacity["probes"]) == 2 and not any(p["passed"] for p in capacity["probes"])
     ttft = capacity["probes"][0]["objectives"][0]
