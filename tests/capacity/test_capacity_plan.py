@@ -57,6 +57,7 @@ def test_a_rate_search_from_the_saturating_probe_to_the_answer():
         (10.6, 4, False),
         (10.3, 5, True),
     ]
+    assert all(p.requests == 20 for p in result.probes)  # report_synthetic's 20 ok requests
     check = result.probes[1].objectives[0]
     assert (check.measured, check.passed) == (0.8, False) and check.margin == pytest.approx(-0.3)
     assert result.answer == "max 10.3 req/s under ttft p90 ≤ 500 ms (next 10.6 failed: ttft p90 0.8 s)"

@@ -88,7 +88,14 @@ class CapacityPlan:
         checks = [check(o, measure(point, o)) for o in self.objectives]
         passed = all(c.passed for c in checks)
         self.probes.append(
-            Probe(value=self.value, trial=trial, point_index=point.index, passed=passed, objectives=checks)
+            Probe(
+                value=self.value,
+                trial=trial,
+                point_index=point.index,
+                requests=point.requests_in_window.total,
+                passed=passed,
+                objectives=checks,
+            )
         )
         if trial + 1 < self.settings.trials:
             return self.value

@@ -61,6 +61,7 @@ class Probe(_Model):
     value: Number
     trial: int
     point_index: int
+    requests: int  # the point's window population (a verdict on few requests is a weak one)
     passed: bool  # this trial alone (the decision is the trial mean's: ``decisions``)
     objectives: list[ObjectiveCheck]
 
