@@ -78,3 +78,22 @@ def test_users_capacity_is_the_number_of_streams(capped, tmp_path):
     result = _search(capped, tmp_path, UsersLoad(users=1), "ttft:p90<=100ms", variable="users")
     assert result.max_users == STREAMS and result.min_failing == STREAMS + 1, result.answer
     assert result.stopped_by == "tolerance"
+
+
+def test_a_server_the_caller_holds_serves_the_search(capped, tmp_path):
+    """As experiments will call it: the server held by the caller, the run directory its out_dir."""
+    from tokenbench.backends.server import server_under_test
+
+    run_config = config(capped, tmp_path, [RateLoad(rate_per_s=1, arrival="constant")], STOP, output_tokens=TOKENS)
+    settings = CapacitySettings(saturate_users=4, max_probes=1)
+    with server_under_test(None, capped, tmp_path / "server.log") as held:
+        result = search(
+            run_config.model_copy(update={"target": run_config.target.model_copy(update={"url": None})}),
+            parse_objectives("errors<=1%"),
+            settings,
+            server=held,
+            console=quiet(),
+        )
+    assert result.stopped_by == "budget" and result.max_passing is not None and len(result.probes) == 1
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["target"]["url"] == capped and len(results["points"]) == 2
