@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import secrets
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
 from .procs import Interrupts
 from .records import RunClock
 from .report.console import summary_table
-from .results import PointResult
+from .results import PointResult, RunResults
 from .rundir import RunWriter, default_run_dir
 from .session_load import SessionSource
 from .telemetry.sampler import Sampler
@@ -64,10 +65,25 @@ class RunResult:
     interrupted: bool
 
 
-def run(config: RunConfig, console: Console | None = None, server: ServerUnderTest | None = None) -> RunResult:
+# The next load point given the results so far (None: the run is done). A fixed list of points
+# is one plan; a capacity search (capacity.plan) chooses each point from the previous ones.
+Plan = Callable[[RunResults], LoadPoint | None]
+
+
+def fixed_plan(loads: list[LoadPoint]) -> Plan:
+    """``loads`` one after another (``config.loads``: the run's own list)."""
+    return lambda results: loads[len(results.points)] if len(results.points) < len(loads) else None
+
+
+def run(
+    config: RunConfig,
+    console: Console | None = None,
+    server: ServerUnderTest | None = None,
+    plan: Plan | None = None,
+) -> RunResult:
     """Benchmark ``config``'s target: ``server``, a server the caller holds (experiments launch
     one per server configuration and run several cells against it), else --url or the backend
-    launched for the run's duration."""
+    launched for the run's duration. The points are ``plan``'s (default: ``config.loads``)."""
     console = console or Console(stderr=True)
     Interrupts.ensure()
     redact.register(*redact.secrets_of(headers=config.target.headers), config.target.api_key())
@@ -85,7 +101,7 @@ def run(config: RunConfig, console: Console | None = None, server: ServerUnderTe
             target = _with_api(target, sut.profile)
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
-                bench = _Bench(config, writer, clock, sampler)
+                bench = _Bench(config, writer, clock, sampler, plan or fixed_plan(config.loads))
                 return runner(_run_points(bench, _Reach(target, sut.profile, sut.fresh), sut.facts, console))
     finally:
         writer.close()
@@ -145,6 +161,7 @@ class _Bench:
     writer: RunWriter
     clock: RunClock
     sampler: Sampler
+    plan: Plan
 
 
 @dataclass(frozen=True)
@@ -171,8 +188,8 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], con
             Interrupts.during(lambda: loop.call_soon_threadsafe(driver.gen.interrupt)),
             LiveView(driver.stats, bench.clock.now, console, enabled=bench.config.live),
         ):
-            for index, load in enumerate(bench.config.loads):
-                results = results.with_point(await driver.run_point(index, load))
+            while (load := bench.plan(results)) is not None:
+                results = results.with_point(await driver.run_point(len(results.points), load))
                 bench.writer.write_results(results)
                 if results.points[-1].interrupted:
                     break

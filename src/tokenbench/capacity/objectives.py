@@ -1,0 +1,127 @@
+"""`tokenbench capacity --slo`: objectives over a whole point, parsed and checked (pure).
+
+Syntax: comma-separated ``METRIC:STAT<=LIMIT`` with METRIC one of ttft, tpot, itl, e2e, queue,
+STAT one of mean, p50, p90, p95, p99 and LIMIT a duration (``500ms``, ``2s``; a bare number is
+seconds), and ``errors<=PCT%`` (or a fraction: ``errors<=0.01``).
+
+What is measured: the point's own distributions in results.json (``ttft_s``, ``tpot_s``,
+``itl_s``, ``e2e_s``, ``queue_s``: over the successful requests of its window population), so a
+verdict can be checked against results.json. TTFT and E2E count from when the request was *sent*;
+the wait for a client-side concurrency slot is the ``queue`` objective's (with ``--max-concurrency``
+a queue objective is required: the search refuses to hide overload in the client's queue).
+``errors`` is the point's error rate over its window population (METRICS.md: requests the run
+cut off, cancelled or never sent, are censored, not failures).
+
+This differs from ``tokenbench run --slo ttft=500ms``: that one is per request (goodput counts the
+requests that each met every limit, TTFT counted from when the request was scheduled); these
+objectives are statistics over a point, and a point passes when all of them hold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..config import SLOConfig, parse_duration_s
+from ..results.capacity import Objective, ObjectiveCheck
+from ..results.run import Distribution, PointResult
+
+LATENCIES = ("ttft", "tpot", "itl", "e2e", "queue")
+STATS = ("mean", "p50", "p90", "p95", "p99")
+SYNTAX = (
+    "write METRIC:STAT<=LIMIT (METRIC ttft, tpot, itl, e2e or queue; STAT mean, p50, p90, p95 or p99; "
+    "LIMIT e.g. 500ms or 2s) or errors<=PCT% (e.g. errors<=1%), comma-separated"
+)
+_OBJECTIVE = re.compile(r"^\s*([a-z0-9_]+)\s*(?::\s*([a-z0-9_.]+)\s*)?(<=|>=|<|>|=)\s*(.*?)\s*$")
+
+
+class ObjectiveError(ValueError):
+    """A malformed --slo: the message names the part and the syntax."""
+
+
+def parse_objectives(text: str) -> list[Objective]:
+    """'ttft:p90<=500ms,errors<=1%' -> [Objective(ttft, p90, 0.5), Objective(errors, fraction, 0.01)]."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise ObjectiveError(f"--slo is empty: {SYNTAX}")
+    objectives = [_objective(part) for part in parts]
+    seen = [(o.name, o.stat) for o in objectives]
+    dup = next((k for i, k in enumerate(seen) if k in seen[:i]), None)
+    if dup is not None:
+        raise ObjectiveError(f"--slo names {dup[0]} {dup[1]} twice: keep one limit")
+    return objectives
+
+
+def _objective(part: str) -> Objective:
+    m = _OBJECTIVE.match(part.lower())
+    if m is None:
+        raise ObjectiveError(f"--slo part {part!r}: {SYNTAX}")
+    name, stat, op, value = m.groups()
+    if op != "<=":
+        raise ObjectiveError(f"--slo part {part!r}: only <= is supported (an upper limit); {SYNTAX}")
+    if name == "errors":
+        if stat is not None:
+            raise ObjectiveError(f"--slo part {part!r}: errors takes no statistic: write errors<=1%")
+        return Objective(name="errors", stat="fraction", limit=_fraction(part, value))
+    if name not in LATENCIES:
+        raise ObjectiveError(f"--slo part {part!r}: unknown metric {name!r}; {SYNTAX}")
+    if stat not in STATS:
+        what = "no statistic" if stat is None else f"unknown statistic {stat!r}"
+        raise ObjectiveError(f"--slo part {part!r}: {what}; {SYNTAX}")
+    try:
+        limit = parse_duration_s(value)
+    except ValueError:
+        raise ObjectiveError(f"--slo part {part!r}: cannot read the limit {value!r}; {SYNTAX}") from None
+    if limit <= 0:
+        raise ObjectiveError(f"--slo part {part!r}: a latency limit must be > 0")
+    return Objective(name=name, stat=stat, limit=limit)  # type: ignore[arg-type]
+
+
+def _fraction(part: str, value: str) -> float:
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*(%?)", value)
+    if m is None:
+        raise ObjectiveError(f"--slo part {part!r}: write the error rate as a percentage, e.g. errors<=1%")
+    fraction = float(m.group(1)) / (100.0 if m.group(2) else 1.0)
+    if fraction > 1:
+        raise ObjectiveError(f"--slo part {part!r}: an error rate above 100% means nothing; e.g. errors<=1%")
+    return fraction
+
+
+def goodput_slo(objectives: Sequence[Objective]) -> SLOConfig:
+    """The per-request limits goodput counts at each probe: the tightest ttft, tpot and e2e limits
+    of the objectives (queue, itl and errors have no per-request counterpart in SLOConfig)."""
+    limits = {
+        f"{name}_s": min((o.limit for o in objectives if o.name == name), default=None)
+        for name in ("ttft", "tpot", "e2e")
+    }
+    return SLOConfig(**limits)
+
+
+def measure(point: PointResult, objective: Objective) -> float | None:
+    """The objective's statistic over the point; None when it has nothing to measure it on."""
+    if objective.name == "errors":
+        w = point.requests_in_window
+        unfinished = w.by_outcome.get("cancelled", 0) + w.by_outcome.get("not_sent", 0)
+        finished = w.total - unfinished
+        return (finished - w.ok) / finished if finished > 0 else None
+    dist: Distribution = getattr(point, f"{objective.name}_s")
+    value = getattr(dist, objective.stat)
+    return float(value) if value is not None else None
+
+
+def check(objective: Objective, measured: float | None) -> ObjectiveCheck:
+    """The objective against a measured value: passes when measured <= limit."""
+    margin = objective.limit - measured if measured is not None else None
+    return ObjectiveCheck(
+        **objective.model_dump(),
+        measured=measured,
+        margin=margin,
+        passed=margin is not None and margin >= 0,
+    )
+
+
+def check_mean(objective: Objective, values: Sequence[float | None]) -> ObjectiveCheck:
+    """The objective on the mean over trials; a trial that measured nothing fails it."""
+    if not values or any(v is None for v in values):
+        return check(objective, None)
+    return check(objective, sum(v for v in values if v is not None) / len(values))

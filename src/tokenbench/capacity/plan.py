@@ -1,0 +1,223 @@
+"""The capacity search as a plan of load points: the runner asks it for the next point after each
+one finished (runner.run's ``plan``), and it keeps the evidence: the ceiling, every probe, every
+decision, and the result (``CapacityResult``) at any moment. No I/O of its own: ``on_change``
+(the caller's) is told after each point, so capacity.json can be rewritten as the search goes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from ..config import LoadPoint, RateLoad, UsersLoad
+from ..results.base import _Model
+from ..results.capacity import (
+    AtAnswer,
+    CapacityResult,
+    Ceiling,
+    Decision,
+    Objective,
+    ObjectiveCheck,
+    Probe,
+    StoppedBy,
+    Variable,
+)
+from ..results.run import PointResult, RunResults
+from ..results.trials import mean_ci95
+from .decide import Bracket, Verdict, next_step
+from .objectives import check, check_mean, measure
+
+
+class CapacitySettings(_Model):
+    """How the search runs (README "Capacity"): the load variable, the relative tolerance on the
+    gap between the highest passing and lowest failing value, trials per value (the verdict is
+    on the trial mean), the probe budget (distinct values after the saturating probe) and the
+    users of the saturating probe."""
+
+    variable: Variable = "rate"
+    tolerance: float = Field(default=0.05, gt=0, lt=1)
+    trials: int = Field(default=1, gt=0)
+    max_probes: int = Field(default=8, gt=0)
+    saturate_users: int = Field(default=32, gt=0)
+
+
+@dataclass
+class CapacityPlan:
+    """The point after each finished one: the saturating probe, then each value ``trials`` times."""
+
+    template: RateLoad | UsersLoad  # the probed load; its rate or users replaced by each value
+    objectives: Sequence[Objective]
+    settings: CapacitySettings
+    on_change: Callable[[CapacityResult], None] = lambda _: None
+
+    def __post_init__(self) -> None:
+        self.ceiling: Ceiling | None = None
+        self.probes: list[Probe] = []
+        self.decisions: list[Decision] = []
+        self.points: dict[int, PointResult] = {}
+        self.value: float | None = None  # the value being probed
+        self.stopped_by: StoppedBy | None = None
+
+    def saturating_load(self) -> UsersLoad:
+        """A closed loop of many users with no think time: its throughput is the first upper guess."""
+        ramp = self.template.ramp_up_s if isinstance(self.template, UsersLoad) else 0.0
+        return UsersLoad(users=self.settings.saturate_users, ramp_up_s=ramp)
+
+    def __call__(self, results: RunResults) -> LoadPoint | None:
+        if not results.points:
+            return self.saturating_load()
+        point = results.points[-1]
+        self.points[point.index] = point
+        if self.ceiling is None:
+            self.ceiling = _ceiling(point, self.settings)
+            if self.ceiling.estimate is None:
+                self.stopped_by = "no_ceiling"
+            value = self._next() if self.ceiling.estimate is not None else None
+        else:
+            value = self._record(point)
+        self.on_change(self.result())
+        return self._load(value) if value is not None else None
+
+    def _record(self, point: PointResult) -> float | None:
+        """This trial's probe; after a value's last trial, its decision and the next value."""
+        assert self.value is not None
+        trial = sum(1 for p in self.probes if p.value == self.value)
+        checks = [check(o, measure(point, o)) for o in self.objectives]
+        passed = all(c.passed for c in checks)
+        self.probes.append(
+            Probe(
+                value=self.value,
+                trial=trial,
+                point_index=point.index,
+                requests=point.requests_in_window.total,
+                passed=passed,
+                objectives=checks,
+            )
+        )
+        if trial + 1 < self.settings.trials:
+            return self.value
+        self.decisions.append(self._decide(self.value))
+        return self._next()
+
+    def _decide(self, value: float) -> Decision:
+        trials = [p for p in self.probes if p.value == value]
+        checks = [check_mean(o, [measure(self.points[p.point_index], o) for p in trials]) for o in self.objectives]
+        return Decision(
+            value=value,
+            passed=all(c.passed for c in checks),
+            point_indices=[p.point_index for p in trials],
+            objectives=checks,
+        )
+
+    def _next(self) -> float | None:
+        assert self.ceiling is not None and self.ceiling.estimate is not None
+        verdicts = [Verdict(float(d.value), d.passed) for d in self.decisions]
+        s = self.settings
+        step = next_step(float(self.ceiling.estimate), verdicts, s.variable, s.tolerance, s.max_probes)
+        self.stopped_by = step.stopped_by
+        self.value = step.value if step.value is not None else self.value
+        return step.value
+
+    def _load(self, value: float) -> LoadPoint:
+        if isinstance(self.template, UsersLoad):
+            return self.template.model_copy(update={"users": int(value)})
+        return self.template.model_copy(update={"rate_per_s": value})
+
+    def result(self, interrupted: bool = False) -> CapacityResult:
+        """The search as it stands (``stopped_by`` None while it goes on)."""
+        verdicts = [Verdict(float(d.value), d.passed) for d in self.decisions]
+        bracket = Bracket.of(verdicts)
+        lo, hi = bracket.max_passing, bracket.min_failing
+        stopped_by = self.stopped_by or ("interrupted" if interrupted else None)
+        users = self.settings.variable == "users"
+        return CapacityResult(
+            variable=self.settings.variable,
+            max_passing=_whole(lo, users),
+            max_rate_per_s=lo if not users else None,
+            max_users=int(lo) if users and lo is not None else None,
+            min_failing=_whole(hi, users),
+            tolerance=self.settings.tolerance,
+            trials=self.settings.trials,
+            max_probes=self.settings.max_probes,
+            slo=list(self.objectives),
+            ceiling=self.ceiling,
+            probes=self.probes,
+            decisions=self.decisions,
+            at_answer=self._at_answer(lo),
+            stopped_by=stopped_by,
+            answer=answer_line(self.settings.variable, self.objectives, self.decisions, self.ceiling),
+        )
+
+    def _at_answer(self, value: float | None) -> AtAnswer | None:
+        if value is None:
+            return None
+        points = [self.points[p.point_index] for p in self.probes if p.value == value]
+        output = mean_ci95(p.output_tokens_per_s for p in points)
+        return AtAnswer(
+            value=value,
+            requests_per_s=mean_ci95(p.requests_per_s for p in points),
+            goodput_per_s=mean_ci95(p.goodput_per_s for p in points),
+            output_tokens_per_s=output,
+            usd_per_million_output_tokens=_usd_per_million(points, output.mean),
+        )
+
+
+def _usd_per_million(points: list[PointResult], output_tokens_per_s: float | None) -> float | None:
+    """The hardware's price over the answer's mean output throughput (a priced run: --cost-per-hour),
+    as each point's cost is: USD/h / 3600 / tok/s x 10^6; None unpriced or without throughput."""
+    cost = points[0].cost if points else None
+    if cost is None or not output_tokens_per_s:
+        return None
+    return cost.usd_per_hour / 3600 / output_tokens_per_s * 1e6
+
+
+def _whole(value: float | None, users: bool) -> float | int | None:
+    return int(value) if users and value is not None else value
+
+
+def _ceiling(point: PointResult, settings: CapacitySettings) -> Ceiling:
+    """The saturating probe's first upper guess: rate, its requests/s; users, Little's law at the
+    unqueued service time: ceil(requests/s x the shortest E2E), at least 1."""
+    rps = point.requests_per_s
+    min_e2e = point.e2e_s.min
+    estimate: float | None = None
+    if rps:
+        if settings.variable == "rate":
+            estimate = float(f"{rps:.3g}")
+        elif min_e2e is not None:
+            estimate = float(max(1, math.ceil(rps * min_e2e)))
+    assert isinstance(point.load.users, int)
+    return Ceiling(
+        users=point.load.users,
+        point_index=point.index,
+        requests_per_s=rps,
+        min_e2e_s=min_e2e,
+        estimate=estimate,
+    )
+
+
+def answer_line(
+    variable: Variable, objectives: Sequence[Objective], decisions: Sequence[Decision], ceiling: Ceiling | None
+) -> str:
+    """'max 6.1 req/s under ttft p90 ≤ 500 ms (next 6.4 failed: ttft p90 0.83 s)', or why no load."""
+    unit = "req/s" if variable == "rate" else "users"
+    under = ", ".join(o.label() for o in objectives)
+    bracket = Bracket.of([Verdict(float(d.value), d.passed) for d in decisions])
+    lo, hi = bracket.max_passing, bracket.min_failing
+    failed = next((d for d in decisions if d.value == hi), None)
+    if lo is None:
+        if ceiling is not None and ceiling.estimate is None:
+            return f"no load meets the SLO: the saturating probe ({ceiling.users} users) completed no request"
+        if failed is None:
+            return f"no load meets the SLO ({under}): nothing probed"
+        return f"no load meets the SLO ({under}): the lowest probe, {hi:g} {unit}, failed: {_failures(failed)}"
+    tail = f"next {hi:g} failed: {_failures(failed)}" if failed is not None else "no probe above it failed"
+    return f"max {lo:g} {unit} under {under} ({tail})"
+
+
+def _failures(decision: Decision) -> str:
+    bad: list[ObjectiveCheck] = [c for c in decision.objectives if not c.passed]
+    return ", ".join(c.shown() for c in bad)

@@ -1,0 +1,64 @@
+"""vLLM's CPU build, launched by `tokenbench capacity`: the users capacity under one TTFT
+objective at max-num-seqs 2 and 16. At 2, a third user waits for a whole reply before its
+prefill, so its TTFT is about an E2E: the answer is 2 users. At 16 the engine batches them all,
+so it carries more. Small prompts (16 in, 16 out) and a KV cache with room for 16 sequences;
+short probes and a probe budget keep both searches (with both engine starts) in the CI budget."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
+MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
+KV_CACHE_BYTES = 4 * 23_592_960  # 4,096 tokens of SmolLM2-135M: 32 blocks of 128, one per sequence here
+SLO = "ttft:p90<=150ms,errors<=1%"
+
+
+@pytest.fixture(scope="module")
+def capacities(tmp_path_factory):
+    if not (VENV_PYTHON.exists() and (MODEL / "config.json").exists()):
+        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    base = tmp_path_factory.mktemp("vllm-capacity")
+    answers = {}
+    for seqs in (2, 16):
+        out = base / f"seqs{seqs}"
+        engine = ["--backend", "vllm", "--model", str(MODEL), "--served-model-name", "smollm2"]
+        engine += ["--engine-bin", f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry"]
+        engine += ["--max-num-seqs", str(seqs), "--max-model-len", "512", "--engine-arg=--enforce-eager"]
+        engine += [f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}", "--engine-env", "HF_HUB_OFFLINE=1"]
+        engine += ["--ready-timeout", "300", "--api", "completions"]
+        search = ["--slo", SLO, "--variable", "users", "--saturate-users", "16", "--max-probes", "4"]
+        load = ["--duration", "6", "--drain-timeout", "10", "--input-tokens", "16", "--output-tokens", "16"]
+        load += ["--ignore-eos", "--out", str(out), "--no-live"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "tokenbench", "capacity", *engine, *search, *load],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        answers[seqs] = (json.loads((out / "capacity.json").read_text()), proc.stderr.strip().splitlines()[-1])
+    return answers
+
+
+def test_two_sequences_carry_two_users_under_the_ttft_objective(capacities):
+    capacity, line = capacities[2]
+    assert capacity["max_users"] == 2 and capacity["min_failing"] == 3, line
+    assert line.startswith("max 2 users under ttft p90 ≤ 150 ms, errors ≤ 1% (next 3 failed: ttft p90 ")
+
+
+def test_sixteen_sequences_carry_more(capacities):
+    small, _ = capacities[2]
+    large, line = capacities[16]
+    assert large["max_users"] is not None and large["max_users"] > small["max_users"], line
+    assert len(large["decisions"]) <= 4
