@@ -41,6 +41,7 @@ class TargetConfig(_Model):
     connect_timeout_s: float = 10.0
     ignore_eos: bool = False
     include_usage: bool = True
+    continuous_usage: bool | None = None  # usage on every chunk; None: as the backend profile says
     temperature: float | None = 0.0
     extra_body: dict = Field(default_factory=dict)
     # sent with every request (--header "Name: value"); values are masked in every file written
@@ -223,9 +224,8 @@ class DatasetConfig(_Model):
     name: DatasetName = "synthetic"
     path: Path | None = None
     input_tokens: int = Field(default=128, gt=0)  # synthetic prompt length
-    output_tokens: int | None = Field(
-        default=None, gt=0
-    )  # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
+    # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
+    output_tokens: int | None = Field(default=None, gt=0)
     num_prompts: int = Field(default=1000, gt=0)  # prompts loaded, then cycled
     min_prompt_tokens: int | None = None  # filter (dolly, sharegpt)
     max_prompt_tokens: int | None = None
@@ -313,6 +313,11 @@ class SLOConfig(_Model):
         return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2e_s))
 
 
+class DeadlinesConfig(_Model):  # --deadlines: the fluidity index's (metrics/fluidity.py), Etalon's defaults
+    ttft_s: float = Field(default=0.1, gt=0)  # the first token, from the request's send
+    tbt_s: float = Field(default=0.05, gt=0)  # each later token, after the one before
+
+
 class RunConfig(_Model):
     target: TargetConfig = TargetConfig()
     loads: list[LoadPoint] = Field(min_length=1)
@@ -320,6 +325,7 @@ class RunConfig(_Model):
     dataset: DatasetConfig = DatasetConfig()
     backend: BackendConfig | None = None
     slo: SLOConfig = SLOConfig()
+    deadlines: DeadlinesConfig = DeadlinesConfig()  # --deadlines: the fluidity index's
     seed: int = 0
     window_s: float = Field(default=5.0, gt=0)  # time-series window
     out_dir: Path | None = None  # default runs/<timestamp>
