@@ -83,6 +83,10 @@ PUBLIC_KEYS += [
 ]
 PREFIX_CACHE = "reset reset_detail hit_rate hit_rate_source hit_rate_requests expected_reuse".split()
 PUBLIC_KEYS += [f"points[].prefix_cache.{k}" for k in PREFIX_CACHE]
+# latency per token (metrics.pertoken): per-token ITL and the fluidity index
+PUBLIC_KEYS += [f"points[].itl_per_token_s.{k}" for k in DISTRIBUTION]
+PUBLIC_KEYS += [f"points[].fluidity.{k}" for k in ("ttft_deadline_s", "tbt_deadline_s", "miss_rate", "tokens_from")]
+PUBLIC_KEYS += [f"points[].fluidity.index.{k}" for k in DISTRIBUTION]
 
 
 def _declared(model, prefix="") -> set[str]:

@@ -143,6 +143,16 @@ DECODE_SPEED = Distribution(
     "decode_speed_tokens_per_s", "decode speed per user", "tok/s", 1.0, True, TPOT.population + ", each 1 / its TPOT"
 )
 ITL = Distribution("itl_s", "ITL", "ms", 1e3, False, "gaps between consecutive chunks of " + SUCCESSFUL)
+# Per-token ITL: each chunk gap over its tokens (metrics.pertoken), with per-chunk token counts only.
+ITL_PER_TOKEN = Distribution(
+    "itl_per_token_s",
+    "ITL per token",
+    "ms",
+    1e3,
+    False,
+    "each chunk gap split over its tokens, of " + SUCCESSFUL + " with per-chunk token counts",
+    optional=True,
+)
 E2E = Distribution("e2e_s", "E2E", "ms", 1e3, False, SUCCESSFUL)
 QUEUE = Distribution(
     "queue_s",
@@ -236,6 +246,19 @@ _METRICS: tuple[Metric, ...] = (
     TPOT.stat("mean", 2, _ALL | _views("experiment")),
     DECODE_SPEED.stat("mean", 1, _ALL),
     ITL.stat("mean", 2, _views("aggregates", "console")),
+    ITL_PER_TOKEN.stat("mean", 2, _AGGREGATED),
+    Metric(
+        key="fluidity_index_mean",
+        title="fluidity index mean",
+        unit="",
+        scale=1.0,
+        digits=3,
+        higher_is_better=True,
+        population=SUCCESSFUL + ", each 1 - missed / all of its token deadlines (Etalon; fluidity's deadlines)",
+        period=WINDOW,
+        get=path("fluidity.index.mean"),
+        views=_AGGREGATED,
+    ),
     E2E.stat("mean", 1, _ALL),
     QUEUE.stat("mean", 2, _views("aggregates", "console", "report")),
     Metric(

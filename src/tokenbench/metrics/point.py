@@ -201,6 +201,7 @@ def summarize_point(
         tpot_s=distribution(tpots),
         decode_speed_tokens_per_s=distribution(1.0 / t for t in tpots if t > 0),
         itl_s=distribution(chunks.take_itl_gaps(), consume=True),
+        **chunks.tokens.results(),  # itl_per_token_s, fluidity
         e2e_s=distribution(r.e2e_s for r in ok if r.e2e_s is not None),
         queue_s=distribution(w for w in (r.wait_s for r in population) if w is not None),
         queue_s_censored=sum(1 for r in population if r.outcome is Outcome.NOT_SENT),
