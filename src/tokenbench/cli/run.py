@@ -326,6 +326,14 @@ def run(
         typer.Option(help="Seconds of silence allowed within a stream." + default(TargetConfig, "read_timeout_s")),
     ] = None,
     slo: Annotated[str | None, typer.Option(help="Goodput objectives, e.g. ttft=500ms,tpot=50ms.")] = None,
+    deadlines: Annotated[
+        str | None,
+        typer.Option(help="Fluidity index deadlines: first token, then each later one. [default: ttft=100ms,tbt=50ms]"),
+    ] = None,
+    continuous_usage: Annotated[
+        bool | None,
+        typer.Option(help="Ask for usage on every chunk (per-token ITL). [default: where the --backend gives it]"),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<timestamp>).")] = None,
     window: Annotated[
         float | None, typer.Option(help="Time-series window in seconds." + default(RunConfig, "window_s"))
