@@ -284,7 +284,10 @@ class RequestRecord:
         if isinstance(self.chunk_times_s, ChunkEnds):
             raise ValueError("a record whose chunk times were dropped (ChunkEnds) cannot be written")
         data["chunk_times_s"] = self.chunk_times_s.tolist()  # JSON: a list of floats, same values
-        data["chunk_tokens"] = self.chunk_tokens.tolist() if self.chunk_tokens is not None else None
+        counts = self.chunk_tokens  # (a list when one was given after construction)
+        data["chunk_tokens"] = (
+            (counts.tolist() if type(counts) is array else list(counts)) if counts is not None else None
+        )
         data["outcome"] = self.outcome.value
         data["output_tokens_source"] = self.output_tokens_source.value if self.output_tokens_source else None
         if not keep_text:

@@ -40,6 +40,7 @@ rounding at exact ties (the tests use binary-exact timelines, where both are exa
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,7 @@ from .stats import WeightedValues, distribution
 
 FROM_COUNTS = "chunk_tokens"  # fluidity's tokens_from: the server's count per chunk
 FROM_CHUNKS = "one_per_chunk"  # no counts: one token a chunk
+SUB_CHUNKS = 1 << 15  # chunks walked at once (TokenTally.add)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,9 @@ def _counts(r: RequestRecord, n: int) -> np.ndarray | None:
     counts = r.chunk_tokens
     if counts is None or len(counts) != n:
         return None
-    return np.frombuffer(counts, dtype=np.uint32) if len(counts) else np.empty(0, dtype=np.uint32)
+    if type(counts) is array and counts.typecode == "I" and len(counts):
+        return np.frombuffer(counts, dtype=np.uint32)
+    return np.asarray(counts, dtype=np.uint32)  # a list given after construction, or none
 
 
 def token_chunks(records: Sequence[RequestRecord]) -> TokenChunks:
@@ -167,10 +171,17 @@ class TokenTally:
         self._from = {FROM_COUNTS: 0, FROM_CHUNKS: 0}
 
     def add(self, ok: Sequence[RequestRecord]) -> None:
-        """Tally a batch of successful requests of the population (full chunk times)."""
+        """Tally a batch of successful requests of the population (full chunk times), ``SUB_CHUNKS``
+        chunks at a time: the walk's arrays (~100 bytes a chunk) stay a few MB."""
         ok = [r for r in ok if r.sent_s is not None and len(r.chunk_times_s)]
-        if not ok:
-            return
+        start = chunks = 0
+        for i, r in enumerate(ok):
+            chunks += len(r.chunk_times_s)
+            if chunks >= SUB_CHUNKS or i == len(ok) - 1:
+                self._add(ok[start : i + 1])
+                start, chunks = i + 1, 0
+
+    def _add(self, ok: Sequence[RequestRecord]) -> None:
         chunks = token_chunks(ok)
         self._per_token.add(*per_token_gaps(chunks))
         sent = np.fromiter((r.sent_s for r in ok), dtype=np.float64, count=len(ok))
