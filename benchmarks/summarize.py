@@ -14,6 +14,7 @@ measuring process starts clean, into a temporary directory.
     python benchmarks/summarize.py                      # 10 M chunks
     python benchmarks/summarize.py --chunks 1000000     # smaller, for development
     python benchmarks/summarize.py --dump out.json      # also write the metrics, to compare runs
+    python benchmarks/summarize.py --chunk-tokens       # ok replies carry 1-4 tokens a chunk, counted
 
 Columns: seconds of the stage, chunks it covered, the process's RSS after it and its peak during
 it (sampled every 5 ms), in MB. "records held" is the RSS the records add once read (streamed: without
@@ -43,7 +44,7 @@ RAMP_S, WARMUP_S, WINDOW_S = 60.0, 30.0, 5.0
 # --- the synthetic point (child process) ----------------------------------------------------------
 
 
-def write_point(out_dir: Path, chunks: int, seed: int) -> dict:
+def write_point(out_dir: Path, chunks: int, seed: int, chunk_tokens: bool = False) -> dict:
     """Write the point's records.jsonl into ``out_dir``; return its span and counts."""
     from tokenbench.records import Outcome, RequestRecord, TokenSource
     from tokenbench.rundir import RunWriter
@@ -125,6 +126,9 @@ def write_point(out_dir: Path, chunks: int, seed: int) -> dict:
             rec.output_tokens = rec.server_output_tokens = n + 1 if stop else n
             rec.output_tokens_source = TokenSource.SERVER
             rec.prompt_tokens = 512
+            if chunk_tokens:  # usage on every chunk: 1-4 tokens a chunk (per-token ITL, fluidity)
+                rec.chunk_tokens = rng.integers(1, 5, n).tolist()
+                rec.first_chunk_tokens = rec.chunk_tokens[0]
         elif k == 2:
             rec.status, rec.outcome, rec.closed_s = 500, Outcome.HTTP_ERROR, float(closed[i])
             rec.error = 'HTTP 500: {"error": "internal"}'
@@ -199,10 +203,11 @@ def main() -> None:
     parser.add_argument(
         "--in-memory", action="store_true", help="read every record whole first (0.2.0's path), to compare"
     )
+    parser.add_argument("--chunk-tokens", action="store_true", help="ok replies carry counted tokens per chunk")
     parser.add_argument("--write", type=Path, help=argparse.SUPPRESS)  # the child: write the point here
     args = parser.parse_args()
     if args.write is not None:
-        print(json.dumps(write_point(args.write, args.chunks, args.seed)))
+        print(json.dumps(write_point(args.write, args.chunks, args.seed, args.chunk_tokens)))
         return
 
     import tokenbench
@@ -216,7 +221,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tb-summarize-") as tmp:
         run_dir = Path(tmp) / "run"
         child = subprocess.run(
-            [sys.executable, __file__, "--write", str(run_dir), "--chunks", str(args.chunks), "--seed", str(args.seed)],
+            [sys.executable, __file__, "--write", str(run_dir), "--chunks", str(args.chunks), "--seed", str(args.seed)]
+            + (["--chunk-tokens"] if args.chunk_tokens else []),
             check=True,
             capture_output=True,
             text=True,

@@ -55,6 +55,8 @@ PUBLIC_AGGREGATE_KEYS = (
     "tpot_s_mean",
     DECODE,
     "itl_s_mean",
+    "itl_per_token_s_mean",
+    "fluidity_index_mean",
     "e2e_s_mean",
     "queue_s_mean",
     "goodput_per_s",
@@ -70,7 +72,7 @@ PUBLIC_AGGREGATE_KEYS = (
 
 
 def _record(i: int, sent: float, itl: float, reasoning: int = 0) -> RequestRecord:
-    """TTFT 50 ms, then 10 more chunks `itl` apart, one token each; 10 prompt tokens. The first
+    """TTFT 50 ms, then 10 more chunks `itl` apart, one token each (counted per chunk); 10 prompt tokens. The first
     ``reasoning`` chunks are reasoning content (TTFO = 50 ms + reasoning * itl)."""
     chunks = [sent + 0.05 + k * itl for k in range(11)]
     r = RequestRecord(
@@ -88,6 +90,7 @@ def _record(i: int, sent: float, itl: float, reasoning: int = 0) -> RequestRecor
         first_output_s=chunks[reasoning],
         reasoning_chunks=reasoning,
         reasoning_tokens=reasoning or None,
+        chunk_tokens=[1] * 11,  # usage on every chunk: per-token ITL is the ITL
     )
     r.end_marker = True
     return r
@@ -205,7 +208,7 @@ def test_missing_or_null_fields_give_none_never_zero() -> None:
         update={k: _EMPTY for k in distributions}
         | {k: None for k in ("output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "offered_per_s")}
         | {"goodput_per_s": None, "good_fraction": None, "server": None, "requests_in_window": _NONE_ENDED}
-        | {"prefix_cache": None, "cost": None, "energy": None}
+        | {"prefix_cache": None, "cost": None, "energy": None, "fluidity": None}
     )
     for m in METRICS.values():
         assert m.get(nulls) is None, m.key

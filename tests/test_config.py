@@ -13,9 +13,8 @@ from tokenbench.config import (
     StopConfig,
     TargetConfig,
     UsersLoad,
-    parse_duration_s,
-    parse_slo,
 )
+from tokenbench.units import parse_duration_s, parse_slo
 
 
 @pytest.mark.parametrize(

@@ -98,3 +98,17 @@ def test_a_request_is_a_prompt_or_messages_never_both():
     chat = Request(messages=({"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}))
     assert chat.as_prompt_text() == "Be brief.\n\nHi"
     assert Request(prompt="Hi").as_messages() == [{"role": "user", "content": "Hi"}]
+
+
+def test_chunk_tokens_are_a_compact_array_written_as_a_json_list():
+    record = _record(outcome=Outcome.OK, chunk_tokens=[2, 1, 4], first_chunk_tokens=2)
+    assert type(record.chunk_tokens) is array and record.chunk_tokens.typecode == "I"
+    data = json.loads(json.dumps(record.to_json()))
+    assert data["chunk_tokens"] == [2, 1, 4] and data["first_chunk_tokens"] == 2
+    back = RequestRecord.from_json(data)
+    assert back == record and back.chunk_tokens is not None and back.chunk_tokens.tolist() == [2, 1, 4]
+    older = _record(outcome=Outcome.OK).to_json()
+    del older["chunk_tokens"], older["first_chunk_tokens"]  # written before the fields existed
+    assert RequestRecord.from_json(older).chunk_tokens is None
+    summary = record.without_chunks()  # tallied: the counts go with the chunk times, the first stays
+    assert summary.chunk_tokens is None and summary.first_chunk_tokens == 2

@@ -88,6 +88,10 @@ COST = "usd_per_gpu_hour gpus usd_per_hour usd_per_million_output_tokens usd_per
 PUBLIC_KEYS += [f"points[].cost.{k}" for k in COST]
 ENERGY = "available reason source gpus period_s joules mean_power_w joules_per_output_token".split()
 PUBLIC_KEYS += [f"points[].energy.{k}" for k in ENERGY]
+# latency per token (metrics.pertoken): per-token ITL and the fluidity index
+PUBLIC_KEYS += [f"points[].itl_per_token_s.{k}" for k in DISTRIBUTION]
+PUBLIC_KEYS += [f"points[].fluidity.{k}" for k in ("ttft_deadline_s", "tbt_deadline_s", "miss_rate", "tokens_from")]
+PUBLIC_KEYS += [f"points[].fluidity.index.{k}" for k in DISTRIBUTION]
 
 
 def _declared(model, prefix="") -> set[str]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from .records import UNFINISHED
+from .metrics.point import error_rate
 from .results import PointResult
 
 Getter = Callable[[PointResult], float | None]
@@ -57,15 +57,6 @@ def path(dotted: str) -> Getter:
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     return read
-
-
-def error_rate(point: PointResult) -> float | None:
-    """Failed requests over requests that ended, in the point's population (``requests_in_window``).
-    Cancelled and never-sent requests did not end: they are counted apart (``requests.by_outcome``),
-    in neither numerator nor denominator, the same rule as ``good_fraction``."""
-    req = point.requests_in_window
-    ended = req.total - sum(req.by_outcome.get(o.value, 0) for o in UNFINISHED)
-    return (ended - req.ok) / ended if ended else None
 
 
 @dataclass(frozen=True)
@@ -144,6 +135,16 @@ DECODE_SPEED = Distribution(
     "decode_speed_tokens_per_s", "decode speed per user", "tok/s", 1.0, True, TPOT.population + ", each 1 / its TPOT"
 )
 ITL = Distribution("itl_s", "ITL", "ms", 1e3, False, "gaps between consecutive chunks of " + SUCCESSFUL)
+# Per-token ITL: each chunk gap over its tokens (metrics.pertoken), with per-chunk token counts only.
+ITL_PER_TOKEN = Distribution(
+    "itl_per_token_s",
+    "ITL per token",
+    "ms",
+    1e3,
+    False,
+    "each chunk gap split over its tokens, of " + SUCCESSFUL + " with per-chunk token counts",
+    optional=True,
+)
 E2E = Distribution("e2e_s", "E2E", "ms", 1e3, False, SUCCESSFUL)
 QUEUE = Distribution(
     "queue_s",
@@ -237,6 +238,19 @@ _METRICS: tuple[Metric, ...] = (
     TPOT.stat("mean", 2, _ALL | _views("experiment")),
     DECODE_SPEED.stat("mean", 1, _ALL),
     ITL.stat("mean", 2, _views("aggregates", "console")),
+    ITL_PER_TOKEN.stat("mean", 2, _AGGREGATED),
+    Metric(
+        key="fluidity_index_mean",
+        title="fluidity index mean",
+        unit="",
+        scale=1.0,
+        digits=3,
+        higher_is_better=True,
+        population=SUCCESSFUL + ", each 1 - missed / all of its token deadlines (Etalon; fluidity's deadlines)",
+        period=WINDOW,
+        get=path("fluidity.index.mean"),
+        views=_AGGREGATED,
+    ),
     E2E.stat("mean", 1, _ALL),
     QUEUE.stat("mean", 2, _views("aggregates", "console", "report")),
     Metric(
@@ -374,25 +388,6 @@ PREFIX_CACHE_HIT_RATE = METRICS["prefix_cache_hit_rate"]
 PREFIX_CACHE_EXPECTED_REUSE = METRICS["prefix_cache_expected_reuse"]
 USD_PER_MILLION_OUTPUT_TOKENS = METRICS["usd_per_million_output_tokens"]
 
-
-# The time series' panels: (panel title, ((field of a results.json time-series window, series
-# name, stored unit -> shown unit), ...)). The report draws one panel per entry, one line per field.
-WINDOW_PANELS: tuple[tuple[str, tuple[tuple[str, str, float], ...]], ...] = (
-    ("output tokens/s", (("output_tokens_per_s", "output tok/s", 1.0),)),
-    ("TTFT (ms)", (("ttft_s_mean", "TTFT mean", 1e3), ("ttft_s_p90", "TTFT p90", 1e3))),
-    (
-        "requests",
-        (
-            ("active_users", "active users", 1.0),
-            ("in_flight", "in flight", 1.0),
-            ("server_running", "server running", 1.0),
-            ("server_waiting", "server waiting", 1.0),
-        ),
-    ),
-    ("KV cache usage (%)", (("server_kv_usage", "KV usage", 100.0),)),
-    ("per window", (("server_preemptions", "preemptions", 1.0), ("errors", "errors", 1.0))),
-    ("GPU utilization (%)", (("gpu_util_pct", "GPU util", 1.0),)),
-)
 
 # The objectives of an SLO (results.json's "slo"), by the distribution each bounds.
 SLO_DISTRIBUTIONS: tuple[Distribution, ...] = (TTFT, TPOT, E2E)

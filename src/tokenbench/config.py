@@ -43,6 +43,7 @@ class TargetConfig(_Model):
     connect_timeout_s: float = 10.0
     ignore_eos: bool = False
     include_usage: bool = True
+    continuous_usage: bool | None = None  # usage on every chunk; None: as the backend profile says
     temperature: float | None = 0.0
     extra_body: dict = Field(default_factory=dict)
     # sent with every request (--header "Name: value"); values are masked in every file written
@@ -225,9 +226,8 @@ class DatasetConfig(_Model):
     name: DatasetName = "synthetic"
     path: Path | None = None
     input_tokens: int = Field(default=128, gt=0)  # synthetic prompt length
-    output_tokens: int | None = Field(
-        default=None, gt=0
-    )  # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
+    # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
+    output_tokens: int | None = Field(default=None, gt=0)
     num_prompts: int = Field(default=1000, gt=0)  # prompts loaded, then cycled
     min_prompt_tokens: int | None = None  # filter (dolly, sharegpt)
     max_prompt_tokens: int | None = None
@@ -315,6 +315,11 @@ class SLOConfig(_Model):
         return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2e_s))
 
 
+class DeadlinesConfig(_Model):  # --deadlines: the fluidity index's (metrics/fluidity.py), Etalon's defaults
+    ttft_s: float = Field(default=0.1, gt=0)  # the first token, from the request's send
+    tbt_s: float = Field(default=0.05, gt=0)  # each later token, after the one before
+
+
 class RunConfig(_Model):
     target: TargetConfig = TargetConfig()
     loads: list[LoadPoint] = Field(min_length=1)
@@ -322,6 +327,7 @@ class RunConfig(_Model):
     dataset: DatasetConfig = DatasetConfig()
     backend: BackendConfig | None = None
     slo: SLOConfig = SLOConfig()
+    deadlines: DeadlinesConfig = DeadlinesConfig()  # --deadlines: the fluidity index's
     seed: int = 0
     window_s: float = Field(default=5.0, gt=0)  # time-series window
     out_dir: Path | None = None  # default runs/<timestamp>
@@ -370,28 +376,3 @@ class RunConfig(_Model):
         data = self.model_dump(mode="json")
         data["target"]["headers"] = {k: MASK for k in self.target.headers}
         return mask(data)
-
-
-def parse_duration_s(text: str) -> float:
-    """'500ms' -> 0.5, '2s' -> 2.0, '1.5' -> 1.5 (seconds by default)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m)?\s*", text)
-    if not m:
-        raise ValueError(f"cannot read a duration from {text!r}; write e.g. 500ms or 2s")
-    value = float(m.group(1))
-    return value * {"ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}[m.group(2)]
-
-
-# --slo's names: SLOConfig's fields without their unit ("ttft" -> "ttft_s").
-_SLO_FIELDS = {field.removesuffix("_s"): field for field in SLOConfig.model_fields}
-
-
-def parse_slo(text: str) -> SLOConfig:
-    """'ttft=500ms,tpot=50ms' -> SLOConfig."""
-    fields: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, eq, value = part.partition("=")
-        key = _SLO_FIELDS.get(name.strip().lower())
-        if not eq or key is None:
-            raise ValueError(f"--slo part {part!r}: write NAME=VALUE with NAME one of ttft, tpot, e2e")
-        fields[key] = parse_duration_s(value)
-    return SLOConfig(**fields)

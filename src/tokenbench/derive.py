@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import TypeAdapter
 
 from . import __version__
-from .config import LoadPoint, RateLoad, ReplayLoad, SLOConfig, StopConfig
+from .config import DeadlinesConfig, LoadPoint, RateLoad, ReplayLoad, SLOConfig, StopConfig
 from .cost import CostConfig, point_cost
 from .load import describe
 from .metrics import (
@@ -123,7 +123,8 @@ def point_result(
     window = Window(facts["window_start_s"], facts["load_end_s"])
     span = PointSpan(window, open_loop=isinstance(load, RateLoad | ReplayLoad), end_s=end_s)
     window_s = float(config_json.get("window_s") or 5.0)
-    chunks = ChunkTally(span, series_edges(start_s, end_s, window_s))
+    deadlines = DeadlinesConfig.model_validate(config_json.get("deadlines") or {})  # older runs: the defaults
+    chunks = ChunkTally(span, series_edges(start_s, end_s, window_s), deadlines)
     cache = CacheTally(chunks.in_population)  # reads the server timings consume drops
     kept = chunks.consume(cache.observe(records))  # the records, without their chunk times
     metrics = summarize_point(kept, span, _slo(config_json), chunks)

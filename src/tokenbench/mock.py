@@ -21,7 +21,8 @@ Reasoning (``reasoning_chunks`` K > 0, chat only): the first K chunks of a reply
 ``delta.reasoning_content`` (SGLang's and DeepSeek's field; vLLM sends it beside ``reasoning``) instead
 of ``delta.content``, on the same schedule, and the usage says ``completion_tokens_details:
 {"reasoning_tokens": K * tokens_per_chunk}`` (K capped at the reply's chunks). So the first output
-chunk is chunk K: TTFO = TTFT + K * ITL, as scripted.
+chunk is chunk K: TTFO = TTFT + K * ITL, as scripted. Asked for usage on every chunk (``stream_options.
+continuous_usage_stats``), the mock sends it as vLLM: role chunk 0, content chunk i (i + 1) * tokens_per_chunk.
 
 Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
 http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
@@ -245,7 +246,9 @@ class MockServer:
             self.deliveries[rid] = delivery
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
-        reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault)
+        opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
+        continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
+        reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, continuous)
         if await self._write_chunks(reply, n_chunks, admitted, received):
             await self._write_end(reply, body, n_chunks)
         return resp
@@ -254,8 +257,9 @@ class MockServer:
         """The content chunks on their scripted times; False when a fault ended the stream."""
         resp, delivery, fault = reply.resp, reply.delivery, reply.fault
         if reply.chat:  # like vLLM: a role-only first chunk with empty content, which is not output
-            await resp.write(reply.event(reply.role()))
-        text = (" " + self.s.word) * self.s.tokens_per_chunk
+            await resp.write(reply.event(reply.role(), reply.usage_so_far(0)))
+        k = self.s.tokens_per_chunk
+        text = (" " + self.s.word) * k
         piece = reply.event(reply.content(text))
         thought = reply.event(reply.content(text, reasoning=True))
         reasoning = self.s.reasoning_chunks if reply.chat else 0
@@ -268,7 +272,10 @@ class MockServer:
             if delay > 0:
                 await asyncio.sleep(delay)
             delivery.chunk_times_s.append(time.perf_counter())
-            await resp.write(thought if i < reasoning else piece)
+            if reply.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
+                await resp.write(reply.event(reply.content(text, i < reasoning), reply.usage_so_far((i + 1) * k)))
+            else:
+                await resp.write(thought if i < reasoning else piece)
             if i == 0:
                 self._ttft.observe(delivery.chunk_times_s[0] - received)
             self._generated.inc(self.s.tokens_per_chunk)
@@ -302,8 +309,8 @@ class MockServer:
             await resp.write_eof()
             reply.delivery.finished_s = time.perf_counter()
             return
-        await resp.write(reply.event(reply.finish("length")))
         completion = 0 if reply.fault == "no_content" else n_chunks * self.s.tokens_per_chunk
+        await resp.write(reply.event(reply.finish("length"), reply.usage_so_far(completion)))
         usage = self._usage(body, completion)
         if reply.chat and self.s.reasoning_chunks and completion:
             thought = min(self.s.reasoning_chunks, n_chunks) * self.s.tokens_per_chunk
@@ -346,7 +353,14 @@ class _Reply:
     rid: str
     model: str
     fault: str | None
+    continuous: bool = False  # the request asked for usage on every chunk
     created: int = field(default_factory=lambda: int(time.time()))
+
+    def usage_so_far(self, completion: int) -> dict | None:
+        """vLLM's usage on every chunk (continuous_usage_stats): the completion tokens so far."""
+        if not self.continuous:
+            return None
+        return {"prompt_tokens": 1, "completion_tokens": completion, "total_tokens": 1 + completion}
 
     def event(self, choice: dict | None, usage: dict | None = None) -> bytes:
         data = {

@@ -174,17 +174,34 @@ class RequestRecord:
     # Prompt tokens the server served from its prefix cache: usage.prompt_tokens_details.
     # cached_tokens, else llama.cpp's timings.cache_n. None: the server did not say.
     cached_prompt_tokens: int | None = None
+    # The output tokens each content chunk carried, one per chunk, from the server's cumulative
+    # usage on every chunk (stream_options.continuous_usage_stats: vLLM, SGLang): chunk i's is
+    # the cumulative completion_tokens on it less that on the chunk before (tokens counted
+    # between two chunks without content go to the next one; an EOS after the last, to none).
+    # None: not asked for, or some chunk came without a count. An array('I') (4 bytes a chunk);
+    # records.jsonl keeps a JSON list. first_chunk_tokens: the first chunk's, kept when the chunk
+    # times are dropped (ChunkEnds), and when only the first chunk carried a count.
+    chunk_tokens: array[int] | None = None
+    first_chunk_tokens: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s
         if not isinstance(times, ChunkEnds) and (type(times) is not array or times.typecode != "d"):
             self.chunk_times_s = array("d", times)
+        counts = self.chunk_tokens
+        if counts is not None and (type(counts) is not array or counts.typecode != "I"):
+            self.chunk_tokens = array("I", counts)
 
     def without_chunks(self) -> RequestRecord:
         """A copy for a point's summary once its chunks are tallied: chunk times as ChunkEnds,
-        and no text or server timings (nothing a summary reads)."""
+        no per-chunk token counts, and no text or server timings (nothing a summary reads)."""
         return replace(
-            self, chunk_times_s=ChunkEnds(self.chunk_times_s), output_text=None, server_timings=None, response_id=None
+            self,
+            chunk_times_s=ChunkEnds(self.chunk_times_s),
+            chunk_tokens=None,
+            output_text=None,
+            server_timings=None,
+            response_id=None,
         )
 
     @property
@@ -267,6 +284,10 @@ class RequestRecord:
         if isinstance(self.chunk_times_s, ChunkEnds):
             raise ValueError("a record whose chunk times were dropped (ChunkEnds) cannot be written")
         data["chunk_times_s"] = self.chunk_times_s.tolist()  # JSON: a list of floats, same values
+        counts = self.chunk_tokens  # (a list when one was given after construction)
+        data["chunk_tokens"] = (
+            (counts.tolist() if type(counts) is array else list(counts)) if counts is not None else None
+        )
         data["outcome"] = self.outcome.value
         data["output_tokens_source"] = self.output_tokens_source.value if self.output_tokens_source else None
         if not keep_text:

@@ -125,6 +125,11 @@ def resettable(profile: Profile, backend: BackendConfig, mode: PrefixCacheMode) 
 
 
 def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
+    """The API (the profile's first by default), and usage on every chunk where the engine gives
+    it (Profile.continuous_usage) unless --continuous-usage said."""
+    if target.continuous_usage is None:
+        usage = bool(profile and profile.continuous_usage and target.api in (None, "chat", "completions"))
+        target = target.model_copy(update={"continuous_usage": usage})
     if target.api is None:
         return target.model_copy(update={"api": profile.default_api if profile else "chat"})
     if profile is not None and target.api not in profile.apis:
@@ -345,7 +350,12 @@ def _config_json(
     """config.json: the settings and every resolved fact results.json is derived from (with the
     records and samples): the target, the server, the dataset, the clock, where telemetry went."""
     data = config.redacted()
-    data["resolved_target"] = {"url": target.url, "model": target.model, "api": target.api}
+    data["resolved_target"] = {
+        "url": target.url,
+        "model": target.model,
+        "api": target.api,
+        "continuous_usage": target.continuous_usage,  # usage on every chunk was asked for
+    }
     data["backend"] = backend
     data["dataset_info"] = info.model_dump(mode="json", exclude_unset=True)  # no "trace" key but a trace's
     data["tool"] = {"name": "tokenbench", "version": __version__}

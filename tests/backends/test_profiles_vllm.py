@@ -144,3 +144,9 @@ def test_metric_names_and_identity():
     assert PROFILES["vllm"] is PROFILE
     assert (PROFILE.default_api, PROFILE.default_port, PROFILE.ready_path) == ("completions", 8000, "/health")
     assert (PROFILE.version_path, PROFILE.version_field) == ("/version", "version")
+
+
+def test_usage_on_every_chunk_is_asked_of_vllm_and_sglang_only():
+    """Their OpenAI servers read stream_options.continuous_usage_stats; no other profile's is
+    known to (an unknown field is a 400 on some: TRT-LLM's request models forbid extras)."""
+    assert {name for name, p in PROFILES.items() if p.continuous_usage} == {"vllm", "sglang"}

@@ -37,6 +37,12 @@ from tokenbench.procs import free_port
         (["--users", "1", "--max-requests", "3", "--gpus", "2"], "--gpus counts the GPUs --cost-per-hour pays for"),
         (["--users", "1", "--max-requests", "3", "--cost-per-hour", "0"], "--cost-per-hour: Input should be greater"),
         (["--users", "1", "--max-requests", "3", "--cost-per-hour", "2", "--gpus", "0"], "--gpus: Input should be"),
+        (["--users", "1", "--max-requests", "3", "--deadlines", "ttft:5"], "--deadlines part 'ttft:5'"),
+        (["--users", "1", "--max-requests", "3", "--deadlines", "tbt=soon"], "--deadlines tbt: cannot read"),
+        (
+            ["--users", "1", "--max-requests", "3", "--deadlines", "tbt=0"],
+            "--deadlines tbt: a deadline must be above 0",
+        ),
     ],
 )
 def test_bad_flags_exit_2_with_a_message(args, needle):
@@ -109,6 +115,20 @@ def test_dataset_trace_is_one_replay_point_ended_by_the_trace():
     assert cfg.loads == [ReplayLoad(speed=2.0, jitter_s=0.5, max_concurrency=3)]
     assert cfg.stop.schedule_ends and cfg.stop.duration_s is None and cfg.stop.max_requests is None
     assert (cfg.dataset.name, cfg.dataset.block_size, cfg.dataset.trace_format) == ("trace", 16, None)
+
+
+def test_deadlines_and_continuous_usage_flags():
+    from tokenbench.cli.run_flags import run_config
+    from tokenbench.config import DeadlinesConfig
+
+    params = {p.name: None for p in _run_params()}
+    params.update(users="2", max_requests=4, deadlines="ttft=200ms", continuous_usage=True)
+    cfg = run_config(params)
+    assert cfg.deadlines == DeadlinesConfig(ttft_s=0.2, tbt_s=0.05)  # tbt: Etalon's default
+    assert cfg.target.continuous_usage is True
+    params.update(deadlines=None, continuous_usage=None)
+    cfg = run_config(params)
+    assert cfg.deadlines == DeadlinesConfig(ttft_s=0.1, tbt_s=0.05) and cfg.target.continuous_usage is None
 
 
 def _run_params():

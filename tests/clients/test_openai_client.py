@@ -141,3 +141,61 @@ def test_token_id_prompts_are_sent_as_a_list_on_completions_only():
     assert OpenAIWire(chat=False).payload(request, target)["prompt"] == [5, 6, 7]
     assert OpenAIWire(chat=True).payload(request, target)["messages"] == [{"role": "user", "content": "a b c"}]
     assert OpenAIWire(chat=False).payload(Request(prompt="a b c"), target)["prompt"] == "a b c"
+
+
+def _usage_event(delta: dict | None, completion: int, finish: str | None = None) -> bytes:
+    """A chat event with vLLM's usage on every chunk (continuous_usage_stats)."""
+    choices = [{"index": 0, "delta": delta or {}, "finish_reason": finish}] if delta is not None else []
+    return json.dumps(
+        {"id": "r", "choices": choices, "usage": {"prompt_tokens": 4, "completion_tokens": completion}}
+    ).encode()
+
+
+def test_continuous_usage_is_asked_only_when_the_target_says():
+    request = Request(prompt="hi")
+    on = TargetConfig(url="http://h:1", model="m", continuous_usage=True)
+    body = OpenAIWire(chat=True).payload(request, on)
+    assert body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
+    assert OpenAIWire(chat=False).payload(request, TargetConfig(url="http://h:1", model="m"))["stream_options"] == {
+        "include_usage": True
+    }
+    # vLLM reads continuous_usage_stats only with include_usage: neither is sent without usage
+    off = on.model_copy(update={"include_usage": False})
+    assert "stream_options" not in OpenAIWire(chat=True).payload(request, off)
+
+
+def test_each_chunks_tokens_are_the_steps_of_the_cumulative_usage():
+    """vLLM's stream with usage on every chunk: the role chunk says 0; a token that decoded to no
+    text is counted on the next chunk; the EOS on the finish chunk (no content) belongs to none."""
+    stream = OpenAIWire(chat=True).new_stream()
+    stream.chunk_usage = []
+    events = [
+        _usage_event({"role": "assistant", "content": ""}, 0),
+        _usage_event({"content": "Hel"}, 2),  # two tokens in one chunk
+        _usage_event({"content": "lo"}, 3),
+        _usage_event({"content": " wor"}, 6),  # three tokens: one of them no text on its own
+        _usage_event({"content": "ld"}, 7),
+        _usage_event({}, 8, finish="stop"),  # EOS: counted, never streamed
+        _usage_event(None, 8),
+        b"[DONE]",
+    ]
+    assert [stream.handle(e) for e in events] == [False, True, True, True, True, False, False, False]
+    counts, first = stream.chunk_tokens()
+    assert counts is not None and counts.tolist() == [2, 1, 3, 1] and first == 2
+    assert stream.completion_tokens == 8
+
+
+def test_a_chunk_without_a_count_leaves_the_counts_unknown():
+    stream = OpenAIWire(chat=False).new_stream()
+    stream.chunk_usage = []
+    stream.handle(json.dumps({"choices": [{"text": "a"}], "usage": {"completion_tokens": 3}}).encode())
+    stream.handle(json.dumps({"choices": [{"text": "b"}]}).encode())
+    assert stream.chunk_tokens() == (None, 3)  # the first chunk's count is still known
+    backwards = OpenAIWire(chat=False).new_stream()
+    backwards.chunk_usage = []
+    for n in (3, 2):
+        backwards.handle(json.dumps({"choices": [{"text": "x"}], "usage": {"completion_tokens": n}}).encode())
+    assert backwards.chunk_tokens() == (None, None)  # not cumulative: nothing to trust
+    untracked = OpenAIWire(chat=False).new_stream()  # not asked: nothing kept
+    untracked.handle(json.dumps({"choices": [{"text": "a"}], "usage": {"completion_tokens": 1}}).encode())
+    assert untracked.chunk_tokens() == (None, None)

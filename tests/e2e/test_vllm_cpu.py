@@ -117,6 +117,21 @@ def test_every_point_reports_throughput_and_server_ttft_beside_the_client(sweep)
         assert all(rec["output_tokens"] == 128 for rec in records if rec["outcome"] == "ok")  # ignore_eos
 
 
+def test_vllm_gives_each_chunks_tokens_and_the_per_token_latency(sweep):
+    """The vLLM profile asks for usage on every chunk (continuous_usage_stats): every ok record
+    holds its chunks' tokens, which add up to the 128 it streamed (an EOS is never one of them:
+    ignore_eos), and the point reports per-token ITL and fluidity from them."""
+    out, r = sweep[4]
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    ok = [rec for rec in records if rec["outcome"] == "ok"]
+    assert ok and all(rec["chunk_tokens"] is not None for rec in ok)
+    assert {len(rec["chunk_tokens"]) == len(rec["chunk_times_s"]) for rec in ok} == {True}
+    assert {sum(rec["chunk_tokens"]) for rec in ok} <= {127, 128}  # a last token with no text: on no chunk
+    point = r["points"][0]
+    assert point["itl_per_token_s"]["count"] > 0
+    assert point["fluidity"]["tokens_from"]["one_per_chunk"] == 0 and point["fluidity"]["index"]["count"] > 0
+
+
 def test_launch_facts_are_recorded(sweep):
     out, r = sweep[4]
     target = r["target"]

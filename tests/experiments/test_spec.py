@@ -37,6 +37,15 @@ def test_a_variant_may_send_shared_prefix_groups():
         parse_spec({**BASE, "variants": [{"label": "x", "prefix_groups": 4}]})
 
 
+def test_deadlines_reach_every_cell_and_default_to_etalons():
+    cells = expand(parse_spec({**BASE, "deadlines": {"ttft_s": 0.2, "tbt_s": 0.02}}))[0].cells
+    assert {(c.config.deadlines.ttft_s, c.config.deadlines.tbt_s) for c in cells} == {(0.2, 0.02)}
+    plain = expand(parse_spec(BASE))[0].cells[0].config.deadlines
+    assert (plain.ttft_s, plain.tbt_s) == (0.1, 0.05)
+    with pytest.raises(ExperimentError, match="deadlines.tbt_s"):
+        parse_spec({**BASE, "deadlines": {"tbt_s": 0}})
+
+
 @pytest.mark.parametrize(
     "patch,needle",
     [

@@ -108,6 +108,9 @@ class Profile:
     # The completions API takes the prompt as a list of token ids (vLLM, SGLang): trace block
     # prompts are then sent as exact ids, so the server's block hashes match the trace's.
     token_id_prompts: bool = False
+    # The OpenAI APIs put the cumulative usage on every chunk when asked (stream_options.
+    # continuous_usage_stats): records then hold each chunk's tokens (per-token ITL, fluidity).
+    continuous_usage: bool = False
 
     @property
     def default_api(self) -> str:

@@ -21,7 +21,9 @@ Facts and their sources:
   mapped: sglang:gen_throughput (tok/s gauge), sglang:cache_hit_rate (gauge),
   sglang:e2e_request_latency_seconds, sglang:queue_time_seconds.
 - Usage: stream_options.include_usage and the ignore_eos extra parameter are request fields of
-  CompletionRequest / ChatCompletionRequest (python/sglang/srt/entrypoints/openai/protocol.py).
+  CompletionRequest / ChatCompletionRequest (python/sglang/srt/entrypoints/openai/protocol.py);
+  stream_options.continuous_usage_stats puts the usage on every chunk (serving_chat.py
+  _generate_stream_content; utils.py should_include_usage).
 - Container: lmsysorg/sglang has no server entrypoint; docs/get_started/install.md runs
   `lmsysorg/sglang:latest python3 -m sglang.launch_server ... --host 0.0.0.0 --port 30000` with
   ~/.cache/huggingface mounted at /root/.cache/huggingface. Default port 30000 (same doc).
@@ -135,4 +137,5 @@ PROFILE = Profile(
     ),
     reset_prefix_cache=reset_sglang,  # /flush_cache, retried while busy (400)
     token_id_prompts=True,  # CompletionRequest.prompt takes a list of ids (entrypoints/openai/protocol.py)
+    continuous_usage=True,  # StreamOptions.continuous_usage_stats (entrypoints/openai/serving_chat.py)
 )

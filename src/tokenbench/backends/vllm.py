@@ -12,7 +12,9 @@ Facts and their sources:
 - CPU build: VLLM_CPU_KVCACHE_SPACE (GiB) sizes the KV cache on CPU (docs/getting_started/
   installation/cpu.md); --kv-cache-memory-bytes sizes it directly in newer versions (arg_utils.py).
 - Usage: final SSE chunk with empty choices when stream_options.include_usage is true
-  (vllm/entrypoints/openai/serving_chat.py). ignore_eos is a vLLM extra sampling parameter
+  (vllm/entrypoints/openai/serving_chat.py); with stream_options.continuous_usage_stats too,
+  the cumulative usage on every chunk (the role chunk 0, each later one the tokens so far:
+  chat_completion/serving.py, serve/utils/api_utils.py should_include_usage). ignore_eos is a vLLM extra sampling parameter
   (vllm/entrypoints/openai/protocol.py).
 """
 
@@ -111,4 +113,5 @@ PROFILE = Profile(
     ),
     reset_prefix_cache=reset_vllm,
     token_id_prompts=True,  # CompletionRequest.prompt: str | list[int] (vllm/entrypoints/openai/protocol.py)
+    continuous_usage=True,  # StreamOptions.continuous_usage_stats (chat_completion/serving.py)
 )

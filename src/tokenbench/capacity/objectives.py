@@ -22,9 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..config import SLOConfig, parse_duration_s
+from ..config import SLOConfig
 from ..results.capacity import Objective, ObjectiveCheck
 from ..results.run import Distribution, PointResult
+from ..units import parse_duration_s
 
 LATENCIES = ("ttft", "tpot", "itl", "e2e", "queue")
 STATS = ("mean", "p50", "p90", "p95", "p99")

@@ -11,7 +11,7 @@ import typer
 from pydantic import ValidationError
 
 from . import run as run_cli
-from .common import UsageError, err, fail, validation_message
+from .common import UsageError, err, exit_codes, fail, validation_message
 
 # run's options that the search sets itself (the probed value) or that mean another thing here;
 # a trace replays its own schedule (no rate or users to search): its flags are run's alone.
@@ -113,23 +113,14 @@ def _settings(params: dict[str, Any]) -> tuple[Any, Any, Any]:
 
 def _search(config: Any, objectives: Any, settings: Any) -> None:
     """Run it; a failure exits 3 (the server) or 2 (bad input), an interrupt with its signal's code."""
-    from ..backends import BackendError
     from ..capacity import CAPACITY_FILE, search
-    from ..clients.stream import TargetUnreachable
     from ..procs import Interrupts
     from ..rundir import default_run_dir
 
     config = config.model_copy(update={"out_dir": config.out_dir or default_run_dir()})
     run_dir = config.out_dir
-    try:
+    with exit_codes("interrupted before the search finished"):
         result = search(config, objectives, settings, console=err)
-    except (TargetUnreachable, BackendError) as exc:
-        fail(str(exc), 3)
-    except (FileNotFoundError, FileExistsError, ValueError) as exc:
-        fail(str(exc), 2)
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted before the search finished; what was measured is on disk[/]")
-        raise typer.Exit(Interrupts.exit_code()) from None
     err.print(f"capacity: {run_dir}/{CAPACITY_FILE}  results: {run_dir}/results.json")
     if result.stopped_by == "interrupted":
         err.print("[yellow]interrupted: the answer is what the probes so far showed[/]")

@@ -3,6 +3,8 @@ and the engine knobs' options (shared by `run` and `backends show`)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -120,3 +122,23 @@ def numbers(text: str | None, flag: str, cast: Any = float) -> list[Any]:
     if not values:
         raise UsageError(f"{flag} is empty")
     return values
+
+
+@contextlib.contextmanager
+def exit_codes(interrupted: str) -> Iterator[None]:
+    """A benchmark's failures as exit codes: 3 the server (unreachable, did not start), 2 bad
+    input; an interrupt before the work finished says ``interrupted`` and exits with its signal's
+    code (130, 143): what was measured is on disk."""
+    from ..backends import BackendError
+    from ..clients.stream import TargetUnreachable
+    from ..procs import Interrupts
+
+    try:
+        yield
+    except (TargetUnreachable, BackendError) as exc:
+        fail(str(exc), 3)
+    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+        fail(str(exc), 2)
+    except KeyboardInterrupt:
+        err.print(f"[yellow]{interrupted}; what was measured is on disk[/]")
+        raise typer.Exit(Interrupts.exit_code()) from None

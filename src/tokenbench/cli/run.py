@@ -25,6 +25,7 @@ from .common import (
     UsageError,
     default,
     err,
+    exit_codes,
     fail,
     validation_message,
 )
@@ -342,17 +343,27 @@ def run(
             rich_help_panel="Cost",
         ),
     ] = None,
+    deadlines: Annotated[
+        str | None,
+        typer.Option(
+            help="Fluidity index deadlines: first token, then each later one. \\[default: ttft=100ms,tbt=50ms]"
+        ),
+    ] = None,
+    continuous_usage: Annotated[
+        bool | None,
+        typer.Option(help="Ask for usage on every chunk (per-token ITL). \\[default: where the --backend gives it]"),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<timestamp>).")] = None,
     window: Annotated[
         float | None, typer.Option(help="Time-series window in seconds." + default(RunConfig, "window_s"))
     ] = None,
-    live: Annotated[bool | None, typer.Option("--live/--no-live", help="Show the live view. [default: live]")] = None,
+    live: Annotated[bool | None, typer.Option("--live/--no-live", help="Show the live view. \\[default: live]")] = None,
     keep_text: Annotated[bool | None, typer.Option(help="Store generated text in records.jsonl.")] = None,
     prefix_cache: Annotated[
         str | None,
         typer.Option(
             help="Before every load point: 'reset' empties the server's prefix cache through the engine's own "
-            "control (vLLM, SGLang, llama.cpp slots), 'keep' leaves it warm. [default: keep]"
+            "control (vLLM, SGLang, llama.cpp slots), 'keep' leaves it warm. \\[default: keep]"
         ),
     ] = None,
 ) -> None:
@@ -378,20 +389,11 @@ def _config(params: dict[str, Any]) -> RunConfig:
 
 def _benchmark(config: RunConfig) -> None:
     """Run it; a failure exits 3 (the server) or 2 (bad input), an interrupt with its signal's code."""
-    from ..backends import BackendError
-    from ..clients.stream import TargetUnreachable
     from ..procs import Interrupts
     from ..runner import run as run_benchmark
 
-    try:
+    with exit_codes("interrupted before the load started or finished"):  # children are stopped by then
         result = run_benchmark(config, err)
-    except (TargetUnreachable, BackendError) as exc:
-        fail(str(exc), 3)
-    except (FileNotFoundError, FileExistsError, ValueError) as exc:
-        fail(str(exc), 2)
-    except KeyboardInterrupt:  # before or between points: children are stopped by then
-        err.print("[yellow]interrupted before the load started or finished; what was measured is on disk[/]")
-        raise typer.Exit(Interrupts.exit_code()) from None
     err.print(f"results: {result.run_dir}/results.json  records: {result.run_dir}/records.jsonl")
     if result.interrupted:
         err.print("[yellow]interrupted: in-flight requests were recorded as cancelled[/]")

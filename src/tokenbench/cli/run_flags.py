@@ -9,6 +9,7 @@ from typing import Any
 from ..config import (
     BackendConfig,
     DatasetConfig,
+    DeadlinesConfig,
     LoadPoint,
     LoadSweep,
     ReplayLoad,
@@ -18,9 +19,9 @@ from ..config import (
     StopConfig,
     TargetConfig,
     UsersLoad,
-    parse_slo,
 )
 from ..cost import CostConfig
+from ..units import parse_duration_s, parse_slo
 from .common import UsageError, given, numbers
 from .engine import backend_config
 
@@ -94,6 +95,7 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             stop=stop,
             dataset=_dataset(a, small),
             slo=slo,
+            deadlines=_deadlines(a.get("deadlines")),
             seed=a["seed"],
             window_s=a["window"],
             out_dir=a["out"],
@@ -216,6 +218,27 @@ def _slo(text: str | None) -> SLOConfig | None:
         raise UsageError(str(exc)) from None
 
 
+def _deadlines(text: str | None) -> DeadlinesConfig | None:
+    """--deadlines 'ttft=100ms,tbt=50ms' (either may be left out: Etalon's default)."""
+    if not text:
+        return None
+    fields: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, eq, value = part.partition("=")
+        if not eq or name.strip().lower() not in ("ttft", "tbt"):
+            raise UsageError(
+                f"--deadlines part {part!r}: write ttft=DURATION and/or tbt=DURATION, e.g. ttft=100ms,tbt=50ms"
+            )
+        try:
+            seconds = parse_duration_s(value)
+        except ValueError as exc:
+            raise UsageError(f"--deadlines {name.strip()}: {exc}") from None
+        if seconds <= 0:
+            raise UsageError(f"--deadlines {name.strip()}: a deadline must be above 0, not {value.strip()!r}")
+        fields[name.strip().lower() + "_s"] = seconds
+    return DeadlinesConfig(**fields)
+
+
 def _target(a: dict[str, Any], backend: BackendConfig | None) -> TargetConfig:
     return TargetConfig(
         **given(
@@ -226,6 +249,7 @@ def _target(a: dict[str, Any], backend: BackendConfig | None) -> TargetConfig:
             request_timeout_s=a["timeout"],
             read_timeout_s=a["read_timeout"],
             ignore_eos=a["ignore_eos"],
+            continuous_usage=a.get("continuous_usage"),
             headers=_headers(a["header"]),
             extra_body=_json_body(a["extra_body"]),
         )

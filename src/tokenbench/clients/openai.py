@@ -2,7 +2,10 @@
 
 Served by vLLM, SGLang, LMDeploy, TensorRT-LLM (trtllm-serve), MLC-LLM, llama.cpp, Ollama and Ray
 Serve LLM. Usage arrives in a final chunk with empty ``choices`` when ``stream_options.
-include_usage`` is set. vLLM sends a role-only first delta: not content, so not a chunk.
+include_usage`` is set; with ``continuous_usage_stats`` too (TargetConfig.continuous_usage), vLLM
+and SGLang put the cumulative usage on every chunk (vLLM's chat_completion/serving.py: the
+role chunk says 0, each later one ``previous_num_tokens``, tokens included), which
+``Stream.chunk_usage`` keeps per content chunk. vLLM sends a role-only first delta: not content, so not a chunk.
 A chat delta's reasoning (``reasoning`` / ``reasoning_content``) is a chunk too, counted apart
 (``Stream.reasoning_chunks``); the first delta with ``content`` is the first output (TTFO).
 """
@@ -39,7 +42,13 @@ class OpenAIWire:
             # max_completion_tokens but some reject unknown fields, so send only the common one.
             body["max_tokens"] = request.max_tokens
         if target.include_usage:
-            body["stream_options"] = {"include_usage": True}
+            # continuous_usage_stats: usage (cumulative) on every chunk, vLLM's and SGLang's
+            # StreamOptions field (vLLM sends it only with include_usage: should_include_usage)
+            body["stream_options"] = (
+                {"include_usage": True, "continuous_usage_stats": True}
+                if target.continuous_usage
+                else {"include_usage": True}
+            )
         if target.ignore_eos:
             body["ignore_eos"] = True
         if target.temperature is not None:
@@ -93,7 +102,14 @@ class OpenAIStream(Stream):
         choices = obj.get("choices")
         if not choices:
             return False  # usage-only chunk
-        choice = choices[0]
+        chunk = self._choice(choices[0])
+        if chunk and self.chunk_usage is not None:  # usage on every chunk asked for: its count here
+            count = usage.get("completion_tokens") if usage else None
+            self.chunk_usage.append(count if type(count) is int else None)
+        return chunk
+
+    def _choice(self, choice: dict) -> bool:
+        """A choice's finish reason and content: True when it carried content (a chunk)."""
         reason = choice.get("finish_reason")
         if reason is not None:
             self.finish(reason)  # an abort fails the stream here

@@ -177,6 +177,8 @@ class StreamingClient:
         self._url = wire.url(target)
         self._headers = {"Content-Type": "application/json", **auth_headers(target)}
         self._decoder = LineDecoder if wire.framing == "ndjson" else SSEPayloads
+        # usage on every chunk asked for (the wire sends continuous_usage_stats only with usage)
+        self._chunk_usage = bool(target.continuous_usage and target.include_usage)
 
     def payload(self, request: Request) -> dict[str, Any]:
         return self._wire.payload(request, self._target)
@@ -184,6 +186,8 @@ class StreamingClient:
     async def send(self, request: Request, record: RequestRecord) -> None:
         data = json.dumps(self.payload(request)).encode()
         stream = self._wire.new_stream()
+        if self._chunk_usage:
+            stream.chunk_usage = []
         now = self._now
         # a request's own headers (a session's X-Session-ID) on top of the target's
         headers = {**self._headers, **dict(request.headers)} if request.headers else self._headers
@@ -286,6 +290,7 @@ class StreamingClient:
         record.cached_prompt_tokens = stream.cached_prompt_tokens
         record.finish_reason = stream.finish_reason
         record.end_marker = stream.done
+        record.chunk_tokens, record.first_chunk_tokens = stream.chunk_tokens()
         # A session's next turn sends this reply back as history, so a session's record always
         # holds its text (records.jsonl still stores it only with --keep-text: RunWriter): the
         # answer without reasoning, as a chat client sends back (vLLM's reasoning docs; guidellm).

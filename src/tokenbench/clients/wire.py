@@ -6,6 +6,7 @@ triton.py, ollama.py) is one Wire and one Stream subclass.
 
 from __future__ import annotations
 
+from array import array
 from typing import Any, Literal, Protocol
 
 from orjson import loads as _loads  # payloads are parsed on the hot path
@@ -38,6 +39,7 @@ class Stream:
         "reasoning_tokens",
         "cached_prompt_tokens",
         "reasoning_at",
+        "chunk_usage",
     )
 
     def __init__(self) -> None:
@@ -60,6 +62,10 @@ class Stream:
         self.reasoning_tokens: int | None = None
         self.cached_prompt_tokens: int | None = None  # prompt tokens served from the prefix cache
         self.reasoning_at: list[int] = []  # which pieces of ``text`` were reasoning
+        # With usage on every chunk asked for (TargetConfig.continuous_usage; StreamingClient sets
+        # a list): the cumulative completion_tokens each content chunk carried, None for a chunk
+        # without. None: not tracked (a protocol without per-chunk usage never appends).
+        self.chunk_usage: list[int | None] | None = None
 
     def reasoning(self, piece: str) -> bool:
         """A piece of reasoning content: a chunk (TTFT counts it), counted apart from the answer."""
@@ -82,6 +88,25 @@ class Stream:
         if self.reasoning_chunks == 0 and num_chunks > 0:
             return 0  # nothing was reasoning: the first chunk is output
         return None  # all reasoning (or no chunk): no output yet
+
+    def chunk_tokens(self) -> tuple[array[int] | None, int | None]:
+        """Each content chunk's tokens (the cumulative count's step from the chunk before; the
+        first chunk's from 0) and the first chunk's. None where a chunk carried no count; both
+        None when the count went back (not cumulative: nothing to trust)."""
+        usage = self.chunk_usage
+        if not usage:
+            return None, None
+        totals = [t for t in usage if t is not None]
+        if len(totals) < len(usage):
+            return None, usage[0]
+        steps = array("I")
+        before = 0
+        for total in totals:
+            if total < before:
+                return None, None
+            steps.append(total - before)
+            before = total
+        return steps, totals[0]
 
     def fail(self, message: str) -> bool:
         if not self.failed:

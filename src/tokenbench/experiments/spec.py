@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..config import (
     BackendConfig,
     DatasetConfig,
+    DeadlinesConfig,
     EngineKnobs,
     LoadSweep,
     PrefixCacheMode,
@@ -117,6 +118,7 @@ class ExperimentSpec(_Model):
     api: Literal["chat", "completions", "tgi", "triton", "ollama"] | None = None
     ignore_eos: bool = False
     slo: SLOConfig = Field(default_factory=SLOConfig)
+    deadlines: DeadlinesConfig = Field(default_factory=DeadlinesConfig)  # the fluidity index's
     window_s: float = Field(default=5.0, gt=0)
     metrics_interval_s: float = Field(default=1.0, gt=0)
     seed: int = 0
@@ -285,6 +287,7 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         if entry.backend
         else None,
         slo=spec.slo,
+        deadlines=spec.deadlines,
         # each trial gets its own seed: the same prompts in another order, other arrival times
         seed=spec.seed + (trial - 1) * 1000,
         window_s=spec.window_s,

@@ -28,7 +28,8 @@ chunk. A point's chunk times are tallied a batch at a time (``ChunkTally``) and 
 point of any length is summarized without holding them all.
 
 Modules: ``stats`` (distributions), ``span`` (windows, a record's life), ``chunks`` (what is read
-from chunk times: ChunkTally), ``point`` (summarize_point), ``timeseries``, ``sessions`` (by turn). Import from here.
+from chunk times: ChunkTally), ``pertoken`` (per-token ITL and the fluidity index, from each chunk's
+tokens), ``point`` (summarize_point), ``timeseries``, ``sessions`` (by turn). Import from here.
 """
 
 from ..results import Distribution

@@ -9,7 +9,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from ..config import DeadlinesConfig
 from ..records import ChunkEnds, Outcome, RequestRecord
+from .pertoken import TokenTally
 from .span import PointSpan, Window, _as_sequence, started_s, tokens_per_chunk
 
 
@@ -101,11 +103,17 @@ class ChunkTally:
     """Everything a point's results read from chunk times, tallied batch by batch of records, so a
     point's summary never holds all its chunk times: the output tokens that arrived in the window
     (closed loop), the pooled ITL gaps of its successful requests (8 bytes a gap, the one thing
-    kept per chunk) and the tokens per time-series window. Sums run in record order, as over one
-    batch: the result does not depend on how the records were batched."""
+    kept per chunk besides ``tokens``' per-token ITL: 8 more a chunk of requests with per-chunk
+    counts), the per-token results (``tokens``: per-token ITL, fluidity under ``deadlines``) and
+    the tokens per time-series window. Sums run in record order, as over one batch: the result
+    does not depend on how the records were batched."""
 
-    def __init__(self, span: PointSpan, series_edges: np.ndarray | None = None) -> None:
+    def __init__(
+        self, span: PointSpan, series_edges: np.ndarray | None = None, deadlines: DeadlinesConfig | None = None
+    ) -> None:
         self.span = span
+        deadlines = deadlines or DeadlinesConfig()
+        self.tokens = TokenTally(deadlines.ttft_s, deadlines.tbt_s)
         window = span.window
         self._window_edges = np.array([window.start_s, window.end_s]) if window.end_s > window.start_s else None
         self._window_tokens = np.zeros(1)
@@ -131,7 +139,9 @@ class ChunkTally:
             np.add.at(self._window_tokens, *_token_runs(records, self._window_edges))
         if self._series_edges is not None and self._series_tokens is not None:
             np.add.at(self._series_tokens, *_token_runs(records, self._series_edges))
-        gaps = inter_chunk_gaps([r for r in records if r.outcome is Outcome.OK and self.in_population(r)])
+        ok = [r for r in records if r.outcome is Outcome.OK and self.in_population(r)]
+        gaps = inter_chunk_gaps(ok)
+        self.tokens.add(ok)
         need = self._num_gaps + gaps.size
         if need > self._gaps.size:
             # Grown to the size needed, in place: numpy reallocs, and glibc moves a large block's

@@ -201,6 +201,7 @@ def summarize_point(
         tpot_s=distribution(tpots),
         decode_speed_tokens_per_s=distribution(1.0 / t for t in tpots if t > 0),
         itl_s=distribution(chunks.take_itl_gaps(), consume=True),
+        **chunks.tokens.results(),  # itl_per_token_s, fluidity
         e2e_s=distribution(r.e2e_s for r in ok if r.e2e_s is not None),
         queue_s=distribution(w for w in (r.wait_s for r in population) if w is not None),
         queue_s_censored=sum(1 for r in population if r.outcome is Outcome.NOT_SENT),
@@ -218,6 +219,15 @@ def summarize_point(
         tokens=token_counts(population),
         **reasoning_metrics(population),  # only when reasoning streamed: keeps the shape otherwise
     )
+
+
+def error_rate(point: PointMetrics) -> float | None:
+    """Failed requests over requests that ended, in the point's population (``requests_in_window``).
+    Cancelled and never-sent requests did not end: they are counted apart (``requests.by_outcome``),
+    in neither numerator nor denominator, the same rule as ``good_fraction``."""
+    req = point.requests_in_window
+    ended = req.total - sum(req.by_outcome.get(o.value, 0) for o in UNFINISHED)
+    return (ended - req.ok) / ended if ended else None
 
 
 def _per(amount: float, period_s: float) -> float | None:

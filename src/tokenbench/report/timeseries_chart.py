@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalogue import WINDOW_PANELS
 from .chart_spec import PALETTE, Chart, Mark, Panel, Series, Span
 from .data import RunSeries
 from .stability import Stability, run_stabilities
@@ -16,7 +15,26 @@ def _scaled(v: float | None, scale: float) -> float | None:
     return None if v is None else v * scale
 
 
-# One color per series across runs, in the order of catalogue.WINDOW_PANELS' fields.
+# The time series' panels: (panel title, ((field of a results.json time-series window, series
+# name, stored unit -> shown unit), ...)). The report draws one panel per entry, one line per field.
+WINDOW_PANELS: tuple[tuple[str, tuple[tuple[str, str, float], ...]], ...] = (
+    ("output tokens/s", (("output_tokens_per_s", "output tok/s", 1.0),)),
+    ("TTFT (ms)", (("ttft_s_mean", "TTFT mean", 1e3), ("ttft_s_p90", "TTFT p90", 1e3))),
+    (
+        "requests",
+        (
+            ("active_users", "active users", 1.0),
+            ("in_flight", "in flight", 1.0),
+            ("server_running", "server running", 1.0),
+            ("server_waiting", "server waiting", 1.0),
+        ),
+    ),
+    ("KV cache usage (%)", (("server_kv_usage", "KV usage", 100.0),)),
+    ("per window", (("server_preemptions", "preemptions", 1.0), ("errors", "errors", 1.0))),
+    ("GPU utilization (%)", (("gpu_util_pct", "GPU util", 1.0),)),
+)
+
+# One color per series across runs, in the order of WINDOW_PANELS' fields.
 _COLORS = (*(PALETTE[i] for i in (0, 1, 4, 7, 2, 9, 8, 5, 6, 3)), "#2f4f4f")
 _FIELDS = tuple(field for _, fields in WINDOW_PANELS for field, _, _ in fields)
 

@@ -160,6 +160,20 @@ class Reasoning(_Model):
     reasoning_tokens_reported: int  # how many successful requests' usage gave it
 
 
+class Fluidity(_Model):
+    """Etalon's fluidity index over a point's successful requests (metrics.pertoken): each token
+    has a deadline, ``ttft_deadline_s`` after the send for the first, ``tbt_deadline_s`` after the
+    one before for each later one; slack carries forward, a stall misses several."""
+
+    ttft_deadline_s: Number
+    tbt_deadline_s: Number
+    index: Distribution  # over requests: 1 - missed / (missed + met) of each
+    miss_rate: Number | None  # sum of missed / sum of deadlines over the requests (Etalon's service level)
+    # requests by where their tokens' arrivals came from: "chunk_tokens" (the server's count per
+    # chunk) or "one_per_chunk" (no counts: one token a chunk)
+    tokens_from: dict[str, int]
+
+
 class Gauge(_Model):
     mean: Number
     max: Number
@@ -295,10 +309,13 @@ class PointMetrics(_Model):
     tpot_s: Distribution
     decode_speed_tokens_per_s: Distribution
     itl_s: Distribution
+    # each chunk gap split over its tokens (counts 0 without per-chunk counts); absent before it existed
+    itl_per_token_s: Distribution | None = None
     e2e_s: Distribution
     queue_s: Distribution
     queue_s_censored: int
     normalized_latency_s: Distribution
+    fluidity: Fluidity | None = None  # absent from results written before it existed
     output_tokens: Number
     output_tokens_per_s: Number | None
     total_tokens_per_s: Number | None
