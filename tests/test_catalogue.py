@@ -371,3 +371,24 @@ def test_cost_and_energy_are_shown_only_where_a_run_has_them(tmp_path: Path) -> 
         "100.000",
         "5.000",
     )
+
+
+def test_per_token_itl_beside_itl_only_where_chunks_had_counts() -> None:
+    """With per-chunk token counts the console shows per-token ITL beside ITL (here 1 token a
+    chunk: the same 10 ms); without them the row is left out, never a guess; fluidity always."""
+    counted = sample_point()
+    records = [_record(i, float(i), 0.01) for i in range(10)]
+    for r in records:
+        r.chunk_tokens = None  # a server that gave no per-chunk usage
+    span = PointSpan(Window(0.0, 10.0), open_loop=True, end_s=12.0)
+    uncounted = summarize_point(records, span, SLOConfig())
+    assert counted.itl_per_token_s is not None and counted.itl_per_token_s.mean == pytest.approx(0.01)
+    assert uncounted.itl_per_token_s is None or not uncounted.itl_per_token_s.count
+
+    console = Console(record=True, width=200, color_system=None)
+    console.print(summary_table([counted]))
+    text = console.export_text()
+    assert "ITL per token (ms) mean / p50 / p99 (n)" in text and "fluidity index mean" in text
+    console = Console(record=True, width=200, color_system=None)
+    console.print(summary_table([sample_point().model_copy(update={"itl_per_token_s": uncounted.itl_per_token_s})]))
+    assert "ITL per token" not in console.export_text()

@@ -238,7 +238,7 @@ _METRICS: tuple[Metric, ...] = (
     TPOT.stat("mean", 2, _ALL | _views("experiment")),
     DECODE_SPEED.stat("mean", 1, _ALL),
     ITL.stat("mean", 2, _views("aggregates", "console")),
-    ITL_PER_TOKEN.stat("mean", 2, _AGGREGATED),
+    ITL_PER_TOKEN.stat("mean", 2, _views("aggregates", "console", "report")),  # beside ITL, where counts are known
     Metric(
         key="fluidity_index_mean",
         title="fluidity index mean",
@@ -249,7 +249,7 @@ _METRICS: tuple[Metric, ...] = (
         population=SUCCESSFUL + ", each 1 - missed / all of its token deadlines (Etalon; fluidity's deadlines)",
         period=WINDOW,
         get=path("fluidity.index.mean"),
-        views=_AGGREGATED,
+        views=_views("aggregates", "console", "report"),
     ),
     E2E.stat("mean", 1, _ALL),
     QUEUE.stat("mean", 2, _views("aggregates", "console", "report")),

@@ -66,7 +66,8 @@ def _metric_rows(row: _Row, points: list[PointResult]) -> None:
         if m.distribution is None and any(m.get(p) is not None for p in points):
             row(m.label, lambda p, m=m: _num(_scaled(m.get(p), m.scale), f".{m.digits}f"))
     for d in dict.fromkeys(m.distribution for m in metrics if m.distribution is not None):
-        if any(d.read(p, "count") is not None for p in points):
+        # an optional one (TTFO, per-token ITL) only where some point measured it
+        if any(d.read(p, "count") if d.optional else d.read(p, "count") is not None for p in points):
             row(f"{d.name} ({d.unit}) mean / p50 / p99 (n)", lambda p, d=d: _dist(p, d))
 
 
