@@ -66,6 +66,7 @@ def test_a_search_experiment_ranks_the_larger_capacity_first(start_mock, tmp_pat
     assert f"| streams2 | {two.max_passing:g} req/s | 1 | pass | ttft p90 |" in attainment
     assert f"| streams1 | {one.min_failing:g} req/s | 1 | FAIL | ttft p90 |" in attainment
     assert attainment.count("◀ max passing") == 2 and attainment.count("◀ stopped passing") == 2
+    assert (out / "charts" / "capacity_attainment.png").is_file()
 
     # one cell alone (a capacity run directory) shows its answer and probes too
     single = _tokenbench("report", str(out / one.run_dir), "--out", str(tmp_path / "single"))

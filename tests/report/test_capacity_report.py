@@ -3,7 +3,14 @@ binding objective of a probed value, and where each configuration stopped passin
 
 from __future__ import annotations
 
-from tokenbench.report.capacity import attainment_table, binding, capacity_lines, capacity_table, ranked
+from tokenbench.report.capacity import (
+    attainment_chart,
+    attainment_table,
+    binding,
+    capacity_lines,
+    capacity_table,
+    ranked,
+)
 from tokenbench.report.data import CapacityEntry
 from tokenbench.results import mean_ci95
 from tokenbench.results.capacity import AtAnswer, CapacityResult, Decision, Objective, ObjectiveCheck
@@ -88,3 +95,13 @@ def test_attainment_lists_every_probed_value_and_marks_where_each_stopped_passin
         ["none", "2 req/s", "2", "FAIL", "◀ lowest probe failed"],
     ]
     assert table.rows[2][4:8] == ["ttft p90", "900 ms", "500 ms", "-400 ms"]
+
+
+def test_the_attainment_chart_draws_the_binding_share_of_its_limit_per_configuration():
+    (chart,) = attainment_chart((SMALL, BIG))
+    big, small, limit = chart.panels[0].series
+    assert (big.name, big.x, big.y) == ("big", [10.0, 12.0, 14.0], [40.0, 98.0, 500.0])
+    assert (small.x, small.y) == ([4.0, 6.0, 8.0], [60.0, 90.0, 180.0])
+    assert (limit.x, limit.y) == ([4.0, 14.0], [100.0, 100.0])
+    assert [(m.x, m.label) for m in chart.marks] == [(12.0, "big max"), (6.0, "small max")]
+    assert attainment_chart(()) == []

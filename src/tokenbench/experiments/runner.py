@@ -232,4 +232,7 @@ def _finish(
     from ..report.console import experiment_table
 
     console.print(experiment_table(state))
+    ranked = sorted(state.capacity, key=lambda r: -(r.max_passing if r.max_passing is not None else -1))
+    for row in ranked:  # a search experiment: each configuration's answer, highest capacity first
+        console.print(f"[bold]{row.server} · {row.variant}[/]: {row.answer}")
     return ExperimentResult(out_dir, state, interrupted)

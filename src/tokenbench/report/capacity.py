@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..results import TrialStat
 from ..results.capacity import CapacityResult, Decision, ObjectiveCheck
 from . import fmt
+from .chart_spec import PALETTE, Chart, Mark, Panel, Series
 from .data import CapacityEntry
 from .fmt import NULL_TEXT
 from .tables import Table
@@ -168,3 +169,46 @@ def _lead(first: CapacityEntry, second: CapacityEntry) -> str:
         return head + " (one trial each: no CI on the requests/s at the answer)."
     clear = sa.mean - sa.ci95 > sb.mean + sb.ci95
     return head + (": a clear lead (the 95% CIs do not overlap)." if clear else ": the 95% CIs overlap.")
+
+
+def attainment_chart(entries: tuple[CapacityEntry, ...]) -> list[Chart]:
+    """Each configuration's binding objective as a share of its limit vs the probed load (above
+    100% fails), the limit as a dashed line and each configuration's max passing load marked."""
+    if not entries or not any(e.result.decisions for e in entries):
+        return []
+    series, marks, xs = [], [], []
+    for i, e in enumerate(ranked(entries)):
+        r = e.result
+        points = [(float(d.value), binding(d), d) for d in sorted(r.decisions, key=lambda d: float(d.value))]
+        xs += [x for x, _, _ in points]
+        series.append(
+            Series(
+                name=e.config,
+                x=[x for x, _, _ in points],
+                y=[_share(c) for _, c, _ in points],
+                kind="line",
+                color=PALETTE[i % len(PALETTE)],
+                hover=[f"{'pass' if d.passed else 'FAIL'}: {c.shown() if c else 'not measured'}" for _, c, d in points],
+            )
+        )
+        if r.max_passing is not None:
+            marks.append(Mark(x=float(r.max_passing), label=f"{e.config} max"))
+    unit = _unit(entries[0].result)
+    series.append(Series(name="limit", x=[min(xs), max(xs)], y=[100.0, 100.0], kind="dash", color="#7f7f7f"))
+    return [
+        Chart(
+            chart_id="capacity_attainment",
+            title="SLO attainment vs load",
+            x_label=f"load ({unit})",
+            panels=[Panel(y_label="binding objective (% of its limit)", series=series)],
+            caption="Above 100% the probe failed; the marks are each configuration's highest passing load.",
+            marks=marks,
+            section="capacity",
+        )
+    ]
+
+
+def _share(c: ObjectiveCheck | None) -> float | None:
+    if c is None or c.measured is None or not c.limit:
+        return None
+    return float(c.measured) / float(c.limit) * 100

@@ -71,6 +71,7 @@ class ReportOutline:
 
 
 _CHART_SECTIONS = (
+    ("capacity", "Capacity: SLO attainment vs load"),
     ("load", "Latency and throughput vs load"),
     ("knobs", "Engine settings"),
     ("tradeoff", "Latency–throughput trade-off"),
