@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..config import RateLoad, RunConfig, UsersLoad
-from ..results.capacity import CapacityResult, Objective
+from ..results.capacity import CAPACITY_FILE, CapacityResult, Objective
 from .objectives import ObjectiveError, goodput_slo, parse_objectives
 from .plan import CapacityPlan, CapacitySettings
 
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from ..backends.server import ServerUnderTest
 
 __all__ = ["CapacityPlan", "CapacitySettings", "ObjectiveError", "parse_objectives", "search", "CAPACITY_FILE"]
-
-CAPACITY_FILE = "capacity.json"
 
 
 def search(

@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..capacity import CAPACITY_FILE
 from ..catalogue import shown_in
 from ..results import AggregateRow, Experiment, PointResult, RunResults, mean_ci95
+from ..results.capacity import CapacityResult
+from ..results.experiment import CapacityRow
 
 
 def aggregate(experiment_dir: Path, state: Experiment) -> list[AggregateRow]:
@@ -52,3 +55,34 @@ def _finished_trials(experiment_dir: Path, state: Experiment) -> dict[tuple[str,
         results = RunResults.from_json(json.loads(results_path.read_text()))
         groups.setdefault((cell.server, cell.variant), []).append(results)
     return groups
+
+
+def capacity_rows(experiment_dir: Path, state: Experiment) -> list[CapacityRow]:
+    """One row per search cell that finished ok: its capacity.json in short."""
+    rows = []
+    for cell in state.cells.values():
+        path = experiment_dir / cell.run_dir / CAPACITY_FILE
+        if cell.status != "ok" or not path.exists():
+            continue
+        result = CapacityResult.model_validate(json.loads(path.read_text()))
+        server = state.server(cell.server)
+        at = result.at_answer
+        rows.append(
+            CapacityRow(
+                server=cell.server,
+                backend=None if server is None else server.backend,
+                swept={} if server is None else server.swept,
+                variant=cell.variant,
+                run_dir=cell.run_dir,
+                variable=result.variable,
+                max_passing=result.max_passing,
+                min_failing=result.min_failing,
+                stopped_by=result.stopped_by,
+                trials=result.trials,
+                requests_per_s=None if at is None else at.requests_per_s,
+                output_tokens_per_s=None if at is None else at.output_tokens_per_s,
+                usd_per_million_output_tokens=None if at is None else at.usd_per_million_output_tokens,
+                answer=result.answer,
+            )
+        )
+    return rows

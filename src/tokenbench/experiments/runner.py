@@ -21,15 +21,16 @@ from rich.console import Console
 from .. import __version__
 from ..backends import BackendError, get_profile
 from ..backends.server import ServerUnderTest, server_under_test
+from ..capacity import search
 from ..clients.stream import TargetUnreachable
-from ..config import BackendConfig
+from ..config import BackendConfig, RunConfig
 from ..redact import mask
 from ..results import CellRow, Experiment, ServerRow, Tool
 from ..results.experiment import CellStatus
 from ..rundir import OutDirError, check_out_dir, write_json
 from ..runner import resettable
 from ..runner import run as run_cell
-from .aggregate import aggregate
+from .aggregate import aggregate, capacity_rows
 from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand
 
 STATE = "experiment.json"
@@ -132,7 +133,7 @@ def _run_one(
     _save(out_dir, state)
     t0 = time.perf_counter()
     try:
-        result = run_cell(config, console, server=sut)
+        interrupted = _measure(cell, config, sut, console)
     except KeyboardInterrupt:  # Ctrl-C outside a load point (set-up, between points)
         _mark(state, cell, plan, "interrupted", "Ctrl-C", wall_s=time.perf_counter() - t0)
         _save(out_dir, state)
@@ -142,10 +143,20 @@ def _run_one(
         console.print(f"  [red]cell {cell.id} failed: {exc}[/]")
         _save(out_dir, state)
         return False
-    status: CellStatus = "interrupted" if result.interrupted else "ok"
+    status: CellStatus = "interrupted" if interrupted else "ok"
     _mark(state, cell, plan, status, None, wall_s=time.perf_counter() - t0)
     _save(out_dir, state)
-    return result.interrupted
+    return interrupted
+
+
+def _measure(cell: Cell, config: RunConfig, sut: ServerUnderTest, console: Console) -> bool:
+    """The cell's run: its loads, or a capacity search (capacity.json in its run directory);
+    True if interrupted."""
+    if cell.search is None:
+        return run_cell(config, console, server=sut).interrupted
+    result = search(config, cell.search.objectives(), cell.search.settings(), server=sut, console=console)
+    console.print(f"  {cell.id}: {result.answer}")
+    return result.stopped_by == "interrupted"
 
 
 def _mark(
@@ -179,7 +190,9 @@ def _load_state(out_dir: Path, spec: ExperimentSpec) -> Experiment:
             check_out_dir(out_dir)  # new, writable, with room: before any server starts
         except OutDirError as exc:
             raise ExperimentError(str(exc)) from None
-    spec_json = json.loads(json.dumps(mask(spec.model_dump(mode="json"))))  # as experiment.json holds it
+    # as experiment.json holds it (no search key for a load experiment: files written before it resume)
+    dumped = spec.model_dump(mode="json", exclude={"search"} if spec.search is None else None)
+    spec_json = json.loads(json.dumps(mask(dumped)))
     if path.exists():
         try:
             state = Experiment.from_json(json.loads(path.read_text()))
@@ -212,9 +225,14 @@ def _finish(
     out_dir: Path, state: Experiment, planned: list[str], console: Console, interrupted: bool
 ) -> ExperimentResult:
     state.aggregates = aggregate(out_dir, state)
+    if state.spec.get("search") is not None:
+        state.capacity = capacity_rows(out_dir, state)
     state.complete = not interrupted and all(_done(state, cell_id) for cell_id in planned)
     _save(out_dir, state)
     from ..report.console import experiment_table
 
     console.print(experiment_table(state))
+    ranked = sorted(state.capacity, key=lambda r: -(r.max_passing if r.max_passing is not None else -1))
+    for row in ranked:  # a search experiment: each configuration's answer, highest capacity first
+        console.print(f"[bold]{row.server} · {row.variant}[/]: {row.answer}")
     return ExperimentResult(out_dir, state, interrupted)

@@ -22,6 +22,7 @@ from ..config import (
     DatasetConfig,
     DeadlinesConfig,
     EngineKnobs,
+    LoadPoint,
     LoadSweep,
     PrefixCacheMode,
     RunConfig,
@@ -31,6 +32,7 @@ from ..config import (
     TargetConfig,
 )
 from ..cost import CostConfig
+from .search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
 
@@ -110,7 +112,8 @@ class ExperimentSpec(_Model):
     name: str
     description: str = ""
     backends: list[BackendEntry] = Field(min_length=1)
-    load: LoadSpec
+    load: LoadSpec | None = None  # a fixed list of loads, or...
+    search: SearchSpec | None = None  # ...a capacity search per cell (exactly one of the two)
     stop: StopConfig
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     variants: list[Variant] = Field(default_factory=lambda: [Variant(label="default")])
@@ -137,7 +140,27 @@ class ExperimentSpec(_Model):
         return data
 
     @model_validator(mode="after")
+    def _load_or_search(self) -> ExperimentSpec:
+        if (self.load is None) == (self.search is None):
+            raise ValueError(
+                "give exactly one of load: (the loads to run, e.g. {users: [1, 10]}) or search: "
+                "(a capacity search, e.g. {slo: 'ttft:p90<=500ms'})"
+            )
+        if self.search is not None and self.search.trials is not None and self.trials not in (1, self.search.trials):
+            raise ValueError(
+                f"trials ({self.trials}) and search.trials ({self.search.trials}) differ: with search: both "
+                "mean how often each probed value is repeated; set one"
+            )
+        if self.search is not None and self.dataset.name == "trace":
+            raise ValueError(
+                "search: probes a rate or users; dataset trace replays its own schedule (use load: replay)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _replay_needs_trace(self) -> ExperimentSpec:
+        if self.load is None:
+            return self
         if self.load.replay is not None and self.dataset.name != "trace":
             raise ValueError("load.replay replays a trace: set dataset: {name: trace, path: FILE}")
         if self.dataset.name == "trace" and self.load.replay is None:
@@ -192,7 +215,8 @@ def parse_spec(data: Any, source: str = "experiment") -> ExperimentSpec:
         parts = []
         for e in exc.errors():
             where = ".".join(str(x) for x in e["loc"])
-            parts.append(f"{where}: {e['msg'].removeprefix('Value error, ')}")
+            msg = e["msg"].removeprefix("Value error, ")
+            parts.append(f"{where}: {msg}" if where else msg)
         raise ExperimentError(f"{source}: " + "; ".join(parts)) from None
 
 
@@ -202,6 +226,7 @@ class Cell:
     variant: str
     trial: int
     config: RunConfig
+    search: SearchSpec | None = None  # a capacity search (its trials inside it) instead of config.loads
 
 
 @dataclass(frozen=True)
@@ -256,12 +281,25 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
                     variant=variant.label,
                     trial=trial,
                     config=_run_config(spec, entry, variant, trial),
+                    search=_cell_search(spec),
                 )
                 for variant in spec.variants
-                for trial in range(1, spec.trials + 1)
+                for trial in range(1, _cell_trials(spec) + 1)
             )
             plans.append(ServerPlan(label, entry, backend, {**entry.tags, **swept}, cells))
     return plans
+
+
+def _cell_search(spec: ExperimentSpec) -> SearchSpec | None:
+    """The search with its trials set: search.trials, else the experiment's trials."""
+    if spec.search is None:
+        return None
+    return spec.search.model_copy(update={"trials": spec.search.trials or spec.trials})
+
+
+def _cell_trials(spec: ExperimentSpec) -> int:
+    """Run cells per (server, variant): one per trial; a search repeats its probes instead."""
+    return 1 if spec.search is not None else spec.trials
 
 
 def variant_dataset(dataset: DatasetConfig, variant: Variant) -> DatasetConfig:
@@ -278,7 +316,7 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
             api=spec.api,
             ignore_eos=spec.ignore_eos,
         ),
-        loads=spec.load.points(),
+        loads=spec.load.points() if spec.load is not None else [_search_template(spec)],
         stop=spec.stop,
         dataset=variant_dataset(spec.dataset, variant),
         backend=BackendConfig(
@@ -296,3 +334,8 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         prefix_cache=spec.prefix_cache,
         cost=entry.cost(),
     )
+
+
+def _search_template(spec: ExperimentSpec) -> LoadPoint:
+    assert spec.search is not None
+    return spec.search.template()

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalogue import OUTPUT_TOKENS_PER_S, REQUESTS_PER_S, SERVER_PREEMPTIONS, TTFT_MEAN, TTFT_P50, Metric
+from .capacity import attainment_chart
 from .chart_spec import MAX_TIMESERIES_CHARTS, OUTCOME_COLORS, PALETTE, Chart, Panel, Series
 from .data import PointRow, ReportData
 from .timeseries_chart import timeseries_chart
@@ -304,7 +305,7 @@ def error_chart(data: ReportData) -> list[Chart]:
 
 
 def build_charts(data: ReportData, verdict: Verdict) -> list[Chart]:
-    charts = users_charts(data) + rate_chart(data, verdict) + knob_charts(data)
+    charts = attainment_chart(data.capacities) + users_charts(data) + rate_chart(data, verdict) + knob_charts(data)
     charts += pareto_chart(data, verdict) + error_chart(data)
     for i, s in enumerate(data.series[:MAX_TIMESERIES_CHARTS]):
         chart = timeseries_chart(s, i)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import TimeWindow, TrialStat
+from ..results.capacity import CapacityResult
 
 LoadKey = tuple[str, Any]  # (load kind, users or rate; the label when it has no number)
 Slo = dict[str, float | None]  # objective ("ttft_s", "tpot_s", "e2e_s") -> seconds, None when not set
@@ -142,6 +143,14 @@ class TurnRow:
 
 
 @dataclass(frozen=True)
+class CapacityEntry:
+    """One capacity search: its configuration's display label and its capacity.json."""
+
+    config: str
+    result: CapacityResult
+
+
+@dataclass(frozen=True)
 class ReportData:
     """Everything the report shows, read from the input directories in the order given."""
 
@@ -151,6 +160,7 @@ class ReportData:
     series: tuple[RunSeries, ...]
     slos: tuple[Slo, ...] = field(default=())  # distinct SLOs of the inputs
     turns: tuple[TurnRow, ...] = ()  # multi-turn session runs' points, by turn index
+    capacities: tuple[CapacityEntry, ...] = ()  # capacity searches (capacity.json), in input order
 
 
 @dataclass
@@ -164,6 +174,7 @@ class Part:
     series: list[RunSeries]
     slos: list[Slo]
     turns: list[TurnRow] = field(default_factory=list)
+    capacities: list[CapacityEntry] = field(default_factory=list)
 
     def configs(self) -> list[str]:
         seen: list[str] = []

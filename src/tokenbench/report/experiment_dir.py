@@ -12,7 +12,7 @@ from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import NO_TRIALS, Experiment, RunResults
 from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo
 from .files import ReportInputError, StaleLayoutError, read_experiment, read_results
-from .run_dir import dataset_text, facts_text, load_value, point_spans, slo_of, turn_rows
+from .run_dir import dataset_text, facts_text, load_value, point_spans, read_capacity, slo_of, turn_rows
 
 # The headline metrics every row has (a key an older aggregate lacks reads as "no trials").
 METRIC_NAMES: tuple[str, ...] = tuple(m.key for m in shown_in("aggregates"))
@@ -34,6 +34,8 @@ def read_experiment_dir(path: Path) -> Part:
             config = _config(cell.server, cell.variant, many_variants)
             rows_of_cell = turn_rows(cell_results[cell_id], config)
             part.turns += [replace(t, label=f"{t.label} · trial {cell.trial}") for t in rows_of_cell]
+        if cell.status == "ok":  # a search cell: its capacity.json (an unfinished search is not ranked)
+            part.capacities += read_capacity(path / cell.run_dir, _config(cell.server, cell.variant, many_variants))
     return part
 
 
@@ -108,7 +110,9 @@ def _rows(exp: Experiment, name: str, outcomes: Outcomes, many_variants: bool) -
     return rows
 
 
-def _load_text(load: dict[str, Any]) -> str:
+def _load_text(load: dict[str, Any], search: dict[str, Any] | None = None) -> str:
+    if search:
+        return f"capacity search ({search.get('variable', 'rate')}) under {search.get('slo')}"
     if load.get("users"):
         return "users " + ", ".join(str(u) for u in load["users"])
     if load.get("rates"):
@@ -144,7 +148,7 @@ def _header(path: Path, exp: Experiment, name: str, first: RunResults | None) ->
         description=exp.description or str(spec.get("description") or ""),
         complete=exp.complete,
         trials=spec.get("trials"),
-        load=_load_text(spec.get("load") or {}),
+        load=_load_text(spec.get("load") or {}, spec.get("search")),
         model=model if model is not None else _spec_model(spec),
         dataset=facts_text(first.dataset) if first is not None else _spec_dataset(spec),
         slo=slo_of(first) if first is not None else _spec_slo(spec),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from .data import ExperimentHeader, Part, PointRow, ReportData, RunHeader, RunSeries, Slo, TurnRow
+from .data import CapacityEntry, ExperimentHeader, Part, PointRow, ReportData, RunHeader, RunSeries, Slo, TurnRow
 from .experiment_dir import read_experiment_dir
 from .files import ReportInputError, is_experiment_dir, is_run_dir
 from .run_dir import read_run
@@ -32,6 +32,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     series: list[RunSeries] = []
     slos: list[Slo] = []
     turns: list[TurnRow] = []
+    capacities: list[CapacityEntry] = []
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]
         experiments += [_relabel_experiment(h, relabel) for h in part.experiments]
@@ -39,7 +40,10 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         series += [_relabel_series(s, relabel) for s in part.series]
         slos += [slo for slo in part.slos if slo not in slos]
         turns += [replace(t, config=relabel.get(t.config, t.config)) for t in part.turns]
-    return ReportData(tuple(runs), tuple(experiments), tuple(rows), tuple(series), tuple(slos), tuple(turns))
+        capacities += [replace(c, config=relabel.get(c.config, c.config)) for c in part.capacities]
+    return ReportData(
+        tuple(runs), tuple(experiments), tuple(rows), tuple(series), tuple(slos), tuple(turns), tuple(capacities)
+    )
 
 
 def _read(d: Path) -> Part:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .capacity import ATTAINMENT_CAPTION, CAPACITY_CAPTION, attainment_table, capacity_lines, capacity_table
 from .chart_spec import MAX_TIMESERIES_CHARTS, Chart
 from .data import ReportData
 from .stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
@@ -70,6 +71,7 @@ class ReportOutline:
 
 
 _CHART_SECTIONS = (
+    ("capacity", "Capacity: SLO attainment vs load"),
     ("load", "Latency and throughput vs load"),
     ("knobs", "Engine settings"),
     ("tradeoff", "Latency–throughput trade-off"),
@@ -160,7 +162,7 @@ def _input_blocks(data: ReportData) -> tuple[Block, ...]:
 
 
 def _verdict_blocks(data: ReportData, verdict: Verdict) -> tuple[Block, ...]:
-    blocks = [Block(lines=tuple(verdict_lines(verdict, data)))]
+    blocks = [*_capacity_blocks(data), Block(lines=tuple(verdict_lines(verdict, data)))]
     best = best_table(verdict)
     if best is not None:
         blocks.append(Block("Best at each load", caption=BEST_CAPTION, table=best))
@@ -172,6 +174,28 @@ def _verdict_blocks(data: ReportData, verdict: Verdict) -> tuple[Block, ...]:
     if saturation is not None:
         blocks.append(Block("Saturation", md_caption=SATURATION_RULE, table=saturation))
     return tuple(blocks)
+
+
+def _capacity_blocks(data: ReportData) -> list[Block]:
+    """Capacity searches first: the ranking, then SLO attainment vs load (none without searches)."""
+    if not data.capacities:
+        return []
+    entries = data.capacities
+    return [
+        Block(
+            "Capacity under the SLO",
+            caption=CAPACITY_CAPTION,
+            md_caption=CAPACITY_CAPTION,
+            lines=tuple(capacity_lines(entries)),
+            table=capacity_table(entries),
+        ),
+        Block(
+            "SLO attainment vs load",
+            caption=ATTAINMENT_CAPTION,
+            md_caption=ATTAINMENT_CAPTION,
+            table=attainment_table(entries),
+        ),
+    ]
 
 
 def _chart_sections(data: ReportData, charts: list[Chart]) -> list[Section]:

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import DatasetFacts, Load, RunResults, mean_ci95
-from .data import Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
-from .files import read_results
+from ..results.capacity import CAPACITY_FILE, CapacityResult
+from .data import CapacityEntry, Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
+from .files import ReportInputError, read_json, read_results
 
 
 def load_value(load: Load) -> float | None:
@@ -105,7 +108,20 @@ def read_run(path: Path) -> Part:
     series = [RunSeries(title=config, config=config, trial=None, run_dir=path, points=point_spans(results))]
     part = Part(path.name, [_header(path, results, config)], [], rows, series, [slo_of(results)])
     part.turns = turn_rows(results, config)
+    part.capacities = read_capacity(path, config)
     return part
+
+
+def read_capacity(path: Path, config: str) -> list[CapacityEntry]:
+    """The run's capacity search (capacity.json beside results.json), if it was one."""
+    file = path / CAPACITY_FILE
+    if not file.is_file():
+        return []
+    try:
+        result = CapacityResult.model_validate(read_json(file))
+    except ValidationError as exc:
+        raise ReportInputError(f"{file}: not a capacity.json tokenbench can read ({exc})") from None
+    return [CapacityEntry(config, result)]
 
 
 def turn_rows(results: RunResults, config: str) -> list[TurnRow]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from .base import Number
 from .cost import Cost, Energy
-from .experiment import AggregateRow, CellRow, Experiment, ServerRow
+from .experiment import AggregateRow, CapacityRow, CellRow, Experiment, ServerRow
 from .run import (
     SCHEMA_VERSION,
     Clock,
@@ -51,6 +51,7 @@ SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "results.schema.
 __all__ = [
     "NO_TRIALS",
     "AggregateRow",
+    "CapacityRow",
     "CellRow",
     "Experiment",
     "ServerRow",

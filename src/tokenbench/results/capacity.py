@@ -14,6 +14,7 @@ from .base import Number, _Model
 from .trials import TrialStat
 
 CAPACITY_SCHEMA_VERSION = 1
+CAPACITY_FILE = "capacity.json"  # in the search's run directory
 
 Variable = Literal["rate", "users"]
 ObjectiveName = Literal["ttft", "tpot", "itl", "e2e", "queue", "errors"]

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .base import Number
+from .capacity import StoppedBy, Variable
 from .run import ComputedBy, Load, Tool
 from .trials import TrialStat
 
@@ -63,6 +64,28 @@ class AggregateRow(_Row):
     metrics: dict[str, TrialStat]  # catalogue key -> mean ± 95% CI over trials
 
 
+class CapacityRow(_Row):
+    """A search experiment's answer for one (server configuration, variant): its cell's
+    capacity.json in short. ``max_passing`` is the highest probed value whose decision (the trial
+    mean of each objective) passed, ``min_failing`` the lowest that failed; with trials the CI is
+    on the figures measured at the answer (``requests_per_s``, ``output_tokens_per_s``)."""
+
+    server: str
+    backend: str | None
+    swept: dict[str, Any]
+    variant: str
+    run_dir: str  # the cell's, relative to the experiment directory (capacity.json there)
+    variable: Variable
+    max_passing: Number | None  # None: no load met the SLO
+    min_failing: Number | None  # None: no probe failed
+    stopped_by: StoppedBy | None
+    trials: int
+    requests_per_s: TrialStat | None  # at max_passing: mean ± 95% CI over its trials
+    output_tokens_per_s: TrialStat | None
+    usd_per_million_output_tokens: Number | None  # at max_passing, priced configurations only
+    answer: str  # the search's one-line answer
+
+
 class Experiment(BaseModel):
     """experiment.json. Mutable: the runner updates it as cells finish (every assignment is
     validated)."""
@@ -77,6 +100,7 @@ class Experiment(BaseModel):
     servers: list[ServerRow]
     cells: dict[str, CellRow]
     aggregates: list[AggregateRow]
+    capacity: list[CapacityRow] = []  # a search experiment's answers (search:), one per cell
     complete: bool = False
     computed_by: ComputedBy | None = None  # set by `tokenbench recompute`
 
