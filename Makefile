@@ -7,6 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile
 STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metrics \
           src/tokenbench/clients/sse.py src/tokenbench/vllm_flags.py src/tokenbench/catalogue.py \
           src/tokenbench/results src/tokenbench/telemetry/summary.py src/tokenbench/derive.py \
+          src/tokenbench/telemetry/client_health.py src/tokenbench/telemetry/client_monitor.py \
           src/tokenbench/datasets/traces.py src/tokenbench/datasets/trace_prompts.py \
           src/tokenbench/session_load.py src/tokenbench/datasets/sessions.py src/tokenbench/datasets/shared_prefix.py \
           src/tokenbench/cost.py src/tokenbench/telemetry/energy.py src/tokenbench/capacity src/tokenbench/units.py \

@@ -20,6 +20,7 @@ from typing import Literal
 
 from .metrics.point import error_rate
 from .results import PointResult
+from .telemetry.client_health import CLIENT_METRICS, CLIENT_POPULATION
 
 Getter = Callable[[PointResult], float | None]
 
@@ -364,6 +365,11 @@ _METRICS: tuple[Metric, ...] = (
         get=path("server.prefix_cache_hit_rate"),
         views=_views("aggregates", "report"),
     ),
+    # the client's own health, declared beside its rule (telemetry.client_health.CLIENT_METRICS)
+    *(
+        Metric(k, t, u, scale, 1, False, CLIENT_POPULATION, WINDOW, get, _views("aggregates", "report"), None, True)
+        for k, t, u, scale, get in CLIENT_METRICS
+    ),
 )
 
 METRICS: dict[str, Metric] = {m.key: m for m in _METRICS}
@@ -387,6 +393,7 @@ SERVER_TTFT_MEAN = METRICS["server_ttft_s_mean"]
 PREFIX_CACHE_HIT_RATE = METRICS["prefix_cache_hit_rate"]
 PREFIX_CACHE_EXPECTED_REUSE = METRICS["prefix_cache_expected_reuse"]
 USD_PER_MILLION_OUTPUT_TOKENS = METRICS["usd_per_million_output_tokens"]
+CLIENT_LIMITED = METRICS["client_limited"]
 
 
 # The objectives of an SLO (results.json's "slo"), by the distribution each bounds.

@@ -56,8 +56,9 @@ from .results import (
     TimeWindow,
     Tool,
 )
-from .results.run import PointHead, PointMetrics
+from .results.run import PointHead, PointMetrics, WindowClient
 from .rundir import RecordSlice, point_ranges, write_json
+from .telemetry.client_health import point_client, window_client
 from .telemetry.energy import point_energy
 from .telemetry.sampler import SamplesFile
 from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
@@ -112,12 +113,17 @@ def _slo(config_json: ConfigJson) -> SLOConfig:
 
 
 def point_result(
-    config_json: ConfigJson, facts: Facts, records: Iterable[RequestRecord], samples_file: SamplesFile
+    config_json: ConfigJson,
+    facts: Facts,
+    records: Iterable[RequestRecord],
+    samples_file: SamplesFile,
+    client_samples: Sequence[Facts] | None = None,
 ) -> PointResult:
     """One point of results.json from its span (a ``point`` event) and its records, streamed once
     (e.g. a RecordSlice of records.jsonl): their chunk times are tallied a batch at a time and
     dropped, so a point of any length is summarized in memory that does not grow with its chunks
-    beyond its ITL gaps (metrics.ChunkTally)."""
+    beyond its ITL gaps (metrics.ChunkTally). ``client_samples``: the run's own ``client`` samples
+    as it wrote them (maybe not on disk yet); by default samples.jsonl's."""
     load = _LOAD.validate_python(facts["load"])
     start_s, end_s = facts["start_s"], facts["end_s"]
     window = Window(facts["window_start_s"], facts["load_end_s"])
@@ -129,6 +135,7 @@ def point_result(
     kept = chunks.consume(cache.observe(records))  # the records, without their chunk times
     metrics = summarize_point(kept, span, _slo(config_json), chunks)
     samples, header = samples_file.scrapes(), samples_file.header()
+    health = samples_file.events("client") if client_samples is None else client_samples
     user_spans = [(a, b) for a, b in facts.get("user_spans") or []]
     series = timeseries(kept, start_s, end_s, facts["ramp_end_s"], user_spans, window_s, tokens=chunks.series_tokens)
     server = point_server(samples, window.start_s, window.end_s)
@@ -145,12 +152,28 @@ def point_result(
         server_whole_point=point_server(samples, start_s, end_s),
         gpu=point_gpu(samples, header, window.start_s, window.end_s),
         gpu_whole_point=point_gpu(samples, header, start_s, end_s),
-        timeseries=[TimeWindow.of(w, window_server(samples, w.start_s, w.end_s)) for w in series],
+        timeseries=_windows(series, samples, health),
         **_session_parts(config_json, facts, population),
         prefix_cache=prefix_cache(facts.get("prefix_cache_reset"), server, cache, workload_reuse),
         **_cost(config_json, metrics),
         energy=point_energy(samples, header, window.start_s, window.end_s, metrics.output_tokens_per_s),
+        **_client(health, window),
     )
+
+
+def _windows(series: Sequence[WindowClient], samples: list[Facts], health: Sequence[Facts]) -> list[TimeWindow]:
+    """Each time-series window: the client's figures, the server's and the client's health beside."""
+    return [
+        TimeWindow.of(w, window_server(samples, w.start_s, w.end_s), window_client(health, w.start_s, w.end_s))
+        for w in series
+    ]
+
+
+def _client(samples: Sequence[Facts], window: Window) -> dict[str, Any]:
+    """``client``: the client's health over the window; no key on a point of a run from before the
+    client was sampled (exclude_unset)."""
+    client = point_client(samples, window.start_s, window.end_s)
+    return {} if client is None else {"client": client}
 
 
 def _cost(config_json: ConfigJson, metrics: PointMetrics) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from .report.console import summary_table
 from .results import PointResult, RunResults
 from .rundir import RunWriter, default_run_dir
 from .session_load import SessionSource
+from .telemetry.client_monitor import ClientMonitor
 from .telemetry.sampler import Sampler
 
 try:
@@ -233,21 +234,25 @@ class _Driver:
         self.source.start_point(load, config.seed)
         reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.fresh)
         await warm_connections(self.target.session, self.target.config, self.target.wire, _concurrency_hint(load))
-        point_run = await self.gen.run_point(
-            index,
-            load,
-            config.stop,
-            self.source,
-            config.seed + index,
-            # the reset in both events: a point the run never finished is derived from its start
-            started=lambda run: sampler.event({**_start_facts(run), "prefix_cache_reset": asdict(reset)}),
-        )
+        # the client's own CPU and loop lag while the point runs, into samples.jsonl as it goes
+        monitor = ClientMonitor(self.bench.clock.now, lambda: self.stats.in_flight, sampler.event)
+        async with monitor.running():
+            point_run = await self.gen.run_point(
+                index,
+                load,
+                config.stop,
+                self.source,
+                config.seed + index,
+                # the reset in both events: a point the run never finished is derived from its start
+                started=lambda run: sampler.event({**_start_facts(run), "prefix_cache_reset": asdict(reset)}),
+            )
         facts = {**point_facts(point_run), "prefix_cache_reset": asdict(reset)}
         sampler.event(facts)
         if not point_run.interrupted:
             await sampler.wait_past(point_run.end_s)  # bracket the point's counters
         records = writer.records_since(first)  # streamed from disk, never all in memory
-        return point_result(writer.config_json(), facts, records, sampler.file)
+        # the monitor's samples as emitted: the sampler may not have copied the last one to disk yet
+        return point_result(writer.config_json(), facts, records, sampler.file, monitor.samples)
 
     async def _prefix_cache(self, mode: PrefixCacheMode, fresh: bool) -> CacheReset:
         """--prefix-cache reset: empty the server's cache through its engine's own control, after

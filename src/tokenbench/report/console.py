@@ -8,6 +8,7 @@ from rich.table import Table
 
 from ..catalogue import SERVER_PREEMPTIONS, SERVER_TTFT_MEAN, Distribution, Metric, shown_in
 from ..results import Experiment, Gauge, PointResult, RunResults, TrialStat
+from ..telemetry.client_health import CPU_LIMIT, LOOP_LAG_LIMIT_S
 
 
 def _ms(value: float | None) -> str:
@@ -54,9 +55,31 @@ def summary_table(results: RunResults | Sequence[PointResult]) -> Table:
     row("window s", lambda p: _num(p.window_s))
     _metric_rows(row, points)
     row("in flight mean / peak", lambda p: f"{_num(p.concurrency.mean)} / {p.concurrency.peak}")
+    if any(p.client for p in points):
+        _client_rows(row, points)
+        table.caption = limited_caption(points)
     if any(p.server for p in points):
         _server_rows(row, points)
     return table
+
+
+def _client_rows(row: _Row, points: list[PointResult]) -> None:
+    """The client's own health over the window (results' ``client``)."""
+    row("client: CPU max % of a core", lambda p: _num(None if p.client is None else p.client.cpu_util_max * 100.0))
+    row("client: loop lag p99 ms", lambda p: _ms(None if p.client is None else p.client.loop_lag_p99_s))
+    row("client: limited", lambda p: "-" if p.client is None else "YES" if p.client.limited else "no")
+
+
+def limited_caption(points: Sequence[PointResult]) -> str | None:
+    """A plain sentence for the points the client limited (None: none was)."""
+    limited = [p for p in points if p.client is not None and p.client.limited]
+    if not limited:
+        return None
+    return (
+        f"CLIENT-LIMITED: {', '.join(p.label for p in limited)}: the client, not the server, set these "
+        f"numbers (its loop lag p99 > {LOOP_LAG_LIMIT_S * 1e3:g} ms or its CPU > {CPU_LIMIT:.0%} of a core): "
+        "lower the load per client process or run more of them."
+    )
 
 
 def _metric_rows(row: _Row, points: list[PointResult]) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalogue import GOOD_FRACTION, GOODPUT_PER_S, shown_in
+from ..telemetry.client_health import CPU_LIMIT, LOOP_LAG_LIMIT_S
 from . import fmt
 from .data import ExperimentHeader, ReportData
 from .fmt import NULL_TEXT
@@ -15,6 +16,7 @@ from .verdict import (
     CACHE_REUSE_TOLERANCE,
     SLO_ATTAINMENT,
     CacheFlag,
+    ClientFlag,
     Pick,
     Verdict,
     slo_text,
@@ -300,6 +302,15 @@ def _cache_line(c: CacheFlag) -> str:
     )
 
 
+def _client_line(c: ClientFlag) -> str:
+    trials = "" if c.share >= 1 else f" in {c.share:.0%} of its trials"
+    return (
+        f"{c.config} at {c.label}: the client, not the server, set these numbers{trials} (client CPU max "
+        f"{fmt.num(c.cpu_util_max, 0, 100)}% of a core, loop lag p99 {fmt.num(c.loop_lag_p99_s, 1, 1e3)} ms; "
+        f"limits {CPU_LIMIT:.0%}, {LOOP_LAG_LIMIT_S * 1e3:g} ms): rerun with less load per client process."
+    )
+
+
 def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
     """The verdict in sentences, one per finding, each with its numbers."""
     if not data.rows:
@@ -322,6 +333,7 @@ def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
             lines.append(f"At {lv.label}: " + "; ".join(parts) + ".")
     for s in verdict.saturation:
         lines.append(f"{s.config} saturates at {s.label}: {s.reason}.")
+    lines += [_client_line(c) for c in verdict.client]
     lines += [_cache_line(c) for c in verdict.cache]
     degraded = [s for s in verdict.stability_summary if s.degraded_runs]
     for s in degraded:

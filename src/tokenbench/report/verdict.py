@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..catalogue import (
+    CLIENT_LIMITED,
     GOOD_FRACTION,
     GOODPUT_PER_S,
     OFFERED_PER_S,
@@ -180,6 +181,28 @@ def cache_flags(rows: list[PointRow]) -> list[CacheFlag]:
 
 
 @dataclass(frozen=True)
+class ClientFlag:
+    """A point the client, not the server, limited (its loop lag or CPU over the rule's limit) in
+    ``share`` of its trials: its numbers measure the load generator."""
+
+    config: str
+    label: str
+    share: float  # of the point's trials
+    cpu_util_max: float | None  # mean over trials
+    loop_lag_p99_s: float | None
+
+
+def client_flags(rows: list[PointRow]) -> list[ClientFlag]:
+    """Points some trial of which the client limited (points from runs before it was sampled are
+    not judged)."""
+    return [
+        ClientFlag(r.config, r.label, share, r.mean("client_cpu_util_max"), r.mean("client_loop_lag_p99_s"))
+        for r in rows
+        if (share := r.mean(CLIENT_LIMITED.key)) is not None and share > 0
+    ]
+
+
+@dataclass(frozen=True)
 class Verdict:
     loads: tuple[LoadVerdict, ...]
     slo: tuple[SloResult, ...]
@@ -189,6 +212,7 @@ class Verdict:
     stability_summary: tuple[StabilitySummary, ...]
     pareto: tuple[bool, ...]  # aligned with ReportData.rows (throughput vs TTFT mean)
     cache: tuple[CacheFlag, ...] = ()  # hit rate far from the expected reuse
+    client: tuple[ClientFlag, ...] = ()  # points the client limited
 
 
 def _load_order(key: LoadKey) -> tuple[bool, float, str]:
@@ -280,7 +304,7 @@ def decide(data: ReportData) -> Verdict:
     verdict = Verdict(
         tuple(loads), tuple(slo), highest, tuple(saturation), tuple(stabilities), tuple(summaries), tuple(pareto)
     )
-    return replace(verdict, cache=tuple(cache_flags(rows)))
+    return replace(verdict, cache=tuple(cache_flags(rows)), client=tuple(client_flags(rows)))
 
 
 def slo_text(slo: dict[str, float | None]) -> str | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Number
+from .client import Client, WindowHealth
 from .cost import Cost, Energy
 from .experiment import AggregateRow, CapacityRow, CellRow, Experiment, ServerRow
 from .run import (
@@ -53,6 +54,7 @@ __all__ = [
     "AggregateRow",
     "CapacityRow",
     "CellRow",
+    "Client",
     "Experiment",
     "ServerRow",
     "Clock",
@@ -92,6 +94,7 @@ __all__ = [
     "TraceFacts",
     "TurnStats",
     "TrialStat",
+    "WindowHealth",
     "WindowSpan",
     "mean_ci95",
     "schema",

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .base import Number, _Model
+from .client import Client, WindowHealth
 from .cost import Cost, Energy
 from .workload import DatasetFacts, PrefixCache
 
@@ -250,14 +251,17 @@ class WindowServer(_Model):
     gpu_util_pct: Number | None = None
 
 
-# The client's figures first, then the server's (the last base's fields come first).
-class TimeWindow(WindowServer, WindowClient):
-    """One fixed window of the time series (metrics.timeseries + telemetry.summary.window_server)."""
+# The client's figures first, then the server's, then the client's health (the last base's fields
+# come first).
+class TimeWindow(WindowHealth, WindowServer, WindowClient):
+    """One fixed window of the time series (metrics.timeseries + telemetry.summary.window_server
+    + telemetry.client_health.window_client)."""
 
     @classmethod
-    def of(cls, client: WindowClient, server: WindowServer | None) -> TimeWindow:
-        """The window's client figures with the server's beside them (the keys each one set)."""
-        parts = [client] if server is None else [client, server]
+    def of(cls, client: WindowClient, server: WindowServer | None, health: WindowHealth | None = None) -> TimeWindow:
+        """The window's client figures with the server's and the client's health beside them (the
+        keys each one set)."""
+        parts = [p for p in (client, server, health) if p is not None]
         return cls(**{k: getattr(part, k) for part in parts for k in part.model_fields_set})
 
 
@@ -346,6 +350,7 @@ class PointResult(PointMetrics, PointHead):
     prefix_cache: PrefixCache | None = None  # absent from results written before it existed
     cost: Cost | None = None  # only on a run given a price (--cost-per-hour)
     energy: Energy | None = None  # absent from results written before it existed
+    client: Client | None = None  # the client's own health; absent from runs before it was sampled
 
 
 class RunResults(_Model):

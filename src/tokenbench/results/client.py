@@ -1,0 +1,39 @@
+"""The client's own health: ``client`` on a point (over its window) and the client figures of a
+time-series window (telemetry.client_health; README, "The client's own health"). A point of a run
+recorded before the client was sampled has no ``client`` key, and its windows neither figure."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .base import Number, _Model
+
+
+class Client(_Model):
+    """The load generator's process(es) over the point's window: did the client keep up?
+
+    CPU utilization is a fraction of one core (process CPU seconds / wall seconds, per sample);
+    loop lag is how late a 50 ms wake-up ran on the client's event loop; connections are the most
+    requests in flight at a tick (each streaming request holds one connection). Over several
+    workers each figure is the worst worker's. ``limited``: a worker's loop lag p99 > 5 ms or its
+    CPU > 90% of a core; ``limited_by`` says which."""
+
+    workers: int
+    period_s: list[Number]  # what the samples cover (they are 0.5 s; their midpoints in the window)
+    samples: int
+    ticks: int
+    cpu_util_max: Number
+    cpu_util_mean: Number | None
+    loop_lag_p99_s: Number | None
+    loop_lag_max_s: Number | None
+    connections_max: int | None
+    limited: bool
+    limited_by: list[Literal["loop_lag", "cpu"]]
+
+
+class WindowHealth(_Model):
+    """A time-series window as the client's own samples saw it: absent from a window no sample
+    fell in (and from runs before the client was sampled)."""
+
+    client_cpu_util: Number | None = None  # the busiest worker's mean CPU, a fraction of one core
+    client_loop_lag_max_s: Number | None = None  # the longest tick lag

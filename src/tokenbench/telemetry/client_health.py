@@ -1,0 +1,135 @@
+"""The client's ``client`` samples (telemetry.client_monitor) -> a point's ``client`` block and each
+time-series window's client figures (pure).
+
+A sample belongs to a period when its midpoint lies in it (samples are 0.5 s; a period too short to
+hold a midpoint takes the samples that overlap it). Per worker: CPU utilization of a sample =
+its process CPU seconds / its length (a fraction of one core); the point's ``cpu_util_mean`` is
+the CPU seconds over the samples' seconds, ``cpu_util_max`` the busiest sample; the loop lag
+percentiles pool the ticks of the worker's samples (numpy's linear percentile, as every
+distribution). Over workers: the worst worker's figure (a point is as limited as its busiest
+worker).
+
+The rule (issue 13): a point is ``limited`` when a worker's loop lag p99 exceeds
+``LOOP_LAG_LIMIT_S`` (5 ms: its chunk timestamps may be that late) or a worker's CPU exceeds
+``CPU_LIMIT`` (90% of a core: its loop has no room left); then the client, not the server, may
+have set the point's numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from ..results import PointResult
+from ..results.client import Client, WindowHealth
+
+LOOP_LAG_LIMIT_S = 0.005
+CPU_LIMIT = 0.90
+
+Sample = dict[str, Any]  # one ``client`` line of samples.jsonl
+
+
+def _inside(samples: Sequence[Sample], start_s: float, end_s: float) -> list[Sample]:
+    mid = [s for s in samples if start_s <= (s["start_s"] + s["t_s"]) / 2 < end_s]
+    return mid or [s for s in samples if s["start_s"] < end_s and s["t_s"] > start_s]
+
+
+def _by_worker(samples: Sequence[Sample]) -> dict[int, list[Sample]]:
+    workers: dict[int, list[Sample]] = {}
+    for s in samples:
+        workers.setdefault(int(s.get("worker", 0)), []).append(s)
+    return workers
+
+
+def _util(s: Sample) -> float:
+    length = s["t_s"] - s["start_s"]
+    return float(s["cpu_s"]) / length if length > 0 else 0.0
+
+
+def _mean_util(samples: Sequence[Sample]) -> float | None:
+    seconds = sum(s["t_s"] - s["start_s"] for s in samples)
+    return sum(float(s["cpu_s"]) for s in samples) / seconds if seconds > 0 else None
+
+
+def _lags(samples: Sequence[Sample]) -> list[float]:
+    return [float(lag) for s in samples for lag in s.get("lag_s") or []]
+
+
+def _p99(values: list[float]) -> float | None:
+    return float(np.percentile(np.array(values, dtype=np.float64), 99)) if values else None
+
+
+def _worst(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def point_client(samples: Sequence[Sample], start_s: float, end_s: float) -> Client | None:
+    """The client's health over [start_s, end_s]; None when no sample covers it (a run from
+    before the client was sampled)."""
+    inside = _inside(samples, start_s, end_s)
+    if not inside:
+        return None
+    workers = _by_worker(inside).values()
+    lags = [_lags(w) for w in workers]
+    lag_p99 = _worst([_p99(x) for x in lags])
+    cpu_max = max(_util(s) for s in inside)
+    limited_by: list[Literal["loop_lag", "cpu"]] = []
+    if lag_p99 is not None and lag_p99 > LOOP_LAG_LIMIT_S:
+        limited_by.append("loop_lag")
+    if cpu_max > CPU_LIMIT:
+        limited_by.append("cpu")
+    in_flight = [int(s["in_flight_max"]) for s in inside if s.get("in_flight_max") is not None]
+    return Client(
+        workers=len(workers),
+        period_s=[min(s["start_s"] for s in inside), max(s["t_s"] for s in inside)],
+        samples=len(inside),
+        ticks=sum(len(x) for x in lags),
+        cpu_util_max=cpu_max,
+        cpu_util_mean=_worst([_mean_util(w) for w in workers]),
+        loop_lag_p99_s=lag_p99,
+        loop_lag_max_s=_worst([max(x) if x else None for x in lags]),
+        connections_max=max(in_flight) if in_flight else None,
+        limited=bool(limited_by),
+        limited_by=limited_by,
+    )
+
+
+def window_client(samples: Sequence[Sample], start_s: float, end_s: float) -> WindowHealth | None:
+    """One time-series window's client figures: the busiest worker's mean CPU and the longest
+    tick lag of the samples whose midpoint lies in it; None when none does."""
+    inside = [s for s in samples if start_s <= (s["start_s"] + s["t_s"]) / 2 < end_s]
+    if not inside:
+        return None
+    lags = _lags(inside)
+    return WindowHealth(
+        client_cpu_util=_worst([_mean_util(w) for w in _by_worker(inside).values()]),
+        client_loop_lag_max_s=max(lags) if lags else None,
+    )
+
+
+def _cpu_util_max(point: PointResult) -> float | None:
+    return None if point.client is None else point.client.cpu_util_max
+
+
+def _loop_lag_p99_s(point: PointResult) -> float | None:
+    return None if point.client is None else point.client.loop_lag_p99_s
+
+
+def client_limited(point: PointResult) -> float | None:
+    """1.0 when the client limited the point, 0.0 when not (the mean over trials is the share of
+    trials it limited); None on a point of a run from before the client was sampled."""
+    return None if point.client is None else float(point.client.limited)
+
+
+# The metric catalogue's entries for the client (catalogue.METRICS; aggregated and in the report,
+# lower is better, None on runs before the client was sampled): key, title, shown unit, scale from
+# the stored unit, getter.
+CLIENT_POPULATION = "the client's own samples, their midpoints in the window (telemetry.client_health)"
+CLIENT_METRICS: tuple[tuple[str, str, str, float, Callable[[PointResult], float | None]], ...] = (
+    ("client_cpu_util_max", "client CPU max", "%", 100.0, _cpu_util_max),
+    ("client_loop_lag_p99_s", "client loop lag p99", "ms", 1e3, _loop_lag_p99_s),
+    ("client_limited", "client-limited share", "%", 100.0, client_limited),
+)
