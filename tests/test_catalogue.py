@@ -23,6 +23,7 @@ from tokenbench.report.load import load_inputs
 from tokenbench.report.tables import headline_table
 from tokenbench.results import (
     CellRow,
+    Client,
     ComputedBy,
     Distribution,
     Energy,
@@ -68,6 +69,9 @@ PUBLIC_AGGREGATE_KEYS = (
     "server_ttft_s_mean",
     "server_kv_usage_max",
     "server_prefix_cache_hit_rate",
+    "client_cpu_util_max",
+    "client_loop_lag_p99_s",
+    "client_limited",
 )
 
 
@@ -153,7 +157,24 @@ def sample_point(itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0) 
             mean_power_w=55.0,
             joules_per_output_token=55.0 / 11.0,
         ),
+        client=CLIENT,
     )
+
+
+# the client's own health over the window: a limited point (loop lag p99 12 ms > 5 ms)
+CLIENT = Client(
+    workers=1,
+    period_s=[0.0, 10.0],
+    samples=20,
+    ticks=200,
+    cpu_util_max=0.6,
+    cpu_util_mean=0.4,
+    loop_lag_p99_s=0.012,
+    loop_lag_max_s=0.05,
+    connections_max=2,
+    limited=True,
+    limited_by=["loop_lag"],
+)
 
 
 _EMPTY = Distribution(
@@ -189,6 +210,9 @@ KNOWN = {
     "prefix_cache_expected_reuse": 0.3,
     "usd_per_million_output_tokens": 100.0,
     "joules_per_output_token": 5.0,
+    "client_cpu_util_max": 0.6,
+    "client_loop_lag_p99_s": 0.012,
+    "client_limited": 1.0,
 }
 
 
@@ -208,7 +232,7 @@ def test_missing_or_null_fields_give_none_never_zero() -> None:
         update={k: _EMPTY for k in distributions}
         | {k: None for k in ("output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "offered_per_s")}
         | {"goodput_per_s": None, "good_fraction": None, "server": None, "requests_in_window": _NONE_ENDED}
-        | {"prefix_cache": None, "cost": None, "energy": None, "fluidity": None}
+        | {"prefix_cache": None, "cost": None, "energy": None, "fluidity": None, "client": None}
     )
     for m in METRICS.values():
         assert m.get(nulls) is None, m.key

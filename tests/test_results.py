@@ -92,6 +92,11 @@ PUBLIC_KEYS += [f"points[].energy.{k}" for k in ENERGY]
 PUBLIC_KEYS += [f"points[].itl_per_token_s.{k}" for k in DISTRIBUTION]
 PUBLIC_KEYS += [f"points[].fluidity.{k}" for k in ("ttft_deadline_s", "tbt_deadline_s", "miss_rate", "tokens_from")]
 PUBLIC_KEYS += [f"points[].fluidity.index.{k}" for k in DISTRIBUTION]
+# the client's own health (telemetry.client_health): per point and per time-series window
+CLIENT = """workers period_s samples ticks cpu_util_max cpu_util_mean loop_lag_p99_s loop_lag_max_s
+connections_max limited limited_by""".split()
+PUBLIC_KEYS += [f"points[].client.{k}" for k in CLIENT]
+PUBLIC_KEYS += ["points[].timeseries[].client_cpu_util", "points[].timeseries[].client_loop_lag_max_s"]
 
 
 def _declared(model, prefix="") -> set[str]:

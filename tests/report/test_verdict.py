@@ -139,3 +139,22 @@ def test_the_cheapest_per_output_token_is_picked_where_runs_were_priced(tmp_path
     assert decide(unpriced).loads[0].cheapest is None
     table = best_table(decide(unpriced))
     assert table is not None and not any("cheapest" in h for h in table.headers)
+
+
+def test_a_point_the_client_limited_is_flagged_in_the_verdict(tmp_path: Path) -> None:
+    """The verdict says plainly that the client, not the server, set a limited point's numbers;
+    a point under both limits, and one from a run before the client was sampled, are not flagged."""
+    from tokenbench.report.tables import verdict_lines
+
+    points = [point(i, "users", u, rps=1.0, ttft_s=0.1) for i, u in enumerate((1, 2, 4))]
+    for p, (cpu, lag, limited) in zip(points[:2], ((0.3, 0.001, False), (0.95, 0.012, True))):
+        p["client"] = {"workers": 1, "period_s": [0.0, 20.0], "samples": 40, "ticks": 400, "cpu_util_max": cpu,
+                       "cpu_util_mean": cpu / 2, "loop_lag_p99_s": lag, "loop_lag_max_s": lag * 2,
+                       "connections_max": 2, "limited": limited,
+                       "limited_by": ["loop_lag", "cpu"] if limited else []}  # fmt: skip
+    data = load_inputs([write_run(tmp_path / "r", results(points))])
+    flags = decide(data).client
+    assert [(f.label, f.share, f.cpu_util_max, f.loop_lag_p99_s) for f in flags] == [("2 users", 1.0, 0.95, 0.012)]
+    [line] = [line for line in verdict_lines(decide(data), data) if "the client, not the server" in line]
+    assert line.startswith(f"{flags[0].config} at 2 users: the client, not the server, set these numbers")
+    assert "client CPU max 95% of a core, loop lag p99 12.0 ms; limits 90%, 5 ms" in line
