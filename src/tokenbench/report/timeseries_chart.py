@@ -32,10 +32,13 @@ WINDOW_PANELS: tuple[tuple[str, tuple[tuple[str, str, float], ...]], ...] = (
     ("KV cache usage (%)", (("server_kv_usage", "KV usage", 100.0),)),
     ("per window", (("server_preemptions", "preemptions", 1.0), ("errors", "errors", 1.0))),
     ("GPU utilization (%)", (("gpu_util_pct", "GPU util", 1.0),)),
+    # the client's own health (results' client): a busy client shows here, not in the server's figures
+    ("client CPU (% of a core)", (("client_cpu_util", "client CPU", 100.0),)),
+    ("client loop lag max (ms)", (("client_loop_lag_max_s", "client loop lag max", 1e3),)),
 )
 
 # One color per series across runs, in the order of WINDOW_PANELS' fields.
-_COLORS = (*(PALETTE[i] for i in (0, 1, 4, 7, 2, 9, 8, 5, 6, 3)), "#2f4f4f")
+_COLORS = (*(PALETTE[i] for i in (0, 1, 4, 7, 2, 9, 8, 5, 6, 3)), "#2f4f4f", "#556b2f", "#8b008b")
 _FIELDS = tuple(field for _, fields in WINDOW_PANELS for field, _, _ in fields)
 
 
