@@ -3,13 +3,18 @@ a console that prints nowhere, the records a run wrote."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.console import Console
 
 from tokenbench.config import DatasetConfig, RunConfig, TargetConfig
+from tokenbench.procs import free_port, stop, wait_http
 
 
 def quiet() -> Console:
@@ -30,3 +35,20 @@ def config(url, tmp_path, loads, stop, api="chat", **kw) -> RunConfig:
 
 def records_of(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
+
+
+@contextlib.contextmanager
+def mock_process(**knobs) -> Iterator[str]:
+    """A ``tokenbench mock`` child process (knobs as its flags: ttft_ms=10 -> --ttft-ms 10) on a
+    free loopback port: its base URL while the block runs, stopped after."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "tokenbench", "mock", "--port", str(port)]
+    for key, value in knobs.items():
+        cmd += [f"--{key.replace('_', '-')}", str(value)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(url + "/health", 20.0, proc)
+        yield url
+    finally:
+        stop(proc, grace_s=10)

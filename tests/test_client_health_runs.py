@@ -5,16 +5,13 @@ and the report say plainly when the client, not the server, set a point's number
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from rich.console import Console
-from run_helpers import config, quiet
+from run_helpers import config, mock_process, quiet
 
 from tokenbench.config import StopConfig, UsersLoad
 from tokenbench.derive import recompute_run
-from tokenbench.procs import free_port, stop, wait_http
 from tokenbench.report.console import summary_table
 from tokenbench.results import Client, RunResults
 from tokenbench.runner import run
@@ -31,15 +28,8 @@ def low_load(mock_url, tmp_path_factory):
 @pytest.fixture(scope="module")
 def mock_url():
     """A ``tokenbench mock`` process for the module: TTFT 10 ms, ITL 5 ms."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", "10", "--itl-ms", "5"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(url + "/health", 20.0, proc)
+    with mock_process(ttft_ms=10, itl_ms=5) as url:
         yield url
-    finally:
-        stop(proc, grace_s=10)
 
 
 def test_a_low_load_point_is_not_limited(low_load):

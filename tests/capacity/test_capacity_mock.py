@@ -5,16 +5,13 @@ x ITL for n one-token chunks. Short probes: a few seconds each."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-from run_helpers import config, quiet
+from run_helpers import config, mock_process, quiet
 
 from tokenbench.capacity import CapacitySettings, parse_objectives, search
 from tokenbench.config import RateLoad, StopConfig, UsersLoad
 from tokenbench.cost import CostConfig
-from tokenbench.procs import free_port, stop, wait_http
 from tokenbench.results import RunResults
 from tokenbench.results.capacity import CapacityResult
 
@@ -27,16 +24,8 @@ STOP = StopConfig(duration_s=3.0, drain_timeout_s=20.0)
 @pytest.fixture(scope="module")
 def capped():
     """The mock in a child process (its timing is not the test's GIL's), for the whole module."""
-    port = free_port()
-    knobs = {"ttft-ms": TTFT_MS, "itl-ms": ITL_MS, "max-streams": STREAMS, "port": port}
-    cmd = [sys.executable, "-m", "tokenbench", "mock", *(f"--{k}={v}" for k, v in knobs.items())]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(url + "/health", 20.0, proc)
+    with mock_process(ttft_ms=TTFT_MS, itl_ms=ITL_MS, max_streams=STREAMS) as url:
         yield url
-    finally:
-        stop(proc, grace_s=10)
 
 
 def _search(url, tmp_path, load, slo, cost=None, **settings):
