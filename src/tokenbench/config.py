@@ -87,6 +87,9 @@ class BackendConfig(_Model):
     ready_timeout_s: float = Field(default=900.0, gt=0)  # includes downloads/conversion/compilation
     metrics_interval_s: float = Field(default=1.0, gt=0)  # /metrics scrape period
     metrics_url: str | None = None  # default: the target URL + the profile's metrics path
+    # A serving layer (triton, ray) in front of an engine: the engine profile it serves from
+    # (llamacpp, vllm), launched first on its own port; None: the layer's own engine.
+    upstream: str | None = None
 
 
 class UsersLoad(_Model):
