@@ -65,6 +65,10 @@ class LaunchSpec:
     port: int
     knobs: EngineKnobs
     executable: str | None = None  # overrides the first word(s) of the local command
+    # a serving layer in front of an engine (BackendConfig.upstream): the running engine's base URL
+    # (http://127.0.0.1:PORT) and the model name it serves; None: the layer serves on its own.
+    upstream_url: str | None = None
+    upstream_model: str | None = None
 
 
 @dataclass(frozen=True)
