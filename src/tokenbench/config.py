@@ -323,6 +323,24 @@ class DeadlinesConfig(_Model):  # --deadlines: the fluidity index's (metrics/flu
     tbt_s: float = Field(default=0.05, gt=0)  # each later token, after the one before
 
 
+class WorkersConfig(_Model):
+    """Where the load runs: one process, ``count`` local worker processes (``--workers``), or
+    ``count`` Ray actors (``--ray``, ``--ray-address``); one global schedule dealt (workers/)."""
+
+    count: int = Field(default=1, ge=1, le=1024)
+    ray: bool = False
+    ray_address: str | None = None  # ADDR or "auto"; implies Ray
+    cpus_per_worker: float = Field(default=1.0, ge=0)
+
+    @property
+    def on_ray(self) -> bool:
+        return self.ray or self.ray_address is not None
+
+    @property
+    def distributed(self) -> bool:
+        return self.count > 1 or self.on_ray
+
+
 class RunConfig(_Model):
     target: TargetConfig = TargetConfig()
     loads: list[LoadPoint] = Field(min_length=1)
@@ -339,6 +357,7 @@ class RunConfig(_Model):
     sessions: SessionConfig | None = None  # --multi-turn: conversations instead of single prompts
     prefix_cache: PrefixCacheMode = "keep"  # before every point: reset the server's cache, or keep it
     cost: CostConfig | None = None  # --cost-per-hour, --gpus: each point's cost per million tokens
+    workers: WorkersConfig = WorkersConfig()  # --workers, --ray, --ray-address
 
     @model_validator(mode="after")
     def _replay_needs_trace(self) -> RunConfig:

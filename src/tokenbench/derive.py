@@ -56,6 +56,7 @@ from .results import (
     TimeWindow,
     Tool,
 )
+from .results.client import WorkerLoss, Workers
 from .results.run import PointHead, PointMetrics, WindowClient
 from .rundir import RecordSlice, point_ranges, write_json
 from .telemetry.client_health import point_client, window_client
@@ -66,7 +67,7 @@ from .telemetry.summary import matched_client_ttft, point_gpu, point_server, win
 _LOAD: TypeAdapter[LoadPoint] = TypeAdapter(LoadPoint)
 
 ConfigJson = dict[str, Any]  # config.json as the run wrote it
-Facts = dict[str, Any]  # a ``point`` event of samples.jsonl: a point's span (runner.point_facts)
+Facts = dict[str, Any]  # a ``point`` event of samples.jsonl: a point's span (run_facts.point_facts)
 
 
 class RecomputeError(ValueError):
@@ -97,6 +98,7 @@ def results_header(config_json: ConfigJson, how: Literal["run", "recompute"]) ->
         slo=Slo(**_slo(config_json).model_dump()),
         clock=_optional(Clock, config_json.get("clock")),
         telemetry=_optional(Telemetry, config_json.get("telemetry")),
+        **({"workers": Workers.model_validate(config_json["workers_facts"])} if config_json.get("workers_facts") else {}),
         points=[],
     )
 
@@ -158,6 +160,11 @@ def point_result(
         **_cost(config_json, metrics),
         energy=point_energy(samples, header, window.start_s, window.end_s, metrics.output_tokens_per_s),
         **_client(health, window),
+        **(
+            {"workers_lost": [WorkerLoss.model_validate(x) for x in facts["workers_lost"]]}
+            if facts.get("workers_lost")
+            else {}
+        ),
     )
 
 

@@ -15,6 +15,28 @@ import numpy as np
 from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
 
 
+@dataclass(frozen=True)
+class Share:
+    """The part of a point's one global schedule a worker runs (``--workers``): item ``i`` (a user,
+    an arrival, a conversation's start) is worker ``index``'s of ``count`` when ``i % count ==
+    index``. Every worker computes the same global schedule from the same seed and keeps its own
+    items, so the schedule is the same whatever the count; the whole is ``Share()``."""
+
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"worker {self.index} of {self.count}")
+
+    def mine(self, i: int) -> bool:
+        return i % self.count == self.index
+
+    def of(self, total: int | None) -> int | None:
+        """How many of items ``0..total-1`` are this worker's (None: unbounded)."""
+        return None if total is None else max(0, (total - self.index + self.count - 1) // self.count)
+
+
 def user_start_times(load: UsersLoad) -> list[float]:
     """Users spawned evenly over the ramp: user i starts at i * ramp / users (the first at 0)."""
     step = load.ramp_up_s / load.users

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from .clients import Client
 from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
 from .live import LiveStats
-from .load import arrival_times, ramp_up_s, replay_offsets, user_start_times
+from .load import Share, arrival_times, ramp_up_s, replay_offsets, user_start_times
 from .records import Outcome, Request, RequestRecord, RunClock
 from .request_source import RequestSource
 from .session_load import SessionSource, SessionTally, run_sessions
 
-__all__ = ["LiveStats", "LoadGenerator", "PointRun", "PointState", "RequestSource"]
+__all__ = ["LiveStats", "LoadGenerator", "Part", "PointRun", "PointState", "RequestSource", "new_run"]
 
 
 @dataclass
@@ -56,6 +56,16 @@ class PointRun:
 RecordSink = Callable[[RequestRecord], None]
 
 
+@dataclass(frozen=True)
+class Part:
+    """Which part of a point this generator runs and when: its ``share`` of the global schedule
+    (``--workers``: the whole by default) and the run-clock time the point starts (None: now;
+    workers are given one start a little ahead so they all begin together)."""
+
+    share: Share = Share()
+    start_s: float | None = None
+
+
 class LoadGenerator:
     def __init__(
         self,
@@ -63,10 +73,12 @@ class LoadGenerator:
         clock: RunClock,
         sink: RecordSink,
         stats: LiveStats | None = None,
+        created: RecordSink | None = None,
     ) -> None:
         self._client = client
         self._clock = clock
         self._sink = sink
+        self._created = created  # told of every record as it is created (a worker's driver)
         self.stats = stats or LiveStats()
         self._interrupt = asyncio.Event()
         # Records created but not yet written. Whatever is left here when a point ends (a task
@@ -78,6 +90,8 @@ class LoadGenerator:
         """A record that will be written exactly once (when its send ends, or as the point ends)."""
         record = RequestRecord(**fields)
         self._open[record.id] = record
+        if self._created is not None:
+            self._created(record)
         return record
 
     def _finish(self, record: RequestRecord) -> None:
@@ -99,12 +113,12 @@ class LoadGenerator:
 
     async def sleep_until(self, t: float) -> bool:
         """Sleep to run-clock time ``t``; False if interrupted first."""
-        delay = t - self._clock.now()
-        if delay > 0:
+        # a loop may fire a timer up to its clock's resolution early: sleep again until past ``t``
+        while (delay := t - self._clock.now()) > 0 and not self._interrupt.is_set():
             try:
                 await asyncio.wait_for(self._interrupt.wait(), delay)
             except TimeoutError:
-                return True
+                continue
         return not self._interrupt.is_set()
 
     async def send(self, request: Request, record: RequestRecord) -> None:
@@ -125,16 +139,18 @@ class LoadGenerator:
         source: RequestSource | SessionSource,
         seed: int,
         started: Callable[[PointRun], None] | None = None,
+        part: Part = Part(),
     ) -> PointRun:
-        """Run one point; ``started`` is told its span as it starts (the runner logs it, so a
-        point the process never finishes still has one)."""
-        run = _new_run(index, load, stop, self._clock.now())
+        """Run one point (``part`` of it); ``started`` is told its span as it starts (the runner
+        logs it, so a point the process never finishes still has one)."""
+        if part.start_s is not None and not await self.sleep_until(part.start_s):
+            part = Part(part.share, self._clock.now())  # interrupted while waiting: an empty point
+        run = new_run(index, load, stop, self._clock.now() if part.start_s is None else part.start_s)
         if started is not None:
             started(run)
         self._show(run, stop)
-        point = PointState(
-            run, stop, seed, _deadline_s(run, stop), _Budget(stop.max_requests), source, _mean_gap_s(load)
-        )
+        budget = _Budget(part.share.of(stop.max_requests))
+        point = PointState(run, stop, seed, _deadline_s(run, stop), budget, source, part.share, _mean_gap_s(load))
         await self._issue_until_stopped(point)
         now = self._clock.now()
         self._finish_unsent(now)
@@ -237,13 +253,15 @@ class LoadGenerator:
                 self.stats.active_users -= 1
                 run.user_spans.append((began, self._clock.now()))
 
-        await self.run_users(load, user)
+        await self.run_users(load, point.share, user)
 
     @staticmethod
-    async def run_users(load: UsersLoad, user: Callable[[int, float], Awaitable[None]]) -> None:
-        """Every user of a closed-loop point at once (``user(index, start offset)``), until all
-        end; the ones still running when this is cancelled are cancelled with it."""
-        users = [asyncio.ensure_future(user(u, off)) for u, off in enumerate(user_start_times(load))]
+    async def run_users(load: UsersLoad, share: Share, user: Callable[[int, float], Awaitable[None]]) -> None:
+        """Every user of a closed-loop point (of ``share``) at once (``user(index, start offset)``:
+        the global index and ramp time), until all end; the ones still running when this is
+        cancelled are cancelled with it."""
+        starts = enumerate(user_start_times(load))
+        users = [asyncio.ensure_future(user(u, off)) for u, off in starts if share.mine(u)]
         try:
             await asyncio.gather(*users)
         finally:
@@ -252,8 +270,10 @@ class LoadGenerator:
 
     async def _arrivals(self, point: PointState, load: RateLoad | ReplayLoad) -> None:
         run, budget, source, tasks = point.run, point.budget, point.source, point.tasks
-        one = self.in_slot(load)
-        for offset, given in _schedule(point, load):
+        one = self.in_slot(load, point.share)
+        for i, (offset, given) in enumerate(_schedule(point, load)):
+            if not point.share.mine(i):
+                continue
             if not await self.sleep_until(run.start_s + offset) or not budget.take():
                 break
             rid, request = source.take() if given is None else source.issue(given)
@@ -274,10 +294,14 @@ class LoadGenerator:
         if planned is not None:
             await self.sleep_until(planned)
 
-    def in_slot(self, load: RateLoad | ReplayLoad) -> Callable[[Request, RequestRecord], Awaitable[None]]:
+    def in_slot(
+        self, load: RateLoad | ReplayLoad, share: Share = Share()
+    ) -> Callable[[Request, RequestRecord], Awaitable[None]]:
         """How an arrival is sent: at once, or (``max_concurrency``) after waiting for a slot; one
-        still waiting when the point ends is a never-sent record."""
-        slots = asyncio.Semaphore(load.max_concurrency) if load.max_concurrency else None
+        still waiting when the point ends is a never-sent record. A worker holds its share of the
+        slots (at least one)."""
+        cap = share.of(load.max_concurrency)
+        slots = asyncio.Semaphore(max(1, cap)) if cap is not None else None
 
         async def one(request: Request, record: RequestRecord) -> None:
             if slots is None:
@@ -299,7 +323,7 @@ class LoadGenerator:
         return one
 
 
-def _new_run(index: int, load: LoadPoint, stop: StopConfig, start: float) -> PointRun:
+def new_run(index: int, load: LoadPoint, stop: StopConfig, start: float) -> PointRun:
     """A point's span as it starts: the load and window ends are set when it ends."""
     ramp_end = start + ramp_up_s(load)
     return PointRun(
@@ -373,5 +397,6 @@ class PointState:
     deadline_s: float | None
     budget: _Budget
     source: RequestSource | SessionSource
+    share: Share = Share()  # the part of the global schedule this generator runs
     mean_gap_s: float | None = None  # open loop: the schedule's mean gap between arrivals
     tasks: set[asyncio.Task] = field(default_factory=set)  # requests in flight

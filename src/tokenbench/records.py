@@ -27,11 +27,12 @@ class Outcome(str, enum.Enum):
     NO_OUTPUT = "no_output"  # stream ended without a single content chunk
     CANCELLED = "cancelled"  # in flight when the run stopped (sent, no end yet)
     NOT_SENT = "not_sent"  # open loop: still waiting for a concurrency slot when the point ended
+    WORKER_LOST = "worker_lost"  # its worker process (or Ray actor) died while it was in flight
 
 
 # Outcomes the run imposed rather than the server: the request has no end of its own. They are
 # censored, not failures: left out of error_rate and good_fraction alike (METRICS.md).
-UNFINISHED = frozenset({Outcome.CANCELLED, Outcome.NOT_SENT})
+UNFINISHED = frozenset({Outcome.CANCELLED, Outcome.NOT_SENT, Outcome.WORKER_LOST})
 
 # finish_reason values by which an engine says it gave up on a request (vLLM and SGLang end an
 # aborted request with HTTP 200, finish_reason "abort" and [DONE]; vLLM uses "error" for an
@@ -183,6 +184,7 @@ class RequestRecord:
     # times are dropped (ChunkEnds), and when only the first chunk carried a count.
     chunk_tokens: array[int] | None = None
     first_chunk_tokens: int | None = None
+    worker: int | None = None  # the worker process or Ray actor that sent it (--workers); None: one process
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

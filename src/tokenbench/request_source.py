@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .config import LoadPoint
 from .datasets import with_prefix
+from .load import Share
 from .records import Request
 
 
@@ -30,28 +31,44 @@ class RequestSource:
 
     With ``unique_nonce`` every request gets a prefix no earlier request or run had, so neither a
     cycled prompt nor a repeated run hits the server's prefix cache.
+
+    A worker (``--workers``) holds a copy: its ``lane`` keeps its ids apart from the others' (ids
+    ``lane.index``, ``+ lane.count``, ...), and a point's ``share`` makes it take every
+    ``share.count``-th prompt from ``share.index`` on, so arrival i gets the prompt it would get
+    from one process.
     """
 
-    def __init__(self, requests: list[Request], unique_nonce: str | None = None) -> None:
+    def __init__(self, requests: list[Request], unique_nonce: str | None = None, lane: Share = Share()) -> None:
         if not requests:
             raise ValueError("the dataset produced no requests")
         self._requests = requests
         self._nonce = unique_nonce
-        self._next_id = 0
+        self._next_id = lane.index
+        self._id_step = lane.count
         self._cursor = 0  # index of the next prompt in the list
+        self._stride = 1
 
-    def start_point(self, load: LoadPoint, seed: int) -> None:
-        self._cursor = start_index(load, seed, len(self._requests))
+    @property
+    def requests(self) -> list[Request]:
+        return self._requests
+
+    @property
+    def unique_nonce(self) -> str | None:
+        return self._nonce
+
+    def start_point(self, load: LoadPoint, seed: int, share: Share = Share()) -> None:
+        self._cursor = start_index(load, seed, len(self._requests)) + share.index
+        self._stride = share.count
 
     def take(self) -> tuple[int, Request]:
         request = self._requests[self._cursor % len(self._requests)]
-        self._cursor += 1
+        self._cursor += self._stride
         return self.issue(request)
 
     def issue(self, request: Request) -> tuple[int, Request]:
         """``request`` (one of the list's, e.g. a trace row's) with the next id."""
         i = self._next_id
-        self._next_id += 1
+        self._next_id += self._id_step
         if self._nonce is not None:
             request = with_prefix(request, f"[{self._nonce}-{i}] ")
         return i, request

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -82,10 +82,15 @@ class RunWriter:
         return self._config
 
     def write_record(self, record: RequestRecord) -> None:
-        data = record.to_json(self._keep_text)
-        if data.get("error"):
-            data["error"] = mask_text(data["error"])
-        self._records.write(orjson.dumps(data).decode() + "\n")
+        self.write_records((record,))
+
+    def write_records(self, records: Iterable[RequestRecord]) -> None:
+        """Records as they ended (one, or a worker's batch), flushed once."""
+        for record in records:
+            data = record.to_json(self._keep_text)
+            if data.get("error"):
+                data["error"] = mask_text(data["error"])
+            self._records.write(orjson.dumps(data).decode() + "\n")
         self._records.flush()
 
     def records_offset(self) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 from rich.console import Console
 
-from . import __version__, redact
+from . import redact
 from .backends import EMBEDDED, get_profile
 from .backends.base import Profile
 from .backends.cache_control import NOT_REQUESTED, CacheReset, reset_prefix_cache
@@ -37,7 +37,7 @@ from .clients.stream import (
 )
 from .clients.wire import Wire
 from .config import BackendConfig, LoadPoint, PrefixCacheMode, ReplayLoad, RunConfig, TargetConfig
-from .datasets import DatasetInfo, build_requests
+from .datasets import build_requests
 from .datasets.sessions import build_conversations, estimate_tokens
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .derive import point_result, results_header
@@ -48,10 +48,13 @@ from .procs import Interrupts
 from .records import RunClock
 from .report.console import summary_table
 from .results import PointResult, RunResults
+from .run_facts import config_json, point_facts, start_facts
 from .rundir import RunWriter, default_run_dir
 from .session_load import SessionSource
 from .telemetry.client_monitor import ClientMonitor
 from .telemetry.sampler import Sampler
+from .workers.pool import WorkerPool
+from .workers.wiring import worker_pool, workers_facts
 
 try:
     import uvloop
@@ -187,22 +190,38 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], con
         # a session's history limit, when the server states its context length
         max_len = await served_max_model_len(session, target, wire) if bench.config.sessions else None
         driver = _driver(bench, _Target(session, target, wire, reach.profile, reach.fresh), backend, max_len)
-        results = results_header(bench.writer.config_json(), "run")
-        await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
-        loop = asyncio.get_running_loop()
-        with (
-            Interrupts.during(lambda: loop.call_soon_threadsafe(driver.gen.interrupt)),
-            LiveView(driver.stats, bench.clock.now, console, enabled=bench.config.live),
-        ):
-            while (load := bench.plan(results)) is not None:
-                results = results.with_point(await driver.run_point(len(results.points), load))
-                bench.writer.write_results(results)
-                if results.points[-1].interrupted:
-                    break
-    results = results.finished(driver.gen.interrupted)
+        io = (bench.writer.write_records, bench.sampler.event, console.print)
+        async with worker_pool(
+            bench.config, target, driver.source, bench.clock, bench.writer.dir, io, driver.stats
+        ) as pool:
+            driver = dataclasses.replace(driver, pool=pool)
+            if pool is not None:  # how the load runs, and the workers' clock offsets
+                bench.writer.write_config({**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)})
+            results = await _points(bench, driver, console)
+        if pool is not None:  # the offsets checked at the end
+            bench.writer.write_config({**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)})
+            results = results_header(bench.writer.config_json(), "run").model_copy(update={"points": results.points})
+    results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
     console.print(summary_table(results))
-    return RunResult(bench.writer.dir, results.to_json(), driver.gen.interrupted)
+    return RunResult(bench.writer.dir, results.to_json(), driver.interrupted)
+
+
+async def _points(bench: _Bench, driver: _Driver, console: Console) -> RunResults:
+    """The plan's points one after another; results.json rewritten after each."""
+    results = results_header(bench.writer.config_json(), "run")
+    await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
+    loop = asyncio.get_running_loop()
+    with (
+        Interrupts.during(lambda: loop.call_soon_threadsafe(driver.interrupt)),
+        LiveView(driver.stats, bench.clock.now, console, enabled=bench.config.live),
+    ):
+        while (load := bench.plan(results)) is not None:
+            results = results.with_point(await driver.run_point(len(results.points), load))
+            bench.writer.write_results(results)
+            if results.points[-1].interrupted or (driver.pool is not None and not driver.pool.alive()):
+                break
+    return results
 
 
 @dataclass(frozen=True)
@@ -225,34 +244,51 @@ class _Driver:
     stats: LiveStats
     gen: LoadGenerator
     source: RequestSource | SessionSource
+    pool: WorkerPool | None = None  # --workers, --ray: the workers send the load
+
+    def interrupt(self) -> None:
+        (self.pool or self.gen).interrupt()
+
+    @property
+    def interrupted(self) -> bool:
+        return (self.pool or self.gen).interrupted
 
     async def run_point(self, index: int, load: LoadPoint) -> PointResult:
         """One point: its records go to disk as they end, then are read back for its results."""
         config, writer, sampler = self.bench.config, self.bench.writer, self.bench.sampler
         self.stats.label = describe(load)
         first = writer.records_offset()
-        self.source.start_point(load, config.seed)
         reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.fresh)
-        await warm_connections(self.target.session, self.target.config, self.target.wire, _concurrency_hint(load))
-        # the client's own CPU and loop lag while the point runs, into samples.jsonl as it goes
-        monitor = ClientMonitor(self.bench.clock.now, lambda: self.stats.in_flight, sampler.event)
-        async with monitor.running():
-            point_run = await self.gen.run_point(
-                index,
-                load,
-                config.stop,
-                self.source,
-                config.seed + index,
-                # the reset in both events: a point the run never finished is derived from its start
-                started=lambda run: sampler.event({**_start_facts(run), "prefix_cache_reset": asdict(reset)}),
-            )
+        # the reset in both events: a point the run never finished is derived from its start
+        started = lambda run: sampler.event({**start_facts(run), "prefix_cache_reset": asdict(reset)})  # noqa: E731
+        losses: list[dict[str, Any]] = []
+        if self.pool is not None:
+            seeds, hint = (config.seed, config.seed + index), _concurrency_hint(load)
+            point_run, samples, losses = await self.pool.run_point(index, load, config.stop, seeds, hint, started)
+        else:
+            point_run, samples = await self._run_here(index, load, started)
         facts = {**point_facts(point_run), "prefix_cache_reset": asdict(reset)}
+        if losses:
+            facts["workers_lost"] = losses
         sampler.event(facts)
         if not point_run.interrupted:
             await sampler.wait_past(point_run.end_s)  # bracket the point's counters
         records = writer.records_since(first)  # streamed from disk, never all in memory
         # the monitor's samples as emitted: the sampler may not have copied the last one to disk yet
-        return point_result(writer.config_json(), facts, records, sampler.file, monitor.samples)
+        return point_result(writer.config_json(), facts, records, sampler.file, samples)
+
+    async def _run_here(
+        self, index: int, load: LoadPoint, started: Callable[[PointRun], None]
+    ) -> tuple[PointRun, list[dict[str, Any]]]:
+        """The point from this process: its connections opened, the client's own CPU and loop lag
+        sampled while it runs (into samples.jsonl as it goes)."""
+        config = self.bench.config
+        self.source.start_point(load, config.seed)
+        await warm_connections(self.target.session, self.target.config, self.target.wire, _concurrency_hint(load))
+        monitor = ClientMonitor(self.bench.clock.now, lambda: self.stats.in_flight, self.bench.sampler.event)
+        async with monitor.running():
+            point_run = await self.gen.run_point(index, load, config.stop, self.source, config.seed + index, started)
+        return point_run, monitor.samples
 
     async def _prefix_cache(self, mode: PrefixCacheMode, fresh: bool) -> CacheReset:
         """--prefix-cache reset: empty the server's cache through its engine's own control, after
@@ -282,7 +318,7 @@ def _driver(bench: _Bench, target: _Target, backend: dict[str, Any], served_max_
         requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
-    writer.write_config(_config_json(config, target.config, backend, info, bench.clock, bench.sampler))
+    writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))
     count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
     client = StreamingClient(
         target.session, target.config, target.wire, bench.clock.now, count_tokens=count, keep_text=config.keep_text
@@ -306,33 +342,6 @@ def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:
     return windows.pop() if len(windows) == 1 else (None, None)
 
 
-def _start_facts(run: PointRun) -> dict:
-    return {
-        "kind": "point_start",
-        "index": run.index,
-        "load": run.load.model_dump(mode="json"),
-        "start_s": run.start_s,
-        "ramp_end_s": run.ramp_end_s,
-        "window_start_s": run.window_start_s,
-    }
-
-
-def point_facts(run: PointRun) -> dict:
-    """A finished point's span as written to samples.jsonl (the ``point`` event): with the
-    point's records, all its results need (derive.point_result)."""
-    return {
-        **_start_facts(run),
-        "kind": "point",
-        "load_end_s": run.load_end_s,
-        "end_s": run.end_s,
-        "user_spans": [list(s) for s in run.user_spans],
-        "interrupted": run.interrupted,
-        "num_records": run.num_records,
-        "last_arrival_s": run.last_arrival_s,
-        **({"sessions": dataclasses.asdict(run.sessions)} if run.sessions is not None else {}),
-    }
-
-
 async def _resolve_model(session, target: TargetConfig, wire) -> TargetConfig:
     models = await probe(session, target, wire)  # raises TargetUnreachable before any load
     if target.model is None:
@@ -347,31 +356,3 @@ def _tokenizer(config: RunConfig, target: TargetConfig) -> Tokenizer | None:
         return HFTokenizer(config.dataset.tokenizer)
     assert target.url is not None
     return RemoteTokenizer.available(target.url, target.model)
-
-
-def _config_json(
-    config: RunConfig, target: TargetConfig, backend: dict, info: DatasetInfo, clock: RunClock, sampler: Sampler
-) -> dict:
-    """config.json: the settings and every resolved fact results.json is derived from (with the
-    records and samples): the target, the server, the dataset, the clock, where telemetry went."""
-    data = config.redacted()
-    data["resolved_target"] = {
-        "url": target.url,
-        "model": target.model,
-        "api": target.api,
-        "continuous_usage": target.continuous_usage,  # usage on every chunk was asked for
-    }
-    data["backend"] = backend
-    data["dataset_info"] = info.model_dump(mode="json", exclude_unset=True)  # no "trace" key but a trace's
-    data["tool"] = {"name": "tokenbench", "version": __version__}
-    data["clock"] = {
-        "origin_monotonic_s": clock.origin_monotonic_s,
-        "origin_unix_s": clock.origin_unix_s,
-        "unit": "seconds since origin, time.perf_counter()",
-    }
-    data["telemetry"] = {
-        "samples": sampler.out.name,
-        "metrics_url": sampler.metrics_url,
-        "interval_s": sampler.interval_s,
-    }
-    return data

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from .config import LoadPoint, RateLoad, SessionConfig, UsersLoad
 from .datasets.sessions import Conversation, Turn
-from .load import arrival_times
+from .load import Share, arrival_times
 from .records import Request, RequestRecord
 from .request_source import start_index
 
@@ -64,6 +64,7 @@ class SessionSource:
         settings: SessionConfig,
         max_model_len: int | None = None,
         id_prefix: str = "s",
+        lane: Share = Share(),
     ) -> None:
         if not conversations:
             raise ValueError("the dataset produced no conversations")
@@ -73,24 +74,35 @@ class SessionSource:
         self.max_model_len = max_model_len
         self._prefix = id_prefix
         self._cursor = 0
-        self._next_id = 0
-        self._next_session = 0
+        self._stride = 1
+        self._lane = lane  # a worker's ids (requests and sessions) apart from the others'
+        self._next_id = lane.index
+        self._next_session = lane.index
 
-    def start_point(self, load: LoadPoint, seed: int) -> None:
+    @property
+    def conversations(self) -> list[Conversation]:
+        return self._conversations
+
+    @property
+    def id_prefix(self) -> str:
+        return self._prefix
+
+    def start_point(self, load: LoadPoint, seed: int, share: Share = Share()) -> None:
         """Each point draws its conversations from a place fixed by its load and the seed (as
-        RequestSource does its prompts)."""
-        self._cursor = start_index(load, seed, len(self._conversations))
+        RequestSource does its prompts; a worker every ``share.count``-th from ``share.index``)."""
+        self._cursor = start_index(load, seed, len(self._conversations)) + share.index
+        self._stride = share.count
 
     def next_conversation(self) -> tuple[str, Conversation]:
         conversation = self._conversations[self._cursor % len(self._conversations)]
-        self._cursor += 1
+        self._cursor += self._stride
         sid = f"{self._prefix}-{self._next_session}"
-        self._next_session += 1
+        self._next_session += self._lane.count
         return sid, conversation
 
     def next_id(self) -> int:
         i = self._next_id
-        self._next_id += 1
+        self._next_id += self._lane.count
         return i
 
     def over_limit(self, history_tokens: int, turn: Turn) -> bool:
@@ -153,7 +165,7 @@ async def _users(gen: LoadGenerator, point: PointState, load: UsersLoad) -> None
             gen.stats.active_users -= 1
             run.user_spans.append((began, gen.now()))
 
-    await gen.run_users(load, user)
+    await gen.run_users(load, point.share, user)
 
 
 async def _starts(gen: LoadGenerator, point: PointState, load: RateLoad) -> None:
@@ -162,9 +174,12 @@ async def _starts(gen: LoadGenerator, point: PointState, load: RateLoad) -> None
     as a rate's does (loadgen._arrivals): the window ends there, and so must the point."""
     run, source, tasks = point.run, point.source, point.tasks
     assert isinstance(source, SessionSource)
-    send = gen.in_slot(load)
-    rng = random.Random(point.seed)
-    for offset in arrival_times(load, point.seed, point.stop):
+    send = gen.in_slot(load, point.share)
+    # one stream of think times per worker (one worker: the seed's own, as without --workers)
+    rng = random.Random(point.seed if point.share.count == 1 else f"{point.seed}-w{point.share.index}")
+    for i, offset in enumerate(arrival_times(load, point.seed, point.stop)):
+        if not point.share.mine(i):
+            continue
         if not await gen.sleep_until(run.start_s + offset) or _stopped(gen, point):
             break
         sid, conversation = source.next_conversation()

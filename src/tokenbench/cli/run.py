@@ -19,7 +19,6 @@ from ..config import (
     TargetConfig,
     UsersLoad,
 )
-from ..cost import CostConfig
 from ..vllm_flags import FlagError, translate
 from .common import (
     UsageError,
@@ -41,6 +40,7 @@ from .engine import (
     TensorParallel,
 )
 from .run_flags import run_config
+from .scale import CostPerHour, Gpus, RayAddress, RayCpusPerWorker, UseRay, Workers
 
 
 class RunCommand(typer.core.TyperCommand):
@@ -328,21 +328,12 @@ def run(
         typer.Option(help="Seconds of silence allowed within a stream." + default(TargetConfig, "read_timeout_s")),
     ] = None,
     slo: Annotated[str | None, typer.Option(help="Goodput objectives, e.g. ttft=500ms,tpot=50ms.")] = None,
-    cost_per_hour: Annotated[
-        float | None,
-        typer.Option(
-            help="USD per GPU-hour of the server's hardware (an instance's price: with --gpus 1): each point's "
-            "cost per million tokens at its throughput.",
-            rich_help_panel="Cost",
-        ),
-    ] = None,
-    gpus: Annotated[
-        int | None,
-        typer.Option(
-            help=f"GPUs --cost-per-hour pays for (default {CostConfig.model_fields['gpus'].default}).",
-            rich_help_panel="Cost",
-        ),
-    ] = None,
+    cost_per_hour: CostPerHour = None,
+    gpus: Gpus = None,
+    workers: Workers = None,
+    ray: UseRay = None,
+    ray_address: RayAddress = None,
+    ray_cpus_per_worker: RayCpusPerWorker = None,
     deadlines: Annotated[
         str | None,
         typer.Option(

@@ -19,6 +19,7 @@ from ..config import (
     StopConfig,
     TargetConfig,
     UsersLoad,
+    WorkersConfig,
 )
 from ..cost import CostConfig
 from ..units import parse_duration_s, parse_slo
@@ -104,6 +105,7 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             sessions=_sessions(a),
             prefix_cache=a.get("prefix_cache"),
             cost=_cost(a),
+            workers=_workers(a),
         )
     )
 
@@ -199,6 +201,16 @@ def _sessions(a: dict[str, Any]) -> SessionConfig | None:
             raise UsageError(f"{', '.join(stray)} shape multi-turn sessions: add --multi-turn")
         return None
     return SessionConfig(**given(**values))
+
+
+def _workers(a: dict[str, Any]) -> WorkersConfig | None:
+    """--workers N (processes), with --ray or --ray-address as Ray actors."""
+    ray_cpus = a.get("ray_cpus_per_worker")
+    on_ray = bool(a.get("ray")) or a.get("ray_address") is not None
+    if ray_cpus is not None and not on_ray:
+        raise UsageError("--ray-cpus-per-worker sizes Ray actors: add --ray or --ray-address")
+    fields = given(count=a.get("workers"), ray=a.get("ray"), ray_address=a.get("ray_address"), cpus_per_worker=ray_cpus)
+    return WorkersConfig(**fields) if fields else None
 
 
 def _cost(a: dict[str, Any]) -> CostConfig | None:

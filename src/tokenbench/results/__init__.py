@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Number
-from .client import Client, WindowHealth
+from .client import Client, WindowHealth, WorkerClock, WorkerLoss, Workers
 from .cost import Cost, Energy
 from .experiment import AggregateRow, CapacityRow, CellRow, Experiment, ServerRow
 from .run import (
@@ -95,6 +95,9 @@ __all__ = [
     "TurnStats",
     "TrialStat",
     "WindowHealth",
+    "WorkerClock",
+    "WorkerLoss",
+    "Workers",
     "WindowSpan",
     "mean_ci95",
     "schema",

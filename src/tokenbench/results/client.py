@@ -37,3 +37,41 @@ class WindowHealth(_Model):
 
     client_cpu_util: Number | None = None  # the busiest worker's mean CPU, a fraction of one core
     client_loop_lag_max_s: Number | None = None  # the longest tick lag
+
+
+class WorkerClock(_Model):
+    """One worker's clock against the driver's (workers.clock): its monotonic clock minus the
+    driver's, estimated before the first point and again at the end, each within its uncertainty
+    (half the shortest ping's round trip). Record timestamps are on the driver's axis through the
+    start estimate; durations never cross clocks."""
+
+    worker: int
+    node: str | None
+    pid: int | None
+    offset_s: Number | None
+    uncertainty_s: Number | None
+    end_offset_s: Number | None  # None: the worker was lost before the end
+    end_uncertainty_s: Number | None
+    lost: str | None  # why the worker was lost (None: it ran to the end)
+
+
+class Workers(_Model):
+    """How the load was sent when more than one process sent it (``--workers``, ``--ray``):
+    absent from a run of one process."""
+
+    mode: Literal["process", "ray"]
+    count: int
+    ray_address: str | None
+    cpus_per_worker: Number | None
+    clocks: list[WorkerClock]
+
+
+class WorkerLoss(_Model):
+    """A worker that died during a point: when the driver noticed, why, and how many of its
+    requests in flight became ``worker_lost`` records (the point lost its share of the schedule
+    from then on)."""
+
+    worker: int
+    at_s: Number
+    reason: str
+    in_flight: int

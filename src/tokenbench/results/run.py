@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .base import Number, _Model
-from .client import Client, WindowHealth
+from .client import Client, WindowHealth, WorkerLoss, Workers
 from .cost import Cost, Energy
 from .workload import DatasetFacts, PrefixCache
 
@@ -351,6 +351,7 @@ class PointResult(PointMetrics, PointHead):
     cost: Cost | None = None  # only on a run given a price (--cost-per-hour)
     energy: Energy | None = None  # absent from results written before it existed
     client: Client | None = None  # the client's own health; absent from runs before it was sampled
+    workers_lost: list[WorkerLoss] | None = None  # only on a point during which a worker died
 
 
 class RunResults(_Model):
@@ -364,6 +365,7 @@ class RunResults(_Model):
     slo: Slo
     clock: Clock | None
     telemetry: Telemetry | None
+    workers: Workers | None = None  # only a run whose load came from several workers
     points: list[PointResult]
     interrupted: bool | None = None  # None while the run goes on
 

@@ -11,7 +11,7 @@ File lines: first ``{"kind": "header", ...}`` (URL, backend, interval, GPU avail
 ``"ok": false`` with its ``error`` (noted, never fatal). The run's own events come in through
 the sampler's stdin, one JSON object a line, and are written as they are (the file is the run's
 timeline, one writer): ``{"kind": "point_start", ...}`` and ``{"kind": "point", ...}`` with a
-load point's span (runner.point_facts), which ``tokenbench recompute`` needs. When stdin closes
+load point's span (run_facts.point_facts), which ``tokenbench recompute`` needs. When stdin closes
 (the run ended, or died) the sampler exits.
 """
 

@@ -1,0 +1,250 @@
+"""The driver's side of the workers: start them, set their clocks, deal each point to them, gather
+their records, and notice the ones that die (see the package's docstring for the rules)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..config import LoadPoint, StopConfig, WorkersConfig
+from ..live import LiveStats
+from ..load import Share
+from ..loadgen import PointRun, new_run
+from ..records import Outcome, RequestRecord, RunClock
+from ..session_load import SessionTally
+from . import WorkerLost
+from .clock import Offset, measure
+from .core import Batch, Order, Setup
+
+POLL_S = 0.1  # how often each worker is asked for its records
+ANSWER_TIMEOUT_S = 30.0  # a worker silent this long is lost
+START_LEAD_S = 0.25  # a point starts this far ahead of its order, so every worker starts it together
+
+
+class Handle(Protocol):
+    index: int
+    lost: str | None
+
+    @property
+    def describe(self) -> str: ...
+
+    async def call(self, method: str, *args: Any, timeout_s: float | None = None) -> Any: ...
+
+    async def stop(self) -> None: ...
+
+
+class AllWorkersLost(RuntimeError):
+    """Every worker died: the run stops (what was measured is on disk)."""
+
+
+@dataclass
+class _Point:
+    """One point as the pool runs it: the records still open, the parts back, the losses."""
+
+    parts: list[PointRun] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    losses: list[dict[str, Any]] = field(default_factory=list)
+    in_flight: dict[int, int] = field(default_factory=dict)
+
+
+class WorkerPool:
+    """Runs each point over the live workers; as LoadGenerator does for one process."""
+
+    def __init__(
+        self,
+        handles: Sequence[Handle],
+        clock: RunClock,
+        sink: Callable[[list[RequestRecord]], None],
+        event: Callable[[dict[str, Any]], None],
+        say: Callable[[str], None],
+        stats: LiveStats,
+    ) -> None:
+        self.handles = list(handles)
+        self._clock, self._sink, self.stats, self._event, self._say = clock, sink, stats, event, say
+        self._open: dict[int, RequestRecord] = {}
+        self._interrupted = False
+        self.offsets: dict[int, Offset] = {}
+        self.end_offsets: dict[int, Offset] = {}
+        self.infos: dict[int, dict[str, Any]] = {}
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted
+
+    def alive(self) -> list[Handle]:
+        return [h for h in self.handles if h.lost is None]
+
+    def interrupt(self) -> None:
+        """Stop now: every worker cancels its requests in flight (they come back as records)."""
+        self._interrupted = True
+        for h in self.alive():
+            asyncio.ensure_future(_quietly(h.call("interrupt", timeout_s=ANSWER_TIMEOUT_S)))
+
+    async def set_up(self, setup: Callable[[Handle, float], Setup]) -> None:
+        """Each worker's clock offset, then its setup with the driver's origin on its clock."""
+        for h in self.handles:
+            offset = await measure(lambda h=h: h.call("clock", timeout_s=ANSWER_TIMEOUT_S))
+            self.offsets[h.index] = offset
+            origin = self._clock.origin_monotonic_s + offset.offset_s
+            self.infos[h.index] = await h.call("setup", setup(h, origin), timeout_s=120.0)
+
+    async def check_clocks(self) -> None:
+        """The offsets again at the end: their drift over the run is in results."""
+        for h in self.alive():
+            with contextlib.suppress(WorkerLost):
+                self.end_offsets[h.index] = await measure(lambda h=h: h.call("clock", timeout_s=ANSWER_TIMEOUT_S))
+
+    async def run_point(
+        self,
+        index: int,
+        load: LoadPoint,
+        stop: StopConfig,
+        seeds: tuple[int, int],
+        warm: int,
+        started: Callable[[PointRun], None],
+    ) -> tuple[PointRun, list[dict[str, Any]], list[dict[str, Any]]]:
+        """One point over the live workers (``seeds``: the run's and the point's; ``warm``:
+        connections to open, shared out): its merged span, the client samples, the losses."""
+        alive = self.alive()
+        if not alive:
+            raise AllWorkersLost("no worker left")
+        point, n = _Point(), len(alive)
+        orders = {
+            h.index: Order(
+                index,
+                load.model_dump(mode="json"),
+                stop.model_dump(mode="json"),
+                seeds[0],
+                seeds[1],
+                Share(j, n),
+                warm=max(1, -(-warm // n)),
+            )
+            for j, h in enumerate(alive)
+        }
+        await asyncio.gather(
+            *(self._guard(h, point, h.call("prepare", orders[h.index], timeout_s=120.0)) for h in alive)
+        )
+        start = self._clock.now() + START_LEAD_S
+        run = new_run(index, load, stop, start)
+        started(run)
+        alive = self.alive()
+        await asyncio.gather(*(self._follow(h, point, _at(orders[h.index], start)) for h in alive))
+        return _merge(run, point.parts, self._clock.now(), self._interrupted), point.samples, point.losses
+
+    async def _guard(self, h: Handle, point: _Point, call: Any) -> None:
+        try:
+            await call
+        except WorkerLost as e:
+            self._lose(h, point, str(e))
+
+    async def _follow(self, h: Handle, point: _Point, order: Order) -> None:
+        """Start the worker's part and poll it until it is done (or the worker is lost)."""
+        try:
+            await h.call("start", order, timeout_s=ANSWER_TIMEOUT_S)
+            if self._interrupted:
+                await h.call("interrupt", timeout_s=ANSWER_TIMEOUT_S)
+            while True:
+                batch: Batch = await h.call("poll", timeout_s=ANSWER_TIMEOUT_S)
+                self._take(h, point, batch)
+                if batch.error is not None:
+                    raise WorkerLost(f"{h.describe} failed: {batch.error.strip().splitlines()[-1]}")
+                if batch.run is not None:
+                    point.parts.append(batch.run)
+                    return
+                await asyncio.sleep(POLL_S)
+        except WorkerLost as e:
+            self._lose(h, point, str(e))
+
+    def _take(self, h: Handle, point: _Point, batch: Batch) -> None:
+        for record in batch.created:
+            self._open[record.id] = record
+        for record in batch.done:
+            self._open.pop(record.id, None)
+            self.stats.record_done(record)
+        if batch.done:
+            self._sink(batch.done)
+        for sample in batch.client:
+            self._event(sample)
+        point.samples += batch.client
+        point.in_flight[h.index] = batch.in_flight
+        self.stats.in_flight = sum(point.in_flight.values())
+
+    def _lose(self, h: Handle, point: _Point, reason: str) -> None:
+        """``h`` is gone: its requests in flight become ``worker_lost`` records; the point says so."""
+        h.lost = h.lost or reason
+        now = self._clock.now()
+        lost = [r for r in self._open.values() if r.worker == h.index]
+        for record in lost:
+            del self._open[record.id]
+            record.outcome, record.closed_s = Outcome.WORKER_LOST, now
+            record.error = f"lost with its worker: {reason}"
+            self.stats.record_done(record)
+        if lost:
+            self._sink(lost)
+        point.in_flight.pop(h.index, None)
+        point.losses.append({"worker": h.index, "at_s": now, "reason": reason, "in_flight": len(lost)})
+        left = len(self.alive())
+        self._say(
+            f"[red]{reason}[/]: its {len(lost)} requests in flight are worker_lost records; "
+            + (f"the run goes on with {left} worker(s)" if left else "no worker is left: the run stops")
+        )
+
+    async def close(self) -> None:
+        await asyncio.gather(*(_quietly(h.stop()) for h in self.handles))
+
+
+def _at(order: Order, start_s: float) -> Order:
+    return Order(**{**order.__dict__, "start_s": start_s})
+
+
+async def _quietly(call: Any) -> None:
+    with contextlib.suppress(WorkerLost, RuntimeError, ConnectionError):
+        await call
+
+
+def _merge(run: PointRun, parts: list[PointRun], now: float, interrupted: bool) -> PointRun:
+    """The point's span from its workers' parts: it lasts until the last of them ended."""
+    run.load_end_s = max((p.load_end_s for p in parts), default=min(now, run.start_s))
+    run.end_s = max([p.end_s for p in parts] + [run.load_end_s])
+    run.user_spans = sorted(span for p in parts for span in p.user_spans)
+    run.interrupted = interrupted or any(p.interrupted for p in parts)
+    run.num_records = sum(p.num_records for p in parts)
+    arrivals = [p.last_arrival_s for p in parts if p.last_arrival_s is not None]
+    run.last_arrival_s = max(arrivals) if arrivals else None
+    tallies = [p.sessions for p in parts if p.sessions is not None]
+    if tallies:
+        run.sessions = SessionTally(*(sum(getattr(t, f) for t in tallies) for f in SessionTally.__dataclass_fields__))
+    return run
+
+
+async def start_workers(config: WorkersConfig, run_dir: Path) -> list[Handle]:
+    """``config.count`` workers: local processes, or Ray actors."""
+    if config.on_ray:
+        from .ray_actor import RayWorker
+
+        return [RayWorker(i, config.cpus_per_worker) for i in range(config.count)]
+    from .process import ProcessWorker
+
+    return list(
+        await asyncio.gather(*(ProcessWorker.start(i, run_dir / f"worker-{i}.log") for i in range(config.count)))
+    )
+
+
+@contextlib.asynccontextmanager
+async def ray_session(config: WorkersConfig) -> AsyncIterator[None]:
+    """Ray attached (or started locally) for the run when it uses Ray; shut down if started here."""
+    if not config.on_ray:
+        yield
+        return
+    from .ray_actor import start_ray, stop_ray
+
+    started = start_ray(config.ray_address, config.count, config.cpus_per_worker)
+    try:
+        yield
+    finally:
+        if started:
+            stop_ray()
