@@ -24,7 +24,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from .config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
+from .config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad, WorkersConfig
 from .procs import child_preexec, free_port, stop, wait_http
 from .rundir import read_records
 
@@ -37,6 +37,8 @@ class CalibrationSpec:
     itl_ms: float = 10.0
     output_tokens: int = 128
     pin_cores: bool = True
+    workers: int = 1  # --workers: the load from this many processes (or Ray actors with ray)
+    ray: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,10 @@ class CalibrationResult:
     achieved_tokens_per_s: float | None
     offered_tokens_per_s: float
     run_dir: str
+    # With workers: cpu_us_per_token is the driver's and the workers' CPU together; the workers'
+    # own (their CPU / the tokens they received, the mean over workers), and their loop lag p99.
+    worker_cpu_us_per_token: float | None = None
+    loop_lag_p99_ms: float | None = None
 
 
 class _CpuSampler(threading.Thread):
@@ -174,6 +180,8 @@ def _run_config(spec: CalibrationSpec, url: str, out_dir: Path) -> RunConfig:
         dataset=DatasetConfig(name="synthetic", input_tokens=16, output_tokens=spec.output_tokens, num_prompts=64),
         live=False,
         out_dir=out_dir / "run",
+        # Ray actors reserve no CPU: four of them fit on a 2-core machine, as four processes do
+        workers=WorkersConfig(count=spec.workers, ray=spec.ray, cpus_per_worker=0.0),
     )
 
 
@@ -194,8 +202,10 @@ def _compare(spec: CalibrationSpec, measured: _Measured) -> CalibrationResult:
         ttft_err.append((mine[0] - r.sent_s) - (mock_times[0] - (d["received_s"] - origin)))
         itl_err.extend(np.diff(mine) - np.diff(mock_times))
         delay.extend(mine - mock_times)
-    steady = _steady(all_chunks, sampler, origin)
-    req = results["points"][0]["requests"]
+    steady = _steady(
+        all_chunks, sampler, origin, _worker_cpu(run_dir, records) if spec.workers > 1 or spec.ray else None
+    )
+    req, client = results["points"][0]["requests"], results["points"][0].get("client") or {}
     stream_s = (spec.ttft_ms + (spec.output_tokens - 1) * spec.itl_ms) / 1e3
     ms = lambda a, f: float(f(np.asarray(a)) * 1e3) if len(a) else None  # noqa: E731
     p99 = lambda a: np.percentile(a, 99)  # noqa: E731
@@ -216,7 +226,36 @@ def _compare(spec: CalibrationSpec, measured: _Measured) -> CalibrationResult:
         achieved_tokens_per_s=steady.achieved_tokens_per_s,
         offered_tokens_per_s=spec.users * spec.output_tokens / stream_s,
         run_dir=str(run_dir),
+        worker_cpu_us_per_token=steady.worker_cpu_us_per_token,
+        loop_lag_p99_ms=client["loop_lag_p99_s"] * 1e3 if client.get("loop_lag_p99_s") is not None else None,
     )
+
+
+def _worker_cpu(run_dir: Path, records: list) -> dict[int, tuple[list[dict], list[float]]]:
+    """Each worker's client samples (its CPU) and chunk arrival times, keyed by worker."""
+    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    client = [s for s in samples if s.get("kind") == "client"]
+    return {
+        w: ([s for s in client if s["worker"] == w], [t for r in records if r.worker == w for t in r.chunk_times_s])
+        for w in {int(s["worker"]) for s in client}
+    }
+
+
+def _workers_steady(
+    workers: dict[int, tuple[list[dict], list[float]]], t0: float, t1: float
+) -> tuple[float, list[float]]:
+    """The workers' CPU seconds over [t0, t1] (each at its mean rate over the samples centred in
+    it) and each worker's CPU µs per token it received there."""
+    total, per_token = 0.0, []
+    for samples, chunks in workers.values():
+        inside = [s for s in samples if t0 <= (s["start_s"] + s["t_s"]) / 2 < t1]
+        seconds = sum(s["t_s"] - s["start_s"] for s in inside)
+        tokens = sum(1 for t in chunks if t0 <= t < t1)
+        if seconds > 0 and tokens:
+            cpu = sum(s["cpu_s"] for s in inside) / seconds * (t1 - t0)
+            total += cpu
+            per_token.append(cpu / tokens * 1e6)
+    return total, per_token
 
 
 @dataclass(frozen=True)
@@ -224,11 +263,18 @@ class _Steady:
     cpu_us_per_token: float | None = None
     mock_cpu_fraction: float | None = None
     achieved_tokens_per_s: float | None = None
+    worker_cpu_us_per_token: float | None = None
 
 
-def _steady(all_chunks: list[float], sampler: _CpuSampler, origin: float) -> _Steady:
+def _steady(
+    all_chunks: list[float],
+    sampler: _CpuSampler,
+    origin: float,
+    workers: dict[int, tuple[list[dict], list[float]]] | None = None,
+) -> _Steady:
     """CPU and throughput in the steady window: between 10% and 90% of all chunk arrivals
-    (excludes start-up and tail)."""
+    (excludes start-up and tail). With ``workers`` (their samples and chunks, _worker_cpu), the client's
+    CPU is this process's (the driver's) plus theirs over the window."""
     all_chunks.sort()
     if len(all_chunks) <= 10:
         return _Steady()
@@ -236,8 +282,11 @@ def _steady(all_chunks: list[float], sampler: _CpuSampler, origin: float) -> _St
     n = len(all_chunks) * 8 // 10
     if not t1 > t0:
         return _Steady()
+    own = sampler.cpu_between(t0 + origin, t1 + origin)
+    theirs, per_worker = _workers_steady(workers or {}, t0, t1)
     return _Steady(
-        cpu_us_per_token=sampler.cpu_between(t0 + origin, t1 + origin) / n * 1e6,
+        cpu_us_per_token=(own + theirs) / n * 1e6,
+        worker_cpu_us_per_token=float(np.mean(per_worker)) if per_worker else None,
         mock_cpu_fraction=sampler.cpu_between(t0 + origin, t1 + origin, column=2) / (t1 - t0),
         achieved_tokens_per_s=n / (t1 - t0),
     )
