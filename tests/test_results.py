@@ -96,6 +96,13 @@ PUBLIC_KEYS += [f"points[].fluidity.index.{k}" for k in DISTRIBUTION]
 CLIENT = """workers period_s samples ticks cpu_util_max cpu_util_mean loop_lag_p99_s loop_lag_max_s
 connections_max limited limited_by""".split()
 PUBLIC_KEYS += [f"points[].client.{k}" for k in CLIENT]
+# a run whose load came from several workers (--workers, --ray), and a point during which one died
+PUBLIC_KEYS += "workers.mode workers.count workers.ray_address workers.cpus_per_worker".split()
+PUBLIC_KEYS += [
+    f"workers.clocks[].{k}"
+    for k in "worker node pid offset_s uncertainty_s end_offset_s end_uncertainty_s lost".split()
+]
+PUBLIC_KEYS += [f"points[].workers_lost[].{k}" for k in ("worker", "at_s", "reason", "in_flight")]
 PUBLIC_KEYS += ["points[].timeseries[].client_cpu_util", "points[].timeseries[].client_loop_lag_max_s"]
 
 

@@ -105,14 +105,14 @@ def ref_timeseries(records, span_start_s, span_end_s, ramp_end_s, user_spans, wi
                 "errors": sum(
                     1
                     for r in records
-                    if r.outcome not in (Outcome.OK, Outcome.CANCELLED, Outcome.NOT_SENT)
+                    if r.outcome not in (Outcome.OK, Outcome.CANCELLED, Outcome.NOT_SENT, Outcome.WORKER_LOST)
                     and r.closed_s is not None
                     and w.contains(r.closed_s)
                 ),
                 "cancelled": sum(
                     1
                     for r in records
-                    if r.outcome in (Outcome.CANCELLED, Outcome.NOT_SENT)
+                    if r.outcome in (Outcome.CANCELLED, Outcome.NOT_SENT, Outcome.WORKER_LOST)
                     and r.closed_s is not None
                     and w.contains(r.closed_s)
                 ),
