@@ -98,7 +98,7 @@ def results_header(config_json: ConfigJson, how: Literal["run", "recompute"]) ->
         slo=Slo(**_slo(config_json).model_dump()),
         clock=_optional(Clock, config_json.get("clock")),
         telemetry=_optional(Telemetry, config_json.get("telemetry")),
-        **({"workers": Workers.model_validate(config_json["workers_facts"])} if config_json.get("workers_facts") else {}),
+        **_workers(config_json),
         points=[],
     )
 
@@ -108,6 +108,18 @@ _Part = TypeVar("_Part", DatasetFacts, Clock, Telemetry)
 
 def _optional(model: type[_Part], data: dict[str, Any] | None) -> _Part | None:
     return model.model_validate(data) if data is not None else None
+
+
+def _workers(config_json: ConfigJson) -> dict[str, Any]:
+    """``workers``: only in a run whose load came from several workers (config.json's facts)."""
+    facts = config_json.get("workers_facts")
+    return {"workers": Workers.model_validate(facts)} if facts else {}
+
+
+def _losses(facts: Facts) -> dict[str, Any]:
+    """``workers_lost``: only on a point during which a worker died."""
+    lost = facts.get("workers_lost")
+    return {"workers_lost": [WorkerLoss.model_validate(x) for x in lost]} if lost else {}
 
 
 def _slo(config_json: ConfigJson) -> SLOConfig:
@@ -160,11 +172,7 @@ def point_result(
         **_cost(config_json, metrics),
         energy=point_energy(samples, header, window.start_s, window.end_s, metrics.output_tokens_per_s),
         **_client(health, window),
-        **(
-            {"workers_lost": [WorkerLoss.model_validate(x) for x in facts["workers_lost"]]}
-            if facts.get("workers_lost")
-            else {}
-        ),
+        **_losses(facts),
     )
 
 

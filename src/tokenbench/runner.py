@@ -196,10 +196,14 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], con
         ) as pool:
             driver = dataclasses.replace(driver, pool=pool)
             if pool is not None:  # how the load runs, and the workers' clock offsets
-                bench.writer.write_config({**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)})
+                bench.writer.write_config(
+                    {**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)}
+                )
             results = await _points(bench, driver, console)
         if pool is not None:  # the offsets checked at the end
-            bench.writer.write_config({**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)})
+            bench.writer.write_config(
+                {**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)}
+            )
             results = results_header(bench.writer.config_json(), "run").model_copy(update={"points": results.points})
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)

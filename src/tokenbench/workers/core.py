@@ -102,6 +102,7 @@ class WorkerCore:
         self.clock_ = RunClock(setup.origin_monotonic_s, setup.origin_unix_s)
         target = TargetConfig.model_validate(setup.target)
         self.session = make_session(target, self.clock_.now)
+        assert target.api is not None, "the driver resolves the API"
         self.target, self.wire = target, wire_for(target.api)
         count = HFTokenizer(setup.tokenizer).count if setup.tokenizer else None
         client = StreamingClient(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +88,7 @@ class WorkerPool:
     async def set_up(self, setup: Callable[[Handle, float], Setup]) -> None:
         """Each worker's clock offset, then its setup with the driver's origin on its clock."""
         for h in self.handles:
-            offset = await measure(lambda h=h: h.call("clock", timeout_s=ANSWER_TIMEOUT_S))
+            offset = await measure(functools.partial(_read_clock, h))
             self.offsets[h.index] = offset
             origin = self._clock.origin_monotonic_s + offset.offset_s
             self.infos[h.index] = await h.call("setup", setup(h, origin), timeout_s=120.0)
@@ -96,7 +97,7 @@ class WorkerPool:
         """The offsets again at the end: their drift over the run is in results."""
         for h in self.alive():
             with contextlib.suppress(WorkerLost):
-                self.end_offsets[h.index] = await measure(lambda h=h: h.call("clock", timeout_s=ANSWER_TIMEOUT_S))
+                self.end_offsets[h.index] = await measure(functools.partial(_read_clock, h))
 
     async def run_point(
         self,
@@ -195,6 +196,10 @@ class WorkerPool:
 
     async def close(self) -> None:
         await asyncio.gather(*(_quietly(h.stop()) for h in self.handles))
+
+
+async def _read_clock(h: Handle) -> float:
+    return float(await h.call("clock", timeout_s=ANSWER_TIMEOUT_S))
 
 
 def _at(order: Order, start_s: float) -> Order:
