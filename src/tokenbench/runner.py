@@ -53,7 +53,7 @@ from .rundir import RunWriter, default_run_dir
 from .session_load import SessionSource
 from .telemetry.client_monitor import ClientMonitor
 from .telemetry.sampler import Sampler
-from .workers.pool import WorkerPool
+from .workers.pool import AllWorkersLost, WorkerPool
 from .workers.wiring import worker_pool, workers_facts
 
 try:
@@ -208,6 +208,8 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], con
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
     console.print(summary_table(results))
+    if pool is not None and not pool.alive():
+        raise AllWorkersLost("every worker was lost: " + "; ".join(f"{h.describe}: {h.lost}" for h in pool.handles))
     return RunResult(bench.writer.dir, results.to_json(), driver.interrupted)
 
 

@@ -79,3 +79,24 @@ def test_ctrl_c_with_workers_exits_130_with_a_record_for_every_request(mock_serv
     results = json.loads((out / "results.json").read_text())
     assert results["interrupted"] is True
     assert results["points"][0]["requests"]["total"] == len(records)
+
+
+def test_when_every_worker_is_lost_the_run_stops_with_a_message_naming_them(mock_server, tmp_path):
+    url = mock_server(ttft_ms=100, itl_ms=50)
+    out = tmp_path / "run"
+    flags = ["--url", url, "--users", "4,4", "--output-tokens", "40", "--duration", "4", "--out", str(out)]
+    proc = _tokenbench("run", *flags, "--no-live", "--workers", "2")
+    records_file = out / "records.jsonl"
+    _wait_for(lambda: records_file.exists() and records_file.stat().st_size > 0, 60, "a first record")
+    workers = _workers_of(proc.pid)
+    for pid in workers.values():
+        os.kill(pid, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    assert "every worker was lost" in stderr and "worker 0" in stderr and "worker 1" in stderr
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["points"]) == 1  # the run stopped after the point it lost them in
+    assert {loss["worker"] for loss in results["points"][0]["workers_lost"]} == {0, 1}
+    assert all(c["lost"] for c in results["workers"]["clocks"])
+    lost = [r for r in _records(out) if r["outcome"] == "worker_lost"]
+    assert len(lost) == 4  # the 4 users' requests in flight

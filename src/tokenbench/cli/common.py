@@ -127,11 +127,12 @@ def numbers(text: str | None, flag: str, cast: Any = float) -> list[Any]:
 @contextlib.contextmanager
 def exit_codes(interrupted: str) -> Iterator[None]:
     """A benchmark's failures as exit codes: 3 the server (unreachable, did not start), 2 bad
-    input; an interrupt before the work finished says ``interrupted`` and exits with its signal's
+    input, 1 every worker lost (--workers); an interrupt before the work finished says ``interrupted`` and exits with its signal's
     code (130, 143): what was measured is on disk."""
     from ..backends import BackendError
     from ..clients.stream import TargetUnreachable
     from ..procs import Interrupts
+    from ..workers.pool import AllWorkersLost
 
     try:
         yield
@@ -139,6 +140,8 @@ def exit_codes(interrupted: str) -> Iterator[None]:
         fail(str(exc), 3)
     except (FileNotFoundError, FileExistsError, ValueError) as exc:
         fail(str(exc), 2)
+    except AllWorkersLost as exc:
+        fail(f"{exc}; what was measured is on disk", 1)
     except KeyboardInterrupt:
         err.print(f"[yellow]{interrupted}; what was measured is on disk[/]")
         raise typer.Exit(Interrupts.exit_code()) from None

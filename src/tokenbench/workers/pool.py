@@ -49,7 +49,8 @@ class _Point:
     parts: list[PointRun] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
     losses: list[dict[str, Any]] = field(default_factory=list)
-    in_flight: dict[int, int] = field(default_factory=dict)
+    in_flight: dict[int, int] = field(default_factory=dict)  # the live view's, by worker
+    users: dict[int, int] = field(default_factory=dict)
 
 
 class WorkerPool:
@@ -172,7 +173,9 @@ class WorkerPool:
             self._event(sample)
         point.samples += batch.client
         point.in_flight[h.index] = batch.in_flight
+        point.users[h.index] = batch.active_users
         self.stats.in_flight = sum(point.in_flight.values())
+        self.stats.active_users = sum(point.users.values())
 
     def _lose(self, h: Handle, point: _Point, reason: str) -> None:
         """``h`` is gone: its requests in flight become ``worker_lost`` records; the point says so."""
@@ -187,6 +190,7 @@ class WorkerPool:
         if lost:
             self._sink(lost)
         point.in_flight.pop(h.index, None)
+        point.users.pop(h.index, None)
         point.losses.append({"worker": h.index, "at_s": now, "reason": reason, "in_flight": len(lost)})
         left = len(self.alive())
         self._say(
