@@ -11,8 +11,8 @@ Stopping: at ``duration_s`` (or once ``max_requests`` were issued) no new reques
 in flight may finish within ``drain_timeout_s``, then are cancelled. An interrupt (Ctrl-C) cancels
 everything in flight at once. Every request that was created becomes exactly one record.
 
-Multi-turn sessions (a SessionSource) run their conversations under the same loads and stopping
-rules: session_load.py.
+Multi-turn sessions (session_load.py) run under the same loads and stopping rules; a worker
+(workers/) runs its ``Part`` of a point.
 """
 
 from __future__ import annotations
@@ -58,9 +58,8 @@ RecordSink = Callable[[RequestRecord], None]
 
 @dataclass(frozen=True)
 class Part:
-    """Which part of a point this generator runs and when: its ``share`` of the global schedule
-    (``--workers``: the whole by default) and the run-clock time the point starts (None: now;
-    workers are given one start a little ahead so they all begin together)."""
+    """The part of a point this generator runs (``share``: all of it by default) and its start
+    on the run clock (None: now; workers get one start a little ahead, to begin together)."""
 
     share: Share = Share()
     start_s: float | None = None
@@ -113,7 +112,7 @@ class LoadGenerator:
 
     async def sleep_until(self, t: float) -> bool:
         """Sleep to run-clock time ``t``; False if interrupted first."""
-        # a loop may fire a timer up to its clock's resolution early: sleep again until past ``t``
+        # a loop may fire a timer up to its clock's resolution early: sleep again until past t
         while (delay := t - self._clock.now()) > 0 and not self._interrupt.is_set():
             try:
                 await asyncio.wait_for(self._interrupt.wait(), delay)
@@ -158,9 +157,7 @@ class LoadGenerator:
         return run
 
     def _show(self, run: PointRun, stop: StopConfig) -> None:
-        stats = self.stats
-        stats.point, stats.started_s = run.index, run.start_s
-        stats.planned_s = stop.duration_s
+        self.stats.point, self.stats.started_s, self.stats.planned_s = run.index, run.start_s, stop.duration_s
 
     async def _issue_until_stopped(self, point: PointState) -> None:
         """Issue the point's requests until its load ends (or an interrupt), let those in flight
@@ -374,7 +371,7 @@ def _schedule(point: PointState, load: RateLoad | ReplayLoad) -> Iterator[tuple[
 
 
 class _Budget:
-    """Counts issued requests against ``max_requests`` (None = unbounded)."""
+    """Counts issued requests against ``max_requests`` (None = unbounded): a worker's share."""
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
