@@ -19,7 +19,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,11 @@ def check_launch(profile: Profile, config: BackendConfig) -> None:
         profile.local(launch_spec(profile, config))
         return
     engine = get_profile(upstream.name or "")
-    engine.local(launch_spec(engine, upstream))
+    spec = launch_spec(engine, upstream)
+    engine.local(spec)
+    # the layer as it will be rendered once the engine runs (its URL is known only then)
+    layer = replace(launch_spec(profile, config.model_copy(update={"model": spec.model})), knobs=EngineKnobs())
+    profile.local(replace(layer, upstream_url=f"http://{HOST}:{spec.port}", upstream_model=spec.served_name))
 
 
 def metrics_url_for(profile: Profile | None, url: str | None, spec: LaunchSpec | None = None) -> str | None:
