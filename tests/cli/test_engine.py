@@ -16,9 +16,21 @@ from tokenbench.cli import app
         (["--backend", "vllm", "--model", "m", "--kv-memory", "1.5"], "--kv-memory"),
         (["--url", "http://127.0.0.1:1", "--max-num-seqs", "4"], "launched"),
         (["--backend", "vllm", "--model", "m", "--engine-env", "NOEQUALS"], "KEY=VALUE"),
+        (["--upstream", "llamacpp"], "add --backend triton"),
+        (["--backend", "triton", "--upstream", "nosuch"], "not a known backend"),
+        (["--backend", "triton", "--upstream", "triton"], "is a serving layer"),
+        (["--backend", "triton", "--upstream", "llamacpp", "--kv-memory", "0.5"], "--kv-memory"),
+        (["--backend", "vllm", "--model", "m", "--upstream", "llamacpp"], "is an engine, not a serving layer"),
     ],
 )
 def test_bad_backend_flags_exit_2_before_launch(args, needle):
     result = CliRunner().invoke(app, ["run", *args, "--users", "1", "--duration", "5"])
     assert result.exit_code == 2, result.output
     assert needle in result.output
+
+
+def test_a_layer_that_cannot_start_is_refused_before_its_engine_starts(monkeypatch, tmp_path):
+    monkeypatch.setenv("TOKENBENCH_TRITON_PYTHON", str(tmp_path / "no-python"))
+    result = CliRunner().invoke(app, ["run", "--backend", "triton", "--users", "1", "--duration", "5"])
+    assert result.exit_code == 2, result.output
+    assert "scripts/setup_triton.sh" in result.output

@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import quote
 
 from ..config import BackendConfig, EngineKnobs
 from .cache_control import ResetHook
@@ -84,6 +85,7 @@ class Profile:
     apis: tuple[str, ...]  # values of --api it serves; the first is the default
     default_port: int
     ready_path: str  # GET answers 2xx once the model is loaded and requests can be served
+    # ({served_name} in it is the launch's served name, URL-quoted: Triton's per-model ready route)
     local: Callable[[LaunchSpec], Launch]
     container: Callable[[LaunchSpec], Launch]
     metrics: MetricNames | None  # None: the engine has no Prometheus endpoint
@@ -115,10 +117,18 @@ class Profile:
     # The OpenAI APIs put the cumulative usage on every chunk when asked (stream_options.
     # continuous_usage_stats): records then hold each chunk's tokens (per-token ITL, fluidity).
     continuous_usage: bool = False
+    # A serving layer (Triton, Ray Serve) in front of an engine: launched after the engine named
+    # by BackendConfig.upstream (else default_upstream), its command given LaunchSpec.upstream_url.
+    layer: bool = False
+    default_upstream: str | None = None  # the engine a layer serves from when --upstream is not given
+    default_served_name: str | None = None  # the name requests use unless --served-model-name says
 
     @property
     def default_api(self) -> str:
         return self.apis[0]
+
+    def ready_url_path(self, spec: LaunchSpec) -> str:
+        return self.ready_path.replace("{served_name}", quote(spec.served_name, safe=""))
 
 
 def knob_flags(

@@ -50,6 +50,7 @@ class BackendEntry(_Model):
     model: str | None = None
     served_model_name: str | None = None
     engine_bin: str | None = None
+    upstream: str | None = None  # a serving layer's engine (BackendConfig.upstream), e.g. llamacpp
     knobs: EngineKnobs = Field(default_factory=EngineKnobs)
     # knob -> values; every combination is one server configuration. engine_args may be swept
     # too (a list of argument lists), for engine-specific settings such as a KV cache in bytes.
@@ -271,6 +272,7 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
                     served_model_name=entry.served_model_name,
                     knobs=EngineKnobs.model_validate(knobs.model_dump()),
                     executable=entry.engine_bin,
+                    upstream=entry.upstream,
                     ready_timeout_s=entry.ready_timeout_s,
                     metrics_interval_s=spec.metrics_interval_s,
                     metrics_url=entry.metrics_url,
