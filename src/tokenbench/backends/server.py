@@ -41,12 +41,17 @@ def launch_spec(
     if not model:
         raise BackendError(f"--backend {profile.name} without --url launches it: pass --model (what it should load)")
     served = config.served_model_name or profile.default_served_name
+    if config.layer_args and not profile.layer:
+        raise BackendError(
+            f"--layer-arg is for a serving layer; --backend {profile.name} is an engine: use --engine-arg"
+        )
+    layer_args = {"engine_args": (*config.knobs.engine_args, *config.layer_args)}
     return LaunchSpec(
         model=model,
         served_name=served or (upstream.spec.served_name if upstream else _default_served_name(model)),
         host=HOST,
         port=port or config.port or profile.default_port,
-        knobs=EngineKnobs() if upstream else config.knobs,
+        knobs=EngineKnobs(engine_args=config.layer_args) if upstream else config.knobs.model_copy(update=layer_args),
         executable=None if upstream else config.executable,
         upstream_url=upstream.url if upstream else None,
         upstream_model=upstream.spec.served_name if upstream else None,
