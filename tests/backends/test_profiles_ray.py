@@ -66,7 +66,7 @@ def test_local_argv_is_the_program_and_its_config():
     assert launch.argv[:3] == ("python3", "-c", ray_profile.PROGRAM)
     assert len(launch.argv) == 4 and all(isinstance(a, str) for a in launch.argv)
     assert json.loads(launch.argv[3]) == expected_config("127.0.0.1")
-    assert launch.env == {"HF_HUB_OFFLINE": "1"}
+    assert launch.env == {"RAY_metrics_report_interval_ms": "1000", "HF_HUB_OFFLINE": "1"}
 
 
 def test_program_is_valid_python_using_the_documented_api():
@@ -161,7 +161,7 @@ def test_with_an_upstream_the_local_command_is_the_serve_relay_app():
             "timeout_s": 3600.0,
         },
     }
-    assert launch.env == {"K": "V"}
+    assert launch.env == {"RAY_metrics_report_interval_ms": "1000", "K": "V"}
     assert ServeConfig.from_json(launch.argv[3]) == ray_profile.relay_config(relay_spec())
 
 

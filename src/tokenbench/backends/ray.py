@@ -182,10 +182,16 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     return ["-c", PROGRAM, json.dumps(config, sort_keys=True)]
 
 
+# Ray exports its metrics every RAY_metrics_report_interval_ms (10 s by default, 1 s at least:
+# ray/_private/telemetry/open_telemetry_metric_recorder.py): a run of a few seconds would see no
+# ray_serve_* series and gauges 10 s stale, so launches ask for the 1 s floor (--engine-env overrides).
+METRICS_ENV = {"RAY_metrics_report_interval_ms": "1000"}
+
+
 def local(spec: LaunchSpec) -> Launch:
     if spec.upstream_url is not None:
         return relay_launch(spec)
-    return Launch((*exe(spec, ["python3"]), *_args(spec, spec.model)), dict(spec.knobs.engine_env))
+    return Launch((*exe(spec, ["python3"]), *_args(spec, spec.model)), {**METRICS_ENV, **spec.knobs.engine_env})
 
 
 # --engine-arg keys of the Serve relay (an engine upstream): the rest of the launch is the engine's
@@ -222,7 +228,7 @@ def relay_launch(spec: LaunchSpec) -> Launch:
     """``<tokenbench's interpreter> -m tokenbench.backends.ray_serve_app CONFIG_JSON`` (that venv has
     ray[serve]); --engine-bin replaces the interpreter."""
     argv = (*exe(spec, [sys.executable]), "-m", RELAY_MODULE, relay_config(spec).to_json())
-    return Launch(argv, dict(spec.knobs.engine_env))
+    return Launch(argv, {**METRICS_ENV, **spec.knobs.engine_env})
 
 
 def container(spec: LaunchSpec) -> Launch:
