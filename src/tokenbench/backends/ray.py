@@ -56,7 +56,7 @@ import sys
 from dataclasses import replace
 
 from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container
-from .ray_serve_app import RelayConfig, ServeConfig
+from .ray_serve_app import READY_PATH, RelayConfig, ServeConfig
 
 RELAY_MODULE = "tokenbench.backends.ray_serve_app"
 # --engine-arg key for the streamed-response batch interval (ms), on both paths (module docstring)
@@ -72,8 +72,17 @@ from ray.serve.llm import LLMConfig, build_openai_app
 c = json.loads(sys.argv[1])
 ray.init(address="local", _metrics_export_port=c["metrics_port"], **c["ray_init"])
 serve.start(http_options={"host": c["host"], "port": c["port"]})
-serve.run(build_openai_app({"llm_configs": [LLMConfig(**c["llm_config"])]}), blocking=True)
+serve.run(build_openai_app({"llm_configs": [LLMConfig(**c["llm_config"])]}), blocking=False)
+@serve.deployment(ray_actor_options={"num_cpus": 0})
+class Ready:
+    def __call__(self, request):
+        return "ready"
+serve.run(Ready.bind(), name="tokenbench-ready", route_prefix=c["ready_path"], blocking=True)
 """
+# Readiness: the ingress answers /v1/models from its own config, before the engine has loaded (seen
+# live: first requests waited 24 s). serve.run(blocking=False) returns once every replica is up, the
+# LLM server's included (its engine started), and only then is READY_PATH deployed (the relay app
+# answers it as /v1/models: once the engine behind it answers).
 
 # knob -> vLLM engine argument inside engine_kwargs (vllm/engine/arg_utils.py; configuration.md)
 ENGINE_KWARGS = {
@@ -119,8 +128,21 @@ METRICS = MetricNames(
 )
 
 
+# Linux hands out ports for outgoing connections from the ephemeral range (32768-60999 by
+# default), preferring even ones, and bind(0) odd ones: a free HTTP port P from there has P + 1 at
+# the mercy of Ray's own connections made before its agent binds the metrics port (seen live twice:
+# "Address already in use", Ray failed to start). Such a P gets a metrics port below that range
+# and above Ray's worker ports (10002-19999) instead.
+EPHEMERAL_LOW = 32768
+LOW_METRICS_PORTS = (20000, EPHEMERAL_LOW)
+
+
 def metrics_port(http_port: int) -> int:
-    return http_port + 1
+    """HTTP port + 1, or for an HTTP port in the ephemeral range one in 20000-32767 (above)."""
+    if http_port + 1 < EPHEMERAL_LOW:
+        return http_port + 1
+    low, high = LOW_METRICS_PORTS
+    return low + (http_port + 1 - EPHEMERAL_LOW) % (high - low)
 
 
 def metrics_url(spec: LaunchSpec) -> str:
@@ -176,6 +198,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
         "host": spec.host,
         "port": spec.port,
         "metrics_port": metrics_port(spec.port),
+        "ready_path": READY_PATH,
         "llm_config": llm_config(spec, model),
         "ray_init": _ray_init(spec),
     }
@@ -246,7 +269,7 @@ PROFILE = Profile(
     layer=True,  # --upstream NAME: the Serve relay in front of that engine; none: Ray Serve LLM
     apis=("chat", "completions"),
     default_port=8000,
-    ready_path="/v1/models",
+    ready_path=READY_PATH,
     local=local,
     container=container,
     metrics=METRICS,

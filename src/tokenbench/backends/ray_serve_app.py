@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # fastapi comes with the ray extra: imported where the app is
     from fastapi.responses import JSONResponse, Response
 
 RELAYED = ("/v1/chat/completions", "/v1/completions")
+READY_PATH = "/tokenbench/ready"  # the ray profile's ready_path on both its paths
 # hop-by-hop or recomputed headers: never copied from the engine's reply
 _DROP_HEADERS = {"content-length", "transfer-encoding", "connection", "content-encoding", "date", "server"}
 
@@ -116,6 +117,7 @@ def make_app(config: RelayConfig) -> FastAPI:
         return await _relay(session(), config, request)
 
     app.add_route("/v1/models", models, methods=["GET"])
+    app.add_route(READY_PATH, models, methods=["GET"])  # the ray profile's ready path: the same check
     for path in RELAYED:
         app.add_route(path, relay, methods=["POST"])
     return app
