@@ -95,5 +95,43 @@ def test_fill_template_argv():
 
 def test_profile_endpoints():
     p = triton.PROFILE
-    assert p.apis == ("triton",) and p.ready_path == "/v2/health/ready"
+    assert p.apis == ("triton",) and p.ready_path == "/v2/models/{served_name}/ready"
     assert (p.version_path, p.version_field) == ("/v2", "version")
+
+
+def test_in_front_of_an_engine_it_renders_pytriton_serving_the_relay_model(monkeypatch, tmp_path):
+    python = tmp_path / "python"
+    python.touch()
+    monkeypatch.setenv("TOKENBENCH_TRITON_PYTHON", str(python))
+    layered = LaunchSpec(
+        model="/m.gguf",
+        served_name="ensemble",
+        host="127.0.0.1",
+        port=9100,
+        knobs=EngineKnobs(),
+        upstream_url="http://127.0.0.1:7000",
+        upstream_model="smol",
+    )
+    assert triton.local(layered).argv == (
+        str(python),
+        str(triton.MODEL_FILE),
+        "--host=127.0.0.1",
+        "--http-port=9100",
+        "--grpc-port=9101",
+        "--metrics-port=9102",
+        "--upstream-url=http://127.0.0.1:7000",
+        "--upstream-model=smol",
+        "--model-name=ensemble",
+        "--metrics-config=histogram_latencies=true",
+    )
+    assert triton.MODEL_FILE.exists() and triton.PROFILE.ready_url_path(layered) == "/v2/models/ensemble/ready"
+    monkeypatch.setenv("TOKENBENCH_TRITON_PYTHON", str(tmp_path / "missing"))
+    with pytest.raises(BackendError, match="scripts/setup_triton.sh"):
+        triton.local(layered)
+
+
+def test_it_is_a_layer_over_the_embedded_llamacpp_by_default():
+    p = triton.PROFILE
+    assert (p.layer, p.default_upstream, p.default_served_name) == (True, "llamacpp", "ensemble")
+    # the live model's only queue gauge, after TensorRT-LLM's own
+    assert p.metrics.waiting[-1] == "nv_inference_pending_request_count"

@@ -17,6 +17,9 @@ from tokenbench.cli import app
         (["--url", "http://127.0.0.1:1", "--max-num-seqs", "4"], "launched"),
         (["--backend", "vllm", "--model", "m", "--engine-env", "NOEQUALS"], "KEY=VALUE"),
         (["--upstream", "llamacpp"], "add --backend triton"),
+        (["--backend", "triton", "--upstream", "nosuch"], "not a known backend"),
+        (["--backend", "triton", "--upstream", "triton"], "is a serving layer"),
+        (["--backend", "triton", "--upstream", "llamacpp", "--kv-memory", "0.5"], "--kv-memory"),
         (["--backend", "vllm", "--model", "m", "--upstream", "llamacpp"], "is an engine, not a serving layer"),
     ],
 )

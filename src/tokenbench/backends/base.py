@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import quote
 
 from ..config import BackendConfig, EngineKnobs
 from .cache_control import ResetHook
@@ -84,6 +85,7 @@ class Profile:
     apis: tuple[str, ...]  # values of --api it serves; the first is the default
     default_port: int
     ready_path: str  # GET answers 2xx once the model is loaded and requests can be served
+    # ({served_name} in it is the launch's served name, URL-quoted: Triton's per-model ready route)
     local: Callable[[LaunchSpec], Launch]
     container: Callable[[LaunchSpec], Launch]
     metrics: MetricNames | None  # None: the engine has no Prometheus endpoint
@@ -124,6 +126,9 @@ class Profile:
     @property
     def default_api(self) -> str:
         return self.apis[0]
+
+    def ready_url_path(self, spec: LaunchSpec) -> str:
+        return self.ready_path.replace("{served_name}", quote(spec.served_name, safe=""))
 
 
 def knob_flags(

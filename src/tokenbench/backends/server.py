@@ -178,7 +178,7 @@ class ManagedServer:
         finally:
             os.close(read_fd)
         try:
-            procs.wait_http(self.url + self.profile.ready_path, self.config.ready_timeout_s, self._proc)
+            procs.wait_http(self.url + self.profile.ready_url_path(self.spec), self.config.ready_timeout_s, self._proc)
         except procs.NotReady as exc:
             self.stop()
             raise BackendError(f"{self.profile.title} did not become ready: {exc}; see {self.log_path}") from exc

@@ -1,5 +1,27 @@
-"""Triton Inference Server with the TensorRT-LLM backend: native generate_stream, Prometheus on a
-separate metrics port.
+"""Triton Inference Server: native generate_stream, Prometheus on a separate metrics port. Two
+launches: LIVE on CPU, a serving layer in front of an engine (--upstream, default llamacpp: the
+embedded llama.cpp server), where NVIDIA PyTriton's tritonserver (Triton 2.51, PyPI
+nvidia-pytriton 0.7.0 in .cache/triton-venv, made by scripts/setup_triton.sh) serves
+triton_model.py, a decoupled model with the TensorRT-LLM ensemble's interface that relays the
+engine's OpenAI completions stream (one Triton response per upstream chunk); and, from the docs
+below (needs a GPU, --upstream none), tritonserver with the TensorRT-LLM backend.
+
+Live (PyTriton) launch: ``<triton venv python> triton_model.py --host 127.0.0.1 --http-port P
+--grpc-port P+1 --metrics-port P+2 --upstream-url U --upstream-model M --model-name ensemble``; the
+interpreter is $TOKENBENCH_TRITON_PYTHON, else .cache/triton-venv/bin/python of the checkout.
+Metrics a live PyTriton 2.51 server exports (curl of its metrics port, decoupled model on CPU):
+nv_inference_request_success / _failure{reason}, nv_inference_count, nv_inference_exec_count,
+nv_inference_request_duration_us, nv_inference_queue_duration_us,
+nv_inference_compute_{input,infer,output}_duration_us (cumulative microsecond counters; for a
+decoupled model "infer" ends when execute() returns, not when the stream ends),
+nv_inference_pending_request_count (gauge: requests queued for the model, not yet executing),
+nv_pinned_memory_pool_*, nv_cpu_utilization, nv_cpu_memory_{total,used}_bytes. NOT exported
+there, although --metrics-config histogram_latencies=true is given: the first-response histogram
+(the Python backend does not report response statistics), and no gauge of streams in flight or
+counter of tokens. So the live mapping is waiting = nv_inference_pending_request_count; the rest
+stays in each scrape's raw samples.
+
+TensorRT-LLM (docs-derived, not run here):
 
 Facts and their sources:
 - CLI: triton-inference-server/server src/command_line_parser.cc: --model-repository,
@@ -24,7 +46,9 @@ Facts and their sources:
   (scripts/launch_triton_server.py --world_size): those are refused without a command.
 - No ignore_eos: the tensorrt_llm model's inputs (its config.pbtxt) have none; end_id is the nearest.
 - Readiness: GET /v2/health/ready is 200 once the server and (with the default strict readiness)
-  all models are ready (command_line_parser.cc, --strict-readiness). Version: GET /v2 returns the
+  all models are ready (command_line_parser.cc, --strict-readiness), but PyTriton loads its model
+  after the server is up (explicit model control), so tokenbench waits on the model's own route,
+  GET /v2/models/<served name>/ready (docs/protocol/README.md, KServe v2 model ready). Version: GET /v2 returns the
   KServe v2 server metadata {"name", "version", "extensions"} (docs/protocol/README.md).
 - Metrics: Prometheus text at http://HOST:<metrics port>/metrics (server docs/user_guide/
   metrics.md), NOT on the HTTP port. tokenbench gives the metrics port as http port + 2 (the
@@ -43,6 +67,9 @@ Facts and their sources:
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from ..config import EngineKnobs
 from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container
 
@@ -56,7 +83,8 @@ TEMPLATE = "tensorrt_llm/config.pbtxt"  # relative to the model repository
 # server docs/user_guide/metrics.md: nv_inference_first_response_histogram_ms (ms, per model).
 METRICS = MetricNames(
     running=('nv_trt_llm_request_metrics{request_type="active"}',),
-    waiting=('nv_trt_llm_request_metrics{request_type="waiting"}',),
+    # PyTriton live: Triton's own queue for the model (pending = enqueued, not yet executing)
+    waiting=('nv_trt_llm_request_metrics{request_type="waiting"}', "nv_inference_pending_request_count"),
     kv_usage=('nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}',),
     prefix_cache_hits=('nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="reused"}',),  # blocks
     ttft_histogram=(
@@ -143,7 +171,42 @@ def _args(spec: LaunchSpec, repository: str) -> list[str]:
     ]
 
 
+MODEL_FILE = Path(__file__).with_name("triton_model.py")  # run as a file: it imports no tokenbench
+VENV_PYTHON = Path(__file__).resolve().parents[3] / ".cache/triton-venv/bin/python"  # the checkout's
+
+
+def triton_python() -> str:
+    """The interpreter with nvidia-pytriton: $TOKENBENCH_TRITON_PYTHON, else the checkout's venv."""
+    python = os.environ.get("TOKENBENCH_TRITON_PYTHON") or str(VENV_PYTHON)
+    if not Path(python).exists():
+        raise BackendError(
+            f"Triton on CPU runs under NVIDIA PyTriton, and {python} does not exist: run "
+            "scripts/setup_triton.sh (make triton), or set TOKENBENCH_TRITON_PYTHON to a python with "
+            "nvidia-pytriton built from Debian's python3.11"
+        )
+    return python
+
+
+def layer_argv(spec: LaunchSpec) -> list[str]:
+    """PyTriton serving triton_model.py in front of spec.upstream_url, every listener on spec.host."""
+    assert spec.upstream_url is not None and spec.upstream_model is not None
+    return [
+        triton_python(),
+        str(MODEL_FILE),
+        f"--host={spec.host}",
+        f"--http-port={spec.port}",
+        f"--grpc-port={grpc_port(spec.port)}",
+        f"--metrics-port={metrics_port(spec.port)}",
+        f"--upstream-url={spec.upstream_url}",
+        f"--upstream-model={spec.upstream_model}",
+        f"--model-name={spec.served_name}",
+        "--metrics-config=histogram_latencies=true",  # asked for; PyTriton 2.51 exports none
+    ]
+
+
 def local(spec: LaunchSpec) -> Launch:
+    if spec.upstream_url is not None:  # the live serving layer (the engine's knobs went to the engine)
+        return Launch(tuple(layer_argv(spec)))
     return Launch((*exe(spec, ["tritonserver"]), *_args(spec, spec.model)), dict(spec.knobs.engine_env))
 
 
@@ -158,18 +221,29 @@ def container(spec: LaunchSpec) -> Launch:
 PROFILE = Profile(
     metrics_url=metrics_url,
     name="triton",
-    title="Triton Inference Server (TensorRT-LLM backend)",
+    title="Triton Inference Server",
+    layer=True,
+    default_upstream="llamacpp",  # on CPU: PyTriton in front of the embedded llama.cpp server
+    default_served_name="ensemble",  # the TensorRT-LLM ensemble's name, as the live model's
     apis=("triton",),
     default_port=8000,
-    ready_path="/v2/health/ready",
+    # the model's own ready route: PyTriton starts tritonserver with no model and loads it after
+    # (explicit model control), so /v2/health/ready answers 200 before the model exists
+    ready_path="/v2/models/{served_name}/ready",
     local=local,
     container=container,
     metrics=METRICS,
     version_path="/v2",
     version_field="version",
     ignore_eos=False,
-    usage="none in the stream; count tokens client-side (the ensemble streams text_output)",
+    usage="num_input_tokens / num_output_tokens per response when asked (return_num_*_tokens inputs): "
+    "the live relay model sends the engine's own usage; older ensembles send none (counted client-side)",
     quirks=(
+        "on CPU a serving layer: --upstream ENGINE (default llamacpp) is launched first and "
+        "tritonserver (NVIDIA PyTriton) relays its stream; --upstream none launches tritonserver "
+        "with a TensorRT-LLM model repository (--model) instead",
+        "the live PyTriton model exports no first-response histogram and no tokens counter: "
+        "waiting (nv_inference_pending_request_count) is the only normalized series",
         "Prometheus metrics are on a separate port (http port + 2, default 8002), not the HTTP "
         "port: point the sampler at the metrics URL (triton.metrics_url)",
         "engine knobs live in tensorrt_llm/config.pbtxt (filled by tools/fill_template.py); the "
@@ -184,8 +258,10 @@ PROFILE = Profile(
         "tensor parallelism needs mpirun with one tritonserver per GPU (launch_triton_server.py)",
     ),
     cold_start_includes="process start and loading every model in the repository (engine "
-    "deserialization, tokenizer load); the engine is built beforehand by trtllm-build",
+    "deserialization, tokenizer load; the engine is built beforehand by trtllm-build); in front of "
+    "an upstream engine: PyTriton's start and model load, after the engine was ready",
     docs=(
+        "triton-inference-server/pytriton 0.7.0 (PyPI nvidia-pytriton): Triton, TritonConfig, ModelConfig",
         "triton-inference-server/server src/command_line_parser.cc",
         "triton-inference-server/server docs/user_guide/metrics.md",
         "triton-inference-server/server docs/protocol/extension_generate.md",

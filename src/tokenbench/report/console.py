@@ -131,7 +131,7 @@ def profile_panel(profile, spec) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_row("engine", profile.title)
     table.add_row("APIs", ", ".join(profile.apis) + f" (default {profile.default_api})")
-    table.add_row("ready", f"GET http://{spec.host}:{spec.port}{profile.ready_path}")
+    table.add_row("ready", f"GET http://{spec.host}:{spec.port}{profile.ready_url_path(spec)}")
     table.add_row("usage", profile.usage or "-")
     table.add_row("ignore_eos", "honoured" if profile.ignore_eos else "not supported")
     if profile.metrics is None:
