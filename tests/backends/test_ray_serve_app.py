@@ -137,6 +137,17 @@ async def test_batched_sends_what_arrived_during_each_interval_together():
     assert batches == [b"ab", b"c"]
 
 
+async def test_batched_flushes_at_the_end_of_the_stream_not_the_interval():
+    async def reads():
+        yield b"a"
+        yield b"b"
+
+    async def collect():
+        return [batch async for batch in batched(reads(), 3600.0)]
+
+    assert await asyncio.wait_for(collect(), timeout=30) == [b"ab"]
+
+
 def test_serve_config_round_trips_as_json():
     config = ServeConfig("127.0.0.1", 8300, 8301, RelayConfig("http://127.0.0.1:9", "e", "l", 25.0), 7)
     assert ServeConfig.from_json(config.to_json()) == config

@@ -278,8 +278,8 @@ PROFILE = Profile(
     quirks=(
         "Prometheus metrics are on the Ray metrics export port (http port + 1), not the HTTP port: "
         "point the sampler at the metrics URL (ray.metrics_url)",
-        "GET /v1/models can answer 200 with an empty list while the engine replica is still "
-        "loading: the server is ready when the served model id is listed",
+        "Serve LLM's /v1/models answers from its config while the engine still loads: tokenbench's "
+        "program deploys /tokenbench/ready (its ready path) once serve.run returned with every replica up",
         "Ray Serve LLM flushes streamed tokens in batches every 50 ms by default "
         "(--layer-arg stream_batching_interval_ms=MS sets experimental_configs.stream_batching_interval_ms; "
         "the env RAYLLM_MODEL_RESPONSE_BATCH_TIMEOUT_MS is the process-wide default): inter-token gaps and "

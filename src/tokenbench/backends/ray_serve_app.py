@@ -172,30 +172,29 @@ async def _stream(resp: aiohttp.ClientResponse, batch_interval_ms: float) -> Asy
 
 async def batched(reads: AsyncIterator[bytes], interval_s: float) -> AsyncIterator[bytes]:
     """What ``reads`` yielded during each ``interval_s``, joined, as Ray Serve LLM's Batcher does
-    (wait for the interval or the end, drain the queue, yield if not empty)."""
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    (wait for the interval or the end of the stream, whichever is first, drain, yield if not empty)."""
+    parts: list[bytes] = []
+    done = asyncio.Event()
 
     async def pump() -> None:
         try:
             async for data in reads:
-                queue.put_nowait(data)
+                parts.append(data)
         finally:
-            queue.put_nowait(None)
+            done.set()
 
     task = asyncio.create_task(pump())
     try:
-        done = False
-        while not done:
-            await asyncio.sleep(interval_s)
-            parts: list[bytes] = []
-            while not queue.empty():
-                item = queue.get_nowait()
-                if item is None:
-                    done = True
-                    break
-                parts.append(item)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), timeout=interval_s)
+            finished = done.is_set()  # before yielding: what arrives meanwhile goes in the next batch
             if parts:
-                yield b"".join(parts)
+                batch = b"".join(parts)
+                parts.clear()
+                yield batch
+            if finished:
+                break
         await task  # re-raise a failed read
     finally:
         task.cancel()
