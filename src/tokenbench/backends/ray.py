@@ -281,7 +281,9 @@ PROFILE = Profile(
     usage="final chunk with usage when stream_options.include_usage is set (vLLM's OpenAI layer)",
     quirks=(
         "Prometheus metrics are on the Ray metrics export port (http port + 1), not the HTTP port: "
-        "point the sampler at the metrics URL (ray.metrics_url)",
+        "point the sampler at the metrics URL (ray.metrics_url). Ray's agent binds it on all "
+        "interfaces (Ray turns a 127.0.0.1 node address into the machine's: services.resolve_ip_for_localhost); "
+        "the Serve HTTP port is on 127.0.0.1",
         "Serve LLM's /v1/models answers from its config while the engine still loads: tokenbench's "
         "program deploys /tokenbench/ready (its ready path) once serve.run returned with every replica up",
         "Ray Serve LLM flushes streamed tokens in batches every 50 ms by default "

@@ -210,7 +210,6 @@ def main(argv: list[str]) -> None:
         address="local",
         num_cpus=1,
         include_dashboard=False,
-        _node_ip_address="127.0.0.1",
         _metrics_export_port=config.metrics_port,
     )
     serve.start(http_options={"host": config.host, "port": config.port})
