@@ -41,6 +41,7 @@ INT_INPUTS = ("max_tokens", "top_k", "min_tokens", "random_seed")
 FLOAT_INPUTS = ("temperature", "top_p")
 BOOL_INPUTS = ("stream", "return_num_input_tokens", "return_num_output_tokens")
 REQUIRED = ("text_input", "max_tokens")
+RESENDS = 2  # a request whose pooled connection the engine had closed is sent again (before any byte came back)
 
 
 def _value(request: Any, name: str) -> Any:
@@ -124,28 +125,42 @@ class Relay:
             yield [{"text_output": np.array(["".join(held).encode()], dtype=np.bytes_)}]
 
     async def _chunks(self, body: dict[str, Any]) -> Any:
-        """(text, prompt tokens once known, new completion tokens) per upstream SSE event."""
+        """(text, prompt tokens once known, new completion tokens) per upstream SSE event. A pooled
+        connection the engine closed while idle (llama.cpp closes them after 5 s) fails before any
+        response: sent again on a fresh one, up to RESENDS times."""
+        for attempt in range(RESENDS + 1):
+            try:
+                resp = await self.session().post(self.url, json=body)
+            except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+                if attempt == RESENDS:
+                    raise
+                continue
+            async with resp:
+                async for item in self._events(resp):
+                    yield item
+            return
+
+    async def _events(self, resp: aiohttp.ClientResponse) -> Any:
         counted = 0
-        async with self.session().post(self.url, json=body) as resp:
-            if resp.status != 200:
-                raise RuntimeError(f"upstream {self.url} answered {resp.status}: {(await resp.text())[:500]}")
-            async for raw in resp.content:
-                line = raw.strip()
-                if not line.startswith(b"data:"):
-                    continue
-                data = line[5:].strip()
-                if data == b"[DONE]":
-                    break
-                event = json.loads(data)
-                if "error" in event:
-                    raise RuntimeError(f"upstream error: {event['error']}")
-                choices = event.get("choices") or []
-                text = choices[0].get("text") or "" if choices else ""
-                usage = event.get("usage") or {}
-                total = usage.get("completion_tokens")
-                new = total - counted if isinstance(total, int) and total > counted else 0
-                counted += new
-                yield text, usage.get("prompt_tokens"), new
+        if resp.status != 200:
+            raise RuntimeError(f"upstream {self.url} answered {resp.status}: {(await resp.text())[:500]}")
+        async for raw in resp.content:
+            line = raw.strip()
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                break
+            event = json.loads(data)
+            if "error" in event:
+                raise RuntimeError(f"upstream error: {event['error']}")
+            choices = event.get("choices") or []
+            text = (choices[0].get("text") or "") if choices else ""
+            usage = event.get("usage") or {}
+            total = usage.get("completion_tokens")
+            new = total - counted if isinstance(total, int) and total > counted else 0
+            counted += new
+            yield text, usage.get("prompt_tokens"), new
 
 
 def main() -> None:
