@@ -21,7 +21,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .. import procs, redact
 from ..config import BackendConfig, EngineKnobs
@@ -31,8 +31,25 @@ from .base import BackendError, LaunchSpec, Profile
 HOST = "127.0.0.1"
 
 
+class Engine(Protocol):
+    """What a serving layer's launch needs of its engine: a ManagedServer, or a stand-in before the
+    engine runs (check_launch)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def spec(self) -> LaunchSpec: ...
+
+
+@dataclass(frozen=True)
+class _PlannedEngine:
+    url: str
+    spec: LaunchSpec
+
+
 def launch_spec(
-    profile: Profile, config: BackendConfig, port: int | None = None, upstream: ManagedServer | None = None
+    profile: Profile, config: BackendConfig, port: int | None = None, upstream: Engine | None = None
 ) -> LaunchSpec:
     """What the profile renders its command from. A serving layer (``upstream``: the engine
     launched before it) serves the engine's model; the engine's knobs are the engine's."""
@@ -104,7 +121,11 @@ def check_launch(profile: Profile, config: BackendConfig) -> None:
         profile.local(launch_spec(profile, config))
         return
     engine = get_profile(upstream.name or "")
-    engine.local(launch_spec(engine, upstream))
+    engine_spec = launch_spec(engine, upstream)
+    engine.local(engine_spec)
+    # the layer's command too (its --layer-arg), in front of the engine as it will be launched
+    planned = _PlannedEngine(f"http://{HOST}:{engine_spec.port}", engine_spec)
+    profile.local(launch_spec(profile, config, upstream=planned))
 
 
 def metrics_url_for(profile: Profile | None, url: str | None, spec: LaunchSpec | None = None) -> str | None:
