@@ -27,3 +27,10 @@ def test_bad_backend_flags_exit_2_before_launch(args, needle):
     result = CliRunner().invoke(app, ["run", *args, "--users", "1", "--duration", "5"])
     assert result.exit_code == 2, result.output
     assert needle in result.output
+
+
+def test_a_layer_that_cannot_start_is_refused_before_its_engine_starts(monkeypatch, tmp_path):
+    monkeypatch.setenv("TOKENBENCH_TRITON_PYTHON", str(tmp_path / "no-python"))
+    result = CliRunner().invoke(app, ["run", "--backend", "triton", "--users", "1", "--duration", "5"])
+    assert result.exit_code == 2, result.output
+    assert "scripts/setup_triton.sh" in result.output

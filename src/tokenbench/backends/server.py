@@ -19,9 +19,9 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .. import procs, redact
 from ..config import BackendConfig, EngineKnobs
@@ -31,25 +31,8 @@ from .base import BackendError, LaunchSpec, Profile
 HOST = "127.0.0.1"
 
 
-class Engine(Protocol):
-    """What a serving layer's launch needs of its engine: a ManagedServer, or a stand-in before the
-    engine runs (check_launch)."""
-
-    @property
-    def url(self) -> str: ...
-
-    @property
-    def spec(self) -> LaunchSpec: ...
-
-
-@dataclass(frozen=True)
-class _PlannedEngine:
-    url: str
-    spec: LaunchSpec
-
-
 def launch_spec(
-    profile: Profile, config: BackendConfig, port: int | None = None, upstream: Engine | None = None
+    profile: Profile, config: BackendConfig, port: int | None = None, upstream: ManagedServer | None = None
 ) -> LaunchSpec:
     """What the profile renders its command from. A serving layer (``upstream``: the engine
     launched before it) serves the engine's model; the engine's knobs are the engine's."""
@@ -121,11 +104,15 @@ def check_launch(profile: Profile, config: BackendConfig) -> None:
         profile.local(launch_spec(profile, config))
         return
     engine = get_profile(upstream.name or "")
-    engine_spec = launch_spec(engine, upstream)
-    engine.local(engine_spec)
-    # the layer's command too (its --layer-arg), in front of the engine as it will be launched
-    planned = _PlannedEngine(f"http://{HOST}:{engine_spec.port}", engine_spec)
-    profile.local(launch_spec(profile, config, upstream=planned))
+    spec = launch_spec(engine, upstream)
+    engine.local(spec)
+    # the layer as it will be rendered once the engine runs (its URL is known only then), with
+    # the knobs launch_spec gives a layer with an upstream: its --layer-arg only
+    layer = replace(
+        launch_spec(profile, config.model_copy(update={"model": spec.model})),
+        knobs=EngineKnobs(engine_args=config.layer_args),
+    )
+    profile.local(replace(layer, upstream_url=f"http://{HOST}:{spec.port}", upstream_model=spec.served_name))
 
 
 def metrics_url_for(profile: Profile | None, url: str | None, spec: LaunchSpec | None = None) -> str | None:
