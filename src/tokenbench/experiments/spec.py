@@ -35,6 +35,7 @@ from ..cost import CostConfig
 from .search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
+Api = Literal["chat", "completions", "tgi", "triton", "ollama"]
 
 
 class _Model(BaseModel):
@@ -50,6 +51,10 @@ class BackendEntry(_Model):
     model: str | None = None
     served_model_name: str | None = None
     engine_bin: str | None = None
+    upstream: str | None = None  # a serving layer's engine (BackendConfig.upstream), e.g. llamacpp
+    # this entry's wire when it differs from the experiment's api: a layer study drives Triton
+    # with its generate_stream and the engine alone with completions (the same raw prompt)
+    api: Api | None = None
     knobs: EngineKnobs = Field(default_factory=EngineKnobs)
     # knob -> values; every combination is one server configuration. engine_args may be swept
     # too (a list of argument lists), for engine-specific settings such as a KV cache in bytes.
@@ -118,7 +123,7 @@ class ExperimentSpec(_Model):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     variants: list[Variant] = Field(default_factory=lambda: [Variant(label="default")])
     trials: int = Field(default=1, ge=1)
-    api: Literal["chat", "completions", "tgi", "triton", "ollama"] | None = None
+    api: Api | None = None
     ignore_eos: bool = False
     slo: SLOConfig = Field(default_factory=SLOConfig)
     deadlines: DeadlinesConfig = Field(default_factory=DeadlinesConfig)  # the fluidity index's
@@ -242,6 +247,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "-", text).strip("-")[:80] or "x"
 
 
+def _entry_name(entry: BackendEntry) -> str:
+    """A configuration's default label: the backend, and the engine a serving layer serves from."""
+    if entry.backend is None:
+        return "attached"
+    return f"{entry.backend}-{entry.upstream}" if entry.upstream else entry.backend
+
+
 def _value_label(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "+".join(str(v).lstrip("-") for v in value)
@@ -255,7 +267,7 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
         keys = list(entry.sweep)
         for combo in itertools.product(*(entry.sweep[k] for k in keys)) if keys else [()]:
             swept = dict(zip(keys, combo))
-            base = entry.label or entry.backend or "attached"
+            base = entry.label or _entry_name(entry)
             label = _slug(base + "".join(f"_{k}={_value_label(v)}" for k, v in swept.items()))
             if label in seen:
                 raise ExperimentError(f"two server configurations are both labelled {label!r}; set label")
@@ -271,6 +283,7 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
                     served_model_name=entry.served_model_name,
                     knobs=EngineKnobs.model_validate(knobs.model_dump()),
                     executable=entry.engine_bin,
+                    upstream=entry.upstream,
                     ready_timeout_s=entry.ready_timeout_s,
                     metrics_interval_s=spec.metrics_interval_s,
                     metrics_url=entry.metrics_url,
@@ -313,7 +326,7 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         target=TargetConfig(
             url=entry.url,
             model=entry.served_model_name if entry.url else None,
-            api=spec.api,
+            api=entry.api or spec.api,
             ignore_eos=spec.ignore_eos,
         ),
         loads=spec.load.points() if spec.load is not None else [_search_template(spec)],
