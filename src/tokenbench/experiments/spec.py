@@ -52,9 +52,6 @@ class BackendEntry(_Model):
     served_model_name: str | None = None
     engine_bin: str | None = None
     upstream: str | None = None  # a serving layer's engine (BackendConfig.upstream), e.g. llamacpp
-    # this entry's wire when it differs from the experiment's api: a layer study drives Triton
-    # with its generate_stream and the engine alone with completions (the same raw prompt)
-    api: Api | None = None
     knobs: EngineKnobs = Field(default_factory=EngineKnobs)
     # knob -> values; every combination is one server configuration. engine_args may be swept
     # too (a list of argument lists), for engine-specific settings such as a KV cache in bytes.
@@ -68,6 +65,9 @@ class BackendEntry(_Model):
     # and --gpus); every point then has its cost per million tokens
     cost_per_hour: float | None = Field(default=None, gt=0)
     gpus: int | None = Field(default=None, gt=0)
+    # this entry's wire when it differs from the experiment's api: a layer study drives Triton
+    # with its generate_stream and the engine alone with completions (the same raw prompt)
+    api: Api | None = None
 
     @field_validator("sweep")
     @classmethod
