@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -187,3 +190,17 @@ def test_an_experiment_without_layers_has_no_layer_section(rate_experiment, tmp_
     assert layer_study(rate_experiment) == []
     md = write_report([rate_experiment], tmp_path / "out").markdown.read_text()
     assert "Serving layers" not in md
+
+
+def test_tokenbench_report_prints_where_each_layer_helped(tmp_path):
+    exp = _study(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tokenbench", "report", str(exp), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "250"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "serving layers: overhead = layer − engine alone" in proc.stderr
+    assert "triton-trtllm beat the engine alone (trtllm) on output throughput at 32+ req/s" in proc.stderr
