@@ -215,8 +215,8 @@ def _server_overhead(scale: Scale) -> dict[str, Any]:
     backends: list[dict[str, Any]] = []
     for engine, layer in pairs:
         if not any(b["label"] == engine for b in backends):
-            backends.append({"label": engine, "backend": _ALONE.get(engine, engine), "knobs": knobs, **extra})
-        entry = {"label": f"{layer}-{engine}", "backend": layer, "upstream": engine, "knobs": knobs, **extra}
+            backends.append({"label": engine, "backend": _ALONE.get(engine, engine), "knobs": dict(knobs), **extra})
+        entry = {"label": f"{layer}-{engine}", "backend": layer, "upstream": engine, "knobs": dict(knobs), **extra}
         backends.append({**entry, "api": "triton"} if layer == "triton" else entry)
     common = {"backends": backends, "dataset": _fixed_128(), "api": "completions", "ignore_eos": True}
     if scale == "full":
