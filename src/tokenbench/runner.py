@@ -25,7 +25,7 @@ from . import __version__, redact
 from .backends import EMBEDDED, get_profile
 from .backends.base import Profile
 from .backends.cache_control import NOT_REQUESTED, CacheReset, reset_prefix_cache
-from .backends.server import ServerUnderTest, server_under_test
+from .backends.server import ServerUnderTest, engine_profile, server_under_test
 from .clients import wire_for
 from .clients.stream import (
     StreamingClient,
@@ -115,7 +115,8 @@ def _launch(config: RunConfig) -> BackendConfig | None:
         return config.backend
     backend = config.backend or BackendConfig(name=EMBEDDED)
     backend = backend.model_copy(update={"model": backend.model or config.target.model})
-    profile = get_profile(backend.name or EMBEDDED)
+    # a serving layer's knobs are its upstream engine's: the engine's own launch defaults apply
+    profile = engine_profile(get_profile(backend.name or EMBEDDED), backend)
     backend = profile.prepare(backend, _max_users(config)) if profile.prepare else backend
     return resettable(profile, backend, config.prefix_cache)
 

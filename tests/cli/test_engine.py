@@ -16,6 +16,8 @@ from tokenbench.cli import app
         (["--backend", "vllm", "--model", "m", "--kv-memory", "1.5"], "--kv-memory"),
         (["--url", "http://127.0.0.1:1", "--max-num-seqs", "4"], "launched"),
         (["--backend", "vllm", "--model", "m", "--engine-env", "NOEQUALS"], "KEY=VALUE"),
+        (["--upstream", "llamacpp"], "add --backend triton"),
+        (["--backend", "vllm", "--model", "m", "--upstream", "llamacpp"], "is an engine, not a serving layer"),
     ],
 )
 def test_bad_backend_flags_exit_2_before_launch(args, needle):

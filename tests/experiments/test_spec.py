@@ -152,3 +152,9 @@ def test_each_backend_entry_may_state_its_hardware_price():
 def test_a_bad_price_is_named(entry, needle):
     with pytest.raises(ExperimentError, match=needle):
         parse_spec({**BASE, "backends": [entry]})
+
+
+def test_a_serving_layer_entry_names_its_upstream_engine():
+    backends = [{"label": "behind", "backend": "triton", "upstream": "llamacpp"}, {"backend": "xllamacpp"}]
+    plans = expand(parse_spec({**BASE, "backends": backends, "trials": 1}))
+    assert [(p.backend.name, p.backend.upstream) for p in plans] == [("triton", "llamacpp"), ("xllamacpp", None)]

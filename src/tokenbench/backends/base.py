@@ -115,6 +115,11 @@ class Profile:
     # The OpenAI APIs put the cumulative usage on every chunk when asked (stream_options.
     # continuous_usage_stats): records then hold each chunk's tokens (per-token ITL, fluidity).
     continuous_usage: bool = False
+    # A serving layer (Triton, Ray Serve) in front of an engine: launched after the engine named
+    # by BackendConfig.upstream (else default_upstream), its command given LaunchSpec.upstream_url.
+    layer: bool = False
+    default_upstream: str | None = None  # the engine a layer serves from when --upstream is not given
+    default_served_name: str | None = None  # the name requests use unless --served-model-name says
 
     @property
     def default_api(self) -> str:

@@ -24,25 +24,82 @@ from pathlib import Path
 from typing import Any
 
 from .. import procs, redact
-from ..config import BackendConfig
-from . import get_profile
+from ..config import BackendConfig, EngineKnobs
+from . import EMBEDDED, PROFILES, get_profile
 from .base import BackendError, LaunchSpec, Profile
 
 HOST = "127.0.0.1"
 
 
-def launch_spec(profile: Profile, config: BackendConfig, port: int | None = None) -> LaunchSpec:
-    model = config.model or (profile.default_model() if profile.default_model else None)
+def launch_spec(
+    profile: Profile, config: BackendConfig, port: int | None = None, upstream: ManagedServer | None = None
+) -> LaunchSpec:
+    """What the profile renders its command from. A serving layer (``upstream``: the engine
+    launched before it) serves the engine's model; the engine's knobs are the engine's."""
+    model = config.model or (upstream.spec.model if upstream else None)
+    model = model or (profile.default_model() if profile.default_model else None)
     if not model:
         raise BackendError(f"--backend {profile.name} without --url launches it: pass --model (what it should load)")
+    served = config.served_model_name or profile.default_served_name
     return LaunchSpec(
         model=model,
-        served_name=config.served_model_name or _default_served_name(model),
+        served_name=served or (upstream.spec.served_name if upstream else _default_served_name(model)),
         host=HOST,
         port=port or config.port or profile.default_port,
+        knobs=EngineKnobs() if upstream else config.knobs,
+        executable=None if upstream else config.executable,
+        upstream_url=upstream.url if upstream else None,
+        upstream_model=upstream.spec.served_name if upstream else None,
+    )
+
+
+NO_UPSTREAM = "none"  # --upstream none: a layer profile launched on its own (its own engine)
+
+
+def upstream_config(profile: Profile, config: BackendConfig) -> BackendConfig | None:
+    """The engine a serving layer serves from (``config.upstream``, else the profile's default),
+    with the launch's model, knobs, --engine-bin and timeouts; None: no engine to launch first.
+    "llamacpp" is the embedded llama.cpp server unless --engine-bin names a llama-server."""
+    name = config.upstream or profile.default_upstream
+    if name is None or name == NO_UPSTREAM:
+        return None
+    if not profile.layer:
+        layers = ", ".join(p.name for p in PROFILES.values() if p.layer)
+        raise BackendError(
+            f"--upstream {name}: --backend {profile.name} is an engine, not a serving layer ({layers}); drop --upstream"
+        )
+    if name == "llamacpp" and config.executable is None:
+        name = EMBEDDED
+    engine = get_profile(name)
+    if engine.layer:
+        raise BackendError(
+            f"--upstream {name} is a serving layer: name the engine it serves from (e.g. llamacpp, vllm)"
+        )
+    return BackendConfig(
+        name=name,
+        model=config.model,
         knobs=config.knobs,
         executable=config.executable,
+        ready_timeout_s=config.ready_timeout_s,
+        metrics_interval_s=config.metrics_interval_s,
     )
+
+
+def engine_profile(profile: Profile, config: BackendConfig) -> Profile:
+    """The profile whose launch defaults (prepare, reset_launch) apply to ``config``'s knobs: the
+    upstream engine's for a serving layer, else the profile itself."""
+    upstream = upstream_config(profile, config)
+    return get_profile(upstream.name) if upstream is not None and upstream.name else profile
+
+
+def check_launch(profile: Profile, config: BackendConfig) -> None:
+    """Render the command(s) a launch would run: BackendError for an unmappable knob or upstream."""
+    upstream = upstream_config(profile, config)
+    if upstream is None:
+        profile.local(launch_spec(profile, config))
+        return
+    engine = get_profile(upstream.name or "")
+    engine.local(launch_spec(engine, upstream))
 
 
 def metrics_url_for(profile: Profile | None, url: str | None, spec: LaunchSpec | None = None) -> str | None:
@@ -65,11 +122,14 @@ def _default_served_name(model: str) -> str:
 class ManagedServer:
     """``with ManagedServer(profile, config, log_path) as server: server.url``."""
 
-    def __init__(self, profile: Profile, config: BackendConfig, log_path: Path) -> None:
+    def __init__(
+        self, profile: Profile, config: BackendConfig, log_path: Path, upstream: ManagedServer | None = None
+    ) -> None:
         self.profile = profile
         self.config = config
         self.log_path = log_path
-        self.spec = launch_spec(profile, config, config.port or procs.free_port(HOST))
+        self.upstream = upstream  # the engine a serving layer serves from (started before this)
+        self.spec = launch_spec(profile, config, config.port or procs.free_port(HOST), upstream)
         self.launch = profile.local(self.spec)  # raises BackendError for unmapped knobs
         self.url = f"http://{HOST}:{self.spec.port}"
         self.cold_start_s: float | None = None
@@ -156,6 +216,13 @@ class ManagedServer:
         return None
 
     def describe(self) -> dict:
+        facts = self._describe()
+        if self.upstream is not None:
+            facts["knobs"] = None  # the engine's (the upstream's); the layer takes none
+            facts["upstream"] = {**self.upstream._describe(), "url": self.upstream.url}
+        return facts
+
+    def _describe(self) -> dict:
         return {
             "backend": self.profile.name,
             "engine": self.profile.title,
@@ -190,7 +257,9 @@ def server_under_test(
 ) -> Iterator[ServerUnderTest]:
     """Attach to ``url`` (``backend`` then only names a profile: its APIs and metric names, and
     where its metrics are), or launch ``backend`` and stop it when the block ends, whatever ends
-    it. ``say`` gets the progress lines (starting, ready)."""
+    it. ``say`` gets the progress lines (starting, ready). A serving layer (Profile.layer) starts
+    its upstream engine first (its log ``<log>-upstream``), then itself in front of it; the layer
+    stops first, then the engine, also when the layer fails to start."""
     profile = get_profile(backend.name) if backend is not None and backend.name else None
     override = backend.metrics_url if backend is not None else None
     if url is not None:
@@ -199,12 +268,36 @@ def server_under_test(
         return
     if backend is None or profile is None:
         raise BackendError("nothing to benchmark: pass --url, or --backend NAME to launch one")
-    server = ManagedServer(profile, backend, log_path)
+    with contextlib.ExitStack() as stack:  # unwinds last-started first: the layer, then its engine
+        upstream = upstream_config(profile, backend)
+        engine = None
+        if upstream is not None:
+            engine = stack.enter_context(
+                _started(get_profile(upstream.name or ""), upstream, _upstream_log(log_path), say)
+            )
+        server = stack.enter_context(_started(profile, backend, log_path, say, engine))
+        metrics_url = override or metrics_url_for(profile, server.url, server.spec)
+        yield ServerUnderTest(server.url, server.spec.served_name, profile, metrics_url, server.describe(), fresh=True)
+
+
+def _upstream_log(log_path: Path) -> Path:
+    """The engine's log beside the layer's: server.log -> server-upstream.log."""
+    return log_path.with_name(f"{log_path.stem}-upstream{log_path.suffix}")
+
+
+@contextlib.contextmanager
+def _started(
+    profile: Profile,
+    config: BackendConfig,
+    log_path: Path,
+    say: Callable[[str], None],
+    upstream: ManagedServer | None = None,
+) -> Iterator[ManagedServer]:
+    server = ManagedServer(profile, config, log_path, upstream)
     say(f"starting {profile.title}: {' '.join(redact.mask_argv(server.launch.argv))}")
     with server:
         say(
             f"{profile.title} ready at {server.url} after {server.cold_start_s:.1f}s "
             f"(version {server.version or 'unknown'})"
         )
-        metrics_url = override or metrics_url_for(profile, server.url, server.spec)
-        yield ServerUnderTest(server.url, server.spec.served_name, profile, metrics_url, server.describe(), fresh=True)
+        yield server

@@ -46,6 +46,19 @@ EngineEnv = Annotated[
     list[str] | None,
     typer.Option(help="Engine: KEY=VALUE set in the engine's environment (repeat).", rich_help_panel="Engine"),
 ]
+Upstream = Annotated[
+    str | None,
+    typer.Option(
+        help="Serving layer (--backend triton/ray): the engine it serves from, launched first on its own port "
+        "with --model and the engine options (llamacpp = the embedded llama.cpp server, vllm, ...). "
+        "Default for triton: llamacpp; 'none': the layer's own engine (Triton + TensorRT-LLM).",
+        rich_help_panel="Engine",
+    ),
+]
+ServedModelName = Annotated[
+    str | None,
+    typer.Option(help="Engine: the model name requests use (default from --model).", rich_help_panel="Engine"),
+]
 EngineBin = Annotated[
     str | None,
     typer.Option(
@@ -80,6 +93,8 @@ def backend_config(a: dict[str, Any]) -> BackendConfig | None:
     engine = knobs(a)
     common = given(metrics_interval_s=a["metrics_interval"], metrics_url=a["metrics_url"])
     if a["backend"] is None:
+        if a.get("upstream"):
+            raise UsageError("--upstream names the engine a serving layer serves from: add --backend triton (or ray)")
         if engine != EngineKnobs() or a["engine_bin"] or a["engine_port"]:
             if a["url"] is not None:
                 raise UsageError(
@@ -108,6 +123,7 @@ def backend_config(a: dict[str, Any]) -> BackendConfig | None:
             executable=a["engine_bin"],
             ready_timeout_s=a["ready_timeout"],
             port=a["engine_port"],
+            upstream=a.get("upstream"),
             **common,
         ),
     )
@@ -119,11 +135,11 @@ def _check_backend(config: BackendConfig, launch: bool) -> None:
     """Bad input before anything starts: an unknown profile, a knob it cannot map, an API it
     does not serve."""
     from ..backends import BackendError, get_profile
-    from ..backends.server import launch_spec
+    from ..backends.server import check_launch
 
     try:
         profile = get_profile(config.name or "")
         if launch:
-            profile.local(launch_spec(profile, config))
+            check_launch(profile, config)
     except BackendError as exc:
         raise UsageError(str(exc)) from None

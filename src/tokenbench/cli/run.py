@@ -38,7 +38,9 @@ from .engine import (
     MaxNumSeqs,
     PrefixCaching,
     Quantization,
+    ServedModelName,
     TensorParallel,
+    Upstream,
 )
 from .run_flags import run_config
 
@@ -88,10 +90,8 @@ def run(
     engine_arg: EngineArg = None,
     engine_env: EngineEnv = None,
     engine_bin: EngineBin = None,
-    served_model_name: Annotated[
-        str | None,
-        typer.Option(help="Engine: the model name requests use (default from --model).", rich_help_panel="Engine"),
-    ] = None,
+    served_model_name: ServedModelName = None,
+    upstream: Upstream = None,
     engine_port: Annotated[
         int | None,
         typer.Option(

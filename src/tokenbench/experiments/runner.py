@@ -20,7 +20,7 @@ from rich.console import Console
 
 from .. import __version__
 from ..backends import BackendError, get_profile
-from ..backends.server import ServerUnderTest, server_under_test
+from ..backends.server import ServerUnderTest, engine_profile, server_under_test
 from ..capacity import search
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig, RunConfig
@@ -102,7 +102,7 @@ def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: Exper
 def _backend(plan: ServerPlan, cells: list[Cell]) -> BackendConfig | None:
     """What to launch (None: attach to the entry's URL, naming its profile when given)."""
     if plan.backend is not None:
-        profile = get_profile(plan.backend.name) if plan.backend.name else None
+        profile = engine_profile(get_profile(plan.backend.name), plan.backend) if plan.backend.name else None
         return resettable(profile, plan.backend, cells[0].config.prefix_cache) if profile else plan.backend
     if plan.entry.backend or plan.entry.metrics_url:
         return BackendConfig(name=plan.entry.backend, metrics_url=plan.entry.metrics_url)

@@ -51,6 +51,9 @@ class Target(_Model):
     knobs: dict[str, Any] | None = None
     engine_model: str | None = None
     log: str | None = None
+    # a serving layer's engine, launched before it (--upstream): the same facts as above for the
+    # engine (backend, engine, engine_version, cold_start_s, command, knobs, log) plus its url
+    upstream: dict[str, Any] | None = None
 
 
 class Slo(_Model):
