@@ -204,3 +204,16 @@ def test_tokenbench_report_prints_where_each_layer_helped(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "serving layers: overhead = layer − engine alone" in proc.stderr
     assert "triton-trtllm beat the engine alone (trtllm) on output throughput at 32+ req/s" in proc.stderr
+
+
+def test_a_layer_that_fell_behind_at_some_loads_lists_them():
+    rows = []
+    for rate, loss in ((1, 0.9), (8, 1.0), (32, 0.8)):
+        base = (100.0 * rate, 101.0 * rate, 99.0 * rate)
+        rows.append(_row("vllm", "vllm", rate=rate, output_tokens_per_s=_stat(*base)))
+        layer = _stat(*(b * loss for b in base)) if loss != 1.0 else _stat(*base)
+        rows.append(_row("ray-vllm", "ray", "vllm", rate=rate, output_tokens_per_s=layer))
+    assert layer_lines(overheads(_data(rows))) == [
+        "ray-vllm fell behind the engine alone (vllm) on output throughput at 1 req/s, 32 req/s "
+        "(-10.0% ± 0.0% at 1 req/s; -20.0% ± 0.0% at 32 req/s)."
+    ]
