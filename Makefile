@@ -11,7 +11,7 @@ STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metric
           src/tokenbench/datasets/traces.py src/tokenbench/datasets/trace_prompts.py \
           src/tokenbench/session_load.py src/tokenbench/datasets/sessions.py src/tokenbench/datasets/shared_prefix.py \
           src/tokenbench/cost.py src/tokenbench/telemetry/energy.py src/tokenbench/capacity src/tokenbench/units.py \
-          src/tokenbench/report/capacity.py src/tokenbench/experiments/search_spec.py \
+          src/tokenbench/report/capacity.py src/tokenbench/experiments/search_spec.py src/tokenbench/report/layers.py \
           src/tokenbench/workers/clock.py src/tokenbench/workers/pool.py
 
 .PHONY: setup vllm-cpu rayllm-cpu triton browser run test lint lock bench clean

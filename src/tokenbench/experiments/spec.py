@@ -35,6 +35,7 @@ from ..cost import CostConfig
 from .search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
+Api = Literal["chat", "completions", "tgi", "triton", "ollama"]
 
 
 class _Model(BaseModel):
@@ -65,6 +66,9 @@ class BackendEntry(_Model):
     # and --gpus); every point then has its cost per million tokens
     cost_per_hour: float | None = Field(default=None, gt=0)
     gpus: int | None = Field(default=None, gt=0)
+    # this entry's wire when it differs from the experiment's api: a layer study drives Triton
+    # with its generate_stream and the engine alone with completions (the same raw prompt)
+    api: Api | None = None
 
     @field_validator("sweep")
     @classmethod
@@ -120,7 +124,7 @@ class ExperimentSpec(_Model):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     variants: list[Variant] = Field(default_factory=lambda: [Variant(label="default")])
     trials: int = Field(default=1, ge=1)
-    api: Literal["chat", "completions", "tgi", "triton", "ollama"] | None = None
+    api: Api | None = None
     ignore_eos: bool = False
     slo: SLOConfig = Field(default_factory=SLOConfig)
     deadlines: DeadlinesConfig = Field(default_factory=DeadlinesConfig)  # the fluidity index's
@@ -244,6 +248,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "-", text).strip("-")[:80] or "x"
 
 
+def _entry_name(entry: BackendEntry) -> str:
+    """A configuration's default label: the backend, and the engine a serving layer serves from."""
+    if entry.backend is None:
+        return "attached"
+    return f"{entry.backend}-{entry.upstream}" if entry.upstream else entry.backend
+
+
 def _value_label(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "+".join(str(v).lstrip("-") for v in value)
@@ -257,7 +268,7 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
         keys = list(entry.sweep)
         for combo in itertools.product(*(entry.sweep[k] for k in keys)) if keys else [()]:
             swept = dict(zip(keys, combo))
-            base = entry.label or entry.backend or "attached"
+            base = entry.label or _entry_name(entry)
             label = _slug(base + "".join(f"_{k}={_value_label(v)}" for k, v in swept.items()))
             if label in seen:
                 raise ExperimentError(f"two server configurations are both labelled {label!r}; set label")
@@ -317,7 +328,7 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         target=TargetConfig(
             url=entry.url,
             model=entry.served_model_name if entry.url else None,
-            api=spec.api,
+            api=entry.api or spec.api,
             ignore_eos=spec.ignore_eos,
         ),
         loads=spec.load.points() if spec.load is not None else [_search_template(spec)],

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+from rich.console import RenderableType
 from rich.table import Table
 
 from ..catalogue import SERVER_PREEMPTIONS, SERVER_TTFT_MEAN, Distribution, Metric, shown_in
@@ -183,3 +185,27 @@ def experiment_table(state: Experiment) -> Table:
         if server.status == "failed":
             table.add_row(server.label, "-", "server failed", "0", *("-" for _ in metrics))
     return table
+
+
+def layer_study(experiment_dir: Path) -> list[RenderableType]:
+    """An experiment with serving layers (servers with an upstream): the overhead of each layer
+    over the engine alone per load and metric, then where each helped or hurt; [] without layers."""
+    from rich.text import Text
+
+    from ..catalogue import METRICS
+    from .layers import delta_text, layer_lines, overheads, pct_text, short_load
+    from .load import load_inputs
+
+    data = load_inputs([experiment_dir])
+    if not any(r.upstream for r in data.rows):
+        return []
+    items = overheads(data)
+    table = Table(title="serving layers: overhead = layer − engine alone (mean ± 95% CI over trials)")
+    for header in ("layer", "load", "metric", "overhead", "%", "verdict"):
+        table.add_column(header, justify="right" if header in ("overhead", "%") else "left")
+    for o in items:
+        metric = METRICS[o.metric]
+        shift = delta_text(metric, o.diff)
+        cells = (o.layer, short_load(o), metric.title, f"{shift} {metric.unit}".rstrip(), pct_text(o.diff), o.verdict)
+        table.add_row(*(Text(c) for c in cells))
+    return [table, *(Text(line) for line in layer_lines(items, data))]

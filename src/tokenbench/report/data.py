@@ -35,6 +35,7 @@ class PointRow:
     metrics: dict[str, TrialStat]  # catalogue key -> over trials
     outcomes: dict[str, int]  # request outcomes summed over trials, "ok" included
     num_trials: int
+    upstream: str | None = None  # a serving layer's engine (experiment.json's server upstream)
 
     def mean(self, name: str) -> float | None:
         stat = self.metrics.get(name)
@@ -101,6 +102,7 @@ class ServerInfo:
     error: str | None
     cold_start_s: float | None
     engine_version: str | None
+    upstream: str | None = None  # a serving layer's engine
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ def _finished_cells(
 
 def _rows(exp: Experiment, name: str, outcomes: Outcomes, many_variants: bool) -> list[PointRow]:
     backend_of = {s.label: s.backend for s in exp.servers}
+    upstream_of = {s.label: s.upstream for s in exp.servers}
     rows = []
     for agg in exp.aggregates:
         metrics = {k: agg.metrics.get(k, NO_TRIALS) for k in (*agg.metrics, *METRIC_NAMES)}
@@ -105,6 +106,7 @@ def _rows(exp: Experiment, name: str, outcomes: Outcomes, many_variants: bool) -
                 metrics=metrics,
                 outcomes=outcomes.get((agg.server, agg.variant, agg.point), {}),
                 num_trials=max((s.n for s in metrics.values()), default=0),
+                upstream=upstream_of.get(agg.server),
             )
         )
     return rows
@@ -162,6 +164,7 @@ def _header(path: Path, exp: Experiment, name: str, first: RunResults | None) ->
                 error=s.error,
                 cold_start_s=s.cold_start_s,
                 engine_version=s.engine_version,
+                upstream=s.upstream,
             )
             for s in exp.servers
         ),

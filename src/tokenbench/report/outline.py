@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .capacity import ATTAINMENT_CAPTION, CAPACITY_CAPTION, attainment_table, capacity_lines, capacity_table
 from .chart_spec import MAX_TIMESERIES_CHARTS, Chart
 from .data import ReportData
+from .layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
 from .stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
 from .tables import (
     Table,
@@ -124,6 +125,7 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
             in_md=headline is not None,
         ),
     ]
+    sections += _layer_sections(data)
     turns = turns_table(data)
     if turns is not None:
         sections.append(
@@ -144,6 +146,25 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     )
     sources = tuple([h.name for h in data.runs] + [e.name for e in data.experiments])
     return ReportOutline(sources, tuple(sections), tuple(charts))
+
+
+def _layer_sections(data: ReportData) -> list[Section]:
+    """The engine alone vs behind serving layers (none without a layer configuration)."""
+    values = layers_table(data)
+    if values is None:
+        return []
+    items = overheads(data)
+    blocks = (
+        Block(lines=tuple(layer_lines(items, data))),
+        Block("Per configuration and load", caption=HEADLINE_CAPTION, table=values),
+        Block(
+            "Overhead over the engine alone",
+            caption=LAYERS_CAPTION,
+            md_caption=LAYERS_CAPTION,
+            table=overhead_table(items),
+        ),
+    )
+    return [Section("layers", "Serving layers vs the engine alone", blocks, short_title="Serving layers")]
 
 
 def _input_blocks(data: ReportData) -> tuple[Block, ...]:

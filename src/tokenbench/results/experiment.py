@@ -37,6 +37,9 @@ class ServerRow(_Row):
     error: str | None
     cold_start_s: Number | None = None  # set once the server started
     engine_version: str | None = None
+    # a serving layer's engine (the entry's upstream, e.g. llamacpp): the report compares the
+    # layer with the configuration that runs that engine alone; written only when set
+    upstream: str | None = None
 
 
 class CellRow(_Row):
