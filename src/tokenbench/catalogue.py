@@ -1,15 +1,14 @@
 """The metric catalogue: every headline number of a load point, declared once (pure data).
 
-A ``Metric`` says how to read one number from a results.json point (a typed ``PointResult``), how to show it (unit, scale
-from the stored unit, digits, title), which way is better, which requests it counts and over
+A ``Metric`` says how to read one number from a results.json point (a typed ``PointResult``), how
+to show it (unit, scale, digits, title), which way is better, which requests it counts and over
 which period (METRICS.md, "Populations and periods"), and where it is shown (``views``). The
 experiment aggregates, the report's headline table, compare, the console tables and the verdict
 take their metric lists, titles, units, scales and directions from ``METRICS``: a new headline
 metric is one entry here.
 
 ``key`` is the metric's name in experiment.json's ``aggregates`` and in compare: a public
-interface, so a key is added, never renamed or dropped. The results.json fields the getters read
-are written by ``metrics`` and ``telemetry.summary``.
+interface, so a key is added, never renamed or dropped.
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ Getter = Callable[[PointResult], float | None]
 
 # Where a metric is shown:
 #   aggregates  experiment.json's aggregates (mean ± 95% CI over trials) and so the report's rows
-#   console     the summary table at the end of `tokenbench run` (a distribution's statistics
-#               share one row: its mean / p50 / p99 (n))
+#   console     the summary table at the end of `tokenbench run` (a distribution: one row)
 #   experiment  the console table at the end of `tokenbench experiment run`
 #   report      the headline table of report.html and report.md
 #   compare     `tokenbench compare` (each one is a test in the Holm-adjusted family)
@@ -39,14 +37,12 @@ RATE_PERIOD = "the window (open loop: rate_period_s, the window stretched by the
 SCRAPED = "the window, between the scrapes that bracket it"
 SCRAPES_IN = "the scrapes inside the window"
 
-# Populations. Open loop counts the requests scheduled in the window, sent or not.
-SUCCESSFUL = "successful requests sent in the window (open loop: scheduled in it)"
+SUCCESSFUL = "successful requests sent in the window (open loop: scheduled in it)"  # a population
 
 
 def path(dotted: str) -> Getter:
-    """A getter for the number at a dotted attribute path of a point ("ttft_s.mean",
-    "server.kv_usage.max"): None when a step is None (no server figures) or the value is not a
-    number."""
+    """A getter for the number at a dotted attribute path of a point ("ttft_s.mean"): None when
+    a step is None (no server figures) or the value is not a number."""
     names = tuple(dotted.split("."))
 
     def read(point: PointResult) -> float | None:
@@ -237,8 +233,7 @@ _METRICS: tuple[Metric, ...] = (
         views=_views("aggregates", "report"),
     ),
     TPOT.stat("mean", 2, _ALL | _views("experiment")),
-    # the median and tail beside the mean: what a serving layer's overhead study compares (report.layers)
-    TPOT.stat("p50", 2, _AGGREGATED),
+    TPOT.stat("p50", 2, _AGGREGATED),  # median and tail: a serving layer's overhead (report.layers)
     TPOT.stat("p99", 2, _AGGREGATED),
     DECODE_SPEED.stat("mean", 1, _ALL),
     ITL.stat("mean", 2, _views("aggregates", "console")),

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .cost import CostConfig
+from .workers.settings import WorkersConfig
 
 Api = Literal["chat", "completions", "tgi", "triton", "ollama"]  # the values of --api (clients.WIRES)
 Arrival = Literal["constant", "poisson", "gamma"]
@@ -88,11 +89,10 @@ class BackendConfig(_Model):
     metrics_interval_s: float = Field(default=1.0, gt=0)  # /metrics scrape period
     metrics_url: str | None = None  # default: the target URL + the profile's metrics path
     # A serving layer (triton, ray) in front of an engine: the engine profile it serves from
-    # (llamacpp, vllm), launched first on its own port; None: the layer's own engine.
+    # (llamacpp, vllm), launched first on its own port.
     upstream: str | None = None
-    # A serving layer's own settings (--layer-arg KEY=VALUE), apart from its engine's knobs (which
-    # go to the upstream engine): the layer profile says which keys it takes (e.g. ray's
-    # stream_batching_interval_ms). Without an upstream the layer is its own engine and gets them too.
+    # A serving layer's own settings (--layer-arg KEY=VALUE; its profile says which), apart from
+    # the engine's knobs (which go to the upstream engine).
     layer_args: tuple[str, ...] = ()
 
 
@@ -325,24 +325,6 @@ class SLOConfig(_Model):
 class DeadlinesConfig(_Model):  # --deadlines: the fluidity index's (metrics/fluidity.py), Etalon's defaults
     ttft_s: float = Field(default=0.1, gt=0)  # the first token, from the request's send
     tbt_s: float = Field(default=0.05, gt=0)  # each later token, after the one before
-
-
-class WorkersConfig(_Model):
-    """Where the load runs: one process, ``count`` local worker processes (``--workers``), or
-    ``count`` Ray actors (``--ray``, ``--ray-address``); one global schedule dealt (workers/)."""
-
-    count: int = Field(default=1, ge=1, le=1024)
-    ray: bool = False
-    ray_address: str | None = None  # ADDR or "auto"; implies Ray
-    cpus_per_worker: float = Field(default=1.0, ge=0)
-
-    @property
-    def on_ray(self) -> bool:
-        return self.ray or self.ray_address is not None
-
-    @property
-    def distributed(self) -> bool:
-        return self.count > 1 or self.on_ray
 
 
 class RunConfig(_Model):
