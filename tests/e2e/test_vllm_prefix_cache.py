@@ -3,9 +3,11 @@ writes: the hit rate vLLM's own counters measure against the trace's expected re
 
 The trace: 4 conversations of 3 rows; a row is 3 blocks of 128 tokens its conversation shares, then
 50 tokens of its own (434 tokens; vLLM's CPU block is 128 tokens, the trace's --block-size too).
-Its prompts go as exact token ids (vLLM takes them on completions), so vLLM's blocks are the
-trace's. An infinite cache reuses 8 rows x 384 of 12 x 434 tokens: 0.590 expected; vLLM caches
-whole blocks only, and each row's own partial block never hits, so it should measure the same.
+A conversation's turns are 4 s apart (its rows 250 ms apart within a turn), so each turn finds the
+previous one's blocks computed. Its prompts go as exact token ids (vLLM takes them on
+completions), so vLLM's blocks are the trace's. An infinite cache reuses 8 rows x 384 of 12 x 434
+tokens: 0.590 expected; vLLM caches whole blocks only, and each row's own partial block never hits,
+so it should measure the same.
 - ``--prefix-cache keep``, two points replaying the trace: the first measures ~0.59; the second
   finds every shared block of the first already cached: 12 x 384 / 5208 = 0.885.
 - ``--prefix-cache reset`` (vLLM's POST /reset_prefix_cache, VLLM_SERVER_DEV_MODE=1 set by the
@@ -43,6 +45,11 @@ BLOCK = 128
 KV_CACHE_BYTES = 100 * BLOCK * 23_040  # 100 blocks of SmolLM2-135M: room for the whole trace
 EXPECTED = 8 * 384 / (12 * 434)
 KEPT = 12 * 384 / (12 * 434)
+# A conversation's next turn comes this long after its previous one: after the previous turn's
+# blocks are computed (vLLM cannot hit a block still being prefilled). At 1 s apart, cold prefills
+# of 4 prompts at once took 2.1-2.7 s on a slow day, turns overlapped and reset points measured
+# 0.44-0.49 instead of 0.59 (one run of three failed the 0.10 tolerance).
+TURN_GAP_MS = 4000
 
 
 def _trace(path: Path) -> Path:
@@ -51,7 +58,7 @@ def _trace(path: Path) -> Path:
         for conv in range(4):
             shared = [conv * 100 + 1, conv * 100 + 2, conv * 100 + 3]
             own = 1000 + turn * 10 + conv
-            t_ms = (turn * 4 + conv) * 250
+            t_ms = turn * TURN_GAP_MS + conv * 250
             rows.append({"timestamp": t_ms, "input_length": 434, "output_length": 4, "hash_ids": [*shared, own]})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
