@@ -104,6 +104,7 @@ PUBLIC_KEYS += [
 ]
 PUBLIC_KEYS += [f"points[].workers_lost[].{k}" for k in ("worker", "at_s", "reason", "in_flight")]
 PUBLIC_KEYS += ["points[].timeseries[].client_cpu_util", "points[].timeseries[].client_loop_lag_max_s"]
+PUBLIC_KEYS += ["points[].timeseries[].client_connections_max"]
 
 
 def _declared(model, prefix="") -> set[str]:

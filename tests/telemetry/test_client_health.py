@@ -81,6 +81,14 @@ def test_a_time_series_window() -> None:
     w = window_client(SAMPLES, 1.0, 2.0)
     assert w is not None
     assert w.client_cpu_util == pytest.approx(0.5) and w.client_loop_lag_max_s == pytest.approx(0.020)
+    assert w.client_connections_max == 5  # the most one sample held, not the earlier window's 99
+
+
+def test_connections_are_the_most_one_worker_held() -> None:
+    samples = [_sample(1.0, 0.1, [0.001], in_flight=4, worker=0), _sample(1.0, 0.1, [0.001], in_flight=7, worker=1)]
+    client, window = point_client(samples, 1.0, 2.0), window_client(samples, 1.0, 2.0)
+    assert client is not None and client.connections_max == 7
+    assert window is not None and window.client_connections_max == 7
 
 
 def _point(client):

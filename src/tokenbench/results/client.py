@@ -37,6 +37,7 @@ class WindowHealth(_Model):
 
     client_cpu_util: Number | None = None  # the busiest worker's mean CPU, a fraction of one core
     client_loop_lag_max_s: Number | None = None  # the longest tick lag
+    client_connections_max: int | None = None  # the most requests (connections) one worker held open
 
 
 class WorkerClock(_Model):

@@ -81,7 +81,6 @@ def point_client(samples: Sequence[Sample], start_s: float, end_s: float) -> Cli
         limited_by.append("loop_lag")
     if cpu_max > CPU_LIMIT:
         limited_by.append("cpu")
-    in_flight = [int(s["in_flight_max"]) for s in inside if s.get("in_flight_max") is not None]
     return Client(
         workers=len(workers),
         period_s=[min(s["start_s"] for s in inside), max(s["t_s"] for s in inside)],
@@ -91,15 +90,16 @@ def point_client(samples: Sequence[Sample], start_s: float, end_s: float) -> Cli
         cpu_util_mean=_worst([_mean_util(w) for w in workers]),
         loop_lag_p99_s=lag_p99,
         loop_lag_max_s=_worst([max(x) if x else None for x in lags]),
-        connections_max=max(in_flight) if in_flight else None,
+        connections_max=_connections_max(inside),
         limited=bool(limited_by),
         limited_by=limited_by,
     )
 
 
 def window_client(samples: Sequence[Sample], start_s: float, end_s: float) -> WindowHealth | None:
-    """One time-series window's client figures: the busiest worker's mean CPU and the longest
-    tick lag of the samples whose midpoint lies in it; None when none does."""
+    """One time-series window's client figures: the busiest worker's mean CPU, the longest tick
+    lag and the most connections one worker held, of the samples whose midpoint lies in it; None
+    when none does."""
     inside = [s for s in samples if start_s <= (s["start_s"] + s["t_s"]) / 2 < end_s]
     if not inside:
         return None
@@ -107,7 +107,14 @@ def window_client(samples: Sequence[Sample], start_s: float, end_s: float) -> Wi
     return WindowHealth(
         client_cpu_util=_worst([_mean_util(w) for w in _by_worker(inside).values()]),
         client_loop_lag_max_s=max(lags) if lags else None,
+        client_connections_max=_connections_max(inside),
     )
+
+
+def _connections_max(samples: Sequence[Sample]) -> int | None:
+    """The most requests in flight one worker held (each holds one connection)."""
+    in_flight = [int(s["in_flight_max"]) for s in samples if s.get("in_flight_max") is not None]
+    return max(in_flight) if in_flight else None
 
 
 def _cpu_util_max(point: PointResult) -> float | None:
