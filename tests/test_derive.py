@@ -100,7 +100,8 @@ def test_a_run_from_before_0_2_is_rederived_from_its_old_spans(start_mock, tmp_p
     assert "client" not in new and old.pop("client")["workers"] == 1
     assert not any("client_cpu_util" in w for w in new["timeseries"])
     for w in old["timeseries"]:
-        w.pop("client_cpu_util", None), w.pop("client_loop_lag_max_s", None), w.pop("client_connections_max", None)
+        for key in ("client_cpu_util", "client_loop_lag_max_s", "client_connections_max"):
+            w.pop(key, None)
     assert new == old
 
 

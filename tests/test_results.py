@@ -103,8 +103,9 @@ PUBLIC_KEYS += [
     for k in "worker node pid offset_s uncertainty_s end_offset_s end_uncertainty_s lost".split()
 ]
 PUBLIC_KEYS += [f"points[].workers_lost[].{k}" for k in ("worker", "at_s", "reason", "in_flight")]
-PUBLIC_KEYS += ["points[].timeseries[].client_cpu_util", "points[].timeseries[].client_loop_lag_max_s"]
-PUBLIC_KEYS += ["points[].timeseries[].client_connections_max"]
+PUBLIC_KEYS += [
+    f"points[].timeseries[].{k}" for k in ("client_cpu_util", "client_loop_lag_max_s", "client_connections_max")
+]
 
 
 def _declared(model, prefix="") -> set[str]:
