@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalogue import OUTPUT_TOKENS_PER_S, REQUESTS_PER_S, SERVER_PREEMPTIONS, TTFT_MEAN, TTFT_P50, Metric
+from ..slug import slug
 from .capacity import attainment_chart
 from .chart_spec import MAX_TIMESERIES_CHARTS, OUTCOME_COLORS, PALETTE, Chart, Panel, Series
 from .data import PointRow, ReportData
@@ -213,7 +214,7 @@ def _knob_chart(data: ReportData, knob: str) -> Chart:
     if any(v is not None for s in preempt for v in s.y):
         panels.append(Panel("server preemptions per point", preempt))
     return Chart(
-        f"knob-{_slug(knob)}",
+        f"knob-{slug(knob.lower(), keep='')}",
         f"Throughput vs {knob}",
         knob,
         panels,
@@ -221,10 +222,6 @@ def _knob_chart(data: ReportData, knob: str) -> Chart:
         "counter delta over the point (null when the engine does not expose it).",
         section="knobs",
     )
-
-
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-") or "x"
 
 
 # ---------------------------------------------------------------------------------------------
