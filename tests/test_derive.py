@@ -4,6 +4,8 @@ giving the run's own results, for today's runs and for runs from before 0.2 (aga
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from safety_helpers import _recompute, _tokenbench
@@ -119,3 +121,23 @@ def test_a_replay_recomputes_to_its_own_results_as_open_loop(mock_server, tmp_pa
     assert _without_computed_by(recomputed) == _without_computed_by(written.results)
     point = recomputed["points"][0]
     assert point["load"]["kind"] == "replay" and point["offered_per_s"] == pytest.approx(3 / 0.4, rel=0.01)
+
+
+FIXTURE_RUNS = Path(__file__).parent / "fixtures" / "rundirs"
+
+
+@pytest.mark.parametrize("name", ["0.2.1-sessions", "0.2.1-workers"])
+def test_a_0_2_run_directory_recomputes_to_the_results_it_wrote(name, tmp_path):
+    """Run directories written by tokenbench 0.2.1 against the mock (tests/fixtures/rundirs: a
+    --multi-turn run attached as --backend vllm with --prefix-cache reset, --slo and a price; a
+    --workers 2 run of shared-prefix groups with --deadlines): recompute gives the very
+    results.json the run wrote, but for ``computed_by``."""
+    from tokenbench.derive import recompute_run
+
+    run_dir = tmp_path / name
+    shutil.copytree(FIXTURE_RUNS / name, run_dir)
+    written = json.loads((run_dir / "results.json").read_text())
+    recomputed = recompute_run(run_dir).to_json()
+    assert recomputed["computed_by"]["how"] == "recompute"
+    assert _without_computed_by(recomputed) == _without_computed_by(written)
+    assert _without_computed_by(json.loads((run_dir / "results.json").read_text())) == _without_computed_by(written)
