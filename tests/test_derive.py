@@ -12,13 +12,21 @@ from safety_helpers import _recompute, _tokenbench
 
 from tokenbench.config import StopConfig
 from tokenbench.derive import results_header, unfinished_point
+from tokenbench.manifest import PointStart, RunManifest
 from tokenbench.records import RequestRecord
 
 
 def test_the_header_has_the_keys_results_json_had_before_its_points():
     """No point yet and no ``interrupted`` (it is written when the run ends): exactly the header's
     keys, as the dict that preceded the types had them."""
-    config = {"tool": {"name": "tokenbench", "version": "9"}, "resolved_target": {"url": "u", "model": "m"}}
+    config = RunManifest.from_json(
+        {
+            "tool": {"name": "tokenbench", "version": "9"},
+            "resolved_target": {"url": "u", "model": "m"},
+            "loads": [{"kind": "users", "users": 1}],
+            "stop": {"duration_s": 1},
+        }
+    )
     header = results_header(config, "run").to_json()
     assert sorted(header) == sorted(
         ["schema_version", "tool", "computed_by", "target", "dataset", "slo", "clock", "telemetry", "points"]
@@ -31,11 +39,12 @@ def test_the_header_has_the_keys_results_json_had_before_its_points():
 
 
 def test_an_unfinished_point_ran_until_its_last_record_or_its_deadline():
-    start = {"kind": "point_start", "index": 1, "start_s": 10.0}
+    start = PointStart(index=1, load={"kind": "users", "users": 1}, start_s=10.0, ramp_end_s=10.0, window_start_s=10.0)
     records = [RequestRecord(point=1, id=0, scheduled_s=10.5, sent_s=10.5, closed_s=14.0)]
     facts = unfinished_point(start, records, StopConfig(duration_s=2.0))
-    assert facts["end_s"] == 14.0 and facts["load_end_s"] == 12.0 and facts["interrupted"] is True
-    assert unfinished_point(start, [], StopConfig(duration_s=2.0))["end_s"] == 10.0
+    assert facts.end_s == 14.0 and facts.load_end_s == 12.0 and facts.interrupted is True
+    assert unfinished_point(start, [], StopConfig(duration_s=2.0)).end_s == 10.0
+    assert facts.to_json()["kind"] == "point" and facts.index == 1 and facts.user_spans == []
 
 
 def _without_computed_by(results: dict) -> dict:
