@@ -101,7 +101,9 @@ def test_what_is_not_a_runs_config_is_a_clear_error(tmp_path):
     path.write_text(json.dumps({"loads": [{"kind": "users", "users": 1}], "stop": {"duration_s": 1}, "colour": 1}))
     with pytest.raises(ManifestError, match=r"before 0\.2.*colour"):
         load_manifest(path)
-    path.write_text(json.dumps({"loads": [], "stop": {"duration_s": 1}, "tool": {"name": "tokenbench", "version": "9"}}))
+    path.write_text(
+        json.dumps({"loads": [], "stop": {"duration_s": 1}, "tool": {"name": "tokenbench", "version": "9"}})
+    )
     with pytest.raises(ManifestError, match="tokenbench 9.*loads"):
         load_manifest(path)
 
