@@ -49,7 +49,7 @@ from .results import (
     Target,
     TimeWindow,
 )
-from .results.run import PointHead, PointMetrics, WindowClient
+from .results.run import PointHead, WindowClient
 from .rundir import RecordSlice, point_ranges, write_json
 from .telemetry.client_health import point_client, window_client
 from .telemetry.energy import point_energy
@@ -132,53 +132,35 @@ def point_result(
         gpu=point_gpu(samples, header, window.start_s, window.end_s),
         gpu_whole_point=point_gpu(samples, header, start_s, end_s),
         timeseries=_windows(series, samples, health),
-        **_session_parts(manifest, event, population),
         prefix_cache=prefix_cache(reset, server, cache, workload_reuse),
-        **_cost(manifest, metrics),
         energy=point_energy(samples, header, window.start_s, window.end_s, metrics.output_tokens_per_s),
-        **_client(health, window),
     )
-    if not event.workers_lost:
-        return point
-    return point.model_copy(update={"workers_lost": event.workers_lost})  # only a point during which a worker died
+    # The parts only some points have: a key each has only where it is not None (exclude_unset).
+    # --multi-turn: by_turn over the window population, and the load generator's counts over the
+    # whole point (a point the process never finished has none)
+    multi_turn = event.sessions is not None or config.sessions is not None
+    price = config.cost  # a run given a price: each point's cost
+    parts = {
+        "by_turn": by_turn(population) if multi_turn else None,
+        "sessions": event.sessions,
+        "cost": point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s)
+        if price is not None
+        else None,
+        "client": point_client(health, window.start_s, window.end_s),  # None: a run before it was sampled
+        "workers_lost": event.workers_lost or None,  # only a point during which a worker died
+    }
+    return point.model_copy(update={key: part for key, part in parts.items() if part is not None})
 
 
 def _windows(
     series: Sequence[WindowClient], samples: list[dict[str, Any]], health: Sequence[dict[str, Any]]
 ) -> list[TimeWindow]:
-    """Each time-series window: the client's figures, the server's and the client's health beside."""
+    """Each time-series window: the client's figures, the server's and the client's health beside
+    (the scrapes and the client's samples as samples.jsonl has them: telemetry/ reads them)."""
     return [
         TimeWindow.of(w, window_server(samples, w.start_s, w.end_s), window_client(health, w.start_s, w.end_s))
         for w in series
     ]
-
-
-def _client(samples: Sequence[dict[str, Any]], window: Window) -> dict[str, Any]:
-    """``client``: the client's health over the window; no key on a point of a run from before the
-    client was sampled (exclude_unset)."""
-    client = point_client(samples, window.start_s, window.end_s)
-    return {} if client is None else {"client": client}
-
-
-def _cost(manifest: RunManifest, metrics: PointMetrics) -> dict[str, Any]:
-    """``cost`` on the points of a run given a price (config.json's ``cost``); other points have
-    no such key (exclude_unset)."""
-    price = manifest.config.cost
-    if price is None:
-        return {}
-    return {"cost": point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s)}
-
-
-def _session_parts(manifest: RunManifest, event: PointEnd, population: Sequence[RequestRecord]) -> dict[str, Any]:
-    """A --multi-turn point's ``by_turn`` (over its window population) and ``sessions`` (the load
-    generator's counts over the whole point; a point the process never finished has no counts);
-    other points get neither key (exclude_unset)."""
-    if event.sessions is None and manifest.config.sessions is None:
-        return {}
-    parts: dict[str, Any] = {"by_turn": by_turn(population)}
-    if event.sessions is not None:
-        parts["sessions"] = event.sessions
-    return parts
 
 
 def _point_head(stop: StopConfig, event: PointEnd) -> PointHead:
