@@ -26,6 +26,7 @@ from pydantic import TypeAdapter
 from . import __version__
 from .config import DeadlinesConfig, LoadPoint, RateLoad, ReplayLoad, SLOConfig, StopConfig
 from .cost import CostConfig, point_cost
+from .errors import BadInput
 from .load import describe
 from .metrics import (
     ChunkTally,
@@ -70,7 +71,7 @@ ConfigJson = dict[str, Any]  # config.json as the run wrote it
 Facts = dict[str, Any]  # a ``point`` event of samples.jsonl: a point's span (run_facts.point_facts)
 
 
-class RecomputeError(ValueError):
+class RecomputeError(BadInput):
     """A directory that cannot be recomputed; the message names what is missing."""
 
 

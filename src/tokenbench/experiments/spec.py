@@ -32,6 +32,7 @@ from ..config import (
     TargetConfig,
 )
 from ..cost import CostConfig
+from ..errors import BadInput
 from .search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
@@ -198,7 +199,7 @@ class ExperimentSpec(_Model):
         return self
 
 
-class ExperimentError(Exception):
+class ExperimentError(BadInput):
     """A bad experiment file; the message names the field."""
 
 
