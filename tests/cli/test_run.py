@@ -107,7 +107,7 @@ def test_dataset_trace_is_one_replay_point_ended_by_the_trace():
     from tokenbench.cli.run_flags import run_config
     from tokenbench.config import ReplayLoad
 
-    params = {p.name: None for p in _run_params()}
+    params = {o.param: None for o in _run_params()}
     params.update(
         dataset="trace", dataset_path="t.jsonl", replay_speed=2.0, replay_jitter=0.5, max_concurrency=3, block_size=16
     )
@@ -121,7 +121,7 @@ def test_deadlines_and_continuous_usage_flags():
     from tokenbench.cli.run_flags import run_config
     from tokenbench.config import DeadlinesConfig
 
-    params = {p.name: None for p in _run_params()}
+    params = {o.param: None for o in _run_params()}
     params.update(users="2", max_requests=4, deadlines="ttft=200ms", continuous_usage=True)
     cfg = run_config(params)
     assert cfg.deadlines == DeadlinesConfig(ttft_s=0.2, tbt_s=0.05)  # tbt: Etalon's default
@@ -132,8 +132,6 @@ def test_deadlines_and_continuous_usage_flags():
 
 
 def _run_params():
-    import typer.main
+    from tokenbench.cli.flags import run_options
 
-    from tokenbench.cli.run import run
-
-    return typer.main.get_params_from_function(run).values()
+    return [o for o in run_options()]
