@@ -718,7 +718,7 @@ class RunConfig(_Model):
             raise ValueError("--turns sets synthetic conversations' length: the dataset's conversations have theirs")
         return self
 
-    def redacted(self) -> dict:
+    def redacted(self) -> dict[str, Any]:
         """The settings with every credential masked (redact.py): engine environment values and
         arguments named like credentials, header values, extra_body keys like ``api_key``. The
         API key itself is never in the settings (read from the env var ``api_key_env`` names)."""
@@ -726,4 +726,5 @@ class RunConfig(_Model):
 
         data = self.model_dump(mode="json")
         data["target"]["headers"] = {k: MASK for k in self.target.headers}
-        return mask(data)
+        masked: dict[str, Any] = mask(data)
+        return masked

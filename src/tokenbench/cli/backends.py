@@ -38,7 +38,8 @@ def backends_show(
     options are `run`'s."""
     import shlex
 
-    from ..backends import BackendError, get_profile
+    from ..backends import get_profile
+    from ..backends.base import BackendError
     from ..backends.server import launch_spec
     from ..report.console import profile_panel
 

@@ -10,8 +10,8 @@ import typer
 from pydantic import ValidationError
 
 from ..capacity.plan import CapacitySettings
-from ..config import TRACE, LoadSweep, ReplayLoad, RunConfig
-from ..flags import Flag
+from ..config import LoadSweep, ReplayLoad, RunConfig
+from ..flags import TRACE, Flag
 from ..results.capacity import Objective
 from .common import UsageError, err, exit_codes, validation_message
 from .flags import RUN_FLAGS, FlagCommand, Option, Params, flag_of, given_fields, run_options

@@ -72,7 +72,7 @@ def exit_codes(interrupted: str) -> Iterator[None]:
     bad input (a path that is not there, or is in the way, included), 1 every worker lost
     (--workers); an interrupt before the work finished says ``interrupted`` and exits with its
     signal's code (130, 143): what was measured is on disk. Anything else is a bug (cli/__init__)."""
-    from ..backends import BackendError
+    from ..backends.base import BackendError
     from ..clients.stream import TargetUnreachable
     from ..procs import Interrupts
     from ..workers.pool import AllWorkersLost

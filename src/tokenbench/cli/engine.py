@@ -62,7 +62,8 @@ def backend_config(a: Params) -> BackendConfig | None:
 def _check_backend(config: BackendConfig, launch: bool) -> None:
     """Bad input before anything starts: an unknown profile, a knob it cannot map, an API it
     does not serve."""
-    from ..backends import BackendError, get_profile
+    from ..backends import get_profile
+    from ..backends.base import BackendError
     from ..backends.server import check_launch
 
     try:

@@ -95,7 +95,6 @@ class Option:
         bare = _bare(self.info.annotation)
         switch = flag.switch or bare is bool
         decls = [f"{flag.name}/--no-{flag.name.removeprefix('--')}" if switch else flag.name, *flag.aliases]
-        choices = get_args(bare) if get_origin(bare) is Literal else ()
         value: Any = bool if switch else bare if bare in _PLAIN else str
         if flag.repeat:
             value = list[str]
@@ -103,10 +102,16 @@ class Option:
             *decls,
             help=flag.help + _default_text(flag, self.info),
             rich_help_panel=flag.panel,
-            metavar=f"[{'|'.join(map(str, choices))}]" if choices else None,
+            metavar=choices(bare) if get_origin(bare) is Literal else None,
         )
-        annotation = Annotated[value | None, option]  # type: ignore[valid-type]  # a type built at run time
+        annotation = Annotated[value | None, option]
         return inspect.Parameter(self.param, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+
+
+def choices(literal: Any) -> str:
+    """A Literal's values as an option's metavar, ``[a|b]``: --help shows them (the value is
+    checked by the settings, whose error names the flag)."""
+    return "[" + "|".join(map(str, get_args(literal))) + "]"
 
 
 def _bare(annotation: Any) -> Any:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import (
-    TRACE,
     BackendConfig,
     DatasetConfig,
     DeadlinesConfig,
@@ -28,6 +27,7 @@ from ..config import (
     WorkersConfig,
 )
 from ..cost import CostConfig
+from ..flags import TRACE
 from ..units import parse_duration_s, parse_slo
 from ..vllm_flags import FlagError, json_object
 from .common import UsageError, given, numbers
