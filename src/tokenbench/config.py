@@ -62,7 +62,16 @@ class TargetConfig(_Model):
         "OPENAI_API_KEY"
     )
     # whole request, first byte to end of stream
-    request_timeout_s: Annotated[float, Flag("--timeout", "Seconds a whole request may take.", default=True)] = 600.0
+    request_timeout_s: Annotated[
+        float,
+        Flag(
+            "--request-timeout",
+            "Seconds a whole request may take, from its send to the end of its stream; one that takes longer is "
+            "recorded with outcome timeout.",
+            default=True,
+            aliases=("--timeout",),
+        ),
+    ] = 600.0
     # longest silence between two reads of one stream
     read_timeout_s: Annotated[
         float, Flag("--read-timeout", "Seconds of silence allowed within a stream.", default=True)

@@ -131,6 +131,29 @@ def test_deadlines_and_continuous_usage_flags():
     assert cfg.deadlines == DeadlinesConfig(ttft_s=0.1, tbt_s=0.05) and cfg.target.continuous_usage is None
 
 
+@pytest.mark.parametrize("flag", ["--request-timeout", "--timeout"])
+def test_request_timeout_records_a_timeout_not_a_crash(mock_server, tmp_path, flag):
+    """The server takes 1.5 s to a first token; the client gives each request 0.3 s: every request
+    is a record with outcome timeout after 0.3 s, and the run ends normally."""
+    import json
+
+    url = mock_server(ttft_ms=1500, itl_ms=5)
+    out = tmp_path / "run"
+    args = ["run", "--url", url, "--users", "2", "--max-requests", "4", flag, "0.3"]
+    args += ["--input-tokens", "8", "--output-tokens", "4", "--no-live", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())
+    assert config["target"]["request_timeout_s"] == 0.3
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [r["outcome"] for r in records] == ["timeout"] * 4
+    assert all(r["error"].startswith("timed out") and r["chunk_times_s"] == [] for r in records)
+    # ended by the 0.3 s timeout (its clock starts as the request is made, a moment before sent_s
+    # is stamped), not by the 1.5 s to a first token
+    assert all(0.25 <= r["closed_s"] - r["sent_s"] <= 0.3 + 0.5 for r in records)
+    assert "timeout 4" in result.output  # the summary's failures
+
+
 def _run_params():
     from tokenbench.cli.flags import run_options
 
