@@ -103,34 +103,6 @@ def test_unreachable_target_fails_before_any_load(tmp_path):
     assert not (out / "records.jsonl").exists() or (out / "records.jsonl").read_text() == ""
 
 
-def test_dataset_trace_is_one_replay_point_ended_by_the_trace():
-    from tokenbench.cli.run_flags import run_config
-    from tokenbench.config import ReplayLoad
-
-    params = {o.param: None for o in _run_params()}
-    params.update(
-        dataset="trace", dataset_path="t.jsonl", replay_speed=2.0, replay_jitter=0.5, max_concurrency=3, block_size=16
-    )
-    cfg = run_config(params)
-    assert cfg.loads == [ReplayLoad(speed=2.0, jitter_s=0.5, max_concurrency=3)]
-    assert cfg.stop.schedule_ends and cfg.stop.duration_s is None and cfg.stop.max_requests is None
-    assert (cfg.dataset.name, cfg.dataset.block_size, cfg.dataset.trace_format) == ("trace", 16, None)
-
-
-def test_deadlines_and_continuous_usage_flags():
-    from tokenbench.cli.run_flags import run_config
-    from tokenbench.config import DeadlinesConfig
-
-    params = {o.param: None for o in _run_params()}
-    params.update(users="2", max_requests=4, deadlines="ttft=200ms", continuous_usage=True)
-    cfg = run_config(params)
-    assert cfg.deadlines == DeadlinesConfig(ttft_s=0.2, tbt_s=0.05)  # tbt: Etalon's default
-    assert cfg.target.continuous_usage is True
-    params.update(deadlines=None, continuous_usage=None)
-    cfg = run_config(params)
-    assert cfg.deadlines == DeadlinesConfig(ttft_s=0.1, tbt_s=0.05) and cfg.target.continuous_usage is None
-
-
 @pytest.mark.parametrize("flag", ["--request-timeout", "--timeout"])
 def test_request_timeout_records_a_timeout_not_a_crash(mock_server, tmp_path, flag):
     """The server takes 1.5 s to a first token; the client gives each request 0.3 s: every request
@@ -152,9 +124,3 @@ def test_request_timeout_records_a_timeout_not_a_crash(mock_server, tmp_path, fl
     # is stamped), not by the 1.5 s to a first token
     assert all(0.25 <= r["closed_s"] - r["sent_s"] <= 0.3 + 0.5 for r in records)
     assert "timeout 4" in result.output  # the summary's failures
-
-
-def _run_params():
-    from tokenbench.cli.flags import run_options
-
-    return [o for o in run_options()]
