@@ -76,7 +76,9 @@ class TargetConfig(_Model):
     read_timeout_s: Annotated[
         float, Flag("--read-timeout", "Seconds of silence allowed within a stream.", default=True)
     ] = 120.0
-    connect_timeout_s: float = 10.0
+    connect_timeout_s: Annotated[
+        float, Flag("--connect-timeout", "Seconds to open a connection to the server.", default=True)
+    ] = Field(default=10.0, gt=0)
     ignore_eos: Annotated[bool, Flag("--ignore-eos", "Ask the server to ignore EOS (fixed output lengths).")] = False
     include_usage: bool = True
     # usage on every chunk; None: as the backend profile says

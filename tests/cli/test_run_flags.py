@@ -89,3 +89,16 @@ def test_scale_out_and_cost_flags_become_their_settings():
     cfg = run_config(params)
     assert cfg.workers == WorkersConfig(count=3, ray=True, cpus_per_worker=0.0)
     assert cfg.cost is not None and (cfg.cost.usd_per_gpu_hour, cfg.cost.gpus) == (2.0, 1)
+
+
+def test_connect_timeout_is_a_flag_and_must_be_above_0():
+    from typer.testing import CliRunner
+
+    from tokenbench.cli import app
+
+    params = _nothing_given()
+    params.update(users="1", max_requests=1, connect_timeout=2.5)
+    assert run_config(params).target.connect_timeout_s == 2.5
+    result = CliRunner().invoke(app, ["run", "--users", "1", "--max-requests", "1", "--connect-timeout", "0"])
+    assert result.exit_code == 2, result.output
+    assert "--connect-timeout: Input should be greater than 0" in result.output
