@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 
 from ..errors import BadInput
-from ..export import Format
 from .common import err, fail
-from .flags import choices
+
+if TYPE_CHECKING:
+    from ..export import Format
 
 # A directory's files that cannot be read as a run's: bad input, named with the directory.
 _UNREADABLE = (BadInput, OSError, ValidationError, json.JSONDecodeError, UnicodeDecodeError)
@@ -80,14 +81,14 @@ def recompute(
 
 def export(
     dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
-    format: Annotated[str, typer.Option(help="parquet or csv.", metavar=choices(Format))] = "parquet",
+    format: Annotated[str, typer.Option(help="parquet or csv.", metavar="[parquet|csv]")] = "parquet",
     out: Annotated[Path | None, typer.Option(help="Where to write (default: each directory itself).")] = None,
 ) -> None:
     """Write records, points and time series as tables (records.parquet, points.parquet,
     timeseries.parquet, or .csv): one row per request / point / window, the run's facts as columns."""
     from ..export import export as export_dir
 
-    fmt = cast(Format, format)  # export() refuses any other, naming --format
+    fmt = cast("Format", format)  # export() refuses any other, naming --format
     for d in dirs:
         try:
             files = export_dir(d, fmt, out / d.name if out is not None and len(dirs) > 1 else out)
