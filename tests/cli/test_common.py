@@ -1,5 +1,5 @@
 """cli/common.py: the one error formatter names the flag to fix for a pydantic error, fail() prints
-one masked red line and exits with the code, the option helpers (given, default, numbers), and
+one masked red line and exits with the code, the option helpers (given, numbers), and
 the exit code of each kind of failure."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from tokenbench.cli import app, common
-from tokenbench.cli.common import UsageError, default, fail, given, numbers, validation_message
-from tokenbench.config import EngineKnobs, LoadSweep, ReplayLoad, StopConfig, TargetConfig, UsersLoad
+from tokenbench.cli.common import UsageError, fail, given, numbers, validation_message
+from tokenbench.config import EngineKnobs, LoadSweep, StopConfig, TargetConfig, UsersLoad
 
 
 def _error(build) -> ValidationError:
@@ -62,18 +62,6 @@ def test_fail_prints_one_masked_line_and_exits_with_the_code(monkeypatch):
 
 def test_given_keeps_only_what_was_given():
     assert given(a=None, b=0, c="", d=False) == {"b": 0, "c": "", "d": False}
-
-
-def test_default_reads_the_settings_model_and_survives_rich_markup():
-    assert default(StopConfig, "max_requests") == f" \\[default: {StopConfig.model_fields['max_requests'].default}]"
-    assert default(EngineKnobs, "max_num_seqs") == " \\[default: None]"
-    # the help is rich markup: unescaped, "[default: 1.0]" was read as a tag and vanished
-    from rich.console import Console
-    from rich.text import Text
-
-    console = Console(file=None, width=200, record=True)
-    console.print(Text.from_markup("speed." + default(ReplayLoad, "speed")))
-    assert console.export_text().strip() == "speed. [default: 1.0]"
 
 
 def test_numbers():

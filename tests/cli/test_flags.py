@@ -12,8 +12,18 @@ from typer.testing import CliRunner
 
 from tokenbench import __version__
 from tokenbench.cli import app
-from tokenbench.cli.flags import RUN_FLAGS, FlagCommand, Option, flag_of, flagged, given_fields, options, run_options
-from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.cli.flags import (
+    RUN_FLAGS,
+    FlagCommand,
+    Option,
+    default,
+    flag_of,
+    flagged,
+    given_fields,
+    options,
+    run_options,
+)
+from tokenbench.config import DatasetConfig, EngineKnobs, ReplayLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.flags import Flag, SetBy
 
 ENV = {"COLUMNS": "200"}
@@ -132,3 +142,15 @@ def test_a_new_flag_is_its_field_alone():
     assert [o.name for o in options(DatasetConfig)][:2] == ["--dataset", "--dataset-path"]
     assert isinstance(TargetConfig.model_fields["model"].metadata[0], Flag)
     assert [m for m in RunConfig.model_fields["seed"].metadata if isinstance(m, (Flag, SetBy))][0].name == "--seed"
+
+
+def test_default_reads_the_settings_model_and_survives_rich_markup():
+    assert default(StopConfig, "max_requests") == f" \\[default: {StopConfig.model_fields['max_requests'].default}]"
+    assert default(EngineKnobs, "max_num_seqs") == " \\[default: None]"
+    # the help is rich markup: unescaped, "[default: 1.0]" was read as a tag and vanished
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=None, width=200, record=True)
+    console.print(Text.from_markup("speed." + default(ReplayLoad, "speed")))
+    assert console.export_text().strip() == "speed. [default: 1.0]"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 import typer
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from rich.console import Console
 
 from ..errors import BAD_INPUT_EXIT, BUG_EXIT, BadInput
@@ -44,14 +44,6 @@ def given(**values: Any) -> dict[str, Any]:
     """The options the user gave: None means not given, so the settings' own default applies
     (pydantic holds the only defaults; the options default to None)."""
     return {k: v for k, v in values.items() if v is not None}
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def default(model: type[M], field: str) -> str:
-    """`[default: X]` for an option's help, read from the settings model that holds it."""
-    return f" \\[default: {model.model_fields[field].default}]"  # escaped: rich would read [..] as markup
 
 
 def numbers(text: str | None, flag: str, cast: Callable[[str], Any] = float) -> list[Any]:

@@ -88,6 +88,12 @@ class Option:
         bare = _bare(self.info.annotation)
         return bare in _PLAIN or get_origin(bare) is Literal
 
+    def _default_text(self) -> str:
+        assert self.flag is not None
+        if self.flag.default is False:
+            return ""
+        return default(self.model, self.field) if self.flag.default is True else f" \\[default: {self.flag.default}]"
+
     def parameter(self) -> inspect.Parameter:
         """The option as Typer reads it from a signature: ``Annotated[T | None, typer.Option(...)] = None``."""
         assert self.flag is not None
@@ -100,7 +106,7 @@ class Option:
             value = list[str]
         option = typer.Option(
             *decls,
-            help=flag.help + _default_text(flag, self.info),
+            help=flag.help + self._default_text(),
             rich_help_panel=flag.panel,
             metavar=choices(bare) if get_origin(bare) is Literal else None,
         )
@@ -123,12 +129,10 @@ def _bare(annotation: Any) -> Any:
     return annotation
 
 
-def _default_text(flag: Flag, info: FieldInfo) -> str:
-    """`` [default: X]`` for the help (escaped: rich would read [..] as markup)."""
-    if flag.default is False:
-        return ""
-    text = info.default if flag.default is True else flag.default
-    return f" \\[default: {text}]"
+def default(model: type[BaseModel], field: str) -> str:
+    """`` [default: X]`` for an option's help, read from the settings model that holds it (escaped:
+    rich would read [..] as markup)."""
+    return f" \\[default: {model.model_fields[field].default}]"
 
 
 def options(model: type[BaseModel]) -> list[Option]:
