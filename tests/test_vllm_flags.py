@@ -107,3 +107,18 @@ def test_a_vllm_bench_command_line_runs_as_vllm_would(mock_server, tmp_path):
     assert config["target"]["extra_body"] == {"temperature": 0.0} and config["slo"]["ttft_s"] == 0.5
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert len(records) == 12 and all(r["outcome"] == "ok" for r in records)
+
+
+def test_run_help_lists_the_vllm_names_in_their_own_section():
+    from tokenbench.vllm_flags import NO_VALUE, REFUSED, SAMPLING, WITH_VALUE, WITH_VALUES, aliases
+
+    known = aliases()
+    assert {*WITH_VALUE, *WITH_VALUES, *SAMPLING, *NO_VALUE, *REFUSED, "--host", "--port"} <= set(known)
+    assert known["--base-url"] == "as --url" and known["--disable-tqdm"] == "as --no-live"
+    assert known["--num-warmups"].startswith("refused: tokenbench warms up by time")
+    result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    section = result.output[result.output.index("vllm bench serve's flags") :]
+    for name in ("--request-rate", "--random-input-len", "--goodput", "--temperature", "--num-warmups", "--host"):
+        assert name in section
+    assert result.output.index("--prefix-cache") < result.output.index("vllm bench serve's flags")  # ours above

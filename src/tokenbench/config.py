@@ -1,7 +1,10 @@
-"""One typed tree of settings and the one home of every default.
+"""One typed tree of settings and the one home of every default, and of every flag.
 
-The CLI only turns flags into these models; everything downstream receives typed config.
-Validation errors name the field to fix.
+A field the command line sets says so once, in its annotation: ``Annotated[T, Flag("--name",
+"help")]`` (the option's name, help and help panel; its type, default and choices come from the
+field). ``cli/flags.py`` builds `run`'s and `capacity`'s options from these and names the flag
+in a validation error; a field set from another field's flag (a sweep's ``--users`` becomes each
+``UsersLoad.users``) says ``SetBy("--users")``. Everything downstream receives typed config.
 """
 
 from __future__ import annotations
@@ -9,13 +12,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from .cost import CostConfig
+from .flags import ENGINE, PREFIXES, SCALE, SESSIONS, TRACE, Flag, SetBy
 from .frozen import FrozenModel as _Model
-from .workers.settings import WorkersConfig
 
 Api = Literal["chat", "completions", "tgi", "triton", "ollama"]  # the values of --api (clients.WIRES)
 Arrival = Literal["constant", "poisson", "gamma"]
@@ -32,20 +35,75 @@ SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic
 class TargetConfig(_Model):
     """The server under test. ``url`` None means: start the embedded default backend."""
 
-    url: str | None = None
-    model: str | None = None  # model name sent in requests; for the embedded backend, a .gguf path
-    api: Api | None = None  # None: the backend profile's first API, else chat
-    api_key_env: str = "OPENAI_API_KEY"  # read at send time; the key itself is never stored
-    request_timeout_s: float = 600.0  # whole request, first byte to end of stream
-    read_timeout_s: float = 120.0  # longest silence between two reads of one stream
-    connect_timeout_s: float = 10.0
-    ignore_eos: bool = False
+    url: Annotated[
+        str | None,
+        Flag("--url", "Server base URL, e.g. http://127.0.0.1:8000. Omit to start the embedded llama.cpp backend."),
+    ] = None
+    # model name sent in requests; for the embedded backend, a .gguf path
+    model: Annotated[
+        str | None,
+        Flag(
+            "--model",
+            "Model name to request (default: the first of /v1/models). Without --url: a .gguf path for the embedded server.",
+        ),
+    ] = None
+    api: Annotated[
+        Api | None,
+        Flag(
+            "--api",
+            "chat, completions (OpenAI), or native: tgi, triton, ollama. Default: the backend's first API, else chat.",
+        ),
+    ] = None  # None: the backend profile's first API, else chat
+    # read at send time; the key itself is never stored
+    api_key_env: Annotated[str, Flag("--api-key-env", "Environment variable holding the API key.", default=True)] = (
+        "OPENAI_API_KEY"
+    )
+    # whole request, first byte to end of stream
+    request_timeout_s: Annotated[
+        float,
+        Flag(
+            "--request-timeout",
+            "Seconds a whole request may take, from its send to the end of its stream; one that takes longer is "
+            "recorded with outcome timeout.",
+            default=True,
+            aliases=("--timeout",),
+        ),
+    ] = 600.0
+    # longest silence between two reads of one stream
+    read_timeout_s: Annotated[
+        float, Flag("--read-timeout", "Seconds of silence allowed within a stream.", default=True)
+    ] = 120.0
+    connect_timeout_s: Annotated[
+        float, Flag("--connect-timeout", "Seconds to open a connection to the server.", default=True)
+    ] = Field(default=10.0, gt=0)
+    ignore_eos: Annotated[bool, Flag("--ignore-eos", "Ask the server to ignore EOS (fixed output lengths).")] = False
     include_usage: bool = True
-    continuous_usage: bool | None = None  # usage on every chunk; None: as the backend profile says
+    # usage on every chunk; None: as the backend profile says
+    continuous_usage: Annotated[
+        bool | None,
+        Flag(
+            "--continuous-usage",
+            "Ask for usage on every chunk (per-token ITL).",
+            default="where the --backend gives it",
+        ),
+    ] = None
     temperature: float | None = 0.0
-    extra_body: dict = Field(default_factory=dict)
+    extra_body: Annotated[
+        dict[str, Any],
+        Flag(
+            "--extra-body",
+            "JSON object merged into every request body (sampling parameters, e.g. '{\"temperature\": 0}').",
+        ),
+    ] = Field(default_factory=dict)
     # sent with every request (--header "Name: value"); values are masked in every file written
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Annotated[
+        dict[str, str],
+        Flag(
+            "--header",
+            "'Name: value' sent with every request (repeat); values are masked in every file tokenbench writes.",
+            repeat=True,
+        ),
+    ] = Field(default_factory=dict)
 
     @field_validator("url")
     @classmethod
@@ -62,35 +120,124 @@ class EngineKnobs(_Model):
     """The settings every backend profile maps to its own native flags (backends/*.py). None means
     "the engine's default"; a knob an engine has no flag for is an error naming --engine-arg."""
 
-    max_num_seqs: int | None = Field(default=None, gt=0)  # max concurrent sequences / batch size
-    kv_memory: float | None = Field(default=None, gt=0, le=1)  # accelerator memory fraction: weights + KV
-    max_model_len: int | None = Field(default=None, gt=0)
-    prefix_caching: bool | None = None
-    quantization: str | None = None
-    tensor_parallel: int | None = Field(default=None, gt=0)
-    engine_args: tuple[str, ...] = ()  # passed through verbatim after the mapped flags
-    engine_env: dict[str, str] = Field(default_factory=dict)
+    max_num_seqs: Annotated[
+        int | None, Flag("--max-num-seqs", "Engine: max concurrent sequences (batch size).", ENGINE)
+    ] = Field(default=None, gt=0)
+    kv_memory: Annotated[
+        float | None,
+        Flag("--kv-memory", "Engine: fraction (0..1] of accelerator memory for weights + KV cache.", ENGINE),
+    ] = Field(default=None, gt=0, le=1)
+    max_model_len: Annotated[
+        int | None, Flag("--max-model-len", "Engine: max model length (prompt + output tokens).", ENGINE)
+    ] = Field(default=None, gt=0)
+    prefix_caching: Annotated[
+        bool | None, Flag("--prefix-caching", "Engine: prefix caching on/off (default: the engine's).", ENGINE)
+    ] = None
+    quantization: Annotated[
+        str | None, Flag("--quantization", "Engine: quantization method, in the engine's own words.", ENGINE)
+    ] = None
+    tensor_parallel: Annotated[int | None, Flag("--tensor-parallel", "Engine: tensor-parallel size.", ENGINE)] = Field(
+        default=None, gt=0
+    )
+    # passed through verbatim after the mapped flags
+    engine_args: Annotated[
+        tuple[str, ...],
+        Flag(
+            "--engine-arg",
+            "Engine: a native flag passed through verbatim (repeat; use --engine-arg=--flag).",
+            ENGINE,
+            repeat=True,
+        ),
+    ] = ()
+    engine_env: Annotated[
+        dict[str, str],
+        Flag("--engine-env", "Engine: KEY=VALUE set in the engine's environment (repeat).", ENGINE, repeat=True),
+    ] = Field(default_factory=dict)
 
 
 class BackendConfig(_Model):
     """A server tokenbench launches (``--backend NAME --model M``) or attaches to (``--url`` with
     ``--backend NAME``: only its metric names and quirks are used)."""
 
-    name: str | None = None  # a profile in backends.PROFILES; None: unknown engine (raw samples only)
-    model: str | None = None  # what the engine loads: hub id or local path
-    served_model_name: str | None = None  # name sent in requests; defaults per engine
+    # a profile in backends.PROFILES; None: unknown engine (raw samples only)
+    name: Annotated[
+        str | None,
+        Flag(
+            "--backend",
+            "Backend profile (tokenbench backends). With --model and no --url: launch it, benchmark, stop it. "
+            "With --url: use its metric names.",
+            ENGINE,
+        ),
+    ] = None
+    model: Annotated[str | None, SetBy("--model")] = None  # what the engine loads: hub id or local path
+    # name sent in requests; defaults per engine
+    served_model_name: Annotated[
+        str | None, Flag("--served-model-name", "Engine: the model name requests use (default from --model).", ENGINE)
+    ] = None
     knobs: EngineKnobs = Field(default_factory=EngineKnobs)
-    executable: str | None = None  # overrides the engine's command (e.g. a venv's bin/vllm)
-    port: int | None = Field(default=None, gt=0, lt=65536)  # None: a free port on 127.0.0.1
-    ready_timeout_s: float = Field(default=900.0, gt=0)  # includes downloads/conversion/compilation
-    metrics_interval_s: float = Field(default=1.0, gt=0)  # /metrics scrape period
-    metrics_url: str | None = None  # default: the target URL + the profile's metrics path
+    # overrides the engine's command (e.g. a venv's bin/vllm)
+    executable: Annotated[
+        str | None,
+        Flag(
+            "--engine-bin",
+            "Engine: the executable to run instead of the profile's command (e.g. a venv's bin/vllm).",
+            ENGINE,
+        ),
+    ] = None
+    # None: a free port on 127.0.0.1
+    port: Annotated[
+        int | None,
+        Flag(
+            "--engine-port",
+            "Engine: port on 127.0.0.1 for the launched server (default: a free one). A port that already answers "
+            "is an error naming its holder.",
+            ENGINE,
+        ),
+    ] = Field(default=None, gt=0, lt=65536)
+    # includes downloads/conversion/compilation
+    ready_timeout_s: Annotated[
+        float,
+        Flag(
+            "--ready-timeout",
+            "Engine: seconds to wait for it to be ready (includes conversion/compilation).",
+            ENGINE,
+            default=True,
+        ),
+    ] = Field(default=900.0, gt=0)
+    # /metrics scrape period
+    metrics_interval_s: Annotated[
+        float, Flag("--metrics-interval", "Seconds between /metrics scrapes.", ENGINE, default=True)
+    ] = Field(default=1.0, gt=0)
+    # default: the target URL + the profile's metrics path
+    metrics_url: Annotated[
+        str | None,
+        Flag("--metrics-url", "Scrape this URL instead of the server URL + the profile's metrics path.", ENGINE),
+    ] = None
     # A serving layer (triton, ray) in front of an engine: the engine profile it serves from
     # (llamacpp, vllm), launched first on its own port.
-    upstream: str | None = None
+    upstream: Annotated[
+        str | None,
+        Flag(
+            "--upstream",
+            "Serving layer (--backend triton/ray): the engine it serves from, launched first on its own port "
+            "with --model and the engine options (llamacpp = the embedded llama.cpp server, vllm, ...). "
+            "Default for triton: llamacpp; 'none': the layer's own engine (Triton + TensorRT-LLM).",
+            ENGINE,
+        ),
+    ] = None
     # A serving layer's own settings (--layer-arg KEY=VALUE; its profile says which), apart from
     # the engine's knobs (which go to the upstream engine).
-    layer_args: tuple[str, ...] = ()
+    layer_args: Annotated[
+        tuple[str, ...],
+        Flag(
+            "--layer-arg",
+            "Serving layer (--backend ray/triton): one of the layer's own settings, KEY=VALUE (repeat), apart "
+            "from its engine's. ray: stream_batching_interval_ms=MS (Ray Serve LLM's response batcher, default 50; "
+            "the CPU relay's, default 0) and max_ongoing_requests=N (per replica, default 1e9).",
+            ENGINE,
+            repeat=True,
+        ),
+    ] = ()
 
 
 class UsersLoad(_Model):
@@ -98,19 +245,19 @@ class UsersLoad(_Model):
     ``think_time_s`` after the previous one ends."""
 
     kind: Literal["users"] = "users"
-    users: int = Field(gt=0)
-    ramp_up_s: float = Field(default=0.0, ge=0)
-    think_time_s: float = Field(default=0.0, ge=0)
+    users: Annotated[int, SetBy("--users")] = Field(gt=0)
+    ramp_up_s: Annotated[float, SetBy("--ramp-up")] = Field(default=0.0, ge=0)
+    think_time_s: Annotated[float, SetBy("--think-time")] = Field(default=0.0, ge=0)
 
 
 class RateLoad(_Model):
     """Open loop: arrivals at ``rate_per_s`` regardless of responses."""
 
     kind: Literal["rate"] = "rate"
-    rate_per_s: float = Field(gt=0)
-    arrival: Arrival = "poisson"
-    burstiness: float = Field(default=1.0, gt=0)  # gamma shape; 1.0 = poisson
-    max_concurrency: int | None = Field(default=None, gt=0)
+    rate_per_s: Annotated[float, SetBy("--rate")] = Field(gt=0)
+    arrival: Annotated[Arrival, SetBy("--arrival")] = "poisson"
+    burstiness: Annotated[float, SetBy("--burstiness")] = Field(default=1.0, gt=0)  # gamma shape; 1.0 = poisson
+    max_concurrency: Annotated[int | None, SetBy("--max-concurrency")] = Field(default=None, gt=0)
 
 
 class ReplayLoad(_Model):
@@ -120,11 +267,24 @@ class ReplayLoad(_Model):
     (load.replay_offsets). ``max_concurrency`` caps it as for a rate: the wait is queue delay."""
 
     kind: Literal["replay"] = "replay"
-    speed: float = Field(default=1.0, gt=0)
-    start_s: float | None = Field(default=None, ge=0)
-    end_s: float | None = Field(default=None, gt=0)
-    jitter_s: float = Field(default=0.0, ge=0)
-    max_concurrency: int | None = Field(default=None, gt=0)
+    speed: Annotated[
+        float, Flag("--replay-speed", "Trace: divide trace times by this (2 = twice as fast).", TRACE, default=True)
+    ] = Field(default=1.0, gt=0)
+    start_s: Annotated[float | None, Flag("--replay-start", "Trace: replay rows from this trace time (s).", TRACE)] = (
+        Field(default=None, ge=0)
+    )
+    end_s: Annotated[float | None, Flag("--replay-end", "Trace: replay rows before this trace time (s).", TRACE)] = (
+        Field(default=None, gt=0)
+    )
+    jitter_s: Annotated[
+        float,
+        Flag(
+            "--replay-jitter",
+            "Trace: move each row later by a seeded uniform draw in [0, S) trace seconds (spreads gridded bursts).",
+            TRACE,
+        ),
+    ] = Field(default=0.0, ge=0)
+    max_concurrency: Annotated[int | None, SetBy("--max-concurrency")] = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _window(self) -> ReplayLoad:
@@ -158,14 +318,39 @@ class LoadSweep(_Model):
     ``--rate 1,2,4``) on the command line and ``load:`` in an experiment file (where ``replay:``
     replays a trace at one or more speeds). Defaults are the load types' own."""
 
-    users: list[int] | None = None
-    rates: list[float] | None = None
+    FLAGS: ClassVar[str] = "--users/--rate"  # named in an error about the whole sweep
+
+    users: Annotated[
+        list[int] | None, Flag("--users", "Closed loop: concurrent users, a list runs one point each: 10,50,100.")
+    ] = None
+    rates: Annotated[
+        list[float] | None, Flag("--rate", "Open loop: requests/s, a list runs one point each: 1,2,4,8.")
+    ] = None
     replay: ReplaySweep | None = None
-    ramp_up_s: float = Field(default=UsersLoad.model_fields["ramp_up_s"].default, ge=0)
-    think_time_s: float = Field(default=UsersLoad.model_fields["think_time_s"].default, ge=0)
-    arrival: Arrival = RateLoad.model_fields["arrival"].default
-    burstiness: float = Field(default=RateLoad.model_fields["burstiness"].default, gt=0)
-    max_concurrency: int | None = Field(default=None, gt=0)
+    ramp_up_s: Annotated[float, Flag("--ramp-up", "Seconds over which users are spawned evenly.", default=True)] = (
+        Field(default=UsersLoad.model_fields["ramp_up_s"].default, ge=0)
+    )
+    think_time_s: Annotated[
+        float,
+        Flag("--think-time", "Seconds a user waits after a reply before its next request.", default=True),
+    ] = Field(default=UsersLoad.model_fields["think_time_s"].default, ge=0)
+    arrival: Annotated[Arrival, Flag("--arrival", "Open-loop arrivals: constant, poisson (default) or gamma.")] = (
+        RateLoad.model_fields["arrival"].default
+    )
+    burstiness: Annotated[
+        float,
+        Flag(
+            "--burstiness",
+            "Gamma shape (1 = poisson, <1 burstier); other than 1 without --arrival: gamma, as in vllm bench serve.",
+        ),
+    ] = Field(default=RateLoad.model_fields["burstiness"].default, gt=0)
+    max_concurrency: Annotated[
+        int | None,
+        Flag(
+            "--max-concurrency",
+            "Open loop and replay: at most this many in flight; the wait is recorded as queue delay.",
+        ),
+    ] = Field(default=None, gt=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -211,10 +396,19 @@ class LoadSweep(_Model):
 
 
 class StopConfig(_Model):
-    duration_s: float | None = Field(default=None, gt=0)
-    max_requests: int | None = Field(default=None, gt=0)
-    warmup_s: float = Field(default=0.0, ge=0)  # after ramp-up; excluded from metrics
-    drain_timeout_s: float = Field(default=60.0, ge=0)  # wait for in-flight requests at the end
+    duration_s: Annotated[float | None, Flag("--duration", "Seconds of load per point.")] = Field(default=None, gt=0)
+    max_requests: Annotated[int | None, Flag("--max-requests", "Stop a point after this many requests.")] = Field(
+        default=None, gt=0
+    )
+    # after ramp-up; excluded from metrics
+    warmup_s: Annotated[float, Flag("--warmup", "Seconds after ramp-up excluded from metrics.", default=True)] = Field(
+        default=0.0, ge=0
+    )
+    # wait for in-flight requests at the end
+    drain_timeout_s: Annotated[
+        float,
+        Flag("--drain-timeout", "Seconds in-flight requests may finish after the load stops.", default=True),
+    ] = Field(default=60.0, ge=0)
     # The loads' own schedule ends each point (trace replay: its last row), so neither a duration
     # nor a request count is needed; RunConfig allows it only when every load is a replay.
     schedule_ends: bool = False
@@ -227,28 +421,92 @@ class StopConfig(_Model):
 
 
 class DatasetConfig(_Model):
-    name: DatasetName = "synthetic"
-    path: Path | None = None
-    input_tokens: int = Field(default=128, gt=0)  # synthetic prompt length
+    name: Annotated[
+        DatasetName,
+        Flag(
+            "--dataset",
+            "synthetic, sharegpt, dolly, jsonl, or trace (replays --dataset-path on its own schedule).",
+            default=True,
+        ),
+    ] = "synthetic"
+    path: Annotated[
+        Path | None, Flag("--dataset-path", "Dataset file (sharegpt JSON, dolly JSONL, your JSONL, a trace).")
+    ] = None
+    # synthetic prompt length
+    input_tokens: Annotated[
+        int,
+        Flag(
+            "--input-tokens", "Synthetic prompt length in tokens (with --prefix-groups: the suffix after the prefix)."
+        ),
+    ] = Field(default=128, gt=0)
     # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
-    output_tokens: int | None = Field(default=None, gt=0)
-    num_prompts: int = Field(default=1000, gt=0)  # prompts loaded, then cycled
-    min_prompt_tokens: int | None = None  # filter (dolly, sharegpt)
-    max_prompt_tokens: int | None = None
-    system_prompt: str | None = None
-    unique_prefix: bool = False
-    tokenizer: str | None = None  # HF tokenizer.json path or folder; default: the target's /tokenize
+    output_tokens: Annotated[
+        int | None,
+        Flag("--output-tokens", "max_tokens per request (default: dataset's reply length; synthetic 128)."),
+    ] = Field(default=None, gt=0)
+    # prompts loaded, then cycled
+    num_prompts: Annotated[
+        int,
+        Flag(
+            "--num-prompts",
+            "Distinct prompts to load (default 1000), cycled until --duration/--max-requests; with neither, each is "
+            "sent once (as vllm bench serve).",
+        ),
+    ] = Field(default=1000, gt=0)
+    # filter (dolly, sharegpt)
+    min_prompt_tokens: Annotated[
+        int | None, Flag("--min-prompt-tokens", "Keep prompts with at least this many tokens.")
+    ] = None
+    max_prompt_tokens: Annotated[
+        int | None, Flag("--max-prompt-tokens", "Keep prompts with at most this many tokens.")
+    ] = None
+    system_prompt: Annotated[str | None, Flag("--system-prompt", "System prompt TEXT or @FILE.")] = None
+    unique_prefix: Annotated[
+        bool, Flag("--unique-prefix", "Prefix every prompt uniquely to defeat prefix caching across requests and runs.")
+    ] = False
+    # HF tokenizer.json path or folder; default: the target's /tokenize
+    tokenizer: Annotated[
+        str | None,
+        Flag("--tokenizer", "HF tokenizer.json (or folder) for exact lengths; default: the server's /tokenize."),
+    ] = None
     # --dataset trace: the file's format (None: detected), tokens per hash id (None: the format's),
     # BurstGPT's Model and Log Type filters
-    trace_format: TraceFormatName | None = None
-    block_size: int | None = Field(default=None, gt=0)
-    trace_model: str | None = None
-    trace_log_type: str | None = None
+    trace_format: Annotated[
+        TraceFormatName | None,
+        Flag("--trace-format", "Trace: mooncake, azure, burstgpt or bailian (default: detected from the file).", TRACE),
+    ] = None
+    block_size: Annotated[
+        int | None, Flag("--block-size", "Trace: tokens per hash id (default: Mooncake 512, Bailian 16).", TRACE)
+    ] = Field(default=None, gt=0)
+    trace_model: Annotated[
+        str | None, Flag("--trace-model", "BurstGPT: keep rows of this Model (e.g. GPT-4).", TRACE)
+    ] = None
+    trace_log_type: Annotated[
+        str | None,
+        Flag("--trace-log-type", "BurstGPT: keep rows of this Log Type (e.g. 'Conversation log').", TRACE),
+    ] = None
     # --dataset synthetic in shared-prefix groups (datasets.shared_prefix): G prefixes of P tokens
     # before each request's own input_tokens; the group drawn uniformly or by a Zipf exponent
-    prefix_groups: int | None = Field(default=None, gt=0)
-    prefix_tokens: int | None = Field(default=None, gt=0)
-    prefix_skew: float | None = Field(default=None, gt=0)
+    prefix_groups: Annotated[
+        int | None,
+        Flag(
+            "--prefix-groups",
+            "Synthetic: G shared prefixes; each request takes one, then its own --input-tokens "
+            "(as vllm bench's --random-prefix-len: the prefix is extra).",
+            PREFIXES,
+        ),
+    ] = Field(default=None, gt=0)
+    prefix_tokens: Annotated[
+        int | None, Flag("--prefix-tokens", "Synthetic: tokens in each shared prefix.", PREFIXES)
+    ] = Field(default=None, gt=0)
+    prefix_skew: Annotated[
+        float | None,
+        Flag(
+            "--prefix-skew",
+            "Synthetic: Zipf exponent S of the group choice (group k weighs 1/(k+1)^S; default uniform).",
+            PREFIXES,
+        ),
+    ] = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _range(self) -> DatasetConfig:
@@ -294,12 +552,33 @@ class SessionConfig(_Model):
     open loop: ``--rate`` is the rate at which new conversations start. ``turn_think_time_s``:
     the pause between a reply and the next turn (fixed, or exponential with that mean)."""
 
-    turns: int | None = Field(default=None, gt=0)  # synthetic conversations: turns each
-    turn_think_time_s: float = Field(default=0.0, ge=0)
-    turn_think_dist: Literal["fixed", "exponential"] = "fixed"
+    turns: Annotated[int | None, Flag("--turns", "Synthetic conversations: user turns each.", SESSIONS)] = Field(
+        default=None, gt=0
+    )
+    turn_think_time_s: Annotated[
+        float,
+        Flag("--turn-think-time", "Seconds between a reply and the conversation's next turn.", SESSIONS, default=True),
+    ] = Field(default=0.0, ge=0)
+    turn_think_dist: Annotated[
+        Literal["fixed", "exponential"],
+        Flag("--turn-think-dist", "fixed (default) or exponential (with --turn-think-time as its mean).", SESSIONS),
+    ] = "fixed"
     # a turn whose prompt (history + new user text) would exceed this ends its conversation
-    max_history_tokens: int | None = Field(default=None, gt=0)
-    header: str = "X-Session-ID"  # carries the conversation's id on each of its requests
+    max_history_tokens: Annotated[
+        int | None,
+        Flag(
+            "--max-history-tokens",
+            "End a conversation whose next prompt (history + user turn) would exceed this; counted in results.",
+            SESSIONS,
+        ),
+    ] = Field(default=None, gt=0)
+    # carries the conversation's id on each of its requests
+    header: Annotated[
+        str,
+        Flag(
+            "--session-header", "Header carrying the conversation id on each of its requests.", SESSIONS, default=True
+        ),
+    ] = "X-Session-ID"
 
     @field_validator("header")
     @classmethod
@@ -324,21 +603,96 @@ class DeadlinesConfig(_Model):  # --deadlines: the fluidity index's (metrics/flu
     tbt_s: float = Field(default=0.05, gt=0)  # each later token, after the one before
 
 
+class WorkersConfig(_Model):
+    """Where the load runs (``--workers``, ``--ray``, ``--ray-address``, ``--ray-cpus-per-worker``):
+    one process, ``count`` local worker processes, or ``count`` Ray actors; one global schedule
+    dealt to them (the workers package's docstring says how they work)."""
+
+    count: Annotated[
+        int,
+        Flag(
+            "--workers",
+            "Send the load from N processes (each its own event loop and connections; with --ray, N Ray "
+            "actors). One global schedule is dealt to them: the same load whatever N.",
+            SCALE,
+            default=True,
+        ),
+    ] = Field(default=1, ge=1, le=1024)
+    ray: Annotated[
+        bool,
+        Flag(
+            "--ray", "Run the --workers as Ray actors on a local Ray instance (pip install 'tokenbench\\[ray]').", SCALE
+        ),
+    ] = False
+    # ADDR or "auto"; implies Ray
+    ray_address: Annotated[
+        str | None, Flag("--ray-address", "Attach to a Ray cluster (ADDR or 'auto'); implies --ray.", SCALE)
+    ] = None
+    cpus_per_worker: Annotated[
+        float,
+        Flag(
+            "--ray-cpus-per-worker",
+            "Ray CPUs each worker actor reserves (0: place more actors than cores).",
+            SCALE,
+            default=True,
+        ),
+    ] = Field(default=1.0, ge=0)
+
+    @property
+    def on_ray(self) -> bool:
+        return self.ray or self.ray_address is not None
+
+    @property
+    def distributed(self) -> bool:  # else the run's own process sends the load
+        return self.count > 1 or self.on_ray
+
+
 class RunConfig(_Model):
     target: TargetConfig = TargetConfig()
     loads: list[LoadPoint] = Field(min_length=1)
     stop: StopConfig
     dataset: DatasetConfig = DatasetConfig()
     backend: BackendConfig | None = None
-    slo: SLOConfig = SLOConfig()
-    deadlines: DeadlinesConfig = DeadlinesConfig()  # --deadlines: the fluidity index's
-    seed: int = 0
-    window_s: float = Field(default=5.0, gt=0)  # time-series window
-    out_dir: Path | None = None  # default runs/<timestamp>
-    keep_text: bool = False  # store generated text in records.jsonl
-    live: bool = True
-    sessions: SessionConfig | None = None  # --multi-turn: conversations instead of single prompts
-    prefix_cache: PrefixCacheMode = "keep"  # before every point: reset the server's cache, or keep it
+    slo: Annotated[SLOConfig, Flag("--slo", "Goodput objectives, e.g. ttft=500ms,tpot=50ms.")] = SLOConfig()
+    # --deadlines: the fluidity index's
+    deadlines: Annotated[
+        DeadlinesConfig,
+        Flag(
+            "--deadlines",
+            "Fluidity index deadlines: first token, then each later one.",
+            default="ttft=100ms,tbt=50ms",
+        ),
+    ] = DeadlinesConfig()
+    seed: Annotated[int, Flag("--seed", "Seed for prompts and arrivals.", default=True)] = 0
+    # time-series window
+    window_s: Annotated[float, Flag("--window", "Time-series window in seconds.", default=True)] = Field(
+        default=5.0, gt=0
+    )
+    out_dir: Annotated[Path | None, Flag("--out", "Run directory (default runs/<timestamp>).")] = None
+    # store generated text in records.jsonl
+    keep_text: Annotated[bool, Flag("--keep-text", "Store generated text in records.jsonl.")] = False
+    live: Annotated[bool, Flag("--live", "Show the live view.", default="live")] = True
+    # --multi-turn: conversations instead of single prompts
+    sessions: Annotated[
+        SessionConfig | None,
+        Flag(
+            "--multi-turn",
+            "Multi-turn sessions: each conversation's turns in order, each carrying the history with the server's "
+            "own replies. --users: one conversation at a time per user; --rate: conversations started per second.",
+            SESSIONS,
+            switch=True,
+        ),
+    ] = None
+    # before every point: reset the server's cache, or keep it
+    prefix_cache: Annotated[
+        PrefixCacheMode,
+        Flag(
+            "--prefix-cache",
+            "Before every load point: 'reset' empties the server's prefix cache through the engine's own "
+            "control (vLLM, SGLang, llama.cpp slots), 'keep' leaves it warm.",
+            default=True,
+        ),
+    ] = "keep"
     cost: CostConfig | None = None  # --cost-per-hour, --gpus: each point's cost per million tokens
     workers: WorkersConfig = WorkersConfig()  # --workers, --ray, --ray-address
 
@@ -372,7 +726,7 @@ class RunConfig(_Model):
             raise ValueError("--turns sets synthetic conversations' length: the dataset's conversations have theirs")
         return self
 
-    def redacted(self) -> dict:
+    def redacted(self) -> dict[str, Any]:
         """The settings with every credential masked (redact.py): engine environment values and
         arguments named like credentials, header values, extra_body keys like ``api_key``. The
         API key itself is never in the settings (read from the env var ``api_key_env`` names)."""
@@ -380,4 +734,5 @@ class RunConfig(_Model):
 
         data = self.model_dump(mode="json")
         data["target"]["headers"] = {k: MASK for k in self.target.headers}
-        return mask(data)
+        masked: dict[str, Any] = mask(data)
+        return masked

@@ -10,8 +10,11 @@ sustains that throughput, the whole machine paid for the benchmark's load alone.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from .flags import COST, Flag
 from .results.cost import Cost
 
 SECONDS_PER_HOUR = 3600.0
@@ -23,8 +26,16 @@ class CostConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    usd_per_gpu_hour: float = Field(gt=0)
-    gpus: int = Field(default=1, gt=0)
+    usd_per_gpu_hour: Annotated[
+        float,
+        Flag(
+            "--cost-per-hour",
+            "USD per GPU-hour of the server's hardware (an instance's price: with --gpus 1): each point's "
+            "cost per million tokens at its throughput.",
+            COST,
+        ),
+    ] = Field(gt=0)
+    gpus: Annotated[int, Flag("--gpus", "GPUs --cost-per-hour pays for.", COST, default=True)] = Field(default=1, gt=0)
 
     @property
     def usd_per_hour(self) -> float:

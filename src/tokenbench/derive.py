@@ -23,6 +23,7 @@ from typing import Any, Literal
 from . import __version__
 from .config import RateLoad, ReplayLoad, StopConfig
 from .cost import point_cost
+from .errors import BadInput
 from .load import describe
 from .manifest import EarlierRun, ManifestError, PointEnd, PointStart, RunManifest, earlier_spans, load_manifest
 from .metrics import (
@@ -57,7 +58,7 @@ from .telemetry.sampler import SamplesFile
 from .telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
 
 
-class RecomputeError(ValueError):
+class RecomputeError(BadInput):
     """A directory that cannot be recomputed; the message names what is missing."""
 
 

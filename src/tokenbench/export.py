@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .catalogue import E2E, QUEUE, TPOT, TTFO, TTFT
+from .errors import BadInput
 from .rundir import read_records
 
 Format = Literal["parquet", "csv"]
 TABLES = ("records", "points", "timeseries")
 
 
-class ExportError(ValueError):
+class ExportError(BadInput):
     """A directory that cannot be exported; the message says why."""
 
 

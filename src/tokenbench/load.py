@@ -13,6 +13,7 @@ from typing import Generic, Protocol, TypeVar
 import numpy as np
 
 from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from .errors import BadInput
 
 
 @dataclass(frozen=True)
@@ -124,15 +125,15 @@ def replay_offsets(
     instead of sending it at once. Offset 0 stays the first used row's unjittered time.
     """
     if speed <= 0:
-        raise ValueError(f"replay speed must be > 0 (2 = twice as fast), got {speed:g}")
+        raise BadInput(f"replay speed must be > 0 (2 = twice as fast), got {speed:g}")
     if jitter_s < 0:
-        raise ValueError(f"replay jitter must be >= 0 s, got {jitter_s:g}")
+        raise BadInput(f"replay jitter must be >= 0 s, got {jitter_s:g}")
     used = [
         r for r in rows if (start_s is None or r.timestamp_s >= start_s) and (end_s is None or r.timestamp_s < end_s)
     ]
     if not used:
         window = f"[{start_s if start_s is not None else 'start'}, {end_s if end_s is not None else 'end'})"
-        raise ValueError(f"no trace rows in the replay window {window} s of trace time")
+        raise BadInput(f"no trace rows in the replay window {window} s of trace time")
     t0 = min(r.timestamp_s for r in used)
     shifts = np.random.default_rng(seed).uniform(0.0, jitter_s, len(used)) if jitter_s else np.zeros(len(used))
     sends = [ReplaySend((r.timestamp_s + float(u) - t0) / speed, r) for r, u in zip(used, shifts)]

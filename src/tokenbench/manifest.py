@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer, field_validator
 
 from .config import Api, LoadPoint, RunConfig
+from .errors import BadInput
 from .frozen import FrozenModel
 from .results import Clock, DatasetFacts, SessionCounts, Telemetry, Tool
 from .results.base import Number
@@ -32,7 +33,7 @@ from .results.client import WorkerLoss, Workers
 ATTACHED = "attached"
 
 
-class ManifestError(ValueError):
+class ManifestError(BadInput):
     """A config.json that is not a tokenbench run's: the message names the file and what is wrong."""
 
 

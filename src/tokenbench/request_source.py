@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .config import LoadPoint
 from .datasets import with_prefix
+from .errors import BadInput
 from .load import Share
 from .records import Request
 
@@ -40,7 +41,7 @@ class RequestSource:
 
     def __init__(self, requests: list[Request], unique_nonce: str | None = None, lane: Share = Share()) -> None:
         if not requests:
-            raise ValueError("the dataset produced no requests")
+            raise BadInput("the dataset produced no requests")
         self._requests = requests
         self._nonce = unique_nonce
         self._next_id = lane.index

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import orjson  # records are written on the client's hot path, one line per finished request
 
+from .errors import BadInput
 from .manifest import RunManifest
 from .records import RequestRecord
 from .redact import mask, mask_text
@@ -34,7 +35,7 @@ def default_run_dir(root: Path = Path("runs")) -> Path:
 MIN_FREE_BYTES = 64 * 1024 * 1024
 
 
-class OutDirError(ValueError):
+class OutDirError(BadInput):
     """--out cannot hold a run: the message names the path and what to do."""
 
 
@@ -137,7 +138,7 @@ def iter_records(lines: Iterable[bytes | str], first_line: int = 1) -> Iterator[
     pending_error: str | None = None
     for number, line in enumerate(lines, first_line):
         if pending_error is not None:
-            raise ValueError(pending_error)
+            raise BadInput(pending_error)
         if not line.strip():
             continue
         try:
@@ -147,7 +148,7 @@ def iter_records(lines: Iterable[bytes | str], first_line: int = 1) -> Iterator[
             if not whole:
                 pending_error = f"records.jsonl line {number}: {exc}"  # fine if it is the last
                 continue
-            raise ValueError(f"records.jsonl line {number} is not a record: {exc}") from None
+            raise BadInput(f"records.jsonl line {number} is not a record: {exc}") from None
         yield RequestRecord.from_json(data)
 
 
@@ -167,7 +168,7 @@ class RecordSlice:
                 try:
                     yield from iter_records(_lines_until(f, end))
                 except ValueError as exc:  # its line numbers count from the range's start
-                    raise ValueError(f"{exc} (counting from byte {start} of {self.path})") from None
+                    raise BadInput(f"{exc} (counting from byte {start} of {self.path})") from None
 
 
 def _lines_until(f: BinaryIO, end: int | None) -> Iterator[bytes]:

@@ -41,6 +41,7 @@ from .datasets import build_requests
 from .datasets.sessions import build_conversations, estimate_tokens
 from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .derive import point_result, results_header
+from .errors import BadInput
 from .live import LiveView
 from .load import describe
 from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
@@ -140,7 +141,7 @@ def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
     if target.api is None:
         return target.model_copy(update={"api": profile.default_api if profile else "chat"})
     if profile is not None and target.api not in profile.apis:
-        raise ValueError(f"--api {target.api}: {profile.title} serves {', '.join(profile.apis)}")
+        raise BadInput(f"--api {target.api}: {profile.title} serves {', '.join(profile.apis)}")
     return target
 
 

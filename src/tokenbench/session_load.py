@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from .config import LoadPoint, RateLoad, SessionConfig, UsersLoad
 from .datasets.sessions import Conversation, Turn
+from .errors import BadInput
 from .load import Share, arrival_times
 from .records import Request, RequestRecord
 from .request_source import start_index
@@ -67,7 +68,7 @@ class SessionSource:
         lane: Share = Share(),
     ) -> None:
         if not conversations:
-            raise ValueError("the dataset produced no conversations")
+            raise BadInput("the dataset produced no conversations")
         self._conversations = conversations
         self.count = count
         self.settings = settings
@@ -129,7 +130,7 @@ async def run_sessions(gen: LoadGenerator, point: PointState, load: LoadPoint) -
     elif isinstance(load, RateLoad):
         await _starts(gen, point, load)
     else:
-        raise ValueError("--multi-turn runs under --users or --rate, not a trace replay")
+        raise BadInput("--multi-turn runs under --users or --rate, not a trace replay")
 
 
 @dataclass

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 
 from .config import SLOConfig
+from .errors import BadInput
 
 
 def parse_duration_s(text: str) -> float:
     """'500ms' -> 0.5, '2s' -> 2.0, '1.5' -> 1.5 (seconds by default)."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m)?\s*", text)
     if not m:
-        raise ValueError(f"cannot read a duration from {text!r}; write e.g. 500ms or 2s")
+        raise BadInput(f"cannot read a duration from {text!r}; write e.g. 500ms or 2s")
     value = float(m.group(1))
     return value * {"ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}[m.group(2)]
 
@@ -27,6 +28,6 @@ def parse_slo(text: str) -> SLOConfig:
         name, eq, value = part.partition("=")
         key = _SLO_FIELDS.get(name.strip().lower())
         if not eq or key is None:
-            raise ValueError(f"--slo part {part!r}: write NAME=VALUE with NAME one of ttft, tpot, e2e")
+            raise BadInput(f"--slo part {part!r}: write NAME=VALUE with NAME one of ttft, tpot, e2e")
         fields[key] = parse_duration_s(value)
     return SLOConfig(**fields)

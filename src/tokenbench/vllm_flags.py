@@ -19,12 +19,15 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .errors import BadInput
 
-class FlagError(ValueError):
+
+class FlagError(BadInput):
     """A vllm-bench flag tokenbench cannot take as it is: the message says what to use."""
 
 
 def _rate(value: str) -> list[str]:
+    """as --rate (inf is refused: it has no open-loop equivalent)"""
     if value.strip().lower() in ("inf", "infinity"):
         raise FlagError(
             "--request-rate inf (every request at once) has no open-loop equivalent: use "
@@ -34,6 +37,7 @@ def _rate(value: str) -> list[str]:
 
 
 def _dataset(value: str) -> list[str]:
+    """random: as --dataset synthetic; sharegpt: as --dataset sharegpt"""
     names = {"random": "synthetic", "sharegpt": "sharegpt"}
     if value not in names:
         raise FlagError(
@@ -44,6 +48,7 @@ def _dataset(value: str) -> list[str]:
 
 
 def _endpoint(value: str) -> list[str]:
+    """/v1/completions, /v1/chat/completions: as --api completions, chat"""
     apis = {"/v1/completions": "completions", "/v1/chat/completions": "chat"}
     if value not in apis:
         raise FlagError(
@@ -58,7 +63,7 @@ def _backend(value: str) -> list[str]:
     return ["--api", apis[value]] if value in apis else ["--backend", value]
 
 
-def _json_object(value: str) -> dict[str, Any]:
+def json_object(value: str) -> dict[str, Any]:
     try:
         body = json.loads(value)
     except json.JSONDecodeError as exc:
@@ -69,6 +74,7 @@ def _json_object(value: str) -> dict[str, Any]:
 
 
 def _goodput(values: list[str]) -> list[str]:
+    """KEY:MS ... (ttft, tpot, e2el): as --slo"""
     parts = []
     for item in values:
         name, sep, ms = item.partition(":")
@@ -80,6 +86,7 @@ def _goodput(values: list[str]) -> list[str]:
 
 
 def _headers(values: list[str]) -> list[str]:
+    """NAME=VALUE or 'NAME: VALUE' ...: as --header"""
     out = []
     for item in values:
         if ":" not in item:
@@ -94,6 +101,7 @@ PERCENTILES = {"50", "90", "95", "99", "99.9"}
 
 
 def _percentile_metrics(value: str) -> list[str]:
+    """accepted: ttft, tpot, itl and e2e are always reported"""
     unknown = {m.strip() for m in value.split(",") if m.strip()} - PERCENTILE_METRICS
     if unknown:
         raise FlagError(
@@ -104,6 +112,7 @@ def _percentile_metrics(value: str) -> list[str]:
 
 
 def _metric_percentiles(value: str) -> list[str]:
+    """accepted for 50, 90, 95, 99, 99.9 (always reported)"""
     asked = {p.strip().rstrip("0").rstrip(".") if "." in p else p.strip() for p in value.split(",") if p.strip()}
     if not asked <= PERCENTILES:
         raise FlagError(
@@ -115,6 +124,7 @@ def _metric_percentiles(value: str) -> list[str]:
 
 def _zero_only(flag: str, why: str) -> Callable[[str], list[str]]:
     def check(value: str) -> list[str]:
+        """accepted as 0 only"""
         try:
             zero = float(value) == 0
         except ValueError:
@@ -127,7 +137,11 @@ def _zero_only(flag: str, why: str) -> Callable[[str], list[str]]:
 
 
 def _rename(ours: str) -> Callable[[str], list[str]]:
-    return lambda value: [ours, value]
+    def rename(value: str) -> list[str]:
+        return [ours, value]
+
+    rename.__doc__ = f"as {ours}"
+    return rename
 
 
 # vLLM flag -> how it becomes tokenbench's: a function of its value (or of its values, for the
@@ -184,6 +198,25 @@ REFUSED: dict[str, str] = {
     "--label": "name the run by its directory (--out DIR)",
     "--profile": "tokenbench does not drive vLLM's torch profiler",
 }
+
+
+def aliases() -> dict[str, str]:
+    """Every vllm-bench flag ``translate`` knows, and what it becomes here (for `run --help`)."""
+    meaning: dict[str, str] = {
+        "--host": "with --port: as --url http://HOST:PORT",
+        "--port": "with --host: as --url http://HOST:PORT",
+        "--backend": "openai, openai-chat: as --api completions, chat; else as --backend",
+        "--extra-body": "merged with the sampling flags into one --extra-body",
+    }
+    meaning |= {flag: (rule.__doc__ or "").strip() for flag, rule in WITH_VALUE.items() if flag != "--backend"}
+    meaning |= {flag: (rule.__doc__ or "").strip() for flag, rule in WITH_VALUES.items()}
+    meaning |= {flag: "sent in every request body (as a key of --extra-body)" for flag in SAMPLING}
+    meaning |= {
+        flag: "as " + " ".join(ours) if ours else "accepted (tokenbench does it always)"
+        for flag, ours in NO_VALUE.items()
+    }
+    meaning |= {flag: f"refused: {why}" for flag, why in REFUSED.items()}
+    return meaning
 
 
 def translate(args: list[str]) -> list[str]:
@@ -251,7 +284,7 @@ class _Rewritten:
         elif flag == "--port":
             self._port = value
         elif flag == "--extra-body":
-            self._body = {**_json_object(value), **(self._body or {})}
+            self._body = {**json_object(value), **(self._body or {})}
         elif flag in SAMPLING:
             try:
                 self._body = {**(self._body or {}), flag[2:].replace("-", "_"): SAMPLING[flag](value)}

@@ -1,15 +1,17 @@
 """cli/common.py: the one error formatter names the flag to fix for a pydantic error, fail() prints
-one masked red line and exits with the code, and the option helpers (given, default, numbers)."""
+one masked red line and exits with the code, the option helpers (given, numbers), and
+the exit code of each kind of failure."""
 
 from __future__ import annotations
 
 import pytest
 import typer
 from pydantic import ValidationError
+from typer.testing import CliRunner
 
-from tokenbench.cli import common
-from tokenbench.cli.common import UsageError, default, fail, given, numbers, validation_message
-from tokenbench.config import EngineKnobs, LoadSweep, ReplayLoad, StopConfig, TargetConfig, UsersLoad
+from tokenbench.cli import app, common
+from tokenbench.cli.common import UsageError, fail, given, numbers, validation_message
+from tokenbench.config import EngineKnobs, LoadSweep, StopConfig, TargetConfig, UsersLoad
 
 
 def _error(build) -> ValidationError:
@@ -62,18 +64,6 @@ def test_given_keeps_only_what_was_given():
     assert given(a=None, b=0, c="", d=False) == {"b": 0, "c": "", "d": False}
 
 
-def test_default_reads_the_settings_model_and_survives_rich_markup():
-    assert default(StopConfig, "max_requests") == f" \\[default: {StopConfig.model_fields['max_requests'].default}]"
-    assert default(EngineKnobs, "max_num_seqs") == " \\[default: None]"
-    # the help is rich markup: unescaped, "[default: 1.0]" was read as a tag and vanished
-    from rich.console import Console
-    from rich.text import Text
-
-    console = Console(file=None, width=200, record=True)
-    console.print(Text.from_markup("speed." + default(ReplayLoad, "speed")))
-    assert console.export_text().strip() == "speed. [default: 1.0]"
-
-
 def test_numbers():
     assert numbers(None, "--users") == []
     assert numbers("1, 2,4,", "--users", int) == [1, 2, 4]
@@ -82,3 +72,48 @@ def test_numbers():
         numbers("1,x", "--users", int)
     with pytest.raises(UsageError, match="^--rate is empty$"):
         numbers(" , ", "--rate")
+
+
+# Errors by kind (tokenbench/errors.py): bad input exits 2 in one line, an expected failure keeps
+# its own code, anything else is a bug: its traceback, a line asking for a report, exit 70.
+_RUN = ["run", "--users", "1", "--max-requests", "1", "--no-live"]
+
+
+def test_bad_input_found_deep_in_a_run_exits_2_with_one_line(mock_server, tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "hi"}\nnot json\n')
+    args = [*_RUN, "--url", mock_server(), "--dataset", "jsonl", "--dataset-path", str(prompts)]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run")], env={"COLUMNS": "300"})
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {prompts}:2: not a JSON line (Expecting value)"]
+    assert "Traceback" not in result.output
+
+
+def test_an_expected_failure_keeps_its_exit_code(monkeypatch, tmp_path):
+    import tokenbench.runner
+    from tokenbench.workers.pool import AllWorkersLost
+
+    def lost(*_a, **_k):
+        raise AllWorkersLost("every worker died")
+
+    monkeypatch.setattr(tokenbench.runner, "run", lost)
+    result = CliRunner().invoke(app, [*_RUN, "--url", "http://127.0.0.1:9", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 1, result.output
+    assert "error: every worker died; what was measured is on disk" in result.output
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), ValueError("an internal invariant broke"), KeyError("k")])
+def test_anything_else_is_a_bug_with_its_traceback_and_exit_70(monkeypatch, tmp_path, exc):
+    """A ValueError from our own code is a bug too, never "bad input" (exit 2)."""
+    import tokenbench.runner
+    from tokenbench.errors import BUG_EXIT
+
+    def broken(*_a, **_k):
+        raise exc
+
+    monkeypatch.setattr(tokenbench.runner, "run", broken)
+    result = CliRunner().invoke(app, [*_RUN, "--url", "http://127.0.0.1:9", "--out", str(tmp_path / "run")])
+    assert result.exit_code == BUG_EXIT == 70, result.output
+    assert "Traceback" in result.output and "in broken" in result.output
+    assert "internal error" in result.output and "please report it" in " ".join(result.output.split())

@@ -103,37 +103,24 @@ def test_unreachable_target_fails_before_any_load(tmp_path):
     assert not (out / "records.jsonl").exists() or (out / "records.jsonl").read_text() == ""
 
 
-def test_dataset_trace_is_one_replay_point_ended_by_the_trace():
-    from tokenbench.cli.run_flags import run_config
-    from tokenbench.config import ReplayLoad
+@pytest.mark.parametrize("flag", ["--request-timeout", "--timeout"])
+def test_request_timeout_records_a_timeout_not_a_crash(mock_server, tmp_path, flag):
+    """The server takes 1.5 s to a first token; the client gives each request 0.3 s: every request
+    is a record with outcome timeout after 0.3 s, and the run ends normally."""
+    import json
 
-    params = {p.name: None for p in _run_params()}
-    params.update(
-        dataset="trace", dataset_path="t.jsonl", replay_speed=2.0, replay_jitter=0.5, max_concurrency=3, block_size=16
-    )
-    cfg = run_config(params)
-    assert cfg.loads == [ReplayLoad(speed=2.0, jitter_s=0.5, max_concurrency=3)]
-    assert cfg.stop.schedule_ends and cfg.stop.duration_s is None and cfg.stop.max_requests is None
-    assert (cfg.dataset.name, cfg.dataset.block_size, cfg.dataset.trace_format) == ("trace", 16, None)
-
-
-def test_deadlines_and_continuous_usage_flags():
-    from tokenbench.cli.run_flags import run_config
-    from tokenbench.config import DeadlinesConfig
-
-    params = {p.name: None for p in _run_params()}
-    params.update(users="2", max_requests=4, deadlines="ttft=200ms", continuous_usage=True)
-    cfg = run_config(params)
-    assert cfg.deadlines == DeadlinesConfig(ttft_s=0.2, tbt_s=0.05)  # tbt: Etalon's default
-    assert cfg.target.continuous_usage is True
-    params.update(deadlines=None, continuous_usage=None)
-    cfg = run_config(params)
-    assert cfg.deadlines == DeadlinesConfig(ttft_s=0.1, tbt_s=0.05) and cfg.target.continuous_usage is None
-
-
-def _run_params():
-    import typer.main
-
-    from tokenbench.cli.run import run
-
-    return typer.main.get_params_from_function(run).values()
+    url = mock_server(ttft_ms=1500, itl_ms=5)
+    out = tmp_path / "run"
+    args = ["run", "--url", url, "--users", "2", "--max-requests", "4", flag, "0.3"]
+    args += ["--input-tokens", "8", "--output-tokens", "4", "--no-live", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())
+    assert config["target"]["request_timeout_s"] == 0.3
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [r["outcome"] for r in records] == ["timeout"] * 4
+    assert all(r["error"].startswith("timed out") and r["chunk_times_s"] == [] for r in records)
+    # ended by the 0.3 s timeout (its clock starts as the request is made, a moment before sent_s
+    # is stamped), not by the 1.5 s to a first token
+    assert all(0.25 <= r["closed_s"] - r["sent_s"] <= 0.3 + 0.5 for r in records)
+    assert "timeout 4" in result.output  # the summary's failures

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..config import RateLoad, RunConfig, UsersLoad
+from ..errors import BadInput
 from ..results.capacity import CAPACITY_FILE, CapacityResult, Objective
 from .objectives import ObjectiveError, goodput_slo, parse_objectives
 from .plan import CapacityPlan, CapacitySettings
@@ -63,9 +64,9 @@ def _template(config: RunConfig, objectives: list[Objective], settings: Capacity
     load = config.loads[0]
     kind = RateLoad if settings.variable == "rate" else UsersLoad
     if not isinstance(load, kind):
-        raise ValueError(f"--variable {settings.variable} searches a {settings.variable} load, not a {load.kind} load")
+        raise BadInput(f"--variable {settings.variable} searches a {settings.variable} load, not a {load.kind} load")
     if isinstance(load, RateLoad) and load.max_concurrency is not None and all(o.name != "queue" for o in objectives):
-        raise ValueError(
+        raise BadInput(
             "--max-concurrency holds requests on the client, and TTFT counts from the send: "
             "add a queue objective to --slo (e.g. queue:p90<=100ms) or drop --max-concurrency"
         )

@@ -23,6 +23,7 @@ import re
 from collections.abc import Sequence
 
 from ..config import SLOConfig
+from ..errors import BadInput
 from ..results.capacity import Objective, ObjectiveCheck
 from ..results.run import Distribution, PointResult
 from ..units import parse_duration_s
@@ -36,7 +37,7 @@ SYNTAX = (
 _OBJECTIVE = re.compile(r"^\s*([a-z0-9_]+)\s*(?::\s*([a-z0-9_.]+)\s*)?(<=|>=|<|>|=)\s*(.*?)\s*$")
 
 
-class ObjectiveError(ValueError):
+class ObjectiveError(BadInput):
     """A malformed --slo: the message names the part and the syntax."""
 
 

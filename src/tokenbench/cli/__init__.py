@@ -1,24 +1,69 @@
 """Command line: flags -> config, then one call. Nothing else lives here.
 
-One module per group of commands: run.py (`run`), capacity.py (`capacity`: run's options and the search's), backends.py, experiment.py, files.py
-(`report`, `recompute`, `export`, `compare`), tools.py (`mock`, `calibrate`); common.py holds
-the error console, the one error formatter and the shared engine options.
+One module per group of commands: run.py (`run`), capacity.py (`capacity`: run's flags and the
+search's), backends.py, experiment.py, files.py (`report`, `recompute`, `export`, `compare`),
+tools.py (`mock`, `calibrate`); flags.py builds the options from the settings' own flags,
+run_flags.py and engine.py turn their values into settings; common.py holds the error console,
+the one error formatter and the exit code of each kind of failure (tokenbench/errors.py).
 """
 
 from __future__ import annotations
 
-import typer
+from typing import Annotated, Any
 
+import typer
+import typer.core
+from pydantic import ValidationError
+
+from .. import __version__
+from ..errors import BadInput
 from . import backends, capacity, experiment, files, run, tools
+from .common import bad_input, bug
+
+
+class Commands(typer.core.TyperGroup):
+    """Every command's failures by kind (tokenbench/errors.py): bad input exits 2 with one line,
+    an expected failure with its own code (cli/common.exit_codes), anything else is a bug."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # the parser's own: --help, a usage error (exit 2), an exit code chosen already
+        except (BadInput, ValidationError) as exc:
+            bad_input(exc)
+        except Exception as exc:
+            bug(exc)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"tokenbench {__version__}")
+        raise typer.Exit()
+
 
 app = typer.Typer(
+    cls=Commands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Benchmark LLM inference servers: realistic load, every streamed chunk timed.",
 )
-app.command(cls=run.RunCommand)(run.run)
-app.command()(capacity.capacity)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print tokenbench's version and exit.", is_eager=True, callback=_version),
+    ] = False,
+) -> None:
+    """Benchmark LLM inference servers: realistic load, every streamed chunk timed."""
+
+
+app.command("run", cls=run.RunCommand)(run.command)
+app.command("capacity")(capacity.command)
 app.add_typer(backends.app, name="backends")
 app.add_typer(experiment.app, name="experiment")
 for command in (files.report, files.recompute, files.export, files.compare, tools.mock, tools.calibrate):

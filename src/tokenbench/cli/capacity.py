@@ -1,29 +1,55 @@
-"""`tokenbench capacity`: run's own options (shared, not copied: the command's signature is built
-from `run`'s, without --users, --rate and run's --slo) plus the search's; flags -> RunConfig
+"""`tokenbench capacity`: run's flags (cli/flags.py) but the load values, run's --slo and the
+trace's, plus the search's own (CapacitySettings' fields, declared here); flags -> RunConfig
 (cli/run_flags.py), objectives and settings, then one call (capacity.search)."""
 
 from __future__ import annotations
 
-import inspect
-from typing import Annotated, Any, get_type_hints
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 
-from . import run as run_cli
-from .common import UsageError, err, exit_codes, fail, validation_message
+from ..capacity.plan import CapacitySettings
+from ..config import LoadSweep, ReplayLoad, RunConfig
+from ..flags import TRACE, Flag
+from ..results.capacity import Objective
+from .common import UsageError, err, exit_codes, validation_message
+from .flags import RUN_FLAGS, FlagCommand, Option, Params, flag_of, given_fields, run_options
 
-# run's options that the search sets itself (the probed value) or that mean another thing here;
-# a trace replays its own schedule (no rate or users to search): its flags are run's alone.
-_NOT_SHARED = {
-    "ctx",
-    "users",
-    "rate",
-    "slo",
-    *("replay_speed", "replay_start", "replay_end", "replay_jitter"),
-    *("trace_format", "block_size", "trace_model", "trace_log_type"),
-}
+SEARCH = "Capacity search"
 DEFAULT_DURATION_S = 20.0  # per probe, when neither --duration nor --max-requests is given
+
+
+def _search_option(field: str, help: str) -> Option:
+    name = "--" + field.replace("_", "-")
+    return Option(CapacitySettings, field, name, Flag(name, help, SEARCH, default=True))
+
+
+# The search's own options: CapacitySettings' fields (capacity/plan.py holds their defaults).
+SEARCH_OPTIONS = [
+    _search_option("variable", "The load searched: rate (open loop, req/s) or users (closed loop)."),
+    _search_option("tolerance", "Stop when (lowest failing - highest passing) / highest passing is at most this."),
+    _search_option("trials", "Points per probed value; the verdict is on the trial mean."),
+    _search_option("max_probes", "Probe budget: load values probed after the saturating probe."),
+    _search_option(
+        "saturate_users", "Users of the saturating probe (closed loop, no think time) that estimates the ceiling."
+    ),
+]
+
+
+def _shared(option: Option) -> bool:
+    """run's flags but those the search sets itself (the probed value), run's --slo (another
+    meaning here) and a trace's (a trace replays its own schedule: no rate or users to search)."""
+    if option.model is LoadSweep and option.field in ("users", "rates"):
+        return False
+    if option.model is RunConfig and option.field == "slo":
+        return False
+    trace = option.flag is not None and option.flag.panel == TRACE
+    return option.model is not ReplayLoad and not trace
+
+
+OPTIONS = [*SEARCH_OPTIONS, *filter(_shared, run_options())]
+FLAGS = {**RUN_FLAGS, **flag_of(SEARCH_OPTIONS)}
 
 
 def capacity(
@@ -33,42 +59,9 @@ def capacity(
         typer.Option(
             help="Objectives over each point, all to be met: METRIC:STAT<=LIMIT (METRIC ttft, tpot, itl, e2e, "
             "queue; STAT mean, p50, p90, p95, p99) and errors<=PCT%, e.g. 'ttft:p90<=500ms,tpot:p90<=50ms,errors<=1%'.",
-            rich_help_panel="Capacity search",
+            rich_help_panel=SEARCH,
         ),
     ],
-    variable: Annotated[
-        str,
-        typer.Option(
-            help="The load searched: rate (open loop, req/s) or users (closed loop).", rich_help_panel="Capacity search"
-        ),
-    ] = "rate",
-    tolerance: Annotated[
-        float,
-        typer.Option(
-            help="Stop when (lowest failing - highest passing) / highest passing is at most this.",
-            rich_help_panel="Capacity search",
-        ),
-    ] = 0.05,
-    trials: Annotated[
-        int,
-        typer.Option(
-            help="Points per probed value; the verdict is on the trial mean.", rich_help_panel="Capacity search"
-        ),
-    ] = 1,
-    max_probes: Annotated[
-        int,
-        typer.Option(
-            help="Probe budget: load values probed after the saturating probe.", rich_help_panel="Capacity search"
-        ),
-    ] = 8,
-    saturate_users: Annotated[
-        int,
-        typer.Option(
-            help="Users of the saturating probe (closed loop, no think time) that estimates the ceiling.",
-            rich_help_panel="Capacity search",
-        ),
-    ] = 32,
-    **shared: Any,
 ) -> None:
     """Find the highest load (req/s or users) whose point meets every objective of --slo: a
     saturating probe estimates the ceiling, then bracket and bisect to --tolerance. Every probe
@@ -81,37 +74,34 @@ def capacity(
     _search(config, objectives, settings)
 
 
-def _settings(params: dict[str, Any]) -> tuple[Any, Any, Any]:
+command = FlagCommand(capacity, OPTIONS)
+
+
+def _settings(a: Params) -> tuple[RunConfig, list[Objective], CapacitySettings]:
     """The run's settings (with the probed load's template), the objectives and the search's
-    settings, or exit 2 naming the flag to fix."""
-    from ..capacity import CapacitySettings, ObjectiveError, parse_objectives
+    settings; bad input raises, naming the flag to fix."""
+    from ..capacity import parse_objectives
     from .run_flags import run_config
 
-    if params["variable"] not in ("rate", "users"):
-        fail(f"--variable must be rate or users, got {params['variable']!r}", 2)
-    if params["dataset"] == "trace":
-        fail("--dataset trace replays its own schedule: capacity searches a rate or users (tokenbench run replays)", 2)
-    a = {**params, "slo": None, "users": None, "rate": None}
-    a["users" if params["variable"] == "users" else "rate"] = "1"  # the template; each probe sets its own
-    if a["duration"] is None and a["max_requests"] is None:
-        a["duration"] = DEFAULT_DURATION_S
-    try:
-        objectives = parse_objectives(params["slo"])
-        settings = CapacitySettings(
-            variable=params["variable"],
-            tolerance=params["tolerance"],
-            trials=params["trials"],
-            max_probes=params["max_probes"],
-            saturate_users=params["saturate_users"],
+    if a.get("variable") not in (None, "rate", "users"):
+        raise UsageError(f"--variable must be rate or users, got {a['variable']!r}")
+    if a.get("dataset") == "trace":
+        raise UsageError(
+            "--dataset trace replays its own schedule: capacity searches a rate or users (tokenbench run replays)"
         )
-        return run_config(a), objectives, settings
-    except (UsageError, ObjectiveError) as exc:
-        fail(str(exc), 2)
+    objectives = parse_objectives(a["slo"])
+    try:
+        settings = CapacitySettings(**given_fields(SEARCH_OPTIONS, a))
     except ValidationError as exc:
-        fail(validation_message(exc), 2)
+        raise UsageError(validation_message(exc, FLAGS)) from None
+    template: dict[str, Any] = {**a, "slo": None, "users": None, "rate": None}
+    template[settings.variable] = "1"  # the template; each probe sets its own
+    if a.get("duration") is None and a.get("max_requests") is None:
+        template["duration"] = DEFAULT_DURATION_S
+    return run_config(template), objectives, settings
 
 
-def _search(config: Any, objectives: Any, settings: Any) -> None:
+def _search(config: RunConfig, objectives: list[Objective], settings: CapacitySettings) -> None:
     """Run it; a failure exits 3 (the server) or 2 (bad input), an interrupt with its signal's code."""
     from ..capacity import CAPACITY_FILE, search
     from ..procs import Interrupts
@@ -127,24 +117,3 @@ def _search(config: Any, objectives: Any, settings: Any) -> None:
         err.print(result.answer)
         raise typer.Exit(Interrupts.exit_code())
     err.print(result.answer)
-
-
-def _shared_signature() -> None:
-    """capacity's signature: its own options, then run's (resolved annotations, so Typer reads
-    them as it reads run's) except those the search sets."""
-    own = inspect.signature(capacity, eval_str=True)
-    mine = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    names = {p.name for p in mine}
-    theirs = [
-        p
-        for p in inspect.signature(run_cli.run, eval_str=True).parameters.values()
-        if p.name not in _NOT_SHARED | names
-    ]
-    hints = {**get_type_hints(run_cli.run, include_extras=True), **get_type_hints(capacity, include_extras=True)}
-    mine_kw = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.name != "ctx" else p for p in mine]
-    params = mine_kw + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in theirs]
-    capacity.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
-    capacity.__annotations__ = {p.name: hints[p.name] for p in params} | {"return": None}
-
-
-_shared_signature()

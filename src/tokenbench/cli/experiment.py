@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast, get_args
 
 import typer
 
+from ..errors import BadInput
 from .common import err, fail
 
 app = typer.Typer(
@@ -21,7 +22,10 @@ def experiment_run(
         str | None, typer.Option(help="A built-in experiment instead of a file (tokenbench experiment presets).")
     ] = None,
     scale: Annotated[
-        str, typer.Option(help="Preset size: small (minutes on a CPU) or full (the study, for GPUs).")
+        str,
+        typer.Option(
+            help="Preset size: small (minutes on a CPU) or full (the study, for GPUs).", metavar="[small|full]"
+        ),
     ] = "small",
     out: Annotated[
         Path | None, typer.Option(help="Experiment directory (default runs/<name>); re-running resumes it.")
@@ -32,19 +36,18 @@ def experiment_run(
     from ..procs import Interrupts
 
     Interrupts.install()
-    from ..experiments.presets import preset as load_preset
     from ..experiments.runner import run_experiment
-    from ..experiments.spec import ExperimentError, load_spec
+    from ..experiments.spec import load_spec
 
-    try:
-        if (file is None) == (preset is None):
-            raise ExperimentError("give an experiment FILE or --preset NAME (one of them)")
-        if scale not in ("small", "full"):
-            raise ExperimentError(f"--scale must be small or full, got {scale!r}")
-        spec = load_spec(file) if file is not None else load_preset(preset, scale)  # type: ignore[arg-type]
-        result = run_experiment(spec, out or Path("runs") / spec.name, err)
-    except ExperimentError as exc:
-        fail(str(exc), 2)
+    if file is not None and preset is None:
+        spec = load_spec(file)
+    elif file is None and preset is not None:
+        from ..experiments.presets import preset as load_preset
+
+        spec = load_preset(preset, _scale(scale))
+    else:
+        fail("give an experiment FILE or --preset NAME (one of them)", 2)
+    result = run_experiment(spec, out or Path("runs") / spec.name, err)
     err.print(f"experiment: {result.dir}/experiment.json   report: tokenbench report {result.dir}")
     if result.interrupted:
         err.print("[yellow]interrupted: run the same command again to resume[/]")
@@ -57,13 +60,12 @@ def experiment_run(
 @app.command("presets")
 def experiment_presets(
     show: Annotated[str | None, typer.Option(help="Print this preset as YAML (copy it to start your own).")] = None,
-    scale: Annotated[str, typer.Option(help="small or full.")] = "small",
+    scale: Annotated[str, typer.Option(help="small or full.", metavar="[small|full]")] = "small",
 ) -> None:
     """List the built-in experiments, or print one as YAML."""
-    import yaml
+    import yaml  # type: ignore[import-untyped,unused-ignore]  # PyYAML ships no types
 
     from ..experiments.presets import PRESETS, preset_data
-    from ..experiments.spec import ExperimentError
 
     if show is None:
         from ..experiments import presets as module
@@ -71,7 +73,17 @@ def experiment_presets(
         typer.echo((module.__doc__ or "").strip())
         typer.echo("\npresets: " + ", ".join(PRESETS))
         return
-    try:
-        typer.echo(yaml.safe_dump(preset_data(show, scale), sort_keys=False))  # type: ignore[arg-type]
-    except ExperimentError as exc:
-        fail(str(exc), 2)
+    typer.echo(yaml.safe_dump(preset_data(show, _scale(scale)), sort_keys=False))
+
+
+if TYPE_CHECKING:
+    from ..experiments.presets import Scale
+
+
+def _scale(text: str) -> Scale:
+    """--scale's value, or bad input naming the choices (experiments.presets.Scale)."""
+    from ..experiments.presets import Scale
+
+    if text not in get_args(Scale):
+        raise BadInput(f"--scale must be {' or '.join(get_args(Scale))}, got {text!r}")
+    return cast("Scale", text)

@@ -3,13 +3,22 @@ compare."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
+from ..errors import BadInput
 from .common import err, fail
+
+if TYPE_CHECKING:
+    from ..export import Format
+
+# A directory's files that cannot be read as a run's: bad input, named with the directory.
+_UNREADABLE = (BadInput, OSError, ValidationError, json.JSONDecodeError, UnicodeDecodeError)
 
 
 def _require_result_dirs(dirs: list[Path]) -> None:
@@ -49,7 +58,7 @@ def recompute(
     """Derive results.json again from a run's records.jsonl, samples.jsonl and config.json (after
     a crash, or after an upgrade that fixed a metric), with this version's definitions; for an
     experiment, every cell and then the aggregates. The previous file is kept as *.previous.json."""
-    from ..derive import RecomputeError, recompute_run
+    from ..derive import recompute_run
     from ..experiments.recompute import recompute_experiment
     from ..report.console import summary_table
     from ..report.files import is_experiment_dir
@@ -66,24 +75,24 @@ def recompute(
                     f"results: {d}/results.json (computed by tokenbench {results.computed_by.version}"
                     f"{', interrupted run' if results.interrupted else ''})"
                 )
-        except (RecomputeError, OSError, ValueError) as exc:
+        except _UNREADABLE as exc:
             fail(f"{d}: {exc}", 2)
 
 
 def export(
     dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
-    format: Annotated[str, typer.Option(help="parquet or csv.")] = "parquet",
+    format: Annotated[str, typer.Option(help="parquet or csv.", metavar="[parquet|csv]")] = "parquet",
     out: Annotated[Path | None, typer.Option(help="Where to write (default: each directory itself).")] = None,
 ) -> None:
     """Write records, points and time series as tables (records.parquet, points.parquet,
     timeseries.parquet, or .csv): one row per request / point / window, the run's facts as columns."""
-    from ..export import ExportError
     from ..export import export as export_dir
 
+    fmt = cast("Format", format)  # export() refuses any other, naming --format
     for d in dirs:
         try:
-            files = export_dir(d, format, out / d.name if out is not None and len(dirs) > 1 else out)  # type: ignore[arg-type]
-        except (ExportError, OSError, ValueError) as exc:
+            files = export_dir(d, fmt, out / d.name if out is not None and len(dirs) > 1 else out)
+        except _UNREADABLE as exc:
             fail(f"{d}: {exc}", 2)
         err.print("  ".join(f"{name}: {path}" for name, path in files.items()))
 

@@ -1,5 +1,10 @@
 """`tokenbench run`'s options -> RunConfig: the embedded default scenario, the load sweep and its
-stop, the target, the dataset. Only what was given is passed on (the settings hold the defaults)."""
+stop, the target, the dataset. Only what was given is passed on (the settings hold the defaults).
+
+A flag whose value is its field's reaches the settings through ``flagged`` (cli/flags.py) with no
+line here; this module holds what is more than that: the flags parsed from text (lists, headers,
+JSON, durations), the ones that shape the scenario, and the flags that only mean something with
+another (refused, naming it, without)."""
 
 from __future__ import annotations
 
@@ -22,9 +27,12 @@ from ..config import (
     WorkersConfig,
 )
 from ..cost import CostConfig
+from ..flags import TRACE
 from ..units import parse_duration_s, parse_slo
+from ..vllm_flags import FlagError, json_object
 from .common import UsageError, given, numbers
 from .engine import backend_config
+from .flags import Params, flag_names, flagged, options
 
 # The embedded default scenario (about a minute): a small ramp of chat users.
 DEFAULT_USERS = 4
@@ -44,24 +52,18 @@ def _headers(items: list[str] | None) -> dict[str, str]:
     return headers
 
 
-def _json_body(text: str | None) -> dict:
-    from ..vllm_flags import FlagError, _json_object
-
+def _json_body(text: str | None) -> dict[str, Any]:
     try:
-        return _json_object(text) if text is not None else {}
+        return json_object(text) if text is not None else {}
     except FlagError as exc:
         raise UsageError(str(exc)) from None
 
 
-# --replay-* flags by their ReplayLoad fields: given without --dataset trace, an error naming them.
-_REPLAY_FLAGS = {
-    "replay_speed": "speed",
-    "replay_start": "start_s",
-    "replay_end": "end_s",
-    "replay_jitter": "jitter_s",
-}
-# The trace's own flags (DatasetConfig fields), equally meaningless without a trace.
-_TRACE_FLAGS = ("trace_format", "block_size", "trace_model", "trace_log_type")
+def _trace_only() -> list[str]:
+    """The flags that need a trace to replay: ReplayLoad's own (--replay-*) and the dataset's in
+    the trace panel (--trace-format, --block-size, ...); given without --dataset trace, an error."""
+    own = [o.param for o in options(ReplayLoad) if o.flag is not None]
+    return own + [o.param for o in options(DatasetConfig) if o.flag is not None and o.flag.panel == TRACE]
 
 
 @dataclass(frozen=True)
@@ -78,17 +80,18 @@ class _Scenario:
     replay: bool = False  # --dataset trace: one replay point, ended by the trace
 
 
-def run_config(a: dict[str, Any]) -> RunConfig:
-    """`tokenbench run`'s options (by name; None: not given) -> RunConfig. Only what was given is
-    passed on: every other value is the settings' own default (config.py)."""
+def run_config(a: Params) -> RunConfig:
+    """`tokenbench run`'s options (by parameter name; None or absent: not given) -> RunConfig.
+    Only what was given is passed on: every other value is the settings' own default (config.py)."""
     scenario = _scenario(a)
     loads = _loads(a, scenario)
     stop = _stop(a, scenario)
     _check_measured(loads, stop)
-    slo = _slo(a["slo"])
-    small = scenario.default and a["url"] is None and a["backend"] is None
+    slo = _slo(a.get("slo"))
+    small = scenario.default and a.get("url") is None and a.get("backend") is None
     backend = backend_config(a)
     return RunConfig(
+        **flagged(RunConfig, a),
         **given(
             backend=backend,
             target=_target(a, backend),
@@ -97,16 +100,10 @@ def run_config(a: dict[str, Any]) -> RunConfig:
             dataset=_dataset(a, small),
             slo=slo,
             deadlines=_deadlines(a.get("deadlines")),
-            seed=a["seed"],
-            window_s=a["window"],
-            out_dir=a["out"],
-            live=a["live"],
-            keep_text=a["keep_text"],
             sessions=_sessions(a),
-            prefix_cache=a.get("prefix_cache"),
             cost=_cost(a),
             workers=_workers(a),
-        )
+        ),
     )
 
 
@@ -114,19 +111,19 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _scenario(a: dict[str, Any]) -> _Scenario:
-    users, rates = numbers(a["users"], "--users", int), numbers(a["rate"], "--rate")
-    duration, max_requests, ramp_up = a["duration"], a["max_requests"], a["ramp_up"]
-    if a["dataset"] == "trace":
+def _scenario(a: Params) -> _Scenario:
+    users, rates = numbers(a.get("users"), "--users", int), numbers(a.get("rate"), "--rate")
+    duration, max_requests, ramp_up = a.get("duration"), a.get("max_requests"), a.get("ramp_up")
+    if a.get("dataset") == "trace":
         # the flags that shape another schedule: a trace is its own
         other = [_flag(k) for k in ("users", "rate", "ramp_up", "think_time", "arrival", "burstiness") if a.get(k)]
         if other:
             raise UsageError(f"--dataset trace replays the trace's own schedule: drop {' and '.join(other)}")
         return _Scenario([], [], None, duration, max_requests, default=False, replay=True)
-    stray = [_flag(k) for k in (*_REPLAY_FLAGS, *_TRACE_FLAGS) if a.get(k) is not None]
+    stray = [_flag(k) for k in _trace_only() if a.get(k) is not None]
     if stray:
         raise UsageError(f"{', '.join(stray)} need a trace to replay: add --dataset trace --dataset-path FILE")
-    if a["num_prompts"] is not None and duration is None and max_requests is None:
+    if a.get("num_prompts") is not None and duration is None and max_requests is None:
         max_requests = a["num_prompts"]  # vllm bench serve's meaning: N prompts, each sent once
         if a.get("multi_turn"):  # N conversations: every turn of each (synthetic's count is known)
             if not a.get("turns"):
@@ -142,34 +139,22 @@ def _scenario(a: dict[str, Any]) -> _Scenario:
     return _Scenario(users, rates, ramp_up, duration, max_requests, default_scenario)
 
 
-def _loads(a: dict[str, Any], scenario: _Scenario) -> list[LoadPoint]:
+def _loads(a: Params, scenario: _Scenario) -> list[LoadPoint]:
     if scenario.replay:
-        replay = {field: a.get(flag) for flag, field in _REPLAY_FLAGS.items()}
-        return [ReplayLoad(**given(**replay, max_concurrency=a["max_concurrency"]))]
+        return [ReplayLoad(**flagged(ReplayLoad, a))]
     sweep = LoadSweep(
-        **given(
-            users=scenario.users or None,
-            rates=scenario.rates or None,
-            ramp_up_s=scenario.ramp_up_s,
-            think_time_s=a["think_time"],
-            arrival=a["arrival"],
-            burstiness=a["burstiness"],
-            max_concurrency=a["max_concurrency"],
-        )
+        **{
+            **flagged(LoadSweep, a),
+            **given(users=scenario.users or None, rates=scenario.rates or None, ramp_up_s=scenario.ramp_up_s),
+        }
     )
     return sweep.points()
 
 
-def _stop(a: dict[str, Any], scenario: _Scenario) -> StopConfig:
-    return StopConfig(
-        **given(
-            duration_s=scenario.duration_s,
-            max_requests=scenario.max_requests,
-            schedule_ends=True if scenario.replay else None,
-            warmup_s=a["warmup"],
-            drain_timeout_s=a["drain_timeout"],
-        )
-    )
+def _stop(a: Params, scenario: _Scenario) -> StopConfig:
+    """The flags' stop, with the scenario's duration and request count (its defaults, --num-prompts)."""
+    fields = {**flagged(StopConfig, a), "duration_s": scenario.duration_s, "max_requests": scenario.max_requests}
+    return StopConfig(**given(**fields, schedule_ends=True if scenario.replay else None))
 
 
 def _check_measured(loads: list[LoadPoint], stop: StopConfig) -> None:
@@ -183,44 +168,35 @@ def _check_measured(loads: list[LoadPoint], stop: StopConfig) -> None:
             )
 
 
-# --multi-turn's own flags (SessionConfig fields): given without it, an error naming them.
-_SESSION_FLAGS = {
-    "turns": "turns",
-    "turn_think_time": "turn_think_time_s",
-    "turn_think_dist": "turn_think_dist",
-    "max_history_tokens": "max_history_tokens",
-    "session_header": "header",
-}
-
-
-def _sessions(a: dict[str, Any]) -> SessionConfig | None:
-    values = {field: a.get(flag) for flag, field in _SESSION_FLAGS.items()}
+def _sessions(a: Params) -> SessionConfig | None:
+    """--multi-turn and its own flags (SessionConfig's): given without it, an error naming them."""
+    values = flagged(SessionConfig, a)
     if not a.get("multi_turn"):
-        stray = [_flag(flag) for flag, field in _SESSION_FLAGS.items() if values[field] is not None]
-        if stray:
-            raise UsageError(f"{', '.join(stray)} shape multi-turn sessions: add --multi-turn")
+        if values:
+            raise UsageError(
+                f"{', '.join(flag_names(SessionConfig, values))} shape multi-turn sessions: add --multi-turn"
+            )
         return None
-    return SessionConfig(**given(**values))
+    return SessionConfig(**values)
 
 
-def _workers(a: dict[str, Any]) -> WorkersConfig | None:
+def _workers(a: Params) -> WorkersConfig | None:
     """--workers N (processes), with --ray or --ray-address as Ray actors."""
-    ray_cpus = a.get("ray_cpus_per_worker")
-    on_ray = bool(a.get("ray")) or a.get("ray_address") is not None
-    if ray_cpus is not None and not on_ray:
+    fields = flagged(WorkersConfig, a)
+    on_ray = bool(fields.get("ray")) or fields.get("ray_address") is not None
+    if "cpus_per_worker" in fields and not on_ray:
         raise UsageError("--ray-cpus-per-worker sizes Ray actors: add --ray or --ray-address")
-    fields = given(count=a.get("workers"), ray=a.get("ray"), ray_address=a.get("ray_address"), cpus_per_worker=ray_cpus)
     return WorkersConfig(**fields) if fields else None
 
 
-def _cost(a: dict[str, Any]) -> CostConfig | None:
+def _cost(a: Params) -> CostConfig | None:
     """--cost-per-hour (per GPU-hour) x --gpus; --gpus alone prices nothing: an error."""
-    price, gpus = a.get("cost_per_hour"), a.get("gpus")
-    if price is None:
-        if gpus is not None:
+    fields = flagged(CostConfig, a)
+    if "usd_per_gpu_hour" not in fields:
+        if fields:
             raise UsageError("--gpus counts the GPUs --cost-per-hour pays for: add --cost-per-hour USD")
         return None
-    return CostConfig(**given(usd_per_gpu_hour=price, gpus=gpus))
+    return CostConfig(**fields)
 
 
 def _slo(text: str | None) -> SLOConfig | None:
@@ -251,38 +227,18 @@ def _deadlines(text: str | None) -> DeadlinesConfig | None:
     return DeadlinesConfig(**fields)
 
 
-def _target(a: dict[str, Any], backend: BackendConfig | None) -> TargetConfig:
-    return TargetConfig(
-        **given(
-            url=a["url"],
-            model=None if (backend and not a["url"]) else a["model"],
-            api=a["api"],
-            api_key_env=a["api_key_env"],
-            request_timeout_s=a["timeout"],
-            read_timeout_s=a["read_timeout"],
-            ignore_eos=a["ignore_eos"],
-            continuous_usage=a.get("continuous_usage"),
-            headers=_headers(a["header"]),
-            extra_body=_json_body(a["extra_body"]),
-        )
-    )
+def _target(a: Params, backend: BackendConfig | None) -> TargetConfig:
+    """The target flags; with a launched backend (no --url) --model is what the engine loads."""
+    fields = flagged(TargetConfig, a)
+    if backend and not a.get("url"):
+        fields.pop("model", None)
+    return TargetConfig(**fields, headers=_headers(a.get("header")), extra_body=_json_body(a.get("extra_body")))
 
 
-def _dataset(a: dict[str, Any], small: bool) -> DatasetConfig:
+def _dataset(a: Params, small: bool) -> DatasetConfig:
     """The dataset flags; the embedded default scenario (``small``) sends short synthetic prompts."""
-    return DatasetConfig(
-        **given(
-            name=a["dataset"],
-            path=a["dataset_path"],
-            input_tokens=a["input_tokens"] or (DEFAULT_INPUT_TOKENS if small else None),
-            output_tokens=a["output_tokens"] or (DEFAULT_OUTPUT_TOKENS if small else None),
-            num_prompts=a["num_prompts"],
-            min_prompt_tokens=a["min_prompt_tokens"],
-            max_prompt_tokens=a["max_prompt_tokens"],
-            system_prompt=a["system_prompt"],
-            unique_prefix=a["unique_prefix"],
-            tokenizer=a["tokenizer"],
-            **{k: a.get(k) for k in _TRACE_FLAGS},
-            **{k: a.get(k) for k in ("prefix_groups", "prefix_tokens", "prefix_skew")},
-        )
-    )
+    fields = flagged(DatasetConfig, a)
+    if small:
+        fields["input_tokens"] = a.get("input_tokens") or DEFAULT_INPUT_TOKENS
+        fields["output_tokens"] = a.get("output_tokens") or DEFAULT_OUTPUT_TOKENS
+    return DatasetConfig(**fields)

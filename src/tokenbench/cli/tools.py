@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast, get_args
 
 import typer
 from rich.console import Console
@@ -19,7 +19,8 @@ def mock(
     fault: Annotated[
         str,
         typer.Option(
-            help="none, http_500, http_429, http_400, disconnect, malformed, error_event, no_content, stall, abort, no_end."
+            help="none, http_500, http_429, http_400, disconnect, malformed, error_event, no_content, stall, abort, no_end.",
+            metavar="FAULT",
         ),
     ] = "none",
     fault_every: Annotated[int, typer.Option(help="Apply the fault to every N-th request.")] = 1,
@@ -53,15 +54,17 @@ def mock(
     ] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
-    from ..mock import MockSettings, serve
+    from ..mock import Fault, MockSettings, serve
 
+    if fault not in get_args(Fault):
+        fail(f"--fault must be one of {', '.join(get_args(Fault))}", 2)
     try:
         settings = MockSettings(
             ttft_ms=ttft_ms,
             itl_ms=itl_ms,
             output_tokens=output_tokens,
             tokens_per_chunk=tokens_per_chunk,
-            fault=fault,
+            fault=cast(Fault, fault),
             fault_every=fault_every,
             fault_after_chunks=fault_after_chunks,
             kv_slots=kv_slots,
@@ -72,12 +75,6 @@ def mock(
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)
-    from typing import get_args
-
-    from ..mock import Fault
-
-    if fault not in get_args(Fault):
-        fail(f"--fault must be one of {', '.join(get_args(Fault))}", 2)
     err.print(f"mock server on http://127.0.0.1:{port} (TTFT {ttft_ms} ms, ITL {itl_ms} ms)")
     serve(settings, port=port)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
+from ..errors import BadInput
 from ..records import Request
 from ..results import DatasetFacts as DatasetInfo  # what results.json says of the dataset
 from ..results import SharedPrefixFacts, TraceFacts
@@ -95,7 +96,7 @@ def _shared_prefix(src: Source, tokenizer: Tokenizer | None, out: int, groups: i
 def _jsonl(src: Source, _: Tokenizer | None) -> Built:
     cfg = src.cfg
     if cfg.path is None:
-        raise ValueError("--dataset jsonl needs --dataset-path FILE.jsonl")
+        raise BadInput("--dataset jsonl needs --dataset-path FILE.jsonl")
     requests = []
     for r in jsonl.load(cfg.path):
         if src.system and r.prompt is not None:
@@ -120,7 +121,7 @@ def _trace(src: Source, tokenizer: Tokenizer | None) -> Built:
     """The trace's rows in the replay window, in trace order (never shuffled, never cycled)."""
     cfg = src.cfg
     if cfg.path is None:
-        raise ValueError("--dataset trace needs --dataset-path FILE (a Mooncake, Azure, BurstGPT or Bailian trace)")
+        raise BadInput("--dataset trace needs --dataset-path FILE (a Mooncake, Azure, BurstGPT or Bailian trace)")
     selection = TraceSelection(
         cfg.path, cfg.trace_format, cfg.block_size, cfg.trace_model, cfg.trace_log_type, *src.trace_window
     )
@@ -179,7 +180,7 @@ def build_requests(
     count = tokenizer.count if tokenizer is not None else _estimate
     built = SOURCES[cfg.name](Source(cfg, count, system, seed, trace_window, token_ids), tokenizer)
     if not built.requests:
-        raise ValueError(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
+        raise BadInput(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
     info = DatasetInfo(
         name=cfg.name,
         num_requests=len(built.requests),

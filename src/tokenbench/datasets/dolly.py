@@ -10,6 +10,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..errors import BadInput
+
 HUB_ID = "databricks/databricks-dolly-15k"
 
 
@@ -31,9 +33,9 @@ def rows(path: Path | None) -> Iterator[dict]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from exc
+                raise BadInput(f"{path}:{lineno}: not a JSON line ({exc.msg})") from exc
             if "instruction" not in row:
-                raise ValueError(f"{path}:{lineno}: a dolly row needs an 'instruction' field")
+                raise BadInput(f"{path}:{lineno}: a dolly row needs an 'instruction' field")
             yield row
 
 

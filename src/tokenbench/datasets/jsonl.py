@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..errors import BadInput
 from ..records import Request
 
 
@@ -19,12 +20,12 @@ def load(path: Path) -> list[Request]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not a JSON line ({exc.msg})") from exc
+                raise BadInput(f"{where}: not a JSON line ({exc.msg})") from exc
             if not isinstance(row, dict):
-                raise ValueError(f"{where}: expected an object with 'prompt' or 'messages'")
+                raise BadInput(f"{where}: expected an object with 'prompt' or 'messages'")
             max_tokens = row.get("max_tokens")
             if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens <= 0):
-                raise ValueError(f"{where}: max_tokens must be a positive integer")
+                raise BadInput(f"{where}: max_tokens must be a positive integer")
             if isinstance(row.get("prompt"), str):
                 requests.append(Request(prompt=row["prompt"], max_tokens=max_tokens))
             elif isinstance(row.get("messages"), list) and all(
@@ -33,5 +34,5 @@ def load(path: Path) -> list[Request]:
                 messages = tuple({"role": m["role"], "content": m["content"]} for m in row["messages"])
                 requests.append(Request(messages=messages, max_tokens=max_tokens))
             else:
-                raise ValueError(f"{where}: expected 'prompt' (a string) or 'messages' (a list of {{role, content}})")
+                raise BadInput(f"{where}: expected 'prompt' (a string) or 'messages' (a list of {{role, content}})")
     return requests

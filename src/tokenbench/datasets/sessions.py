@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, SessionConfig
+from ..errors import BadInput
 from ..results import DatasetFacts, SessionFacts
 from . import read_system_prompt, sharegpt
 from .synthetic import synthetic_prompts
@@ -61,15 +62,15 @@ def build_conversations(
         raw, source = list(_sharegpt(path)), str(path)
     elif cfg.name == "jsonl":
         if cfg.path is None:
-            raise ValueError("--dataset jsonl --multi-turn needs --dataset-path FILE.jsonl")
+            raise BadInput("--dataset jsonl --multi-turn needs --dataset-path FILE.jsonl")
         raw, source = load_jsonl(cfg.path), str(cfg.path)
     else:
-        raise ValueError(f"--multi-turn reads conversations from synthetic, sharegpt or jsonl, not {cfg.name}")
+        raise BadInput(f"--multi-turn reads conversations from synthetic, sharegpt or jsonl, not {cfg.name}")
     if cfg.name != "synthetic":
         random.Random(seed).shuffle(raw)
     conversations = [_sized(c, count, cfg.output_tokens, system) for c in raw[: cfg.num_prompts]]
     if not conversations:
-        raise ValueError(f"dataset {cfg.name!r} gave no conversation with a user turn (check --dataset-path)")
+        raise BadInput(f"dataset {cfg.name!r} gave no conversation with a user turn (check --dataset-path)")
     facts = DatasetFacts(
         name=cfg.name,
         num_requests=sum(len(c.turns) for c in conversations),
@@ -118,7 +119,7 @@ def _synthetic(
     cfg: DatasetConfig, sessions: SessionConfig, tokenizer: Tokenizer | None, seed: int
 ) -> list[_RawConversation]:
     if sessions.turns is None:
-        raise ValueError("--dataset synthetic --multi-turn needs --turns N (user turns per conversation)")
+        raise BadInput("--dataset synthetic --multi-turn needs --turns N (user turns per conversation)")
     n = sessions.turns
     out = cfg.output_tokens or SYNTHETIC_OUTPUT_TOKENS
     texts = synthetic_prompts(cfg.num_prompts * n, cfg.input_tokens, tokenizer, seed)
@@ -162,14 +163,14 @@ def _jsonl_line(line: str, where: str) -> _RawConversation:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{where}: not a JSON line ({exc.msg})") from exc
+        raise BadInput(f"{where}: not a JSON line ({exc.msg})") from exc
     messages = row.get("messages") if isinstance(row, dict) else None
     if not isinstance(messages, list) or not all(
         isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages
     ):
-        raise ValueError(f'{where}: expected {{"messages": [{{"role": ..., "content": "..."}}, ...]}}')
+        raise BadInput(f'{where}: expected {{"messages": [{{"role": ..., "content": "..."}}, ...]}}')
     system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
     turns = _pair_turns([(m["role"], m["content"]) for m in messages])
     if not turns:
-        raise ValueError(f"{where}: a conversation needs at least one user message with text")
+        raise BadInput(f"{where}: a conversation needs at least one user message with text")
     return _RawConversation(turns, system)

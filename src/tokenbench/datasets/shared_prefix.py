@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from ..errors import BadInput
 from ..results import ExpectedReuse, SharedPrefixFacts
 from .synthetic import prompt_words
 from .tokenizers import Tokenizer
@@ -91,7 +92,7 @@ def shared_prefix_prompts(
     distinct one-token words than groups."""
     fitter = _Fitter(tokenizer, seed)
     if spec.groups > len(fitter.words):
-        raise ValueError(
+        raise BadInput(
             f"--prefix-groups {spec.groups}: at most {len(fitter.words)} groups (each prefix starts with "
             "a one-token word of its own, so prefixes differ from their first token)"
         )

@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..errors import BadInput
+
 
 def default_path() -> Path:
     import importlib.util
@@ -33,7 +35,7 @@ def iter_json_array(text: str) -> Iterator[dict]:
     decoder = json.JSONDecoder()
     i = text.find("[")
     if i < 0:
-        raise ValueError("not a JSON array of conversations")
+        raise BadInput("not a JSON array of conversations")
     i += 1
     n = len(text)
     while True:

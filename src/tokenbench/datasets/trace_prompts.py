@@ -8,6 +8,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..errors import BadInput
 from ..results import ExpectedReuse
 from .synthetic import prompt_words  # the same short, one-token words as synthetic prompts
 from .tokenizers import TokenIds, Tokenizer
@@ -46,7 +47,7 @@ class BlockPrompts:
 
     def __init__(self, block_size: int, tokenizer: Tokenizer | None, seed: int = 0) -> None:
         if block_size <= 0:
-            raise ValueError(f"block size must be a positive number of tokens (got {block_size})")
+            raise BadInput(f"block size must be a positive number of tokens (got {block_size})")
         self.block_size = block_size
         self._tokenizer = tokenizer
         self._seed = seed
@@ -125,9 +126,9 @@ class BlockIds:
 
     def __init__(self, block_size: int, vocabulary: list[tuple[int, str]], seed: int = 0) -> None:
         if block_size <= 0:
-            raise ValueError(f"block size must be a positive number of tokens (got {block_size})")
+            raise BadInput(f"block size must be a positive number of tokens (got {block_size})")
         if not 0 < len(vocabulary) <= 256:
-            raise ValueError(f"a vocabulary of 1..256 ids is drawn from (got {len(vocabulary)})")
+            raise BadInput(f"a vocabulary of 1..256 ids is drawn from (got {len(vocabulary)})")
         self.block_size = block_size
         self._vocabulary = vocabulary
         self._seed = seed
@@ -164,7 +165,7 @@ class BlockIds:
 def block_sizes(input_tokens: int, num_hash_ids: int, block_size: int, row: int = 0) -> list[int]:
     """Tokens per block: full blocks, then the partial last one (``input - (n-1)*block_size``)."""
     if num_hash_ids != num_blocks(input_tokens, block_size):
-        raise ValueError(
+        raise BadInput(
             f"row {row}: {num_hash_ids} hash_ids for input_length {input_tokens} in {block_size}-token blocks"
         )
     if num_hash_ids == 0:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import BadInput
 from ..records import Request
 from ..results import TraceFacts
 from .tokenizers import Tokenizer, token_ids_of
@@ -53,7 +54,7 @@ def trace_requests(
     trace = read_trace(sel.path, sel.format, sel.model, sel.log_type, sel.block_size)
     rows = [r for r in trace.rows if _in_window(r, sel.start_s, sel.end_s)]
     if not rows:
-        raise ValueError(f"{sel.path}: no trace rows in the replay window [{sel.start_s}, {sel.end_s}) s")
+        raise BadInput(f"{sel.path}: no trace rows in the replay window [{sel.start_s}, {sel.end_s}) s")
     ids = token_ids_of(tokenizer) if token_ids and not system else None
     vocabulary = BlockIds.vocabulary(ids) if ids is not None else None
     if vocabulary is not None:

@@ -22,6 +22,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal, NoReturn, get_args
 
+from ..errors import BadInput
+
 TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
 FORMATS: tuple[TraceFormat, ...] = get_args(TraceFormat)
 
@@ -30,7 +32,7 @@ FORMATS: tuple[TraceFormat, ...] = get_args(TraceFormat)
 DEFAULT_BLOCK_SIZE: dict[TraceFormat, int | None] = {"mooncake": 512, "bailian": 16, "azure": None, "burstgpt": None}
 
 
-class TraceError(ValueError):
+class TraceError(BadInput):
     """A trace file that cannot be read as asked; the message starts with ``file:line``."""
 
 

@@ -32,6 +32,7 @@ from ..config import (
     TargetConfig,
 )
 from ..cost import CostConfig
+from ..errors import BadInput
 from ..frozen import FrozenModel
 from ..slug import slug
 from .search_spec import SearchSpec
@@ -195,7 +196,7 @@ class ExperimentSpec(FrozenModel):
         return self
 
 
-class ExperimentError(Exception):
+class ExperimentError(BadInput):
     """A bad experiment file; the message names the field."""
 
 

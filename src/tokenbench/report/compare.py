@@ -26,6 +26,7 @@ from rich.text import Text
 from scipy import stats as _stats
 
 from ..catalogue import METRICS, Metric, shown_in
+from ..errors import BadInput
 from ..results import NO_TRIALS, TrialStat
 from . import fmt
 from .data import PointRow, ReportData
@@ -113,7 +114,7 @@ def compare(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare"))
     """Compare every input after the first with the first, metric by metric. Rows of the baseline
     with no match in another input are kept with an empty side (shown as "–")."""
     if len(dirs) < 2:
-        raise ValueError("compare needs at least two run or experiment directories")
+        raise BadInput("compare needs at least two run or experiment directories")
     inputs = [load_inputs([Path(d)]) for d in dirs]
     base = inputs[0]
     rows = []

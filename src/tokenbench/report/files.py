@@ -14,10 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import BadInput
 from ..results import Experiment, RunResults
 
 
-class ReportInputError(Exception):
+class ReportInputError(BadInput):
     """A directory that is neither a run nor an experiment, or a file that does not parse."""
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..config import LoadPoint, StopConfig
+from ..config import LoadPoint, StopConfig, WorkersConfig
 from ..live import LiveStats
 from ..load import Share
 from ..loadgen import PointRun, new_run
@@ -20,7 +20,6 @@ from ..session_load import SessionTally
 from . import WorkerLost
 from .clock import Offset, measure
 from .core import Batch, Order, Setup
-from .settings import WorkersConfig
 
 POLL_S = 0.1  # how often each worker is asked for its records
 ANSWER_TIMEOUT_S = 30.0  # a worker silent this long is lost

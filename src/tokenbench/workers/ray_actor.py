@@ -13,6 +13,7 @@ import asyncio
 import os
 from typing import Any
 
+from ..errors import BadInput
 from . import WorkerLost
 from .core import WorkerCore
 
@@ -29,7 +30,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ValueError("--ray needs Ray: pip install 'tokenbench[ray]'") from None
+        raise BadInput("--ray needs Ray: pip install 'tokenbench[ray]'") from None
     return ray
 
 
