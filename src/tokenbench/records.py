@@ -206,6 +206,12 @@ class RequestRecord:
             response_id=None,
         )
 
+    def chunk_times(self) -> array[float]:
+        """Every chunk time: a record as sent or read back, not one whose chunks were dropped."""
+        if isinstance(self.chunk_times_s, ChunkEnds):
+            raise ValueError("a record whose chunk times were dropped (ChunkEnds) holds only the first and last")
+        return self.chunk_times_s
+
     @property
     def ok(self) -> bool:
         return self.outcome is Outcome.OK
