@@ -105,7 +105,7 @@ def mask_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
     ]
 
 
-def mask(value: Any) -> Any:
+def mask(value: Any) -> Any:  # any JSON-like value in, the same shape out (a dict stays a dict)
     """A copy of a JSON-like value with every credential masked (see the module's rules)."""
     if isinstance(value, dict):
         return {

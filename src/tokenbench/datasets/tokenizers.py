@@ -75,7 +75,7 @@ class RemoteTokenizer:
             raise ValueError(f"{self._url} answered {str(data)[:200]!r}, not a JSON object")
         return data
 
-    def _tokenize(self, text: str) -> dict[str, Any]:
+    def _tokenize(self, text: str) -> dict[str, Any]:  # the server's JSON answer (_post)
         body: dict[str, object] = {"content": text, "prompt": text, "add_special_tokens": False}
         if self._model:
             body["model"] = self._model

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -16,7 +17,7 @@ from .chart_spec import Chart, Panel
 _MARKERS = {"circle": "o", "x": "X", "star": "*"}
 
 
-def _nan(values: list[float | None]) -> list[float]:
+def _nan(values: Sequence[float | None]) -> list[float]:
     # matplotlib breaks a line at NaN: a null window is a gap, never a dip to 0.
     return [math.nan if v is None else float(v) for v in values]
 
@@ -27,13 +28,14 @@ def _draw_bars(ax: Axes, panel: Panel) -> None:
     bottom = [0.0] * len(categories)
     for s in panel.series:
         heights = [0.0] * len(categories)
-        for x, y in zip(s.x, s.y):
+        xs: Sequence[float | str] = s.x
+        for x, y in zip(xs, s.y):
             heights[categories.index(x)] = y or 0.0
         ax.bar(range(len(categories)), heights, bottom=bottom if panel.stacked else None, label=s.name, color=s.color)
         if panel.stacked:
             bottom = [b + h for b, h in zip(bottom, heights)]
     ax.set_xticks(range(len(categories)))
-    ax.set_xticklabels(categories, rotation=30, ha="right", fontsize=7)
+    ax.set_xticklabels([str(c) for c in categories], rotation=30, ha="right", fontsize=7)
 
 
 def _draw_panel(ax: Axes, panel: Panel) -> None:

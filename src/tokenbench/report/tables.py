@@ -3,8 +3,8 @@ Markdown renderers. Pure: data in, Table out."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..catalogue import GOOD_FRACTION, GOODPUT_PER_S, shown_in
 from ..results import TrialStat
@@ -31,7 +31,7 @@ class Table:
     numeric: tuple[int, ...] = ()  # column indexes to right-align
 
 
-def _text(v: Any) -> str:
+def _text(v: object) -> str:
     return NULL_TEXT if v is None or v == "" else str(v)
 
 
@@ -39,7 +39,7 @@ def _slo_cell(slo: dict[str, float | None]) -> str:
     return slo_text(slo) or "none set"
 
 
-def _swept(swept: dict[str, Any]) -> str:
+def _swept(swept: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in swept.items()) or NULL_TEXT
 
 
