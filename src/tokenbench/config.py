@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .cost import CostConfig
+from .frozen import FrozenModel as _Model
 from .workers.settings import WorkersConfig
 
 Api = Literal["chat", "completions", "tgi", "triton", "ollama"]  # the values of --api (clients.WIRES)
@@ -26,10 +27,6 @@ DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace"]
 TraceFormatName = Literal["mooncake", "azure", "burstgpt", "bailian"]
 
 SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class TargetConfig(_Model):

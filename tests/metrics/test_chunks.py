@@ -1,6 +1,7 @@
 """What chunk times give (metrics.chunks): the vectorized counts equal plain loops, and a point
 tallied a batch at a time equals one held whole."""
 
+import numpy as np
 import pytest
 from metric_records import rec, users
 
@@ -15,6 +16,7 @@ from tokenbench.metrics import (
     summarize_point,
     timeseries,
 )
+from tokenbench.metrics.chunks import tokens_by_window
 from tokenbench.records import Outcome, RequestRecord
 
 # --- the vectorized metrics against the loops they replaced ----------------------------------------
@@ -287,3 +289,12 @@ def test_a_point_tallied_in_batches_gives_the_same_results_as_whole(seed, monkey
     assert all(type(r.chunk_times_s).__name__ == "ChunkEnds" for r in kept)
     assert summarize_point(kept, span, slo, tally) == whole
     assert timeseries(kept, start, end, start + window_s, [], window_s, tokens=tally.series_tokens) == series
+
+
+def test_tokens_by_window_spreads_a_records_tokens_over_its_chunks():
+    # 4 chunks at 1.0, 1.5, 2.0, 2.5 carrying 8 tokens (2 a chunk); 2 chunks at 0.5, 4.5 carrying 2
+    a = rec(0, sent=0.9, ttft=0.1, n_chunks=4, itl=0.5, tokens=8)
+    b = rec(1, sent=0.0, ttft=0.5, n_chunks=2, itl=4.0, tokens=2)
+    edges = np.array([1.0, 2.0, 3.0, 4.0])
+    assert tokens_by_window([a, b], edges).tolist() == [4.0, 4.0, 0.0]  # 0.5 and 4.5 fall outside
+    assert tokens_by_window([a, b], np.array([1.0])).tolist() == []  # no window

@@ -11,7 +11,6 @@ from metric_records import users
 from tokenbench.config import DeadlinesConfig, SLOConfig
 from tokenbench.metrics import ChunkTally, summarize_point
 from tokenbench.metrics.pertoken import FROM_CHUNKS, FROM_COUNTS, TokenTally, deadline_misses, token_chunks
-from tokenbench.metrics.stats import distribution, weighted_distribution
 from tokenbench.records import Outcome, RequestRecord, TokenSource
 
 D_TTFT, D_TBT = 0.25, 0.125  # exact in binary
@@ -200,18 +199,3 @@ def test_deadlines_reach_the_tally_and_batches_do_not_change_the_answer(monkeypa
     assert batched.itl_per_token_s == whole.itl_per_token_s
     assert batched.fluidity == whole.fluidity and whole.fluidity is not None
     assert whole.fluidity.tbt_deadline_s == 0.1 and whole.fluidity.index.count == 40
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_weighted_distribution_is_the_repeated_values_distribution(seed):
-    rng = np.random.default_rng(seed)
-    values = rng.exponential(0.02, 700)
-    weights = rng.integers(0, 5, 700).astype(np.uint32)
-    expected = distribution(np.repeat(values, weights))
-    got = weighted_distribution(values, weights)
-    for stat in ("count", "min", "p50", "p90", "p95", "p99", "p999", "max"):
-        assert getattr(got, stat) == getattr(expected, stat), stat
-    assert got.mean == pytest.approx(expected.mean, rel=1e-12)
-    assert got.std == pytest.approx(expected.std, rel=1e-9)
-    assert weighted_distribution(values[:1], np.array([1], dtype=np.uint32)).std is None
-    assert weighted_distribution(values, np.zeros(700, dtype=np.uint32)).count == 0

@@ -1,8 +1,11 @@
-"""Distributions (metrics.stats): count, mean, sample std, percentiles, on known values."""
+"""Distributions (metrics.stats): count, mean, sample std, percentiles, on known values; values
+held by their repeat count (WeightedValues) give the distribution of the values repeated."""
 
+import numpy as np
 import pytest
 
 from tokenbench.metrics import distribution
+from tokenbench.metrics.stats import WeightedValues
 
 
 def test_empty_distribution_is_none_not_zero():
@@ -19,8 +22,6 @@ def test_distributions_use_sample_std_and_hide_p999_below_1000():
 
 
 def test_sample_std_sums_squares_a_block_at_a_time(monkeypatch):
-    import numpy as np
-
     from tokenbench import metrics
 
     values = np.random.default_rng(3).exponential(0.02, 5000)
@@ -34,3 +35,25 @@ def test_sample_std_sums_squares_a_block_at_a_time(monkeypatch):
     before = values.copy()
     assert distribution(values).p90 == float(np.percentile(values, 90))
     assert (values == before).all()  # not consumed: left as it was
+
+
+def weighted_distribution(values, weights):
+    """``distribution(np.repeat(values, weights))`` without the repeat."""
+    held = WeightedValues()
+    held.add(values, weights)
+    return held.distribution()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_weighted_distribution_is_the_repeated_values_distribution(seed):
+    rng = np.random.default_rng(seed)
+    values = rng.exponential(0.02, 700)
+    weights = rng.integers(0, 5, 700).astype(np.uint32)
+    expected = distribution(np.repeat(values, weights))
+    got = weighted_distribution(values, weights)
+    for stat in ("count", "min", "p50", "p90", "p95", "p99", "p999", "max"):
+        assert getattr(got, stat) == getattr(expected, stat), stat
+    assert got.mean == pytest.approx(expected.mean, rel=1e-12)
+    assert got.std == pytest.approx(expected.std, rel=1e-9)
+    assert weighted_distribution(values[:1], np.array([1], dtype=np.uint32)).std is None
+    assert weighted_distribution(values, np.zeros(700, dtype=np.uint32)).count == 0

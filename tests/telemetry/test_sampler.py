@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tokenbench.procs import free_port
-from tokenbench.telemetry.sampler import Sampler, read_header, read_samples
+from tokenbench.telemetry.sampler import Sampler, SamplesFile
 
 
 async def test_a_failed_scrape_is_noted_and_sampling_goes_on(tmp_path):
@@ -17,12 +17,12 @@ async def test_a_failed_scrape_is_noted_and_sampling_goes_on(tmp_path):
     out = tmp_path / "samples.jsonl"
     with Sampler(out, time.perf_counter(), dead, "vllm", 0.2) as sampler:
         await sampler.wait_past(0.0, timeout_s=10)
-        first = read_samples(out)[0]["t_s"]
+        first = SamplesFile(out).scrapes()[0]["t_s"]
         await sampler.wait_past(first + 0.4, timeout_s=10)  # two intervals later
-    scrapes = read_samples(out)
+    scrapes = SamplesFile(out).scrapes()
     assert len(scrapes) >= 3
     assert all(s["ok"] is False and "URLError" in s["error"] for s in scrapes)
-    header = read_header(out)
+    header = SamplesFile(out).header()
     assert header["backend"] == "vllm" and header["gpu"]["available"] is False and header["gpu"]["reason"]
 
 

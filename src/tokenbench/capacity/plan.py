@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from ..config import LoadPoint, RateLoad, UsersLoad
-from ..results.base import _Model
+from ..frozen import FrozenModel as _Model
 from ..results.capacity import (
     AtAnswer,
     CapacityResult,

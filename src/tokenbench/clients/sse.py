@@ -72,10 +72,6 @@ class SSEDecoder:
         event = _parse_block(tail)
         return [event] if event is not None else []
 
-    @property
-    def pending_bytes(self) -> int:
-        return len(self._buf)
-
 
 def _parse_block(block: bytes) -> SSEEvent | None:
     # Fast path: the usual vLLM/llama.cpp/OpenAI event is one "data: {...}" line.

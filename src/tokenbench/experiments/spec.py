@@ -9,15 +9,15 @@ with every load point, written to its own run directory.
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML is not a dependency)
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..config import (
+    Api,
     BackendConfig,
     DatasetConfig,
     DeadlinesConfig,
@@ -32,17 +32,14 @@ from ..config import (
     TargetConfig,
 )
 from ..cost import CostConfig
+from ..frozen import FrozenModel
+from ..slug import slug
 from .search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
-Api = Literal["chat", "completions", "tgi", "triton", "ollama"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BackendEntry(_Model):
+class BackendEntry(FrozenModel):
     """One backend to launch (``backend`` + ``model``) or to attach to (``url``)."""
 
     label: str | None = None  # default: the backend name (+ swept values)
@@ -100,7 +97,7 @@ class BackendEntry(_Model):
 LoadSpec = LoadSweep  # `load:` of an experiment file: the same sweep as --users/--rate
 
 
-class Variant(_Model):
+class Variant(FrozenModel):
     """A dataset variant (e.g. with and without a system prompt): fields override ``dataset``."""
 
     label: str
@@ -114,7 +111,7 @@ class Variant(_Model):
     prefix_skew: float | None = Field(default=None, gt=0)
 
 
-class ExperimentSpec(_Model):
+class ExperimentSpec(FrozenModel):
     name: str
     description: str = ""
     backends: list[BackendEntry] = Field(min_length=1)
@@ -244,10 +241,6 @@ class ServerPlan:
     cells: tuple[Cell, ...]
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=-]+", "-", text).strip("-")[:80] or "x"
-
-
 def _entry_name(entry: BackendEntry) -> str:
     """A configuration's default label: the backend, and the engine a serving layer serves from."""
     if entry.backend is None:
@@ -269,7 +262,7 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
         for combo in itertools.product(*(entry.sweep[k] for k in keys)) if keys else [()]:
             swept = dict(zip(keys, combo))
             base = entry.label or _entry_name(entry)
-            label = _slug(base + "".join(f"_{k}={_value_label(v)}" for k, v in swept.items()))
+            label = slug(base + "".join(f"_{k}={_value_label(v)}" for k, v in swept.items()))
             if label in seen:
                 raise ExperimentError(f"two server configurations are both labelled {label!r}; set label")
             seen.add(label)
@@ -292,7 +285,7 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
                 )
             cells = tuple(
                 Cell(
-                    id=_slug(f"{label}__{variant.label}__t{trial}"),
+                    id=slug(f"{label}__{variant.label}__t{trial}"),
                     variant=variant.label,
                     trial=trial,
                     config=_run_config(spec, entry, variant, trial),

@@ -33,7 +33,7 @@ tokens), ``point`` (summarize_point), ``timeseries``, ``sessions`` (by turn). Im
 """
 
 from ..results import Distribution
-from .chunks import TALLY_BATCH_CHUNKS, ChunkTally, inter_chunk_gaps, output_tokens_in, series_edges
+from .chunks import TALLY_BATCH_CHUNKS, ChunkTally, inter_chunk_gaps, output_tokens_in
 from .point import (
     MIN_THIRD,
     POPULATIONS,
@@ -46,7 +46,7 @@ from .point import (
     token_counts,
 )
 from .sessions import by_turn, session_expected_reuse
-from .span import PointSpan, Window, started_s, tokens_per_chunk
+from .span import PointSpan, Window, series_edges, started_s, tokens_per_chunk
 from .stats import P999_MIN_COUNT, PERCENTILES, distribution
 from .timeseries import timeseries
 

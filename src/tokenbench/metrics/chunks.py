@@ -12,7 +12,7 @@ import numpy as np
 from ..config import DeadlinesConfig
 from ..records import ChunkEnds, Outcome, RequestRecord
 from .pertoken import TokenTally
-from .span import PointSpan, Window, _as_sequence, started_s, tokens_per_chunk
+from .span import PointSpan, Window, as_sequence, started_s, tokens_per_chunk, window_of
 
 
 def _chunk_times(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
@@ -31,12 +31,6 @@ def _chunk_times(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarr
     return (np.concatenate(parts) if parts else np.empty(0)), counts
 
 
-def _window_of(edges: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """For contiguous windows [edges[i], edges[i+1]): the index of the window holding each ``t``,
-    -1 before the first and len(edges) - 1 from the last edge on (and for NaN)."""
-    return np.searchsorted(edges, t, side="right") - 1
-
-
 def _token_runs(records: Sequence[RequestRecord], edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Output tokens that arrived in windows [edges[i], edges[i+1]) (edges sorted), as runs in
     record order: each run's window and tokens (its chunks in it x its record's tokens_per_chunk).
@@ -46,7 +40,7 @@ def _token_runs(records: Sequence[RequestRecord], edges: np.ndarray) -> tuple[np
     if k <= 0 or times.size == 0:
         return np.empty(0, dtype=np.int64), np.empty(0)
     n = times.size
-    window = _window_of(edges, times)
+    window = window_of(edges, times)
     del times
     # Runs of consecutive chunks of one record in one window (a record's chunks arrive in order):
     # each run adds its chunk count x the record's tokens per chunk, as the loop over records did.
@@ -65,7 +59,7 @@ def _token_runs(records: Sequence[RequestRecord], edges: np.ndarray) -> tuple[np
     return run_window[inside], run_n[inside] * per_chunk[run_record[inside]]
 
 
-def _tokens_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np.ndarray:
+def tokens_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np.ndarray:
     """Output tokens whose chunk arrived in each window [edges[i], edges[i+1]) (edges sorted):
     per window, the sum over records (in their order) of chunks in it x tokens_per_chunk."""
     k = max(len(edges) - 1, 0)
@@ -78,12 +72,12 @@ def output_tokens_in(records: Iterable[RequestRecord], window: Window) -> float:
     if not window.end_s > window.start_s:
         return 0.0
     edges = np.array([window.start_s, window.end_s])
-    return float(_tokens_by_window(_as_sequence(records), edges)[0])
+    return float(tokens_by_window(as_sequence(records), edges)[0])
 
 
 def inter_chunk_gaps(records: Iterable[RequestRecord]) -> np.ndarray:
     """Every gap between consecutive chunks of a request, request after request (pooled ITL)."""
-    times, counts = _chunk_times(_as_sequence(records))
+    times, counts = _chunk_times(as_sequence(records))
     n = times.size
     if n < 2:
         return np.empty(0)
@@ -184,19 +178,3 @@ class ChunkTally:
         self._gaps.resize(self._num_gaps, refcheck=False)
         gaps, self._gaps, self._num_gaps = self._gaps, np.empty(0), 0
         return gaps
-
-
-def series_edges(span_start_s: float, span_end_s: float, window_s: float) -> np.ndarray:
-    """The time series' window edges: starts at span_start_s + i * window_s (by repeated
-    addition), then span_end_s; contiguous (each window's end is the next one's start). Empty when
-    the span is."""
-    if window_s <= 0:
-        raise ValueError(f"window_s must be > 0, not {window_s}")
-    starts: list[float] = []
-    t = span_start_s
-    while t < span_end_s:  # the same additions as the windows' own starts, for the same edges
-        starts.append(t)
-        t += window_s
-    if not starts:
-        return np.empty(0)
-    return np.array([*starts, min(starts[-1] + window_s, span_end_s)])

@@ -15,7 +15,7 @@ from ..results import Concurrency, Populations, Requests, ServerVsClient, Tokens
 from ..results.run import PointMetrics
 from .chunks import ChunkTally
 from .reasoning import reasoning_metrics
-from .span import PointSpan, Window, _lifetimes, tokens_per_chunk
+from .span import PointSpan, Window, lifetimes, tokens_per_chunk
 from .stats import distribution
 
 # The backlog growth of an open-loop point is estimated from the medians of its first and last
@@ -62,7 +62,7 @@ def concurrency(records: Sequence[RequestRecord], window: Window) -> Concurrency
     counting the requests already in flight when the window opens."""
     if window.length_s <= 0:
         return Concurrency(mean=None, peak=0)
-    sent, end = _lifetimes(records)
+    sent, end = lifetimes(records)
     if sent.size == 0:
         return Concurrency(mean=0.0, peak=0)
     overlap = np.maximum(0.0, np.minimum(end, window.end_s) - np.maximum(sent, window.start_s))

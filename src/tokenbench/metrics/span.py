@@ -1,4 +1,5 @@
-"""A point's window and span, and what every metric reads of a record's life."""
+"""A point's window and span, the contiguous windows of its time series (their edges, which window
+a time falls in), and what every metric reads of a record's life."""
 
 from __future__ import annotations
 
@@ -45,11 +46,12 @@ def tokens_per_chunk(r: RequestRecord) -> float:
     return (r.output_tokens or len(r.chunk_times_s)) / len(r.chunk_times_s)
 
 
-def _as_sequence(records: Iterable[RequestRecord]) -> Sequence[RequestRecord]:
+def as_sequence(records: Iterable[RequestRecord]) -> Sequence[RequestRecord]:
+    """``records`` as they are when a sequence (read more than once), else as a list."""
     return records if isinstance(records, Sequence) else list(records)
 
 
-def _lifetimes(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
+def lifetimes(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
     """Sent and end (closed, or sent when never closed) of the records that were sent (straight
     into arrays: no tuple per request)."""
     sent = [r for r in records if r.sent_s is not None]
@@ -58,3 +60,25 @@ def _lifetimes(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray
         (r.closed_s if r.closed_s is not None else r.sent_s for r in sent), dtype=np.float64, count=len(sent)
     )
     return starts, ends
+
+
+def window_of(edges: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For contiguous windows [edges[i], edges[i+1]): the index of the window holding each ``t``,
+    -1 before the first and len(edges) - 1 from the last edge on (and for NaN)."""
+    return np.searchsorted(edges, t, side="right") - 1
+
+
+def series_edges(span_start_s: float, span_end_s: float, window_s: float) -> np.ndarray:
+    """The time series' window edges: starts at span_start_s + i * window_s (by repeated
+    addition), then span_end_s; contiguous (each window's end is the next one's start). Empty when
+    the span is."""
+    if window_s <= 0:
+        raise ValueError(f"window_s must be > 0, not {window_s}")
+    starts: list[float] = []
+    t = span_start_s
+    while t < span_end_s:  # the same additions as the windows' own starts, for the same edges
+        starts.append(t)
+        t += window_s
+    if not starts:
+        return np.empty(0)
+    return np.array([*starts, min(starts[-1] + window_s, span_end_s)])

@@ -48,13 +48,6 @@ def distribution(values: Iterable[float] | np.ndarray, *, consume: bool = False)
     )
 
 
-def weighted_distribution(values: np.ndarray, weights: np.ndarray) -> Distribution:
-    """``distribution(np.repeat(values, weights))`` without the repeat (see WeightedValues)."""
-    held = WeightedValues()
-    held.add(values, weights)
-    return held.distribution()
-
-
 class WeightedValues:
     """Values each counted an integer number of times (a chunk gap split over its n tokens: n
     times gap / n), held by that count, 8 bytes a value and never one a repeat. Its

@@ -9,8 +9,8 @@ import numpy as np
 
 from ..records import UNFINISHED, Outcome, RequestRecord
 from ..results.run import WindowClient
-from .chunks import _tokens_by_window, _window_of, series_edges
-from .span import _as_sequence, _lifetimes
+from .chunks import tokens_by_window
+from .span import as_sequence, lifetimes, series_edges, window_of
 
 
 def timeseries(
@@ -34,7 +34,7 @@ def timeseries(
     edges = series_edges(span_start_s, span_end_s, window_s)
     if edges.size == 0:
         return []
-    records = _as_sequence(records)
+    records = as_sequence(records)
     counts = _counts(records, edges, tokens)
     ttfts = _FirstChunks(records, edges)
     spans = np.array(user_spans, dtype=np.float64).reshape(-1, 2) if user_spans else None
@@ -77,12 +77,12 @@ def _counts(records: Sequence[RequestRecord], edges: np.ndarray, tokens: np.ndar
 
     def counted(times: list[float]) -> np.ndarray:
         """How many of ``times`` fall in each window."""
-        w = _window_of(edges, np.array(times, dtype=np.float64))
+        w = window_of(edges, np.array(times, dtype=np.float64))
         return np.bincount(w[(w >= 0) & (w < k)], minlength=k)
 
     ok = [r for r in records if r.outcome is Outcome.OK]
     return _Counts(
-        tokens=_tokens_by_window(records, edges) if tokens is None else tokens,
+        tokens=tokens_by_window(records, edges) if tokens is None else tokens,
         in_flight=_busy_by_window(records, edges),
         completed=counted([r.end_s for r in ok if r.end_s is not None]),
         # failures that ended in this window; requests the run stopped (cancelled in flight, or
@@ -107,7 +107,7 @@ class _FirstChunks:
             for r in records
             if r.outcome is Outcome.OK and r.chunk_times_s and r.sent_s is not None
         ]
-        first_window = _window_of(edges, np.array([f for f, _ in firsts], dtype=np.float64))
+        first_window = window_of(edges, np.array([f for f, _ in firsts], dtype=np.float64))
         self._ttfts = np.array([x for _, x in firsts], dtype=np.float64)
         self._order = np.argsort(first_window, kind="stable")  # by window, in record order within one
         self._bounds = np.searchsorted(first_window[self._order], np.arange(len(edges)), side="left")
@@ -128,7 +128,7 @@ def _busy_by_window(records: Sequence[RequestRecord], edges: np.ndarray) -> np.n
     to closed), summed: the integral of the in-flight count. A request adds its overlap with
     the windows where it starts and ends, and the whole length of the windows between."""
     k = len(edges) - 1
-    sent, end = _lifetimes(records)
+    sent, end = lifetimes(records)
     busy = np.zeros(k)
     if sent.size == 0:
         return busy

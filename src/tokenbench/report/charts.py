@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalogue import OUTPUT_TOKENS_PER_S, REQUESTS_PER_S, SERVER_PREEMPTIONS, TTFT_MEAN, TTFT_P50, Metric
+from ..slug import slug
 from .capacity import attainment_chart
 from .chart_spec import MAX_TIMESERIES_CHARTS, OUTCOME_COLORS, PALETTE, Chart, Panel, Series
 from .data import PointRow, ReportData
@@ -127,7 +128,8 @@ def rate_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
                     )
                 )
     rates = sorted({r.load_value for r in rows if r.load_value is not None})
-    achieved.append(Series("offered (ideal)", rates, rates, kind="dash", color="#999999"))
+    ideal: list[float | None] = list(rates)
+    achieved.append(Series("offered (ideal)", rates, ideal, kind="dash", color="#999999"))
     saturation_text = "; ".join(f"{s.config} at {s.label}" for s in verdict.saturation) or "no configuration saturated"
     return [
         Chart(
@@ -213,7 +215,7 @@ def _knob_chart(data: ReportData, knob: str) -> Chart:
     if any(v is not None for s in preempt for v in s.y):
         panels.append(Panel("server preemptions per point", preempt))
     return Chart(
-        f"knob-{_slug(knob)}",
+        f"knob-{slug(knob.lower(), keep='')}",
         f"Throughput vs {knob}",
         knob,
         panels,
@@ -223,47 +225,39 @@ def _knob_chart(data: ReportData, knob: str) -> Chart:
     )
 
 
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-") or "x"
-
-
 # ---------------------------------------------------------------------------------------------
 # Pareto front and errors
 
 
 def pareto_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
     rows = list(data.rows)
-    points = [
-        (r, on)
-        for r, on in zip(rows, verdict.pareto)
-        if r.mean(OUTPUT_TOKENS_PER_S.key) is not None and r.mean(TTFT_MEAN.key) is not None
-    ]
+    points = [(r, on, xy) for r, on in zip(rows, verdict.pareto) if (xy := _tput_ttft(r)) is not None]
     if len(points) < 2:
         return []
     colors = config_colors(data)
     series = []
-    for config in dict.fromkeys(r.config for r, _ in points):
-        mine = [r for r, _ in points if r.config == config]
+    for config in dict.fromkeys(r.config for r, _, _ in points):
+        mine = [(r, xy) for r, _, xy in points if r.config == config]
         series.append(
             Series(
                 config,
-                [r.mean(OUTPUT_TOKENS_PER_S.key) for r in mine],
-                [r.mean(TTFT_MEAN.key) * TTFT_MEAN.scale for r in mine],
+                [x for _, (x, _) in mine],
+                [y for _, (_, y) in mine],
                 kind="markers",
                 color=colors[config],
-                hover=[f"{r.config} · {r.label}" for r in mine],
+                hover=[f"{r.config} · {r.label}" for r, _ in mine],
             )
         )
-    front = sorted((r for r, on in points if on), key=lambda r: r.mean(OUTPUT_TOKENS_PER_S.key))
+    front = sorted(((r, xy) for r, on, xy in points if on), key=lambda p: p[1][0])
     series.append(
         Series(
             "Pareto front",
-            [r.mean(OUTPUT_TOKENS_PER_S.key) for r in front],
-            [r.mean(TTFT_MEAN.key) * TTFT_MEAN.scale for r in front],
+            [x for _, (x, _) in front],
+            [y for _, (_, y) in front],
             kind="line",
             color="#000000",
             symbol="star",
-            hover=[f"Pareto: {r.config} · {r.label}" for r in front],
+            hover=[f"Pareto: {r.config} · {r.label}" for r, _ in front],
         )
     )
     return [
@@ -279,6 +273,14 @@ def pareto_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
     ]
 
 
+def _tput_ttft(row: PointRow) -> tuple[float, float] | None:
+    """A row's place on the trade-off chart: (output tokens/s, TTFT mean in ms); None without both."""
+    tput, ttft = row.mean(OUTPUT_TOKENS_PER_S.key), row.mean(TTFT_MEAN.key)
+    if tput is None or ttft is None:
+        return None
+    return tput, ttft * TTFT_MEAN.scale
+
+
 def error_chart(data: ReportData) -> list[Chart]:
     rows = [r for r in data.rows if sum(r.outcomes.values()) > 0]
     outcomes = sorted({o for r in rows for o, n in r.outcomes.items() if o != "ok" and n > 0})
@@ -287,7 +289,7 @@ def error_chart(data: ReportData) -> list[Chart]:
     categories = [f"{r.config} · {r.label}" for r in rows]
     series = []
     for outcome in outcomes:
-        y = [100.0 * r.outcomes.get(outcome, 0) / sum(r.outcomes.values()) for r in rows]
+        y: list[float | None] = [100.0 * r.outcomes.get(outcome, 0) / sum(r.outcomes.values()) for r in rows]
         hover = [f"{r.outcomes.get(outcome, 0)} of {sum(r.outcomes.values())} requests" for r in rows]
         series.append(Series(outcome, categories, y, kind="bar", color=OUTCOME_COLORS.get(outcome), hover=hover))
     return [

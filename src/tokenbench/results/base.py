@@ -1,12 +1,6 @@
-"""What every results type shares: the base model (frozen, unknown keys an error) and ``Number``
-(an int stays an int, so JSON written through the types is the JSON computed)."""
+"""``Number``, what every results type writes a measured number as: an int stays an int, so JSON
+written through the types is the JSON computed. (Their base model is ``tokenbench.frozen.FrozenModel``.)"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 Number = int | float
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from .base import Number, _Model
+from ..frozen import FrozenModel
+from .base import Number
 from .trials import TrialStat
 
 CAPACITY_SCHEMA_VERSION = 1
@@ -25,7 +26,7 @@ ObjectiveStat = Literal["mean", "p50", "p90", "p95", "p99", "fraction"]
 StoppedBy = Literal["tolerance", "budget", "no_passing", "all_passing", "no_ceiling", "interrupted"]
 
 
-class Objective(_Model):
+class Objective(FrozenModel):
     """One objective of ``--slo``: ``stat`` of ``name`` over a point <= ``limit`` (METRICS.md)."""
 
     name: ObjectiveName
@@ -56,7 +57,7 @@ class ObjectiveCheck(Objective):
         return f"{self.name} {self.stat} {self.measured:.3g} s"
 
 
-class Probe(_Model):
+class Probe(FrozenModel):
     """One point of the run directory at one load value and trial (0-based)."""
 
     value: Number
@@ -67,7 +68,7 @@ class Probe(_Model):
     objectives: list[ObjectiveCheck]
 
 
-class Decision(_Model):
+class Decision(FrozenModel):
     """A load value's verdict over its trials: each objective on the trial mean of its measure."""
 
     value: Number
@@ -76,7 +77,7 @@ class Decision(_Model):
     objectives: list[ObjectiveCheck]
 
 
-class Ceiling(_Model):
+class Ceiling(FrozenModel):
     """The saturating probe (a closed loop of ``users`` users) and the first upper guess it gives:
     rate: its requests/s; users: ceil(requests/s x its shortest E2E), Little's law at the unqueued
     service time."""
@@ -88,7 +89,7 @@ class Ceiling(_Model):
     estimate: Number | None  # None: it completed nothing
 
 
-class AtAnswer(_Model):
+class AtAnswer(FrozenModel):
     """The figures at ``max_passing`` over its trials (mean and 95 % CI)."""
 
     value: Number
@@ -100,7 +101,7 @@ class AtAnswer(_Model):
     )
 
 
-class CapacityResult(_Model):
+class CapacityResult(FrozenModel):
     """capacity.json: the highest load that met every objective, the lowest that failed, and the
     evidence (every probe and decision)."""
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .base import Number, _Model
+from ..frozen import FrozenModel
+from .base import Number
 
 
-class Client(_Model):
+class Client(FrozenModel):
     """The load generator's process(es) over the point's window: did the client keep up?
 
     CPU utilization is a fraction of one core (process CPU seconds / wall seconds, per sample);
@@ -31,7 +32,7 @@ class Client(_Model):
     limited_by: list[Literal["loop_lag", "cpu"]]
 
 
-class WindowHealth(_Model):
+class WindowHealth(FrozenModel):
     """A time-series window as the client's own samples saw it: absent from a window no sample
     fell in (and from runs before the client was sampled)."""
 
@@ -40,7 +41,7 @@ class WindowHealth(_Model):
     client_connections_max: int | None = None  # the most requests (connections) one worker held open
 
 
-class WorkerClock(_Model):
+class WorkerClock(FrozenModel):
     """One worker's clock against the driver's (workers.clock): its monotonic clock minus the
     driver's, estimated before the first point and again at the end, each within its uncertainty
     (half the shortest ping's round trip). Record timestamps are on the driver's axis through the
@@ -56,7 +57,7 @@ class WorkerClock(_Model):
     lost: str | None  # why the worker was lost (None: it ran to the end)
 
 
-class Workers(_Model):
+class Workers(FrozenModel):
     """How the load was sent when more than one process sent it (``--workers``, ``--ray``):
     absent from a run of one process."""
 
@@ -67,7 +68,7 @@ class Workers(_Model):
     clocks: list[WorkerClock]
 
 
-class WorkerLoss(_Model):
+class WorkerLoss(FrozenModel):
     """A worker that died during a point: when the driver noticed, why, and how many of its
     requests in flight became ``worker_lost`` records (the point lost its share of the schedule
     from then on)."""

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .base import Number, _Model
+from ..frozen import FrozenModel
+from .base import Number
 
 
-class Cost(_Model):
+class Cost(FrozenModel):
     """The hardware's price over a point: only on points of a run given a price (exclude_unset).
 
     ``usd_per_hour`` = ``usd_per_gpu_hour`` x ``gpus``; per million tokens =
@@ -31,7 +32,7 @@ class Cost(_Model):
 EnergySource = Literal["nvml_total_energy", "power_integral"]
 
 
-class Energy(_Model):
+class Energy(FrozenModel):
     """Every GPU NVML sees, over the point's window (the client's), summed: energy per output token
     = mean power over the window / the point's output tokens/s (J/s over tok/s: J/token).
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..frozen import FrozenModel
 from .base import Number
 from .capacity import StoppedBy, Variable
 from .run import ComputedBy, Load, Tool
@@ -23,11 +24,7 @@ ServerStatus = Literal["pending", "ok", "failed"]
 CellStatus = Literal["running", "ok", "failed", "interrupted"]
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ServerRow(_Row):
+class ServerRow(FrozenModel):
     """One server configuration: launched (or attached to) once for all its cells."""
 
     label: str
@@ -42,7 +39,7 @@ class ServerRow(_Row):
     upstream: str | None = None
 
 
-class CellRow(_Row):
+class CellRow(FrozenModel):
     """One cell: (server configuration, dataset variant, trial), a run directory of its own."""
 
     server: str  # its ServerRow's label
@@ -54,7 +51,7 @@ class CellRow(_Row):
     wall_s: Number | None = None  # how long the cell took (not set when it failed to run)
 
 
-class AggregateRow(_Row):
+class AggregateRow(FrozenModel):
     """One (server configuration, variant, load point) over its successful trials."""
 
     server: str
@@ -67,7 +64,7 @@ class AggregateRow(_Row):
     metrics: dict[str, TrialStat]  # catalogue key -> mean ± 95% CI over trials
 
 
-class CapacityRow(_Row):
+class CapacityRow(FrozenModel):
     """A search experiment's answer for one (server configuration, variant): its cell's
     capacity.json in short. ``max_passing`` is the highest probed value whose decision (the trial
     mean of each objective) passed, ``min_failing`` the lowest that failed; with trials the CI is

@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .base import Number, _Model
+from ..frozen import FrozenModel
+from .base import Number
 from .client import Client, WindowHealth, WorkerLoss, Workers
 from .cost import Cost, Energy
 from .workload import DatasetFacts, PrefixCache
@@ -25,7 +26,7 @@ from .workload import DatasetFacts, PrefixCache
 SCHEMA_VERSION = 1
 
 
-class Tool(_Model):
+class Tool(FrozenModel):
     name: str
     version: str | None
 
@@ -34,7 +35,7 @@ class ComputedBy(Tool):
     how: Literal["run", "recompute"]
 
 
-class Target(_Model):
+class Target(FrozenModel):
     """The server measured, and what tokenbench knows of it (launched: the command and its facts)."""
 
     url: str | None
@@ -56,25 +57,25 @@ class Target(_Model):
     upstream: dict[str, Any] | None = None
 
 
-class Slo(_Model):
+class Slo(FrozenModel):
     ttft_s: Number | None
     tpot_s: Number | None
     e2e_s: Number | None
 
 
-class Clock(_Model):
+class Clock(FrozenModel):
     origin_monotonic_s: Number
     origin_unix_s: Number
     unit: str
 
 
-class Telemetry(_Model):
+class Telemetry(FrozenModel):
     samples: str
     metrics_url: str | None
     interval_s: Number
 
 
-class Distribution(_Model):
+class Distribution(FrozenModel):
     """A per-request distribution (metrics.stats.distribution): None where undefined."""
 
     count: int
@@ -89,7 +90,7 @@ class Distribution(_Model):
     max: Number | None
 
 
-class Load(_Model):
+class Load(FrozenModel):
     """The point's load (config.UsersLoad, RateLoad or ReplayLoad) and its stop settings."""
 
     kind: Literal["users", "rate", "replay"]
@@ -109,25 +110,25 @@ class Load(_Model):
     max_requests: int | None
 
 
-class Span(_Model):
+class Span(FrozenModel):
     start_s: Number
     ramp_end_s: Number
     load_end_s: Number
     end_s: Number
 
 
-class WindowSpan(_Model):
+class WindowSpan(FrozenModel):
     start_s: Number
     end_s: Number
 
 
-class Populations(_Model):
+class Populations(FrozenModel):
     distributions: str
     rates: str
     goodput: str
 
 
-class Requests(_Model):
+class Requests(FrozenModel):
     total: int
     ok: int
     by_outcome: dict[str, int]
@@ -136,24 +137,24 @@ class Requests(_Model):
     ok_without_end_marker: int
 
 
-class Concurrency(_Model):
+class Concurrency(FrozenModel):
     mean: Number | None
     peak: int
 
 
-class ServerVsClient(_Model):
+class ServerVsClient(FrozenModel):
     compared: int
     mismatched: int
     mean_client_minus_server: Number | None
 
 
-class Tokens(_Model):
+class Tokens(FrozenModel):
     output_tokens_source: dict[str, int]
     eos_counted_not_streamed: int
     server_vs_client: ServerVsClient
 
 
-class Reasoning(_Model):
+class Reasoning(FrozenModel):
     """Reasoning content over a point's population (metrics.reasoning; only on a point where
     some request streamed reasoning)."""
 
@@ -164,7 +165,7 @@ class Reasoning(_Model):
     reasoning_tokens_reported: int  # how many successful requests' usage gave it
 
 
-class Fluidity(_Model):
+class Fluidity(FrozenModel):
     """Etalon's fluidity index over a point's successful requests (metrics.pertoken): each token
     has a deadline, ``ttft_deadline_s`` after the send for the first, ``tbt_deadline_s`` after the
     one before for each later one; slack carries forward, a stall misses several."""
@@ -178,19 +179,19 @@ class Fluidity(_Model):
     tokens_from: dict[str, int]
 
 
-class Gauge(_Model):
+class Gauge(FrozenModel):
     mean: Number
     max: Number
 
 
-class MatchedTtft(_Model):
+class MatchedTtft(FrozenModel):
     mean: Number | None
     count: int
     period_s: list[Number] | None = None
     uncertain: int | None = None
 
 
-class Server(_Model):
+class Server(FrozenModel):
     """The server's own counters and gauges over a period (telemetry.summary.point_server)."""
 
     period_s: list[Number]
@@ -219,7 +220,7 @@ class Server(_Model):
         return self.model_copy(update={"client_ttft_s_matched": matched})
 
 
-class Gpu(_Model):
+class Gpu(FrozenModel):
     available: bool
     reason: str | None = None
     util_pct: Gauge | None = None
@@ -227,7 +228,7 @@ class Gpu(_Model):
     mem_used_bytes_max: Number | None = None
 
 
-class WindowClient(_Model):
+class WindowClient(FrozenModel):
     """A time-series window as the client saw it (metrics.timeseries)."""
 
     start_s: Number
@@ -243,7 +244,7 @@ class WindowClient(_Model):
     cancelled: int
 
 
-class WindowServer(_Model):
+class WindowServer(FrozenModel):
     """A time-series window as the server and the GPU saw it (telemetry.summary.window_server):
     absent from a window of a run that scraped no server."""
 
@@ -268,7 +269,7 @@ class TimeWindow(WindowHealth, WindowServer, WindowClient):
         return cls(**{k: getattr(part, k) for part in parts for k in part.model_fields_set})
 
 
-class TurnStats(_Model):
+class TurnStats(FrozenModel):
     """One turn index of a session point's window population (metrics.sessions.by_turn): its
     requests, and over the ok ones TTFT, E2E and prompt tokens (the server's, else the dataset's)."""
 
@@ -279,7 +280,7 @@ class TurnStats(_Model):
     prompt_tokens: Distribution
 
 
-class SessionCounts(_Model):
+class SessionCounts(FrozenModel):
     """A session point's conversations over the whole point, as the load generator ran them: a
     conversation that ended by none of these was cut by the point's end (deadline, max-requests,
     interrupt)."""
@@ -291,7 +292,7 @@ class SessionCounts(_Model):
     ended_by_stop: int
 
 
-class PointHead(_Model):
+class PointHead(FrozenModel):
     """Which point: its index, load and span (derive.point_result, from the run's ``point`` event)."""
 
     index: int
@@ -301,7 +302,7 @@ class PointHead(_Model):
     interrupted: bool
 
 
-class PointMetrics(_Model):
+class PointMetrics(FrozenModel):
     """A point's metrics over its window, from its records (metrics.summarize_point)."""
 
     window_s: Number
@@ -357,7 +358,7 @@ class PointResult(PointMetrics, PointHead):
     workers_lost: list[WorkerLoss] | None = None  # only on a point during which a worker died
 
 
-class RunResults(_Model):
+class RunResults(FrozenModel):
     """results.json: the run's header, its points as they finished, and whether it was stopped."""
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="the layout's version (SCHEMA_VERSION)")

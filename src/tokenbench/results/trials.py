@@ -6,14 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict
+from ..frozen import FrozenModel
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TrialStat(_Model):
+class TrialStat(FrozenModel):
     """A metric over an experiment's trials: the mean, the half-width of its 95% confidence
     interval (Student's t; None below 2 trials: unknown, not 0), how many, and the values."""
 

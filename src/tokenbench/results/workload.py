@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .base import Number, _Model
+from ..frozen import FrozenModel
+from .base import Number
 
 
-class ExpectedReuse(_Model):
+class ExpectedReuse(FrozenModel):
     """What an infinite prefix cache would reuse over the rows replayed, in order (blocks are the
     trace's hash ids; datasets.trace_prompts.expected_reuse)."""
 
@@ -21,7 +22,7 @@ class ExpectedReuse(_Model):
     block_fraction: Number | None
 
 
-class TraceFacts(_Model):
+class TraceFacts(FrozenModel):
     """The trace replayed (``--dataset trace``): which file exactly, how it was read, what was used."""
 
     format: str
@@ -37,7 +38,7 @@ class TraceFacts(_Model):
     token_ids: bool = False
 
 
-class SharedPrefixFacts(_Model):
+class SharedPrefixFacts(FrozenModel):
     """Synthetic prompts in shared-prefix groups (``--prefix-groups``; datasets.shared_prefix)."""
 
     groups: int
@@ -46,7 +47,7 @@ class SharedPrefixFacts(_Model):
     expected_reuse: ExpectedReuse  # blocks are the groups' prefixes, in the order sent
 
 
-class SessionFacts(_Model):
+class SessionFacts(FrozenModel):
     """Multi-turn conversations (``--multi-turn``, datasets.sessions); ``history_tokens``: how
     records' history_tokens were counted ("tokenizer": the run's, exact; "estimate": ~1.3 a word)."""
 
@@ -55,7 +56,7 @@ class SessionFacts(_Model):
     history_tokens: Literal["tokenizer", "estimate"]
 
 
-class DatasetFacts(_Model):
+class DatasetFacts(FrozenModel):
     """What the prompts were (datasets.build_requests makes it; config.json's dataset_info)."""
 
     name: str
@@ -73,7 +74,7 @@ class DatasetFacts(_Model):
 HitRateSource = Literal["server_counters", "llamacpp_timings", "usage_cached_tokens"]
 
 
-class PrefixCache(_Model):
+class PrefixCache(FrozenModel):
     """The prefix cache over a point (METRICS.md "Prefix cache"): whether it was emptied before the
     point, the hit rate measured over the window, and what the workload would reuse."""
 

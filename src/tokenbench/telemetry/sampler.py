@@ -265,14 +265,5 @@ class Sampler:
             await asyncio.sleep(min(0.1, self.interval_s / 4))
 
 
-def read_samples(path: Path) -> list[dict]:
-    """The scrape lines of a finished samples file."""
-    return SamplesFile(path).scrapes()
-
-
-def read_header(path: Path) -> dict | None:
-    return SamplesFile(path).header()
-
-
 if __name__ == "__main__":
     main()
