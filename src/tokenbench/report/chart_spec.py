@@ -26,7 +26,7 @@ MAX_TIMESERIES_CHARTS = 24
 @dataclass(frozen=True)
 class Series:
     name: str
-    x: Sequence[float] | Sequence[str]  # numbers (a load, a time) or categories (labels)
+    x: Sequence[float | None] | Sequence[str]  # numbers (a load, a time; None: none) or categories (labels)
     y: Sequence[float | None]  # None: not measured (a gap)
     error: Sequence[float | None] | None = None  # ± half-width (ci95) per point
     kind: str = "line"  # "line" | "markers" | "bar" | "dash"
