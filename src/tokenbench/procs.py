@@ -255,7 +255,7 @@ class Interrupts:
     guardians and the sampler stop what we started. Exit code: 128 + the first signal."""
 
     received: int | None = None
-    _callback: Callable[[], None] | None = None
+    _callback: Callable[[], object] | None = None  # what it returns is not read
 
     @classmethod
     def install(cls) -> None:
@@ -289,7 +289,7 @@ class Interrupts:
 
     @classmethod
     @contextlib.contextmanager
-    def during(cls, callback: Callable[[], None]) -> Iterator[None]:
+    def during(cls, callback: Callable[[], object]) -> Iterator[None]:
         """Inside the block, the first signal calls ``callback`` instead of raising."""
         previous, cls._callback = cls._callback, callback
         try:

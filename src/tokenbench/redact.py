@@ -17,6 +17,7 @@ texts, the engine log through its guardian, samples' URLs), so no caller has to 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 MASK = "***"
@@ -122,7 +123,9 @@ def mask(value: Any) -> Any:  # any JSON-like value in, the same shape out (a di
 
 
 def secrets_of(
-    env: dict[str, str] | None = None, argv: list[str] | tuple[str, ...] = (), headers: dict[str, str] | None = None
+    env: Mapping[str, str] | None = None,
+    argv: list[str] | tuple[str, ...] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The secret values in an engine environment, an argument list and request headers (every
     header value counts: a header is how a gateway key travels)."""

@@ -14,12 +14,13 @@ from typing import TypedDict
 
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
 from ..records import Request
-from ..results import DatasetFacts as DatasetInfo  # what results.json says of the dataset
-from ..results import SharedPrefixFacts, TraceFacts
+from ..results import DatasetFacts, SharedPrefixFacts, TraceFacts
 from . import dolly, jsonl, shared_prefix, sharegpt
 from .synthetic import synthetic_prompts
 from .tokenizers import Tokenizer
 from .trace_requests import TraceSelection, trace_requests
+
+DatasetInfo = DatasetFacts  # what results.json says of the dataset (run_facts imports it from here)
 
 
 def _estimate(text: str) -> int:
