@@ -4,19 +4,29 @@ giving the run's own results, for today's runs and for runs from before 0.2 (aga
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from safety_helpers import _recompute, _tokenbench
 
 from tokenbench.config import StopConfig
 from tokenbench.derive import results_header, unfinished_point
+from tokenbench.manifest import PointStart, RunManifest
 from tokenbench.records import RequestRecord
 
 
 def test_the_header_has_the_keys_results_json_had_before_its_points():
     """No point yet and no ``interrupted`` (it is written when the run ends): exactly the header's
     keys, as the dict that preceded the types had them."""
-    config = {"tool": {"name": "tokenbench", "version": "9"}, "resolved_target": {"url": "u", "model": "m"}}
+    config = RunManifest.from_json(
+        {
+            "tool": {"name": "tokenbench", "version": "9"},
+            "resolved_target": {"url": "u", "model": "m"},
+            "loads": [{"kind": "users", "users": 1}],
+            "stop": {"duration_s": 1},
+        }
+    )
     header = results_header(config, "run").to_json()
     assert sorted(header) == sorted(
         ["schema_version", "tool", "computed_by", "target", "dataset", "slo", "clock", "telemetry", "points"]
@@ -29,11 +39,12 @@ def test_the_header_has_the_keys_results_json_had_before_its_points():
 
 
 def test_an_unfinished_point_ran_until_its_last_record_or_its_deadline():
-    start = {"kind": "point_start", "index": 1, "start_s": 10.0}
+    start = PointStart(index=1, load={"kind": "users", "users": 1}, start_s=10.0, ramp_end_s=10.0, window_start_s=10.0)
     records = [RequestRecord(point=1, id=0, scheduled_s=10.5, sent_s=10.5, closed_s=14.0)]
     facts = unfinished_point(start, records, StopConfig(duration_s=2.0))
-    assert facts["end_s"] == 14.0 and facts["load_end_s"] == 12.0 and facts["interrupted"] is True
-    assert unfinished_point(start, [], StopConfig(duration_s=2.0))["end_s"] == 10.0
+    assert facts.end_s == 14.0 and facts.load_end_s == 12.0 and facts.interrupted is True
+    assert unfinished_point(start, [], StopConfig(duration_s=2.0)).end_s == 10.0
+    assert facts.to_json()["kind"] == "point" and facts.index == 1 and facts.user_spans == []
 
 
 def _without_computed_by(results: dict) -> dict:
@@ -119,3 +130,23 @@ def test_a_replay_recomputes_to_its_own_results_as_open_loop(mock_server, tmp_pa
     assert _without_computed_by(recomputed) == _without_computed_by(written.results)
     point = recomputed["points"][0]
     assert point["load"]["kind"] == "replay" and point["offered_per_s"] == pytest.approx(3 / 0.4, rel=0.01)
+
+
+FIXTURE_RUNS = Path(__file__).parent / "fixtures" / "rundirs"
+
+
+@pytest.mark.parametrize("name", ["0.2.1-sessions", "0.2.1-workers"])
+def test_a_0_2_run_directory_recomputes_to_the_results_it_wrote(name, tmp_path):
+    """Run directories written by tokenbench 0.2.1 against the mock (tests/fixtures/rundirs: a
+    --multi-turn run attached as --backend vllm with --prefix-cache reset, --slo and a price; a
+    --workers 2 run of shared-prefix groups with --deadlines): recompute gives the very
+    results.json the run wrote, but for ``computed_by``."""
+    from tokenbench.derive import recompute_run
+
+    run_dir = tmp_path / name
+    shutil.copytree(FIXTURE_RUNS / name, run_dir)
+    written = json.loads((run_dir / "results.json").read_text())
+    recomputed = recompute_run(run_dir).to_json()
+    assert recomputed["computed_by"]["how"] == "recompute"
+    assert _without_computed_by(recomputed) == _without_computed_by(written)
+    assert _without_computed_by(json.loads((run_dir / "results.json").read_text())) == _without_computed_by(written)

@@ -10,6 +10,8 @@ import orjson
 import pytest
 from safety_helpers import _deliveries, _tokenbench
 
+from tokenbench.config import RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.manifest import RunManifest
 from tokenbench.records import Outcome, RequestRecord
 from tokenbench.rundir import OutDirError, RunWriter, check_out_dir, read_records, write_json
 
@@ -90,8 +92,12 @@ def test_write_json_replaces_the_file_whole_and_masks_credentials(tmp_path):
 
 def test_a_run_writer_appends_records_and_reads_a_points_back(tmp_path):
     writer = RunWriter(tmp_path / "run")
-    writer.write_config({"target": {"url": "http://h:1", "api_key": "sk-plantedplantedplanted"}})
-    assert writer.config_json()["target"] == {"url": "http://h:1", "api_key": "***"}
+    target = TargetConfig(url="http://h:1", extra_body={"api_key": "sk-plantedplantedplanted"})
+    writer.write_config(
+        RunManifest(config=RunConfig(target=target, loads=[UsersLoad(users=1)], stop=StopConfig(duration_s=1)))
+    )
+    written = writer.manifest().config.target  # what a reader gets back: masked
+    assert (written.url, written.extra_body) == ("http://h:1", {"api_key": "***"})
     first = RequestRecord(point=0, id=0, scheduled_s=0.0, sent_s=0.1, chunk_times_s=[0.2], outcome=Outcome.OK)
     writer.write_record(first)
     offset = writer.records_offset()
@@ -104,4 +110,4 @@ def test_a_run_writer_appends_records_and_reads_a_points_back(tmp_path):
     writer.close()
     back = read_records(tmp_path / "run")
     assert back[0] == first and back[1].error == "401 for Bearer ***"
-    assert json.loads((tmp_path / "run" / "config.json").read_text())["target"]["api_key"] == "***"
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["target"]["extra_body"]["api_key"] == "***"

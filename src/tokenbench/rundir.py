@@ -15,10 +15,11 @@ import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson  # records are written on the client's hot path, one line per finished request
 
+from .manifest import RunManifest
 from .records import RequestRecord
 from .redact import mask, mask_text
 from .results import RunResults
@@ -70,16 +71,18 @@ class RunWriter:
         check_out_dir(self.dir)
         self._keep_text = keep_text
         self._records = open(self.dir / "records.jsonl", "a", encoding="utf-8")
-        self._config: dict[str, Any] | None = None
+        self._manifest: RunManifest | None = None
 
-    def write_config(self, config: dict[str, Any]) -> None:
-        self._config = json.loads(json.dumps(mask(config)))  # exactly what a reader gets back
-        write_json(self.dir / "config.json", self._config)
+    def write_config(self, manifest: RunManifest) -> None:
+        """config.json (rewritten whole when a fact is added, e.g. the workers' clocks)."""
+        data = json.loads(json.dumps(mask(manifest.to_json())))
+        self._manifest = RunManifest.from_json(data)  # exactly what a reader gets back: masked
+        write_json(self.dir / "config.json", data)
 
-    def config_json(self) -> dict[str, Any]:
-        """config.json as written (masked, JSON types): what recompute reads."""
-        assert self._config is not None, "write_config first"
-        return self._config
+    def manifest(self) -> RunManifest:
+        """config.json as written (masked): what recompute reads."""
+        assert self._manifest is not None, "write_config first"
+        return self._manifest
 
     def write_record(self, record: RequestRecord) -> None:
         self.write_records((record,))
@@ -122,12 +125,12 @@ def read_records(run_dir: Path) -> list[RequestRecord]:
         return parse_records(f)
 
 
-def parse_records(lines) -> list[RequestRecord]:
+def parse_records(lines: Iterable[bytes | str]) -> list[RequestRecord]:
     """Records from records.jsonl lines (see ``iter_records``), as a list."""
     return list(iter_records(lines))
 
 
-def iter_records(lines, first_line: int = 1) -> Iterator[RequestRecord]:
+def iter_records(lines: Iterable[bytes | str], first_line: int = 1) -> Iterator[RequestRecord]:
     """Records from records.jsonl lines (bytes; orjson: ~4x json.loads on chunk-time lists), one
     at a time. A torn last line (the run was killed mid-write) is skipped; a bad line elsewhere is
     an error naming its line number (counted from ``first_line``)."""
@@ -140,7 +143,8 @@ def iter_records(lines, first_line: int = 1) -> Iterator[RequestRecord]:
         try:
             data = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            if not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+            whole = line.endswith(b"\n") if isinstance(line, bytes) else line.endswith("\n")
+            if not whole:
                 pending_error = f"records.jsonl line {number}: {exc}"  # fine if it is the last
                 continue
             raise ValueError(f"records.jsonl line {number} is not a record: {exc}") from None
@@ -166,7 +170,7 @@ class RecordSlice:
                     raise ValueError(f"{exc} (counting from byte {start} of {self.path})") from None
 
 
-def _lines_until(f, end: int | None) -> Iterator[bytes]:
+def _lines_until(f: BinaryIO, end: int | None) -> Iterator[bytes]:
     position = f.tell()
     for line in f:
         if end is not None and position >= end:

@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import secrets
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +44,12 @@ from .derive import point_result, results_header
 from .live import LiveView
 from .load import describe
 from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
+from .manifest import ServerFacts
 from .procs import Interrupts
 from .records import RunClock
 from .report.console import summary_table
 from .results import PointResult, RunResults
+from .results.client import WorkerLoss
 from .run_facts import config_json, point_facts, start_facts
 from .rundir import RunWriter, default_run_dir
 from .session_load import SessionSource
@@ -183,7 +185,7 @@ class _Reach:
     fresh: bool = False  # a server started for this run: nothing cached before its first point
 
 
-async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], console: Console) -> RunResult:
+async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, console: Console) -> RunResult:
     """The load points one after another against the target; results.json rewritten after each."""
     wire = wire_for(reach.config.api)
     async with make_session(reach.config, bench.clock.now) as session:
@@ -197,15 +199,11 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], con
         ) as pool:
             driver = dataclasses.replace(driver, pool=pool)
             if pool is not None:  # how the load runs, and the workers' clock offsets
-                bench.writer.write_config(
-                    {**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)}
-                )
+                bench.writer.write_config(bench.writer.manifest().with_workers(workers_facts(bench.config, pool)))
             results = await _points(bench, driver, console)
         if pool is not None:  # the offsets checked at the end
-            bench.writer.write_config(
-                {**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)}
-            )
-            results = results_header(bench.writer.config_json(), "run").model_copy(update={"points": results.points})
+            bench.writer.write_config(bench.writer.manifest().with_workers(workers_facts(bench.config, pool)))
+            results = results_header(bench.writer.manifest(), "run").model_copy(update={"points": results.points})
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
     console.print(summary_table(results))
@@ -216,7 +214,7 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], con
 
 async def _points(bench: _Bench, driver: _Driver, console: Console) -> RunResults:
     """The plan's points one after another; results.json rewritten after each."""
-    results = results_header(bench.writer.config_json(), "run")
+    results = results_header(bench.writer.manifest(), "run")
     await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
     loop = asyncio.get_running_loop()
     with (
@@ -267,22 +265,20 @@ class _Driver:
         first = writer.records_offset()
         reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.fresh)
         # the reset in both events: a point the run never finished is derived from its start
-        started = lambda run: sampler.event({**start_facts(run), "prefix_cache_reset": asdict(reset)})  # noqa: E731
+        started = lambda run: sampler.event(start_facts(run, reset))  # noqa: E731
         losses: list[dict[str, Any]] = []
         if self.pool is not None:
             seeds, hint = (config.seed, config.seed + index), _concurrency_hint(load)
             point_run, samples, losses = await self.pool.run_point(index, load, config.stop, seeds, hint, started)
         else:
             point_run, samples = await self._run_here(index, load, started)
-        facts = {**point_facts(point_run), "prefix_cache_reset": asdict(reset)}
-        if losses:
-            facts["workers_lost"] = losses
+        facts = point_facts(point_run, reset, [WorkerLoss.model_validate(x) for x in losses])
         sampler.event(facts)
         if not point_run.interrupted:
             await sampler.wait_past(point_run.end_s)  # bracket the point's counters
         records = writer.records_since(first)  # streamed from disk, never all in memory
         # the monitor's samples as emitted: the sampler may not have copied the last one to disk yet
-        return point_result(writer.config_json(), facts, records, sampler.file, samples)
+        return point_result(writer.manifest(), facts, records, sampler.file, samples)
 
     async def _run_here(
         self, index: int, load: LoadPoint, started: Callable[[PointRun], None]
@@ -310,7 +306,7 @@ class _Driver:
         return await reset_prefix_cache(hook, self.target.session, self.target.config.url)
 
 
-def _driver(bench: _Bench, target: _Target, backend: dict[str, Any], served_max_len: int | None = None) -> _Driver:
+def _driver(bench: _Bench, target: _Target, backend: ServerFacts, served_max_len: int | None = None) -> _Driver:
     """The dataset built and config.json written; the client, the load generator and the source."""
     config, writer = bench.config, bench.writer
     tokenizer, window = _tokenizer(config, target.config), _trace_window(config.loads)

@@ -99,7 +99,7 @@ def test_the_engine_starts_first_and_the_layer_is_given_its_url(scripted, tmp_pa
             "starting LAY:",
             "LAY ready",
         ]
-        facts = sut.facts
+        facts = sut.facts.to_json()
         assert (facts["backend"], facts["engine"], facts["knobs"]) == ("lay", "LAY", None)
         up = facts["upstream"]
         assert (up["backend"], up["engine"], up["url"]) == ("eng", "ENG", layer.upstream_url)

@@ -21,10 +21,10 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from .. import procs, redact
 from ..config import BackendConfig, EngineKnobs
+from ..manifest import ServerFacts
 from . import EMBEDDED, PROFILES, get_profile
 from .base import BackendError, LaunchSpec, Profile
 
@@ -147,10 +147,10 @@ class ManagedServer:
         self.url = f"http://{HOST}:{self.spec.port}"
         self.cold_start_s: float | None = None
         self.version: str | None = None
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._guardian: procs.Guardian | None = None
         # credentials in the engine's environment and arguments: masked in every file and line
-        self.secrets = redact.secrets_of(self.launch.env, self.launch.argv)
+        self.secrets = redact.secrets_of(dict(self.launch.env), self.launch.argv)
         redact.register(*self.secrets)
 
     def __enter__(self) -> ManagedServer:
@@ -197,7 +197,7 @@ class ManagedServer:
         self.version = self._version()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def stop(self) -> None:
@@ -228,26 +228,26 @@ class ManagedServer:
                 return None
         return None
 
-    def describe(self) -> dict:
-        facts = self._describe()
-        if self.upstream is not None:
-            facts["knobs"] = None  # the engine's (the upstream's); the layer takes none
-            facts["upstream"] = {**self.upstream._describe(), "url": self.upstream.url}
-        return facts
+    def describe(self) -> ServerFacts:
+        if self.upstream is None:
+            return self._describe()
+        # the knobs are the engine's (the upstream's); the layer takes none
+        upstream = self.upstream._describe().model_copy(update={"url": self.upstream.url})
+        return self._describe().model_copy(update={"knobs": None, "upstream": upstream})
 
-    def _describe(self) -> dict:
-        return {
-            "backend": self.profile.name,
-            "engine": self.profile.title,
-            "engine_version": self.version,
-            "cold_start_s": self.cold_start_s,
-            "cold_start_includes": self.profile.cold_start_includes,
-            "command": redact.mask_argv(self.launch.argv),
-            "command_env": redact.mask(dict(self.launch.env)),
-            "knobs": self.config.knobs.model_dump(mode="json"),
-            "engine_model": self.config.model,
-            "log": str(self.log_path),
-        }
+    def _describe(self) -> ServerFacts:
+        return ServerFacts(
+            backend=self.profile.name,
+            engine=self.profile.title,
+            engine_version=self.version,
+            cold_start_s=self.cold_start_s,
+            cold_start_includes=self.profile.cold_start_includes,
+            command=redact.mask_argv(self.launch.argv),
+            command_env=redact.mask(dict(self.launch.env)),
+            knobs=self.config.knobs.model_dump(mode="json"),
+            engine_model=self.config.model,
+            log=str(self.log_path),
+        )
 
 
 @dataclass(frozen=True)
@@ -258,7 +258,7 @@ class ServerUnderTest:
     model: str | None  # the name requests use; None: the run's --model, else the first of /v1/models
     profile: Profile | None  # its APIs and metric names; None: a server tokenbench knows nothing of
     metrics_url: str | None  # where the sampler scrapes; None: nothing to scrape
-    facts: dict[str, Any]  # what results.json says of it (backend, engine, version, cold start, command)
+    facts: ServerFacts  # what config.json and results.json say of it (backend, engine, version, cold start, command)
     # started for this block and not yet sent a request: its caches are empty (a run's first
     # point needs no prefix-cache reset; experiments clear it once a cell has used the server)
     fresh: bool = False
@@ -276,7 +276,7 @@ def server_under_test(
     profile = get_profile(backend.name) if backend is not None and backend.name else None
     override = backend.metrics_url if backend is not None else None
     if url is not None:
-        facts = {"backend": profile.name if profile else "attached", "engine": profile.title if profile else None}
+        facts = ServerFacts.attached(profile.name if profile else None, profile.title if profile else None)
         yield ServerUnderTest(url, None, profile, override or metrics_url_for(profile, url), facts)
         return
     if backend is None or profile is None:

@@ -83,7 +83,7 @@ def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: Exper
                 logs / f"{plan.label}.log",
                 lambda line: console.print(f"[bold]{plan.label}[/]: {line}"),
             ) as sut:
-                facts = {k: sut.facts.get(k) for k in ("cold_start_s", "engine_version")}
+                facts = {"cold_start_s": sut.facts.cold_start_s, "engine_version": sut.facts.engine_version}
                 state.set_server(server_row.model_copy(update={"status": "ok", "error": None, **facts}))
                 _save(out_dir, state)
                 for i, cell in enumerate(group):

@@ -11,7 +11,7 @@ File lines: first ``{"kind": "header", ...}`` (URL, backend, interval, GPU avail
 ``"ok": false`` with its ``error`` (noted, never fatal). The run's own events come in through
 the sampler's stdin, one JSON object a line, and are written as they are (the file is the run's
 timeline, one writer): ``{"kind": "point_start", ...}`` and ``{"kind": "point", ...}`` with a
-load point's span (run_facts.point_facts), which ``tokenbench recompute`` needs. When stdin closes
+load point's span (manifest.PointStart and PointEnd), which ``tokenbench recompute`` needs. When stdin closes
 (the run ended, or died) the sampler exits.
 """
 
@@ -28,17 +28,30 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from .. import procs
 from ..redact import mask_text
 from .gpu import GPUSampler
 from .prom import flat, normalize, parse
 
+if TYPE_CHECKING:  # the sampler's own process never reads them: it copies event lines as they come
+    from ..backends.base import MetricNames
+    from ..manifest import PointEnd, PointStart
 
-def scrape_line(url: str, names, origin: float, gpu: GPUSampler, timeout_s: float) -> dict:
+
+class Event(Protocol):
+    """One of the run's own events (manifest.PointStart, manifest.PointEnd): its line is its JSON."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def scrape_line(
+    url: str, names: MetricNames | None, origin: float, gpu: GPUSampler, timeout_s: float
+) -> dict[str, Any]:
+    """One scrape's line (Any: JSON values, the server's metrics as it gave them)."""
     t = time.perf_counter() - origin
-    line: dict = {"kind": "scrape", "t_s": t}
+    line: dict[str, Any] = {"kind": "scrape", "t_s": t}
     if url:
         try:
             with urllib.request.urlopen(url, timeout=timeout_s) as resp:
@@ -55,7 +68,7 @@ def scrape_line(url: str, names, origin: float, gpu: GPUSampler, timeout_s: floa
     return line
 
 
-def _exit_now(*_) -> None:
+def _exit_now(*_: object) -> None:
     raise SystemExit(0)  # unwinds through stop.wait(), releasing its lock, and closes the file
 
 
@@ -88,7 +101,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _metric_names(backend: str | None):
+def _metric_names(backend: str | None) -> MetricNames | None:
     """The backend profile's metric names (None: no profile, so no normalized values)."""
     if not backend:
         return None
@@ -108,7 +121,7 @@ def _line_writer(out: TextIO) -> Callable[[str], None]:
     return write
 
 
-def _header(args: argparse.Namespace, gpu: GPUSampler) -> dict:
+def _header(args: argparse.Namespace, gpu: GPUSampler) -> dict[str, Any]:
     return {
         "kind": "header",
         "metrics_url": mask_text(args.metrics_url) or None,
@@ -127,7 +140,11 @@ def _copy_events(write: Callable[[str], None], stop: threading.Event) -> None:
 
 
 def _scrape_until(
-    stop: threading.Event, args: argparse.Namespace, names, gpu: GPUSampler, write: Callable[[str], None]
+    stop: threading.Event,
+    args: argparse.Namespace,
+    names: MetricNames | None,
+    gpu: GPUSampler,
+    write: Callable[[str], None],
 ) -> None:
     """A scrape every interval, on a fixed grid (a slow scrape does not shift the next ones)."""
     next_t = time.perf_counter()
@@ -164,9 +181,11 @@ class SamplesFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._tail = JsonlTail(path)
-        self._scrapes: list[dict] = []
-        self._header: dict | None = None
-        self._events: list[dict] = []
+        # Any: each line's JSON as written (a scrape's values are the server's); the run's own
+        # point events are typed by point_starts and point_ends
+        self._scrapes: list[dict[str, Any]] = []
+        self._header: dict[str, Any] | None = None
+        self._events: list[dict[str, Any]] = []
 
     def _refresh(self) -> None:
         for line in self._tail.new_lines():
@@ -182,18 +201,30 @@ class SamplesFile:
             elif kind is not None:
                 self._events.append(obj)
 
-    def scrapes(self) -> list[dict]:
+    def scrapes(self) -> list[dict[str, Any]]:
         self._refresh()
         return self._scrapes
 
-    def header(self) -> dict | None:
+    def header(self) -> dict[str, Any] | None:
         self._refresh()
         return self._header
 
-    def events(self, kind: str) -> list[dict]:
-        """The run's events of one kind (``point_start``, ``point``), in the order written."""
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        """The run's events of one kind (e.g. the client's own samples, ``client``), in the order written."""
         self._refresh()
         return [e for e in self._events if e.get("kind") == kind]
+
+    def point_starts(self) -> list[PointStart]:
+        """The ``point_start`` events: each point as it started."""
+        from ..manifest import PointStart
+
+        return [PointStart.from_json(e) for e in self.events("point_start")]
+
+    def point_ends(self) -> list[PointEnd]:
+        """The ``point`` events: each finished point's span."""
+        from ..manifest import PointEnd
+
+        return [PointEnd.from_json(e) for e in self.events("point")]
 
 
 class Sampler:
@@ -221,15 +252,18 @@ class Sampler:
             self._argv += ["--metrics-url", metrics_url]
         if backend:
             self._argv += ["--backend", backend]
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Sampler:
         # stdin is our pipe to it: events in, and its end (EOF) when we stop or die
         self._proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, preexec_fn=procs.child_preexec())
         return self
 
-    def event(self, data: dict) -> None:
-        """Write one event line into samples.jsonl (through the sampler: one writer)."""
+    def event(self, data: dict[str, Any] | Event) -> None:
+        """Write one event line into samples.jsonl (through the sampler: one writer): a point's
+        (its model's JSON) or the client's own samples (a dict)."""
+        if not isinstance(data, dict):
+            data = data.to_json()
         proc = self._proc
         if proc is None or proc.stdin is None or proc.poll() is not None:
             return
@@ -239,7 +273,7 @@ class Sampler:
         except (BrokenPipeError, OSError):
             pass
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
             return

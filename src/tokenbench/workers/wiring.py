@@ -13,6 +13,7 @@ from ..live import LiveStats
 from ..load import Share
 from ..records import RequestRecord, RunClock
 from ..request_source import RequestSource
+from ..results.client import WorkerClock, Workers
 from ..session_load import SessionSource
 from .core import Setup
 from .pool import Handle, WorkerPool, ray_session, start_workers
@@ -76,28 +77,28 @@ def _setup(
     return Setup(**common, requests=source.requests, unique_nonce=source.unique_nonce)
 
 
-def workers_facts(config: RunConfig, pool: WorkerPool, handles: list[Handle] | None = None) -> dict[str, Any]:
-    """config.json's ``workers``: how the load ran, and each worker's clock offset (start, end)."""
+def workers_facts(config: RunConfig, pool: WorkerPool, handles: list[Handle] | None = None) -> Workers:
+    """config.json's ``workers_facts``: how the load ran, and each worker's clock offset (start, end)."""
     workers = config.workers
     clocks = []
     for h in handles or pool.handles:
         start, end, info = pool.offsets.get(h.index), pool.end_offsets.get(h.index), pool.infos.get(h.index, {})
         clocks.append(
-            {
-                "worker": h.index,
-                "node": info.get("node"),
-                "pid": info.get("pid"),
-                "offset_s": start.offset_s if start else None,
-                "uncertainty_s": start.uncertainty_s if start else None,
-                "end_offset_s": end.offset_s if end else None,
-                "end_uncertainty_s": end.uncertainty_s if end else None,
-                "lost": h.lost,
-            }
+            WorkerClock(
+                worker=h.index,
+                node=info.get("node"),
+                pid=info.get("pid"),
+                offset_s=start.offset_s if start else None,
+                uncertainty_s=start.uncertainty_s if start else None,
+                end_offset_s=end.offset_s if end else None,
+                end_uncertainty_s=end.uncertainty_s if end else None,
+                lost=h.lost,
+            )
         )
-    return {
-        "mode": "ray" if workers.on_ray else "process",
-        "count": workers.count,
-        "ray_address": workers.ray_address,
-        "cpus_per_worker": workers.cpus_per_worker if workers.on_ray else None,
-        "clocks": clocks,
-    }
+    return Workers(
+        mode="ray" if workers.on_ray else "process",
+        count=workers.count,
+        ray_address=workers.ray_address,
+        cpus_per_worker=workers.cpus_per_worker if workers.on_ray else None,
+        clocks=clocks,
+    )
