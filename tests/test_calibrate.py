@@ -23,6 +23,7 @@ from tokenbench.calibrate import (
     calibration_table,
 )
 from tokenbench.records import Outcome, RequestRecord
+from tokenbench.results import Clock, PointResult, Requests, RunResults
 from tokenbench.rundir import RunWriter
 
 ORIGIN = 100.0  # the run's clock origin on the monotonic clock the mock logs on
@@ -40,7 +41,11 @@ def _measured(tmp_path, records: list[RequestRecord], deliveries: dict, sampler:
     for r in records:
         writer.write_record(r)
     writer.close()
-    results = {"clock": {"origin_monotonic_s": ORIGIN}, "points": [{"requests": {"ok": 3, "total": 4}}]}
+    # results.json's clock and its one point's request counts: all _compare reads of it
+    requests = Requests.model_construct(ok=3, total=4)
+    results = RunResults.model_construct(
+        clock=Clock.model_construct(origin_monotonic_s=ORIGIN), points=[PointResult.model_construct(requests=requests)]
+    )
     return _Measured(tmp_path / "run", results, deliveries, sampler or _CpuSampler())
 
 

@@ -90,6 +90,14 @@ def test_chunk_ends_keep_the_count_the_first_and_the_last_only():
     assert not ChunkEnds(array("d")) and len(ChunkEnds(array("d"))) == 0
 
 
+def test_chunk_times_are_every_chunk_of_a_full_record_only():
+    record = _record(outcome=Outcome.OK, output_tokens=3)
+    assert record.chunk_times() is record.chunk_times_s
+    assert record.chunk_times().tolist() == [2.0, 2.25, 2.5]
+    with pytest.raises(ValueError, match="only the first and last"):
+        record.without_chunks().chunk_times()
+
+
 def test_a_request_is_a_prompt_or_messages_never_both():
     with pytest.raises(ValueError, match="exactly one"):
         Request()

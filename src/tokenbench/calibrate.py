@@ -19,6 +19,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 from rich.console import Console
@@ -26,6 +27,8 @@ from rich.table import Table
 
 from .config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad, WorkersConfig
 from .procs import child_preexec, free_port, stop, wait_http
+from .records import RequestRecord
+from .results import RunResults
 from .rundir import read_records
 
 
@@ -117,17 +120,37 @@ def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> Calibratio
     return _compare(spec, measured)
 
 
+class _Delivery(TypedDict):
+    """What calibrate reads of one of the mock's deliveries (``GET /mock/deliveries``, mock.Delivery)."""
+
+    received_s: float
+    chunk_times_s: list[float]
+
+
+class _ClientSample(TypedDict):
+    """What calibrate reads of a worker's client sample in samples.jsonl (telemetry.client_monitor)."""
+
+    worker: int
+    start_s: float
+    t_s: float
+    cpu_s: float
+
+
+# Each worker's client samples and the chunk times of its records (_worker_cpu), keyed by worker.
+_WorkerCpu = dict[int, tuple[list[_ClientSample], list[float]]]
+
+
 @dataclass(frozen=True)
 class _Measured:
     """A calibration run: what the client recorded, what the mock delivered, the CPU samples."""
 
     run_dir: Path
-    results: dict
-    deliveries: dict
+    results: RunResults
+    deliveries: dict[str, _Delivery]  # by response id
     sampler: _CpuSampler
 
 
-def _start_mock(spec: CalibrationSpec, port: int) -> subprocess.Popen:
+def _start_mock(spec: CalibrationSpec, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -156,7 +179,7 @@ def _pin(mock_pid: int, own_affinity: set[int]) -> None:
     os.sched_setaffinity(0, {cores[1]})
 
 
-def _measure(spec: CalibrationSpec, url: str, mock: subprocess.Popen, out_root: Path | None) -> _Measured:
+def _measure(spec: CalibrationSpec, url: str, mock: subprocess.Popen[bytes], out_root: Path | None) -> _Measured:
     from .runner import run
 
     wait_http(url + "/health", 20.0, mock)
@@ -167,9 +190,9 @@ def _measure(spec: CalibrationSpec, url: str, mock: subprocess.Popen, out_root: 
     result = run(config, Console(file=io.StringIO()))
     sampler.stop()
     with urllib.request.urlopen(url + "/mock/deliveries", timeout=30) as resp:
-        deliveries = json.loads(resp.read())
+        deliveries: dict[str, _Delivery] = json.loads(resp.read())  # the mock's JSON (mock.Delivery)
     (out_dir / "deliveries.json").write_text(json.dumps(deliveries))
-    return _Measured(result.run_dir, result.results, deliveries, sampler)
+    return _Measured(result.run_dir, RunResults.from_json(result.results), deliveries, sampler)
 
 
 def _run_config(spec: CalibrationSpec, url: str, out_dir: Path) -> RunConfig:
@@ -187,14 +210,19 @@ def _run_config(spec: CalibrationSpec, url: str, out_dir: Path) -> RunConfig:
 
 def _compare(spec: CalibrationSpec, measured: _Measured) -> CalibrationResult:
     run_dir, results, deliveries, sampler = measured.run_dir, measured.results, measured.deliveries, measured.sampler
-    origin = results["clock"]["origin_monotonic_s"]
+    if results.clock is None:
+        raise RuntimeError(f"{run_dir}: results.json has no clock to align the mock's times with")
+    origin = results.clock.origin_monotonic_s
     records = read_records(run_dir)
-    ttft_err, itl_err, delay, send = [], [], [], []
+    ttft_err: list[float] = []
+    itl_err: list[float] = []
+    delay: list[float] = []
+    send: list[float] = []
     all_chunks: list[float] = []
     for r in records:
-        all_chunks.extend(r.chunk_times_s)
+        all_chunks.extend(r.chunk_times())
         d = deliveries.get(r.response_id or "")
-        if not r.ok or d is None or len(d["chunk_times_s"]) != len(r.chunk_times_s):
+        if not r.ok or r.sent_s is None or d is None or len(d["chunk_times_s"]) != len(r.chunk_times_s):
             continue
         mock_times = np.array(d["chunk_times_s"]) - origin
         mine = np.array(r.chunk_times_s)
@@ -205,48 +233,53 @@ def _compare(spec: CalibrationSpec, measured: _Measured) -> CalibrationResult:
     steady = _steady(
         all_chunks, sampler, origin, _worker_cpu(run_dir, records) if spec.workers > 1 or spec.ray else None
     )
-    req, client = results["points"][0]["requests"], results["points"][0].get("client") or {}
+    req, client = results.points[0].requests, results.points[0].client
+    loop_lag_p99_s = client.loop_lag_p99_s if client is not None else None
     stream_s = (spec.ttft_ms + (spec.output_tokens - 1) * spec.itl_ms) / 1e3
-    ms = lambda a, f: float(f(np.asarray(a)) * 1e3) if len(a) else None  # noqa: E731
-    p99 = lambda a: np.percentile(a, 99)  # noqa: E731
     return CalibrationResult(
         spec=spec,
-        ok=req["ok"],
-        total=req["total"],
-        ttft_error_ms_mean=ms(ttft_err, np.mean),
-        ttft_error_ms_p99=ms(ttft_err, p99),
-        itl_error_ms_mean=ms(itl_err, np.mean),
-        itl_error_ms_p99=ms(itl_err, p99),
-        chunk_delay_ms_mean=ms(delay, np.mean),
-        chunk_delay_ms_p99=ms(delay, p99),
-        send_delay_ms_mean=ms(send, np.mean),
-        send_delay_ms_p99=ms(send, p99),
+        ok=req.ok,
+        total=req.total,
+        ttft_error_ms_mean=_ms(ttft_err),
+        ttft_error_ms_p99=_ms(ttft_err, 99),
+        itl_error_ms_mean=_ms(itl_err),
+        itl_error_ms_p99=_ms(itl_err, 99),
+        chunk_delay_ms_mean=_ms(delay),
+        chunk_delay_ms_p99=_ms(delay, 99),
+        send_delay_ms_mean=_ms(send),
+        send_delay_ms_p99=_ms(send, 99),
         cpu_us_per_token=steady.cpu_us_per_token,
         mock_cpu_fraction=steady.mock_cpu_fraction,
         achieved_tokens_per_s=steady.achieved_tokens_per_s,
         offered_tokens_per_s=spec.users * spec.output_tokens / stream_s,
         run_dir=str(run_dir),
         worker_cpu_us_per_token=steady.worker_cpu_us_per_token,
-        loop_lag_p99_ms=client["loop_lag_p99_s"] * 1e3 if client.get("loop_lag_p99_s") is not None else None,
+        loop_lag_p99_ms=loop_lag_p99_s * 1e3 if loop_lag_p99_s is not None else None,
     )
 
 
-def _worker_cpu(run_dir: Path, records: list) -> dict[int, tuple[list[dict], list[float]]]:
+def _ms(seconds: list[float], percentile: float | None = None) -> float | None:
+    """The mean of ``seconds`` (or that percentile of them) in ms; None without any."""
+    if not seconds:
+        return None
+    a = np.asarray(seconds)
+    return float((np.mean(a) if percentile is None else np.percentile(a, percentile)) * 1e3)
+
+
+def _worker_cpu(run_dir: Path, records: list[RequestRecord]) -> _WorkerCpu:
     """Each worker's client samples (its CPU) and chunk arrival times, keyed by worker."""
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
-    client = [s for s in samples if s.get("kind") == "client"]
+    client: list[_ClientSample] = [s for s in samples if s.get("kind") == "client"]  # samples.jsonl's JSON
     return {
-        w: ([s for s in client if s["worker"] == w], [t for r in records if r.worker == w for t in r.chunk_times_s])
+        w: ([s for s in client if s["worker"] == w], [t for r in records if r.worker == w for t in r.chunk_times()])
         for w in {int(s["worker"]) for s in client}
     }
 
 
-def _workers_steady(
-    workers: dict[int, tuple[list[dict], list[float]]], t0: float, t1: float
-) -> tuple[float, list[float]]:
+def _workers_steady(workers: _WorkerCpu, t0: float, t1: float) -> tuple[float, list[float]]:
     """The workers' CPU seconds over [t0, t1] (each at its mean rate over the samples centred in
     it) and each worker's CPU µs per token it received there."""
-    total, per_token = 0.0, []
+    total, per_token = 0.0, list[float]()
     for samples, chunks in workers.values():
         inside = [s for s in samples if t0 <= (s["start_s"] + s["t_s"]) / 2 < t1]
         seconds = sum(s["t_s"] - s["start_s"] for s in inside)
@@ -270,7 +303,7 @@ def _steady(
     all_chunks: list[float],
     sampler: _CpuSampler,
     origin: float,
-    workers: dict[int, tuple[list[dict], list[float]]] | None = None,
+    workers: _WorkerCpu | None = None,
 ) -> _Steady:
     """CPU and throughput in the steady window: between 10% and 90% of all chunk arrivals
     (excludes start-up and tail). With ``workers`` (their samples and chunks, _worker_cpu), the client's
@@ -310,21 +343,24 @@ def calibration_table(results: list[CalibrationResult]) -> Table:
         "offered tok/s",
     ):
         table.add_column(col, justify="right")
-    f = lambda v, p=".2f": "-" if v is None else format(v, p)  # noqa: E731
     for r in results:
         table.add_row(
             str(r.spec.users),
             str(r.spec.requests),
             f"{r.ok}/{r.total}",
-            f(r.ttft_error_ms_mean),
-            f(r.ttft_error_ms_p99),
-            f(r.itl_error_ms_mean),
-            f(r.itl_error_ms_p99),
-            f"{f(r.send_delay_ms_mean)}/{f(r.send_delay_ms_p99)}",
-            f"{f(r.chunk_delay_ms_mean)}/{f(r.chunk_delay_ms_p99)}",
-            f(r.cpu_us_per_token, ".1f"),
-            f(r.mock_cpu_fraction, ".0%"),
-            f(r.achieved_tokens_per_s, ".0f"),
-            f(r.offered_tokens_per_s, ".0f"),
+            _fmt(r.ttft_error_ms_mean),
+            _fmt(r.ttft_error_ms_p99),
+            _fmt(r.itl_error_ms_mean),
+            _fmt(r.itl_error_ms_p99),
+            f"{_fmt(r.send_delay_ms_mean)}/{_fmt(r.send_delay_ms_p99)}",
+            f"{_fmt(r.chunk_delay_ms_mean)}/{_fmt(r.chunk_delay_ms_p99)}",
+            _fmt(r.cpu_us_per_token, ".1f"),
+            _fmt(r.mock_cpu_fraction, ".0%"),
+            _fmt(r.achieved_tokens_per_s, ".0f"),
+            _fmt(r.offered_tokens_per_s, ".0f"),
         )
     return table
+
+
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)

@@ -29,14 +29,19 @@ from .rundir import read_records
 Format = Literal["parquet", "csv"]
 TABLES = ("records", "points", "timeseries")
 
+# results.json or experiment.json read as plain JSON: every key becomes a column, whatever the
+# layout's version, so export reads no model (a true edge: any shape).
+Json = dict[str, Any]
+Row = dict[str, object]  # one table row: a column's name -> its JSON value
+
 
 class ExportError(BadInput):
     """A directory that cannot be exported; the message says why."""
 
 
-def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+def flatten(data: Json, prefix: str = "") -> Row:
     """{"ttft_s": {"p99": 1.0}} -> {"ttft_s_p99": 1.0}; lists are kept as they are."""
-    out: dict[str, Any] = {}
+    out: Row = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
@@ -46,7 +51,7 @@ def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def run_facts(run_dir: Path, results: dict) -> dict[str, Any]:
+def run_facts(run_dir: Path, results: Json) -> Row:
     target = results.get("target") or {}
     dataset = results.get("dataset") or {}
     return {
@@ -61,7 +66,7 @@ def run_facts(run_dir: Path, results: dict) -> dict[str, Any]:
     }
 
 
-def run_tables(run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, list[dict]]:
+def run_tables(run_dir: Path, extra: Row | None = None) -> dict[str, list[Row]]:
     """The three tables' rows of one run directory."""
     run_dir = Path(run_dir)
     results_path = run_dir / "results.json"
@@ -69,7 +74,7 @@ def run_tables(run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, 
         raise ExportError(f"{run_dir}: no results.json (`tokenbench recompute {run_dir}` derives it from the records)")
     results = json.loads(results_path.read_text())
     facts = {**run_facts(run_dir, results), **(extra or {})}
-    records = []
+    records: list[Row] = []
     if (run_dir / "records.jsonl").is_file():
         for r in read_records(run_dir):
             row = r.to_json(keep_text=r.output_text is not None)
@@ -86,7 +91,8 @@ def run_tables(run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, 
                 }
             )
             records.append({**facts, **row})
-    points, windows = [], []
+    points: list[Row] = []
+    windows: list[Row] = []
     for point in results.get("points", []):
         point = dict(point)
         for window in point.pop("timeseries", None) or []:
@@ -97,19 +103,19 @@ def run_tables(run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, 
     return {"records": records, "points": points, "timeseries": windows}
 
 
-def dir_tables(path: Path) -> dict[str, list[dict]]:
+def dir_tables(path: Path) -> dict[str, list[Row]]:
     """A run directory's tables, or an experiment's: every cell with rows, one table each."""
     path = Path(path)
     state_path = path / "experiment.json"
     if not state_path.is_file():
         return run_tables(path)
     state = json.loads(state_path.read_text())
-    tables: dict[str, list[dict]] = {name: [] for name in TABLES}
+    tables: dict[str, list[Row]] = {name: [] for name in TABLES}
     for cell_id, cell in state.get("cells", {}).items():
         cell_dir = path / cell["run_dir"]
         if not (cell_dir / "results.json").is_file():
             continue
-        extra = {
+        extra: Row = {
             "experiment": state.get("name"),
             "cell": cell_id,
             "server": cell.get("server"),
@@ -122,16 +128,16 @@ def dir_tables(path: Path) -> dict[str, list[dict]]:
     return tables
 
 
-def to_table(rows: list[dict], csv: bool):
+def to_table(rows: list[Row], csv: bool) -> object:
     """Rows (dicts with possibly different keys) -> a pyarrow Table with every key as a column,
     in first-seen order; for CSV, lists and mappings become JSON strings."""
-    import pyarrow as pa
+    import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
 
     columns: dict[str, None] = {}
     for row in rows:
         for key in row:
             columns.setdefault(key, None)
-    data = {}
+    data: dict[str, object] = {}
     for key in columns:
         values = [row.get(key) for row in rows]
         if csv or any(isinstance(v, dict) for v in values):
@@ -142,15 +148,15 @@ def to_table(rows: list[dict], csv: bool):
 
 def export(path: Path, fmt: Format = "parquet", out_dir: Path | None = None) -> dict[str, Path]:
     """Write the tables of a run or experiment directory; returns {table: file}."""
-    import pyarrow.csv as pa_csv
-    import pyarrow.parquet as pq
+    import pyarrow.csv as pa_csv  # type: ignore[import-untyped]  # pyarrow ships no type hints
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     if fmt not in ("parquet", "csv"):
         raise ExportError(f"--format must be parquet or csv, got {fmt!r}")
     tables = dir_tables(path)
     out_dir = Path(out_dir or path)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = {}
+    written: dict[str, Path] = {}
     for name in TABLES:
         table = to_table(tables[name], csv=fmt == "csv")
         file = out_dir / f"{name}.{fmt}"

@@ -38,8 +38,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -57,6 +58,11 @@ Fault = Literal[
     "abort",
     "no_end",
 ]
+
+# A request's JSON body as the client sent it: a true edge, any shape (the mock reads only the fields it knows).
+Body = dict[str, Any]
+# An event or usage object the mock writes as JSON.
+Event = dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,7 @@ class Delivery:
     fault: str | None = None
     finished_s: float | None = None  # the end of the stream was written
     headers: dict[str, str] | None = None  # record_requests: the request's X-* headers
-    messages: list | None = None  # record_requests: the chat messages sent
+    messages: object = None  # record_requests: the chat messages sent
     prompt: str | None = None  # record_requests: the completions prompt sent
 
 
@@ -105,10 +111,10 @@ class PrefixCache:
 
     def __init__(self, block_tokens: int) -> None:
         self.block_tokens = block_tokens
-        self._seen: set[tuple] = set()
+        self._seen: set[tuple[object, ...]] = set()
 
     @staticmethod
-    def tokens(body: dict) -> list:
+    def tokens(body: Body) -> Sequence[object]:
         prompt = body.get("prompt")
         if isinstance(prompt, list):
             return list(prompt)
@@ -116,7 +122,7 @@ class PrefixCache:
             prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
         return str(prompt).split()
 
-    def lookup(self, tokens: list) -> int:
+    def lookup(self, tokens: Sequence[object]) -> int:
         """Prompt tokens served from the cache; the prompt's whole blocks are cached after."""
         b = self.block_tokens
         full = len(tokens) // b
@@ -139,17 +145,17 @@ class MockServer:
         self._count = 0
         self._in_flight = 0
         self._registry = CollectorRegistry()
-        labels = {"labelnames": ["model_name"], "registry": self._registry}
-        self._running = Gauge("vllm:num_requests_running", "in flight", **labels).labels(settings.model)
-        self._waiting = Gauge("vllm:num_requests_waiting", "queued for capacity", **labels).labels(settings.model)
+        reg, names, model = self._registry, ["model_name"], settings.model
+        self._running = Gauge("vllm:num_requests_running", "in flight", names, registry=reg).labels(model)
+        self._waiting = Gauge("vllm:num_requests_waiting", "queued for capacity", names, registry=reg).labels(model)
         self._slots = asyncio.Semaphore(settings.max_streams) if settings.max_streams else None
-        self._generated = Counter("vllm:generation_tokens", "generated", **labels).labels(settings.model)
-        self._preempted = Counter("vllm:num_preemptions", "over kv_slots", **labels).labels(settings.model)
-        self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", **labels).labels(settings.model)
+        self._generated = Counter("vllm:generation_tokens", "generated", names, registry=reg).labels(model)
+        self._preempted = Counter("vllm:num_preemptions", "over kv_slots", names, registry=reg).labels(model)
+        self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", names, registry=reg).labels(model)
         self.cache = PrefixCache(settings.cache_block_tokens) if settings.cache_block_tokens else None
         if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
-            self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", **labels).labels(settings.model)
-            self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", **labels).labels(settings.model)
+            self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", names, registry=reg).labels(model)
+            self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", names, registry=reg).labels(model)
         self.app = web.Application()
         self.app.add_routes(
             [
@@ -174,7 +180,7 @@ class MockServer:
         return web.json_response({"status": "ok"})
 
     async def _models(self, _: web.Request) -> web.Response:
-        card = {"id": self.s.model, "object": "model"}
+        card: Event = {"id": self.s.model, "object": "model"}
         if self.s.max_model_len:
             card["max_model_len"] = self.s.max_model_len
         return web.json_response({"object": "list", "data": [card]})
@@ -218,7 +224,7 @@ class MockServer:
         finally:
             self._slots.release()
 
-    async def _generate(self, request: web.Request, chat: bool, body: dict, received: float) -> web.StreamResponse:
+    async def _generate(self, request: web.Request, chat: bool, body: Body, received: float) -> web.StreamResponse:
         self._in_flight += 1
         self._running.set(self._in_flight)
         if self.s.kv_slots and self._in_flight > self.s.kv_slots:
@@ -229,7 +235,7 @@ class MockServer:
             self._in_flight -= 1
             self._running.set(self._in_flight)
 
-    async def _reply(self, request: web.Request, chat: bool, body: dict, received: float) -> web.StreamResponse:
+    async def _reply(self, request: web.Request, chat: bool, body: Body, received: float) -> web.StreamResponse:
         admitted = time.perf_counter()
         fault = self._fault_for_this()
         rid = f"mock-{self._count}"
@@ -302,7 +308,7 @@ class MockServer:
             return False
         return True
 
-    async def _write_end(self, reply: _Reply, body: dict, n_chunks: int) -> None:
+    async def _write_end(self, reply: _Reply, body: Body, n_chunks: int) -> None:
         """The finish reason, the usage, ``[DONE]`` (unless the fault is ``no_end``)."""
         resp = reply.resp
         if reply.fault == "no_end":
@@ -320,7 +326,7 @@ class MockServer:
         await resp.write_eof()
         reply.delivery.finished_s = time.perf_counter()
 
-    def _usage(self, body: dict, completion: int) -> dict:
+    def _usage(self, body: Body, completion: int) -> Event:
         """The usage event; with a prefix cache, the prompt's tokens are its cache tokens and the
         cached ones are reported as vLLM does (prompt_tokens_details.cached_tokens)."""
         if self.cache is None:
@@ -356,14 +362,14 @@ class _Reply:
     continuous: bool = False  # the request asked for usage on every chunk
     created: int = field(default_factory=lambda: int(time.time()))
 
-    def usage_so_far(self, completion: int) -> dict | None:
+    def usage_so_far(self, completion: int) -> Event | None:
         """vLLM's usage on every chunk (continuous_usage_stats): the completion tokens so far."""
         if not self.continuous:
             return None
         return {"prompt_tokens": 1, "completion_tokens": completion, "total_tokens": 1 + completion}
 
-    def event(self, choice: dict | None, usage: dict | None = None) -> bytes:
-        data = {
+    def event(self, choice: Event | None, usage: Event | None = None) -> bytes:
+        data: Event = {
             "id": self.rid,
             "object": "chat.completion.chunk" if self.chat else "text_completion",
             "created": self.created,
@@ -374,16 +380,16 @@ class _Reply:
             data["usage"] = usage
         return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
 
-    def role(self) -> dict:
+    def role(self) -> Event:
         return {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
 
-    def content(self, text: str, reasoning: bool = False) -> dict:
+    def content(self, text: str, reasoning: bool = False) -> Event:
         if self.chat:
             key = "reasoning_content" if reasoning else "content"
             return {"index": 0, "delta": {key: text}, "finish_reason": None}
         return {"index": 0, "text": text, "finish_reason": None}
 
-    def finish(self, reason: str) -> dict:
+    def finish(self, reason: str) -> Event:
         if self.chat:
             return {"index": 0, "delta": {}, "finish_reason": reason}
         return {"index": 0, "text": "", "finish_reason": reason}

@@ -29,6 +29,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import AnyStr
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -36,14 +38,14 @@ def free_port(host: str = "127.0.0.1") -> int:
     possible but has not been seen on loopback)."""
     with socket.socket() as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])  # (host, port)
 
 
 class NotReady(Exception):
     """The child exited, or did not answer in time; the message says which."""
 
 
-def wait_http(url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> None:
+def wait_http(url: str, timeout_s: float, proc: subprocess.Popen[AnyStr] | None = None) -> None:
     """Poll ``url`` until it answers 2xx; fail early if ``proc`` exits."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < timeout_s:
@@ -59,7 +61,7 @@ def wait_http(url: str, timeout_s: float, proc: subprocess.Popen | None = None) 
     raise NotReady(f"{url} did not answer within {timeout_s:.0f}s")
 
 
-def stop(proc: subprocess.Popen | None, grace_s: float = 15.0, group: bool = False) -> None:
+def stop(proc: subprocess.Popen[AnyStr] | None, grace_s: float = 15.0, group: bool = False) -> None:
     """SIGTERM, then SIGKILL after ``grace_s``. ``group``: signal the process group the child
     leads (it was started with ``start_new_session=True``, so the group is the child and the
     workers it spawned, e.g. vLLM's engine-core process), not just the child."""
@@ -109,6 +111,7 @@ def _group_alive(pgid: int) -> bool:
 # --- no orphans --------------------------------------------------------------------------------
 
 _PR_SET_PDEATHSIG = 1
+_prctl: Callable[..., int] | None  # libc's prctl(option, arg2, arg3, arg4, arg5)
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork: nothing to load after
 except (OSError, AttributeError):  # pragma: no cover - not Linux
@@ -226,7 +229,7 @@ def port_in_use(host: str, port: int) -> bool:
 
 def port_holder(port: int) -> str:
     """Who listens on ``port``, for an error message: "PID 123 (python -m ...)", or a hint."""
-    import psutil
+    import psutil  # type: ignore[import-untyped]  # its stubs (types-psutil) are not a dependency
 
     try:
         for conn in psutil.net_connections(kind="tcp"):
@@ -252,7 +255,7 @@ class Interrupts:
     guardians and the sampler stop what we started. Exit code: 128 + the first signal."""
 
     received: int | None = None
-    _callback: Callable[[], None] | None = None
+    _callback: Callable[[], object] | None = None  # what it returns is not read
 
     @classmethod
     def install(cls) -> None:
@@ -270,7 +273,7 @@ class Interrupts:
                 signal.signal(sig, cls._handler)
 
     @classmethod
-    def _handler(cls, sig: int, frame) -> None:
+    def _handler(cls, sig: int, frame: FrameType | None) -> None:
         if cls.received is not None:
             os.write(
                 2,
@@ -286,7 +289,7 @@ class Interrupts:
 
     @classmethod
     @contextlib.contextmanager
-    def during(cls, callback: Callable[[], None]) -> Iterator[None]:
+    def during(cls, callback: Callable[[], object]) -> Iterator[None]:
         """Inside the block, the first signal calls ``callback`` instead of raising."""
         previous, cls._callback = cls._callback, callback
         try:

@@ -206,6 +206,12 @@ class RequestRecord:
             response_id=None,
         )
 
+    def chunk_times(self) -> array[float]:
+        """Every chunk time: a record as sent or read back, not one whose chunks were dropped."""
+        if isinstance(self.chunk_times_s, ChunkEnds):
+            raise ValueError("a record whose chunk times were dropped (ChunkEnds) holds only the first and last")
+        return self.chunk_times_s
+
     @property
     def ok(self) -> bool:
         return self.outcome is Outcome.OK
@@ -279,7 +285,7 @@ class RequestRecord:
             return None
         return (e2e - ttft) / (n - 1)
 
-    def to_json(self, keep_text: bool = False) -> dict[str, Any]:
+    def to_json(self, keep_text: bool = False) -> dict[str, Any]:  # a records.jsonl line: field -> JSON value
         # Not dataclasses.asdict: it deep-copies every chunk list (measured ~3% of client CPU at
         # 256 streams with py-spy).
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -297,7 +303,7 @@ class RequestRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RequestRecord:
+    def from_json(cls, data: dict[str, Any]) -> RequestRecord:  # a records.jsonl line, any version's fields
         data = dict(data)
         data["outcome"] = Outcome(data["outcome"])
         if "end_marker" not in data:  # records written before the field existed

@@ -17,6 +17,7 @@ texts, the engine log through its guardian, samples' URLs), so no caller has to 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 MASK = "***"
@@ -105,7 +106,7 @@ def mask_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
     ]
 
 
-def mask(value: Any) -> Any:
+def mask(value: Any) -> Any:  # any JSON-like value in, the same shape out (a dict stays a dict)
     """A copy of a JSON-like value with every credential masked (see the module's rules)."""
     if isinstance(value, dict):
         return {
@@ -122,7 +123,9 @@ def mask(value: Any) -> Any:
 
 
 def secrets_of(
-    env: dict[str, str] | None = None, argv: list[str] | tuple[str, ...] = (), headers: dict[str, str] | None = None
+    env: Mapping[str, str] | None = None,
+    argv: list[str] | tuple[str, ...] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The secret values in an engine environment, an argument list and request headers (every
     header value counts: a header is how a gateway key travels)."""

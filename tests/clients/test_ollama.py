@@ -1,5 +1,7 @@
 """Ollama's /api/generate body: extra_body split between the request and its options. (Streams are proven against transcripts in test_native_protocols.py.)"""
 
+import pytest
+
 from tokenbench.clients.ollama import OllamaWire
 from tokenbench.config import TargetConfig
 from tokenbench.records import Request
@@ -28,6 +30,15 @@ def test_ollama_payload_splits_extra_body_between_request_and_options():
         "options": {"num_predict": 7, "temperature": 0.0, "num_ctx": 4096},
     }
     assert "options" not in wire.payload(Request(prompt="x"), target(temperature=None))
+
+
+def test_extra_body_options_win_over_ours_and_must_be_an_object():
+    wire = OllamaWire()
+    given = target(temperature=0.0, extra_body={"options": {"temperature": 0.7, "num_ctx": 2048}})
+    body = wire.payload(Request(prompt="x", max_tokens=3), given)
+    assert body["options"] == {"num_predict": 3, "temperature": 0.7, "num_ctx": 2048}
+    with pytest.raises(ValueError, match="Ollama's options must be an object, not 'fast'"):
+        wire.payload(Request(prompt="x", max_tokens=3), target(extra_body={"options": "fast"}))
 
 
 def test_thinking_lines_are_chunks_counted_apart():

@@ -5,6 +5,8 @@ from __future__ import annotations
 from . import llamacpp, lmdeploy, mlc, ollama, ray, sglang, tgi, triton, trtllm, vllm
 from .base import BackendError, Profile
 
+__all__ = ["EMBEDDED", "PROFILES", "BackendError", "Profile", "get_profile"]
+
 EMBEDDED = "xllamacpp"  # what `tokenbench run` launches with neither --url nor --backend
 
 PROFILES: dict[str, Profile] = {

@@ -13,7 +13,7 @@ import signal
 import threading
 
 
-def _exit_now(*_) -> None:
+def _exit_now(*_: object) -> None:
     raise SystemExit(0)
 
 
@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--api-key", action="append", default=[], help="require this bearer key (repeat)")
     args = ap.parse_args()
 
-    import xllamacpp as xlc
+    import xllamacpp as xlc  # type: ignore[import-untyped]  # the wheel ships no type hints
 
     params = xlc.CommonParams()
     params.model.path = args.model

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from ..config import BackendConfig
@@ -133,7 +134,9 @@ def container(spec: LaunchSpec) -> Launch:
     return docker_run(spec, IMAGE, _args(inside, inside.model), volumes, gpus=False)
 
 
-_COMMON = dict(
+# What the profiles below share; each adds its own name, title and launch
+_profile = partial(
+    Profile,
     apis=("chat", "completions"),
     default_port=8080,
     ready_path="/health",
@@ -149,13 +152,12 @@ _COMMON = dict(
     reset_launch=resettable,
 )
 
-PROFILE = Profile(
+PROFILE = _profile(
     name="llamacpp",
     title="llama.cpp (llama-server)",
     local=local,
     version_path="/props",
     version_field="build_info",
-    **_COMMON,
 )
 
 
@@ -167,12 +169,11 @@ def _one_slot_per_user(backend: BackendConfig, max_users: int) -> BackendConfig:
     return backend.model_copy(update={"knobs": backend.knobs.model_copy(update={"max_num_seqs": max_users})})
 
 
-EMBEDDED_PROFILE = Profile(
+EMBEDDED_PROFILE = _profile(
     name="xllamacpp",
     title="llama.cpp (in-process xllamacpp)",
     local=embedded_local,
     prepare=_one_slot_per_user,
     version_package="xllamacpp",
     default_model=lambda: str(default_gguf()),
-    **_COMMON,
 )

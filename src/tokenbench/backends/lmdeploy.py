@@ -38,6 +38,9 @@ Facts and their sources:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 
 IMAGE = "openmmlab/lmdeploy:latest"
@@ -88,14 +91,14 @@ def _args(spec: LaunchSpec, model: str, backend: str) -> list[str]:
     ]
 
 
-def _local(backend: str):
+def _local(backend: str) -> Callable[[LaunchSpec], Launch]:
     def local(spec: LaunchSpec) -> Launch:
         return Launch((*exe(spec, COMMAND), *_args(spec, spec.model, backend)), dict(spec.knobs.engine_env))
 
     return local
 
 
-def _container(backend: str):
+def _container(backend: str) -> Callable[[LaunchSpec], Launch]:
     def container(spec: LaunchSpec) -> Launch:
         inside, volumes = in_container(spec)
         return docker_run(spec, IMAGE, [*COMMAND, *_args(inside, inside.model, backend)], volumes)
@@ -103,7 +106,9 @@ def _container(backend: str):
     return container
 
 
-_COMMON = dict(
+# What the profiles below share; each adds its own name, title and launch
+_profile = partial(
+    Profile,
     apis=("chat", "completions"),
     default_port=23333,
     ready_path="/health",
@@ -127,7 +132,7 @@ _QUIRKS = (
     "no preemption or prefix-cache counters in /metrics",
 )
 
-TURBOMIND_PROFILE = Profile(
+TURBOMIND_PROFILE = _profile(
     name="lmdeploy-turbomind",
     title="LMDeploy (TurboMind engine)",
     local=_local("turbomind"),
@@ -138,14 +143,12 @@ TURBOMIND_PROFILE = Profile(
         "support (cli/serve.py autoget_backend); check server.log",
         "Prometheus metrics for TurboMind arrived after the PyTorch engine's (lmdeploy#3801)",
     ),
-    **_COMMON,
 )
 
-PYTORCH_PROFILE = Profile(
+PYTORCH_PROFILE = _profile(
     name="lmdeploy-pytorch",
     title="LMDeploy (PyTorch engine)",
     local=_local("pytorch"),
     container=_container("pytorch"),
     quirks=_QUIRKS,
-    **_COMMON,
 )

@@ -153,14 +153,14 @@ def metrics_url(spec: LaunchSpec) -> str:
     return f"http://127.0.0.1:{metrics_port(spec.port)}{METRICS.path}"
 
 
-def llm_config(spec: LaunchSpec, model: str) -> dict:
+def llm_config(spec: LaunchSpec, model: str) -> dict[str, object]:
     """The LLMConfig (as plain data) for this spec: knobs and engine_args folded in."""
     knobs = spec.knobs
-    engine_kwargs = {
+    engine_kwargs: dict[str, object] = {
         ENGINE_KWARGS[k]: v
         for k, v in knobs.model_dump(exclude={"engine_args", "engine_env"}, exclude_none=True).items()
     }
-    config: dict = {
+    config: dict[str, object] = {
         "model_loading_config": {"model_id": spec.served_name, "model_source": model},
         "engine_kwargs": engine_kwargs,
         "log_engine_metrics": True,
@@ -176,7 +176,10 @@ def llm_config(spec: LaunchSpec, model: str) -> dict:
         if key.startswith("ray_init."):  # consumed by _args
             continue
         if key == BATCH_ARG:  # Ray Serve LLM's response batcher, per LLMConfig (module docstring)
-            config.setdefault("experimental_configs", {})[BATCH_ARG] = value
+            experimental = config.setdefault("experimental_configs", {})
+            if not isinstance(experimental, dict):
+                raise BackendError(f"llm_config.experimental_configs must be an object to add {BATCH_ARG} to")
+            experimental[BATCH_ARG] = value
         elif key.startswith("llm_config."):
             config[key.removeprefix("llm_config.")] = value
         else:
@@ -184,7 +187,7 @@ def llm_config(spec: LaunchSpec, model: str) -> dict:
     return config
 
 
-def _ray_init(spec: LaunchSpec) -> dict:
+def _ray_init(spec: LaunchSpec) -> dict[str, object]:
     """``ray_init.KEY=VALUE`` engine/layer args: ray.init keyword arguments (e.g. num_cpus)."""
     args = (a.partition("=") for a in spec.knobs.engine_args)
     return {key.removeprefix("ray_init."): _value(raw) for key, _, raw in args if key.startswith("ray_init.")}

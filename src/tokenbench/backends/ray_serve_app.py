@@ -88,7 +88,7 @@ def make_app(config: RelayConfig) -> FastAPI:
     sessions: list[aiohttp.ClientSession] = []
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Any) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         while sessions:
             await sessions.pop().close()
@@ -127,7 +127,7 @@ async def _relay(session: aiohttp.ClientSession, config: RelayConfig, request: R
     from fastapi.responses import Response, StreamingResponse
 
     try:
-        body: Any = json.loads(await request.body())
+        body: object = json.loads(await request.body())
     except ValueError as exc:
         return _error(400, f"request body is not JSON: {exc}")
     if not isinstance(body, dict):
@@ -149,7 +149,7 @@ async def _relay(session: aiohttp.ClientSession, config: RelayConfig, request: R
     )
 
 
-async def _post(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> aiohttp.ClientResponse:
+async def _post(session: aiohttp.ClientSession, url: str, body: dict[str, object]) -> aiohttp.ClientResponse:
     """POST, once more on a fresh connection when a pooled keep-alive connection turns out to be
     closed by the engine (llama.cpp closes idle ones): the request never reached it, so no work is
     repeated. Seen live as "Server disconnected" / "Can not write request body" 502s."""
@@ -217,6 +217,7 @@ def main(argv: list[str]) -> None:
     serve.run(deployment.bind(config.relay), name="tokenbench-relay", route_prefix="/", blocking=True)
 
 
+# Any: Ray's serve.Deployment, which mypy cannot see (it does not apply a class decorator's return type)
 def _deployment() -> Any:
     from ray import serve
 

@@ -29,12 +29,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
 
 import aiohttp
 import numpy as np
-from pytriton.model_config import ModelConfig, Tensor
-from pytriton.triton import Triton, TritonConfig
+from pytriton.model_config import ModelConfig, Tensor  # type: ignore[import-not-found]  # only in Triton's venv
+from pytriton.triton import Triton, TritonConfig  # type: ignore[import-not-found]
 
 STRING_INPUTS = ("text_input", "bad_words", "stop_words")
 INT_INPUTS = ("max_tokens", "top_k", "min_tokens", "random_seed")
@@ -43,39 +43,54 @@ BOOL_INPUTS = ("stream", "return_num_input_tokens", "return_num_output_tokens")
 REQUIRED = ("text_input", "max_tokens")
 RESENDS = 2  # a request whose pooled connection the engine had closed is sent again (before any byte came back)
 
+TritonRequest = Mapping[str, object]  # PyTriton's request: an input's name -> its numpy array
+Number = int | float | bool
+Response = dict[str, np.ndarray]  # an output's name -> its numpy array
 
-def _value(request: Any, name: str) -> Any:
-    """One input as a Python scalar (bytes decoded); None when the request did not send it."""
+
+def _array(request: TritonRequest, name: str) -> np.ndarray | None:
+    """One input, flat; None when the request did not send it (or sent it empty)."""
     if name not in request:
         return None
     array = np.asarray(request[name]).reshape(-1)
-    if array.size == 0:
+    return array if array.size else None
+
+
+def _strings(request: TritonRequest, name: str) -> list[str] | None:
+    """A string input (bytes decoded); None when the request did not send it."""
+    array = _array(request, name)
+    return None if array is None else [x.decode() if isinstance(x, bytes) else str(x) for x in array]
+
+
+def _number(request: TritonRequest, name: str) -> Number | None:
+    """A numeric or boolean input's first element as a Python scalar; None when not sent."""
+    array = _array(request, name)
+    if array is None:
         return None
-    if name in STRING_INPUTS:
-        items = [x.decode() if isinstance(x, bytes) else str(x) for x in array]
-        return items if name != "text_input" else items[0]
-    return array[0].item()
+    value: Number = array[0].item()
+    return value
 
 
-def upstream_body(request: Any, model: str) -> dict[str, Any]:
+def upstream_body(request: TritonRequest, model: str) -> dict[str, object]:
     """The OpenAI completions request for one Triton request."""
-    max_tokens = _value(request, "max_tokens")
-    stream = _value(request, "stream")
-    body: dict[str, Any] = {
+    max_tokens = _number(request, "max_tokens")
+    stream = _number(request, "stream")
+    text = _strings(request, "text_input")
+    body: dict[str, object] = {
         "model": model,
-        "prompt": _value(request, "text_input"),
+        "prompt": text[0] if text else None,
         "max_tokens": max_tokens,
         "stream": True,  # always streamed upstream; stream=false only joins the text here
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
     }
     for name, field in (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k")):
-        if (value := _value(request, name)) is not None:
+        if (value := _number(request, name)) is not None:
             body[field] = value
-    if (seed := _value(request, "random_seed")) is not None:
+    if (seed := _number(request, "random_seed")) is not None:
         body["seed"] = seed
-    if stop := _value(request, "stop_words"):
+    if stop := _strings(request, "stop_words"):
         body["stop"] = stop
-    if (min_tokens := _value(request, "min_tokens")) is not None:
+    if (min_tokens := _number(request, "min_tokens")) is not None:
         body["min_tokens"] = min_tokens
         if max_tokens is not None and min_tokens >= max_tokens:
             body["ignore_eos"] = True  # llama.cpp has no min_tokens; both honour ignore_eos
@@ -97,20 +112,20 @@ class Relay:
             self._session = aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0))
         return self._session
 
-    async def __call__(self, requests: list[Any]) -> Any:
+    async def __call__(self, requests: list[TritonRequest]) -> AsyncIterator[list[Response]]:
         if len(requests) != 1:  # no batching in the model config: Triton sends one at a time
             raise ValueError(f"expected one request per call, got {len(requests)}")
         (request,) = requests
         for name in REQUIRED:
-            if _value(request, name) is None:
+            if _array(request, name) is None:
                 raise ValueError(f"input {name} is required")
         body = upstream_body(request, self.model)
         streaming = body.pop("_stream")
-        want_in = bool(_value(request, "return_num_input_tokens"))
-        want_out = bool(_value(request, "return_num_output_tokens"))
+        want_in = bool(_number(request, "return_num_input_tokens"))
+        want_out = bool(_number(request, "return_num_output_tokens"))
         held: list[str] = []
         async for text, n_in, n_out in self._chunks(body):
-            response: dict[str, np.ndarray] = {}
+            response: Response = {}
             if text and streaming:
                 response["text_output"] = np.array([text.encode()], dtype=np.bytes_)
             elif text:
@@ -124,7 +139,7 @@ class Relay:
         if not streaming:
             yield [{"text_output": np.array(["".join(held).encode()], dtype=np.bytes_)}]
 
-    async def _chunks(self, body: dict[str, Any]) -> Any:
+    async def _chunks(self, body: dict[str, object]) -> AsyncIterator[tuple[str, int | None, int]]:
         """(text, prompt tokens once known, new completion tokens) per upstream SSE event. A pooled
         connection the engine closed while idle (llama.cpp closes them after 5 s) fails before any
         response: sent again on a fresh one, up to RESENDS times."""
@@ -140,7 +155,7 @@ class Relay:
                     yield item
             return
 
-    async def _events(self, resp: aiohttp.ClientResponse) -> Any:
+    async def _events(self, resp: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, int | None, int]]:
         counted = 0
         if resp.status != 200:
             raise RuntimeError(f"upstream {self.url} answered {resp.status}: {(await resp.text())[:500]}")

@@ -31,11 +31,12 @@ unknown options are dropped with a warning by ``Options.FromMap``).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from ..config import TargetConfig
+from ..errors import BadInput
 from ..records import Request
-from .wire import Stream
+from .wire import Body, Framing, Payload, Stream
 
 # Top-level fields of api/types.go GenerateRequest. extra_body keys among them go to the top level;
 # every other key is a model option (num_ctx, top_k, seed, ...), Ollama's native parameters object.
@@ -59,20 +60,20 @@ _REQUEST_FIELDS = frozenset(
 
 
 class OllamaWire:
-    framing = "ndjson"
+    framing: Framing = "ndjson"
     probe_path = "/api/tags"  # {"models": [{"name": "smollm2:135m", ...}]} (api/types.go ListResponse)
 
     def url(self, target: TargetConfig) -> str:
         return f"{target.url}/api/generate"
 
-    def payload(self, request: Request, target: TargetConfig) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def payload(self, request: Request, target: TargetConfig) -> Body:
+        body: Body = {
             "model": target.model,
             "prompt": request.as_prompt_text(),
             "stream": True,  # Ollama's default, sent so a proxy's different default cannot apply
             "raw": True,
         }
-        options: dict[str, Any] = {}
+        options: Body = {}
         if request.max_tokens is not None:
             options["num_predict"] = request.max_tokens
         if target.temperature is not None:
@@ -82,14 +83,17 @@ class OllamaWire:
                 body[key] = value
             else:
                 options[key] = value
+        given = body.get("options", {})  # extra_body's own options win
         if options:
-            body["options"] = {**options, **body.get("options", {})}
+            if not isinstance(given, Mapping):
+                raise BadInput(f"extra_body: Ollama's options must be an object, not {given!r}")
+            body["options"] = {**options, **given}
         return body
 
     def new_stream(self) -> Stream:
         return OllamaStream()
 
-    def model_ids(self, probe_json: Any) -> list[str]:
+    def model_ids(self, probe_json: object) -> list[str]:
         models = probe_json.get("models", []) if isinstance(probe_json, dict) else []
         return [m["name"] for m in models if isinstance(m, dict) and isinstance(m.get("name"), str)]
 
@@ -97,7 +101,7 @@ class OllamaWire:
 class OllamaStream(Stream):
     __slots__ = ()
 
-    def handle(self, data: bytes) -> bool:
+    def handle(self, data: Payload) -> bool:
         if self.failed or not data:
             return False
         obj = self.json_object(data, unit="line")

@@ -12,15 +12,13 @@ A chat delta's reasoning (``reasoning`` / ``reasoning_content``) is a chunk too,
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..config import TargetConfig
 from ..records import Request
-from .wire import Stream
+from .wire import Body, Framing, JsonObject, Payload, Stream
 
 
 class OpenAIWire:
-    framing = "sse"
+    framing: Framing = "sse"
     probe_path = "/v1/models"
 
     def __init__(self, chat: bool) -> None:
@@ -29,8 +27,8 @@ class OpenAIWire:
     def url(self, target: TargetConfig) -> str:
         return f"{target.url}{'/v1/chat/completions' if self.chat else '/v1/completions'}"
 
-    def payload(self, request: Request, target: TargetConfig) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": target.model, "stream": True}
+    def payload(self, request: Request, target: TargetConfig) -> Body:
+        body: Body = {"model": target.model, "stream": True}
         if self.chat:
             body["messages"] = request.as_messages()
         elif request.prompt_token_ids is not None:
@@ -59,9 +57,9 @@ class OpenAIWire:
     def new_stream(self) -> Stream:
         return OpenAIStream(self.chat)
 
-    def model_ids(self, probe_json: Any) -> list[str]:
+    def model_ids(self, probe_json: object) -> list[str]:
         data = probe_json.get("data", []) if isinstance(probe_json, dict) else []
-        return [m.get("id") for m in data if isinstance(m, dict) and m.get("id")]
+        return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
 
 
 class OpenAIStream(Stream):
@@ -71,7 +69,7 @@ class OpenAIStream(Stream):
         super().__init__()
         self.chat = chat
 
-    def handle(self, data: bytes) -> bool:
+    def handle(self, data: Payload) -> bool:
         if self.failed:
             return False
         if data == b"[DONE]":
@@ -108,7 +106,7 @@ class OpenAIStream(Stream):
             self.chunk_usage.append(count if type(count) is int else None)
         return chunk
 
-    def _choice(self, choice: dict) -> bool:
+    def _choice(self, choice: JsonObject) -> bool:
         """A choice's finish reason and content: True when it carried content (a chunk)."""
         reason = choice.get("finish_reason")
         if reason is not None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from typing import Any
+from types import SimpleNamespace
 
 import aiohttp
 
 from ..config import TargetConfig
 from ..records import Outcome, Request, RequestRecord, TokenSource
-from .wire import ERROR_BODY_CHARS, LineDecoder, SSEPayloads, Stream, Wire
+from .wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, Wire
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
 
@@ -53,12 +53,16 @@ def _stamp_sent(now: Callable[[], float]) -> aiohttp.TraceConfig:
     Also notes whether the attempt got a reused connection (only such a one is re-sent).
     """
 
-    async def on_chunk_sent(_session, ctx, _params) -> None:
+    async def on_chunk_sent(
+        _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: aiohttp.TraceRequestChunkSentParams
+    ) -> None:
         attempt = ctx.trace_request_ctx
         if attempt is not None:
             attempt.record.sent_s = now()
 
-    async def on_reuse(_session, ctx, _params) -> None:
+    async def on_reuse(
+        _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: aiohttp.TraceConnectionReuseconnParams
+    ) -> None:
         attempt = ctx.trace_request_ctx
         if attempt is not None:
             attempt.reused = True
@@ -180,7 +184,7 @@ class StreamingClient:
         # usage on every chunk asked for (the wire sends continuous_usage_stats only with usage)
         self._chunk_usage = bool(target.continuous_usage and target.include_usage)
 
-    def payload(self, request: Request) -> dict[str, Any]:
+    def payload(self, request: Request) -> Body:
         return self._wire.payload(request, self._target)
 
     async def send(self, request: Request, record: RequestRecord) -> None:
@@ -246,7 +250,7 @@ class StreamingClient:
                 stream.http_error = f"HTTP {resp.status}: {body[:ERROR_BODY_CHARS]}"
                 return
             decoder = self._decoder()
-            chunk_times = record.chunk_times_s
+            chunk_times = record.chunk_times()
             handle = stream.handle
             # Hot path: one iteration per network read. Read to EOF even after the final event so
             # the connection goes back to the pool instead of being closed with unread bytes.

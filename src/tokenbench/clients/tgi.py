@@ -24,15 +24,13 @@ Not supported by TGI, so never sent: ``ignore_eos`` (router/src/validation.rs bu
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..config import TargetConfig
 from ..records import Request
-from .wire import Stream
+from .wire import Body, Framing, Payload, Stream
 
 
 class TGIWire:
-    framing = "sse"
+    framing: Framing = "sse"
     # GET /info answers {"model_id": "...", ...} (router/src/lib.rs Info); any 200 proves the router.
     probe_path = "/info"
 
@@ -40,11 +38,11 @@ class TGIWire:
         # TGI serves one model; the name in --model is a label only (the route has no model field).
         return f"{target.url}/generate_stream"
 
-    def payload(self, request: Request, target: TargetConfig) -> dict[str, Any]:
+    def payload(self, request: Request, target: TargetConfig) -> Body:
         # details=true is what makes the final event carry generated_tokens and input_length
         # (server.rs builds StreamDetails only `if details`). decoder_input_details must stay
         # false: TGI rejects it on the streaming route (ValidationError::PrefillDetailsStream).
-        params: dict[str, Any] = {"details": True}
+        params: Body = {"details": True}
         if request.max_tokens is not None:
             params["max_new_tokens"] = request.max_tokens
         temperature = target.temperature
@@ -64,7 +62,7 @@ class TGIWire:
     def new_stream(self) -> Stream:
         return TGIStream()
 
-    def model_ids(self, probe_json: Any) -> list[str]:
+    def model_ids(self, probe_json: object) -> list[str]:
         model_id = probe_json.get("model_id") if isinstance(probe_json, dict) else None
         return [model_id] if isinstance(model_id, str) and model_id else []
 
@@ -72,7 +70,7 @@ class TGIWire:
 class TGIStream(Stream):
     __slots__ = ()
 
-    def handle(self, data: bytes) -> bool:
+    def handle(self, data: Payload) -> bool:
         if self.failed or not data:
             return False
         obj = self.json_object(data)  # TGI's error events carry error_type (router/src/lib.rs)

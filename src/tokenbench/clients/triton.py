@@ -37,24 +37,23 @@ equivalent both backends understand (ensemble input ``min_tokens``, older ensemb
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote
 
 from ..config import TargetConfig
 from ..records import Request
-from .wire import Stream
+from .wire import Body, Framing, Payload, Stream
 
 
 class TritonWire:
-    framing = "sse"
+    framing: Framing = "sse"
     probe_path = "/v2/health/ready"
 
     def url(self, target: TargetConfig) -> str:
         assert target.model is not None
         return f"{target.url}/v2/models/{quote(target.model, safe='')}/generate_stream"
 
-    def payload(self, request: Request, target: TargetConfig) -> dict[str, Any]:
-        params: dict[str, Any] = {
+    def payload(self, request: Request, target: TargetConfig) -> Body:
+        params: Body = {
             # Without stream=true a decoupled TRT-LLM/vLLM model sends the whole reply as one
             # response and TTFT would equal E2E.
             "stream": True,
@@ -85,11 +84,11 @@ class TritonWire:
     def new_stream(self) -> Stream:
         return TritonStream()
 
-    def model_ids(self, probe_json: Any) -> list[str]:
+    def model_ids(self, probe_json: object) -> list[str]:
         return []  # /v2/health/ready lists no models (see the module docstring)
 
 
-def _scalar(value: Any) -> Any:
+def _scalar(value: object) -> object:
     """A tensor output as JSON: one element is unwrapped by the server, more come as a list
     (several sequences: the first is the one we asked for)."""
     if isinstance(value, list):
@@ -100,7 +99,7 @@ def _scalar(value: Any) -> Any:
 class TritonStream(Stream):
     __slots__ = ()
 
-    def handle(self, data: bytes) -> bool:
+    def handle(self, data: Payload) -> bool:
         if self.failed or not data:
             return False
         obj = self.json_object(data)

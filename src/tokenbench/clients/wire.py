@@ -18,6 +18,13 @@ from .sse import SSEDecoder
 ERROR_BODY_CHARS = 500
 
 Framing = Literal["sse", "ndjson"]
+# One decoded payload of a framing: bytes, or the bytearray a line was split from (never copied).
+Payload = bytes | bytearray
+# A JSON object as a server sent it: a true edge, any shape. Each Stream reads the fields its
+# protocol defines and checks the type of each it uses.
+JsonObject = dict[str, Any]
+# A request's JSON body as a Wire builds it.
+Body = dict[str, object]
 
 
 class Stream:
@@ -114,11 +121,11 @@ class Stream:
             self.error = message
         return False
 
-    def handle(self, data: bytes) -> bool:
+    def handle(self, data: Payload) -> bool:
         """Read one payload; return True when it carried content (a chunk to stamp)."""
         raise NotImplementedError
 
-    def finish(self, reason: Any) -> None:
+    def finish(self, reason: object) -> None:
         """The server's finish reason: the reply is complete, or the engine aborted it (vLLM and
         SGLang end an aborted request with HTTP 200, finish_reason "abort" and [DONE]): then
         the stream fails, whatever content came before. SGLang may send {"type": "abort", ...}."""
@@ -131,7 +138,7 @@ class Stream:
         if self.finish_reason in ABORT_REASONS:
             self.fail(f"the engine ended the request: finish_reason {self.finish_reason!r}")
 
-    def json_object(self, data: bytes, unit: str = "event") -> dict | None:
+    def json_object(self, data: Payload, unit: str = "event") -> JsonObject | None:
         """The payload as a JSON object, or None after failing the stream with the reason: not
         JSON, not an object, or the server's ``{"error": ...}`` (with ``error_type`` if given)."""
         try:
@@ -158,11 +165,11 @@ class Wire(Protocol):
 
     def url(self, target: TargetConfig) -> str: ...
 
-    def payload(self, request: Request, target: TargetConfig) -> dict[str, Any]: ...
+    def payload(self, request: Request, target: TargetConfig) -> Body: ...
 
     def new_stream(self) -> Stream: ...
 
-    def model_ids(self, probe_json: Any) -> list[str]:
+    def model_ids(self, probe_json: object) -> list[str]:
         """Model names found in the probe's answer (may be empty)."""
         ...
 
@@ -175,7 +182,7 @@ class LineDecoder:
     def __init__(self) -> None:
         self._buf = bytearray()
 
-    def feed_data(self, data: bytes) -> list[bytes]:
+    def feed_data(self, data: bytes) -> list[Payload]:
         self._buf += data
         if b"\n" not in data:
             return []
@@ -183,7 +190,7 @@ class LineDecoder:
         self._buf = bytearray(rest)
         return [line.rstrip(b"\r") for line in lines if line.strip()]
 
-    def close_data(self) -> list[bytes]:
+    def close_data(self) -> list[Payload]:
         tail, self._buf = bytes(self._buf).strip(), bytearray()
         return [tail] if tail else []
 
@@ -196,8 +203,8 @@ class SSEPayloads:
     def __init__(self) -> None:
         self._decoder = SSEDecoder()
 
-    def feed_data(self, data: bytes) -> list[bytes]:
+    def feed_data(self, data: bytes) -> list[Payload]:
         return [e.data for e in self._decoder.feed(data)]
 
-    def close_data(self) -> list[bytes]:
+    def close_data(self) -> list[Payload]:
         return [e.data for e in self._decoder.close()]

@@ -10,16 +10,18 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypedDict
 
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
 from ..errors import BadInput
 from ..records import Request
-from ..results import DatasetFacts as DatasetInfo  # what results.json says of the dataset
-from ..results import SharedPrefixFacts, TraceFacts
+from ..results import DatasetFacts, SharedPrefixFacts, TraceFacts
 from . import dolly, jsonl, shared_prefix, sharegpt
 from .synthetic import synthetic_prompts
 from .tokenizers import Tokenizer
 from .trace_requests import TraceSelection, trace_requests
+
+DatasetInfo = DatasetFacts  # what results.json says of the dataset (run_facts imports it from here)
 
 
 def _estimate(text: str) -> int:
@@ -97,7 +99,7 @@ def _jsonl(src: Source, _: Tokenizer | None) -> Built:
     cfg = src.cfg
     if cfg.path is None:
         raise BadInput("--dataset jsonl needs --dataset-path FILE.jsonl")
-    requests = []
+    requests: list[Request] = []
     for r in jsonl.load(cfg.path):
         if src.system and r.prompt is not None:
             r = _make(r.prompt, src.system, r.max_tokens, None)
@@ -132,7 +134,7 @@ def _trace(src: Source, tokenizer: Tokenizer | None) -> Built:
 def _from_pairs(pairs: list[tuple[str, str]], src: Source) -> list[Request]:
     """(prompt, reply) pairs, shuffled by the seed, filtered by length; the reply's length is the
     request's max_tokens unless --output-tokens fixes it."""
-    cfg, requests = src.cfg, []
+    cfg, requests = src.cfg, list[Request]()
     random.Random(src.seed).shuffle(pairs)
     for prompt, reply in pairs:
         if len(requests) >= cfg.num_prompts:
@@ -166,6 +168,13 @@ SOURCES: dict[str, Callable[[Source, Tokenizer | None], Built]] = {
 }
 
 
+class _Workload(TypedDict, total=False):
+    """DatasetInfo's keys only some datasets have (set only when they do)."""
+
+    trace: TraceFacts
+    shared_prefix: SharedPrefixFacts
+
+
 def build_requests(
     cfg: DatasetConfig,
     tokenizer: Tokenizer | None,
@@ -181,6 +190,12 @@ def build_requests(
     built = SOURCES[cfg.name](Source(cfg, count, system, seed, trace_window, token_ids), tokenizer)
     if not built.requests:
         raise BadInput(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
+    # only a trace's (or shared prefixes') facts add the key: other datasets' results.json keep their shape
+    workload = _Workload()
+    if built.trace is not None:
+        workload["trace"] = built.trace
+    if built.shared_prefix is not None:
+        workload["shared_prefix"] = built.shared_prefix
     info = DatasetInfo(
         name=cfg.name,
         num_requests=len(built.requests),
@@ -189,9 +204,7 @@ def build_requests(
         system_prompt=bool(system),
         unique_prefix=cfg.unique_prefix,
         source=built.source,
-        # only a trace's facts add the key: other datasets' results.json keep their shape
-        **({"trace": built.trace} if built.trace is not None else {}),
-        **({"shared_prefix": built.shared_prefix} if built.shared_prefix is not None else {}),
+        **workload,
     )
     return built.requests, info
 

@@ -9,16 +9,26 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Required, TypedDict
 
 from ..errors import BadInput
 
 HUB_ID = "databricks/databricks-dolly-15k"
 
 
-def rows(path: Path | None) -> Iterator[dict]:
+class DollyRow(TypedDict, total=False):
+    """One row of the dataset (a JSON line or a hub row): only ``instruction`` is checked."""
+
+    instruction: Required[str]
+    context: str | None
+    response: str | None
+    category: str
+
+
+def rows(path: Path | None) -> Iterator[DollyRow]:
     if path is None:
         try:
-            from datasets import load_dataset  # optional; needs network
+            from datasets import load_dataset  # type: ignore[import-not-found]  # optional; needs network
         except ImportError as exc:
             raise FileNotFoundError(
                 "dolly: pass --dataset-path databricks-dolly-15k.jsonl (or install `datasets` "
@@ -39,7 +49,7 @@ def rows(path: Path | None) -> Iterator[dict]:
             yield row
 
 
-def prompt_of(row: dict) -> str:
+def prompt_of(row: DollyRow) -> str:
     context = (row.get("context") or "").strip()
     instruction = row["instruction"].strip()
     return f"{context}\n\n{instruction}" if context else instruction

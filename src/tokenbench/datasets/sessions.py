@@ -131,6 +131,8 @@ def _sharegpt(path: Path) -> Iterator[_RawConversation]:
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     for obj in sharegpt.iter_json_array(text):
         messages = obj.get("conversations") or obj.get("conversation") or []
+        if not isinstance(messages, list):
+            continue  # no turns to read
         pairs = [(m.get("from"), m.get("value")) for m in messages if isinstance(m, dict)]
         turns = _pair_turns([(role, value) for role, value in pairs if isinstance(value, str)])
         if turns:

@@ -30,7 +30,7 @@ def default_path() -> Path:
     return files[0]
 
 
-def iter_json_array(text: str) -> Iterator[dict]:
+def iter_json_array(text: str) -> Iterator[dict[str, object]]:
     """Yield the objects of a JSON array one by one; stop quietly at a truncated tail."""
     decoder = json.JSONDecoder()
     i = text.find("[")
@@ -56,11 +56,11 @@ def conversations(path: Path) -> Iterator[tuple[str, str]]:
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     for obj in iter_json_array(text):
         turns = obj.get("conversations") or obj.get("conversation") or []
-        if len(turns) < 2:
+        if not isinstance(turns, list) or len(turns) < 2:
             continue
         first, second = turns[0], turns[1]
         if not isinstance(first, dict) or not isinstance(second, dict):
             continue
         if first.get("from") not in ("human", "user") or not first.get("value"):
             continue
-        yield first["value"], second.get("value") or ""
+        yield str(first["value"]), str(second.get("value") or "")

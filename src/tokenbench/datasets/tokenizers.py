@@ -10,7 +10,7 @@ import json
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Tokenizer(Protocol):
@@ -65,15 +65,18 @@ class RemoteTokenizer:
         self._timeout_s = timeout_s
         self.name = f"server:{self._url}"
 
-    def _post(self, body: dict) -> dict:
+    def _post(self, body: dict[str, object]) -> dict[str, Any]:  # the server's JSON answer: any shape
         req = urllib.request.Request(
             self._url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
         )
         with urllib.request.urlopen(req, timeout=self._timeout_s) as resp:
-            return json.loads(resp.read())
+            data = json.loads(resp.read())
+        if not isinstance(data, dict):
+            raise ValueError(f"{self._url} answered {str(data)[:200]!r}, not a JSON object")
+        return data
 
-    def _tokenize(self, text: str) -> dict:
-        body = {"content": text, "prompt": text, "add_special_tokens": False}
+    def _tokenize(self, text: str) -> dict[str, Any]:  # the server's JSON answer (_post)
+        body: dict[str, object] = {"content": text, "prompt": text, "add_special_tokens": False}
         if self._model:
             body["model"] = self._model
         return self._post(body)

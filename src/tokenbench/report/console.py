@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -11,6 +12,9 @@ from rich.table import Table
 from ..catalogue import SERVER_PREEMPTIONS, SERVER_TTFT_MEAN, Distribution, Metric, shown_in
 from ..results import Experiment, Gauge, PointResult, RunResults, TrialStat
 from ..telemetry.client_health import CPU_LIMIT, LOOP_LAG_LIMIT_S
+
+if TYPE_CHECKING:  # only the backends commands print these tables; the report never imports backends
+    from ..backends.base import LaunchSpec, Profile
 
 
 def _ms(value: float | None) -> str:
@@ -89,11 +93,19 @@ def _metric_rows(row: _Row, points: list[PointResult]) -> None:
     metrics = shown_in("console")
     for m in metrics:
         if m.distribution is None and any(m.get(p) is not None for p in points):
-            row(m.label, lambda p, m=m: _num(_scaled(m.get(p), m.scale), f".{m.digits}f"))
+            row(m.label, _metric_cell(m))
     for d in dict.fromkeys(m.distribution for m in metrics if m.distribution is not None):
         # an optional one (TTFO, per-token ITL) only where some point measured it
         if any(d.read(p, "count") if d.optional else d.read(p, "count") is not None for p in points):
-            row(f"{d.name} ({d.unit}) mean / p50 / p99 (n)", lambda p, d=d: _dist(p, d))
+            row(f"{d.name} ({d.unit}) mean / p50 / p99 (n)", _dist_cell(d))
+
+
+def _metric_cell(m: Metric) -> Callable[[PointResult], str]:
+    return lambda p: _num(_scaled(m.get(p), m.scale), f".{m.digits}f")
+
+
+def _dist_cell(d: Distribution) -> Callable[[PointResult], str]:
+    return lambda p: _dist(p, d)
 
 
 def _server_rows(row: _Row, points: list[PointResult]) -> None:
@@ -105,18 +117,18 @@ def _server_rows(row: _Row, points: list[PointResult]) -> None:
             lambda p: "-" if p.server is None else {True: "yes", False: "NO"}[p.server.bracketed],
         )
     row("server: preemptions", lambda p: _num(SERVER_PREEMPTIONS.get(p), ".0f"))
-    row("server: generated tokens", lambda p: _num(p.server and p.server.generated_tokens, ".0f"))
+    row("server: generated tokens", lambda p: _num(p.server.generated_tokens if p.server else None, ".0f"))
     row("server: TTFT mean ms", lambda p: _ms(SERVER_TTFT_MEAN.get(p)))
     row(
         "  client, same requests",
         lambda p: _ms(p.server.client_ttft_s_matched.mean if p.server and p.server.client_ttft_s_matched else None),
     )
-    row("server: running mean / max", lambda p: _gauge(p.server and p.server.running))
-    row("server: waiting mean / max", lambda p: _gauge(p.server and p.server.waiting))
-    row("server: KV usage % mean / max", lambda p: _gauge(p.server and p.server.kv_usage, 100.0))
+    row("server: running mean / max", lambda p: _gauge(p.server.running if p.server else None))
+    row("server: waiting mean / max", lambda p: _gauge(p.server.waiting if p.server else None))
+    row("server: KV usage % mean / max", lambda p: _gauge(p.server.kv_usage if p.server else None, 100.0))
 
 
-def backends_table(profiles) -> Table:
+def backends_table(profiles: Iterable[Profile]) -> Table:
     table = Table(title="tokenbench backends (tokenbench backends show NAME prints the launch command)")
     for col in ("name", "engine", "APIs", "metrics", "ignore_eos", "cold start includes"):
         table.add_column(col)
@@ -128,7 +140,7 @@ def backends_table(profiles) -> Table:
     return table
 
 
-def profile_panel(profile, spec) -> Table:
+def profile_panel(profile: Profile, spec: LaunchSpec) -> Table:
     """What a profile knows, under its launch command."""
     table = Table.grid(padding=(0, 2))
     table.add_row("engine", profile.title)

@@ -15,7 +15,7 @@ from typing import Any
 from ..results import TimeWindow, TrialStat
 from ..results.capacity import CapacityResult
 
-LoadKey = tuple[str, Any]  # (load kind, users or rate; the label when it has no number)
+LoadKey = tuple[str, float | str]  # (load kind, users or rate; the label when it has no number)
 Slo = dict[str, float | None]  # objective ("ttft_s", "tpot_s", "e2e_s") -> seconds, None when not set
 
 
@@ -26,7 +26,7 @@ class PointRow:
     source: str  # the run directory's or experiment's name
     config: str  # unique display label: backend configuration (+ dataset variant)
     backend: str | None
-    swept: dict[str, Any]
+    swept: dict[str, Any]  # the knobs' values as the spec's YAML gave them (any YAML scalar)
     variant: str | None
     point: int
     label: str  # "16 users", "2 req/s"
@@ -97,7 +97,7 @@ class ServerInfo:
     label: str
     config: str
     backend: str | None
-    swept: dict[str, Any]
+    swept: dict[str, Any]  # the knobs' values as the spec's YAML gave them (any YAML scalar)
     status: str | None
     error: str | None
     cold_start_s: float | None

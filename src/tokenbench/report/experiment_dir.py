@@ -14,6 +14,10 @@ from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerI
 from .files import ReportInputError, StaleLayoutError, read_experiment, read_results
 from .run_dir import dataset_text, facts_text, load_value, point_spans, read_capacity, slo_of, turn_rows
 
+# experiment.json's spec (or a part of it): the user's YAML document as given, any shape (a true
+# edge); the header reads a few keys of it when no cell has results.
+SpecDoc = dict[str, Any]
+
 # The headline metrics every row has (a key an older aggregate lacks reads as "no trials").
 METRIC_NAMES: tuple[str, ...] = tuple(m.key for m in shown_in("aggregates"))
 
@@ -112,7 +116,7 @@ def _rows(exp: Experiment, name: str, outcomes: Outcomes, many_variants: bool) -
     return rows
 
 
-def _load_text(load: dict[str, Any], search: dict[str, Any] | None = None) -> str:
+def _load_text(load: SpecDoc, search: SpecDoc | None = None) -> str:
     if search:
         return f"capacity search ({search.get('variable', 'rate')}) under {search.get('slo')}"
     if load.get("users"):
@@ -122,17 +126,17 @@ def _load_text(load: dict[str, Any], search: dict[str, Any] | None = None) -> st
     return "–"
 
 
-def _spec_slo(spec: dict[str, Any]) -> Slo:
+def _spec_slo(spec: SpecDoc) -> Slo:
     slo = spec.get("slo") or {}
     return {d.key: slo.get(d.key) for d in SLO_DISTRIBUTIONS}
 
 
-def _spec_model(spec: dict[str, Any]) -> str | None:
+def _spec_model(spec: SpecDoc) -> str | None:
     models = {b.get("model") for b in spec.get("backends") or [] if b.get("model")}
     return ", ".join(sorted(str(m) for m in models)) or None
 
 
-def _spec_dataset(spec: dict[str, Any]) -> str:
+def _spec_dataset(spec: SpecDoc) -> str:
     d = spec.get("dataset")
     if not d:
         return "–"

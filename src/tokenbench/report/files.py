@@ -34,7 +34,7 @@ def is_run_dir(path: Path) -> bool:
     return (path / "results.json").is_file()
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:  # a file's JSON object, any shape: the callers validate it
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:

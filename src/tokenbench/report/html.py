@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 
-import plotly.offline
+import plotly.offline  # type: ignore[import-untyped]  # plotly ships no type hints
 
 from .fmt import esc
 from .outline import Block, ReportOutline, Section

@@ -6,10 +6,8 @@ reaches plotly: titles, legends and hover texts included.
 
 from __future__ import annotations
 
-from typing import Any
-
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type hints
+from plotly.subplots import make_subplots  # type: ignore[import-untyped]
 
 from .chart_spec import Chart, Panel, Series
 from .fmt import esc
@@ -29,7 +27,7 @@ def _trace(s: Series) -> go.Bar | go.Scatter:
     name = plot_text(s.name)
     # Text from files goes through `text`, never into the template, where %{...} is code.
     hover = [plot_text(h) for h in s.hover] if s.hover else [name] * len(s.x)
-    common: dict[str, Any] = dict(
+    common: dict[str, object] = dict(
         name=name,
         legendgroup=name,
         showlegend=s.show_legend,
@@ -66,11 +64,11 @@ def _add_panel(fig: go.Figure, panel: Panel, row: int) -> None:
         fig.update_layout(barmode="stack")
 
 
-def _shapes(chart: Chart, rows: int) -> list[dict[str, Any]]:
+def _shapes(chart: Chart, rows: int) -> list[dict[str, object]]:
     """Ramp/drain spans and point marks on every panel, as one list: plotly's
     add_vrect/add_vline(row="all") re-validate the whole layout on every call (seconds for a
     timeline with a few dozen points)."""
-    shapes = []
+    shapes: list[dict[str, object]] = []
     for row in range(1, rows + 1):
         axis = "" if row == 1 else str(row)
         refs = dict(xref=f"x{axis}", yref=f"y{axis} domain", y0=0, y1=1)
@@ -84,7 +82,7 @@ def _shapes(chart: Chart, rows: int) -> list[dict[str, Any]]:
     return shapes
 
 
-def _annotations(chart: Chart) -> list[dict[str, Any]]:
+def _annotations(chart: Chart) -> list[dict[str, object]]:
     return [
         dict(
             x=mark.x,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -16,9 +17,17 @@ from .chart_spec import Chart, Panel
 _MARKERS = {"circle": "o", "x": "X", "star": "*"}
 
 
-def _nan(values: list[float | None]) -> list[float]:
+def _nan(values: Sequence[float | None]) -> list[float]:
     # matplotlib breaks a line at NaN: a null window is a gap, never a dip to 0.
     return [math.nan if v is None else float(v) for v in values]
+
+
+def _xs(values: Sequence[float | None] | Sequence[str]) -> list[float] | list[str]:
+    """x values as matplotlib takes them: labels as they are; numbers, a missing one as NaN (a gap)."""
+    labels = [v for v in values if isinstance(v, str)]
+    if len(labels) == len(values):
+        return labels
+    return [math.nan if v is None or isinstance(v, str) else float(v) for v in values]
 
 
 def _draw_bars(ax: Axes, panel: Panel) -> None:
@@ -27,13 +36,14 @@ def _draw_bars(ax: Axes, panel: Panel) -> None:
     bottom = [0.0] * len(categories)
     for s in panel.series:
         heights = [0.0] * len(categories)
-        for x, y in zip(s.x, s.y):
+        xs: Sequence[float | str | None] = s.x
+        for x, y in zip(xs, s.y):
             heights[categories.index(x)] = y or 0.0
         ax.bar(range(len(categories)), heights, bottom=bottom if panel.stacked else None, label=s.name, color=s.color)
         if panel.stacked:
             bottom = [b + h for b, h in zip(bottom, heights)]
     ax.set_xticks(range(len(categories)))
-    ax.set_xticklabels(categories, rotation=30, ha="right", fontsize=7)
+    ax.set_xticklabels([str(c) for c in categories], rotation=30, ha="right", fontsize=7)
 
 
 def _draw_panel(ax: Axes, panel: Panel) -> None:
@@ -41,10 +51,10 @@ def _draw_panel(ax: Axes, panel: Panel) -> None:
         _draw_bars(ax, panel)
         return
     for s in panel.series:
-        y = _nan(s.y)
+        x, y = _xs(s.x), _nan(s.y)
         if s.kind == "markers":
             ax.scatter(
-                s.x,
+                x,
                 y,
                 label=s.name if s.show_legend else None,
                 color=s.color,
@@ -53,11 +63,11 @@ def _draw_panel(ax: Axes, panel: Panel) -> None:
                 zorder=3,
             )
         elif s.kind == "dash":
-            ax.plot(s.x, y, "--", label=s.name, color=s.color, linewidth=1)
+            ax.plot(x, y, "--", label=s.name, color=s.color, linewidth=1)
         else:
             marker = _MARKERS.get(s.symbol, "o") if len(s.x) < 60 else None
             ax.plot(
-                s.x,
+                x,
                 y,
                 label=s.name if s.show_legend else None,
                 color=s.color,
@@ -67,7 +77,7 @@ def _draw_panel(ax: Axes, panel: Panel) -> None:
             )
         if s.error is not None:
             ax.errorbar(
-                s.x,
+                x,
                 y,
                 yerr=_nan([e if e is not None else math.nan for e in s.error]),
                 fmt="none",

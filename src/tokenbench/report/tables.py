@@ -3,10 +3,11 @@ Markdown renderers. Pure: data in, Table out."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..catalogue import GOOD_FRACTION, GOODPUT_PER_S, shown_in
+from ..results import TrialStat
 from ..telemetry.client_health import CPU_LIMIT, LOOP_LAG_LIMIT_S
 from . import fmt
 from .data import ExperimentHeader, ReportData
@@ -30,7 +31,7 @@ class Table:
     numeric: tuple[int, ...] = ()  # column indexes to right-align
 
 
-def _text(v: Any) -> str:
+def _text(v: object) -> str:
     return NULL_TEXT if v is None or v == "" else str(v)
 
 
@@ -38,7 +39,7 @@ def _slo_cell(slo: dict[str, float | None]) -> str:
     return slo_text(slo) or "none set"
 
 
-def _swept(swept: dict[str, Any]) -> str:
+def _swept(swept: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in swept.items()) or NULL_TEXT
 
 
@@ -246,7 +247,7 @@ def stability_table(verdict: Verdict) -> Table | None:
     if not verdict.stability_summary:
         return None
 
-    def pm(st, digits: int = 1, scale: float = 1.0) -> str:
+    def pm(st: TrialStat, digits: int = 1, scale: float = 1.0) -> str:
         text = fmt.num(st.mean, digits, scale)
         return text + (f" ± {fmt.num(st.ci95, digits, scale)}" if st.ci95 is not None and st.mean is not None else "")
 
@@ -331,17 +332,17 @@ def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
             parts.append(f"most stable {s.config} (CV {fmt.num(s.cv.mean, 1, 100)}%)")
         if parts:
             lines.append(f"At {lv.label}: " + "; ".join(parts) + ".")
-    for s in verdict.saturation:
-        lines.append(f"{s.config} saturates at {s.label}: {s.reason}.")
+    for sat in verdict.saturation:
+        lines.append(f"{sat.config} saturates at {sat.label}: {sat.reason}.")
     lines += [_client_line(c) for c in verdict.client]
     lines += [_cache_line(c) for c in verdict.cache]
     degraded = [s for s in verdict.stability_summary if s.degraded_runs]
-    for s in degraded:
-        trials = f" in {s.degraded_runs} of {s.runs} trials" if s.runs > 1 else ""
+    for d in degraded:
+        trials = f" in {d.degraded_runs} of {d.runs} trials" if d.runs > 1 else ""
         lines.append(
-            f"{s.config} at {s.label}: steady-state output rate fell{trials}, by "
-            f"{-s.change.mean * 100:.1f}% on average ({fmt.num(s.head_tokens_per_s.mean)} → "
-            f"{fmt.num(s.tail_tokens_per_s.mean)} tok/s, {s.basis})."
+            f"{d.config} at {d.label}: steady-state output rate fell{trials}, by "
+            f"{fmt.num(d.change.mean, 1, -100)}% on average ({fmt.num(d.head_tokens_per_s.mean)} → "
+            f"{fmt.num(d.tail_tokens_per_s.mean)} tok/s, {d.basis})."
         )
     if verdict.stability and not degraded:
         lines.append(f"No run's steady-state output rate fell by more than {DEGRADATION_THRESHOLD:.0%}.")

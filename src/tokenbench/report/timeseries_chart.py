@@ -4,8 +4,6 @@ steady-state change (stability.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .chart_spec import PALETTE, Chart, Mark, Panel, Series, Span
 from .data import RunSeries
 from .stability import Stability, run_stabilities
@@ -67,7 +65,7 @@ def _panels(series: RunSeries) -> list[Panel]:
     for panel_label, fields in WINDOW_PANELS:
         panel_series = []
         for key, name, scale in fields:
-            x: list[Any] = []
+            x: list[float] = []
             y: list[float | None] = []
             for p in series.points:
                 if x:  # a gap between points so no line joins two loads

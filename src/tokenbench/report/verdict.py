@@ -73,12 +73,13 @@ def saturation_point(rows: list[PointRow]) -> Saturation | None:
     A point with no successful request (TTFT null) counts as saturated. Returns None when no
     point qualifies (including when there are no rate points).
     """
-    points = sorted((r for r in rows if r.load_kind == "rate" and r.load_value is not None), key=lambda r: r.load_value)
-    if not points:
+    rated = [(r.load_value, r) for r in rows if r.load_kind == "rate" and r.load_value is not None]
+    rated.sort(key=lambda value_row: value_row[0])
+    if not rated:
         return None
-    base_ttft = points[0].mean(TTFT_P50.key)
-    for r in points:
-        rate = float(r.load_value)
+    base_ttft = rated[0][1].mean(TTFT_P50.key)
+    for value, r in rated:
+        rate = float(value)
         ttft = r.mean(TTFT_P50.key)
         achieved = r.mean(REQUESTS_PER_S.key)
         offered = r.mean(OFFERED_PER_S.key) or rate
@@ -229,14 +230,14 @@ def _overlap(a: TrialStat, b: TrialStat) -> bool | None:
 def best(rows: list[PointRow], metric: Metric) -> Pick | None:
     """The row with the best mean of ``metric`` in its direction (rows with a null mean are skipped)."""
     key = metric.key
-    scored = [r for r in rows if r.mean(key) is not None]
+    scored = [(mean, r) for r in rows if (mean := r.mean(key)) is not None]
     if not scored:
         return None
-    scored.sort(key=lambda r: r.mean(key), reverse=metric.higher_is_better)
-    top = scored[0]
+    scored.sort(key=lambda mean_row: mean_row[0], reverse=metric.higher_is_better)
+    top = scored[0][1]
     if len(scored) == 1:
         return Pick(metric, top.config, top.metrics[key], None, None, None)
-    second = scored[1]
+    second = scored[1][1]
     overlap = _overlap(top.metrics[key], second.metrics[key])
     return Pick(
         metric,

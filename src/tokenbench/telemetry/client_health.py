@@ -28,7 +28,7 @@ from ..results.client import Client, WindowHealth
 LOOP_LAG_LIMIT_S = 0.005
 CPU_LIMIT = 0.90
 
-Sample = dict[str, Any]  # one ``client`` line of samples.jsonl
+Sample = dict[str, Any]  # one ``client`` line of samples.jsonl, read back as JSON (an edge: read key by key)
 
 
 def _inside(samples: Sequence[Sample], start_s: float, end_s: float) -> list[Sample]:

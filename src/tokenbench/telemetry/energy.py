@@ -20,7 +20,10 @@ from typing import Any
 
 from ..results.cost import Energy, EnergySource
 
-Sample = dict[str, Any]  # one scrape line of samples.jsonl
+# One line of samples.jsonl (the header, or a scrape) as read back: JSON whose keys the sampler
+# chose (prom.py's names), so any value (an edge: read key by key).
+Sample = dict[str, Any]
+GpuRow = dict[str, float]  # one GPU's readings in a scrape (telemetry.gpu.GPUSampler.read)
 Series = list[tuple[float, float]]  # (t_s, joules since the first reading), in time order
 
 # Each source's reading in a GPU row (telemetry.gpu), in order of preference.
@@ -30,7 +33,7 @@ _SOURCES: tuple[EnergySource, ...] = ("nvml_total_energy", "power_integral")
 
 def point_energy(
     samples: list[Sample],
-    header: dict[str, Any] | None,
+    header: Sample | None,
     start_s: float,
     end_s: float,
     output_tokens_per_s: float | None,
@@ -85,15 +88,15 @@ def _bracketing(samples: list[Sample], start_s: float, end_s: float) -> list[Sam
     return lines[i : j + 1]
 
 
-def _rows_by_gpu(lines: list[Sample]) -> dict[int, list[tuple[float, dict[str, Any]]]]:
-    rows: dict[int, list[tuple[float, dict[str, Any]]]] = {}
+def _rows_by_gpu(lines: list[Sample]) -> dict[int, list[tuple[float, GpuRow]]]:
+    rows: dict[int, list[tuple[float, GpuRow]]] = {}
     for line in lines:
         for row in line["gpu"]:
             rows.setdefault(row["index"], []).append((line["t_s"], row))
     return rows
 
 
-def _source(rows: dict[int, list[tuple[float, dict[str, Any]]]]) -> EnergySource | None:
+def _source(rows: dict[int, list[tuple[float, GpuRow]]]) -> EnergySource | None:
     """The counter when every GPU has two readings of it, else the power when every GPU has two."""
     if not rows:
         return None
@@ -104,7 +107,7 @@ def _source(rows: dict[int, list[tuple[float, dict[str, Any]]]]) -> EnergySource
     return None
 
 
-def _cumulative(readings: list[tuple[float, dict[str, Any]]], source: EnergySource) -> Series:
+def _cumulative(readings: list[tuple[float, GpuRow]], source: EnergySource) -> Series:
     """Joules since the first reading, at each reading."""
     key = _KEYS[source]
     points = [(t, float(r[key])) for t, r in readings if r.get(key) is not None]

@@ -23,7 +23,9 @@ from typing import Any
 from ..results import Gauge, Gpu, MatchedTtft, Server
 from ..results.run import WindowServer
 
-Sample = dict[str, Any]  # one line of samples.jsonl (telemetry.sampler): its keys are prom.py's
+# One line of samples.jsonl (telemetry.sampler) as read back: JSON whose keys are prom.py's, so any
+# value (an edge: read key by key).
+Sample = dict[str, Any]
 
 
 def _increase(series: list[Sample], field: str) -> float | None:
@@ -120,7 +122,7 @@ def point_server(samples: list[Sample], start_s: float, end_s: float) -> Server 
     )
 
 
-def point_gpu(samples: list[Sample], header: dict[str, Any] | None, start_s: float, end_s: float) -> Gpu:
+def point_gpu(samples: list[Sample], header: Sample | None, start_s: float, end_s: float) -> Gpu:
     gpu_info = (header or {}).get("gpu") or {"available": False, "reason": "not sampled"}
     if not gpu_info.get("available"):
         return Gpu(available=False, reason=gpu_info.get("reason"))
