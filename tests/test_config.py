@@ -1,5 +1,5 @@
 """The settings tree: validation errors name the flag to change; load sweeps become load points;
-durations and SLOs parse; the settings written to config.json are masked."""
+the settings written to config.json are masked."""
 
 import pytest
 from pydantic import ValidationError
@@ -14,7 +14,6 @@ from tokenbench.config import (
     TargetConfig,
     UsersLoad,
 )
-from tokenbench.units import parse_duration_s, parse_slo
 
 
 @pytest.mark.parametrize(
@@ -65,21 +64,6 @@ def test_a_sweep_is_one_point_per_value_and_burstiness_means_gamma():
     (point,) = LoadSweep(rates=[3.0], burstiness=0.5, max_concurrency=2).points()
     assert point == RateLoad(rate_per_s=3.0, arrival="gamma", burstiness=0.5, max_concurrency=2)
     assert LoadSweep(rates=[1.0]).points()[0].arrival == "poisson"
-
-
-@pytest.mark.parametrize("text,seconds", [("500ms", 0.5), ("2s", 2.0), ("1.5", 1.5), (" 2m ", 120.0), (".25s", 0.25)])
-def test_durations_are_seconds_unless_a_unit_says_otherwise(text, seconds):
-    assert parse_duration_s(text) == pytest.approx(seconds)
-
-
-def test_slo_parts_and_their_errors():
-    slo = parse_slo("ttft=500ms, tpot=50ms,e2e=3")
-    assert (slo.ttft_s, slo.tpot_s, slo.e2e_s) == pytest.approx((0.5, 0.05, 3.0)) and slo.any
-    assert not parse_slo("").any
-    with pytest.raises(ValueError, match="--slo part 'itl=5ms'"):
-        parse_slo("itl=5ms")
-    with pytest.raises(ValueError, match="cannot read a duration from 'fast'"):
-        parse_slo("ttft=fast")
 
 
 def test_the_settings_written_are_masked():

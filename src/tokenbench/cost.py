@@ -12,19 +12,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .flags import COST, Flag
+from .frozen import FrozenModel
 from .results.cost import Cost
 
 SECONDS_PER_HOUR = 3600.0
 PER_MILLION = 1e6
 
 
-class CostConfig(BaseModel):
+class CostConfig(FrozenModel):
     """The hardware's price: ``usd_per_gpu_hour`` (--cost-per-hour) x ``gpus`` (--gpus)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     usd_per_gpu_hour: Annotated[
         float,

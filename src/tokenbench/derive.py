@@ -119,11 +119,9 @@ def point_result(
     server = point_server(samples, window.start_s, window.end_s)
     population = [r for r in kept if chunks.in_population(r)]
     # the workload's expected reuse: a trace's or shared prefixes' (dataset facts), else sessions'
-    dataset = manifest.dataset_info
-    workload_reuse = expected_reuse(dataset.model_dump(mode="json", exclude_unset=True) if dataset else None)
+    workload_reuse = expected_reuse(manifest.dataset_info)
     if workload_reuse is None and config.sessions is not None:
         workload_reuse = session_expected_reuse(population, kept)
-    reset = event.prefix_cache_reset.model_dump() if event.prefix_cache_reset is not None else None
     # The server and the GPU over the client's window; over the whole point beside, named so.
     point = PointResult(
         **dict(_point_head(config.stop, event)),
@@ -133,7 +131,7 @@ def point_result(
         gpu=point_gpu(samples, header, window.start_s, window.end_s),
         gpu_whole_point=point_gpu(samples, header, start_s, end_s),
         timeseries=_windows(series, samples, health),
-        prefix_cache=prefix_cache(reset, server, cache, workload_reuse),
+        prefix_cache=prefix_cache(event.prefix_cache_reset, server, cache, workload_reuse),
         energy=point_energy(samples, header, window.start_s, window.end_s, metrics.output_tokens_per_s),
     )
     # The parts only some points have: a key each has only where it is not None (exclude_unset).

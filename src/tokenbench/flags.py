@@ -1,4 +1,4 @@
-"""How a settings field says which command-line option sets it (config.py, cost.py): read by
+"""How a settings field says which command-line option sets it (config.py, cost.py, capacity/plan.py): read by
 cli/flags.py, which builds the commands' options from them and names the flag in an error. No
 imports: every settings module can declare its flags with these."""
 
@@ -13,6 +13,7 @@ PREFIXES = "Shared prefixes"
 SESSIONS = "Sessions"
 COST = "Cost"
 SCALE = "Scale-out"
+SEARCH = "Capacity search"  # `tokenbench capacity --help` (capacity/plan.py: CapacitySettings)
 
 
 @dataclass(frozen=True)

@@ -90,11 +90,9 @@ class ServerFacts(FrozenModel):
         return cls.model_validate(data)
 
 
-class RunManifest(BaseModel):
+class RunManifest(FrozenModel):
     """config.json: the run's settings (``config``) and every fact resolved once the run started.
     A key absent from an older config.json takes the default declared here (or RunConfig's)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     config: RunConfig  # the settings as the run was given them, credentials masked
     resolved_target: ResolvedTarget = ResolvedTarget()
@@ -231,10 +229,14 @@ class PointEnd(_PointEvent):
         )
 
 
-class _OldSpan(BaseModel):
-    """A point's span in a results.json from before 0.2.0 (keys it had that are not read: ignored)."""
+class _OldPart(BaseModel):
+    """A part of a results.json from before 0.2.0: the keys read are declared, any other ignored."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _OldSpan(_OldPart):
+    """A point's span in a results.json from before 0.2.0 (keys it had that are not read: ignored)."""
 
     start_s: Number
     ramp_end_s: Number
@@ -242,15 +244,11 @@ class _OldSpan(BaseModel):
     end_s: Number
 
 
-class _OldWindow(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
+class _OldWindow(_OldPart):
     start_s: Number | None = None
 
 
-class _OldPoint(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
+class _OldPoint(_OldPart):
     index: int
     load: dict[str, Any]  # Any: the load's JSON with the stop settings beside (results.Load), parsed below
     span: _OldSpan
@@ -258,11 +256,9 @@ class _OldPoint(BaseModel):
     interrupted: bool | None = None
 
 
-class _OldResults(BaseModel):
+class _OldResults(_OldPart):
     """What recompute needs of a results.json written before 0.2.0: its points' spans, its clock
     and where its telemetry went (config.json had neither)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
 
     points: list[_OldPoint] = []
     clock: Clock | None = None

@@ -40,7 +40,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard, get_args
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -58,6 +58,13 @@ Fault = Literal[
     "abort",
     "no_end",
 ]
+FAULTS: tuple[str, ...] = get_args(Fault)
+
+
+def is_fault(value: str) -> TypeGuard[Fault]:
+    """``value`` names a fault (the command line gives text; MockSettings takes a Fault)."""
+    return value in FAULTS
+
 
 # A request's JSON body as the client sent it: a true edge, any shape (the mock reads only the fields it knows).
 Body = dict[str, Any]

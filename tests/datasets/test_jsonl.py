@@ -27,3 +27,15 @@ def test_jsonl_errors_name_the_line(tmp_path, line, needle):
     path.write_text('{"prompt": "fine"}\n' + line + "\n")
     with pytest.raises(ValueError, match=needle.replace(".", r"\.")):
         build_requests(DatasetConfig(name="jsonl", path=path), None, 0)
+
+
+def test_json_lines_skips_blanks_and_a_bom_and_names_the_bad_line(tmp_path):
+    from tokenbench.datasets.jsonl import json_lines
+    from tokenbench.datasets.traces import TraceError
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text('\ufeff{"a": 1}\n\n[2]\n', encoding="utf-8")
+    assert list(json_lines(path)) == [(1, {"a": 1}), (3, [2])]  # any JSON value: the caller checks its shape
+    path.write_text('{"a": 1}\n{oops\n', encoding="utf-8")
+    with pytest.raises(TraceError, match="rows.jsonl:2: not a JSON line"):
+        list(json_lines(path, TraceError))

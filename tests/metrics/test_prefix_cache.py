@@ -2,9 +2,10 @@
 
 import pytest
 
+from tokenbench.manifest import PrefixCacheReset
 from tokenbench.metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from tokenbench.records import Outcome, RequestRecord
-from tokenbench.results import Server
+from tokenbench.results import DatasetFacts, Server
 
 
 def _rec(i, cached=None, prompt=None, timings=None, outcome=Outcome.OK, scheduled_s=1.0) -> RequestRecord:
@@ -52,6 +53,16 @@ def _server(hits, queries) -> Server:
     )
 
 
+def _dataset(**facts) -> DatasetFacts:
+    base = {"name": "synthetic", "num_requests": 8, "exact_lengths": True, "tokenizer": None}
+    return DatasetFacts.model_validate(base | {"system_prompt": False, "unique_prefix": False, "source": None} | facts)
+
+
+def _reuse(token_fraction) -> dict:
+    counts = {"num_blocks": 4, "num_blocks_reused": 3, "num_tokens": 64, "num_tokens_reused": 48}
+    return counts | {"token_fraction": token_fraction, "block_fraction": 0.75}
+
+
 def test_llamacpp_timings_count_cache_n_over_cache_n_plus_prompt_n():
     # prompt_n is what llama.cpp evaluated, cached tokens excluded: 30 / (30 + 10 + 0 + 60)
     records = [
@@ -67,7 +78,7 @@ def test_llamacpp_timings_count_cache_n_over_cache_n_plus_prompt_n():
 
 def test_usage_cached_tokens_over_usage_prompt_tokens():
     records = [_rec(0, cached=16, prompt=64), _rec(1, cached=48, prompt=64), _rec(2, prompt=64)]
-    got = prefix_cache({"status": "done", "detail": None}, None, _tally(records), 0.5)
+    got = prefix_cache(PrefixCacheReset(status="done"), None, _tally(records), 0.5)
     assert (got.hit_rate, got.hit_rate_source, got.hit_rate_requests) == (0.5, "usage_cached_tokens", 2)
     assert (got.reset, got.expected_reuse) == ("done", 0.5)
 
@@ -80,17 +91,24 @@ def test_server_counters_win_over_per_request_signals():
 
 def test_no_signal_is_none_never_zero():
     got = prefix_cache(
-        {"status": "failed", "detail": "HTTP 500"}, _server(None, None), _tally([_rec(0, prompt=8)]), None
+        PrefixCacheReset(status="failed", detail="HTTP 500"), _server(None, None), _tally([_rec(0, prompt=8)]), None
     )
     assert (got.hit_rate, got.hit_rate_source) == (None, None)
     assert (got.reset, got.reset_detail) == ("failed", "HTTP 500")
 
 
 def test_expected_reuse_from_a_trace_or_a_shared_prefix_workload():
-    trace = {"trace": {"expected_reuse": {"token_fraction": 0.75}}}
+    trace_facts = {"format": "mooncake", "sha256": "0" * 64, "num_rows": 4, "num_rows_used": 4, "block_size": 16}
+    trace_facts |= {"num_failed_skipped": 0, "num_filtered_out": 0, "expected_reuse": _reuse(0.75)}
+    trace = _dataset(trace=trace_facts)
     assert expected_reuse(trace) == 0.75
-    assert expected_reuse({"shared_prefix": {"expected_reuse": {"token_fraction": 0.5}}}) == 0.5
-    assert expected_reuse({"name": "synthetic"}) is None and expected_reuse(None) is None
+    shared = {"groups": 2, "tokens": 16, "skew": None, "expected_reuse": _reuse(0.5)}
+    assert expected_reuse(_dataset(shared_prefix=shared)) == 0.5
+    assert expected_reuse(_dataset(name="synthetic")) is None and expected_reuse(None) is None
+    # a trace without hash ids promises nothing; a shared prefix over it still does
+    no_ids = trace_facts | {"block_size": None, "expected_reuse": None}
+    assert expected_reuse(_dataset(trace=no_ids)) is None
+    assert expected_reuse(_dataset(trace=no_ids, shared_prefix=shared)) == 0.5
 
 
 def test_queries_counted_without_a_hit_counter_is_no_hit_sglang_creates_it_at_the_first():

@@ -1,4 +1,4 @@
-"""The report's figures as data (report/charts.py, timeseries_chart.py), from synthetic inputs."""
+"""The report's figures as data (report/charts.py; the timelines: test_timeseries_chart.py), from synthetic inputs."""
 
 from __future__ import annotations
 
@@ -30,17 +30,6 @@ def test_rate_sweep_charts(rate_experiment: Path) -> None:
     assert [p.y_label for p in knob.panels] == ["output tokens/s", "server preemptions per point"]
     errors = charts["errors"].panels[0]
     assert [s.name for s in errors.series] == ["timeout"] and errors.stacked
-
-
-def test_timeseries_marks_the_degraded_point(rate_experiment: Path) -> None:
-    charts = _charts(rate_experiment)
-    timelines = [c for c in charts.values() if c.section == "timeseries"]
-    assert len(timelines) == 9  # 3 configurations x 3 trials
-    first = next(c for c in timelines if "vllm_max_num_seqs=16" in c.title)
-    assert any("DEGRADED" in m.label and "8 req/s" in m.label for m in first.marks)
-    assert "Degraded: 8 req/s steady-state output rate fell 15.0%" in first.caption
-    assert [p.y_label for p in first.panels][:2] == ["output tokens/s", "TTFT (ms)"]
-    assert "GPU utilization (%)" not in [p.y_label for p in first.panels]  # never measured: left out
 
 
 def test_users_charts(users_experiments: tuple[Path, Path]) -> None:

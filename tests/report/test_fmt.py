@@ -4,7 +4,7 @@ text from a file is escaped for HTML and cannot break a Markdown table."""
 from __future__ import annotations
 
 from tokenbench.catalogue import METRICS, TTFT_MEAN
-from tokenbench.report.fmt import NULL_TEXT, esc, md, num, percent, seconds, stat
+from tokenbench.report.fmt import NULL_TEXT, esc, md, num, percent, scaled, seconds, stat
 from tokenbench.results import TrialStat
 
 
@@ -47,3 +47,9 @@ def test_md_keeps_a_table_row_one_row():
     assert md("a|b\nc\rd") == "a\\|b c d"
     assert md("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
     assert md(None) == ""
+
+
+def test_scaled_is_the_shown_unit_and_keeps_a_missing_number_missing():
+    assert scaled(0.25, 1e3) == 250.0
+    assert scaled(0.0, 1e3) == 0.0
+    assert scaled(None, 1e3) is None

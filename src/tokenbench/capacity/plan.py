@@ -9,11 +9,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
 from ..config import LoadPoint, RateLoad, UsersLoad
-from ..frozen import FrozenModel as _Model
+from ..flags import SEARCH, Flag
+from ..frozen import FrozenModel
 from ..results.capacity import (
     AtAnswer,
     CapacityResult,
@@ -31,17 +33,46 @@ from .decide import Bracket, Verdict, next_step
 from .objectives import check, check_mean, measure
 
 
-class CapacitySettings(_Model):
+class CapacitySettings(FrozenModel):
     """How the search runs (README "Capacity"): the load variable, the relative tolerance on the
     gap between the highest passing and lowest failing value, trials per value (the verdict is
     on the trial mean), the probe budget (distinct values after the saturating probe) and the
-    users of the saturating probe."""
+    users of the saturating probe. Each is a flag of `tokenbench capacity` (cli/capacity.py)."""
 
-    variable: Variable = "rate"
-    tolerance: float = Field(default=0.05, gt=0, lt=1)
-    trials: int = Field(default=1, gt=0)
-    max_probes: int = Field(default=8, gt=0)
-    saturate_users: int = Field(default=32, gt=0)
+    variable: Annotated[
+        Variable,
+        Flag("--variable", "The load searched: rate (open loop, req/s) or users (closed loop).", SEARCH, default=True),
+    ] = "rate"
+    tolerance: Annotated[
+        float,
+        Field(gt=0, lt=1),
+        Flag(
+            "--tolerance",
+            "Stop when (lowest failing - highest passing) / highest passing is at most this.",
+            SEARCH,
+            default=True,
+        ),
+    ] = 0.05
+    trials: Annotated[
+        int,
+        Field(gt=0),
+        Flag("--trials", "Points per probed value; the verdict is on the trial mean.", SEARCH, default=True),
+    ] = 1
+    max_probes: Annotated[
+        int,
+        Field(gt=0),
+        Flag("--max-probes", "Probe budget: load values probed after the saturating probe.", SEARCH, default=True),
+    ] = 8
+    saturate_users: Annotated[
+        int,
+        Field(gt=0),
+        Flag(
+            "--saturate-users",
+            "Users of the saturating probe (closed loop, no think time) that estimates the ceiling.",
+            SEARCH,
+            default=True,
+        ),
+    ] = 32
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """`tokenbench capacity`: run's flags (cli/flags.py) but the load values, run's --slo and the
-trace's, plus the search's own (CapacitySettings' fields, declared here); flags -> RunConfig
+trace's, plus the search's own (CapacitySettings' fields, capacity/plan.py); flags -> RunConfig
 (cli/run_flags.py), objectives and settings, then one call (capacity.search)."""
 
 from __future__ import annotations
@@ -11,30 +11,15 @@ from pydantic import ValidationError
 
 from ..capacity.plan import CapacitySettings
 from ..config import LoadSweep, ReplayLoad, RunConfig
-from ..flags import TRACE, Flag
+from ..flags import SEARCH, TRACE
 from ..results.capacity import Objective
 from .common import UsageError, err, exit_codes, validation_message
-from .flags import RUN_FLAGS, FlagCommand, Option, Params, flag_of, given_fields, run_options
+from .flags import RUN_FLAGS, FlagCommand, Option, Params, flag_of, given_fields, options, run_options
 
-SEARCH = "Capacity search"
 DEFAULT_DURATION_S = 20.0  # per probe, when neither --duration nor --max-requests is given
 
-
-def _search_option(field: str, help: str) -> Option:
-    name = "--" + field.replace("_", "-")
-    return Option(CapacitySettings, field, name, Flag(name, help, SEARCH, default=True))
-
-
-# The search's own options: CapacitySettings' fields (capacity/plan.py holds their defaults).
-SEARCH_OPTIONS = [
-    _search_option("variable", "The load searched: rate (open loop, req/s) or users (closed loop)."),
-    _search_option("tolerance", "Stop when (lowest failing - highest passing) / highest passing is at most this."),
-    _search_option("trials", "Points per probed value; the verdict is on the trial mean."),
-    _search_option("max_probes", "Probe budget: load values probed after the saturating probe."),
-    _search_option(
-        "saturate_users", "Users of the saturating probe (closed loop, no think time) that estimates the ceiling."
-    ),
-]
+# The search's own options: CapacitySettings' fields (capacity/plan.py declares their flags and defaults).
+SEARCH_OPTIONS = options(CapacitySettings)
 
 
 def _shared(option: Option) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, cast, get_args
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -54,17 +54,17 @@ def mock(
     ] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
-    from ..mock import Fault, MockSettings, serve
+    from ..mock import FAULTS, MockSettings, is_fault, serve
 
-    if fault not in get_args(Fault):
-        fail(f"--fault must be one of {', '.join(get_args(Fault))}", 2)
+    if not is_fault(fault):  # checked here, not by Typer: the CLI does not load the mock (aiohttp) to start
+        fail(f"--fault must be one of {', '.join(FAULTS)}", 2)
     try:
         settings = MockSettings(
             ttft_ms=ttft_ms,
             itl_ms=itl_ms,
             output_tokens=output_tokens,
             tokens_per_chunk=tokens_per_chunk,
-            fault=cast(Fault, fault),
+            fault=fault,
             fault_every=fault_every,
             fault_after_chunks=fault_after_chunks,
             kv_slots=kv_slots,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Literal, NoReturn, get_args
 
 from ..errors import BadInput
+from .jsonl import json_lines
 
 TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
 FORMATS: tuple[TraceFormat, ...] = get_args(TraceFormat)
@@ -116,18 +117,10 @@ def _check_blocks(input_tokens: int, hash_ids: tuple[int, ...], block_size: int,
 
 
 def _json_objects(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                _fail(where, f"not a JSON line ({exc.msg})")
-            if not isinstance(obj, dict):
-                _fail(where, "expected a JSON object")
-            yield lineno, obj
+    for lineno, obj in json_lines(path, TraceError):
+        if not isinstance(obj, dict):
+            _fail(f"{path}:{lineno}", "expected a JSON object")
+        yield lineno, obj
 
 
 def _csv_records(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:

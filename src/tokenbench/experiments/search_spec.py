@@ -11,17 +11,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from ..capacity import CapacitySettings, ObjectiveError, parse_objectives
 from ..config import RateLoad, UsersLoad
+from ..frozen import FrozenModel
 from ..results.capacity import Objective, Variable
 
 
-class SearchSpec(BaseModel):
+class SearchSpec(FrozenModel):
     """The search's settings, named as tokenbench capacity's flags (README "Capacity")."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     slo: str  # 'ttft:p90<=500ms,errors<=1%' (--slo's syntax)
     variable: Variable = "rate"

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ..manifest import PrefixCacheReset
 from ..records import Outcome, RequestRecord
-from ..results import PrefixCache, Server
+from ..results import DatasetFacts, PrefixCache, Server
 
 
 class CacheTally:
@@ -58,15 +59,15 @@ def _count(value: Any) -> bool:
 
 
 def prefix_cache(
-    reset: dict[str, Any] | None, server: Server | None, tally: CacheTally, expected_reuse: float | None
+    reset: PrefixCacheReset | None, server: Server | None, tally: CacheTally, expected_reuse: float | None
 ) -> PrefixCache:
-    """``reset``: the point's ``prefix_cache_reset`` fact (backends.cache_control.CacheReset as a
-    dict; None for a run that did not log one: nothing was asked)."""
-    reset = reset or {"status": "not_requested", "detail": None}
+    """``reset``: the point's ``prefix_cache_reset`` fact (backends.cache_control.CacheReset as
+    written to samples.jsonl; None for a run that did not log one: nothing was asked)."""
+    reset = reset or PrefixCacheReset(status="not_requested")
     rate, source, requests = _hit_rate(server, tally)
     return PrefixCache(
-        reset=reset["status"],
-        reset_detail=reset.get("detail"),
+        reset=reset.status,
+        reset_detail=reset.detail,
         hit_rate=rate,
         hit_rate_source=source,
         hit_rate_requests=requests,
@@ -88,12 +89,13 @@ def _hit_rate(server: Server | None, tally: CacheTally) -> tuple[float | None, A
     return None, None, None
 
 
-def expected_reuse(dataset_info: dict[str, Any] | None) -> float | None:
+def expected_reuse(dataset_info: DatasetFacts | None) -> float | None:
     """The workload's expected token reuse from config.json's dataset facts: a trace's hash ids,
     else a shared-prefix workload's (``shared_prefix.expected_reuse``, when a dataset gives it)."""
-    info = dataset_info or {}
-    for key in ("trace", "shared_prefix"):
-        reuse = (info.get(key) or {}).get("expected_reuse") or {}
-        if reuse.get("token_fraction") is not None:
-            return float(reuse["token_fraction"])
+    if dataset_info is None:
+        return None
+    for facts in (dataset_info.trace, dataset_info.shared_prefix):
+        reuse = facts.expected_reuse if facts is not None else None
+        if reuse is not None and reuse.token_fraction is not None:
+            return float(reuse.token_fraction)
     return None

@@ -16,6 +16,7 @@ from ..slug import slug
 from .capacity import attainment_chart
 from .chart_spec import MAX_TIMESERIES_CHARTS, OUTCOME_COLORS, PALETTE, Chart, Panel, Series
 from .data import PointRow, ReportData
+from .fmt import scaled
 from .timeseries_chart import timeseries_chart
 from .verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict
 
@@ -27,10 +28,6 @@ def config_colors(data: ReportData) -> dict[str, str]:
     for s in data.series:
         colors.setdefault(s.config, PALETTE[len(colors) % len(PALETTE)])
     return colors
-
-
-def _scaled(v: float | None, scale: float) -> float | None:
-    return None if v is None else v * scale
 
 
 def _by_config(rows: list[PointRow]) -> dict[str, list[PointRow]]:
@@ -46,11 +43,11 @@ def _metric_series(rows: list[PointRow], metric: Metric, name: str, color: str |
     """One configuration's metric vs load, in the metric's shown unit, with its CIs."""
     key, scale = metric.key, metric.scale
     rows = [r for r in rows if r.load_value is not None]
-    errors = [_scaled(r.metrics[key].ci95, scale) if key in r.metrics else None for r in rows]
+    errors = [scaled(r.metrics[key].ci95, scale) if key in r.metrics else None for r in rows]
     return Series(
         name=name,
         x=[r.load_value for r in rows],
-        y=[_scaled(r.mean(key), scale) for r in rows],
+        y=[scaled(r.mean(key), scale) for r in rows],
         error=errors if any(e is not None for e in errors) else None,
         color=color,
         hover=[f"{r.config} · {r.label} · n={r.num_trials}" for r in rows],
@@ -119,7 +116,7 @@ def rate_chart(data: ReportData, verdict: Verdict) -> list[Chart]:
                     Series(
                         f"saturation: {config}",
                         [s.rate_per_s],
-                        [_scaled(row.mean(metric.key), metric.scale)],
+                        [scaled(row.mean(metric.key), metric.scale)],
                         kind="markers",
                         color=color,
                         symbol="x",
@@ -193,11 +190,11 @@ def _knob_series(key: KnobLine, group: list[PointRow], knob: str, color: str, me
         + ([variant] if variant and variant != "default" else [])
         + [f"· {label}"]
     )
-    errs = [_scaled(r.metrics[metric.key].ci95, metric.scale) if metric.key in r.metrics else None for r in group]
+    errs = [scaled(r.metrics[metric.key].ci95, metric.scale) if metric.key in r.metrics else None for r in group]
     return Series(
         name,
         [r.swept[knob] for r in group],
-        [_scaled(r.mean(metric.key), metric.scale) for r in group],
+        [scaled(r.mean(metric.key), metric.scale) for r in group],
         error=errs if any(e is not None for e in errs) else None,
         color=color,
         hover=[f"{r.config} · {r.label} · n={r.num_trials}" for r in group],

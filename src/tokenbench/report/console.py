@@ -12,6 +12,7 @@ from rich.table import Table
 from ..catalogue import SERVER_PREEMPTIONS, SERVER_TTFT_MEAN, Distribution, Metric, shown_in
 from ..results import Experiment, Gauge, PointResult, RunResults, TrialStat
 from ..telemetry.client_health import CPU_LIMIT, LOOP_LAG_LIMIT_S
+from .fmt import scaled
 
 if TYPE_CHECKING:  # only the backends commands print these tables; the report never imports backends
     from ..backends.base import LaunchSpec, Profile
@@ -25,13 +26,9 @@ def _num(value: float | None, fmt: str = ".1f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def _scaled(value: float | None, scale: float) -> float | None:
-    return None if value is None else value * scale
-
-
 def _dist(point: PointResult, d: Distribution) -> str:
     """'mean / p50 / p99 (n)' in the distribution's shown unit, one decimal."""
-    mean, p50, p99 = (_num(_scaled(d.read(point, s), d.scale)) for s in ("mean", "p50", "p99"))
+    mean, p50, p99 = (_num(scaled(d.read(point, s), d.scale)) for s in ("mean", "p50", "p99"))
     count = d.read(point, "count")
     return f"{mean} / {p50} / {p99} ({'-' if count is None else int(count)})"
 
@@ -101,7 +98,7 @@ def _metric_rows(row: _Row, points: list[PointResult]) -> None:
 
 
 def _metric_cell(m: Metric) -> Callable[[PointResult], str]:
-    return lambda p: _num(_scaled(m.get(p), m.scale), f".{m.digits}f")
+    return lambda p: _num(scaled(m.get(p), m.scale), f".{m.digits}f")
 
 
 def _dist_cell(d: Distribution) -> Callable[[PointResult], str]:

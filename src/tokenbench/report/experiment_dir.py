@@ -11,7 +11,7 @@ from typing import Any
 from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import NO_TRIALS, Experiment, RunResults
 from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo
-from .files import ReportInputError, StaleLayoutError, read_experiment, read_results
+from .files import ReportInputError, StaleLayoutError, read_typed
 from .run_dir import dataset_text, facts_text, load_value, point_spans, read_capacity, slo_of, turn_rows
 
 # experiment.json's spec (or a part of it): the user's YAML document as given, any shape (a true
@@ -25,7 +25,7 @@ Outcomes = dict[tuple[str, str, int], dict[str, int]]  # (server, variant, point
 
 
 def read_experiment_dir(path: Path) -> Part:
-    exp = read_experiment(path / "experiment.json")
+    exp = read_typed(path / "experiment.json", Experiment.from_json)
     name = exp.name or str(exp.spec.get("name") or path.name)
     many_variants = len({c.variant for c in exp.cells.values()} | {a.variant for a in exp.aggregates}) > 1
     cell_results = _cell_results(path, exp)
@@ -53,7 +53,7 @@ def _cell_results(path: Path, exp: Experiment) -> dict[str, RunResults]:
     for cell_id, cell in exp.cells.items():
         if (path / cell.run_dir / "results.json").is_file():
             try:
-                out[cell_id] = read_results(path / cell.run_dir / "results.json")
+                out[cell_id] = read_typed(path / cell.run_dir / "results.json", RunResults.from_json)
             except StaleLayoutError:
                 raise
             except ReportInputError:

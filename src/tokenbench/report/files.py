@@ -9,13 +9,15 @@ one written in an older layout says to run ``tokenbench recompute`` on its direc
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from ..errors import BadInput
-from ..results import Experiment, RunResults
+
+T = TypeVar("T")
 
 
 class ReportInputError(BadInput):
@@ -55,19 +57,11 @@ def _stale(path: Path, exc: ValidationError) -> StaleLayoutError:
     )
 
 
-def read_results(path: Path) -> RunResults:
-    """A run's results.json (``path`` is the file)."""
+def read_typed(path: Path, parse: Callable[[dict[str, Any]], T]) -> T:
+    """A results file read through its type (``parse``: e.g. ``RunResults.from_json``,
+    ``Experiment.from_json``); one that does not validate is in an older layout: recompute it."""
     data = read_json(path)
     try:
-        return RunResults.from_json(data)
-    except ValidationError as exc:
-        raise _stale(path, exc) from None
-
-
-def read_experiment(path: Path) -> Experiment:
-    """An experiment's experiment.json (``path`` is the file)."""
-    data = read_json(path)
-    try:
-        return Experiment.from_json(data)
+        return parse(data)
     except ValidationError as exc:
         raise _stale(path, exc) from None

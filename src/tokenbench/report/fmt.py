@@ -20,6 +20,11 @@ def num(value: float | None, digits: int = 1, scale: float = 1.0) -> str:
     return f"{value * scale:,.{digits}f}"
 
 
+def scaled(value: float | None, scale: float) -> float | None:
+    """A stored number in its shown unit (``scale``: e.g. 1e3 for seconds shown in ms); None stays None."""
+    return None if value is None else value * scale
+
+
 def seconds(value: float | None) -> str:
     return NULL_TEXT if value is None else f"{value:.1f} s"
 

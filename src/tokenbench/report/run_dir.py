@@ -12,7 +12,7 @@ from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import DatasetFacts, Load, RunResults, mean_ci95
 from ..results.capacity import CAPACITY_FILE, CapacityResult
 from .data import CapacityEntry, Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
-from .files import ReportInputError, read_json, read_results
+from .files import ReportInputError, read_json, read_typed
 
 
 def load_value(load: Load) -> float | None:
@@ -86,7 +86,7 @@ def _header(path: Path, results: RunResults, config: str) -> RunHeader:
 
 def read_run(path: Path) -> Part:
     """A run directory: each point is a row of one trial."""
-    results = read_results(path / "results.json")
+    results = read_typed(path / "results.json", RunResults.from_json)
     config = results.target.backend or "run"
     rows = [
         PointRow(

@@ -6,12 +6,8 @@ from __future__ import annotations
 
 from .chart_spec import PALETTE, Chart, Mark, Panel, Series, Span
 from .data import RunSeries
+from .fmt import scaled
 from .stability import Stability, run_stabilities
-
-
-def _scaled(v: float | None, scale: float) -> float | None:
-    return None if v is None else v * scale
-
 
 # The time series' panels: (panel title, ((field of a results.json time-series window, series
 # name, stored unit -> shown unit), ...)). The report draws one panel per entry, one line per field.
@@ -73,7 +69,7 @@ def _panels(series: RunSeries) -> list[Panel]:
                     y.append(None)
                 for w in p.windows:
                     x.append((w.start_s + w.end_s) / 2)
-                    y.append(_scaled(getattr(w, key), scale))
+                    y.append(scaled(getattr(w, key), scale))
             if any(v is not None for v in y):
                 panel_series.append(Series(name, x, y, color=_COLORS[_FIELDS.index(key)]))
         if panel_series:
