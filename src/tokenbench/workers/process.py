@@ -29,6 +29,8 @@ _HEADER = struct.Struct("!I")
 class ProcessWorker:
     """The driver's end of one worker process."""
 
+    same_clock = False  # its own monotonic clock: an offset measured
+
     def __init__(self, index: int, proc: asyncio.subprocess.Process, log: IO[bytes]) -> None:
         self.index = index
         self.proc = proc
