@@ -71,9 +71,6 @@ class OpenRecords:
         self._open: dict[int, RequestRecord] = {}
         self._notices: dict[int, RequestRecord] | None = {} if notices else None
 
-    def __len__(self) -> int:
-        return len(self._open)
-
     def add(self, record: RequestRecord) -> None:
         self._open[record.id] = record
         if self._notices is not None:

@@ -192,8 +192,8 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], con
             driver = _Driver(bench, reached, stats, pool)
             _note_workers(bench, pool)  # how the load runs, and the workers' clock offsets
             results = await _points(bench, driver, console)
-        if _note_workers(bench, pool):  # the offsets checked at the end
-            results = results_header(bench.writer.config_json(), "run").model_copy(update={"points": results.points})
+        _note_workers(bench, pool)  # the offsets checked at the end, into results' header too
+        results = results_header(bench.writer.config_json(), "run").model_copy(update={"points": results.points})
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
     console.print(summary_table(results))
@@ -202,13 +202,11 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: dict[str, Any], con
     return RunResult(bench.writer.dir, results.to_json(), driver.interrupted)
 
 
-def _note_workers(bench: _Bench, pool: WorkerPool) -> bool:
+def _note_workers(bench: _Bench, pool: WorkerPool) -> None:
     """config.json's ``workers_facts`` (how the load ran, each worker's clock) for a scale-out
-    (--workers, --ray); a run from its own process has none (False)."""
-    if not bench.config.workers.distributed:
-        return False
-    bench.writer.write_config({**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)})
-    return True
+    (--workers, --ray); a run from its own process has none, as before there were workers."""
+    if bench.config.workers.distributed:
+        bench.writer.write_config({**bench.writer.config_json(), "workers_facts": workers_facts(bench.config, pool)})
 
 
 async def _points(bench: _Bench, driver: _Driver, console: Console) -> RunResults:
@@ -267,9 +265,8 @@ class _Driver:
         first = writer.records_offset()
         reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.fresh)
 
-        def started(
-            run: PointRun,
-        ) -> None:  # the reset in both events: a point never finished is derived from its start
+        # the reset in both events: a point the run never finished is derived from its start
+        def started(run: PointRun) -> None:
             sampler.event({**start_facts(run), "prefix_cache_reset": asdict(reset)})
 
         seeds, hint = (config.seed, config.seed + index), _concurrency_hint(load)
