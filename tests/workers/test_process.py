@@ -69,3 +69,25 @@ async def _killed(tmp_path) -> None:
         assert worker.lost is not None and "killed by signal SIGKILL" in worker.lost
     finally:
         await worker.stop()
+
+
+def test_a_call_into_a_dead_workers_pipe_is_a_lost_worker_not_a_crash(tmp_path):
+    """Under uvloop (as a run is) a write into the pipe of a worker already dead raises
+    RuntimeError ("the handler is closed"), not BrokenPipeError: the worker is lost all the same
+    (it crashed a run whose workers were all killed, when a poll beat the reader to it)."""
+    uvloop = pytest.importorskip("uvloop")
+    uvloop.run(_dead_pipe(tmp_path))
+
+
+async def _dead_pipe(tmp_path) -> None:
+    worker = await ProcessWorker.start(0, tmp_path / "worker-0.log")
+    try:
+        assert isinstance(await worker.call("clock", timeout_s=30), float)
+        os.kill(worker.proc.pid, signal.SIGKILL)
+        await worker.proc.wait()
+        await asyncio.sleep(0.1)  # its pipe is closed now
+        worker.lost = None  # as if its reader had not seen it die yet: the call writes into the pipe
+        with pytest.raises(WorkerLost, match="SIGKILL"):
+            await worker.call("clock", timeout_s=10)
+    finally:
+        await worker.stop()
