@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
+
 from .. import redact
 from ..clients import wire_for
 from ..clients.stream import StreamingClient, make_session, warm_connections
@@ -106,7 +108,7 @@ class _Running:
     lane: Share
     clock: RunClock
     target: TargetConfig
-    session: Any  # aiohttp.ClientSession
+    session: aiohttp.ClientSession
     source: RequestSource | SessionSource
     gen: LoadGenerator
 
