@@ -122,6 +122,8 @@ class WorkerCore:
 
     def __init__(self, local: bool = False) -> None:
         self._local = local
+        # a sink for each record as it ends (LocalWorker): written at once, not at the next poll
+        self.deliver: Callable[[list[RequestRecord]], None] | None = None
         self._batch = Batch()
         self._task: asyncio.Future[PointRun] | None = None
         self._state: _Running | None = None
@@ -171,7 +173,10 @@ class WorkerCore:
             return await gen.run_point(order.index, order.load, order.stop, state.source, order.point_seed, part=part)
 
     def _done(self, record: RequestRecord) -> None:
-        self._batch.done.append(record)
+        if self.deliver is not None:
+            self.deliver([record])
+        else:
+            self._batch.done.append(record)
 
     def _sample(self, sample: Sample) -> None:
         self._batch.client.append(sample)
@@ -227,7 +232,8 @@ def _source(setup: Setup) -> RequestSource | SessionSource:
 
 class LocalWorker:
     """The one worker of a run without ``--workers`` or ``--ray``: its core on the driver's own
-    loop and clock, called directly (no pipe, no pickling, the records themselves)."""
+    loop and clock, called directly (no pipe, no pickling, the records themselves, each handed to
+    the driver as it ends: on disk at once, so a crash loses at most the requests in flight)."""
 
     same_clock = True  # no offset to measure
 
@@ -242,6 +248,10 @@ class LocalWorker:
 
     async def call(self, method: str, *args: Any, timeout_s: float | None = None) -> Any:
         return await self.core.call(method, args)
+
+    def deliver_to(self, sink: Callable[[list[RequestRecord]], None]) -> None:
+        """Each record to ``sink`` as it ends, rather than in the next poll's batch."""
+        self.core.deliver = sink
 
     async def stop(self) -> None:
         await self.core.close()

@@ -98,6 +98,8 @@ class WorkerPool:
     async def set_up(self, setup: Callable[[Handle, float], Setup]) -> None:
         """Each worker's clock offset, then its setup with the driver's origin on its clock."""
         for h in self.handles:
+            if isinstance(h, LocalWorker):  # on this loop: its records straight to the sink
+                h.deliver_to(self._done)
             offset = SAME_CLOCK if h.same_clock else await measure(functools.partial(_read_clock, h))
             self.offsets[h.index] = offset
             origin = self._clock.origin_monotonic_s + offset.offset_s
@@ -178,11 +180,8 @@ class WorkerPool:
     def _take(self, h: Handle, point: _Point, batch: Batch) -> None:
         for record in batch.created:
             self._open.add(record)
-        for record in batch.done:
-            self._open.close(record)
-            self.stats.record_done(record)
         if batch.done:
-            self._sink(batch.done)
+            self._done(batch.done)
         for sample in batch.client:
             self._event(sample)
         point.samples += batch.client
@@ -190,6 +189,13 @@ class WorkerPool:
         point.users[h.index] = batch.active_users
         self.stats.in_flight = sum(point.in_flight.values())
         self.stats.active_users = sum(point.users.values())
+
+    def _done(self, records: list[RequestRecord]) -> None:
+        """Records that ended: out of the book of open ones, counted, written."""
+        for record in records:
+            self._open.close(record)
+            self.stats.record_done(record)
+        self._sink(records)
 
     def _lose(self, h: Handle, point: _Point, reason: str) -> None:
         """``h`` is gone: its requests in flight become ``worker_lost`` records; the point says so."""
