@@ -22,13 +22,16 @@ class _Out:
 
     def __init__(self) -> None:
         self.records: list[RequestRecord] = []
+        self.writes: list[int] = []  # how many records each write held
         self.samples: list[dict[str, Any]] = []
         self.said: list[str] = []
 
     def pool(self, handles: list[Any], clock: RunClock, stats: LiveStats | None = None) -> WorkerPool:
-        return WorkerPool(
-            handles, clock, self.records.extend, self.samples.append, self.said.append, stats or LiveStats()
-        )
+        return WorkerPool(handles, clock, self._write, self.samples.append, self.said.append, stats or LiveStats())
+
+    def _write(self, records: list[RequestRecord]) -> None:
+        self.records += records
+        self.writes.append(len(records))
 
 
 def _setup_for(url: str, clock: RunClock):
@@ -57,6 +60,7 @@ async def _a_pool_of_one_local_worker(url: str) -> None:
         await pool.close()
     assert [s.start_s for s in starts] == [run.start_s] and run.start_s - asked < START_LEAD_S  # no lead
     assert len(out.records) == run.num_records == 9
+    assert out.writes == [1] * 9  # each written as it ended, as a one-process run always did
     assert sorted(r.id for r in out.records) == list(range(9)) and all(r.ok for r in out.records)
     assert losses == [] and pool.alive() == pool.handles and not pool.interrupted
     assert stats.done == 9 and stats.point == 0 and stats.started_s == run.start_s
