@@ -1,4 +1,4 @@
-"""The live view while a run goes on (Rich): fed from the load generator's LiveStats, drawn from
+"""The live view while a run goes on (Rich): fed from the load's LiveStats, drawn from
 its own timer so the load never waits on rendering."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from .records import Outcome, RequestRecord
 
 @dataclass
 class LiveStats:
-    """Counters for the live view. Written by the load generator only; read by the display."""
+    """Counters for the live view. Written by the load only (the pool, from its workers' polls);
+    read by the display."""
 
     point: int = 0
     label: str = ""

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .clients import Client
 from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
@@ -29,7 +30,7 @@ from .records import Outcome, Request, RequestRecord, RunClock
 from .request_source import RequestSource
 from .session_load import SessionSource, SessionTally, run_sessions
 
-__all__ = ["LiveStats", "LoadGenerator", "Part", "PointRun", "PointState", "RequestSource", "new_run"]
+__all__ = ["LiveStats", "LoadGenerator", "OpenRecords", "Part", "PointRun", "PointState", "RequestSource", "new_run"]
 
 
 @dataclass
@@ -56,6 +57,43 @@ class PointRun:
 RecordSink = Callable[[RequestRecord], None]
 
 
+class OpenRecords:
+    """The records of requests created and not yet written: the one book that keeps "every request
+    becomes exactly one record". A record leaves it once: when its send ends, as never sent when
+    its point ends first (LoadGenerator), or as ``worker_lost`` when its worker is lost (the
+    driver's book of a worker's records, workers.pool).
+
+    With ``notices`` the book also keeps a copy of each new record as it was created, until
+    ``take_notices``: what a worker in another process tells its driver, so a lost worker's
+    requests in flight can still be written (a worker on the driver's loop cannot be lost: none)."""
+
+    def __init__(self, notices: bool = False) -> None:
+        self._open: dict[int, RequestRecord] = {}
+        self._notices: dict[int, RequestRecord] | None = {} if notices else None
+
+    def add(self, record: RequestRecord) -> None:
+        self._open[record.id] = record
+        if self._notices is not None:
+            self._notices[record.id] = replace(record)
+
+    def close(self, record: RequestRecord) -> bool:
+        """Take ``record`` out; False if it was not open (it was written already)."""
+        if self._notices is not None:
+            self._notices.pop(record.id, None)  # ended before it was noticed: no notice needed
+        return self._open.pop(record.id, None) is not None
+
+    def left(self, worker: int | None = None) -> list[RequestRecord]:
+        """The records still open (of ``worker``, when given)."""
+        return [r for r in self._open.values() if worker is None or r.worker == worker]
+
+    def take_notices(self) -> list[RequestRecord]:
+        """The records created since the last call and still open, as they were created."""
+        if not self._notices:
+            return []
+        notices, self._notices = list(self._notices.values()), {}
+        return notices
+
+
 @dataclass(frozen=True)
 class Part:
     """The part of a point this generator runs (``share``: all of it by default) and its start
@@ -72,29 +110,30 @@ class LoadGenerator:
         clock: RunClock,
         sink: RecordSink,
         stats: LiveStats | None = None,
-        created: RecordSink | None = None,
+        worker: int | None = None,
+        notices: bool = False,
     ) -> None:
+        """``worker``: stamped on every record (a worker of a scale-out; None: the run's own
+        process); ``notices``: the open records keep notices for a driver in another process."""
         self._client = client
         self._clock = clock
         self._sink = sink
-        self._created = created  # told of every record as it is created (a worker's driver)
+        self._worker = worker
         self.stats = stats or LiveStats()
         self._interrupt = asyncio.Event()
-        # Records created but not yet written. Whatever is left here when a point ends (a task
-        # cancelled before it ever ran) is written as cancelled: every request is one record.
-        self._open: dict[int, RequestRecord] = {}
+        # Whatever is still open when a point ends (a task cancelled before it ever ran) is
+        # written as never sent: every request is one record.
+        self.open = OpenRecords(notices)
 
-    # new_record, now, sleep_until, send, in_slot: also session_load.py's way to drive a point
-    def new_record(self, **fields) -> RequestRecord:
+    # new_record, now, sleep_until, send, in_slot, run_users: session_load.Driver, how it drives a point
+    def new_record(self, **fields: Any) -> RequestRecord:
         """A record that will be written exactly once (when its send ends, or as the point ends)."""
-        record = RequestRecord(**fields)
-        self._open[record.id] = record
-        if self._created is not None:
-            self._created(record)
+        record = RequestRecord(**fields, worker=self._worker)
+        self.open.add(record)
         return record
 
     def _finish(self, record: RequestRecord) -> None:
-        if self._open.pop(record.id, None) is None:
+        if not self.open.close(record):
             return
         self.stats.record_done(record)
         self._sink(record)
@@ -163,12 +202,13 @@ class LoadGenerator:
         """Issue the point's requests until its load ends (or an interrupt), let those in flight
         drain, then cancel whatever is left (each becomes a cancelled record)."""
         load, stop, tasks = point.run.load, point.stop, point.tasks
-        if isinstance(point.source, SessionSource):
+        source = point.source
+        if isinstance(source, SessionSource):
             issuer = run_sessions(self, point, load)
         elif isinstance(load, UsersLoad):
-            issuer = self._users(point, load)
+            issuer = self._users(point, load, source)
         else:
-            issuer = self._arrivals(point, load)
+            issuer = self._arrivals(point, load, source)
         issue_task = asyncio.ensure_future(issuer)
         interrupt_task = asyncio.ensure_future(self._interrupt.wait())
         if isinstance(load, UsersLoad):
@@ -188,7 +228,7 @@ class LoadGenerator:
 
     def _finish_unsent(self, now: float) -> None:
         """Every record still open is written: one whose task never ran as never sent."""
-        for record in list(self._open.values()):
+        for record in self.open.left():
             if record.sent_s is None:  # its task was cancelled before it ever ran
                 record.outcome = Outcome.NOT_SENT
                 record.error = record.error or "not sent: the point ended first"
@@ -206,7 +246,7 @@ class LoadGenerator:
         run.interrupted = self.interrupted
         run.num_records = point.budget.issued
 
-    async def _drain(self, tasks: set[asyncio.Task], timeout_s: float) -> None:
+    async def _drain(self, tasks: set[asyncio.Future[Any]], timeout_s: float) -> None:
         pending = {t for t in tasks if not t.done()}
         if not pending:
             return
@@ -216,8 +256,8 @@ class LoadGenerator:
         gathered.cancel()
         interrupt_task.cancel()
 
-    async def _users(self, point: PointState, load: UsersLoad) -> None:
-        run, deadline, budget, source, tasks = point.run, point.deadline_s, point.budget, point.source, point.tasks
+    async def _users(self, point: PointState, load: UsersLoad, source: RequestSource) -> None:
+        run, deadline, budget, tasks = point.run, point.deadline_s, point.budget, point.tasks
 
         # Each user's requests run as tasks of their own so cancelling at the end marks them
         # cancelled records; the user loop just waits on its current request.
@@ -265,10 +305,10 @@ class LoadGenerator:
             for task in users:
                 task.cancel()
 
-    async def _arrivals(self, point: PointState, load: RateLoad | ReplayLoad) -> None:
-        run, budget, source, tasks = point.run, point.budget, point.source, point.tasks
+    async def _arrivals(self, point: PointState, load: RateLoad | ReplayLoad, source: RequestSource) -> None:
+        run, budget, tasks = point.run, point.budget, point.tasks
         one = self.in_slot(load, point.share)
-        for i, (offset, given) in enumerate(_schedule(point, load)):
+        for i, (offset, given) in enumerate(_schedule(point, load, source)):
             if not point.share.mine(i):
                 continue
             if not await self.sleep_until(run.start_s + offset) or not budget.take():
@@ -355,14 +395,16 @@ def _mean_gap_s(load: LoadPoint) -> float | None:
     return 1.0 / load.rate_per_s if isinstance(load, RateLoad) else None
 
 
-def _schedule(point: PointState, load: RateLoad | ReplayLoad) -> Iterator[tuple[float, Request | None]]:
+def _schedule(
+    point: PointState, load: RateLoad | ReplayLoad, source: RequestSource
+) -> Iterator[tuple[float, Request | None]]:
     """An open-loop point's sends: (offset from the point's start, the request to send, or None
     for the source's next one). A replay's are the trace's rows in its window, before
     ``--duration``; its mean gap (for the planned end) is the trace's over the rows sent."""
     if isinstance(load, RateLoad):
         yield from ((t, None) for t in arrival_times(load, point.seed, point.stop))
         return
-    sends = replay_offsets(point.source.trace(), load.speed, load.start_s, load.end_s, load.jitter_s, point.seed)
+    sends = replay_offsets(source.trace(), load.speed, load.start_s, load.end_s, load.jitter_s, point.seed)
     duration, limit = point.stop.duration_s, point.stop.max_requests
     sends = [s for s in sends if duration is None or s.offset_s < duration][:limit]
     if len(sends) > 1:
@@ -396,4 +438,4 @@ class PointState:
     source: RequestSource | SessionSource
     share: Share = Share()  # the part of the global schedule this generator runs
     mean_gap_s: float | None = None  # open loop: the schedule's mean gap between arrivals
-    tasks: set[asyncio.Task] = field(default_factory=set)  # requests in flight
+    tasks: set[asyncio.Future[Any]] = field(default_factory=set)  # requests in flight

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,42 +26,34 @@ from .backends.base import Profile
 from .backends.cache_control import NOT_REQUESTED, CacheReset, reset_prefix_cache
 from .backends.server import ServerUnderTest, engine_profile, server_under_test
 from .clients import wire_for
-from .clients.stream import (
-    StreamingClient,
-    TargetUnreachable,
-    make_session,
-    probe,
-    served_max_model_len,
-    warm_connections,
-)
+from .clients.stream import TargetUnreachable, make_session, probe, served_max_model_len
 from .clients.wire import Wire
-from .config import BackendConfig, LoadPoint, PrefixCacheMode, ReplayLoad, RunConfig, TargetConfig
+from .config import BackendConfig, LoadPoint, PrefixCacheMode, ReplayLoad, RunConfig, TargetConfig, UsersLoad
 from .datasets import build_requests
 from .datasets.sessions import build_conversations, estimate_tokens
-from .datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from .derive import point_result, results_header
 from .errors import BadInput
-from .live import LiveView
+from .live import LiveStats, LiveView
 from .load import describe
-from .loadgen import LiveStats, LoadGenerator, PointRun, RequestSource
+from .loadgen import PointRun
 from .manifest import ServerFacts
 from .procs import Interrupts
 from .records import RunClock
 from .report.console import summary_table
+from .request_source import RequestSource
 from .results import PointResult, RunResults
-from .results.client import WorkerLoss
 from .run_facts import config_json, point_facts, start_facts
 from .rundir import RunWriter, default_run_dir
 from .session_load import SessionSource
-from .telemetry.client_monitor import ClientMonitor
 from .telemetry.sampler import Sampler
+from .workers.core import choose_tokenizer
 from .workers.pool import AllWorkersLost, WorkerPool
 from .workers.wiring import worker_pool, workers_facts
 
 try:
     import uvloop
 except ImportError:  # pragma: no cover
-    uvloop = None
+    uvloop = None  # type: ignore[assignment]  # optional: asyncio's own loop then
 
 
 @dataclass
@@ -156,9 +147,9 @@ def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunC
     )
 
 
-def _concurrency_hint(load) -> int:
+def _concurrency_hint(load: LoadPoint) -> int:
     """Connections to open before a point: its users, or its concurrency cap (open loop)."""
-    return min(getattr(load, "users", None) or getattr(load, "max_concurrency", None) or 1, 1024)
+    return min((load.users if isinstance(load, UsersLoad) else load.max_concurrency) or 1, 1024)
 
 
 def _max_users(config: RunConfig) -> int:
@@ -187,30 +178,37 @@ class _Reach:
 
 
 async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, console: Console) -> RunResult:
-    """The load points one after another against the target; results.json rewritten after each."""
+    """The load points one after another against the target, through the run's pool of workers
+    (one on this loop unless --workers or --ray); results.json rewritten after each."""
+    assert reach.config.api is not None, "_with_api resolves it"
     wire = wire_for(reach.config.api)
     async with make_session(reach.config, bench.clock.now) as session:
         target = await _resolve_model(session, reach.config, wire)
         # a session's history limit, when the server states its context length
         max_len = await served_max_model_len(session, target, wire) if bench.config.sessions else None
-        driver = _driver(bench, _Target(session, target, wire, reach.profile, reach.fresh), backend, max_len)
+        reached = _Target(session, target, wire, reach.profile, reach.fresh)
+        source = _source(bench, reached, backend, max_len)
+        stats = LiveStats()
         io = (bench.writer.write_records, bench.sampler.event, console.print)
-        async with worker_pool(
-            bench.config, target, driver.source, bench.clock, bench.writer.dir, io, driver.stats
-        ) as pool:
-            driver = dataclasses.replace(driver, pool=pool)
-            if pool is not None:  # how the load runs, and the workers' clock offsets
-                bench.writer.write_config(bench.writer.manifest().with_workers(workers_facts(bench.config, pool)))
+        async with worker_pool(bench.config, target, source, bench.clock, bench.writer.dir, io, stats) as pool:
+            driver = _Driver(bench, reached, stats, pool)
+            _note_workers(bench, pool)  # how the load runs, and the workers' clock offsets
             results = await _points(bench, driver, console)
-        if pool is not None:  # the offsets checked at the end
-            bench.writer.write_config(bench.writer.manifest().with_workers(workers_facts(bench.config, pool)))
-            results = results_header(bench.writer.manifest(), "run").model_copy(update={"points": results.points})
+        _note_workers(bench, pool)  # the offsets checked at the end, into results' header too
+        results = results_header(bench.writer.manifest(), "run").model_copy(update={"points": results.points})
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
     console.print(summary_table(results))
-    if pool is not None and not pool.alive():
+    if not pool.alive():
         raise AllWorkersLost("every worker was lost: " + "; ".join(f"{h.describe}: {h.lost}" for h in pool.handles))
     return RunResult(bench.writer.dir, results.to_json(), driver.interrupted)
+
+
+def _note_workers(bench: _Bench, pool: WorkerPool) -> None:
+    """config.json's ``workers_facts`` (how the load ran, each worker's clock) for a scale-out
+    (--workers, --ray); a run from its own process has none, as before there were workers."""
+    if bench.config.workers.distributed:
+        bench.writer.write_config(bench.writer.manifest().with_workers(workers_facts(bench.config, pool)))
 
 
 async def _points(bench: _Bench, driver: _Driver, console: Console) -> RunResults:
@@ -219,15 +217,20 @@ async def _points(bench: _Bench, driver: _Driver, console: Console) -> RunResult
     await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
     loop = asyncio.get_running_loop()
     with (
-        Interrupts.during(lambda: loop.call_soon_threadsafe(driver.interrupt)),
+        Interrupts.during(lambda: _soon(loop, driver.interrupt)),
         LiveView(driver.stats, bench.clock.now, console, enabled=bench.config.live),
     ):
         while (load := bench.plan(results)) is not None:
             results = results.with_point(await driver.run_point(len(results.points), load))
             bench.writer.write_results(results)
-            if results.points[-1].interrupted or (driver.pool is not None and not driver.pool.alive()):
+            if results.points[-1].interrupted or not driver.pool.alive():
                 break
     return results
+
+
+def _soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+    """``callback`` on the run's loop, from a signal handler."""
+    loop.call_soon_threadsafe(callback)
 
 
 @dataclass(frozen=True)
@@ -243,21 +246,19 @@ class _Target:
 
 @dataclass(frozen=True)
 class _Driver:
-    """Runs one load point after another: the run's load generator and its source of requests."""
+    """Runs one load point after another over the run's pool of workers."""
 
     bench: _Bench
     target: _Target
     stats: LiveStats
-    gen: LoadGenerator
-    source: RequestSource | SessionSource
-    pool: WorkerPool | None = None  # --workers, --ray: the workers send the load
+    pool: WorkerPool
 
     def interrupt(self) -> None:
-        (self.pool or self.gen).interrupt()
+        self.pool.interrupt()
 
     @property
     def interrupted(self) -> bool:
-        return (self.pool or self.gen).interrupted
+        return self.pool.interrupted
 
     async def run_point(self, index: int, load: LoadPoint) -> PointResult:
         """One point: its records go to disk as they end, then are read back for its results."""
@@ -265,34 +266,20 @@ class _Driver:
         self.stats.label = describe(load)
         first = writer.records_offset()
         reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.fresh)
+
         # the reset in both events: a point the run never finished is derived from its start
-        started = lambda run: sampler.event(start_facts(run, reset))  # noqa: E731
-        losses: list[dict[str, Any]] = []
-        if self.pool is not None:
-            seeds, hint = (config.seed, config.seed + index), _concurrency_hint(load)
-            point_run, samples, losses = await self.pool.run_point(index, load, config.stop, seeds, hint, started)
-        else:
-            point_run, samples = await self._run_here(index, load, started)
-        facts = point_facts(point_run, reset, [WorkerLoss.model_validate(x) for x in losses])
+        def started(run: PointRun) -> None:
+            sampler.event(start_facts(run, reset))
+
+        seeds, hint = (config.seed, config.seed + index), _concurrency_hint(load)
+        point_run, samples, losses = await self.pool.run_point(index, load, config.stop, seeds, hint, started)
+        facts = point_facts(point_run, reset, losses)
         sampler.event(facts)
         if not point_run.interrupted:
             await sampler.wait_past(point_run.end_s)  # bracket the point's counters
         records = writer.records_since(first)  # streamed from disk, never all in memory
         # the monitor's samples as emitted: the sampler may not have copied the last one to disk yet
         return point_result(writer.manifest(), facts, records, sampler.file, samples)
-
-    async def _run_here(
-        self, index: int, load: LoadPoint, started: Callable[[PointRun], None]
-    ) -> tuple[PointRun, list[dict[str, Any]]]:
-        """The point from this process: its connections opened, the client's own CPU and loop lag
-        sampled while it runs (into samples.jsonl as it goes)."""
-        config = self.bench.config
-        self.source.start_point(load, config.seed)
-        await warm_connections(self.target.session, self.target.config, self.target.wire, _concurrency_hint(load))
-        monitor = ClientMonitor(self.bench.clock.now, lambda: self.stats.in_flight, self.bench.sampler.event)
-        async with monitor.running():
-            point_run = await self.gen.run_point(index, load, config.stop, self.source, config.seed + index, started)
-        return point_run, monitor.samples
 
     async def _prefix_cache(self, mode: PrefixCacheMode, fresh: bool) -> CacheReset:
         """--prefix-cache reset: empty the server's cache through its engine's own control, after
@@ -307,10 +294,13 @@ class _Driver:
         return await reset_prefix_cache(hook, self.target.session, self.target.config.url)
 
 
-def _driver(bench: _Bench, target: _Target, backend: ServerFacts, served_max_len: int | None = None) -> _Driver:
-    """The dataset built and config.json written; the client, the load generator and the source."""
+def _source(
+    bench: _Bench, target: _Target, backend: ServerFacts, served_max_len: int | None = None
+) -> RequestSource | SessionSource:
+    """The dataset built (the requests, or the conversations, every worker draws from) and
+    config.json written."""
     config, writer = bench.config, bench.writer
-    tokenizer, window = _tokenizer(config, target.config), _trace_window(config.loads)
+    tokenizer, window = choose_tokenizer(config.dataset.tokenizer, target.config), _trace_window(config.loads)
     source: RequestSource | SessionSource
     if config.sessions is not None:
         conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
@@ -323,15 +313,7 @@ def _driver(bench: _Bench, target: _Target, backend: ServerFacts, served_max_len
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
     writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))
-    count = HFTokenizer(config.dataset.tokenizer).count if config.dataset.tokenizer else None
-    client = StreamingClient(
-        target.session, target.config, target.wire, bench.clock.now, count_tokens=count, keep_text=config.keep_text
-    )
-    stats = LiveStats()
-    # Records go to disk as they end and are not kept: a point's are read back when it ends
-    # (memory stays flat over a long run, and the run derives results exactly as recompute does).
-    gen = LoadGenerator(client, bench.clock, writer.write_record, stats)
-    return _Driver(bench, target, stats, gen, source)
+    return source
 
 
 def _token_ids(target: _Target) -> bool:
@@ -346,17 +328,10 @@ def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:
     return windows.pop() if len(windows) == 1 else (None, None)
 
 
-async def _resolve_model(session, target: TargetConfig, wire) -> TargetConfig:
+async def _resolve_model(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire) -> TargetConfig:
     models = await probe(session, target, wire)  # raises TargetUnreachable before any load
     if target.model is None:
         if not models:
             raise TargetUnreachable(f"{target.url}{wire.probe_path} names no model; pass --model NAME")
         target = target.model_copy(update={"model": models[0]})
     return target
-
-
-def _tokenizer(config: RunConfig, target: TargetConfig) -> Tokenizer | None:
-    if config.dataset.tokenizer:
-        return HFTokenizer(config.dataset.tokenizer)
-    assert target.url is not None
-    return RemoteTokenizer.available(target.url, target.model)

@@ -27,19 +27,87 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from .config import LoadPoint, RateLoad, SessionConfig, UsersLoad
+from .config import LoadPoint, RateLoad, SessionConfig, StopConfig, UsersLoad
 from .datasets.sessions import Conversation, Turn
 from .errors import BadInput
+from .live import LiveStats
 from .load import Share, arrival_times
 from .records import Request, RequestRecord
-from .request_source import start_index
-
-if TYPE_CHECKING:
-    from .loadgen import LoadGenerator, PointState
+from .request_source import RequestSource, start_index
 
 Send = Callable[[Request, RequestRecord], Awaitable[None]]
+
+
+class Driver(Protocol):
+    """What the session driver needs of a load generator (loadgen.LoadGenerator is the one): its
+    clock, its records (each written once) and sends, its slots and its users. The load generator
+    imports this module, never the reverse."""
+
+    @property
+    def stats(self) -> LiveStats: ...
+
+    @property
+    def interrupted(self) -> bool: ...
+
+    def now(self) -> float: ...
+
+    async def sleep_until(self, t: float) -> bool: ...
+
+    def new_record(self, **fields: Any) -> RequestRecord: ...
+
+    async def send(self, request: Request, record: RequestRecord) -> None: ...
+
+    def in_slot(self, load: RateLoad, share: Share) -> Send: ...
+
+    async def run_users(self, load: UsersLoad, share: Share, user: Callable[[int, float], Awaitable[None]]) -> None: ...
+
+
+class Span(Protocol):
+    """A point's span as the session driver writes it (loadgen.PointRun)."""
+
+    index: int
+    start_s: float
+    user_spans: list[tuple[float, float]]
+    sessions: SessionTally | None
+
+
+class Budget(Protocol):
+    """Requests issued against ``max_requests`` (None: unbounded)."""
+
+    limit: int | None
+    issued: int
+
+    def take(self) -> bool: ...
+
+
+class Point(Protocol):
+    """One point as it runs (loadgen.PointState), as the session driver reads it."""
+
+    @property
+    def run(self) -> Span: ...
+
+    @property
+    def stop(self) -> StopConfig: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def deadline_s(self) -> float | None: ...
+
+    @property
+    def budget(self) -> Budget: ...
+
+    @property
+    def source(self) -> RequestSource | SessionSource: ...
+
+    @property
+    def share(self) -> Share: ...
+
+    @property
+    def tasks(self) -> set[asyncio.Future[Any]]: ...
 
 
 @dataclass
@@ -122,7 +190,7 @@ class SessionSource:
         return rng.expovariate(1.0 / mean) if self.settings.turn_think_dist == "exponential" else mean
 
 
-async def run_sessions(gen: LoadGenerator, point: PointState, load: LoadPoint) -> None:
+async def run_sessions(gen: Driver, point: Point, load: LoadPoint) -> None:
     """The point's conversations: per user (closed loop) or started at the rate (open loop)."""
     point.run.sessions = SessionTally()
     if isinstance(load, UsersLoad):
@@ -145,7 +213,7 @@ class _Conv:
     history_tokens: int = 0
 
 
-async def _users(gen: LoadGenerator, point: PointState, load: UsersLoad) -> None:
+async def _users(gen: Driver, point: Point, load: UsersLoad) -> None:
     run, source = point.run, point.source
     assert isinstance(source, SessionSource)
 
@@ -169,7 +237,7 @@ async def _users(gen: LoadGenerator, point: PointState, load: UsersLoad) -> None
     await gen.run_users(load, point.share, user)
 
 
-async def _starts(gen: LoadGenerator, point: PointState, load: RateLoad) -> None:
+async def _starts(gen: Driver, point: Point, load: RateLoad) -> None:
     """New conversations at the rate's arrival times; then wait for them until the deadline (the
     drain that follows lets their last turns finish). With a duration the load lasts all of it,
     as a rate's does (loadgen._arrivals): the window ends there, and so must the point."""
@@ -197,7 +265,7 @@ async def _starts(gen: LoadGenerator, point: PointState, load: RateLoad) -> None
         await gen.sleep_until(point.deadline_s)
 
 
-def _stopped(gen: LoadGenerator, point: PointState) -> bool:
+def _stopped(gen: Driver, point: Point) -> bool:
     """No new turn: interrupted, past the deadline, or max-requests issued."""
     budget = point.budget
     return (
@@ -207,7 +275,7 @@ def _stopped(gen: LoadGenerator, point: PointState) -> bool:
     )
 
 
-async def _converse(gen: LoadGenerator, point: PointState, conv: _Conv, scheduled_s: float, rng: random.Random) -> None:
+async def _converse(gen: Driver, point: Point, conv: _Conv, scheduled_s: float, rng: random.Random) -> None:
     """One conversation, turn after turn; its end is tallied (a cancelled one as stopped)."""
     source, tally = point.source, point.run.sessions
     assert isinstance(source, SessionSource) and tally is not None
@@ -244,7 +312,7 @@ async def _converse(gen: LoadGenerator, point: PointState, conv: _Conv, schedule
             setattr(tally, ended, getattr(tally, ended) + 1)
 
 
-async def _turn(gen: LoadGenerator, point: PointState, conv: _Conv, k: int, scheduled_s: float) -> RequestRecord:
+async def _turn(gen: Driver, point: Point, conv: _Conv, k: int, scheduled_s: float) -> RequestRecord:
     """Send turn ``k`` with the history so far; its record (written when it ends)."""
     source = point.source
     assert isinstance(source, SessionSource)

@@ -6,11 +6,12 @@ import time
 
 import pytest
 
+from tokenbench.config import TargetConfig
 from tokenbench.live import LiveStats
 from tokenbench.load import Share
 from tokenbench.records import RunClock
 from tokenbench.workers.clock import Offset, estimate, measure
-from tokenbench.workers.core import Setup
+from tokenbench.workers.core import Setup, WorkerInfo
 from tokenbench.workers.pool import WorkerPool
 
 
@@ -51,6 +52,7 @@ class _SkewedWorker:
 
     def __init__(self, index: int, skew: float) -> None:
         self.index, self.skew, self.lost = index, skew, None
+        self.same_clock = False
         self.setup = None
 
     @property
@@ -61,7 +63,7 @@ class _SkewedWorker:
         if method == "clock":
             return time.perf_counter() + self.skew
         self.setup = args[0]
-        return {"worker": self.index, "pid": 1, "node": "n"}
+        return WorkerInfo(self.index, 1, "n")
 
     async def stop(self) -> None:
         pass
@@ -73,11 +75,11 @@ async def test_each_workers_run_clock_starts_at_the_drivers_origin_on_its_own_cl
     clock = RunClock.start()
     workers = [_SkewedWorker(0, -37.25), _SkewedWorker(1, 1234.5)]
     pool = WorkerPool(workers, clock, lambda records: None, lambda sample: None, lambda text: None, LiveStats())
-    await pool.set_up(lambda h, origin: Setup(Share(h.index, 2), origin, clock.origin_unix_s, {}))
+    await pool.set_up(lambda h, origin: Setup(Share(h.index, 2), origin, clock.origin_unix_s, TargetConfig()))
     for w in workers:
         offset = pool.offsets[w.index]
         assert abs(offset.offset_s - w.skew) <= offset.uncertainty_s + 1e-9
         perf = time.perf_counter()
         on_worker = (perf + w.skew) - w.setup.origin_monotonic_s  # its run clock, read on its own clock
         assert abs(on_worker - (perf - clock.origin_monotonic_s)) <= offset.uncertainty_s + 1e-9
-        assert pool.infos[w.index]["node"] == "n"
+        assert pool.infos[w.index].node == "n"

@@ -6,16 +6,17 @@ the requests in flight (each streaming request holds one connection: the proxy f
 connections, read from the load generator's own counter rather than aiohttp's private connector
 fields). Every ``sample_s`` (0.5 s) it emits one ``client`` sample: the process's CPU time over
 the sample (``time.process_time()``: every thread of this process), the ticks' lags and the most
-requests in flight. The runner writes each sample into samples.jsonl through the sampler
-(``Sampler.event``), the run's one timeline, where ``tokenbench recompute`` finds it beside the
+requests in flight. Each worker (workers.core) runs one while its part of a point runs; the
+driver's pool writes each sample into samples.jsonl through the sampler (``Sampler.event``) as
+its polls bring them, the run's one timeline, where ``tokenbench recompute`` finds it beside the
 point's span; telemetry.client_health turns samples into results (pure).
 
 A tick costs a clock read, a list append and a counter read (benchmarks/client_overhead.py
 measures it); a sample one ``json.dumps`` and a pipe write every 0.5 s. Nothing here blocks.
 
 Sample line: ``{"kind": "client", "worker": 0, "start_s", "t_s", "cpu_s", "tick_s",
-"lag_s": [...], "in_flight_max"}`` (run-clock seconds; ``worker`` is 0 while one process runs the
-load: worker processes will emit their own).
+"lag_s": [...], "in_flight_max"}`` (run-clock seconds; ``worker``: the worker's index, 0 when the
+run's own process sends the load).
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
-"""Load beyond one process (``--workers N``) and one machine (``--ray``, ``--ray-address``).
+"""The one engine for a point: a pool of workers, whether the load runs from the run's own process,
+beyond it (``--workers N``) or beyond one machine (``--ray``, ``--ray-address``).
 
 The driver (the ``tokenbench run`` process) owns the plan, the server's telemetry and the run
 directory; workers only send requests and time them. Each worker is a ``WorkerCore`` (core.py)
-with its own event loop, connections and load generator, in a local process (process.py) or a
-Ray async actor (ray_actor.py), reached through the same few calls (``Handle``). Every worker
+with its connections, client, requests and load generator: on the driver's own loop
+(``LocalWorker``, a run without --workers or --ray: called directly, the driver's clock, its
+records the driver's own), in a local process (process.py) or a Ray async actor (ray_actor.py),
+reached through the same few calls (``Handle``); the runner only ever talks to the pool (pool.py),
+set up from the run's settings by wiring.py. Every worker
 computes the point's one global schedule from the same seed and runs its share of it
 (``load.Share``: user, arrival or conversation ``i`` is worker ``i % N``'s, users keeping their
 global ramp times), so the schedule is the same whatever N. Records, started-request notices and

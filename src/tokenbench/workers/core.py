@@ -1,6 +1,10 @@
-"""One worker: its own event loop's connections, client and load generator, driven by a few calls
-(``setup``, ``clock``, ``prepare``, ``start``, ``poll``, ``interrupt``, ``close``) from the driver,
-whichever carries them (a pipe to a local process, or a Ray actor's methods)."""
+"""The one engine for a point: a worker's connections, client, requests and load generator, driven
+by a few calls (``setup``, ``clock``, ``prepare``, ``start``, ``poll``, ``interrupt``, ``close``)
+from the driver, whichever carries them: a direct call on the driver's own loop (``LocalWorker``:
+a run without ``--workers`` or ``--ray``), a pipe to a local process, or a Ray actor's methods.
+
+Tokenizer choice (``choose_tokenizer``), the client's set-up, the connections warmed before each
+point, the client monitor and the records as they end all happen here, and only here."""
 
 from __future__ import annotations
 
@@ -10,43 +14,52 @@ import os
 import platform
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import TypeAdapter
+import aiohttp
 
 from .. import redact
 from ..clients import wire_for
 from ..clients.stream import StreamingClient, make_session, warm_connections
 from ..config import LoadPoint, SessionConfig, StopConfig, TargetConfig
 from ..datasets.sessions import Conversation, estimate_tokens
-from ..datasets.tokenizers import HFTokenizer, RemoteTokenizer
+from ..datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from ..live import LiveStats
 from ..load import Share
 from ..loadgen import LoadGenerator, Part, PointRun
 from ..records import Request, RequestRecord, RunClock
 from ..request_source import RequestSource
 from ..session_load import SessionSource
-from ..telemetry.client_monitor import ClientMonitor
+from ..telemetry.client_monitor import ClientMonitor, Sample
 
-_LOAD: TypeAdapter[LoadPoint] = TypeAdapter(LoadPoint)
+
+def choose_tokenizer(path: str | None, target: TargetConfig) -> Tokenizer | None:
+    """The run's tokenizer: ``--tokenizer``'s file, else the server's /tokenize when it has one
+    (None: neither; prompts and histories are then estimated)."""
+    if path:
+        return HFTokenizer(path)
+    assert target.url is not None, "the driver resolves the target"
+    return RemoteTokenizer.available(target.url, target.model)
 
 
 @dataclass(frozen=True)
 class Setup:
     """What a worker needs for the whole run: where it is in the pool, its clock, the target, and
-    the requests (or conversations) the driver built, so every worker draws from the same list."""
+    the requests (or conversations) the driver built, so every worker draws from the same list.
+    Pydantic models and dataclasses: they pickle across a process or to a Ray actor."""
 
     lane: Share  # its ids: lane.index, + lane.count, ... (apart from every other worker's)
     origin_monotonic_s: float  # the driver's run origin on this worker's clock (+ the offset)
     origin_unix_s: float
-    target: dict[str, Any]  # TargetConfig, resolved (url, model, api)
+    target: TargetConfig  # resolved (url, model, api)
     keep_text: bool = False
     tokenizer: str | None = None  # --tokenizer: counts output tokens client-side
     requests: list[Request] | None = None
     unique_nonce: str | None = None
     conversations: list[Conversation] | None = None  # --multi-turn
-    sessions: dict[str, Any] | None = None  # SessionConfig
+    sessions: SessionConfig | None = None
     max_model_len: int | None = None
     session_prefix: str = "s"
     secrets: tuple[str, ...] = ()
@@ -57,13 +70,22 @@ class Order:
     """One point for one worker: the point, its share of the global schedule, when it starts."""
 
     index: int
-    load: dict[str, Any]
-    stop: dict[str, Any]
+    load: LoadPoint
+    stop: StopConfig
     seed: int  # the run's seed (where the point's prompts start)
     point_seed: int  # the point's schedule seed
     share: Share
     start_s: float = 0.0  # run-clock time (the driver's axis), set by ``start``
     warm: int = 1  # connections to open before the point
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Where a worker runs (config.json's ``workers.clocks``)."""
+
+    worker: int
+    pid: int
+    node: str
 
 
 @dataclass
@@ -72,21 +94,39 @@ class Batch:
 
     created: list[RequestRecord] = field(default_factory=list)  # still open: lost if the worker dies
     done: list[RequestRecord] = field(default_factory=list)
-    client: list[dict[str, Any]] = field(default_factory=list)  # the client monitor's samples
+    client: list[Sample] = field(default_factory=list)  # the client monitor's samples
     in_flight: int = 0
     active_users: int = 0
     run: PointRun | None = None  # the point's part, once this worker finished it
     error: str | None = None  # the point failed in this worker (a bug): the driver loses it
 
 
-class WorkerCore:
-    """A worker's state between calls. Records are buffered until the next poll."""
+@dataclass
+class _Running:
+    """A worker's state once set up: its clock, session, wire, requests and load generator."""
 
-    def __init__(self) -> None:
+    lane: Share
+    clock: RunClock
+    target: TargetConfig
+    session: aiohttp.ClientSession
+    source: RequestSource | SessionSource
+    gen: LoadGenerator
+
+
+class WorkerCore:
+    """A worker's state between calls. Records are buffered until the next poll.
+
+    ``local``: the core runs on the driver's own loop (LocalWorker), so its records are the
+    driver's own (no ``worker`` stamped on them, no copies kept for a loss that cannot happen) and
+    a failure is raised to the driver as it is, as any bug in the run's own process is."""
+
+    def __init__(self, local: bool = False) -> None:
+        self._local = local
+        # a sink for each record as it ends (LocalWorker): written at once, not at the next poll
+        self.deliver: Callable[[list[RequestRecord]], None] | None = None
         self._batch = Batch()
-        self._created: dict[int, RequestRecord] = {}
         self._task: asyncio.Future[PointRun] | None = None
-        self._gen: LoadGenerator | None = None
+        self._state: _Running | None = None
 
     async def call(self, method: str, args: tuple[Any, ...]) -> Any:
         result = getattr(self, method)(*args)
@@ -96,89 +136,122 @@ class WorkerCore:
     def clock() -> float:
         return time.perf_counter()
 
-    async def setup(self, setup: Setup) -> dict[str, Any]:
+    @property
+    def _running(self) -> _Running:
+        assert self._state is not None, "setup first"
+        return self._state
+
+    async def setup(self, setup: Setup) -> WorkerInfo:
         redact.register(*setup.secrets)
-        self.lane = setup.lane
-        self.clock_ = RunClock(setup.origin_monotonic_s, setup.origin_unix_s)
-        target = TargetConfig.model_validate(setup.target)
-        self.session = make_session(target, self.clock_.now)
+        clock = RunClock(setup.origin_monotonic_s, setup.origin_unix_s)
+        target = setup.target
         assert target.api is not None, "the driver resolves the API"
-        self.target, self.wire = target, wire_for(target.api)
+        session = make_session(target, clock.now)
         count = HFTokenizer(setup.tokenizer).count if setup.tokenizer else None
-        client = StreamingClient(
-            self.session, target, self.wire, self.clock_.now, count_tokens=count, keep_text=setup.keep_text
-        )
-        self.source = _source(setup, target)
-        self.stats = LiveStats()
-        self._gen = LoadGenerator(client, self.clock_, self._finished, self.stats, created=self._new)
-        return {"worker": setup.lane.index, "pid": os.getpid(), "node": platform.node()}
-
-    def _new(self, record: RequestRecord) -> None:
-        record.worker = self.lane.index
-        self._created[record.id] = replace(record)
-
-    def _finished(self, record: RequestRecord) -> None:
-        self._created.pop(record.id, None)  # reported done: no notice needed
-        self._batch.done.append(record)
+        client = StreamingClient(session, target, wire_for(target.api), clock.now, count, keep_text=setup.keep_text)
+        worker = None if self._local else setup.lane.index
+        gen = LoadGenerator(client, clock, self._done, LiveStats(), worker, notices=not self._local)
+        self._state = _Running(setup.lane, clock, target, session, _source(setup), gen)
+        return WorkerInfo(setup.lane.index, os.getpid(), platform.node())
 
     async def prepare(self, order: Order) -> None:
         """Before the point: this worker's place in the prompts, and its connections open."""
-        self.source.start_point(_LOAD.validate_python(order.load), order.seed, order.share)
-        await warm_connections(self.session, self.target, self.wire, order.warm)
+        state = self._running
+        state.source.start_point(order.load, order.seed, order.share)
+        assert state.target.api is not None
+        await warm_connections(state.session, state.target, wire_for(state.target.api), order.warm)
 
     def start(self, order: Order) -> None:
         """Run the point (its share, from ``order.start_s``) in the background; polls report it."""
-        assert self._gen is not None, "setup first"
-        self._task = asyncio.ensure_future(self._run(order, self._gen))
+        self._task = asyncio.ensure_future(self._run(order, self._running))
 
-    async def _run(self, order: Order, gen: LoadGenerator) -> PointRun:
-        load, stop = _LOAD.validate_python(order.load), StopConfig.model_validate(order.stop)
-        monitor = ClientMonitor(self.clock_.now, lambda: gen.stats.in_flight, self._batch_sample, self.lane.index)
+    async def _run(self, order: Order, state: _Running) -> PointRun:
+        gen = state.gen
+        monitor = ClientMonitor(state.clock.now, lambda: gen.stats.in_flight, self._sample, state.lane.index)
         async with monitor.running():
             part = Part(order.share, order.start_s)
-            return await gen.run_point(order.index, load, stop, self.source, order.point_seed, part=part)
+            return await gen.run_point(order.index, order.load, order.stop, state.source, order.point_seed, part=part)
 
-    def _batch_sample(self, sample: dict[str, Any]) -> None:
+    def _done(self, record: RequestRecord) -> None:
+        if self.deliver is not None:
+            self.deliver([record])
+        else:
+            self._batch.done.append(record)
+
+    def _sample(self, sample: Sample) -> None:
         self._batch.client.append(sample)
 
     def poll(self) -> Batch:
         """Everything since the last poll; ``run`` is set once the point is over."""
         batch, self._batch = self._batch, Batch()
-        batch.created, self._created = list(self._created.values()), {}
-        if self._gen is not None:
-            batch.in_flight, batch.active_users = self._gen.stats.in_flight, self._gen.stats.active_users
+        if self._state is not None:
+            gen = self._state.gen
+            batch.created = gen.open.take_notices()
+            batch.in_flight, batch.active_users = gen.stats.in_flight, gen.stats.active_users
         if self._task is not None and self._task.done():
             task, self._task = self._task, None
-            if task.exception() is not None:
-                exc = task.exception()
-                batch.error = "".join(traceback.format_exception(exc)) if exc else None
+            exc = task.exception()
+            if exc is not None and self._local:
+                raise exc
+            if exc is not None:
+                batch.error = "".join(traceback.format_exception(exc))
             else:
                 batch.run = task.result()
         return batch
 
     def interrupt(self) -> None:
-        if self._gen is not None:
-            self._gen.interrupt()
+        if self._state is not None:
+            self._state.gen.interrupt()
 
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
-        if self._gen is not None:
-            await self.session.close()
+        if self._state is not None:
+            await self._state.session.close()
 
 
-def _source(setup: Setup, target: TargetConfig) -> RequestSource | SessionSource:
+def _source(setup: Setup) -> RequestSource | SessionSource:
+    """The worker's own copy of where requests come from (the driver's list, its own ids)."""
     if setup.conversations is None:
         assert setup.requests is not None
         return RequestSource(setup.requests, unique_nonce=setup.unique_nonce, lane=setup.lane)
-    if setup.tokenizer:
-        count = HFTokenizer(setup.tokenizer).count
-    else:
-        assert target.url is not None
-        remote = RemoteTokenizer.available(target.url, target.model)
-        count = remote.count if remote is not None else estimate_tokens
-    settings = SessionConfig.model_validate(setup.sessions)
-    prefix = setup.session_prefix
-    return SessionSource(setup.conversations, count, settings, setup.max_model_len, id_prefix=prefix, lane=setup.lane)
+    assert setup.sessions is not None
+    tokenizer = choose_tokenizer(setup.tokenizer, setup.target)
+    count: Callable[[str], int] = tokenizer.count if tokenizer is not None else estimate_tokens
+    return SessionSource(
+        setup.conversations,
+        count,
+        setup.sessions,
+        setup.max_model_len,
+        id_prefix=setup.session_prefix,
+        lane=setup.lane,
+    )
+
+
+class LocalWorker:
+    """The one worker of a run without ``--workers`` or ``--ray``: its core on the driver's own
+    loop and clock, called directly (no pipe, no pickling, the records themselves, each handed to
+    the driver as it ends: on disk at once, so a crash loses at most the requests in flight)."""
+
+    same_clock = True  # no offset to measure
+
+    def __init__(self, index: int = 0) -> None:
+        self.index = index
+        self.lost: str | None = None  # never set: a failure here raises in the driver
+        self.core = WorkerCore(local=True)
+
+    @property
+    def describe(self) -> str:
+        return "the run's own process"
+
+    async def call(self, method: str, *args: Any, timeout_s: float | None = None) -> Any:
+        return await self.core.call(method, args)
+
+    def deliver_to(self, sink: Callable[[list[RequestRecord]], None]) -> None:
+        """Each record to ``sink`` as it ends, rather than in the next poll's batch."""
+        self.core.deliver = sink
+
+    async def stop(self) -> None:
+        await self.core.close()

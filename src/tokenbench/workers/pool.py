@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -14,21 +15,28 @@ from typing import Any, Protocol
 from ..config import LoadPoint, StopConfig, WorkersConfig
 from ..live import LiveStats
 from ..load import Share
-from ..loadgen import PointRun, new_run
+from ..loadgen import OpenRecords, PointRun, new_run
 from ..records import Outcome, RequestRecord, RunClock
+from ..results.client import WorkerLoss
 from ..session_load import SessionTally
+from ..telemetry.client_monitor import Sample
 from . import WorkerLost
 from .clock import Offset, measure
-from .core import Batch, Order, Setup
+from .core import Batch, LocalWorker, Order, Setup, WorkerInfo
 
 POLL_S = 0.1  # how often each worker is asked for its records
 ANSWER_TIMEOUT_S = 30.0  # a worker silent this long is lost
 START_LEAD_S = 0.25  # a point starts this far ahead of its order, so every worker starts it together
+SAME_CLOCK = Offset(0.0, 0.0)  # a worker on the driver's own loop reads the driver's clock
 
 
 class Handle(Protocol):
+    """The driver's end of one worker: its core called directly (core.LocalWorker), over a pipe
+    (process.ProcessWorker) or as a Ray actor (ray_actor.RayWorker)."""
+
     index: int
     lost: str | None
+    same_clock: bool  # on the driver's own clock: no offset to measure, no lead to start together
 
     @property
     def describe(self) -> str: ...
@@ -47,31 +55,32 @@ class _Point:
     """One point as the pool runs it: the records still open, the parts back, the losses."""
 
     parts: list[PointRun] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    losses: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    losses: list[WorkerLoss] = field(default_factory=list)
     in_flight: dict[int, int] = field(default_factory=dict)  # the live view's, by worker
     users: dict[int, int] = field(default_factory=dict)
 
 
 class WorkerPool:
-    """Runs each point over the live workers; as LoadGenerator does for one process."""
+    """Runs each point over the live workers: the runner's one way to run a point, whether the
+    pool is one worker on the driver's loop or N processes or Ray actors."""
 
     def __init__(
         self,
         handles: Sequence[Handle],
         clock: RunClock,
         sink: Callable[[list[RequestRecord]], None],
-        event: Callable[[dict[str, Any]], None],
+        event: Callable[[Sample], None],
         say: Callable[[str], None],
         stats: LiveStats,
     ) -> None:
         self.handles = list(handles)
         self._clock, self._sink, self.stats, self._event, self._say = clock, sink, stats, event, say
-        self._open: dict[int, RequestRecord] = {}
+        self._open = OpenRecords()  # the workers' requests in flight, as they told us (worker_lost)
         self._interrupted = False
         self.offsets: dict[int, Offset] = {}
         self.end_offsets: dict[int, Offset] = {}
-        self.infos: dict[int, dict[str, Any]] = {}
+        self.infos: dict[int, WorkerInfo] = {}
 
     @property
     def interrupted(self) -> bool:
@@ -89,7 +98,9 @@ class WorkerPool:
     async def set_up(self, setup: Callable[[Handle, float], Setup]) -> None:
         """Each worker's clock offset, then its setup with the driver's origin on its clock."""
         for h in self.handles:
-            offset = await measure(functools.partial(_read_clock, h))
+            if isinstance(h, LocalWorker):  # on this loop: its records straight to the sink
+                h.deliver_to(self._done)
+            offset = SAME_CLOCK if h.same_clock else await measure(functools.partial(_read_clock, h))
             self.offsets[h.index] = offset
             origin = self._clock.origin_monotonic_s + offset.offset_s
             self.infos[h.index] = await h.call("setup", setup(h, origin), timeout_s=120.0)
@@ -97,6 +108,9 @@ class WorkerPool:
     async def check_clocks(self) -> None:
         """The offsets again at the end: their drift over the run is in results."""
         for h in self.alive():
+            if h.same_clock:
+                self.end_offsets[h.index] = SAME_CLOCK
+                continue
             with contextlib.suppress(WorkerLost):
                 self.end_offsets[h.index] = await measure(functools.partial(_read_clock, h))
 
@@ -108,7 +122,7 @@ class WorkerPool:
         seeds: tuple[int, int],
         warm: int,
         started: Callable[[PointRun], None],
-    ) -> tuple[PointRun, list[dict[str, Any]], list[dict[str, Any]]]:
+    ) -> tuple[PointRun, list[Sample], list[WorkerLoss]]:
         """One point over the live workers (``seeds``: the run's and the point's; ``warm``:
         connections to open, shared out): its merged span, the client samples, the losses."""
         alive = self.alive()
@@ -118,8 +132,8 @@ class WorkerPool:
         orders = {
             h.index: Order(
                 index,
-                load.model_dump(mode="json"),
-                stop.model_dump(mode="json"),
+                load,
+                stop,
                 seeds[0],
                 seeds[1],
                 Share(j, n),
@@ -130,14 +144,16 @@ class WorkerPool:
         await asyncio.gather(
             *(self._guard(h, point, h.call("prepare", orders[h.index], timeout_s=120.0)) for h in alive)
         )
-        start = self._clock.now() + START_LEAD_S
+        # workers elsewhere start a little ahead, together; one on this loop starts now
+        start = self._clock.now() + (0.0 if all(h.same_clock for h in alive) else START_LEAD_S)
         run = new_run(index, load, stop, start)
         started(run)
+        self.stats.point, self.stats.started_s, self.stats.planned_s = index, start, stop.duration_s
         alive = self.alive()
         await asyncio.gather(*(self._follow(h, point, _at(orders[h.index], start)) for h in alive))
         return _merge(run, point.parts, self._clock.now(), self._interrupted), point.samples, point.losses
 
-    async def _guard(self, h: Handle, point: _Point, call: Any) -> None:
+    async def _guard(self, h: Handle, point: _Point, call: Awaitable[Any]) -> None:
         try:
             await call
         except WorkerLost as e:
@@ -163,12 +179,9 @@ class WorkerPool:
 
     def _take(self, h: Handle, point: _Point, batch: Batch) -> None:
         for record in batch.created:
-            self._open[record.id] = record
-        for record in batch.done:
-            self._open.pop(record.id, None)
-            self.stats.record_done(record)
+            self._open.add(record)
         if batch.done:
-            self._sink(batch.done)
+            self._done(batch.done)
         for sample in batch.client:
             self._event(sample)
         point.samples += batch.client
@@ -177,13 +190,20 @@ class WorkerPool:
         self.stats.in_flight = sum(point.in_flight.values())
         self.stats.active_users = sum(point.users.values())
 
+    def _done(self, records: list[RequestRecord]) -> None:
+        """Records that ended: out of the book of open ones, counted, written."""
+        for record in records:
+            self._open.close(record)
+            self.stats.record_done(record)
+        self._sink(records)
+
     def _lose(self, h: Handle, point: _Point, reason: str) -> None:
         """``h`` is gone: its requests in flight become ``worker_lost`` records; the point says so."""
         h.lost = h.lost or reason
         now = self._clock.now()
-        lost = [r for r in self._open.values() if r.worker == h.index]
+        lost = self._open.left(h.index)
         for record in lost:
-            del self._open[record.id]
+            self._open.close(record)
             record.outcome, record.closed_s = Outcome.WORKER_LOST, now
             record.error = f"lost with its worker: {reason}"
             self.stats.record_done(record)
@@ -191,7 +211,7 @@ class WorkerPool:
             self._sink(lost)
         point.in_flight.pop(h.index, None)
         point.users.pop(h.index, None)
-        point.losses.append({"worker": h.index, "at_s": now, "reason": reason, "in_flight": len(lost)})
+        point.losses.append(WorkerLoss(worker=h.index, at_s=now, reason=reason, in_flight=len(lost)))
         left = len(self.alive())
         self._say(
             f"[red]{reason}[/]: its {len(lost)} requests in flight are worker_lost records; "
@@ -207,10 +227,10 @@ async def _read_clock(h: Handle) -> float:
 
 
 def _at(order: Order, start_s: float) -> Order:
-    return Order(**{**order.__dict__, "start_s": start_s})
+    return dataclasses.replace(order, start_s=start_s)
 
 
-async def _quietly(call: Any) -> None:
+async def _quietly(call: Awaitable[Any]) -> None:
     with contextlib.suppress(WorkerLost, RuntimeError, ConnectionError):
         await call
 
@@ -226,12 +246,17 @@ def _merge(run: PointRun, parts: list[PointRun], now: float, interrupted: bool) 
     run.last_arrival_s = max(arrivals) if arrivals else None
     tallies = [p.sessions for p in parts if p.sessions is not None]
     if tallies:
-        run.sessions = SessionTally(*(sum(getattr(t, f) for t in tallies) for f in SessionTally.__dataclass_fields__))
+        run.sessions = SessionTally(
+            *(sum(getattr(t, f.name) for t in tallies) for f in dataclasses.fields(SessionTally))
+        )
     return run
 
 
 async def start_workers(config: WorkersConfig, run_dir: Path) -> list[Handle]:
-    """``config.count`` workers: local processes, or Ray actors."""
+    """``config.count`` workers: local processes, or Ray actors; without either, the one worker on
+    the driver's own loop."""
+    if not config.distributed:
+        return [LocalWorker()]
     if config.on_ray:
         from .ray_actor import RayWorker
 

@@ -29,6 +29,8 @@ _HEADER = struct.Struct("!I")
 class ProcessWorker:
     """The driver's end of one worker process."""
 
+    same_clock = False  # its own monotonic clock: an offset measured
+
     def __init__(self, index: int, proc: asyncio.subprocess.Process, log: IO[bytes]) -> None:
         self.index = index
         self.proc = proc
@@ -65,11 +67,14 @@ class ProcessWorker:
         self._pending[call_id] = future
         body = pickle.dumps((call_id, method, args), protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            self.proc.stdin.write(_HEADER.pack(len(body)) + body)
-            await self.proc.stdin.drain()
+            try:
+                self.proc.stdin.write(_HEADER.pack(len(body)) + body)
+                await self.proc.stdin.drain()
+            # its pipe closed before the reader saw it die: a broken pipe, or (uvloop) "the handler
+            # is closed"; a RuntimeError from the answer is the worker's own, and is not caught here
+            except (ConnectionError, RuntimeError) as e:
+                raise WorkerLost(f"{self.describe}: {await self._exit_reason(e)}") from None
             return await asyncio.wait_for(future, timeout_s)
-        except (ConnectionError, BrokenPipeError) as e:
-            raise WorkerLost(f"{self.describe}: {await self._exit_reason(e)}") from None
         except TimeoutError:
             raise WorkerLost(f"{self.describe} did not answer {method} within {timeout_s:g} s") from None
         finally:

@@ -56,6 +56,8 @@ def stop_ray() -> None:
 class RayWorker:
     """The driver's end of one Ray actor."""
 
+    same_clock = False  # another process, perhaps another machine: an offset measured
+
     def __init__(self, index: int, cpus: float) -> None:
         ray = _ray()
         self.index = index

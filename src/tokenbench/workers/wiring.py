@@ -4,9 +4,9 @@ facts for config.json (``workers``) and results."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 from ..config import RunConfig, TargetConfig
 from ..live import LiveStats
@@ -15,8 +15,12 @@ from ..records import RequestRecord, RunClock
 from ..request_source import RequestSource
 from ..results.client import WorkerClock, Workers
 from ..session_load import SessionSource
+from ..telemetry.client_monitor import Sample
 from .core import Setup
 from .pool import Handle, WorkerPool, ray_session, start_workers
+
+# where the pool's records, client samples and messages go (the run's writer, sampler and console)
+PoolIO = tuple[Callable[[list[RequestRecord]], None], Callable[[Sample], None], Callable[[str], None]]
 
 
 @contextlib.asynccontextmanager
@@ -26,15 +30,12 @@ async def worker_pool(
     source: RequestSource | SessionSource,
     clock: RunClock,
     run_dir: Path,
-    io: tuple[Callable[[list[RequestRecord]], None], Callable[[dict[str, Any]], None], Callable[[str], None]],
+    io: PoolIO,
     stats: LiveStats,
-) -> AsyncIterator[WorkerPool | None]:
-    """The run's workers (None: the run's one process sends the load); ``io``: where records,
-    samples and messages go. Stopped, whatever ends the block."""
+) -> AsyncIterator[WorkerPool]:
+    """The run's workers: one on this process's own loop, or ``--workers`` processes or ``--ray``
+    actors. Stopped, whatever ends the block."""
     workers = config.workers
-    if not workers.distributed:
-        yield None
-        return
     async with ray_session(workers):
         handles = await start_workers(workers, run_dir)
         pool = WorkerPool(handles, clock, *io, stats=stats)
@@ -56,25 +57,19 @@ def _setup(
     lane: Share,
     origin: float,
 ) -> Setup:
-    common: dict[str, Any] = {
-        "lane": lane,
-        "origin_monotonic_s": origin,
-        "origin_unix_s": clock.origin_unix_s,
-        "target": target.model_dump(mode="json"),
-        "keep_text": config.keep_text,
-        "tokenizer": config.dataset.tokenizer,
-        "secrets": tuple(s for s in (target.api_key(), *target.headers.values()) if s),
-    }
+    secrets = tuple(s for s in (target.api_key(), *target.headers.values()) if s)
+    common = Setup(
+        lane, origin, clock.origin_unix_s, target, config.keep_text, config.dataset.tokenizer, secrets=secrets
+    )
     if isinstance(source, SessionSource):
-        assert config.sessions is not None
-        return Setup(
-            **common,
+        return dataclasses.replace(
+            common,
             conversations=source.conversations,
-            sessions=config.sessions.model_dump(mode="json"),
+            sessions=config.sessions,
             max_model_len=source.max_model_len,
             session_prefix=source.id_prefix,
         )
-    return Setup(**common, requests=source.requests, unique_nonce=source.unique_nonce)
+    return dataclasses.replace(common, requests=source.requests, unique_nonce=source.unique_nonce)
 
 
 def workers_facts(config: RunConfig, pool: WorkerPool, handles: list[Handle] | None = None) -> Workers:
@@ -82,12 +77,12 @@ def workers_facts(config: RunConfig, pool: WorkerPool, handles: list[Handle] | N
     workers = config.workers
     clocks = []
     for h in handles or pool.handles:
-        start, end, info = pool.offsets.get(h.index), pool.end_offsets.get(h.index), pool.infos.get(h.index, {})
+        start, end, info = pool.offsets.get(h.index), pool.end_offsets.get(h.index), pool.infos.get(h.index)
         clocks.append(
             WorkerClock(
                 worker=h.index,
-                node=info.get("node"),
-                pid=info.get("pid"),
+                node=info.node if info else None,
+                pid=info.pid if info else None,
                 offset_s=start.offset_s if start else None,
                 uncertainty_s=start.uncertainty_s if start else None,
                 end_offset_s=end.offset_s if end else None,
