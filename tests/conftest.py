@@ -15,6 +15,24 @@ import pytest
 
 from tokenbench.procs import free_port, stop, wait_http
 
+# Tests whose assertions a busy neighbour would change run alone: `make check` runs every other test
+# side by side (pytest-xdist), then these one at a time (``-m serial``). They are the tests that time a
+# mock process to the millisecond (``start_mock``, see its docstring), and the modules named here.
+SERIAL_FIXTURES = frozenset({"start_mock"})
+SERIAL_MODULES = frozenset(
+    {
+        # asserts that the client itself was not CPU-limited (loop lag, CPU): beside other tests it is
+        "test_client_health_runs.py",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERIAL_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in SERIAL_MODULES:
+            item.add_marker(pytest.mark.serial)
+
 
 @pytest.fixture
 def start_mock() -> Iterator[Callable[..., str]]:
