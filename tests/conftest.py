@@ -27,6 +27,11 @@ SERIAL_MODULES = frozenset(
         "test_server_overhead_preset.py",
         # kills a worker a set time into its requests: a busy neighbour delayed the run past the kill
         "test_worker_faults.py",
+        # a users capacity of exactly 2 under a 100 ms TTFT objective (a busy neighbour made it 1)
+        "test_capacity_mock.py",
+        # cost over the measured throughput, and users' ramp times, to within 10%
+        "test_cost_runs.py",
+        "test_schedule_share.py",
     }
 )
 
