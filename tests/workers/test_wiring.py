@@ -78,7 +78,7 @@ def test_the_workers_facts_name_each_workers_clock_and_loss():
     pool.end_offsets = {0: Offset(0.5001, 0.001)}
     pool.infos = {0: WorkerInfo(0, 11, "a"), 1: WorkerInfo(1, 12, "b")}
     config = _config(workers=WorkersConfig(count=2))
-    facts = workers_facts(config, pool, handles)  # type: ignore[arg-type]
+    facts = workers_facts(config, pool, handles).model_dump(mode="json")  # type: ignore[arg-type]
     assert {k: facts[k] for k in ("mode", "count", "ray_address", "cpus_per_worker")} == {
         "mode": "process",
         "count": 2,
@@ -98,4 +98,4 @@ def test_the_workers_facts_name_each_workers_clock_and_loss():
     }
     assert (second["pid"], second["end_offset_s"], second["lost"]) == (12, None, "killed by signal SIGKILL")
     ray = workers_facts(_config(workers=WorkersConfig(count=2, ray=True, cpus_per_worker=0.5)), pool, handles)  # type: ignore[arg-type]
-    assert (ray["mode"], ray["cpus_per_worker"]) == ("ray", 0.5)
+    assert (ray.mode, ray.cpus_per_worker) == ("ray", 0.5)
