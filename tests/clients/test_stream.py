@@ -5,6 +5,7 @@ outcome, the run never crashes and records == requests sent; dead reused connect
 import io
 import json
 import threading
+import time
 
 import pytest
 from rich.console import Console
@@ -84,12 +85,24 @@ def test_read_timeout_on_a_stalled_stream(mock_server, tmp_path):
 def test_server_dying_mid_run_gives_connect_or_stream_errors(start_mock, tmp_path):
     url = start_mock(ttft_ms=20, itl_ms=20)
     proc = start_mock.procs[-1]
-    threading.Timer(1.0, proc.kill).start()
+    # killed once two requests have ended ok, not at a fixed time: a slow start (probe, tokenizer,
+    # sampler) on a busy machine once outlived a 1 s timer, and no request was ever answered
+    threading.Thread(target=_kill_after_ok_records, args=(proc, tmp_path / "run" / "records.jsonl", 2)).start()
     point, records = run_against(url, tmp_path, requests=None, duration_s=3.0)
     outcomes = point["requests"]["by_outcome"]
     assert outcomes.get("ok", 0) >= 2
     assert outcomes.get("connect_error", 0) + outcomes.get("stream_error", 0) >= 1
     assert set(outcomes) <= {"ok", "connect_error", "stream_error"}
+
+
+def _kill_after_ok_records(proc, records, count: int, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        lines = records.read_text().splitlines() if records.exists() else []
+        if sum(json.loads(line)["outcome"] == "ok" for line in lines if line.endswith("}")) >= count:
+            break
+        time.sleep(0.02)
+    proc.kill()
 
 
 def test_more_than_100_in_flight_without_a_pool_ceiling(start_mock, tmp_path):
