@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile
 # (tests/conftest.py: they time to the millisecond) then run one at a time; `e2e` tests need a real
 # engine (llama.cpp, vLLM CPU, Triton, Ray Serve) and run one at a time, only in `make test`.
 JOBS   ?= 4
-PYTEST := $(BIN)/python -m pytest -q
+PYTEST := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every log: where the next minute goes
 PARALLEL_TESTS := $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
 
 .PHONY: setup vllm-cpu rayllm-cpu triton browser run check test parallel-tests lint lock bench clean
