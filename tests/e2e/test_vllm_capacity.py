@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
 MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
 KV_CACHE_BYTES = 4 * 23_592_960  # 4,096 tokens of SmolLM2-135M: 32 blocks of 128, one per sequence here
-SLO = "ttft:p90<=150ms,errors<=1%"
+# The objective sits in the gap between the two regimes the test tells apart: 2 users at
+# max-num-seqs 2 measured TTFT p90 109-165 ms here, a third user (who waits a whole reply) 800-990
+# ms. At 150 ms one slow moment failed the 2-user probe (a fresh-clone make test, 165 ms).
+SLO = "ttft:p90<=300ms,errors<=1%"
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +57,7 @@ def capacities(tmp_path_factory):
 def test_two_sequences_carry_two_users_under_the_ttft_objective(capacities):
     capacity, line = capacities[2]
     assert capacity["max_users"] == 2 and capacity["min_failing"] == 3, line
-    assert line.startswith("max 2 users under ttft p90 ≤ 150 ms, errors ≤ 1% (next 3 failed: ttft p90 ")
+    assert line.startswith("max 2 users under ttft p90 ≤ 300 ms, errors ≤ 1% (next 3 failed: ttft p90 ")
 
 
 def test_sixteen_sequences_carry_more(capacities):
