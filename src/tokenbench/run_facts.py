@@ -60,24 +60,21 @@ def point_facts(run: PointRun, reset: CacheReset, lost: Sequence[WorkerLoss] = (
     """A finished point's span as written to samples.jsonl (the ``point`` event): with the
     point's records, all its results need (derive.point_result). ``lost``: the workers that died
     during it (none: no such key)."""
-    event = PointEnd(
-        index=run.index,
-        load=run.load,
-        start_s=run.start_s,
-        ramp_end_s=run.ramp_end_s,
-        window_start_s=run.window_start_s,
-        load_end_s=run.load_end_s,
-        end_s=run.end_s,
-        user_spans=list(run.user_spans),
-        interrupted=run.interrupted,
-        num_records=run.num_records,
-        last_arrival_s=run.last_arrival_s,
-        prefix_cache_reset=_reset(reset),
-    )
-    # keys only a --multi-turn point, or one during which a worker died, has
+    span = {
+        "load_end_s": run.load_end_s,
+        "end_s": run.end_s,
+        "user_spans": list(run.user_spans),
+        "interrupted": run.interrupted,
+        "num_records": run.num_records,
+        "last_arrival_s": run.last_arrival_s,
+    }
+    # keys only a --multi-turn point, or one during which a worker died, has (only keys given are written)
     if run.sessions is not None:
-        event = event.model_copy(update={"sessions": SessionCounts(**dataclasses.asdict(run.sessions))})
-    return event.model_copy(update={"workers_lost": list(lost)}) if lost else event
+        span["sessions"] = SessionCounts(**dataclasses.asdict(run.sessions))
+    if lost:
+        span["workers_lost"] = list(lost)
+    started = {name: value for name, value in start_facts(run, reset) if name != "kind"}
+    return PointEnd.model_validate({**started, **span})
 
 
 def _reset(reset: CacheReset) -> PrefixCacheReset:
