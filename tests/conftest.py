@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
+from aiohttp import web
 
 from tokenbench.procs import free_port, stop, wait_http
 
@@ -80,23 +81,20 @@ def module_mock_server() -> Iterator[Callable[..., str]]:
 
 
 def _mock_threads() -> Iterator[Callable[..., str]]:
-    from aiohttp import web
-
     from tokenbench.mock import MockServer, MockSettings
 
     servers: list[tuple[asyncio.AbstractEventLoop, web.AppRunner, threading.Thread]] = []
 
     def start(**knobs) -> str:
+        # the mock's loop runs in its thread before the server is set up on it, so an async test
+        # may call start() from inside its own running loop
         loop = asyncio.new_event_loop()
-        runner = web.AppRunner(MockServer(MockSettings(**knobs)).app, access_log=None, shutdown_timeout=1.0)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        port = runner.addresses[0][1]
         thread = threading.Thread(target=loop.run_forever, name="mock", daemon=True)
         thread.start()
+        runner = web.AppRunner(MockServer(MockSettings(**knobs)).app, access_log=None, shutdown_timeout=1.0)
         servers.append((loop, runner, thread))
-        return f"http://127.0.0.1:{port}"
+        asyncio.run_coroutine_threadsafe(_serve(runner), loop).result(10)
+        return f"http://127.0.0.1:{runner.addresses[0][1]}"
 
     yield start
     for loop, runner, thread in servers:
@@ -108,6 +106,11 @@ def _mock_threads() -> Iterator[Callable[..., str]]:
             task.cancel()
         loop.run_until_complete(_settle(pending))
         loop.close()
+
+
+async def _serve(runner: web.AppRunner) -> None:  # on the mock's own loop
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
 
 
 async def _settle(tasks: set[asyncio.Task]) -> None:

@@ -36,13 +36,8 @@ async def _point(core: WorkerCore, order: Order) -> tuple[PointRun, list[Batch]]
             return batches[-1].run, batches
 
 
-def test_a_local_core_runs_a_point_and_each_request_is_one_record_of_the_drivers_own(mock_server):
-    asyncio.run(
-        _a_local_core_runs_a_point_and_each_request_is_one_record_of_the_drivers_own(mock_server(ttft_ms=5, itl_ms=1))
-    )
-
-
-async def _a_local_core_runs_a_point_and_each_request_is_one_record_of_the_drivers_own(url: str) -> None:
+async def test_a_local_core_runs_a_point_and_each_request_is_one_record_of_the_drivers_own(mock_server) -> None:
+    url = mock_server(ttft_ms=5, itl_ms=1)
     worker = LocalWorker()
     assert worker.same_clock and worker.lost is None
     info = await worker.call("setup", _setup(url))
@@ -61,11 +56,8 @@ async def _a_local_core_runs_a_point_and_each_request_is_one_record_of_the_drive
     assert samples and {s["worker"] for s in samples} == {0}
 
 
-def test_a_remote_core_stamps_its_worker_and_notices_each_record_as_created(mock_server):
-    asyncio.run(_a_remote_core_stamps_its_worker_and_notices_each_record_as_created(mock_server(ttft_ms=300, itl_ms=1)))
-
-
-async def _a_remote_core_stamps_its_worker_and_notices_each_record_as_created(url: str) -> None:
+async def test_a_remote_core_stamps_its_worker_and_notices_each_record_as_created(mock_server) -> None:
+    url = mock_server(ttft_ms=300, itl_ms=1)
     core = WorkerCore()
     await core.setup(_setup(url, Share(1, 2)))
     try:
@@ -93,7 +85,7 @@ async def _point_rest(core: WorkerCore) -> tuple[PointRun, list[Batch]]:
             return batches[-1].run, batches
 
 
-def test_a_failure_raises_on_the_drivers_loop_and_is_reported_from_elsewhere(mock_server, monkeypatch):
+async def test_a_failure_raises_on_the_drivers_loop_and_is_reported_from_elsewhere(mock_server, monkeypatch) -> None:
     """A bug inside the point: the run's own process raises it as it is; a worker elsewhere
     reports it, for the driver to lose that worker."""
 
@@ -101,10 +93,7 @@ def test_a_failure_raises_on_the_drivers_loop_and_is_reported_from_elsewhere(moc
         raise RuntimeError("a bug in the load generator")
 
     monkeypatch.setattr(LoadGenerator, "run_point", broken)
-    asyncio.run(_a_failure_raises_on_the_drivers_loop_and_is_reported_from_elsewhere(mock_server()))
-
-
-async def _a_failure_raises_on_the_drivers_loop_and_is_reported_from_elsewhere(url: str) -> None:
+    url = mock_server()
     order = Order(0, UsersLoad(users=1), StopConfig(max_requests=2), seed=1, point_seed=1, share=Share())
     local = LocalWorker()
     await local.call("setup", _setup(url))
@@ -126,12 +115,9 @@ async def _a_failure_raises_on_the_drivers_loop_and_is_reported_from_elsewhere(u
     assert "RuntimeError: a bug in the load generator" in batch.error
 
 
-def test_the_schedule_seed_and_the_share_come_from_the_order(mock_server):
+async def test_the_schedule_seed_and_the_share_come_from_the_order(mock_server) -> None:
     """Two cores with the halves of one open-loop point: every id once, each its own parity."""
-    asyncio.run(_the_schedule_seed_and_the_share_come_from_the_order(mock_server(ttft_ms=2, itl_ms=1)))
-
-
-async def _the_schedule_seed_and_the_share_come_from_the_order(url: str) -> None:
+    url = mock_server(ttft_ms=2, itl_ms=1)
     records: list[RequestRecord] = []
     cores = [WorkerCore() for _ in range(2)]
     for w, core in enumerate(cores):

@@ -40,11 +40,8 @@ def _setup_for(url: str, clock: RunClock):
     return lambda h, origin: Setup(Share(h.index, 1), origin, clock.origin_unix_s, target, requests=requests)
 
 
-def test_a_pool_of_one_local_worker_writes_one_record_per_request(mock_server):
-    asyncio.run(_a_pool_of_one_local_worker(mock_server(ttft_ms=5, itl_ms=1)))
-
-
-async def _a_pool_of_one_local_worker(url: str) -> None:
+async def test_a_pool_of_one_local_worker_writes_one_record_per_request(mock_server) -> None:
+    url = mock_server(ttft_ms=5, itl_ms=1)
     clock, out, stats = RunClock.start(), _Out(), LiveStats()
     pool = out.pool([LocalWorker()], clock, stats)
     starts: list[PointRun] = []
@@ -112,11 +109,7 @@ def _open(worker: int, rid: int) -> RequestRecord:
     return RequestRecord(point=0, id=rid, scheduled_s=0.0, worker=worker)
 
 
-def test_a_lost_handle_turns_its_requests_in_flight_into_worker_lost_records():
-    asyncio.run(_a_lost_handle())
-
-
-async def _a_lost_handle() -> None:
+async def test_a_lost_handle_turns_its_requests_in_flight_into_worker_lost_records() -> None:
     clock, out = RunClock.start(), _Out()
     gone = _Scripted(0, [Batch(created=[_open(0, 0), _open(0, 2)]), WorkerLost("worker 0: killed by signal SIGKILL")])
     survivor = _Scripted(1, [Batch(created=[_open(1, 1)]), Batch(done=[_open(1, 1)])])
@@ -134,11 +127,7 @@ async def _a_lost_handle() -> None:
     assert survivor.orders[-1].share == Share(0, 1) and survivor.orders[-1].warm == 3
 
 
-def test_each_point_is_dealt_by_index_over_the_live_workers():
-    asyncio.run(_dealt())
-
-
-async def _dealt() -> None:
+async def test_each_point_is_dealt_by_index_over_the_live_workers() -> None:
     clock, out = RunClock.start(), _Out()
     handles = [_Scripted(i) for i in range(3)]
     pool = out.pool(handles, clock)

@@ -19,11 +19,8 @@ from tokenbench.workers.core import Batch, Order, Setup, WorkerInfo
 from tokenbench.workers.process import ProcessWorker
 
 
-def test_a_worker_process_runs_its_share_of_a_point(mock_server, tmp_path):
-    asyncio.run(_runs_its_share(mock_server(ttft_ms=5, itl_ms=1), tmp_path))
-
-
-async def _runs_its_share(url: str, tmp_path) -> None:
+async def test_a_worker_process_runs_its_share_of_a_point(mock_server, tmp_path) -> None:
+    url = mock_server(ttft_ms=5, itl_ms=1)
     clock = RunClock.start()
     worker = await ProcessWorker.start(1, tmp_path / "worker-1.log")
     assert not worker.same_clock
@@ -53,11 +50,7 @@ async def _runs_its_share(url: str, tmp_path) -> None:
     assert {r.user for r in done} <= {1, 3}  # users 1 and 3 are its share
 
 
-def test_a_killed_worker_process_is_lost_with_its_reason(tmp_path):
-    asyncio.run(_killed(tmp_path))
-
-
-async def _killed(tmp_path) -> None:
+async def test_a_killed_worker_process_is_lost_with_its_reason(tmp_path) -> None:
     worker = await ProcessWorker.start(0, tmp_path / "worker-0.log")
     try:
         assert isinstance(await worker.call("clock", timeout_s=30), float)
