@@ -15,7 +15,6 @@ import typer
 import typer.core
 from pydantic import ValidationError
 
-from .. import __version__
 from ..errors import BadInput
 from . import backends, capacity, experiment, files, run, tools
 from .common import bad_input, bug
@@ -38,6 +37,8 @@ class Commands(typer.core.TyperGroup):
 
 def _version(value: bool) -> None:
     if value:
+        from .. import __version__  # read only when asked: the package metadata costs every start ~20 ms
+
         typer.echo(f"tokenbench {__version__}")
         raise typer.Exit()
 
