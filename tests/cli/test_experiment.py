@@ -11,7 +11,7 @@ from tokenbench.cli import app
     [
         (["experiment", "run"], "FILE or --preset"),
         (["experiment", "run", "--preset", "nosuch"], "choose one of"),
-        (["experiment", "run", "--preset", "users", "--scale", "medium"], "--scale must be small or full"),
+        (["experiment", "run", "--preset", "users", "--scale", "medium"], "--scale must be small, full, ci"),
         (["experiment", "run", "/nonexistent/exp.yaml"], "no such experiment file"),
         (["experiment", "presets", "--show", "nosuch"], "choose one of"),
     ],

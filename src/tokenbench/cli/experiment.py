@@ -24,7 +24,9 @@ def experiment_run(
     scale: Annotated[
         str,
         typer.Option(
-            help="Preset size: small (minutes on a CPU) or full (the study, for GPUs).", metavar="[small|full]"
+            help="Preset size: small (minutes on a CPU), full (the study, for GPUs) or ci (small with shorter "
+            "points: the test suite's).",
+            metavar="[small|full|ci]",
         ),
     ] = "small",
     out: Annotated[
@@ -60,7 +62,7 @@ def experiment_run(
 @app.command("presets")
 def experiment_presets(
     show: Annotated[str | None, typer.Option(help="Print this preset as YAML (copy it to start your own).")] = None,
-    scale: Annotated[str, typer.Option(help="small or full.", metavar="[small|full]")] = "small",
+    scale: Annotated[str, typer.Option(help="small, full or ci.", metavar="[small|full|ci]")] = "small",
 ) -> None:
     """List the built-in experiments, or print one as YAML."""
     import yaml  # type: ignore[import-untyped,unused-ignore]  # PyYAML ships no types
@@ -85,5 +87,5 @@ def _scale(text: str) -> Scale:
     from ..experiments.presets import Scale
 
     if text not in get_args(Scale):
-        raise BadInput(f"--scale must be {' or '.join(get_args(Scale))}, got {text!r}")
+        raise BadInput(f"--scale must be {', '.join(get_args(Scale))}, got {text!r}")
     return cast("Scale", text)

@@ -18,6 +18,11 @@ scale that finishes in minutes on a 2-core CPU.
   helped (report/layers.py). Small: the embedded llama.cpp server alone, behind Triton and behind
   Ray Serve (both live on CPU, launched in front of it: ``upstream``), 1 and 2 req/s, 2 trials.
 
+Each preset also has a ``ci`` scale: the small one's servers, loads, variants and trials with
+shorter points (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
+study holds of it (each load still reaches its regime: the throughput study's preemptions
+included).
+
 A preset is plain data, validated exactly like a user's YAML file (``experiment presets --show``
 prints it, so it can be copied and edited).
 """
@@ -31,7 +36,7 @@ from typing import Literal
 from ..catalogue import TPOT, TTFT
 from .spec import ExperimentError, ExperimentSpec, parse_spec
 
-Scale = Literal["small", "full"]
+Scale = Literal["small", "full", "ci"]
 # A preset as plain data: the document a user's YAML file would hold (spec.parse_spec validates it).
 Doc = dict[str, object]
 
@@ -253,12 +258,41 @@ _ALONE = {"llamacpp": "xllamacpp"}
 PRESETS = {"users": _users, "sessions": _sessions, "throughput": _throughput, "server-overhead": _server_overhead}
 
 
+# The ci scale's points, per preset: (seconds of load, users' ramp-up). Small's are 20 s (6 s for
+# server-overhead, kept) with a 4 s ramp. 10 s at 0.25 req/s still sends each trial's seeded
+# Poisson schedule at least one request, and 10 s at 1 req/s keeps more than two 128/128
+# sequences in a 1x KV cache at once, so max-num-seqs 16 preempts.
+CI_STOPS: dict[str, tuple[float, float]] = {
+    "users": (8.0, 2.0),
+    "sessions": (8.0, 2.0),
+    "throughput": (10.0, 0.0),
+    "server-overhead": (6.0, 0.0),
+}
+
+
 def preset_data(name: str, scale: Scale) -> Doc:
     try:
         make = PRESETS[name]
     except KeyError:
         raise ExperimentError(f"--preset {name!r}: choose one of {', '.join(PRESETS)}") from None
-    return make(scale)
+    if scale != "ci":
+        return make(scale)
+    return _for_ci(make("small"), *CI_STOPS[name])
+
+
+def _for_ci(small: Doc, duration_s: float, ramp_up_s: float) -> Doc:
+    """The small study with shorter points (and ramps): the same servers, loads, variants and trials."""
+    stop = {**_doc(small["stop"]), "duration_s": duration_s}
+    load = _doc(small["load"])
+    if "ramp_up_s" in load:
+        load = {**load, "ramp_up_s": ramp_up_s}
+    name = str(small["name"]).replace("-small", "-ci")
+    return {**small, "name": name, "stop": stop, "load": load}
+
+
+def _doc(value: object) -> Doc:
+    assert isinstance(value, dict)  # the presets above write their sections as dicts
+    return value
 
 
 def preset(name: str, scale: Scale) -> ExperimentSpec:
