@@ -37,16 +37,61 @@ SERIAL_MODULES = frozenset(
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+# End-to-end tests (a real engine) whose assertions a busy neighbour would change: `make test` runs
+# them alone after the other e2e tests, which run two side by side (a point lasts its duration
+# whatever the CPU: two engines' points overlap; each module keeps to one pytest-xdist worker so its
+# module-scoped engine or study runs once).
+ALONE_E2E_MODULES = frozenset(
+    {
+        # a users capacity under a 300 ms TTFT objective, between 165 ms (2 users) and 800 ms (3)
+        "test_vllm_capacity.py",
+        # a trace's turns 4 s apart must each find the previous turn's blocks computed
+        "test_vllm_prefix_cache.py",
+        # the workers' clocks found in step with the driver's, to the millisecond
+        "test_scale_out.py",
+    }
+)
+# The side-by-side e2e groups, longest first (a worker takes the next group when it is free, so the
+# longest starts at once); a module not named here follows, in its own group.
+E2E_GROUPS_FIRST = ("test_presets.py", "test_server_overhead.py", "test_vllm_cpu.py", "test_ray_serve_llm_cpu.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker, and before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SERIAL_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in SERIAL_MODULES:
             item.add_marker(pytest.mark.serial)
+        if item.get_closest_marker("e2e") is None:
+            continue
+        if item.path.name in ALONE_E2E_MODULES:
+            item.add_marker(pytest.mark.serial)
+        elif item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    items.sort(key=_e2e_order)
+
+
+def _e2e_order(item: pytest.Item) -> int:
+    """Where an item goes in the run (a stable sort: the same order within a rank): the side-by-side
+    e2e groups in E2E_GROUPS_FIRST's order, then everything else."""
+    name = item.path.name
+    return E2E_GROUPS_FIRST.index(name) if name in E2E_GROUPS_FIRST else len(E2E_GROUPS_FIRST)
 
 
 @pytest.fixture
 def start_mock() -> Iterator[Callable[..., str]]:
-    """start_mock(ttft_ms=50, itl_ms=10, fault="http_500", ...) -> base URL."""
+    """start_mock(ttft_ms=50, itl_ms=10, fault="http_500", ...) -> base URL of a mock in a child
+    process, for a test that times it to the millisecond (such a test is `serial`)."""
+    yield from _mock_processes()
+
+
+@pytest.fixture
+def mock_process() -> Iterator[Callable[..., str]]:
+    """``start_mock`` for a test that needs the mock in a process of its own (to kill it, or to keep
+    its allocations out of this process's tracemalloc) but times nothing: it runs beside others."""
+    yield from _mock_processes()
+
+
+def _mock_processes() -> Iterator[Callable[..., str]]:
     procs: list[subprocess.Popen] = []
 
     def start(**knobs) -> str:

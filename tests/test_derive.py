@@ -51,8 +51,8 @@ def _without_computed_by(results: dict) -> dict:
     return {k: v for k, v in results.items() if k != "computed_by"}
 
 
-def test_recompute_gives_the_runs_own_results(start_mock, tmp_path):
-    url = start_mock(ttft_ms=20, itl_ms=5)
+def test_recompute_gives_the_runs_own_results(mock_process, tmp_path):
+    url = mock_process(ttft_ms=20, itl_ms=5)
     out = tmp_path / "run"
     proc = _tokenbench(
         "run", "--url", url, "--users", "1,2", "--duration", "2", "--output-tokens", "8", "--out", str(out), "--no-live"
@@ -67,11 +67,11 @@ def test_recompute_gives_the_runs_own_results(start_mock, tmp_path):
     assert (out / "results.previous.json").exists()
 
 
-def test_a_run_from_before_0_2_is_rederived_from_its_old_spans(start_mock, tmp_path):
+def test_a_run_from_before_0_2_is_rederived_from_its_old_spans(mock_process, tmp_path):
     """Runs written before point spans were logged: recompute takes the spans from their old
     results.json and re-derives every number with today's definitions (user spans were not
     kept, so the time series' active_users is null)."""
-    url = start_mock(ttft_ms=20, itl_ms=5)
+    url = mock_process(ttft_ms=20, itl_ms=5)
     out = tmp_path / "run"
     proc = _tokenbench(
         "run",

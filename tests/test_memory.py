@@ -62,8 +62,8 @@ class _Chunks:
         return self.count
 
 
-def test_a_run_holds_no_per_chunk_memory_while_its_load_runs(start_mock, tmp_path):
-    url = start_mock(ttft_ms=5, itl_ms=2, output_tokens=100)
+def test_a_run_holds_no_per_chunk_memory_while_its_load_runs(mock_process, tmp_path):
+    url = mock_process(ttft_ms=5, itl_ms=2, output_tokens=100)
     out = tmp_path / "run"
     duration = 8.0
     cfg = RunConfig(

@@ -12,8 +12,8 @@ import time
 from safety_helpers import _descendants, _events, _recompute, _tokenbench, _wait_for, assert_all_gone
 
 
-def test_kill_9_leaves_no_child_and_recompute_derives_the_results(start_mock, tmp_path):
-    url = start_mock(ttft_ms=20, itl_ms=20)
+def test_kill_9_leaves_no_child_and_recompute_derives_the_results(mock_process, tmp_path):
+    url = mock_process(ttft_ms=20, itl_ms=20)
     out = tmp_path / "run"
     proc = _tokenbench(
         "run",

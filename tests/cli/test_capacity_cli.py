@@ -51,8 +51,8 @@ def test_it_takes_runs_options_but_the_load_values_and_runs_slo():
     assert "--dataset-path" in capacity and "--max-num-seqs" in capacity and "--header" in capacity
 
 
-def test_a_server_failing_every_probe_is_answered_with_exit_0(start_mock, tmp_path):
-    url = start_mock(ttft_ms=50, itl_ms=5, max_streams=2)
+def test_a_server_failing_every_probe_is_answered_with_exit_0(mock_process, tmp_path):
+    url = mock_process(ttft_ms=50, itl_ms=5, max_streams=2)
     out = tmp_path / "cap"
     cmd = [sys.executable, "-m", "tokenbench", "capacity", "--url", url, "--slo", "ttft:p90<=10ms,errors<=1%"]
     cmd += ["--max-probes", "2", "--saturate-users", "4", "--duration", "2", "--input-tokens", "8"]

@@ -82,9 +82,9 @@ def test_read_timeout_on_a_stalled_stream(mock_server, tmp_path):
     assert all("timed out" in r["error"] for r in records)
 
 
-def test_server_dying_mid_run_gives_connect_or_stream_errors(start_mock, tmp_path):
-    url = start_mock(ttft_ms=20, itl_ms=20)
-    proc = start_mock.procs[-1]
+def test_server_dying_mid_run_gives_connect_or_stream_errors(mock_process, tmp_path):
+    url = mock_process(ttft_ms=20, itl_ms=20)
+    proc = mock_process.procs[-1]
     # killed once two requests have ended ok, not at a fixed time: a slow start (probe, tokenizer,
     # sampler) on a busy machine once outlived a 1 s timer, and no request was ever answered
     threading.Thread(target=_kill_after_ok_records, args=(proc, tmp_path / "run" / "records.jsonl", 2)).start()
