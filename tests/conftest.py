@@ -38,9 +38,9 @@ SERIAL_MODULES = frozenset(
 
 
 # End-to-end tests (a real engine) whose assertions a busy neighbour would change: `make test` runs
-# them alone after the other e2e tests, which run two side by side (a point lasts its duration
-# whatever the CPU: two engines' points overlap; each module keeps to one pytest-xdist worker so its
-# module-scoped engine or study runs once).
+# them alone after the other e2e tests, which run two modules side by side (a point lasts its
+# duration whatever the CPU, so two engines' points overlap; `--dist loadfile` keeps a module on one
+# pytest-xdist worker, so its module-scoped engine or study runs once).
 ALONE_E2E_MODULES = frozenset(
     {
         # a users capacity under a 300 ms TTFT objective, between 165 ms (2 users) and 800 ms (3)
@@ -51,12 +51,12 @@ ALONE_E2E_MODULES = frozenset(
         "test_scale_out.py",
     }
 )
-# The side-by-side e2e groups, longest first (a worker takes the next group when it is free, so the
-# longest starts at once); a module not named here follows, in its own group.
-E2E_GROUPS_FIRST = ("test_presets.py", "test_server_overhead.py", "test_vllm_cpu.py", "test_ray_serve_llm_cpu.py")
+# The side-by-side e2e modules, longest first (a worker takes the next module when it is free, so the
+# longest starts at once); the modules not named here follow.
+E2E_FIRST = ("test_presets.py", "test_server_overhead.py", "test_vllm_cpu.py", "test_ray_serve_llm_cpu.py")
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker, and before pytest-xdist reads the groups
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SERIAL_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in SERIAL_MODULES:
@@ -65,16 +65,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if item.path.name in ALONE_E2E_MODULES:
             item.add_marker(pytest.mark.serial)
-        elif item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
     items.sort(key=_e2e_order)
 
 
 def _e2e_order(item: pytest.Item) -> int:
     """Where an item goes in the run (a stable sort: the same order within a rank): the side-by-side
-    e2e groups in E2E_GROUPS_FIRST's order, then everything else."""
+    e2e modules in E2E_FIRST's order, then everything else."""
     name = item.path.name
-    return E2E_GROUPS_FIRST.index(name) if name in E2E_GROUPS_FIRST else len(E2E_GROUPS_FIRST)
+    return E2E_FIRST.index(name) if name in E2E_FIRST else len(E2E_FIRST)
 
 
 @pytest.fixture

@@ -49,7 +49,7 @@ def test_prompts_are_prefix_then_own_suffix_with_exact_lengths():
     assert shared_prefix_prompts(20, spec, tok, seed=3) == prompts  # deterministic
 
 
-@pytest.mark.skipif(not SMOLLM.is_file(), reason="the SmolLM2 tokenizer is not in .cache/models")
+@pytest.mark.e2e  # needs make vllm-cpu's conversion of SmolLM2 (make test runs it first; make check does not)
 def test_exact_with_a_bpe_tokenizer_and_different_first_tokens():
     """With SmolLM2's BPE tokenizer: 40 + 9 tokens exactly, and a prompt's first 40 token ids are
     its group's prefix (what a prefix cache matches), different across groups from the first id."""
@@ -57,6 +57,8 @@ def test_exact_with_a_bpe_tokenizer_and_different_first_tokens():
 
     from tokenbench.datasets.tokenizers import HFTokenizer
 
+    if not SMOLLM.is_file():
+        pytest.fail(f"{SMOLLM} is missing: run make vllm-cpu (make test does)")
     raw = tokenizers.Tokenizer.from_file(str(SMOLLM))
     spec = SharedPrefixSpec(groups=5, prefix_tokens=40, input_tokens=9)
     prompts = shared_prefix_prompts(30, spec, HFTokenizer(SMOLLM), seed=1)

