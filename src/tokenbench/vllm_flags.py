@@ -4,7 +4,7 @@ A user of vLLM's benchmark types ``--request-rate 4 --num-prompts 200 --dataset-
 --random-input-len 512``; ``translate`` rewrites those into tokenbench's own flags before the
 command line is parsed (``cli.run.RunCommand``), and refuses, naming what to type instead, a flag whose
 meaning differs. Names were taken from vLLM 0.32's ``vllm/benchmarks/serve.py`` and
-``vllm/benchmarks/datasets/datasets.py``. The table is README's "Coming from vllm bench serve".
+``vllm/benchmarks/datasets/datasets.py``. The table is docs/usage.md's "Coming from vllm bench serve".
 
 Flags both tools spell the same (``--model``, ``--tokenizer``, ``--seed``, ``--ignore-eos``,
 ``--max-concurrency``, ``--burstiness``, ``--dataset-path``, ``--served-model-name``,
