@@ -27,6 +27,10 @@ from tokenbench.cli import app
         ("--save-result --disable-tqdm --result-dir d", "--no-live --out d"),
         ("--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99.0,99.9", ""),
         ("--random-range-ratio 0 --random-prefix-len 0", ""),
+        (
+            "--random-prefix-len 64 --random-input-len 128",
+            "--prefix-groups 1 --prefix-tokens 64 --input-tokens 128",
+        ),
         ("--users 4 --num-prompts 10 --engine-arg=--port=1", "--users 4 --num-prompts 10 --engine-arg=--port=1"),
     ],
 )
@@ -45,7 +49,8 @@ def test_vllm_bench_flags_become_tokenbenchs(vllm, ours):
         (["--num-warmups", "3"], "--warmup SECONDS"),
         (["--ramp-up-strategy", "linear"], "--ramp-up"),
         (["--random-range-ratio", "0.3"], "exactly --input-tokens"),
-        (["--random-prefix-len", "64"], "shared prefix"),
+        (["--random-prefix-len", "-8"], "whole number of tokens"),
+        (["--random-prefix-len", "many"], "whole number of tokens"),
         (["--metric-percentiles", "25,99"], "p50, p90, p95, p99 and p99.9"),
         (["--percentile-metrics", "ttft,foo"], "foo"),
         (["--goodput", "ttft=500"], "KEY:MILLISECONDS"),
@@ -122,3 +127,18 @@ def test_run_help_lists_the_vllm_names_in_their_own_section():
     for name in ("--request-rate", "--random-input-len", "--goodput", "--temperature", "--num-warmups", "--host"):
         assert name in section
     assert result.output.index("--prefix-cache") < result.output.index("vllm bench serve's flags")  # ours above
+
+
+def test_random_prefix_len_is_one_shared_prefix_extra_to_the_input(mock_server, tmp_path):
+    """vLLM's --random-prefix-len N prepends one prefix of N tokens to every prompt, extra to
+    --random-input-len: one prefix group of N tokens, every request reusing it after the first."""
+    import json
+
+    url = mock_server(ttft_ms=1, itl_ms=1, output_tokens=2)
+    out = tmp_path / "run"
+    args = "--random-prefix-len 32 --random-input-len 16 --num-prompts 5 --users 1 --no-live"
+    result = CliRunner().invoke(app, ["run", "--url", url, *args.split(), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    shared = json.loads((out / "results.json").read_text())["dataset"]["shared_prefix"]
+    assert (shared["groups"], shared["tokens"]) == (1, 32)
+    assert shared["expected_reuse"]["block_fraction"] == 4 / 5  # the first request misses

@@ -4,7 +4,7 @@ A user of vLLM's benchmark types ``--request-rate 4 --num-prompts 200 --dataset-
 --random-input-len 512``; ``translate`` rewrites those into tokenbench's own flags before the
 command line is parsed (``cli.run.RunCommand``), and refuses, naming what to type instead, a flag whose
 meaning differs. Names were taken from vLLM 0.32's ``vllm/benchmarks/serve.py`` and
-``vllm/benchmarks/datasets/datasets.py``. The table is README's "Coming from vllm bench serve".
+``vllm/benchmarks/datasets/datasets.py``. The table is docs/usage.md's "Coming from vllm bench serve".
 
 Flags both tools spell the same (``--model``, ``--tokenizer``, ``--seed``, ``--ignore-eos``,
 ``--max-concurrency``, ``--burstiness``, ``--dataset-path``, ``--served-model-name``,
@@ -136,6 +136,20 @@ def _zero_only(flag: str, why: str) -> Callable[[str], list[str]]:
     return check
 
 
+def _shared_prefix(value: str) -> list[str]:
+    """as --prefix-groups 1 --prefix-tokens N (0: no prefix)"""
+    # vLLM's RandomDataset draws one prefix of N tokens and prepends it to every prompt, the
+    # prompt being N + --random-input-len tokens: tokenbench's one prefix group of N tokens, which
+    # is also extra to --input-tokens.
+    try:
+        tokens = int(value)
+    except ValueError:
+        tokens = -1
+    if tokens < 0:
+        raise FlagError(f"--random-prefix-len takes a whole number of tokens, got {value!r}")
+    return ["--prefix-groups", "1", "--prefix-tokens", str(tokens)] if tokens else []
+
+
 def _rename(ours: str) -> Callable[[str], list[str]]:
     def rename(value: str) -> list[str]:
         return [ours, value]
@@ -164,10 +178,7 @@ WITH_VALUE: dict[str, Callable[[str], list[str]]] = {
         "exactly --input-tokens tokens; for a spread use --dataset sharegpt "
         "or --dataset jsonl with your lengths",
     ),
-    "--random-prefix-len": _zero_only(
-        "--random-prefix-len",
-        "a shared prefix is not in tokenbench yet (--system-prompt TEXT prefixes every chat request)",
-    ),
+    "--random-prefix-len": _shared_prefix,
 }
 WITH_VALUES: dict[str, Callable[[list[str]], list[str]]] = {
     "--goodput": _goodput,

@@ -1,5 +1,6 @@
-"""Built-in experiments: the two studies tokenbench must redo, at full size (GPUs) and at a small
-scale that finishes in minutes on a 2-core CPU.
+"""Built-in experiments: the studies tokenbench must redo (the users and the throughput study) and
+two built on them, each at full size (GPUs) and at a small scale that finishes in minutes on a
+2-core CPU.
 
 - ``users``: the closed-loop users study (BentoML's LLM inference backends comparison): 10, 50
   and 100 users spawned over a 20 s ramp, 5 minutes per point, 5 s windows, Dolly prompts with and
