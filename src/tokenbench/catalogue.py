@@ -290,7 +290,7 @@ _METRICS: tuple[Metric, ...] = (
         get=error_rate,
         views=_views("aggregates", "experiment", "report", "compare"),
     ),
-    # a run given a price (--cost-per-hour) and a machine with a GPU: README, "Cost and energy"
+    # a run given a price (--cost-per-hour) and a machine with a GPU: docs/usage.md, "Cost and energy"
     Metric(
         key="usd_per_million_output_tokens",
         title="cost per 1M output tokens",

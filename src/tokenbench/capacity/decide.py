@@ -1,7 +1,7 @@
 """The capacity search's decisions, pure: given the ceiling and the verdicts so far, the next load
 value to probe or why the search stops. No I/O, no clock: testable with known sequences.
 
-The search (README "Capacity"):
+The search (docs/capacity.md):
 1. The first guess is the ceiling (the saturating probe's estimate).
 2. Bracket: while nothing failed, grow the highest passing value by GROWTH (the ceiling is a
    measured maximum throughput, so a pass above it is rare: small steps), up to ALL_PASSING x the

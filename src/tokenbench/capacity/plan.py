@@ -34,7 +34,7 @@ from .objectives import check, check_mean, measure
 
 
 class CapacitySettings(FrozenModel):
-    """How the search runs (README "Capacity"): the load variable, the relative tolerance on the
+    """How the search runs (docs/capacity.md): the load variable, the relative tolerance on the
     gap between the highest passing and lowest failing value, trials per value (the verdict is
     on the trial mean), the probe budget (distinct values after the saturating probe) and the
     users of the saturating probe. Each is a flag of `tokenbench capacity` (cli/capacity.py)."""

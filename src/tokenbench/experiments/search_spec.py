@@ -20,7 +20,7 @@ from ..results.capacity import Objective, Variable
 
 
 class SearchSpec(FrozenModel):
-    """The search's settings, named as tokenbench capacity's flags (README "Capacity")."""
+    """The search's settings, named as tokenbench capacity's flags (docs/capacity.md)."""
 
     slo: str  # 'ttft:p90<=500ms,errors<=1%' (--slo's syntax)
     variable: Variable = "rate"

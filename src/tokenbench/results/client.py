@@ -1,5 +1,5 @@
 """The client's own health: ``client`` on a point (over its window) and the client figures of a
-time-series window (telemetry.client_health; README, "The client's own health"). A point of a run
+time-series window (telemetry.client_health; docs/scale-out.md, "The client's own health"). A point of a run
 recorded before the client was sampled has no ``client`` key, and its windows neither figure."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a point cost and what energy it took: ``cost`` (the price given with --cost-per-hour and
 --gpus, per million tokens at the point's throughput; cost.point_cost) and ``energy`` (the GPUs'
-energy over the window, per output token; telemetry.energy.point_energy). README, "Cost and
+energy over the window, per output token; telemetry.energy.point_energy). docs/usage.md, "Cost and
 energy", states the formulas."""
 
 from __future__ import annotations
