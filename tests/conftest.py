@@ -37,42 +37,11 @@ SERIAL_MODULES = frozenset(
 )
 
 
-# End-to-end tests (a real engine) whose assertions a busy neighbour would change: `make test` runs
-# them alone after the other e2e tests, which run two modules side by side (a point lasts its
-# duration whatever the CPU, so two engines' points overlap; `--dist loadfile` keeps a module on one
-# pytest-xdist worker, so its module-scoped engine or study runs once).
-ALONE_E2E_MODULES = frozenset(
-    {
-        # a users capacity under a 300 ms TTFT objective, between 165 ms (2 users) and 800 ms (3)
-        "test_vllm_capacity.py",
-        # a trace's turns 4 s apart must each find the previous turn's blocks computed
-        "test_vllm_prefix_cache.py",
-        # the workers' clocks found in step with the driver's, to the millisecond
-        "test_scale_out.py",
-    }
-)
-# The side-by-side e2e modules, longest first (a worker takes the next module when it is free, so the
-# longest starts at once); the modules not named here follow.
-E2E_FIRST = ("test_presets.py", "test_server_overhead.py", "test_vllm_cpu.py", "test_ray_serve_llm_cpu.py")
-
-
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SERIAL_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in SERIAL_MODULES:
             item.add_marker(pytest.mark.serial)
-        if item.get_closest_marker("e2e") is None:
-            continue
-        if item.path.name in ALONE_E2E_MODULES:
-            item.add_marker(pytest.mark.serial)
-    items.sort(key=_e2e_order)
-
-
-def _e2e_order(item: pytest.Item) -> int:
-    """Where an item goes in the run (a stable sort: the same order within a rank): the side-by-side
-    e2e modules in E2E_FIRST's order, then everything else."""
-    name = item.path.name
-    return E2E_FIRST.index(name) if name in E2E_FIRST else len(E2E_FIRST)
 
 
 @pytest.fixture
