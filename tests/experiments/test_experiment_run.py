@@ -63,7 +63,7 @@ def test_experiment_runs_cells_aggregates_trials_and_records_a_failed_server(moc
 
 def test_resume_skips_finished_cells_and_reruns_the_rest(mock_server, tmp_path):
     url = mock_server(ttft_ms=20, itl_ms=5)
-    spec = _write(tmp_path, url)
+    spec = _write(tmp_path, url, load={"users": [1]}, stop={"duration_s": 0.5})  # what is run matters, not how long
     out = tmp_path / "exp"
     _run(spec, out)
     state = json.loads((out / "experiment.json").read_text())
@@ -101,9 +101,8 @@ def test_ctrl_c_stops_the_experiment_and_the_same_command_resumes_it(mock_server
     import time
 
     url = mock_server(ttft_ms=20, itl_ms=5)
-    spec = _write(
-        tmp_path, url, backends=[{"label": "mock", "url": url, "backend": "vllm"}], trials=3, stop={"duration_s": 2.0}
-    )
+    mock = [{"label": "mock", "url": url, "backend": "vllm"}]
+    spec = _write(tmp_path, url, backends=mock, trials=3, load={"users": [1]}, stop={"duration_s": 1.5})
     out = tmp_path / "exp"
     proc = subprocess.Popen(
         [sys.executable, "-m", "tokenbench", "experiment", "run", str(spec), "--out", str(out)],
@@ -117,7 +116,7 @@ def test_ctrl_c_stops_the_experiment_and_the_same_command_resumes_it(mock_server
         if state_file.exists() and len(json.loads(state_file.read_text())["cells"]) >= 2:
             break
         time.sleep(0.1)
-    time.sleep(1.0)
+    time.sleep(0.5)  # into the second cell's 1.5 s point
     os.kill(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr[-2000:]
