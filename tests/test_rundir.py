@@ -111,3 +111,30 @@ def test_a_run_writer_appends_records_and_reads_a_points_back(tmp_path):
     back = read_records(tmp_path / "run")
     assert back[0] == first and back[1].error == "401 for Bearer ***"
     assert json.loads((tmp_path / "run" / "config.json").read_text())["target"]["extra_body"]["api_key"] == "***"
+
+
+def test_a_failed_start_keeps_only_the_engine_log_and_the_out_stays_usable(tmp_path):
+    from tokenbench.rundir import fresh_out_dir, remove_failed_start
+
+    out = tmp_path / "run"
+    assert fresh_out_dir(out)
+    writer = RunWriter(out)
+    writer.close()
+    (out / "server.log").write_text("engine said no\n")
+    (out / "server-upstream.log").write_text("")  # empty: nothing to read, removed
+    (out / "config.json").write_text("{}")
+    remove_failed_start(out, made=True)
+    assert sorted(p.name for p in out.iterdir()) == ["server.log"]  # the error names it
+    assert fresh_out_dir(out)
+    check_out_dir(out)  # a failed start's log does not make it "a run"
+    RunWriter(out).close()  # the next run starts without the old log
+    assert [p.name for p in out.iterdir()] == ["records.jsonl"]
+    remove_failed_start(out, made=True)
+    assert not out.exists()
+
+
+def test_an_out_that_is_a_file_says_so(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    with pytest.raises(OutDirError, match=r"is a file: give a directory"):
+        check_out_dir(f)

@@ -22,6 +22,7 @@ from tokenbench.cli import app
         ("--backend openai", "--api completions"),
         ("--host 10.0.0.1 --port=9000", "--url http://10.0.0.1:9000"),
         ("--port 9000", "--url http://127.0.0.1:9000"),
+        ("--request-rate inf --num-prompts 8", "--rate inf --num-prompts 8"),  # run_flags: all at once
         ("--temperature 0 --top-k 5", '--extra-body {"temperature":~0.0,~"top_k":~5}'),
         ('--extra-body {"seed":3,"top_k":1} --top-k 5', '--extra-body {"seed":~3,~"top_k":~5}'),
         ("--save-result --disable-tqdm --result-dir d", "--no-live --out d"),
@@ -43,7 +44,6 @@ def test_vllm_bench_flags_become_tokenbenchs(vllm, ours):
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["--request-rate", "inf"], "--users N"),
         (["--dataset-name", "sonnet"], "--dataset jsonl"),
         (["--endpoint", "/generate"], "--api"),
         (["--num-warmups", "3"], "--warmup SECONDS"),

@@ -32,6 +32,16 @@ TraceFormatName = Literal["mooncake", "azure", "burstgpt", "bailian"]
 SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
 
 
+def _seconds(value: object) -> object:
+    """A duration written as text in an experiment file (``5s``, ``2m``, ``500ms``): seconds, as the
+    flags take it (units.parse_duration_s); a number stays as it is."""
+    if isinstance(value, str):
+        from .units import parse_duration_s  # units imports this module
+
+        return parse_duration_s(value)
+    return value
+
+
 class TargetConfig(_Model):
     """The server under test. ``url`` None means: start the embedded default backend."""
 
@@ -110,6 +120,9 @@ class TargetConfig(_Model):
     def _url(cls, v: str | None) -> str | None:
         if v is not None and not re.match(r"^https?://[^/]+", v):
             raise ValueError(f"--url must look like http://HOST:PORT, got {v!r}")
+        if v is not None and re.search(r"/v1/?$", v):
+            # the API paths (/v1/models, /v1/chat/completions) are tokenbench's to add
+            raise ValueError(f"drop the /v1 from {v}: --url is the server's base URL, e.g. {v.rstrip('/')[:-3]}")
         return v.rstrip("/") if v else v
 
     def api_key(self) -> str | None:
@@ -254,7 +267,8 @@ class RateLoad(_Model):
     """Open loop: arrivals at ``rate_per_s`` regardless of responses."""
 
     kind: Literal["rate"] = "rate"
-    rate_per_s: Annotated[float, SetBy("--rate")] = Field(gt=0)
+    # finite: results.json is JSON (--rate inf is run as users all at once: cli/run_flags.py)
+    rate_per_s: Annotated[float, SetBy("--rate")] = Field(gt=0, allow_inf_nan=False)
     arrival: Annotated[Arrival, SetBy("--arrival")] = "poisson"
     burstiness: Annotated[float, SetBy("--burstiness")] = Field(default=1.0, gt=0)  # gamma shape; 1.0 = poisson
     max_concurrency: Annotated[int | None, SetBy("--max-concurrency")] = Field(default=None, gt=0)
@@ -352,6 +366,8 @@ class LoadSweep(_Model):
         ),
     ] = Field(default=None, gt=0)
 
+    _durations = field_validator("ramp_up_s", "think_time_s", mode="before")(_seconds)
+
     @model_validator(mode="before")
     @classmethod
     def _gamma_when_bursty(cls, data: object) -> object:
@@ -412,6 +428,8 @@ class StopConfig(_Model):
     # The loads' own schedule ends each point (trace replay: its last row), so neither a duration
     # nor a request count is needed; RunConfig allows it only when every load is a replay.
     schedule_ends: bool = False
+
+    _durations = field_validator("duration_s", "warmup_s", "drain_timeout_s", mode="before")(_seconds)
 
     @model_validator(mode="after")
     def _some_stop(self) -> StopConfig:

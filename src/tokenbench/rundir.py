@@ -8,6 +8,7 @@ anything starts: it must be new or empty, writable, and have room (``MIN_FREE_BY
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -40,10 +41,13 @@ class OutDirError(BadInput):
 
 
 def check_out_dir(path: Path) -> None:
-    """Make ``path`` and prove it takes files: raise OutDirError naming it if it holds files
-    already, cannot be written or is full."""
+    """Make ``path`` and prove it takes files: raise OutDirError naming it if it is a file, holds
+    files already (a failed start's server logs excepted: see ``remove_failed_start``), cannot be
+    written or is full."""
     path = Path(path)
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+    if path.exists() and not path.is_dir():
+        raise OutDirError(f"--out {path} is a file: give a directory (a new one, or an empty one)")
+    if path.exists() and any(not _failed_start_log(p) for p in path.iterdir()):
         raise OutDirError(
             f"--out {path} already holds files (a run?); pick a new directory, or "
             f"`tokenbench recompute {path}` to re-derive its results"
@@ -66,10 +70,38 @@ def check_out_dir(path: Path) -> None:
         )
 
 
+def _failed_start_log(path: Path) -> bool:
+    """An engine's log left by a start that failed (server.log, server-upstream.log): all such a
+    start keeps of its --out, so the error that names it can be read; the next run replaces it."""
+    return path.is_file() and path.name.startswith("server") and path.suffix == ".log"
+
+
+def fresh_out_dir(path: Path) -> bool:
+    """``path`` is not there yet, or holds nothing but a failed start's logs: a run may remove
+    what it made there."""
+    return not path.exists() or (path.is_dir() and all(_failed_start_log(p) for p in path.iterdir()))
+
+
+def remove_failed_start(path: Path, made: bool) -> None:
+    """Undo what a run that failed before its first record wrote in ``path``: every file but the
+    engine's logs (the error may name them), then the directory itself if the run ``made`` it
+    and nothing is left. ``--out`` may then be given again."""
+    for entry in path.iterdir() if path.is_dir() else ():
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        elif not (_failed_start_log(entry) and entry.stat().st_size > 0):
+            entry.unlink(missing_ok=True)
+    if made:
+        with contextlib.suppress(OSError):
+            path.rmdir()  # only when empty
+
+
 class RunWriter:
     def __init__(self, out_dir: Path, keep_text: bool = False) -> None:
         self.dir = Path(out_dir)
         check_out_dir(self.dir)
+        for stale in self.dir.iterdir():  # a failed start's engine logs: this run writes its own
+            stale.unlink()
         self._keep_text = keep_text
         self._records = open(self.dir / "records.jsonl", "a", encoding="utf-8")
         self._manifest: RunManifest | None = None
@@ -96,6 +128,13 @@ class RunWriter:
                 data["error"] = mask_text(data["error"])
             self._records.write(orjson.dumps(data).decode() + "\n")
         self._records.flush()
+
+    def has_records(self) -> bool:
+        """A record was written (a run that fails before its first has measured nothing)."""
+        if not self._records.closed:
+            self._records.flush()
+        path = self.dir / "records.jsonl"
+        return path.is_file() and path.stat().st_size > 0
 
     def records_offset(self) -> int:
         """Where the next record will start in records.jsonl."""

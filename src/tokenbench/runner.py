@@ -29,7 +29,7 @@ from .clients import wire_for
 from .clients.stream import TargetUnreachable, make_session, probe, served_max_model_len
 from .clients.wire import Wire
 from .config import BackendConfig, LoadPoint, PrefixCacheMode, ReplayLoad, RunConfig, TargetConfig, UsersLoad
-from .datasets import build_requests
+from .datasets import build_requests, check_path
 from .datasets.sessions import build_conversations, estimate_tokens
 from .derive import point_result, results_header
 from .errors import BadInput
@@ -43,7 +43,7 @@ from .report.console import summary_table
 from .request_source import RequestSource
 from .results import PointResult, RunResults
 from .run_facts import config_json, point_facts, start_facts
-from .rundir import RunWriter, default_run_dir
+from .rundir import RunWriter, default_run_dir, fresh_out_dir, remove_failed_start
 from .session_load import SessionSource
 from .telemetry.sampler import Sampler
 from .workers.core import choose_tokenizer
@@ -85,9 +85,14 @@ def run(
     console = console or Console(stderr=True)
     Interrupts.ensure()
     redact.register(*redact.secrets_of(headers=config.target.headers), config.target.api_key())
+    check_path(config.dataset)  # before anything is made: a dataset file that is not there
     # before anything starts: a bad --out fails here, with no request sent
-    writer = RunWriter(config.out_dir or default_run_dir(), keep_text=config.keep_text)
+    out = Path(config.out_dir or default_run_dir())
+    # a start that fails removes what it wrote there (no mess: --out may be given again)
+    fresh, made = fresh_out_dir(out), not out.exists()
+    writer = RunWriter(out, keep_text=config.keep_text)
     clock = RunClock.start()
+    measured = False
     try:
         held = (
             contextlib.nullcontext(server)
@@ -100,9 +105,14 @@ def run(
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
                 bench = _Bench(config, writer, clock, sampler, plan or fixed_plan(config.loads))
-                return runner(_run_points(bench, _Reach(target, sut.profile, sut.fresh), sut.facts, console))
+                result = runner(_run_points(bench, _Reach(target, sut.profile, sut.fresh), sut.facts, console))
+                measured = True
+                return result
     finally:
+        measured = measured or writer.has_records()
         writer.close()
+        if fresh and not measured:
+            remove_failed_start(out, made)
 
 
 def _launch(config: RunConfig) -> BackendConfig | None:

@@ -27,13 +27,8 @@ class FlagError(BadInput):
 
 
 def _rate(value: str) -> list[str]:
-    """as --rate (inf is refused: it has no open-loop equivalent)"""
-    if value.strip().lower() in ("inf", "infinity"):
-        raise FlagError(
-            "--request-rate inf (every request at once) has no open-loop equivalent: use "
-            "--users N for N requests in flight at all times, or a finite --rate"
-        )
-    return ["--rate", value]
+    """as --rate (inf: every request at once, run as --users N --max-requests N)"""
+    return ["--rate", "inf" if value.strip().lower() in ("inf", "infinity") else value]
 
 
 def _dataset(value: str) -> list[str]:

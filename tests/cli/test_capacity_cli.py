@@ -23,14 +23,14 @@ URL = ["--url", "http://127.0.0.1:9"]  # nothing listens: the errors come before
     [
         (["--slo", "ttft<=500ms"], "--slo part 'ttft<=500ms': no statistic"),
         (["--slo", "ttft:p90<500ms"], "only <= is supported"),
-        (["--slo", "ttft=500ms"], "write METRIC:STAT<=LIMIT"),
+        (["--slo", "ttft=500ms"], "write ttft:p90<=500ms"),
         (["--slo", "errors<=1%", "--variable", "qps"], "--variable must be rate or users"),
         (["--slo", "errors<=1%", "--tolerance", "0"], "--tolerance: Input should be greater than 0"),
         (["--slo", "errors<=1%", "--trials", "0"], "--trials: Input should be greater than 0"),
         (["--slo", "errors<=1%", "--users", "4"], "No such option: --users"),
         (["--slo", "errors<=1%", "--dataset", "trace"], "--dataset trace replays its own schedule"),
         (["--slo", "errors<=1%", "--max-concurrency", "4"], "add a queue objective"),
-        (["--slo", "errors<=1%", "--warmup", "-1"], "--warmup: Input should be greater than or equal to 0"),
+        (["--slo", "errors<=1%", "--warmup", "-1"], "a duration cannot be negative"),
     ],
 )
 def test_bad_input_exits_2_naming_what_to_fix(args, needle):

@@ -86,7 +86,7 @@ def test_bad_input_found_deep_in_a_run_exits_2_with_one_line(mock_server, tmp_pa
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run")], env={"COLUMNS": "300"})
     assert result.exit_code == 2, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: {prompts}:2: not a JSON line (Expecting value)"]
+    assert errors == [f"error: --dataset-path {prompts}:2: not a JSON line (Expecting value)"]
     assert "Traceback" not in result.output
 
 

@@ -17,7 +17,7 @@ from tokenbench.procs import free_port
         (["--users", "2", "--rate", "1"], "not both"),
         (["--users", "two"], "--users takes a comma-separated list"),
         (["--users", "2"], "--duration and/or --max-requests"),
-        (["--users", "2", "--duration", "5", "--ramp-up", "10"], "longer than --ramp-up"),
+        (["--users", "2", "--duration", "5", "--ramp-up", "10"], "longer than ramp-up + warmup (10s; --ramp-up 10s)"),
         (["--users", "2", "--duration", "5", "--slo", "ttft:5"], "--slo part"),
         (["--users", "2", "--duration", "5", "--dataset", "nope"], "dataset"),
         (["--users", "0", "--duration", "5"], "users"),

@@ -13,7 +13,9 @@ def _write(tmp_path, url, **extra):
         "name": "mock-exp",
         "backends": [
             {"label": "mock", "url": url, "backend": "vllm"},
-            {"label": "broken", "backend": "vllm", "model": "m", "engine_bin": "/nonexistent/vllm"},
+            # an engine that is there but never becomes ready (one not installed at all is refused
+            # before any cell: experiments/prerequisites.py)
+            {"label": "broken", "backend": "vllm", "model": "m", "engine_bin": "/bin/false"},
         ],
         "load": {"users": [1, 2]},
         "stop": {"duration_s": 1.5},
@@ -46,7 +48,7 @@ def test_experiment_runs_cells_aggregates_trials_and_records_a_failed_server(moc
     ok = [c for c in cells.values() if c["status"] == "ok"]
     failed = [c for c in cells.values() if c["status"] == "failed"]
     assert len(ok) == 2 and len(failed) == 2
-    assert all("server did not start" in c["error"] and "--engine-bin" in c["error"] for c in failed)
+    assert all("server did not start" in c["error"] and "did not become ready" in c["error"] for c in failed)
     assert {s["label"]: s["status"] for s in state["servers"]} == {"mock": "ok", "broken": "failed"}
     for c in ok:
         results = json.loads((out / c["run_dir"] / "results.json").read_text())

@@ -26,7 +26,7 @@ from .. import procs, redact
 from ..config import BackendConfig, EngineKnobs
 from ..manifest import ServerFacts
 from . import EMBEDDED, PROFILES, get_profile
-from .base import BackendError, LaunchSpec, Profile
+from .base import BackendError, Launch, LaunchSpec, Profile
 
 HOST = "127.0.0.1"
 
@@ -97,22 +97,25 @@ def engine_profile(profile: Profile, config: BackendConfig) -> Profile:
     return get_profile(upstream.name) if upstream is not None and upstream.name else profile
 
 
-def check_launch(profile: Profile, config: BackendConfig) -> None:
-    """Render the command(s) a launch would run: BackendError for an unmappable knob or upstream."""
+def check_launch(profile: Profile, config: BackendConfig) -> list[Launch]:
+    """Render the command(s) a launch would run (the engine's first): BackendError for an
+    unmappable knob or upstream."""
     upstream = upstream_config(profile, config)
     if upstream is None:
-        profile.local(launch_spec(profile, config))
-        return
+        return [profile.local(launch_spec(profile, config))]
     engine = get_profile(upstream.name or "")
     spec = launch_spec(engine, upstream)
-    engine.local(spec)
+    first = engine.local(spec)
     # the layer as it will be rendered once the engine runs (its URL is known only then), with
     # the knobs launch_spec gives a layer with an upstream: its --layer-arg only
     layer = replace(
         launch_spec(profile, config.model_copy(update={"model": spec.model})),
         knobs=EngineKnobs(engine_args=config.layer_args),
     )
-    profile.local(replace(layer, upstream_url=f"http://{HOST}:{spec.port}", upstream_model=spec.served_name))
+    return [
+        first,
+        profile.local(replace(layer, upstream_url=f"http://{HOST}:{spec.port}", upstream_model=spec.served_name)),
+    ]
 
 
 def metrics_url_for(profile: Profile | None, url: str | None, spec: LaunchSpec | None = None) -> str | None:

@@ -14,7 +14,9 @@ cut off, cancelled or never sent, are censored, not failures).
 
 This differs from ``tokenbench run --slo ttft=500ms``: that one is per request (goodput counts the
 requests that each met every limit, TTFT counted from when the request was scheduled); these
-objectives are statistics over a point, and a point passes when all of them hold.
+objectives are statistics over a point, and a point passes when all of them hold. Each command
+refuses the other's syntax with its own equivalent (``ttft=500ms`` here: ``ttft:p90<=500ms``;
+units.parse_slo the other way), rather than guess a statistic or a per-request meaning.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ def _objective(part: str) -> Objective:
     if m is None:
         raise ObjectiveError(f"--slo part {part!r}: {SYNTAX}")
     name, stat, op, value = m.groups()
+    if op == "=" and stat is None and name in LATENCIES:
+        raise ObjectiveError(
+            f"--slo part {part!r} is run's per-request syntax; capacity's objectives are a statistic over each "
+            f"point: write {name}:p90<={value} (or mean, p50, p95, p99 for p90)"
+        )
     if op != "<=":
         raise ObjectiveError(f"--slo part {part!r}: only <= is supported (an upper limit); {SYNTAX}")
     if name == "errors":
@@ -68,7 +75,7 @@ def _objective(part: str) -> Objective:
     if name not in LATENCIES:
         raise ObjectiveError(f"--slo part {part!r}: unknown metric {name!r}; {SYNTAX}")
     if stat not in STATS:
-        what = "no statistic" if stat is None else f"unknown statistic {stat!r}"
+        what = f"no statistic (e.g. {name}:p90<={value})" if stat is None else f"unknown statistic {stat!r}"
         raise ObjectiveError(f"--slo part {part!r}: {what}; {SYNTAX}")
     try:
         limit = parse_duration_s(value)

@@ -76,7 +76,13 @@ def recompute(
                     f"{', interrupted run' if results.interrupted else ''})"
                 )
         except _UNREADABLE as exc:
-            fail(f"{d}: {exc}", 2)
+            fail(_naming(d, exc), 2)
+
+
+def _naming(d: Path, exc: BaseException) -> str:
+    """The error with the directory named once (most messages already start with it)."""
+    text = str(exc)
+    return text if text.startswith(str(d)) else f"{d}: {text}"
 
 
 def export(
@@ -93,7 +99,7 @@ def export(
         try:
             files = export_dir(d, fmt, out / d.name if out is not None and len(dirs) > 1 else out)
         except _UNREADABLE as exc:
-            fail(f"{d}: {exc}", 2)
+            fail(_naming(d, exc), 2)
         err.print("  ".join(f"{name}: {path}" for name, path in files.items()))
 
 

@@ -88,6 +88,12 @@ class Option:
         bare = _bare(self.info.annotation)
         return bare in _PLAIN or get_origin(bare) is Literal
 
+    @property
+    def duration(self) -> bool:
+        """A number of seconds (a ``*_s`` float field): the option takes a duration with its unit,
+        ``500ms``, ``5s``, ``2m``, or a plain number of seconds (units.parse_duration_s)."""
+        return self.field.endswith("_s") and _bare(self.info.annotation) is float
+
     def _default_text(self) -> str:
         assert self.flag is not None
         if self.flag.default is False:
@@ -104,6 +110,17 @@ class Option:
         value: Any = bool if switch else bare if bare in _PLAIN else str
         if flag.repeat:
             value = list[str]
+        if self.duration:
+            option = typer.Option(
+                *decls,
+                help=flag.help + self._default_text(),
+                rich_help_panel=flag.panel,
+                metavar="DURATION",
+                parser=_duration,
+            )
+            return inspect.Parameter(
+                self.param, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[float | None, option]
+            )
         option = typer.Option(
             *decls,
             help=flag.help + self._default_text(),
@@ -112,6 +129,16 @@ class Option:
         )
         annotation = Annotated[value | None, option]
         return inspect.Parameter(self.param, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+
+
+def _duration(text: str) -> float:
+    """A duration option's text -> seconds; click names the option in the error (exit 2)."""
+    from ..units import parse_duration_s
+
+    try:
+        return parse_duration_s(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def choices(literal: Any) -> str:

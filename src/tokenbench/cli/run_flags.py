@@ -8,6 +8,7 @@ another (refused, naming it, without)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ from ..cost import CostConfig
 from ..flags import TRACE
 from ..units import parse_duration_s, parse_slo
 from ..vllm_flags import FlagError, json_object
-from .common import UsageError, given, numbers
+from .common import UsageError, err, given, numbers
 from .engine import backend_config
 from .flags import Params, flag_names, flagged, options
 
@@ -86,7 +87,7 @@ def run_config(a: Params) -> RunConfig:
     scenario = _scenario(a)
     loads = _loads(a, scenario)
     stop = _stop(a, scenario)
-    _check_measured(loads, stop)
+    _check_measured(a, loads, stop, scenario)
     slo = _slo(a.get("slo"))
     small = scenario.default and a.get("url") is None and a.get("backend") is None
     backend = backend_config(a)
@@ -131,12 +132,38 @@ def _scenario(a: Params) -> _Scenario:
                     "--multi-turn --num-prompts N: set --duration or --max-requests (turns per conversation vary)"
                 )
             max_requests *= a["turns"]
+    if any(not math.isfinite(r) for r in rates):
+        return _all_at_once(a, rates, duration, max_requests)
     default_scenario = not users and not rates
     if default_scenario:
         users, ramp_up = [DEFAULT_USERS], ramp_up if ramp_up else DEFAULT_RAMP_S
         if duration is None and max_requests is None:
             duration = DEFAULT_DURATION_S
     return _Scenario(users, rates, ramp_up, duration, max_requests, default_scenario)
+
+
+def _all_at_once(a: Params, rates: list[float], duration: float | None, max_requests: int | None) -> _Scenario:
+    """``--rate inf`` as `vllm bench serve` means it: every request sent at t = 0 (at most
+    --max-concurrency in flight, the next as soon as one ends). That is N closed-loop users with no
+    ramp-up and no think time sending N requests in all: run as ``--users N --max-requests N``
+    (``--users C`` with --max-concurrency C). It needs the number of requests."""
+    if any(math.isnan(r) or r < 0 for r in rates) or len(rates) > 1:
+        raise UsageError(f"--rate {a['rate']}: give requests/s above 0 (1,2,4), or inf alone (every request at once)")
+    count = max_requests if max_requests is not None else a.get("num_prompts")
+    if count is None:
+        raise UsageError(
+            "--rate inf sends every request at once: give how many with --max-requests N (or --num-prompts N); "
+            "it runs as --users N --max-requests N"
+        )
+    if a.get("users"):
+        raise UsageError("--rate inf and --users both set the load: give one")
+    cap = a.get("max_concurrency")
+    users = min(count, cap) if cap else count
+    err.print(
+        f"[dim]--rate inf: every request at once, run as --users {users} --max-requests {count} "
+        "(closed loop, no ramp-up: each user sends its next request when its last one ends)[/]"
+    )
+    return _Scenario([users], [], a.get("ramp_up") or 0.0, duration, count, default=False)
 
 
 def _loads(a: Params, scenario: _Scenario) -> list[LoadPoint]:
@@ -157,14 +184,32 @@ def _stop(a: Params, scenario: _Scenario) -> StopConfig:
     return StopConfig(**given(**fields, schedule_ends=True if scenario.replay else None))
 
 
-def _check_measured(loads: list[LoadPoint], stop: StopConfig) -> None:
-    """A users point whose ramp-up and warm-up fill its whole duration would measure nothing."""
+def _check_measured(a: Params, loads: list[LoadPoint], stop: StopConfig, scenario: _Scenario) -> None:
+    """A users point whose ramp-up and warm-up fill its whole duration would measure nothing; the
+    message names where each part came from (a default the user never typed included)."""
     duration = stop.duration_s
     for load in loads:
         if isinstance(load, UsersLoad) and duration is not None and load.ramp_up_s + stop.warmup_s >= duration:
+            parts = []
+            if load.ramp_up_s:
+                given_ramp = a.get("ramp_up") is not None
+                why = (
+                    ""
+                    if given_ramp
+                    else (
+                        f": the default scenario's ({DEFAULT_USERS} users over {DEFAULT_RAMP_S:g}s, as neither --users "
+                        "nor --rate was given)"
+                        if scenario.default
+                        else ": the default"
+                    )
+                )
+                parts.append(f"--ramp-up {load.ramp_up_s:g}s{why}")
+            if stop.warmup_s:
+                parts.append(f"--warmup {stop.warmup_s:g}s" + ("" if a.get("warmup") is not None else ": the default"))
             raise UsageError(
-                f"--duration {duration:g} must be longer than --ramp-up + --warmup "
-                f"({load.ramp_up_s + stop.warmup_s:g}s), or nothing is measured"
+                f"--duration {duration:g} must be longer than ramp-up + warmup "
+                f"({load.ramp_up_s + stop.warmup_s:g}s; {', '.join(parts)}), or nothing is measured: "
+                f"set a longer --duration, or a shorter --ramp-up/--warmup (e.g. --ramp-up 0)"
             )
 
 

@@ -38,6 +38,30 @@ def read_system_prompt(value: str | None) -> str | None:
     return path.read_text(encoding="utf-8")
 
 
+def check_path(cfg: DatasetConfig) -> None:
+    """--dataset-path names a file that is there (and --system-prompt @FILE): checked before the
+    run directory is made or any request sent; a BadInput naming the flag otherwise."""
+    path = cfg.path
+    if path is not None:
+        if path.is_dir():
+            raise BadInput(f"--dataset-path {path} is a directory: give the dataset file inside it")
+        if not path.exists():
+            raise BadInput(f"--dataset-path {path}: no such file; check the path")
+    read_system_prompt(cfg.system_prompt)
+
+
+def _read_error(cfg: DatasetConfig, exc: Exception) -> BadInput:
+    """A dataset file that could not be read as one: one line naming --dataset-path."""
+    if isinstance(exc, OSError):
+        return BadInput(f"--dataset-path {cfg.path}: {exc.strerror or exc}")
+    if isinstance(exc, UnicodeDecodeError):
+        return BadInput(f"--dataset-path {cfg.path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    text = str(exc)
+    return BadInput(
+        f"--dataset-path {text}" if text.startswith(str(cfg.path)) else f"--dataset-path {cfg.path}: {text}"
+    )
+
+
 def _make(prompt: str, system: str | None, max_tokens: int | None, prompt_tokens: int | None) -> Request:
     if system:
         messages = ({"role": "system", "content": system}, {"role": "user", "content": prompt})
@@ -185,9 +209,15 @@ def build_requests(
     """The dataset's requests and what results.json says of them; ``trace_window``: the trace
     time a replay covers (only those rows are built, and counted in the expected reuse);
     ``token_ids``: the server takes prompts as token ids (a trace's blocks are then exact ids)."""
+    check_path(cfg)
     system = read_system_prompt(cfg.system_prompt)
     count = tokenizer.count if tokenizer is not None else _estimate
-    built = SOURCES[cfg.name](Source(cfg, count, system, seed, trace_window, token_ids), tokenizer)
+    try:
+        built = SOURCES[cfg.name](Source(cfg, count, system, seed, trace_window, token_ids), tokenizer)
+    except (BadInput, OSError, UnicodeDecodeError) as exc:
+        if cfg.path is None or (isinstance(exc, BadInput) and str(cfg.path) not in str(exc)):
+            raise
+        raise _read_error(cfg, exc) from exc
     if not built.requests:
         raise BadInput(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
     # only a trace's (or shared prefixes') facts add the key: other datasets' results.json keep their shape

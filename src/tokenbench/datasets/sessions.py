@@ -20,7 +20,7 @@ from pathlib import Path
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, SessionConfig
 from ..errors import BadInput
 from ..results import DatasetFacts, SessionFacts
-from . import read_system_prompt, sharegpt
+from . import check_path, read_system_prompt, sharegpt
 from .synthetic import synthetic_prompts
 from .tokenizers import Tokenizer
 
@@ -54,6 +54,7 @@ def build_conversations(
     """The dataset's conversations (shuffled by the seed, at most ``--num-prompts``) and what
     results.json says of them."""
     count = tokenizer.count if tokenizer is not None else estimate_tokens
+    check_path(cfg)
     system = read_system_prompt(cfg.system_prompt)
     if cfg.name == "synthetic":
         raw, source = _synthetic(cfg, sessions, tokenizer, seed), None

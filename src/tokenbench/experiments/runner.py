@@ -32,6 +32,7 @@ from ..rundir import OutDirError, check_out_dir, write_json
 from ..runner import resettable
 from ..runner import run as run_cell
 from .aggregate import aggregate, capacity_rows
+from .prerequisites import check_prerequisites
 from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand
 
 STATE = "experiment.json"
@@ -46,7 +47,14 @@ class ExperimentResult:
 
 def run_experiment(spec: ExperimentSpec, out_dir: Path, console: Console) -> ExperimentResult:
     plans = expand(spec)
+    # every server still to run can start here (venvs, engine_bin) before the first cell (and
+    # before the directory is made), or none is run
+    resuming = (out_dir / STATE).exists()
+    if not resuming:
+        check_prerequisites(plans)
     state = _load_state(out_dir, spec)
+    if resuming:
+        check_prerequisites([plan for plan in plans if any(not _done(state, c.id) for c in plan.cells)])
     planned = [c.id for plan in plans for c in plan.cells]
     try:
         for plan in plans:
