@@ -28,7 +28,16 @@ from .backends.server import ServerUnderTest, engine_profile, server_under_test
 from .clients import wire_for
 from .clients.stream import TargetUnreachable, make_session, probe, served_max_model_len
 from .clients.wire import Wire
-from .config import BackendConfig, LoadPoint, PrefixCacheMode, ReplayLoad, RunConfig, TargetConfig, UsersLoad
+from .config import (
+    SYNTHETIC_OUTPUT_TOKENS,
+    BackendConfig,
+    LoadPoint,
+    PrefixCacheMode,
+    ReplayLoad,
+    RunConfig,
+    TargetConfig,
+    UsersLoad,
+)
 from .datasets import build_requests
 from .datasets.sessions import build_conversations, estimate_tokens
 from .derive import point_result, results_header
@@ -39,13 +48,14 @@ from .loadgen import PointRun
 from .manifest import ServerFacts
 from .procs import Interrupts
 from .records import RunClock
-from .report.console import summary_table
+from .report.console import summary_table, workload_text
 from .request_source import RequestSource
 from .results import PointResult, RunResults
 from .run_facts import config_json, point_facts, start_facts
 from .rundir import RunWriter, default_run_dir
 from .session_load import SessionSource
 from .telemetry.sampler import Sampler
+from .terminal import console as wide_console
 from .workers.core import choose_tokenizer
 from .workers.pool import AllWorkersLost, WorkerPool
 from .workers.wiring import worker_pool, workers_facts
@@ -82,7 +92,7 @@ def run(
     """Benchmark ``config``'s target: ``server``, a server the caller holds (experiments launch
     one per server configuration and run several cells against it), else --url or the backend
     launched for the run's duration. The points are ``plan``'s (default: ``config.loads``)."""
-    console = console or Console(stderr=True)
+    console = console or wide_console(stderr=True)
     Interrupts.ensure()
     redact.register(*redact.secrets_of(headers=config.target.headers), config.target.api_key())
     # before anything starts: a bad --out fails here, with no request sent
@@ -198,10 +208,19 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, consol
         results = results_header(bench.writer.manifest(), "run").model_copy(update={"points": results.points})
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
-    console.print(summary_table(results))
+    console.print(summary_table(results, _workload(bench.config)))
     if not pool.alive():
         raise AllWorkersLost("every worker was lost: " + "; ".join(f"{h.describe}: {h.lost}" for h in pool.handles))
     return RunResult(bench.writer.dir, results.to_json(), driver.interrupted)
+
+
+def _workload(config: RunConfig) -> str:
+    """The console summary's workload: the dataset and the lengths asked for (synthetic: its
+    input and output tokens; another dataset: its own lengths unless --output-tokens)."""
+    d = config.dataset
+    synthetic = d.name == "synthetic"
+    output = d.output_tokens if d.output_tokens is not None or not synthetic else SYNTHETIC_OUTPUT_TOKENS
+    return workload_text(d.name, d.input_tokens if synthetic else None, output)
 
 
 def _note_workers(bench: _Bench, pool: WorkerPool) -> None:

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
 from ..errors import BadInput
+from ..terminal import console
 from .common import err, fail
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def compare(
         fail("compare needs at least two directories", 2)
     _require_result_dirs(dirs)
     result = cmp.compare(dirs)
-    Console().print(cmp.compare_table(result))
+    console().print(cmp.compare_table(result))
     if out is not None:
         out.write_text(cmp.compare_markdown(result))
         err.print(f"comparison: {out}")
