@@ -12,7 +12,7 @@ from rich.table import Table
 from ..catalogue import OUTPUT_TOKENS_PER_S, SERVER_PREEMPTIONS, SERVER_TTFT_MEAN, Distribution, Metric, shown_in
 from ..records import UNFINISHED, Outcome
 from ..results import Experiment, Gauge, PointResult, RunResults, TrialStat
-from ..telemetry.client_health import CPU_LIMIT, LOOP_LAG_LIMIT_S
+from ..telemetry.client_health import CPU_LIMIT, LAG_MARGIN, LOOP_LAG_LIMIT_S, MIN_SLOW_TICKS, advice
 from .fmt import scaled
 
 if TYPE_CHECKING:  # only the backends commands print these tables; the report never imports backends
@@ -154,13 +154,19 @@ def _client_rows(row: _Row, points: list[PointResult]) -> None:
 
 def limited_caption(points: Sequence[PointResult]) -> str | None:
     """A plain sentence for the points the client limited (None: none was)."""
-    limited = [p for p in points if p.client is not None and p.client.limited]
+    limited = [(p.label, p.client) for p in points if p.client is not None and p.client.limited]
     if not limited:
         return None
+    rule = (
+        f"its loop lag p99 > {LOOP_LAG_LIMIT_S * LAG_MARGIN * 1e3:g} ms with {MIN_SLOW_TICKS}+ ticks over "
+        f"{LOOP_LAG_LIMIT_S * 1e3:g} ms, or its CPU > {CPU_LIMIT:.0%} of a core"
+    )
+    by_advice: dict[str, list[str]] = {}
+    for label, client in limited:
+        by_advice.setdefault(advice(client), []).append(label)
     return (
-        f"CLIENT-LIMITED: {', '.join(p.label for p in limited)}: the client, not the server, set these "
-        f"numbers (its loop lag p99 > {LOOP_LAG_LIMIT_S * 1e3:g} ms or its CPU > {CPU_LIMIT:.0%} of a core): "
-        "lower the load per client process or run more of them."
+        f"CLIENT-LIMITED: {', '.join(label for label, _ in limited)}: the client, not the server, set these "
+        f"numbers ({rule}): " + "; ".join(f"{', '.join(labels)}: {text}" for text, labels in by_advice.items()) + "."
     )
 
 
