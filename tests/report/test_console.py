@@ -65,6 +65,32 @@ def test_experiment_table() -> None:
     assert "server failed" in text
 
 
+def _queueing_experiment(slo: bool) -> Experiment:
+    load = Load(kind="users", users=8, warmup_s=0.0, duration_s=10.0, max_requests=None)
+    metrics = {
+        "output_tokens_per_s": mean_ci95([400.0, 400.0]),
+        "ttft_s_mean": mean_ci95([0.147, 0.147]),
+        "ttft_s_p50": mean_ci95([0.053, 0.053]),
+        "ttft_s_p99": mean_ci95([0.251, 0.251]),
+    }
+    if slo:
+        metrics["good_fraction"] = mean_ci95([0.52, 0.52])
+    row = AggregateRow(
+        server="a", backend="vllm", swept={}, variant="default", point=0, label="8 users", load=load, metrics=metrics
+    )
+    return Experiment(name="q", spec={}, servers=[], cells={}, aggregates=[row])
+
+
+def test_experiment_table_shows_ttft_mean_p99_and_good_beside_p50() -> None:
+    """Issue 22: a queueing server showed only TTFT p50 53 ms; its mean was 147, p99 251, 52% good."""
+    text = _text(experiment_table(_queueing_experiment(slo=True)))
+    for label, value in (("TTFT mean (ms)", "147.0"), ("TTFT p50 (ms)", "53.0"), ("TTFT p99 (ms)", "251.0")):
+        assert label in text and value in text
+    assert "good (%)" in text and "52.0" in text
+    without = _text(experiment_table(_queueing_experiment(slo=False)))
+    assert "good (%)" not in without and "TTFT p99 (ms)" in without  # good % only where an SLO is set
+
+
 def _interrupted_run() -> RunResults:
     """Issue 22: Ctrl-C 2.6 s into 4 users; four cancelled streams had 124 tokens each."""
     p = point(0, "users", 4, tokens_per_s=386.0, rps=1.53, outcomes={"ok": 4, "timeout": 1, "cancelled": 4})

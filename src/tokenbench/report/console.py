@@ -253,6 +253,16 @@ def _ci(stat: TrialStat | None, m: Metric) -> str:
     return text
 
 
+def experiment_columns(state: Experiment) -> tuple[Metric, ...]:
+    """The catalogue's experiment view (TTFT mean, p50 and p99, good %, ...), less a column no
+    aggregate row has (good % without an SLO, the server's figures of an attached server)."""
+    metrics = shown_in("experiment")
+    if not state.aggregates:
+        return metrics
+    has = {k for row in state.aggregates for k, stat in row.metrics.items() if stat.mean is not None}
+    return tuple(m for m in metrics if m.key in has)
+
+
 def experiment_table(state: Experiment) -> Table:
     """One row per (server configuration, variant, load point): trial means ± 95% CI of the
     catalogue's experiment view; n is the first one's number of trials."""
@@ -263,13 +273,13 @@ def experiment_table(state: Experiment) -> Table:
     if failed:
         title += f", {len(failed)} failed"
     table = Table(title=title + " (mean ± 95% CI over trials)")
-    metrics = shown_in("experiment")
+    metrics = experiment_columns(state)
     for col in ("server", "variant", "load"):
         table.add_column(col, justify="left")
     for col in ["n"] + [m.label for m in metrics]:
         table.add_column(col, justify="right")
     for row in state.aggregates:
-        first = row.metrics.get(metrics[0].key)
+        first = row.metrics.get(metrics[0].key) if metrics else None
         table.add_row(
             row.server,
             row.variant,
