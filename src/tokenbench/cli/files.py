@@ -107,7 +107,7 @@ def compare(
     if len(dirs) < 2:
         fail("compare needs at least two directories", 2)
     _require_result_dirs(dirs)
-    result = cmp.compare(dirs)
+    result = cmp.comparison(dirs)  # no load in common: BadInput, exit 2
     console().print(cmp.compare_table(result))
     if out is not None:
         out.write_text(cmp.compare_markdown(result))

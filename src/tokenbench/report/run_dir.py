@@ -81,6 +81,7 @@ def _header(path: Path, results: RunResults, config: str) -> RunHeader:
         slo=slo_of(results),
         interrupted=bool(results.interrupted),
         num_points=len(results.points),
+        url=target.url,
     )
 
 
