@@ -48,7 +48,7 @@ from .loadgen import PointRun
 from .manifest import ServerFacts
 from .procs import Interrupts
 from .records import RunClock
-from .report.console import summary_table, workload_text
+from .report.console import summary_table, trials_table, workload_text
 from .request_source import RequestSource
 from .results import PointResult, RunResults
 from .run_facts import config_json, point_facts, start_facts
@@ -83,6 +83,12 @@ def fixed_plan(loads: list[LoadPoint]) -> Plan:
     return lambda results: loads[len(results.points)] if len(results.points) < len(loads) else None
 
 
+def repeated(loads: list[LoadPoint], trials: int) -> list[LoadPoint]:
+    """Each load ``trials`` times in a row (--trials): 4, 8 users x 3 -> 4, 4, 4, 8, 8, 8. Each
+    repeat is a point of its own (its own seeds for arrivals: seed + index)."""
+    return [load for load in loads for _ in range(trials)]
+
+
 def run(
     config: RunConfig,
     console: Console | None = None,
@@ -109,7 +115,9 @@ def run(
             target = _with_api(target, sut.profile)
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
-                bench = _Bench(config, writer, clock, sampler, plan or fixed_plan(config.loads))
+                bench = _Bench(
+                    config, writer, clock, sampler, plan or fixed_plan(repeated(config.loads, config.trials))
+                )
                 return runner(_run_points(bench, _Reach(target, sut.profile, sut.fresh), sut.facts, console))
     finally:
         writer.close()
@@ -209,6 +217,8 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, consol
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
     console.print(summary_table(results, _workload(bench.config)))
+    if (trials := trials_table(results)) is not None:
+        console.print(trials)
     if not pool.alive():
         raise AllWorkersLost("every worker was lost: " + "; ".join(f"{h.describe}: {h.lost}" for h in pool.handles))
     return RunResult(bench.writer.dir, results.to_json(), driver.interrupted)

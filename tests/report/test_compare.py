@@ -87,7 +87,7 @@ def test_points_match_by_load_and_unmatched_ones_are_named(tmp_path: Path) -> No
     assert "a: m1 at http://127.0.0.1:8000 (baseline) vs b: m2 at http://127.0.0.1:8000" in text
     assert "attached" not in text and " vs – " not in text
     assert "n/a (1 trial)" in text
-    assert "significant: n/a where a side has fewer than 2 trials (one trial per point" in text
+    assert "significant: n/a where a side has fewer than 2 trials (one trial per point: run --trials 3" in text
     assert "not in b: a's 2 users" in compare_markdown(result)
 
 

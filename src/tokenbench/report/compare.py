@@ -147,8 +147,8 @@ class Comparison:
 
 # Under the table wherever a row's significance is n/a: why, and how to get a test.
 NA_NOTE = (
-    "significant: n/a where a side has fewer than 2 trials (one trial per point: repeat the points, "
-    "e.g. an experiment with trials: 3, for a test) or neither side varies"
+    "significant: n/a where a side has fewer than 2 trials (one trial per point: run --trials 3, or an "
+    "experiment with trials: 3, for a test) or neither side varies"
 )
 
 

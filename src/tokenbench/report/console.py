@@ -253,6 +253,28 @@ def _ci(stat: TrialStat | None, m: Metric) -> str:
     return text
 
 
+def trials_table(results: RunResults) -> Table | None:
+    """A run whose loads ran more than once (--trials N): one row per load, the mean ± 95% CI over
+    its trials of the experiment view's metrics, as an experiment's table; None when every load
+    ran once."""
+    from ..results import mean_ci95
+    from .run_dir import trial_groups
+
+    groups = trial_groups(results.points)
+    if all(len(g) == 1 for g in groups):
+        return None
+    stats = [{m.key: mean_ci95([m.get(p) for p in g]) for m in shown_in("experiment")} for g in groups]
+    metrics = tuple(m for m in shown_in("experiment") if any(s[m.key].mean is not None for s in stats))
+    table = Table(title="tokenbench: each load over its trials (mean ± 95% CI)")
+    table.add_column("load")
+    table.add_column("n", justify="right")
+    for m in metrics:
+        table.add_column(m.label, justify="right")
+    for g, stat in zip(groups, stats):
+        table.add_row(g[0].label, str(len(g)), *(_ci(stat[m.key], m) for m in metrics))
+    return table
+
+
 def experiment_columns(state: Experiment) -> tuple[Metric, ...]:
     """The catalogue's experiment view (TTFT mean, p50 and p99, good %, ...), less a column no
     aggregate row has (good % without an SLO, the server's figures of an attached server)."""
