@@ -148,5 +148,12 @@ def test_a_0_2_run_directory_recomputes_to_the_results_it_wrote(name, tmp_path):
     written = json.loads((run_dir / "results.json").read_text())
     recomputed = recompute_run(run_dir).to_json()
     assert recomputed["computed_by"]["how"] == "recompute"
+    # But for one verdict issue 22 changed: these points were "client-limited" on a loop-lag p99
+    # of 5.4-9.9 ms over 42-69 ticks with one or two slow ticks, at 2-8% CPU (the old rule: p99 > 5
+    # ms alone); the rule now needs 3 ticks over 5 ms and a p99 over 6 ms.
+    flipped = [p["client"] for p in written["points"] if p["client"]["limited"]]
+    assert flipped and all(c["ticks"] < 70 and c["cpu_util_max"] < 0.1 for c in flipped)
+    for c in flipped:
+        c.update(limited=False, limited_by=[])
     assert _without_computed_by(recomputed) == _without_computed_by(written)
     assert _without_computed_by(json.loads((run_dir / "results.json").read_text())) == _without_computed_by(written)

@@ -28,6 +28,7 @@ clock.origin_monotonic_s clock.origin_unix_s clock.unit telemetry.samples teleme
 telemetry.interval_s interrupted
 points[].index points[].label points[].interrupted points[].window_s points[].rate_period_s
 points[].backlog_growth_s points[].offered_per_s points[].queue_s_censored points[].output_tokens
+points[].cancelled_output_tokens points[].cancelled_streams
 points[].output_tokens_per_s points[].total_tokens_per_s points[].prompt_tokens_source
 points[].requests_per_s points[].goodput_per_s points[].good_fraction
 points[].load.kind points[].load.users points[].load.ramp_up_s points[].load.think_time_s

@@ -682,6 +682,16 @@ class RunConfig(_Model):
         ),
     ] = DeadlinesConfig()
     seed: Annotated[int, Flag("--seed", "Seed for prompts and arrivals.", default=True)] = 0
+    # each load point run this many times in a row (trials): mean ± 95% CI per load, and compare's tests
+    trials: Annotated[
+        int,
+        Flag(
+            "--trials",
+            "Run each load point N times in a row: the summary gives mean ± 95% CI per load, and "
+            "compare tests the differences (as an experiment's trials).",
+            default=True,
+        ),
+    ] = Field(default=1, ge=1)
     # time-series window
     window_s: Annotated[float, Flag("--window", "Time-series window in seconds.", default=True)] = Field(
         default=5.0, gt=0

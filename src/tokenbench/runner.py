@@ -28,7 +28,16 @@ from .backends.server import ServerUnderTest, engine_profile, server_under_test
 from .clients import wire_for
 from .clients.stream import TargetUnreachable, make_session, probe, served_max_model_len
 from .clients.wire import Wire
-from .config import BackendConfig, LoadPoint, PrefixCacheMode, ReplayLoad, RunConfig, TargetConfig, UsersLoad
+from .config import (
+    SYNTHETIC_OUTPUT_TOKENS,
+    BackendConfig,
+    LoadPoint,
+    PrefixCacheMode,
+    ReplayLoad,
+    RunConfig,
+    TargetConfig,
+    UsersLoad,
+)
 from .datasets import build_requests, check_path
 from .datasets.sessions import build_conversations, estimate_tokens
 from .derive import point_result, results_header
@@ -39,13 +48,14 @@ from .loadgen import PointRun
 from .manifest import ServerFacts
 from .procs import Interrupts
 from .records import RunClock
-from .report.console import summary_table
+from .report.console import summary_table, trials_table, workload_text
 from .request_source import RequestSource
 from .results import PointResult, RunResults
 from .run_facts import config_json, point_facts, start_facts
 from .rundir import RunWriter, default_run_dir, fresh_out_dir, remove_failed_start
 from .session_load import SessionSource
 from .telemetry.sampler import Sampler
+from .terminal import console as wide_console
 from .workers.core import choose_tokenizer
 from .workers.pool import AllWorkersLost, WorkerPool
 from .workers.wiring import worker_pool, workers_facts
@@ -73,6 +83,12 @@ def fixed_plan(loads: list[LoadPoint]) -> Plan:
     return lambda results: loads[len(results.points)] if len(results.points) < len(loads) else None
 
 
+def repeated(loads: list[LoadPoint], trials: int) -> list[LoadPoint]:
+    """Each load ``trials`` times in a row (--trials): 4, 8 users x 3 -> 4, 4, 4, 8, 8, 8. Each
+    repeat is a point of its own (its own seeds for arrivals: seed + index)."""
+    return [load for load in loads for _ in range(trials)]
+
+
 def run(
     config: RunConfig,
     console: Console | None = None,
@@ -82,7 +98,7 @@ def run(
     """Benchmark ``config``'s target: ``server``, a server the caller holds (experiments launch
     one per server configuration and run several cells against it), else --url or the backend
     launched for the run's duration. The points are ``plan``'s (default: ``config.loads``)."""
-    console = console or Console(stderr=True)
+    console = console or wide_console(stderr=True)
     Interrupts.ensure()
     redact.register(*redact.secrets_of(headers=config.target.headers), config.target.api_key())
     check_path(config.dataset)  # before anything is made: a dataset file that is not there
@@ -104,7 +120,9 @@ def run(
             target = _with_api(target, sut.profile)
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
-                bench = _Bench(config, writer, clock, sampler, plan or fixed_plan(config.loads))
+                bench = _Bench(
+                    config, writer, clock, sampler, plan or fixed_plan(repeated(config.loads, config.trials))
+                )
                 result = runner(_run_points(bench, _Reach(target, sut.profile, sut.fresh), sut.facts, console))
                 measured = True
                 return result
@@ -208,10 +226,21 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, consol
         results = results_header(bench.writer.manifest(), "run").model_copy(update={"points": results.points})
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
-    console.print(summary_table(results))
+    console.print(summary_table(results, _workload(bench.config)))
+    if (trials := trials_table(results)) is not None:
+        console.print(trials)
     if not pool.alive():
         raise AllWorkersLost("every worker was lost: " + "; ".join(f"{h.describe}: {h.lost}" for h in pool.handles))
     return RunResult(bench.writer.dir, results.to_json(), driver.interrupted)
+
+
+def _workload(config: RunConfig) -> str:
+    """The console summary's workload: the dataset and the lengths asked for (synthetic: its
+    input and output tokens; another dataset: its own lengths unless --output-tokens)."""
+    d = config.dataset
+    synthetic = d.name == "synthetic"
+    output = d.output_tokens if d.output_tokens is not None or not synthetic else SYNTHETIC_OUTPUT_TOKENS
+    return workload_text(d.name, d.input_tokens if synthetic else None, output)
 
 
 def _note_workers(bench: _Bench, pool: WorkerPool) -> None:

@@ -206,3 +206,36 @@ def test_a_replay_is_open_loop_with_the_rates_populations():
     from tokenbench.metrics import POPULATIONS
 
     assert POPULATIONS["replay"] == POPULATIONS["rate"] != POPULATIONS["users"]
+
+
+def test_cancelled_streams_tokens_are_counted_in_tok_s_and_stated_apart():
+    """Issue 22: 4 users stopped 2.6 s in. Two requests of 128 tokens completed; four streams had
+    124 of their 128 tokens when cancelled. Output throughput counts all 4 x 124 + 2 x 128 tokens,
+    request rate the two completed requests only: cancelled_output_tokens says which is which."""
+    ok = [rec(i, sent=0.0, ttft=0.05, n_chunks=128, itl=0.01) for i in range(2)]
+    cut = [rec(10 + i, sent=1.3, ttft=0.05, n_chunks=124, itl=0.01, outcome=Outcome.CANCELLED) for i in range(4)]
+    for r in cut:  # cancelled: no usage, closed when the run stopped
+        r.output_tokens, r.end_s, r.closed_s = None, None, 2.6
+    s = summarize_point([*ok, *cut], users(0.0, 2.6), SLOConfig())
+    assert s.output_tokens == pytest.approx(2 * 128 + 4 * 124)
+    assert s.cancelled_output_tokens == pytest.approx(4 * 124) and s.cancelled_streams == 4
+    assert s.output_tokens_per_s == pytest.approx((256 + 496) / 2.6)
+    assert s.requests_per_s == pytest.approx(2 / 2.6)  # the cancelled four count nothing here
+
+
+def test_cancelled_output_open_loop_and_absent_without_cancels():
+    records = [served(0, 0.0, 0.0, 0.1, 10, 0.01), served(1, 1.0, 1.0, 0.1, 10, 0.01)]
+    cut = RequestRecord(
+        point=0,
+        id=2,
+        scheduled_s=1.5,
+        sent_s=1.5,
+        chunk_times_s=[1.6, 1.7, 1.8],
+        closed_s=2.0,
+        outcome=Outcome.CANCELLED,
+    )
+    s = summarize_point([*records, cut], rates(0.0, 2.0, point_end=2.0), SLOConfig())
+    assert (s.cancelled_output_tokens, s.cancelled_streams) == (3.0, 1)
+    quiet = summarize_point(records, users(0.0, 2.0), SLOConfig())
+    assert quiet.cancelled_streams is None  # not set: results.json keeps its shape
+    assert "cancelled_output_tokens" not in quiet.model_dump(exclude_unset=True)

@@ -8,7 +8,8 @@ import pytest
 from report_synthetic import point, results, write_run
 from rich.console import Console
 
-from tokenbench.report.compare import compare, compare_markdown, compare_table, holm, welch_p
+from tokenbench.errors import BadInput
+from tokenbench.report.compare import compare, compare_markdown, compare_table, comparison, holm, welch_p
 from tokenbench.results import TrialStat
 
 
@@ -62,3 +63,36 @@ def test_holm_bonferroni_adjusts_many_tests() -> None:
     # m = 4: 0.01 x 4, 0.02 x 3, 0.03 x 2 -> monotone, 0.04 x 1 -> 0.06 (kept monotone), None stays
     assert holm([0.03, None, 0.01, 0.04, 0.02]) == pytest.approx([0.06, None, 0.04, 0.06, 0.06])
     assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+
+
+def test_points_match_by_load_and_unmatched_ones_are_named(tmp_path: Path) -> None:
+    """Issue 22: a point with no match was a row 'attached vs –'; runs were named 'attached'."""
+    a = write_run(
+        tmp_path / "a",
+        results([point(0, "users", 2), point(1, "users", 4, tokens_per_s=100.0)], backend="attached", model="m1"),
+    )
+    b = write_run(
+        tmp_path / "b",
+        results([point(0, "users", 4, tokens_per_s=80.0), point(1, "users", 8)], backend="attached", model="m2"),
+    )
+    result = comparison([a, b])
+    assert {r.label for r in result.rows} == {"4 users"}  # 2 and 8 users have no partner: no row
+    tput = next(r for r in result.rows if r.metric == "output_tokens_per_s")
+    assert tput.delta == pytest.approx(-20.0)
+    assert (tput.baseline_config, tput.other_config) == ("m1 at http://127.0.0.1:8000", "m2 at http://127.0.0.1:8000")
+    assert result.unmatched == ["not in b: a's 2 users", "not in the baseline a: b's 8 users"]
+    console = Console(record=True, width=300, color_system=None)
+    console.print(compare_table(result))
+    text = console.export_text()
+    assert "a: m1 at http://127.0.0.1:8000 (baseline) vs b: m2 at http://127.0.0.1:8000" in text
+    assert "attached" not in text and " vs – " not in text
+    assert "n/a (1 trial)" in text
+    assert "significant: n/a where a side has fewer than 2 trials (one trial per point: run --trials 3" in text
+    assert "not in b: a's 2 users" in compare_markdown(result)
+
+
+def test_a_users_run_against_a_rate_run_matches_nothing_exit_2(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "a", results([point(0, "users", 4)]))
+    b = write_run(tmp_path / "b", results([point(0, "rate", 2.0)], backend="sglang"))
+    with pytest.raises(BadInput, match=r"no load point of b \(2 req/s\) matches one of the baseline a \(4 users\)"):
+        comparison([a, b])

@@ -23,11 +23,11 @@ SEARCH_OPTIONS = options(CapacitySettings)
 
 
 def _shared(option: Option) -> bool:
-    """run's flags but those the search sets itself (the probed value), run's --slo (another
-    meaning here) and a trace's (a trace replays its own schedule: no rate or users to search)."""
+    """run's flags but those the search sets itself (the probed value), run's --slo and --trials
+    (the search's own) and a trace's (a trace replays its own schedule: no rate or users to search)."""
     if option.model is LoadSweep and option.field in ("users", "rates"):
         return False
-    if option.model is RunConfig and option.field == "slo":
+    if option.model is RunConfig and option.field in ("slo", "trials"):  # the search's own --trials
         return False
     trace = option.flag is not None and option.flag.panel == TRACE
     return option.model is not ReplayLoad and not trace

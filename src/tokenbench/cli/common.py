@@ -9,12 +9,12 @@ from typing import Any, NoReturn
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
 from ..errors import BAD_INPUT_EXIT, BUG_EXIT, BadInput
+from ..terminal import console
 from .flags import RUN_FLAGS
 
-err = Console(stderr=True, soft_wrap=True)
+err = console(stderr=True, soft_wrap=True)  # wide when piped: tables are not cut to 80 columns
 
 
 class UsageError(BadInput):

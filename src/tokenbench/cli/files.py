@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 
 from ..errors import BadInput
+from ..terminal import console
 from .common import err, fail
 
 if TYPE_CHECKING:
@@ -113,8 +113,8 @@ def compare(
     if len(dirs) < 2:
         fail("compare needs at least two directories", 2)
     _require_result_dirs(dirs)
-    result = cmp.compare(dirs)
-    Console().print(cmp.compare_table(result))
+    result = cmp.comparison(dirs)  # no load in common: BadInput, exit 2
+    console().print(cmp.compare_table(result))
     if out is not None:
         out.write_text(cmp.compare_markdown(result))
         err.print(f"comparison: {out}")

@@ -89,6 +89,31 @@ def inter_chunk_gaps(records: Iterable[RequestRecord]) -> np.ndarray:
     return gaps[keep]
 
 
+class CancelledOutput:
+    """The output tokens of cancelled streams (in flight when the point or run stopped) that a
+    point's output throughput counts, and how many streams gave them: request rate counts
+    completed requests only, so these are what makes tok/s and req/s read apart (METRICS.md,
+    "Outcomes"; the console summary states it)."""
+
+    def __init__(self) -> None:
+        self.tokens = 0.0
+        self.streams = 0
+
+    def add_runs(self, runs: tuple[np.ndarray, np.ndarray]) -> None:
+        """Add one batch's runs (``_token_runs`` over cancelled records: one window, so each run
+        is one record's chunks in it)."""
+        _, tokens = runs
+        self.tokens += float(tokens.sum())
+        self.streams += int(np.count_nonzero(tokens))
+
+    def add_records(self, records: Iterable[RequestRecord]) -> None:
+        """Add cancelled records whole (open loop counts a population's every chunk)."""
+        for r in records:
+            if r.outcome is Outcome.CANCELLED and len(r.chunk_times_s):
+                self.tokens += len(r.chunk_times_s) * tokens_per_chunk(r)
+                self.streams += 1
+
+
 # Records are tallied this many chunks at a time (a batch's arrays: ~40 bytes a chunk, transient).
 TALLY_BATCH_CHUNKS = 1 << 18
 
@@ -111,6 +136,7 @@ class ChunkTally:
         window = span.window
         self._window_edges = np.array([window.start_s, window.end_s]) if window.end_s > window.start_s else None
         self._window_tokens = np.zeros(1)
+        self._cancelled = CancelledOutput()
         self._series_edges = series_edges
         self._series_tokens = np.zeros(max(len(series_edges) - 1, 0)) if series_edges is not None else None
         self._gaps = np.empty(0)
@@ -131,6 +157,9 @@ class ChunkTally:
         """Tally a batch of records (full chunk times), in the order they come."""
         if self._window_edges is not None and not self.span.open_loop:
             np.add.at(self._window_tokens, *_token_runs(records, self._window_edges))
+            cancelled = [r for r in records if r.outcome is Outcome.CANCELLED and len(r.chunk_times_s)]
+            if cancelled:
+                self._cancelled.add_runs(_token_runs(cancelled, self._window_edges))
         if self._series_edges is not None and self._series_tokens is not None:
             np.add.at(self._series_tokens, *_token_runs(records, self._series_edges))
         ok = [r for r in records if r.outcome is Outcome.OK and self.in_population(r)]
@@ -167,6 +196,11 @@ class ChunkTally:
     def window_tokens(self) -> float:
         """Output tokens whose chunk arrived in the window (closed loop; 0.0 for open loop)."""
         return float(self._window_tokens[0])
+
+    @property
+    def cancelled_window_output(self) -> CancelledOutput:
+        """Of ``window_tokens``, those of cancelled streams and how many streams gave them."""
+        return self._cancelled
 
     @property
     def series_tokens(self) -> np.ndarray | None:

@@ -6,6 +6,7 @@ import functools
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from ..config import SLOConfig
 from ..records import UNFINISHED, Outcome, RequestRecord
 from ..results import Concurrency, Populations, Requests, ServerVsClient, Tokens, WindowSpan
 from ..results.run import PointMetrics
-from .chunks import ChunkTally
+from .chunks import CancelledOutput, ChunkTally
 from .reasoning import reasoning_metrics
 from .span import PointSpan, Window, lifetimes, tokens_per_chunk
 from .stats import distribution
@@ -209,6 +210,7 @@ def summarize_point(
             r.e2e_s / r.output_tokens for r in ok if r.e2e_s is not None and r.output_tokens
         ),
         output_tokens=basis.output_tokens,
+        **cancelled_output(population if span.open_loop else None, chunks),
         output_tokens_per_s=rates.output_tokens_per_s,
         total_tokens_per_s=rates.total_tokens_per_s,
         prompt_tokens_source=rates.prompt_tokens_source,
@@ -219,6 +221,23 @@ def summarize_point(
         tokens=token_counts(population),
         **reasoning_metrics(population),  # only when reasoning streamed: keeps the shape otherwise
     )
+
+
+def cancelled_output(open_loop_population: list[RequestRecord] | None, chunks: ChunkTally) -> dict[str, Any]:
+    """``cancelled_output_tokens`` and ``cancelled_streams``: of ``output_tokens``, those of
+    streams cancelled mid-reply (in flight when the point or the run stopped), counted by the same
+    rule (closed loop: arrived in the window; open loop: the population's whole output). Request
+    rate counts completed requests only, so over a short or interrupted point tok/s and req/s read
+    apart by these tokens. Only set when some cancelled stream gave output: a point without keeps
+    results.json's shape."""
+    if open_loop_population is not None:
+        cancelled = CancelledOutput()
+        cancelled.add_records(open_loop_population)
+    else:
+        cancelled = chunks.cancelled_window_output
+    if not cancelled.streams:
+        return {}
+    return {"cancelled_output_tokens": cancelled.tokens, "cancelled_streams": cancelled.streams}
 
 
 def error_rate(point: PointMetrics) -> float | None:

@@ -11,13 +11,20 @@ with the p-values of one comparison (every metric x load x input) adjusted by Ho
 step-down method, significant when the adjusted p < 0.05: 8 metrics x 6 loads at p < 0.05 would
 otherwise give 2-3 "significant" differences under the null. With fewer than two trials on
 either side, or no variance on both (two sets of identical values: t is undefined, not
-infinite), there is nothing to test: "n/a".
+infinite), there is nothing to test: "n/a", explained under the table (``NA_NOTE``).
+
+Points are matched by load: the same kind and value (4 users with 4 users, 2 req/s with 2 req/s),
+within the same configuration where the inputs share configurations. A point with no match is
+named under the table, not drawn as a row against "–"; an input none of whose points matches the
+baseline's (a users sweep against a rate sweep) is bad input: one line, exit 2. Each input is
+named by its directory and what it measured (backend, model, URL), not by "attached".
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -29,7 +36,7 @@ from ..catalogue import METRICS, Metric, shown_in
 from ..errors import BadInput
 from ..results import NO_TRIALS, TrialStat
 from . import fmt
-from .data import PointRow, ReportData
+from .data import PointRow, ReportData, load_key
 from .fmt import NULL_TEXT, md
 from .load import load_inputs
 
@@ -100,53 +107,111 @@ def _configs(data: ReportData) -> list[str]:
     return list(dict.fromkeys(r.config for r in data.rows))
 
 
-def _match(base: ReportData, other: ReportData) -> list[tuple[PointRow, PointRow | None]]:
-    """Pairs of rows at the same load. Configurations are matched by label when the inputs share
-    one; two single-configuration inputs (e.g. a vLLM run and an SGLang run) match by load alone."""
-    by_label = len(_configs(base)) == 1 and len(_configs(other)) == 1 and not set(_configs(base)) & set(_configs(other))
-    index: dict[str | tuple[str, str], PointRow] = {}
+_Key = tuple[object, ...]
+
+
+def _by_load(base: ReportData, other: ReportData) -> bool:
+    """How rows are matched: by load alone when each input is one configuration of its own (a
+    vLLM run and an SGLang run), else by (configuration, load)."""
+    return len(_configs(base)) == 1 and len(_configs(other)) == 1 and not set(_configs(base)) & set(_configs(other))
+
+
+def _key(row: PointRow, by_load: bool) -> _Key:
+    return (load_key(row),) if by_load else (row.config, load_key(row))
+
+
+def _match(
+    base: ReportData, other: ReportData
+) -> tuple[list[tuple[PointRow, PointRow]], list[PointRow], list[PointRow]]:
+    """Pairs of rows at the same load (same kind and value), then the baseline's rows and the
+    other's rows that have no match."""
+    by_load = _by_load(base, other)
+    index: dict[_Key, PointRow] = {}
     for r in other.rows:
-        index.setdefault(r.label if by_label else (r.config, r.label), r)
-    return [(r, index.get(r.label if by_label else (r.config, r.label))) for r in base.rows]
+        index.setdefault(_key(r, by_load), r)
+    pairs = [(r, index[_key(r, by_load)]) for r in base.rows if _key(r, by_load) in index]
+    matched = {_key(b, by_load) for b, _ in pairs}
+    base_only = [r for r in base.rows if _key(r, by_load) not in matched]
+    other_only = [r for r in other.rows if _key(r, by_load) not in matched]
+    return pairs, base_only, other_only
 
 
-def compare(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare")) -> list[CompareRow]:
-    """Compare every input after the first with the first, metric by metric. Rows of the baseline
-    with no match in another input are kept with an empty side (shown as "–")."""
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison's rows, each input's name, and what could not be compared."""
+
+    rows: list[CompareRow]
+    names: dict[str, str]  # an input's source (its directory's name) -> "runs/a: vllm, Qwen/.. at URL"
+    unmatched: list[str]  # one line per input: its points with no match on the other side
+
+
+# Under the table wherever a row's significance is n/a: why, and how to get a test.
+NA_NOTE = (
+    "significant: n/a where a side has fewer than 2 trials (one trial per point: run --trials 3, or an "
+    "experiment with trials: 3, for a test) or neither side varies"
+)
+
+
+def comparison(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare")) -> Comparison:
+    """Compare every input after the first with the first (the baseline), metric by metric, at
+    the loads both have; the points of either side without a match are listed in ``unmatched``.
+    An input with no point at a load of the baseline is bad input (nothing to compare)."""
     if len(dirs) < 2:
         raise BadInput("compare needs at least two run or experiment directories")
     inputs = [load_inputs([Path(d)]) for d in dirs]
     base = inputs[0]
-    rows = []
+    names = {_source_name(d): input_name(d) for d in inputs}
+    rows: list[CompareRow] = []
+    unmatched: list[str] = []
     for other_data in inputs[1:]:
         other_name = _source_name(other_data)
-        for b, o in _match(base, other_data):
+        pairs, base_only, other_only = _match(base, other_data)
+        if not pairs:
+            raise BadInput(
+                f"compare: no load point of {other_name} ({_loads(other_data.rows)}) matches one of the baseline "
+                f"{_source_name(base)} ({_loads(base.rows)}): compare runs at the same loads (users with users, "
+                "a rate with the same rate)"
+            )
+        if base_only:
+            unmatched.append(f"not in {other_name}: {_source_name(base)}'s {_loads(base_only)}")
+        if other_only:
+            unmatched.append(f"not in the baseline {_source_name(base)}: {other_name}'s {_loads(other_only)}")
+        for b, o in pairs:
             for metric in metrics:
                 bs = b.metrics.get(metric.key, NO_TRIALS)
-                os_ = o.metrics.get(metric.key, NO_TRIALS) if o is not None else NO_TRIALS
+                os_ = o.metrics.get(metric.key, NO_TRIALS)
                 delta, pct, better = _delta(metric, bs, os_)
-                p = welch_p(bs, os_)
                 rows.append(
                     CompareRow(
                         baseline_source=b.source,
                         other_source=other_name,
-                        baseline_config=b.config,
-                        other_config=o.config if o is not None else NULL_TEXT,
+                        baseline_config=_config_name(b, base),
+                        other_config=_config_name(o, other_data),
                         label=b.label,
                         metric=metric.key,
                         baseline=bs,
                         other=os_,
                         delta=delta,
                         delta_pct=pct,
-                        p_value=p,
+                        p_value=welch_p(bs, os_),
                         significant=None,
                         better=better,
                     )
                 )
     adjusted = holm([r.p_value for r in rows])
-    return [
+    rows = [
         replace(r, p_adjusted=q, significant=None if q is None else q < SIGNIFICANCE_P) for r, q in zip(rows, adjusted)
     ]
+    return Comparison(rows, names, unmatched)
+
+
+def compare(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare")) -> list[CompareRow]:
+    """``comparison``'s rows: one per metric at each load both inputs have."""
+    return comparison(dirs, metrics).rows
+
+
+def _loads(rows: Sequence[PointRow]) -> str:
+    return ", ".join(dict.fromkeys(r.label for r in rows)) or "no points"
 
 
 def _source_name(data: ReportData) -> str:
@@ -156,15 +221,46 @@ def _source_name(data: ReportData) -> str:
     return names[0] if names else "?"
 
 
+def _served(data: ReportData) -> str | None:
+    """A run's 'vllm, Qwen/Qwen3-0.6B at http://host:8000' (the backend unless it was only
+    attached to); None for an experiment (its configurations name themselves)."""
+    if len(data.runs) != 1 or data.experiments:
+        return None
+    h = data.runs[0]
+    what = f"{h.model or 'model ?'} at {h.url or '?'}"
+    return f"{h.backend}, {what}" if h.backend and h.backend != "attached" else what
+
+
+def input_name(data: ReportData) -> str:
+    """How compare names an input: its directory, and for a run what it measured."""
+    served = _served(data)
+    return _source_name(data) + (f": {served}" if served else "")
+
+
+def _config_name(row: PointRow, data: ReportData) -> str:
+    """A row's configuration; a run's "attached" (or no backend) as what it measured."""
+    if row.config in ("attached", "run"):
+        return _served(data) or row.config
+    return row.config
+
+
 # ---------------------------------------------------------------------------------------------
 # rendering
+
+
+def _na(row: CompareRow) -> str:
+    """'n/a' and why: too few trials on a side, or no variance on either."""
+    trials = min(len(row.baseline.values), len(row.other.values))
+    if trials == 0:
+        return "n/a (not measured)"
+    return f"n/a ({trials} trial{'s' if trials != 1 else ''})" if trials < 2 else "n/a (no variance)"
 
 
 def _cells(row: CompareRow) -> list[str]:
     metric = METRICS[row.metric]
     delta = NULL_TEXT if row.delta is None else f"{row.delta * metric.scale:+,.{metric.digits}f}"
     pct = fmt.percent(row.delta_pct)
-    sig = "n/a" if row.significant is None else ("yes" if row.significant else "no")
+    sig = _na(row) if row.significant is None else ("yes" if row.significant else "no")
     p = "" if row.p_adjusted is None else f" (p={row.p_value:.3f}, Holm {row.p_adjusted:.3f})"
     direction = {True: "better", False: "worse", None: NULL_TEXT}[row.better]
     config = (
@@ -198,11 +294,28 @@ _HEADERS = [
 ]
 
 
-def compare_table(rows: list[CompareRow]) -> RichTable:
-    """A Rich table, one line per metric; text from files is never read as Rich markup."""
-    sources = list(dict.fromkeys((r.baseline_source, r.other_source) for r in rows))
-    title = "; ".join(f"{a} (baseline) vs {b}" for a, b in sources) or "tokenbench compare"
-    table = RichTable(title=Text(title))
+def _parts(result: Comparison | list[CompareRow]) -> tuple[list[CompareRow], dict[str, str], list[str]]:
+    """The rows, the inputs' names and the notes under the table (unmatched points, why n/a)."""
+    if isinstance(result, Comparison):
+        rows, names, notes = result.rows, result.names, list(result.unmatched)
+    else:
+        rows, names, notes = result, {}, []
+    if any(r.significant is None for r in rows):
+        notes.append(NA_NOTE)
+    return rows, names, notes
+
+
+def _pairs(rows: list[CompareRow], names: dict[str, str]) -> list[tuple[str, str]]:
+    sources = dict.fromkeys((r.baseline_source, r.other_source) for r in rows)
+    return [(names.get(a, a), names.get(b, b)) for a, b in sources]
+
+
+def compare_table(result: Comparison | list[CompareRow]) -> RichTable:
+    """A Rich table, one line per metric, the notes as its caption; text from files is never read
+    as Rich markup."""
+    rows, names, notes = _parts(result)
+    title = "; ".join(f"{a} (baseline) vs {b}" for a, b in _pairs(rows, names)) or "tokenbench compare"
+    table = RichTable(title=Text(title), caption=Text("\n".join(notes)) if notes else None)
     for i, h in enumerate(_HEADERS):
         table.add_column(h, justify="right" if 3 <= i <= 6 else "left")
     for row in rows:
@@ -213,13 +326,14 @@ def compare_table(rows: list[CompareRow]) -> RichTable:
     return table
 
 
-def compare_markdown(rows: list[CompareRow]) -> str:
-    sources = list(dict.fromkeys((r.baseline_source, r.other_source) for r in rows))
+def compare_markdown(result: Comparison | list[CompareRow]) -> str:
+    rows, names, notes = _parts(result)
     out = ["# tokenbench compare", ""]
-    out += [f"- baseline **{md(a)}** vs **{md(b)}**" for a, b in sources] + [""]
+    out += [f"- baseline **{md(a)}** vs **{md(b)}**" for a, b in _pairs(rows, names)] + [""]
     out += [
         "| " + " | ".join(md(h) for h in _HEADERS) + " |",
         "| " + " | ".join("---:" if 3 <= i <= 6 else "---" for i in range(len(_HEADERS))) + " |",
     ]
     out += ["| " + " | ".join(md(c) for c in _cells(r)) + " |" for r in rows]
+    out += [""] + [f"- {md(n)}" for n in notes] if notes else []
     return "\n".join(out) + "\n"

@@ -90,6 +90,7 @@ class RunHeader:
     slo: Slo
     interrupted: bool
     num_points: int
+    url: str | None = None  # where the server was reached (results' target.url)
 
 
 @dataclass(frozen=True)

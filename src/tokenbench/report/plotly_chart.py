@@ -59,6 +59,7 @@ def _add_panel(fig: go.Figure, panel: Panel, row: int) -> None:
     if panel.log_y:
         fig.update_yaxes(title_text=plot_text(panel.y_label), row=row, col=1, type="log")
     else:
+        # the y-range rule of both renderers (chart_spec.y_bounds): a linear axis reaches zero
         fig.update_yaxes(title_text=plot_text(panel.y_label), row=row, col=1, rangemode="tozero")
     if panel.stacked:
         fig.update_layout(barmode="stack")

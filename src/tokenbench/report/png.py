@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -11,9 +12,12 @@ import matplotlib
 matplotlib.use("Agg")  # headless; must precede pyplot's import
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import LogFormatter, ScalarFormatter
 
-from .chart_spec import Chart, Panel
+from .chart_spec import Chart, Panel, y_bounds
 
+Y_MARGIN = 0.05  # room above the highest point of a zero-based axis (matplotlib's own margin)
 _MARKERS = {"circle": "o", "x": "X", "star": "*"}
 
 
@@ -87,17 +91,39 @@ def _draw_panel(ax: Axes, panel: Panel) -> None:
             )
 
 
-def render_png(chart: Chart, path: Path) -> Path:
+def _y_axis(ax: Axes, panel: Panel) -> None:
+    """The y axis by the charts' one rule (chart_spec.y_bounds), its ticks as plain numbers: with
+    ``text.parse_math`` off (a "$" in a model name is text), matplotlib's default log labels print
+    as raw TeX ("$\\mathdefault{8\\times10^{1}}$"), so a log axis gets plain ones ("80", "100",
+    "200") and a linear one no offset ("+3.86e2") or TeX exponents."""
+    if panel.log_y:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+        ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
+        return
+    if not any(s.kind == "bar" for s in panel.series):
+        ax.yaxis.set_major_formatter(ScalarFormatter(useOffset=False, useMathText=False))
+    bottom, top = y_bounds(panel)
+    low, high = float(ax.dataLim.y0), float(ax.dataLim.y1)  # what was drawn, error bars included
+    if bottom is not None and math.isfinite(high):
+        ax.set_ylim(bottom, high + Y_MARGIN * (high - bottom) if high > bottom else None)
+    elif top is not None and math.isfinite(low):
+        ax.set_ylim(low - Y_MARGIN * (top - low) if low < top else None, top)
+
+
+@contextlib.contextmanager
+def drawn(chart: Chart) -> Iterator[Figure]:
+    """The chart drawn on a matplotlib figure (closed on exit), with ``text.parse_math`` off for
+    the whole of its life: a "$" in a model name is text, not TeX."""
     rows = len(chart.panels)
     height = 2.4 * rows + 1.2 if rows > 1 else 4.5
-    with plt.rc_context({"text.parse_math": False}):  # a "$" in a model name is text, not TeX
+    with plt.rc_context({"text.parse_math": False}):
         fig, axes = plt.subplots(rows, 1, figsize=(10, height), sharex=not chart.x_categorical, squeeze=False)
         try:
             for ax, panel in zip(axes[:, 0], chart.panels):
                 _draw_panel(ax, panel)
                 ax.set_ylabel(panel.y_label)
-                if panel.log_y:
-                    ax.set_yscale("log")
+                _y_axis(ax, panel)
                 ax.grid(True, alpha=0.3)
                 for span in chart.spans:
                     ax.axvspan(
@@ -125,10 +151,15 @@ def render_png(chart: Chart, path: Path) -> Path:
             axes[-1, 0].set_xlabel(chart.x_label)
             fig.suptitle(chart.title)
             fig.tight_layout()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=100)
+            yield fig
         finally:
             plt.close(fig)
+
+
+def render_png(chart: Chart, path: Path) -> Path:
+    with drawn(chart) as fig:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
     return path
 
 

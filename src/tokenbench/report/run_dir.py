@@ -1,15 +1,17 @@
-"""A run directory (its results.json) -> what the report shows of it: a header, one row per point
-(one trial: no CI), and its time series. The helpers here (spans, dataset text, SLO, load value)
+"""A run directory (its results.json) -> what the report shows of it: a header, one row per load
+(its points at that load are its trials: --trials N, or a load listed twice; one point: no CI),
+and its time series. The helpers here (spans, dataset text, SLO, load value)
 serve the experiment reader too, whose cells are run directories."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ..catalogue import SLO_DISTRIBUTIONS, shown_in
-from ..results import DatasetFacts, Load, RunResults, mean_ci95
+from ..results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
 from ..results.capacity import CAPACITY_FILE, CapacityResult
 from .data import CapacityEntry, Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
 from .files import ReportInputError, read_json, read_typed
@@ -81,11 +83,29 @@ def _header(path: Path, results: RunResults, config: str) -> RunHeader:
         slo=slo_of(results),
         interrupted=bool(results.interrupted),
         num_points=len(results.points),
+        url=target.url,
     )
 
 
+def trial_groups(points: Sequence[PointResult]) -> list[list[PointResult]]:
+    """The points by load, in the order the loads first ran: the points at one load (the same
+    kind, value and settings) are its trials (--trials N runs each load N times in a row)."""
+    groups: dict[str, list[PointResult]] = {}
+    for p in points:
+        groups.setdefault(p.load.model_dump_json(), []).append(p)
+    return list(groups.values())
+
+
+def _outcomes(points: list[PointResult]) -> dict[str, int]:
+    summed: dict[str, int] = {}
+    for p in points:
+        for outcome, n in p.requests.by_outcome.items():
+            summed[outcome] = summed.get(outcome, 0) + n
+    return summed
+
+
 def read_run(path: Path) -> Part:
-    """A run directory: each point is a row of one trial."""
+    """A run directory: one row per load, its points the trials (one point: one trial)."""
     results = read_typed(path / "results.json", RunResults.from_json)
     config = results.target.backend or "run"
     rows = [
@@ -95,15 +115,15 @@ def read_run(path: Path) -> Part:
             backend=results.target.backend,
             swept={},
             variant=None,
-            point=p.index,
-            label=p.label,
-            load_kind=p.load.kind,
-            load_value=load_value(p.load),
-            metrics={m.key: mean_ci95([m.get(p)]) for m in shown_in("aggregates")},
-            outcomes=dict(p.requests.by_outcome),
-            num_trials=1,
+            point=trials[0].index,
+            label=trials[0].label,
+            load_kind=trials[0].load.kind,
+            load_value=load_value(trials[0].load),
+            metrics={m.key: mean_ci95([m.get(p) for p in trials]) for m in shown_in("aggregates")},
+            outcomes=_outcomes(trials),
+            num_trials=len(trials),
         )
-        for p in results.points
+        for trials in trial_groups(results.points)
     ]
     series = [RunSeries(title=config, config=config, trial=None, run_dir=path, points=point_spans(results))]
     part = Part(path.name, [_header(path, results, config)], [], rows, series, [slo_of(results)])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..catalogue import GOOD_FRACTION, GOODPUT_PER_S, shown_in
 from ..results import TrialStat
-from ..telemetry.client_health import CPU_LIMIT, LOOP_LAG_LIMIT_S
+from ..telemetry.client_health import CPU_LIMIT, LAG_MARGIN, LOOP_LAG_LIMIT_S, advice_for
 from . import fmt
 from .data import ExperimentHeader, ReportData
 from .fmt import NULL_TEXT
@@ -308,7 +308,7 @@ def _client_line(c: ClientFlag) -> str:
     return (
         f"{c.config} at {c.label}: the client, not the server, set these numbers{trials} (client CPU max "
         f"{fmt.num(c.cpu_util_max, 0, 100)}% of a core, loop lag p99 {fmt.num(c.loop_lag_p99_s, 1, 1e3)} ms; "
-        f"limits {CPU_LIMIT:.0%}, {LOOP_LAG_LIMIT_S * 1e3:g} ms): rerun with less load per client process."
+        f"limits {CPU_LIMIT:.0%}, {LOOP_LAG_LIMIT_S * LAG_MARGIN * 1e3:g} ms): {advice_for(c.cpu_util_max is not None and c.cpu_util_max > CPU_LIMIT, c.cpu_util_max)}."
     )
 
 

@@ -16,8 +16,9 @@ class Client(FrozenModel):
     CPU utilization is a fraction of one core (process CPU seconds / wall seconds, per sample);
     loop lag is how late a 50 ms wake-up ran on the client's event loop; connections are the most
     requests in flight at a tick (each streaming request holds one connection). Over several
-    workers each figure is the worst worker's. ``limited``: a worker's loop lag p99 > 5 ms or its
-    CPU > 90% of a core; ``limited_by`` says which."""
+    workers each figure is the worst worker's. ``limited``: a worker's loop lag p99 > 6 ms with at
+    least 3 ticks over 5 ms, or at least 10% of its samples over 90% of a core
+    (telemetry.client_health's rule); ``limited_by`` says which."""
 
     workers: int
     period_s: list[Number]  # what the samples cover (they are 0.5 s; their midpoints in the window)

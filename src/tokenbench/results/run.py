@@ -325,6 +325,10 @@ class PointMetrics(FrozenModel):
     normalized_latency_s: Distribution
     fluidity: Fluidity | None = None  # absent from results written before it existed
     output_tokens: Number
+    # of output_tokens, those of streams cancelled mid-reply, and how many streams: request rate
+    # counts completed requests only (metrics.point.cancelled_output); only on a point with some
+    cancelled_output_tokens: Number | None = None
+    cancelled_streams: int | None = None
     output_tokens_per_s: Number | None
     total_tokens_per_s: Number | None
     prompt_tokens_source: dict[str, int]
