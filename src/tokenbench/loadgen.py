@@ -171,7 +171,14 @@ class LoadGenerator:
         return not self._interrupt.is_set()
 
     async def send(self, request: Request, record: RequestRecord) -> None:
-        """Send through the client; the record is written when it ends (or is cancelled)."""
+        """Send through the client; the record is written when it ends (or is cancelled). One
+        issued as the circuit breaker tripped is never sent (a never-sent record)."""
+        point = self._point
+        if point is not None and point.tripped.is_set():
+            record.outcome, record.closed_s = Outcome.NOT_SENT, self._clock.now()
+            record.error = "not sent: the circuit breaker had stopped the point"
+            self._finish(record)
+            return
         stats = self.stats
         stats.in_flight += 1
         try:
@@ -296,7 +303,7 @@ class LoadGenerator:
             scheduled = began
             backoff = Backoff()
             try:
-                while deadline is None or self._clock.now() < deadline:
+                while (deadline is None or self._clock.now() < deadline) and not point.tripped.is_set():
                     if not budget.take():
                         break
                     rid, request = source.take()
@@ -341,7 +348,7 @@ class LoadGenerator:
         for i, (offset, given) in enumerate(_schedule(point, load, source)):
             if not point.share.mine(i):
                 continue
-            if not await self.sleep_until(run.start_s + offset) or not budget.take():
+            if not await self.sleep_until(run.start_s + offset) or point.tripped.is_set() or not budget.take():
                 break
             rid, request = source.take() if given is None else source.issue(given)
             run.last_arrival_s = run.start_s + offset

@@ -111,6 +111,9 @@ class Point(Protocol):
     @property
     def tasks(self) -> set[asyncio.Future[Any]]: ...
 
+    @property
+    def tripped(self) -> asyncio.Event: ...  # the point's circuit breaker tripped (failfast.py)
+
 
 @dataclass
 class SessionTally:
@@ -271,10 +274,11 @@ async def _starts(gen: Driver, point: Point, load: RateLoad) -> None:
 
 
 def _stopped(gen: Driver, point: Point) -> bool:
-    """No new turn: interrupted, past the deadline, or max-requests issued."""
+    """No new turn: interrupted, the circuit breaker tripped, past the deadline, or max-requests issued."""
     budget = point.budget
     return (
         gen.interrupted
+        or point.tripped.is_set()
         or (point.deadline_s is not None and gen.now() >= point.deadline_s)
         or (budget.limit is not None and budget.issued >= budget.limit)
     )
