@@ -129,9 +129,7 @@ def test_request_timeout_records_a_timeout_not_a_crash(mock_server, tmp_path, fl
     assert "timeout 4" in result.output  # the summary's failures
 
 
-def test_a_server_that_fails_every_request_is_not_flooded_its_error_is_shown_and_the_run_exits_4(
-    mock_server, tmp_path
-):
+def test_a_server_that_fails_every_request_is_not_flooded_its_error_is_shown_and_the_run_exits_4(mock_server, tmp_path):
     """A server answering HTTP 400 to everything, 4 users for 3 s, two points: the circuit breaker
     stops the first point at its 20th failure (before: ~1,500-5,000 requests in 3 s), the next
     point never runs, the server's text is on the console and in results.json, and the run exits 4.
@@ -160,8 +158,9 @@ def test_a_server_that_fails_every_request_is_not_flooded_its_error_is_shown_and
             "count": 20,
         }
     ]
-    assert point["stopped_early"]["by"] == "circuit_breaker" and "20 requests in a row failed" in (
-        point["stopped_early"]["reason"]
+    assert (
+        point["stopped_early"]["by"] == "circuit_breaker"
+        and "20 requests in a row failed" in (point["stopped_early"]["reason"])
     )
     assert point["span"]["load_end_s"] - point["span"]["start_s"] < 1.5  # stopped, not 3 s of load
     again = recompute_run(out).to_json()["points"][0]

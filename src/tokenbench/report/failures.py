@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..results import ErrorSeen, PointResult, StoppedEarly, point_failed
 from ..results.failures import FAILED_SHARE, UNFINISHED_OUTCOMES
+from .data import PointRow
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,15 @@ class FailedPoint:
         if not point_failed(point.requests.by_outcome, point.stopped_early):
             return None
         return cls(point.label, dict(point.requests.by_outcome), point.errors_seen or (), point.stopped_early)
+
+    @classmethod
+    def of_row(cls, row: PointRow, named: bool = True) -> FailedPoint | None:
+        """A report's row if it failed (its outcomes summed over trials), else None; ``named``: its
+        configuration is said (a report of several)."""
+        if not point_failed(row.outcomes, row.stopped_early):
+            return None
+        label = f"{row.config} at {row.label}" if named else row.label
+        return cls(label, row.outcomes, row.errors_seen, row.stopped_early)
 
     def headline(self) -> str:
         """'4 users failed: 20 of 20 finished requests failed (http_error 20); stopped early: ...'."""

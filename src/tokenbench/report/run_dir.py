@@ -102,6 +102,8 @@ def read_run(path: Path) -> Part:
             metrics={m.key: mean_ci95([m.get(p)]) for m in shown_in("aggregates")},
             outcomes=dict(p.requests.by_outcome),
             num_trials=1,
+            errors_seen=tuple(p.errors_seen or ()),
+            stopped_early=p.stopped_early,
         )
         for p in results.points
     ]
