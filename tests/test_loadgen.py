@@ -205,3 +205,10 @@ async def test_the_breaker_stops_an_open_loop_point_the_server_fails():
     # an arrival issued as the breaker tripped is never sent: a never-sent record, no request
     assert all(r.outcome is Outcome.NOT_SENT for r in written if r.sent_s is None) and len(written) <= 22
     assert run_.end_s - run_.start_s < 2  # 20 arrivals at 100/s: ~0.2 s, not the 10 s planned
+
+
+async def test_a_point_the_breaker_stops_in_its_warm_up_has_an_empty_window_where_the_load_stopped():
+    stop = StopConfig(duration_s=10.0, warmup_s=2.0)
+    run_, written, _ = await _failing_point(UsersLoad(users=4, ramp_up_s=0.2), stop)
+    assert run_.stopped_early is not None and len(written) == 20
+    assert run_.window_start_s == run_.load_end_s == run_.stopped_early.at_s  # never a negative window

@@ -35,7 +35,17 @@ from .records import Outcome, Request, RequestRecord, RunClock
 from .request_source import RequestSource
 from .session_load import SessionSource, SessionTally, run_sessions
 
-__all__ = ["LiveStats", "LoadGenerator", "OpenRecords", "Part", "PointRun", "PointState", "RequestSource", "new_run"]
+__all__ = [
+    "LiveStats",
+    "LoadGenerator",
+    "OpenRecords",
+    "Part",
+    "PointRun",
+    "PointState",
+    "RequestSource",
+    "new_run",
+    "stopped_window",
+]
 
 
 @dataclass
@@ -279,6 +289,7 @@ class LoadGenerator:
         run.end_s = self._clock.now()
         run.interrupted = self.interrupted
         run.num_records = point.budget.issued
+        stopped_window(run)
 
     async def _drain(self, tasks: set[asyncio.Future[Any]], timeout_s: float) -> None:
         pending = {t for t in tasks if not t.done()}
@@ -395,6 +406,13 @@ class LoadGenerator:
                 slots.release()
 
         return one
+
+
+def stopped_window(run: PointRun) -> None:
+    """A point the breaker stopped during its ramp-up or warm-up has an empty window where its
+    load stopped (never one that ends before it starts)."""
+    if run.stopped_early is not None:
+        run.window_start_s = min(run.window_start_s, run.load_end_s)
 
 
 def _before(t: float, deadline: float | None) -> float:
