@@ -151,3 +151,64 @@ def test_a_replay_stops_at_the_duration_and_the_window_selects_rows(mock_server,
     assert result.results["points"][0]["window"]["end_s"] - result.results["points"][0]["span"]["start_s"] == (
         pytest.approx(1.0)
     )
+
+
+# --- a failing server: backoff and the circuit breaker ---------------------------------------------
+
+
+class _FailingClient:
+    """Every request fails at once with HTTP 400 (a server that refuses everything)."""
+
+    def __init__(self, clock) -> None:
+        self.clock = clock
+        self.sent = 0
+
+    async def send(self, request: Request, record: RequestRecord) -> None:
+        self.sent += 1
+        record.sent_s = record.closed_s = self.clock.now()
+        record.outcome, record.status, record.error = Outcome.HTTP_ERROR, 400, "HTTP 400: bad request"
+
+
+async def _failing_point(load, stop):
+    from tokenbench.loadgen import LoadGenerator
+    from tokenbench.records import RunClock
+
+    clock = RunClock.start()
+    client, written = _FailingClient(clock), []
+    gen = LoadGenerator(client, clock, written.append)
+    run_ = await gen.run_point(0, load, stop, RequestSource(_prompts(3)), seed=0)
+    return run_, written, client
+
+
+async def test_a_user_whose_requests_fail_backs_off_doubling_its_wait():
+    """One user, every request failing at once: three at once, then waits of 0.1, 0.2, 0.4 s (the
+    next, 0.8 s later, would start past the 1 s deadline): 6 requests, not thousands."""
+    run_, written, client = await _failing_point(UsersLoad(users=1), StopConfig(duration_s=1.0))
+    starts = sorted(r.scheduled_s for r in written)
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert len(written) == client.sent == 6
+    assert gaps == pytest.approx([0, 0, 0.1, 0.2, 0.4], abs=0.03)
+    assert run_.stopped_early is None  # 6 failures in a row: below the breaker's 20
+
+
+async def test_the_breaker_stops_a_closed_loop_point_the_server_fails_at_its_twentieth_failure():
+    run_, written, client = await _failing_point(UsersLoad(users=4), StopConfig(duration_s=10.0))
+    assert client.sent == len(written) == 20  # each failure ends before the next request starts
+    assert run_.stopped_early is not None and run_.stopped_early.by == "circuit_breaker"
+    assert run_.load_end_s == run_.stopped_early.at_s < run_.start_s + 2  # not the 10 s deadline
+    assert run_.end_s - run_.start_s < 2
+
+
+async def test_the_breaker_stops_an_open_loop_point_the_server_fails():
+    run_, written, client = await _failing_point(RateLoad(rate_per_s=100), StopConfig(duration_s=10.0))
+    assert client.sent == 20 and run_.stopped_early is not None
+    # an arrival issued as the breaker tripped is never sent: a never-sent record, no request
+    assert all(r.outcome is Outcome.NOT_SENT for r in written if r.sent_s is None) and len(written) <= 22
+    assert run_.end_s - run_.start_s < 2  # 20 arrivals at 100/s: ~0.2 s, not the 10 s planned
+
+
+async def test_a_point_the_breaker_stops_in_its_warm_up_has_an_empty_window_where_the_load_stopped():
+    stop = StopConfig(duration_s=10.0, warmup_s=2.0)
+    run_, written, _ = await _failing_point(UsersLoad(users=4, ramp_up_s=0.2), stop)
+    assert run_.stopped_early is not None and len(written) == 20
+    assert run_.window_start_s == run_.load_end_s == run_.stopped_early.at_s  # never a negative window

@@ -104,6 +104,8 @@ PUBLIC_KEYS += [
     for k in "worker node pid offset_s uncertainty_s end_offset_s end_uncertainty_s lost".split()
 ]
 PUBLIC_KEYS += [f"points[].workers_lost[].{k}" for k in ("worker", "at_s", "reason", "in_flight")]
+PUBLIC_KEYS += [f"points[].errors_seen[].{k}" for k in ("outcome", "status", "text", "count")]
+PUBLIC_KEYS += [f"points[].stopped_early.{k}" for k in ("by", "reason", "at_s")]
 PUBLIC_KEYS += [
     f"points[].timeseries[].{k}" for k in ("client_cpu_util", "client_loop_lag_max_s", "client_connections_max")
 ]

@@ -178,6 +178,18 @@ def test_a_failed_turn_ends_its_conversation(mock_server, tmp_path):
     assert result.results["points"][0]["sessions"]["ended_by_error"] == 2
 
 
+def test_a_user_whose_conversations_fail_at_once_backs_off_as_a_single_turn_user_does(mock_server, tmp_path):
+    """Every first turn fails (HTTP 400): the user starts its next conversation at once three
+    times, then after 0.1, 0.2, 0.4 s; the next (0.8 s later) would start past the 1 s deadline."""
+    url = mock_server(ttft_ms=1, itl_ms=1, fault="http_400")
+    cfg = _config(url, tmp_path, [UsersLoad(users=1)], StopConfig(duration_s=1.0), SessionConfig(turns=3))
+    result = run(cfg, quiet())
+    starts = sorted(r["scheduled_s"] for r in records_of(result.run_dir))
+    assert len(starts) == 6
+    assert [b - a for a, b in zip(starts, starts[1:])] == pytest.approx([0, 0, 0.1, 0.2, 0.4], abs=0.03)
+    assert result.results["points"][0]["sessions"]["ended_by_error"] == 6 and result.failed == ("1 users",)
+
+
 def test_completions_api_sends_the_history_as_one_prompt(mock_server, tmp_path):
     url = mock_server(ttft_ms=1, itl_ms=1, record_requests=True)
     sessions = SessionConfig(turns=2, header="X-Affinity")

@@ -36,6 +36,7 @@ from .metrics import (
     summarize_point,
     timeseries,
 )
+from .metrics.errors import errors_seen
 from .metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from .records import RequestRecord
 from .results import (
@@ -147,6 +148,8 @@ def point_result(
         else None,
         "client": point_client(health, window.start_s, window.end_s),  # None: a run before it was sampled
         "workers_lost": event.workers_lost or None,  # only a point during which a worker died
+        "errors_seen": errors_seen(kept) or None,  # only a point with failed requests
+        "stopped_early": event.stopped_early,  # only a point the circuit breaker stopped
     }
     return point.model_copy(update={key: part for key, part in parts.items() if part is not None})
 

@@ -6,11 +6,15 @@ one red line and an exit; every other exception is a bug: traceback, EX_SOFTWARE
   ValidationError (which the CLI reads as bad input too).
 - Expected run failures keep their own types and codes: the server (``TargetUnreachable``,
   ``BackendError``: 3), every worker lost (``AllWorkersLost``: 1), an interrupt (130, 143).
+- A run that finished but whose server failed a point (more than half of a point's finished
+  requests failed, or the circuit breaker stopped it: results.failures): ``SERVER_FAILED_EXIT``
+  (4), after results.json is written and the server's errors are shown.
 """
 
 from __future__ import annotations
 
 BAD_INPUT_EXIT = 2
+SERVER_FAILED_EXIT = 4  # the run finished, but the server failed a point (results.failures)
 BUG_EXIT = 70  # EX_SOFTWARE (sysexits.h): an internal error, not the user's input
 
 

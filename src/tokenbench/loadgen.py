@@ -11,6 +11,10 @@ Stopping: at ``duration_s`` (or once ``max_requests`` were issued) no new reques
 in flight may finish within ``drain_timeout_s``, then are cancelled. An interrupt (Ctrl-C) cancels
 everything in flight at once. Every request that was created becomes exactly one record.
 
+A failing server is not flooded (failfast.py): a closed-loop user backs off after failures in a
+row, and a point's circuit breaker stops it early (no new request; those in flight drain as at the
+deadline) once the server failed every request for a while (``PointRun.stopped_early``).
+
 Multi-turn sessions (session_load.py) run under the same loads and stopping rules; a worker
 (workers/) runs its ``Part`` of a point.
 """
@@ -24,13 +28,24 @@ from typing import Any
 
 from .clients import Client
 from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from .failfast import Backoff, CircuitBreaker, Trip
 from .live import LiveStats
 from .load import Share, arrival_times, ramp_up_s, replay_offsets, user_start_times
 from .records import Outcome, Request, RequestRecord, RunClock
 from .request_source import RequestSource
 from .session_load import SessionSource, SessionTally, run_sessions
 
-__all__ = ["LiveStats", "LoadGenerator", "OpenRecords", "Part", "PointRun", "PointState", "RequestSource", "new_run"]
+__all__ = [
+    "LiveStats",
+    "LoadGenerator",
+    "OpenRecords",
+    "Part",
+    "PointRun",
+    "PointState",
+    "RequestSource",
+    "new_run",
+    "stopped_window",
+]
 
 
 @dataclass
@@ -52,6 +67,7 @@ class PointRun:
     num_records: int = 0
     last_arrival_s: float | None = None  # open loop: the last scheduled arrival
     sessions: SessionTally | None = None  # a --multi-turn point's conversations (session_load)
+    stopped_early: Trip | None = None  # the circuit breaker stopped the point (failfast.py)
 
 
 RecordSink = Callable[[RequestRecord], None]
@@ -124,6 +140,7 @@ class LoadGenerator:
         # Whatever is still open when a point ends (a task cancelled before it ever ran) is
         # written as never sent: every request is one record.
         self.open = OpenRecords(notices)
+        self._point: PointState | None = None  # the point running: its breaker sees every record
 
     # new_record, now, sleep_until, send, in_slot, run_users: session_load.Driver, how it drives a point
     def new_record(self, **fields: Any) -> RequestRecord:
@@ -137,6 +154,10 @@ class LoadGenerator:
             return
         self.stats.record_done(record)
         self._sink(record)
+        point = self._point
+        if point is not None and point.breaker.observe(record.outcome, self._clock.now()):
+            point.run.stopped_early = point.breaker.trip
+            point.tripped.set()
 
     def now(self) -> float:
         return self._clock.now()
@@ -160,7 +181,14 @@ class LoadGenerator:
         return not self._interrupt.is_set()
 
     async def send(self, request: Request, record: RequestRecord) -> None:
-        """Send through the client; the record is written when it ends (or is cancelled)."""
+        """Send through the client; the record is written when it ends (or is cancelled). One
+        issued as the circuit breaker tripped is never sent (a never-sent record)."""
+        point = self._point
+        if point is not None and point.tripped.is_set():
+            record.outcome, record.closed_s = Outcome.NOT_SENT, self._clock.now()
+            record.error = "not sent: the circuit breaker had stopped the point"
+            self._finish(record)
+            return
         stats = self.stats
         stats.in_flight += 1
         try:
@@ -189,10 +217,14 @@ class LoadGenerator:
         self._show(run, stop)
         budget = _Budget(part.share.of(stop.max_requests))
         point = PointState(run, stop, seed, _deadline_s(run, stop), budget, source, part.share, _mean_gap_s(load))
-        await self._issue_until_stopped(point)
-        now = self._clock.now()
-        self._finish_unsent(now)
-        self._end(point, now)
+        self._point = point
+        try:
+            await self._issue_until_stopped(point)
+            now = self._clock.now()
+            self._finish_unsent(now)
+            self._end(point, now)
+        finally:
+            self._point = None
         return run
 
     def _show(self, run: PointRun, stop: StopConfig) -> None:
@@ -211,20 +243,29 @@ class LoadGenerator:
             issuer = self._arrivals(point, load, source)
         issue_task = asyncio.ensure_future(issuer)
         interrupt_task = asyncio.ensure_future(self._interrupt.wait())
+        tripped_task = asyncio.ensure_future(point.tripped.wait())
+        stops = {issue_task, interrupt_task, tripped_task}
         if isinstance(load, UsersLoad):
             # Users stop issuing at the deadline; their last requests drain inside this wait.
             deadline = point.deadline_s
             limit = None if deadline is None else deadline + stop.drain_timeout_s - self._clock.now()
-            await asyncio.wait({issue_task, interrupt_task}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(stops, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
         else:
-            await asyncio.wait({issue_task, interrupt_task}, return_when=asyncio.FIRST_COMPLETED)
-            if not self.interrupted:
-                await self._drain(tasks, stop.drain_timeout_s)
+            await asyncio.wait(stops, return_when=asyncio.FIRST_COMPLETED)
+        if point.tripped.is_set() and not self.interrupted:
+            # The breaker: nothing new is issued (a user waiting or backing off stops), and the
+            # requests in flight drain as they would at the deadline.
+            issue_task.cancel()
+            await asyncio.gather(issue_task, return_exceptions=True)
+            await self._drain(tasks, stop.drain_timeout_s)
+        elif not isinstance(load, UsersLoad) and not self.interrupted:
+            await self._drain(tasks, stop.drain_timeout_s)
         issue_task.cancel()
         for task in list(tasks):
             task.cancel()
         await asyncio.gather(issue_task, *tasks, return_exceptions=True)
         interrupt_task.cancel()
+        tripped_task.cancel()
 
     def _finish_unsent(self, now: float) -> None:
         """Every record still open is written: one whose task never ran as never sent."""
@@ -238,13 +279,17 @@ class LoadGenerator:
     def _end(self, point: PointState, now: float) -> None:
         run, deadline = point.run, point.deadline_s
         planned = _planned_end_s(point)
-        if planned is not None and not self.interrupted:
+        trip = run.stopped_early
+        if trip is not None and not self.interrupted:
+            run.load_end_s = min(trip.at_s, deadline) if deadline is not None else trip.at_s  # the load stopped there
+        elif planned is not None and not self.interrupted:
             run.load_end_s = planned
         else:
             run.load_end_s = min(now, deadline) if deadline is not None else now
         run.end_s = self._clock.now()
         run.interrupted = self.interrupted
         run.num_records = point.budget.issued
+        stopped_window(run)
 
     async def _drain(self, tasks: set[asyncio.Future[Any]], timeout_s: float) -> None:
         pending = {t for t in tasks if not t.done()}
@@ -267,8 +312,9 @@ class LoadGenerator:
             began = self._clock.now()
             self.stats.active_users += 1
             scheduled = began
+            backoff = Backoff()
             try:
-                while deadline is None or self._clock.now() < deadline:
+                while (deadline is None or self._clock.now() < deadline) and not point.tripped.is_set():
                     if not budget.take():
                         break
                     rid, request = source.take()
@@ -283,8 +329,10 @@ class LoadGenerator:
                     tasks.add(task)
                     await asyncio.shield(task)
                     tasks.discard(task)
-                    scheduled = self._clock.now() + load.think_time_s
-                    if load.think_time_s and not await self.sleep_until(scheduled):
+                    # after failures in a row the user waits longer than it thinks (failfast.Backoff)
+                    wait_s = max(load.think_time_s, backoff.after(record.outcome))
+                    scheduled = self._clock.now() + wait_s
+                    if wait_s and not await self.sleep_until(_before(scheduled, deadline)):
                         break
             finally:
                 self.stats.active_users -= 1
@@ -311,7 +359,7 @@ class LoadGenerator:
         for i, (offset, given) in enumerate(_schedule(point, load, source)):
             if not point.share.mine(i):
                 continue
-            if not await self.sleep_until(run.start_s + offset) or not budget.take():
+            if not await self.sleep_until(run.start_s + offset) or point.tripped.is_set() or not budget.take():
                 break
             rid, request = source.take() if given is None else source.issue(given)
             run.last_arrival_s = run.start_s + offset
@@ -358,6 +406,18 @@ class LoadGenerator:
                 slots.release()
 
         return one
+
+
+def stopped_window(run: PointRun) -> None:
+    """A point the breaker stopped during its ramp-up or warm-up has an empty window where its
+    load stopped (never one that ends before it starts)."""
+    if run.stopped_early is not None:
+        run.window_start_s = min(run.window_start_s, run.load_end_s)
+
+
+def _before(t: float, deadline: float | None) -> float:
+    """``t``, or the deadline if that comes first (a user past it issues nothing more)."""
+    return t if deadline is None else min(t, deadline)
 
 
 def new_run(index: int, load: LoadPoint, stop: StopConfig, start: float) -> PointRun:
@@ -439,3 +499,5 @@ class PointState:
     share: Share = Share()  # the part of the global schedule this generator runs
     mean_gap_s: float | None = None  # open loop: the schedule's mean gap between arrivals
     tasks: set[asyncio.Future[Any]] = field(default_factory=set)  # requests in flight
+    breaker: CircuitBreaker = field(default_factory=CircuitBreaker)  # stops a point the server fails
+    tripped: asyncio.Event = field(default_factory=asyncio.Event)  # set when the breaker trips

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer, f
 from .config import Api, LoadPoint, RunConfig
 from .errors import BadInput
 from .frozen import FrozenModel
-from .results import Clock, DatasetFacts, SessionCounts, Telemetry, Tool
+from .results import Clock, DatasetFacts, SessionCounts, StoppedEarly, Telemetry, Tool
 from .results.base import Number
 from .results.client import WorkerLoss, Workers
 
@@ -215,6 +215,7 @@ class PointEnd(_PointEvent):
     last_arrival_s: Number | None = None
     sessions: SessionCounts | None = None  # a --multi-turn point the process finished
     workers_lost: list[WorkerLoss] | None = None  # only a point during which a worker died
+    stopped_early: StoppedEarly | None = None  # only a point the circuit breaker stopped (failfast.py)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PointEnd:

@@ -14,7 +14,7 @@ from .config import RunConfig, TargetConfig
 from .loadgen import PointRun
 from .manifest import PointEnd, PointStart, PrefixCacheReset, ResolvedTarget, RunManifest, ServerFacts
 from .records import RunClock
-from .results import Clock, DatasetFacts, SessionCounts, Telemetry, Tool
+from .results import Clock, DatasetFacts, SessionCounts, StoppedEarly, Telemetry, Tool
 from .results.client import WorkerLoss
 from .telemetry.sampler import Sampler
 
@@ -73,6 +73,8 @@ def point_facts(run: PointRun, reset: CacheReset, lost: Sequence[WorkerLoss] = (
         span["sessions"] = SessionCounts(**dataclasses.asdict(run.sessions))
     if lost:
         span["workers_lost"] = list(lost)
+    if run.stopped_early is not None:
+        span["stopped_early"] = StoppedEarly(**dataclasses.asdict(run.stopped_early))
     started = {name: value for name, value in start_facts(run, reset) if name != "kind"}
     return PointEnd.model_validate({**started, **span})
 

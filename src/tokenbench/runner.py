@@ -49,6 +49,7 @@ from .manifest import ServerFacts
 from .procs import Interrupts
 from .records import RunClock
 from .report.console import summary_table, trials_table, workload_text
+from .report.failures import failed_points, failure_lines
 from .request_source import RequestSource
 from .results import PointResult, RunResults
 from .run_facts import config_json, point_facts, start_facts
@@ -71,7 +72,11 @@ class RunResult:
     run_dir: Path
     results: dict[str, Any]  # results.json as written (RunResults.to_json)
     interrupted: bool
+    # the labels of the points the server failed (results.failures' rule): the run exits non-zero
+    failed: tuple[str, ...] = ()
 
+
+OPENAI_APIS = ("chat", "completions")  # the APIs whose /v1/models lists what requests may name
 
 # The next load point given the results so far (None: the run is done). A fixed list of points
 # is one plan; a capacity search (capacity.plan) chooses each point from the previous ones.
@@ -123,7 +128,8 @@ def run(
                 bench = _Bench(
                     config, writer, clock, sampler, plan or fixed_plan(repeated(config.loads, config.trials))
                 )
-                result = runner(_run_points(bench, _Reach(target, sut.profile, sut.fresh), sut.facts, console))
+                reach = _Reach(target, sut.profile, sut.fresh, attached=sut.model is None)
+                result = runner(_run_points(bench, reach, sut.facts, console))
                 measured = True
                 return result
     finally:
@@ -203,6 +209,7 @@ class _Reach:
     config: TargetConfig
     profile: Profile | None
     fresh: bool = False  # a server started for this run: nothing cached before its first point
+    attached: bool = False  # a server the user runs (--url): its /v1/models is checked against --model
 
 
 async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, console: Console) -> RunResult:
@@ -211,7 +218,7 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, consol
     assert reach.config.api is not None, "_with_api resolves it"
     wire = wire_for(reach.config.api)
     async with make_session(reach.config, bench.clock.now) as session:
-        target = await _resolve_model(session, reach.config, wire)
+        target = await _resolve_model(session, reach.config, wire, check=reach.attached)
         # a session's history limit, when the server states its context length
         max_len = await served_max_model_len(session, target, wire) if bench.config.sessions else None
         reached = _Target(session, target, wire, reach.profile, reach.fresh)
@@ -229,9 +236,12 @@ async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, consol
     console.print(summary_table(results, _workload(bench.config)))
     if (trials := trials_table(results)) is not None:
         console.print(trials)
+    for line in failure_lines(results.points):  # what the server said, never markup
+        console.print(line, markup=False, highlight=False, style="red" if line.startswith("FAILED") else None)
     if not pool.alive():
         raise AllWorkersLost("every worker was lost: " + "; ".join(f"{h.describe}: {h.lost}" for h in pool.handles))
-    return RunResult(bench.writer.dir, results.to_json(), driver.interrupted)
+    failed = tuple(f.label for f in failed_points(results.points))
+    return RunResult(bench.writer.dir, results.to_json(), driver.interrupted, failed)
 
 
 def _workload(config: RunConfig) -> str:
@@ -264,6 +274,8 @@ async def _points(bench: _Bench, driver: _Driver, console: Console) -> RunResult
             bench.writer.write_results(results)
             if results.points[-1].interrupted or not driver.pool.alive():
                 break
+            if results.points[-1].stopped_early is not None:
+                break  # the server failed everything: its next points would only flood it
     return results
 
 
@@ -367,8 +379,20 @@ def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:
     return windows.pop() if len(windows) == 1 else (None, None)
 
 
-async def _resolve_model(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire) -> TargetConfig:
+async def _resolve_model(
+    session: aiohttp.ClientSession, target: TargetConfig, wire: Wire, check: bool = False
+) -> TargetConfig:
+    """The model requests name: --model, else the first the server lists. With ``check`` (a server
+    the user runs), an OpenAI-compatible server that lists its models must list --model: otherwise
+    BadInput before any load, naming what it serves (every request would fail). A server launched
+    here serves the name its profile gave it, and other APIs name models their own way: unchecked."""
     models = await probe(session, target, wire)  # raises TargetUnreachable before any load
+    if check and target.model is not None and models and target.api in OPENAI_APIS and target.model not in models:
+        served = ", ".join(models[:10]) + (f" (and {len(models) - 10} more)" if len(models) > 10 else "")
+        raise BadInput(
+            f"--model {target.model}: {target.url}{wire.probe_path} serves {served}; "
+            "pass one of them as --model (or leave --model out to use the first)"
+        )
     if target.model is None:
         if not models:
             raise TargetUnreachable(f"{target.url}{wire.probe_path} names no model; pass --model NAME")

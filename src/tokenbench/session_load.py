@@ -9,7 +9,8 @@ then (its queue delay counts from there).
 
 - Closed loop (users): each user runs one conversation at a time, turn after turn, then waits
   ``--think-time`` and takes the next conversation: think time is the gap between a user's
-  conversations, turn think time the gap inside one.
+  conversations, turn think time the gap inside one. A user whose conversations end at a failed
+  turn again and again backs off before the next (failfast.Backoff), as a single-turn user does.
 - Open loop (rate): conversations *start* at the rate's arrival times; each then proceeds turn
   after turn whatever the other conversations do. ``--max-concurrency`` caps requests in flight.
 
@@ -32,9 +33,10 @@ from typing import Any, Protocol
 from .config import LoadPoint, RateLoad, SessionConfig, StopConfig, UsersLoad
 from .datasets.sessions import Conversation, Turn
 from .errors import BadInput
+from .failfast import Backoff
 from .live import LiveStats
 from .load import Share, arrival_times
-from .records import Request, RequestRecord
+from .records import Outcome, Request, RequestRecord
 from .request_source import RequestSource, start_index
 
 Send = Callable[[Request, RequestRecord], Awaitable[None]]
@@ -108,6 +110,9 @@ class Point(Protocol):
 
     @property
     def tasks(self) -> set[asyncio.Future[Any]]: ...
+
+    @property
+    def tripped(self) -> asyncio.Event: ...  # the point's circuit breaker tripped (failfast.py)
 
 
 @dataclass
@@ -223,12 +228,15 @@ async def _users(gen: Driver, point: Point, load: UsersLoad) -> None:
         began = scheduled = gen.now()
         gen.stats.active_users += 1
         rng = random.Random(f"{point.seed}-{u}")
+        backoff = Backoff()
         try:
             while not _stopped(gen, point):
                 sid, conversation = source.next_conversation()
-                await _converse(gen, point, _Conv(sid, conversation, u, gen.send), scheduled, rng)
-                scheduled = gen.now() + load.think_time_s
-                if load.think_time_s and not await gen.sleep_until(scheduled):
+                last = await _converse(gen, point, _Conv(sid, conversation, u, gen.send), scheduled, rng)
+                wait_s = max(load.think_time_s, backoff.after(last) if last is not None else 0.0)
+                scheduled = gen.now() + wait_s
+                deadline = point.deadline_s
+                if wait_s and not await gen.sleep_until(scheduled if deadline is None else min(scheduled, deadline)):
                     break
         finally:
             gen.stats.active_users -= 1
@@ -266,17 +274,19 @@ async def _starts(gen: Driver, point: Point, load: RateLoad) -> None:
 
 
 def _stopped(gen: Driver, point: Point) -> bool:
-    """No new turn: interrupted, past the deadline, or max-requests issued."""
+    """No new turn: interrupted, the circuit breaker tripped, past the deadline, or max-requests issued."""
     budget = point.budget
     return (
         gen.interrupted
+        or point.tripped.is_set()
         or (point.deadline_s is not None and gen.now() >= point.deadline_s)
         or (budget.limit is not None and budget.issued >= budget.limit)
     )
 
 
-async def _converse(gen: Driver, point: Point, conv: _Conv, scheduled_s: float, rng: random.Random) -> None:
-    """One conversation, turn after turn; its end is tallied (a cancelled one as stopped)."""
+async def _converse(gen: Driver, point: Point, conv: _Conv, scheduled_s: float, rng: random.Random) -> Outcome | None:
+    """One conversation, turn after turn; its end is tallied (a cancelled one as stopped). The
+    outcome of its last turn sent (None: none was)."""
     source, tally = point.source, point.run.sessions
     assert isinstance(source, SessionSource) and tally is not None
     c = conv.conversation
@@ -285,27 +295,30 @@ async def _converse(gen: Driver, point: Point, conv: _Conv, scheduled_s: float, 
     conv.history_tokens = c.system_tokens
     ended = "ended_by_stop"
     started = False
+    last: Outcome | None = None
     try:
         for k, turn in enumerate(c.turns):
             if k > 0:
                 scheduled_s = gen.now() + source.think_s(rng)
                 if not await gen.sleep_until(scheduled_s):
-                    return
+                    return last
             if _stopped(gen, point):
-                return
+                return last
             started = True
             if source.over_limit(conv.history_tokens, turn):
                 ended = "ended_by_history_limit"
-                return
+                return last
             point.budget.take()
             record = await _turn(gen, point, conv, k, scheduled_s)
+            last = record.outcome
             if not record.ok:
                 ended = "ended_by_error"
-                return
+                return last
             reply = record.output_text or ""
             conv.history += [{"role": "user", "content": turn.text}, {"role": "assistant", "content": reply}]
             conv.history_tokens += turn.tokens + (source.count(reply) if reply else 0)
         ended = "completed"
+        return last
     finally:
         if started:
             tally.started += 1

@@ -106,7 +106,8 @@ def test_unreachable_target_fails_before_any_load(tmp_path):
 @pytest.mark.parametrize("flag", ["--request-timeout", "--timeout"])
 def test_request_timeout_records_a_timeout_not_a_crash(mock_server, tmp_path, flag):
     """The server takes 1.5 s to a first token; the client gives each request 0.3 s: every request
-    is a record with outcome timeout after 0.3 s, and the run ends normally."""
+    is a record with outcome timeout after 0.3 s, and the run ends without a crash: with exit 4, the
+    server failed every request (results.failures), and the timeout's text shown."""
     import json
 
     url = mock_server(ttft_ms=1500, itl_ms=5)
@@ -114,7 +115,9 @@ def test_request_timeout_records_a_timeout_not_a_crash(mock_server, tmp_path, fl
     args = ["run", "--url", url, "--users", "2", "--max-requests", "4", flag, "0.3"]
     args += ["--input-tokens", "8", "--output-tokens", "4", "--no-live", "--out", str(out)]
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
+    assert "[timeout 200] ×" in result.output and ": timed out (TimeoutError) after 0." in result.output
+    assert "failed: 4 of 4 finished requests failed (timeout 4)" in result.output and "Traceback" not in result.output
     config = json.loads((out / "config.json").read_text())
     assert config["target"]["request_timeout_s"] == 0.3
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
@@ -124,3 +127,58 @@ def test_request_timeout_records_a_timeout_not_a_crash(mock_server, tmp_path, fl
     # is stamped), not by the 1.5 s to a first token
     assert all(0.25 <= r["closed_s"] - r["sent_s"] <= 0.3 + 0.5 for r in records)
     assert "timeout 4" in result.output  # the summary's failures
+
+
+def test_a_server_that_fails_every_request_is_not_flooded_its_error_is_shown_and_the_run_exits_4(mock_server, tmp_path):
+    """A server answering HTTP 400 to everything, 4 users for 3 s, two points: the circuit breaker
+    stops the first point at its 20th failure (before: ~1,500-5,000 requests in 3 s), the next
+    point never runs, the server's text is on the console and in results.json, and the run exits 4.
+    Recompute derives the same errors_seen and stopped_early from the run's files."""
+    import json
+
+    from tokenbench.derive import recompute_run
+
+    url = mock_server(ttft_ms=1, itl_ms=1, fault="http_400")
+    out = tmp_path / "run"
+    args = ["run", "--url", url, "--users", "4,8", "--duration", "3", "--no-live", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 4, result.output
+    assert '[http_error 400] ×20: HTTP 400: {"error": {"message": "scripted http_400"' in result.output
+    assert "stopped early by the circuit breaker" in result.output and "the server failed at 4 users" in result.output
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 20 and {r["outcome"] for r in records} == {"http_error"}  # at most 20 + 4 - 1
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["points"]) == 1  # the 8-users point would only flood a broken server
+    point = results["points"][0]
+    assert point["errors_seen"] == [
+        {
+            "outcome": "http_error",
+            "status": 400,
+            "text": 'HTTP 400: {"error": {"message": "scripted http_400", "code": 400}}',
+            "count": 20,
+        }
+    ]
+    assert (
+        point["stopped_early"]["by"] == "circuit_breaker"
+        and "20 requests in a row failed" in (point["stopped_early"]["reason"])
+    )
+    assert point["span"]["load_end_s"] - point["span"]["start_s"] < 1.5  # stopped, not 3 s of load
+    again = recompute_run(out).to_json()["points"][0]
+    assert (again["errors_seen"], again["stopped_early"]) == (point["errors_seen"], point["stopped_early"])
+
+
+def test_a_model_the_server_does_not_serve_fails_before_any_request_naming_what_it_serves(mock_server, tmp_path):
+    import json
+    import urllib.request
+
+    url = mock_server(ttft_ms=1, itl_ms=1, model="served-a")
+    out = tmp_path / "run"
+    args = ["run", "--url", url, "--model", "gpt-4o", "--users", "1", "--max-requests", "3", "--no-live"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "--model gpt-4o" in result.output and "serves served-a" in result.output
+    assert "Traceback" not in result.output
+    with urllib.request.urlopen(url + "/mock/deliveries") as resp:
+        assert json.loads(resp.read()) == {}  # not one request reached the server
+    ok = CliRunner().invoke(app, [*args[:4], "served-a", *args[5:], "--out", str(tmp_path / "ok")])
+    assert ok.exit_code == 0, ok.output  # the name it serves runs

@@ -161,3 +161,33 @@ def test_a_point_the_client_limited_is_flagged_in_the_verdict(tmp_path: Path) ->
     assert line.endswith(
         "rerun with fewer users (or a lower rate) per client process, or spread the load over processes with --workers N."
     )
+
+
+def test_a_run_whose_every_point_failed_says_so_with_the_servers_error(tmp_path: Path) -> None:
+    """Not "One configuration: nothing to pick between": the run failed, and what the server said."""
+    from tokenbench.report.tables import verdict_lines
+
+    failed = point(0, "users", 4, outcomes={"http_error": 20}, tokens_per_s=None, ttft_s=None)
+    failed["errors_seen"] = [{"outcome": "http_error", "status": 400, "text": "HTTP 400: no such model", "count": 20}]
+    failed["stopped_early"] = {"by": "circuit_breaker", "reason": "20 requests in a row failed", "at_s": 1.0}
+    data = load_inputs([write_run(tmp_path / "r", results([failed]))])
+    lines = verdict_lines(decide(data), data)
+    assert lines[0] == "Every point failed: the server did not serve the load, so nothing was measured."
+    assert lines[1] == (
+        "4 users failed: 20 of 20 finished requests failed (http_error 20); stopped early by the circuit "
+        "breaker: 20 requests in a row failed; the server said: HTTP 400: no such model."
+    )
+    assert not any("nothing to pick between" in line for line in lines)
+
+
+def test_a_point_fails_past_half_its_finished_requests_failed_cancelled_ones_aside(tmp_path: Path) -> None:
+    from tokenbench.report.tables import verdict_lines
+
+    half = point(0, "users", 4, outcomes={"ok": 10, "timeout": 10, "cancelled": 50})  # 50%: not past half
+    most = point(1, "users", 8, outcomes={"ok": 9, "timeout": 11, "cancelled": 1})
+    data = load_inputs([write_run(tmp_path / "r", results([half, most]))])
+    verdict = decide(data)
+    assert [f.label for f in verdict.failed] == ["8 users"]
+    lines = verdict_lines(verdict, data)
+    assert lines[0] == "8 users failed: 11 of 20 finished requests failed (timeout 11)."
+    assert "One configuration: nothing to pick between; its numbers are in the headline table." in lines

@@ -60,7 +60,8 @@ def numbers(text: str | None, flag: str, cast: Callable[[str], Any] = float) -> 
 
 @contextlib.contextmanager
 def exit_codes(interrupted: str) -> Iterator[None]:
-    """A benchmark's expected failures as exit codes: 3 the server (unreachable, did not start), 2
+    """A benchmark's expected failures as exit codes (4, the server failed a point, is the run's own:
+    cli/run.py): 3 the server (unreachable, did not start), 2
     bad input (a path that is not there, or is in the way, included), 1 every worker lost
     (--workers); an interrupt before the work finished says ``interrupted`` and exits with its
     signal's code (130, 143): what was measured is on disk. Anything else is a bug (cli/__init__)."""

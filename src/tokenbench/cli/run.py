@@ -10,6 +10,7 @@ import typer
 import typer.core
 
 from ..config import RunConfig
+from ..errors import SERVER_FAILED_EXIT
 from ..vllm_flags import FlagError, aliases, translate
 from .common import err, exit_codes, fail
 from .flags import FlagCommand, run_options
@@ -60,7 +61,8 @@ command = FlagCommand(run, run_options())
 
 
 def _benchmark(config: RunConfig) -> None:
-    """Run it; a failure exits 3 (the server) or 2 (bad input), an interrupt with its signal's code."""
+    """Run it; a failure exits 3 (the server unreachable) or 2 (bad input), an interrupt with its
+    signal's code; a run whose server failed a point (results.failures) exits 4."""
     from ..procs import Interrupts
     from ..runner import run as run_benchmark
 
@@ -70,3 +72,6 @@ def _benchmark(config: RunConfig) -> None:
     if result.interrupted:
         err.print("[yellow]interrupted: in-flight requests were recorded as cancelled[/]")
         raise typer.Exit(Interrupts.exit_code())
+    if result.failed:
+        points = ", ".join(result.failed)
+        fail(f"the server failed at {points}: what it said is above and in results.json", SERVER_FAILED_EXIT)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..results import TimeWindow, TrialStat
+from ..results import ErrorSeen, StoppedEarly, TimeWindow, TrialStat
 from ..results.capacity import CapacityResult
 
 LoadKey = tuple[str, float | str]  # (load kind, users or rate; the label when it has no number)
@@ -36,6 +36,9 @@ class PointRow:
     outcomes: dict[str, int]  # request outcomes summed over trials, "ok" included
     num_trials: int
     upstream: str | None = None  # a serving layer's engine (experiment.json's server upstream)
+    # a run's point: what the server said when requests failed, and whether the breaker stopped it
+    errors_seen: tuple[ErrorSeen, ...] = ()
+    stopped_early: StoppedEarly | None = None
 
     def mean(self, name: str) -> float | None:
         stat = self.metrics.get(name)

@@ -122,6 +122,8 @@ def read_run(path: Path) -> Part:
             metrics={m.key: mean_ci95([m.get(p) for p in trials]) for m in shown_in("aggregates")},
             outcomes=_outcomes(trials),
             num_trials=len(trials),
+            errors_seen=tuple(e for p in trials for e in (p.errors_seen or ())),
+            stopped_early=next((p.stopped_early for p in trials if p.stopped_early is not None), None),
         )
         for trials in trial_groups(results.points)
     ]

@@ -316,7 +316,9 @@ def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
     """The verdict in sentences, one per finding, each with its numbers."""
     if not data.rows:
         return ["No load point finished, so nothing was measured: see the cells or runs that did not finish."]
-    lines = []
+    lines = [f.sentence() for f in verdict.failed]  # the server failed these: said first, with its error
+    if len(verdict.failed) == len(data.rows):
+        return ["Every point failed: the server did not serve the load, so nothing was measured.", *lines]
     if len({r.config for r in data.rows}) < 2:
         lines.append("One configuration: nothing to pick between; its numbers are in the headline table.")
     for lv in verdict.loads:

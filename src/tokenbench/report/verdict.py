@@ -26,6 +26,7 @@ from ..catalogue import (
 )
 from ..results import NO_TRIALS, TrialStat
 from .data import LoadKey, PointRow, ReportData, load_key
+from .failures import FailedPoint
 from .stability import (
     Stability,
     StabilitySummary,
@@ -214,6 +215,7 @@ class Verdict:
     pareto: tuple[bool, ...]  # aligned with ReportData.rows (throughput vs TTFT mean)
     cache: tuple[CacheFlag, ...] = ()  # hit rate far from the expected reuse
     client: tuple[ClientFlag, ...] = ()  # points the client limited
+    failed: tuple[FailedPoint, ...] = ()  # points the server failed (results.failures' rule)
 
 
 def _load_order(key: LoadKey) -> tuple[bool, float, str]:
@@ -305,7 +307,9 @@ def decide(data: ReportData) -> Verdict:
     verdict = Verdict(
         tuple(loads), tuple(slo), highest, tuple(saturation), tuple(stabilities), tuple(summaries), tuple(pareto)
     )
-    return replace(verdict, cache=tuple(cache_flags(rows)), client=tuple(client_flags(rows)))
+    named = len(configs) > 1
+    failed = tuple(f for r in rows if (f := FailedPoint.of_row(r, named)) is not None)
+    return replace(verdict, cache=tuple(cache_flags(rows)), client=tuple(client_flags(rows)), failed=failed)
 
 
 def slo_text(slo: dict[str, float | None]) -> str | None:

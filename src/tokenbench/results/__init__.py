@@ -15,6 +15,7 @@ from .base import Number
 from .client import Client, WindowHealth, WorkerClock, WorkerLoss, Workers
 from .cost import Cost, Energy
 from .experiment import AggregateRow, CapacityRow, CellRow, Experiment, ServerRow
+from .failures import ErrorSeen, StoppedEarly, point_failed
 from .run import (
     SCHEMA_VERSION,
     Clock,
@@ -64,6 +65,7 @@ __all__ = [
     "DatasetFacts",
     "Distribution",
     "Energy",
+    "ErrorSeen",
     "Fluidity",
     "ExpectedReuse",
     "Gauge",
@@ -78,6 +80,8 @@ __all__ = [
     "Requests",
     "RunResults",
     "SCHEMA_PATH",
+    "StoppedEarly",
+    "point_failed",
     "SCHEMA_VERSION",
     "Server",
     "ServerVsClient",

@@ -21,6 +21,7 @@ from ..frozen import FrozenModel
 from .base import Number
 from .client import Client, WindowHealth, WorkerLoss, Workers
 from .cost import Cost, Energy
+from .failures import ErrorSeen, StoppedEarly
 from .workload import DatasetFacts, PrefixCache
 
 SCHEMA_VERSION = 1
@@ -360,6 +361,9 @@ class PointResult(PointMetrics, PointHead):
     energy: Energy | None = None  # absent from results written before it existed
     client: Client | None = None  # the client's own health; absent from runs before it was sampled
     workers_lost: list[WorkerLoss] | None = None  # only on a point during which a worker died
+    # only on a point with failed requests: the first distinct error texts (results.failures)
+    errors_seen: list[ErrorSeen] | None = None
+    stopped_early: StoppedEarly | None = None  # only on a point the circuit breaker stopped
 
 
 class RunResults(FrozenModel):

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from ..config import LoadPoint, StopConfig, WorkersConfig
 from ..live import LiveStats
 from ..load import Share
-from ..loadgen import OpenRecords, PointRun, new_run
+from ..loadgen import OpenRecords, PointRun, new_run, stopped_window
 from ..records import Outcome, RequestRecord, RunClock
 from ..results.client import WorkerLoss
 from ..session_load import SessionTally
@@ -244,6 +244,9 @@ def _merge(run: PointRun, parts: list[PointRun], now: float, interrupted: bool) 
     run.num_records = sum(p.num_records for p in parts)
     arrivals = [p.last_arrival_s for p in parts if p.last_arrival_s is not None]
     run.last_arrival_s = max(arrivals) if arrivals else None
+    trips = sorted((p.stopped_early for p in parts if p.stopped_early is not None), key=lambda t: t.at_s)
+    run.stopped_early = trips[0] if trips else None  # the first worker whose breaker tripped
+    stopped_window(run)
     tallies = [p.sessions for p in parts if p.sessions is not None]
     if tallies:
         run.sessions = SessionTally(
