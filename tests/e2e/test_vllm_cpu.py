@@ -67,7 +67,7 @@ def sweep(tmp_path_factory):
                 "--users",
                 "16",
                 "--duration",
-                "20",
+                "10",  # 16 users against room for 2 sequences preempt from the first steps
                 "--drain-timeout",
                 "3",
                 "--input-tokens",

@@ -9,7 +9,7 @@ from tokenbench.experiments.spec import ExperimentError
 def _without_points(doc: dict) -> dict:
     """The study but its name, its points' length and its users' ramp."""
     load = {k: v for k, v in doc["load"].items() if k != "ramp_up_s"}
-    stop = {k: v for k, v in doc["stop"].items() if k != "duration_s"}
+    stop = {k: v for k, v in doc["stop"].items() if k not in ("duration_s", "drain_timeout_s")}
     return {**doc, "name": None, "load": load, "stop": stop}
 
 
@@ -28,9 +28,10 @@ def test_ci_is_small_with_shorter_points(name):
     small, ci = preset_data(name, "small"), preset_data(name, "ci")
     assert _without_points(ci) == _without_points(small)
     assert ci["name"] == str(small["name"]).replace("-small", "-ci")
-    duration_s, ramp_up_s = CI_STOPS[name]
-    assert ci["stop"]["duration_s"] == duration_s <= small["stop"]["duration_s"]
-    assert ci["load"].get("ramp_up_s", 0.0) in (0.0, ramp_up_s)
+    shorter = CI_STOPS[name]
+    assert ci["stop"]["duration_s"] == shorter.duration_s <= small["stop"]["duration_s"]
+    assert ci["stop"]["drain_timeout_s"] == shorter.drain_timeout_s <= small["stop"]["drain_timeout_s"]
+    assert ci["load"].get("ramp_up_s", 0.0) in (0.0, shorter.ramp_up_s)
     assert preset(name, "ci").trials == preset(name, "small").trials  # it parses as a user's file would
 
 

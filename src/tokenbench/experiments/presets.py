@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..catalogue import TPOT, TTFT
 from .spec import ExperimentError, ExperimentSpec, parse_spec
@@ -259,16 +259,25 @@ _ALONE = {"llamacpp": "xllamacpp"}
 PRESETS = {"users": _users, "sessions": _sessions, "throughput": _throughput, "server-overhead": _server_overhead}
 
 
-# The ci scale's points, per preset: (seconds of load, users' ramp-up). Small's are 20 s (6 s for
-# server-overhead, kept) with a 4 s ramp. 10 s at 0.25 req/s still sends each trial's seeded
-# Poisson schedule at least one request, and 10 s at 1 req/s keeps more than two 128/128
-# sequences in a 1x KV cache at once, so max-num-seqs 16 preempts. Sessions keep a 10 s window
-# after the ramp: one user's second conversation (its turn 0) must start in it on a slow machine.
-CI_STOPS: dict[str, tuple[float, float]] = {
-    "users": (8.0, 2.0),
-    "sessions": (12.0, 2.0),
-    "throughput": (10.0, 0.0),
-    "server-overhead": (6.0, 0.0),
+class CiStop(NamedTuple):
+    """The ci scale's points: seconds of load, the users' ramp-up, and the drain after a point."""
+
+    duration_s: float
+    ramp_up_s: float
+    drain_timeout_s: float
+
+
+# Small's points are 20 s (6 s for server-overhead, kept) with a 4 s ramp and a 10 s drain. 10 s at
+# 0.25 req/s still sends each trial's seeded Poisson schedule at least one request, and 10 s at
+# 1 req/s keeps more than two 128/128 sequences in a 1x KV cache at once, so max-num-seqs 16
+# preempts; a 5 s drain cuts the replies max-num-seqs 2 queued (cancelled, as at small scale, only
+# more of them). Sessions keep a 10 s window after the ramp: one user's second conversation (its
+# turn 0) must start in it on a slow machine.
+CI_STOPS: dict[str, CiStop] = {
+    "users": CiStop(8.0, 2.0, 10.0),
+    "sessions": CiStop(12.0, 2.0, 10.0),
+    "throughput": CiStop(10.0, 0.0, 5.0),
+    "server-overhead": CiStop(6.0, 0.0, 10.0),
 }
 
 
@@ -279,15 +288,15 @@ def preset_data(name: str, scale: Scale) -> Doc:
         raise ExperimentError(f"--preset {name!r}: choose one of {', '.join(PRESETS)}") from None
     if scale != "ci":
         return make(scale)
-    return _for_ci(make("small"), *CI_STOPS[name])
+    return _for_ci(make("small"), CI_STOPS[name])
 
 
-def _for_ci(small: Doc, duration_s: float, ramp_up_s: float) -> Doc:
+def _for_ci(small: Doc, ci: CiStop) -> Doc:
     """The small study with shorter points (and ramps): the same servers, loads, variants and trials."""
-    stop = {**_doc(small["stop"]), "duration_s": duration_s}
+    stop = {**_doc(small["stop"]), "duration_s": ci.duration_s, "drain_timeout_s": ci.drain_timeout_s}
     load = _doc(small["load"])
     if "ramp_up_s" in load:
-        load = {**load, "ramp_up_s": ramp_up_s}
+        load = {**load, "ramp_up_s": ci.ramp_up_s}
     name = str(small["name"]).replace("-small", "-ci")
     return {**small, "name": name, "stop": stop, "load": load}
 
