@@ -146,7 +146,7 @@ def test_every_relative_link_resolves(doc):
 
 
 def test_readme_keeps_the_quickstart_and_the_exit_codes():
-    from tokenbench.errors import BAD_INPUT_EXIT, BUG_EXIT
+    from tokenbench.errors import BAD_INPUT_EXIT, BUG_EXIT, SERVER_FAILED_EXIT
 
     readme = (ROOT / "README.md").read_text()
     quickstart = readme[readme.index("## Quickstart") :]
@@ -155,7 +155,7 @@ def test_readme_keeps_the_quickstart_and_the_exit_codes():
     assert [line.split()[:2] for line in block.group(1).splitlines()] == [["make", "run"], ["make", "test"]]
     codes = readme[readme.index("## Exit codes") :]
     codes = codes[: codes.index("\n## ")]
-    for code in (0, 1, BAD_INPUT_EXIT, 3, BUG_EXIT, 130, 143):
+    for code in (0, 1, BAD_INPUT_EXIT, 3, SERVER_FAILED_EXIT, BUG_EXIT, 130, 143):
         assert re.search(rf"^\| [0-9, ]*\b{code}\b[0-9, ]* \|", codes, re.M), f"exit code {code} not in README"
 
 
