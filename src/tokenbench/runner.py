@@ -84,8 +84,17 @@ Plan = Callable[[RunResults], LoadPoint | None]
 
 
 def fixed_plan(loads: list[LoadPoint]) -> Plan:
-    """``loads`` one after another (``config.loads``: the run's own list)."""
-    return lambda results: loads[len(results.points)] if len(results.points) < len(loads) else None
+    """``loads`` one after another (``config.loads``: the run's own list), ending after a point the
+    circuit breaker stopped (the server failed everything: its next points would only flood it).
+    A capacity search's plan reads such a point as a failed probe instead (capacity.plan)."""
+
+    def plan(results: RunResults) -> LoadPoint | None:
+        done = results.points
+        if len(done) >= len(loads) or (done and done[-1].stopped_early is not None):
+            return None
+        return loads[len(done)]
+
+    return plan
 
 
 def repeated(loads: list[LoadPoint], trials: int) -> list[LoadPoint]:
@@ -274,8 +283,6 @@ async def _points(bench: _Bench, driver: _Driver, console: Console) -> RunResult
             bench.writer.write_results(results)
             if results.points[-1].interrupted or not driver.pool.alive():
                 break
-            if results.points[-1].stopped_early is not None:
-                break  # the server failed everything: its next points would only flood it
     return results
 
 
