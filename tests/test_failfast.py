@@ -2,8 +2,8 @@
 
 import pytest
 
-from tokenbench.failfast import BACKOFF_CAP_S, BREAKER_FAILURES, CIRCUIT_BREAKER, Backoff, CircuitBreaker, failed
-from tokenbench.records import Outcome
+from tokenbench.failfast import BACKOFF_CAP_S, BREAKER_FAILURES, CIRCUIT_BREAKER, Backoff, CircuitBreaker
+from tokenbench.records import Outcome, failed
 
 FAIL, OK, CUT = Outcome.HTTP_ERROR, Outcome.OK, Outcome.CANCELLED
 

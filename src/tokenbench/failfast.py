@@ -9,26 +9,21 @@ load generator reads the clock and sleeps; these only count and say how long).
   none ok between them; the point then issues nothing more, lets its requests in flight drain and
   ends, stopped early (results' ``stopped_early``).
 
-A failure is a finished request whose outcome is not ok; requests the run itself cut
-(records.UNFINISHED: cancelled, not sent, worker lost) count neither way.
+A failure is records.failed: a finished request whose outcome is not ok; requests the run itself
+cut (records.UNFINISHED: cancelled, not sent, worker lost) count neither way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .records import UNFINISHED, Outcome
+from .records import Outcome, failed
 
 BACKOFF_AFTER = 3  # failures in a row of one user before it waits
 BACKOFF_FIRST_S = 0.1
 BACKOFF_CAP_S = 2.0
 BREAKER_FAILURES = 20  # finished requests in a row that failed, none ok between: the point stops
 CIRCUIT_BREAKER = "circuit_breaker"  # results' stopped_early.by
-
-
-def failed(outcome: Outcome) -> bool:
-    """A request that finished and failed (the run's own cuts are neither ok nor failed)."""
-    return outcome is not Outcome.OK and outcome not in UNFINISHED
 
 
 class Backoff:

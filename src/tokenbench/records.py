@@ -34,6 +34,12 @@ class Outcome(str, enum.Enum):
 # censored, not failures: left out of error_rate and good_fraction alike (METRICS.md).
 UNFINISHED = frozenset({Outcome.CANCELLED, Outcome.NOT_SENT, Outcome.WORKER_LOST})
 
+
+def failed(outcome: Outcome) -> bool:
+    """A request that finished and failed (the run's own cuts, UNFINISHED, are neither ok nor failed)."""
+    return outcome is not Outcome.OK and outcome not in UNFINISHED
+
+
 # finish_reason values by which an engine says it gave up on a request (vLLM and SGLang end an
 # aborted request with HTTP 200, finish_reason "abort" and [DONE]; vLLM uses "error" for an
 # engine error): the stream is a failure, whatever content came before.

@@ -21,6 +21,21 @@ async def _serve(handler):
     return runner, f"http://127.0.0.1:{port}"
 
 
+async def _chat(handler, max_tokens: int, keep_text: bool = False) -> RequestRecord:
+    """One chat request "hi" through the streaming client to ``handler``'s server: its record."""
+    runner, url = await _serve(handler)
+    clock = RunClock.start()
+    target = TargetConfig(url=url, model="m")
+    try:
+        async with make_session(target, clock.now) as session:
+            client = StreamingClient(session, target, OpenAIWire(chat=True), clock.now, keep_text=keep_text)
+            record = RequestRecord(point=0, id=0, scheduled_s=clock.now())
+            await client.send(Request(prompt="hi", max_tokens=max_tokens), record)
+    finally:
+        await runner.cleanup()
+    return record
+
+
 async def test_large_event_split_across_writes_parses():
     big = "z" * 2_500_000  # one 2.5 MB event, well above aiohttp's 64/128 KB line limits
     event = b"data: " + json.dumps({"id": "x", "choices": [{"delta": {"content": big}}]}).encode() + b"\r\n\r\n"
@@ -34,16 +49,7 @@ async def test_large_event_split_across_writes_parses():
         await resp.write(b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\ndata: [DONE]\n\n')
         return resp
 
-    runner, url = await _serve(handler)
-    clock = RunClock.start()
-    target = TargetConfig(url=url, model="m")
-    try:
-        async with make_session(target, clock.now) as session:
-            client = StreamingClient(session, target, OpenAIWire(chat=True), clock.now, keep_text=True)
-            record = RequestRecord(point=0, id=0, scheduled_s=clock.now())
-            await client.send(Request(prompt="hi", max_tokens=1), record)
-    finally:
-        await runner.cleanup()
+    record = await _chat(handler, max_tokens=1, keep_text=True)
     assert record.outcome is Outcome.OK, record.error
     assert len(record.chunk_times_s) == 1 and record.output_text == big
     assert record.output_tokens == 1 and record.prompt_tokens == 3
@@ -98,16 +104,7 @@ async def test_a_record_stamps_its_first_output_chunk():
             await resp.write(b"data: " + event + b"\n\n")
         return resp
 
-    runner, url = await _serve(handler)
-    clock = RunClock.start()
-    target = TargetConfig(url=url, model="m")
-    try:
-        async with make_session(target, clock.now) as session:
-            client = StreamingClient(session, target, OpenAIWire(chat=True), clock.now)
-            record = RequestRecord(point=0, id=0, scheduled_s=clock.now())
-            await client.send(Request(prompt="hi", max_tokens=3), record)
-    finally:
-        await runner.cleanup()
+    record = await _chat(handler, max_tokens=3)
     assert record.outcome is Outcome.OK, record.error
     assert len(record.chunk_times_s) == 3 and record.first_output_s == record.chunk_times_s[2]
     assert record.reasoning_chunks == 2 and record.reasoning_tokens == 2

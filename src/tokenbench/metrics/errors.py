@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..failfast import failed
-from ..records import RequestRecord
+from ..records import RequestRecord, failed
 from ..redact import mask_text
 from ..results.failures import ERROR_TEXT_CHARS, ERRORS_SEEN, ErrorSeen
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..records import UNFINISHED, Outcome, RequestRecord
+from ..records import UNFINISHED, Outcome, RequestRecord, failed
 from ..results.run import WindowClient
 from .chunks import tokens_by_window
 from .span import as_sequence, lifetimes, series_edges, window_of
@@ -87,13 +87,7 @@ def _counts(records: Sequence[RequestRecord], edges: np.ndarray, tokens: np.ndar
         completed=counted([r.end_s for r in ok if r.end_s is not None]),
         # failures that ended in this window; requests the run stopped (cancelled in flight, or
         # never sent) are counted apart: they are not the server's failures (censored, METRICS.md)
-        errors=counted(
-            [
-                r.closed_s
-                for r in records
-                if r.outcome is not Outcome.OK and r.outcome not in UNFINISHED and r.closed_s is not None
-            ]
-        ),
+        errors=counted([r.closed_s for r in records if failed(r.outcome) and r.closed_s is not None]),
         cancelled=counted([r.closed_s for r in records if r.outcome in UNFINISHED and r.closed_s is not None]),
     )
 

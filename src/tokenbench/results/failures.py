@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..frozen import FrozenModel
+from ..records import UNFINISHED
 from .base import Number
 
 FAILED_SHARE = 0.5  # a point fails when more of its finished requests than this failed
 ERRORS_SEEN = 5  # the distinct error texts a point keeps (the first ones, in the order they ended)
 ERROR_TEXT_CHARS = 200  # each kept text, at most
-UNFINISHED_OUTCOMES = frozenset({"cancelled", "not_sent", "worker_lost"})  # records.UNFINISHED's values
+UNFINISHED_OUTCOMES = frozenset(o.value for o in UNFINISHED)  # by_outcome's keys for them
 
 
 class ErrorSeen(FrozenModel):
