@@ -33,6 +33,9 @@ SERIAL_MODULES = frozenset(
         # cost over the measured throughput, and users' ramp times, to within 10%
         "test_cost_runs.py",
         "test_schedule_share.py",
+        # bytes held per chunk over the load: beside neighbours half the chunks arrived, and the
+        # in-flight state's ~100 KB swing read as 4.0 bytes a chunk (the bound is < 4)
+        "test_memory.py",
     }
 )
 
