@@ -41,7 +41,7 @@ def capacities(tmp_path_factory):
         engine += [f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}", "--engine-env", "HF_HUB_OFFLINE=1"]
         engine += ["--ready-timeout", "300", "--api", "completions"]
         search = ["--slo", SLO, "--variable", "users", "--saturate-users", "16", "--max-probes", "4"]
-        load = ["--duration", "6", "--drain-timeout", "10", "--input-tokens", "16", "--output-tokens", "16"]
+        load = ["--duration", "4", "--drain-timeout", "10", "--input-tokens", "16", "--output-tokens", "16"]
         load += ["--ignore-eos", "--out", str(out), "--no-live"]
         proc = subprocess.run(
             [sys.executable, "-m", "tokenbench", "capacity", *engine, *search, *load],

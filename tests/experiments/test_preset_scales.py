@@ -8,8 +8,8 @@ from tokenbench.experiments.spec import ExperimentError
 
 
 def _without_points(doc: dict) -> dict:
-    """The study but its name, its points' length and its users' ramp."""
-    load = {k: v for k, v in doc["load"].items() if k != "ramp_up_s"}
+    """The study but its name, its points' length, its users' ramp and its rates."""
+    load = {k: v for k, v in doc["load"].items() if k not in ("ramp_up_s", "rates")}
     stop = {k: v for k, v in doc["stop"].items() if k not in ("duration_s", "drain_timeout_s")}
     return {**doc, "name": None, "load": load, "stop": stop}
 
@@ -41,6 +41,9 @@ def test_ci_is_small_with_shorter_points(name, vllm_cpu_set_up):
     assert ci["stop"]["duration_s"] == shorter.duration_s <= small["stop"]["duration_s"]
     assert ci["stop"]["drain_timeout_s"] == shorter.drain_timeout_s <= small["stop"]["drain_timeout_s"]
     assert ci["load"].get("ramp_up_s", 0.0) in (0.0, shorter.ramp_up_s)
+    if "rates" in small["load"]:  # a rate study runs some of its rates, the highest among them
+        assert set(ci["load"]["rates"]) <= set(small["load"]["rates"]) and ci["load"]["rates"]
+        assert max(ci["load"]["rates"]) == max(small["load"]["rates"])
     assert preset(name, "ci").trials == preset(name, "small").trials  # it parses as a user's file would
 
 

@@ -6,9 +6,12 @@ dataset says so (``exact_lengths`` False in results).
 
 from __future__ import annotations
 
+import http.client
 import json
+import threading
 import urllib.error
-import urllib.request
+import urllib.parse
+import weakref
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,13 +67,41 @@ class RemoteTokenizer:
         self._model = model
         self._timeout_s = timeout_s
         self.name = f"server:{self._url}"
+        self._local = threading.local()  # one kept-alive connection per thread
+        self._open: list[http.client.HTTPConnection] = []  # every thread's, closed with the tokenizer
+        weakref.finalize(self, _close_all, self._open)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        """This thread's connection to the server, kept alive between calls: a synthetic dataset
+        counts ~1,100 prompts, and a new connection for each cost 4 ms of the 4.5 s it took (the
+        mock), against well under 1 ms for a request on an open one."""
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            url = urllib.parse.urlsplit(self._url)
+            kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+            conn = kind(url.netloc, timeout=self._timeout_s)
+            self._local.conn = conn
+            self._open.append(conn)
+        return conn
 
     def _post(self, body: dict[str, object]) -> dict[str, Any]:  # the server's JSON answer: any shape
-        req = urllib.request.Request(
-            self._url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(req, timeout=self._timeout_s) as resp:
-            data = json.loads(resp.read())
+        payload = json.dumps(body).encode()
+        path = urllib.parse.urlsplit(self._url).path
+        for attempt in (1, 2):  # a kept-alive connection the server has closed fails once: reconnect
+            conn = self._connection()
+            try:
+                conn.request("POST", path, body=payload, headers={"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                raw = resp.read()
+                break
+            except (http.client.HTTPException, OSError):
+                conn.close()
+                self._local.conn = None
+                if attempt == 2:
+                    raise
+        if resp.status >= 400:
+            raise urllib.error.HTTPError(self._url, resp.status, resp.reason, resp.headers, None)
+        data = json.loads(raw)
         if not isinstance(data, dict):
             raise ValueError(f"{self._url} answered {str(data)[:200]!r}, not a JSON object")
         return data
@@ -98,3 +129,8 @@ class RemoteTokenizer:
         except (urllib.error.URLError, OSError, ValueError, KeyError):
             return None
         return tok
+
+
+def _close_all(connections: list[http.client.HTTPConnection]) -> None:
+    for conn in connections:
+        conn.close()
