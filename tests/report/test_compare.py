@@ -59,6 +59,29 @@ def test_welch_without_variance() -> None:
     assert welch_p(same, TrialStat(mean=1.0, ci95=None, n=1, values=[1.0])) is None
 
 
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([1.0, 2.0, 3.0], [2.0, 3.0, 4.5]),
+        ([10.0, 10.5], [9.0, 12.0, 11.0, 10.1]),
+        ([5.0, 5.0, 5.0], [4.0, 6.0, 5.5]),  # one side without variance
+        ([0.1, 0.2, 0.15, 0.18, 0.11], [0.3, 0.5, 0.45, 0.41, 0.6]),
+    ],
+)
+def test_welch_is_scipys_ttest(a: list[float], b: list[float]) -> None:
+    import warnings
+
+    from scipy import stats
+
+    with warnings.catch_warnings():  # scipy warns of precision over a side without variance
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = stats.ttest_ind(a, b, equal_var=False).pvalue
+    got = welch_p(
+        TrialStat(mean=None, ci95=None, n=len(a), values=a), TrialStat(mean=None, ci95=None, n=len(b), values=b)
+    )
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
 def test_holm_bonferroni_adjusts_many_tests() -> None:
     # m = 4: 0.01 x 4, 0.02 x 3, 0.03 x 2 -> monotone, 0.04 x 1 -> 0.06 (kept monotone), None stays
     assert holm([0.03, None, 0.01, 0.04, 0.02]) == pytest.approx([0.06, None, 0.04, 0.06, 0.06])

@@ -25,7 +25,9 @@ NO_TRIALS = TrialStat(mean=None, ci95=None, n=0, values=[])
 
 def mean_ci95(values: Iterable[float | None]) -> TrialStat:
     """The TrialStat of the finite values (None and NaN are left out of n)."""
-    from scipy import stats  # type: ignore[import-untyped]
+    # Student's t quantile from scipy.special (what scipy.stats.t.ppf calls, the same numbers):
+    # importing scipy.stats took 1.5-3 s of every experiment's and report's process, this 0.3-1 s.
+    from scipy.special import stdtrit  # type: ignore[import-untyped]
 
     xs = [float(v) for v in values if v is not None and math.isfinite(v)]
     n = len(xs)
@@ -35,5 +37,5 @@ def mean_ci95(values: Iterable[float | None]) -> TrialStat:
     if n < 2:
         return TrialStat(mean=mean, ci95=None, n=n, values=xs)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    half = float(stdtrit(n - 1, 0.975)) * sd / math.sqrt(n)
     return TrialStat(mean=mean, ci95=half, n=n, values=xs)
