@@ -16,6 +16,7 @@ from replay_helpers import write_trace
 from run_helpers import quiet, records_of
 
 from tokenbench.capacity import CapacitySettings, parse_objectives, search
+from tokenbench.capacity.objectives import ObjectiveError
 from tokenbench.config import DatasetConfig, RateLoad, ReplayLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.runner import run
 
@@ -107,6 +108,8 @@ def test_capacity_search_on_an_e2e_objective_finds_the_servers_streams(start_moc
     settings = CapacitySettings(variable="users", saturate_users=6)
     result = search(cfg, parse_objectives("e2e:p90<=80ms"), settings, console=quiet())
     assert result.max_users == 2 and result.min_failing == 3, result.answer
+    with pytest.raises(ObjectiveError, match="--slo ttft: --api embeddings answers whole"):
+        search(cfg, parse_objectives("ttft:p90<=1s"), settings, console=quiet())
 
 
 def test_an_experiment_runs_pooling_cells_with_a_batch_size_per_variant(mock_server, tmp_path):
@@ -145,13 +148,46 @@ def test_an_experiment_runs_pooling_cells_with_a_batch_size_per_variant(mock_ser
     [
         (["--api", "chat", "--batch-size", "4"], "--batch-size 4 sets the inputs of a pooling request"),
         (["--api", "embeddings", "--multi-turn"], "--multi-turn sends conversations: drop it with --api embeddings"),
+        (["--api", "score", "--slo", "ttft=1s"], "--api score answers whole, with no TTFT or TPOT"),
     ],
 )
 def test_a_pooling_setting_in_the_wrong_place_is_one_line_naming_the_flag(args, message):
     proc = subprocess.run(
-        [sys.executable, "-m", "tokenbench", "run", "--url", "http://127.0.0.1:9", "--users", "1", "--duration", "1", *args],
+        [
+            sys.executable,
+            "-m",
+            "tokenbench",
+            "run",
+            "--url",
+            "http://127.0.0.1:9",
+            "--users",
+            "1",
+            "--duration",
+            "1",
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_the_parquet_export_has_the_pooling_columns(mock_server, tmp_path):
+    import pyarrow.parquet as pq
+
+    from tokenbench.export import export
+
+    url = mock_server(ttft_ms=1, input_ms=1)
+    result = run(_config(url, tmp_path, "embeddings", 2, [UsersLoad(users=1)], StopConfig(max_requests=3)), quiet())
+    files = export(result.run_dir, "parquet", tmp_path / "tables")
+    records = pq.read_table(files["records"]).to_pylist()
+    assert [(r["inputs"], r["prompt_tokens"], r["ttft_s"], r["chunks"]) for r in records] == [
+        (2, 2 * WORDS, None, 0)
+    ] * 3
+    assert all(r["e2e_s"] is not None and r["api"] == "embeddings" for r in records)
+    (point,) = pq.read_table(files["points"]).to_pylist()
+    assert point["pooling_inputs"] == 6 and point["pooling_inputs_per_request"] == 2
+    assert point["pooling_inputs_per_s"] > 0 and point["pooling_prompt_tokens_per_s"] == pytest.approx(
+        WORDS * point["pooling_inputs_per_s"]
+    )

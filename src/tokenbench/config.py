@@ -779,9 +779,7 @@ class RunConfig(_Model):
     def _pooling_slo(self) -> RunConfig:
         """A pooling answer (issue 23 embeddings) has no first token or decode: only E2E bounds it."""
         if self.target.pooling and (self.slo.ttft_s is not None or self.slo.tpot_s is not None):
-            raise ValueError(
-                f"--api {self.target.api} answers whole, with no TTFT or TPOT: bound e2e in --slo instead"
-            )
+            raise ValueError(f"--api {self.target.api} answers whole, with no TTFT or TPOT: bound e2e in --slo instead")
         return self
 
     @model_validator(mode="after")

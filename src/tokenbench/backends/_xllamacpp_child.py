@@ -12,7 +12,6 @@ import argparse
 import signal
 import threading
 
-
 POOLING = ("none", "mean", "cls", "last", "rank")
 
 

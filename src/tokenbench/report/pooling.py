@@ -18,7 +18,8 @@ POOLING_CAPTION = (
 )
 
 COLUMNS: tuple[Metric, ...] = tuple(
-    METRICS[k] for k in ("inputs_per_s", "prompt_tokens_per_s", "requests_per_s", "e2e_s_mean", "e2e_s_p50", "e2e_s_p99")
+    METRICS[k]
+    for k in ("inputs_per_s", "prompt_tokens_per_s", "requests_per_s", "e2e_s_mean", "e2e_s_p50", "e2e_s_p99")
 )
 
 
@@ -32,7 +33,8 @@ def pooling_table(data: ReportData) -> Table | None:
         per_request = r.mean("inputs_per_s"), r.mean("requests_per_s")
         batch = per_request[0] / per_request[1] if per_request[0] is not None and per_request[1] else None
         body.append(
-            [r.config, r.label, fmt.num(batch, digits=1)] + [fmt.stat(r.metrics.get(m.key), m, unit=False) for m in COLUMNS]
+            [r.config, r.label, fmt.num(batch, digits=1)]
+            + [fmt.stat(r.metrics.get(m.key), m, unit=False) for m in COLUMNS]
         )
     headers = ["configuration", "load", "inputs per request"] + [m.label for m in COLUMNS]
     return Table(headers, body, numeric=tuple(range(2, 3 + len(COLUMNS))))
