@@ -68,10 +68,15 @@ def test_rerank_and_score_send_a_query_and_documents(mock_server, tmp_path, api,
     """3 documents scored against one query: 3 pairs of 5 + 5 words each."""
     url = mock_server(ttft_ms=1, input_ms=1)
     cfg = _config(url, tmp_path, api, 3, [UsersLoad(users=1)], StopConfig(max_requests=5))
-    result = run(cfg, quiet())
+    console = quiet()
+    result = run(cfg, console)
     records = records_of(result.run_dir)
     assert [(r["outcome"], r["inputs"], r["prompt_tokens"]) for r in records] == [("ok", 3, tokens)] * 5
     assert result.results["points"][0]["pooling"]["inputs"] == 15
+    # the summary shows the pooling rates and leaves out what only a stream has
+    summary = console.file.getvalue()
+    assert "input rate (inputs/s)" in summary and "prompt throughput (tok/s)" in summary
+    assert "E2E (ms)" in summary and "TTFT" not in summary and "ITL" not in summary
 
 
 def test_open_loop_inputs_per_second_is_the_offered_rate_times_the_batch(mock_server, tmp_path):
