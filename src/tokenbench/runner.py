@@ -268,7 +268,11 @@ def _workload(config: RunConfig) -> str:
     d = config.dataset
     synthetic = d.name == "synthetic"
     output = d.output_tokens if d.output_tokens is not None or not synthetic else SYNTHETIC_OUTPUT_TOKENS
-    return workload_text(d.name, d.input_tokens if synthetic else None, output)
+    text = workload_text(d.name, d.input_tokens if synthetic else None, output)
+    if config.target.pooling:  # issue 23 embeddings: inputs, no output
+        inputs = d.input_tokens if synthetic else "the dataset's"
+        text = f"{d.name}: {config.target.batch_size or 1} inputs of {inputs} tokens a request ({config.target.api})"
+    return text
 
 
 def _note_workers(bench: _Bench, pool: WorkerPool) -> None:

@@ -128,3 +128,18 @@ def test_a_pooling_api_launches_an_embedding_server_unless_told_not_to():
     off = BackendConfig(name="vllm", knobs=EngineKnobs(embedding=False))
     assert pooling_launch(off, target).knobs.embedding is False
     assert pooling_launch(BackendConfig(name="vllm"), TargetConfig(api="chat")).knobs.embedding is None
+
+
+@pytest.mark.parametrize(
+    ("vllm_args", "ours"),
+    [
+        ("--backend openai-embeddings --random-batch-size 8", "--api embeddings --batch-size 8"),
+        ("--backend vllm-rerank", "--api rerank"),
+        ("--endpoint /v1/embeddings", "--api embeddings"),
+        ("--endpoint /v1/score", "--api score"),
+    ],
+)
+def test_vllm_bench_serve_spells_the_pooling_benchmarks_its_own_way(vllm_args, ours):
+    from tokenbench.vllm_flags import translate
+
+    assert translate(vllm_args.split()) == ours.split()
