@@ -196,3 +196,23 @@ def test_the_parquet_export_has_the_pooling_columns(mock_server, tmp_path):
     assert point["pooling_inputs_per_s"] > 0 and point["pooling_prompt_tokens_per_s"] == pytest.approx(
         WORDS * point["pooling_inputs_per_s"]
     )
+
+
+def test_the_report_has_a_pooling_section_only_for_pooling_points(mock_server, tmp_path):
+    url = mock_server(ttft_ms=1, itl_ms=1, input_ms=1)
+    pooled = run(_config(url, tmp_path, "embeddings", 4, [UsersLoad(users=1)], StopConfig(max_requests=4)), quiet())
+    plain_cfg = _config(url, tmp_path, "chat", None, [UsersLoad(users=1)], StopConfig(max_requests=2))
+    plain = run(plain_cfg.model_copy(update={"out_dir": tmp_path / "plain"}), quiet())
+    for run_dir, shown in ((pooled.run_dir, True), (plain.run_dir, False)):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tokenbench", "report", str(run_dir), "--out", str(run_dir / "report")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        md = (run_dir / "report" / "report.md").read_text()
+        assert ("## Embeddings, rerank and score" in md) is shown
+    md = (pooled.run_dir / "report" / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| attached | 1 users | 4.0 |"))
+    assert row  # inputs per request: inputs/s over requests/s
