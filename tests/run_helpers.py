@@ -18,7 +18,31 @@ from tokenbench.procs import free_port, stop, wait_http
 
 # config.json's settings keys added since the 0.2.1 run directories in tests/fixtures/rundirs were
 # written (additive: an older file reads each as RunConfig's default). A new settings key goes here.
-SETTINGS_ADDED_SINCE_FIXTURES = {"trials": 1}
+# A nested key is dotted ("target.batch_size": issue 23 embeddings).
+SETTINGS_ADDED_SINCE_FIXTURES = {"trials": 1, "target.batch_size": None}
+
+
+def settings_added(data: dict) -> dict:
+    """The added settings' values in a config.json's data, by their dotted keys."""
+    found = {}
+    for dotted in SETTINGS_ADDED_SINCE_FIXTURES:
+        value = data
+        for name in dotted.split("."):
+            value = value[name]
+        found[dotted] = value
+    return found
+
+
+def without_settings_added(data: dict) -> dict:
+    """A config.json's data without the settings added since the fixtures (a copy)."""
+    data = json.loads(json.dumps(data))
+    for dotted in SETTINGS_ADDED_SINCE_FIXTURES:
+        *parents, last = dotted.split(".")
+        holder = data
+        for name in parents:
+            holder = holder[name]
+        holder.pop(last)
+    return data
 
 
 def quiet() -> Console:

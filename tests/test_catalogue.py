@@ -32,6 +32,7 @@ from tokenbench.results import (
     Gpu,
     Load,
     PointResult,
+    Pooling,
     PrefixCache,
     Requests,
     RunResults,
@@ -125,7 +126,7 @@ def _server(preemptions: float, ttft_s_mean: float, kv_usage: Gauge) -> Server:
     )
 
 
-def sample_point(itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0) -> PointResult:
+def sample_point(itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0, pooling: bool = False) -> PointResult:
     """An open-loop point at 1 req/s for 10 s as summarize_point writes it, with the server's
     figures (telemetry.summary's shape) added; each reply's first ``reasoning`` chunks reasoning."""
     records = [_record(i, float(i), itl, reasoning) for i in range(10)]
@@ -158,7 +159,20 @@ def sample_point(itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0) 
             joules_per_output_token=55.0 / 11.0,
         ),
         client=CLIENT,
+        # issue 23 embeddings: a pooling point's rates (metrics.pooling), read by their getters
+        **({"pooling": POOLING} if pooling else {}),
     )
+
+
+POOLING = Pooling(
+    population="ok requests",
+    requests=10,
+    inputs=40,
+    inputs_per_request=4.0,
+    inputs_per_s=4.0,
+    prompt_tokens_per_s=40.0,
+    prompt_tokens_source={"server": 10},
+)
 
 
 # the client's own health over the window: a limited point (loop lag p99 12 ms > 5 ms)
@@ -213,11 +227,13 @@ KNOWN = {
     "client_cpu_util_max": 0.6,
     "client_loop_lag_p99_s": 0.012,
     "client_limited": 1.0,
+    "inputs_per_s": 4.0,
+    "prompt_tokens_per_s": 40.0,
 }
 
 
 def test_every_getter_reads_a_point_summarize_point_wrote() -> None:
-    point = sample_point(reasoning=2)
+    point = sample_point(reasoning=2, pooling=True)
     for m in METRICS.values():
         value = m.get(point)
         assert value is not None and math.isfinite(value), m.key

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from run_helpers import SETTINGS_ADDED_SINCE_FIXTURES
+from run_helpers import SETTINGS_ADDED_SINCE_FIXTURES, settings_added, without_settings_added
 
 from tokenbench.config import BackendConfig, DeadlinesConfig, RunConfig, StopConfig, UsersLoad
 from tokenbench.manifest import (
@@ -31,8 +31,8 @@ def test_a_0_2_config_json_reads_and_writes_back_key_for_key(name):
     written = json.loads((FIXTURE_RUNS / name / "config.json").read_text())
     manifest = load_manifest(FIXTURE_RUNS / name / "config.json")
     data = manifest.to_json()
-    assert {k: data[k] for k in SETTINGS_ADDED_SINCE_FIXTURES} == SETTINGS_ADDED_SINCE_FIXTURES  # their defaults
-    data = {k: v for k, v in data.items() if k not in SETTINGS_ADDED_SINCE_FIXTURES}
+    assert settings_added(data) == SETTINGS_ADDED_SINCE_FIXTURES  # their defaults
+    data = without_settings_added(data)
     assert data == written
     assert list(data) == list(written)  # the same order of keys too
     assert RunManifest.from_json(manifest.to_json()) == manifest

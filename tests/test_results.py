@@ -109,6 +109,9 @@ PUBLIC_KEYS += [f"points[].stopped_early.{k}" for k in ("by", "reason", "at_s")]
 PUBLIC_KEYS += [
     f"points[].timeseries[].{k}" for k in ("client_cpu_util", "client_loop_lag_max_s", "client_connections_max")
 ]
+# issue 23 embeddings: a pooling point (--api embeddings, rerank, score; metrics.pooling)
+POOLING = "population requests inputs inputs_per_request inputs_per_s prompt_tokens_per_s prompt_tokens_source"
+PUBLIC_KEYS += [f"points[].pooling.{k}" for k in POOLING.split()]
 
 
 def _declared(model, prefix="") -> set[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from run_helpers import SETTINGS_ADDED_SINCE_FIXTURES
+from run_helpers import SETTINGS_ADDED_SINCE_FIXTURES, settings_added, without_settings_added
 
 from tokenbench.backends.cache_control import NOT_REQUESTED, CacheReset
 from tokenbench.config import DatasetConfig, RateLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
@@ -52,8 +52,8 @@ def test_config_json_is_the_settings_and_every_resolved_fact(tmp_path):
     data = manifest.to_json()
     sessions_run = json.loads((FIXTURE_RUNS / "0.2.1-sessions" / "config.json").read_text())
     # the keys a 0.2.1 run wrote, in its order, and those added since
-    assert [k for k in data if k not in SETTINGS_ADDED_SINCE_FIXTURES] == list(sessions_run)
-    assert set(SETTINGS_ADDED_SINCE_FIXTURES) <= set(data)
+    assert list(without_settings_added(data)) == list(sessions_run)
+    assert set(settings_added(data)) == set(SETTINGS_ADDED_SINCE_FIXTURES)
     assert data["target"]["headers"] == {"Authorization": "***"}  # the settings as redacted
     assert data["resolved_target"] == {"url": "http://h:1", "model": "m", "api": "chat", "continuous_usage": False}
     assert data["backend"] == {"backend": "attached", "engine": None}

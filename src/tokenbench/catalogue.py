@@ -152,6 +152,10 @@ QUEUE = Distribution(
     "requests sent in the window (open loop: scheduled in it; one never sent counts its wait to the point's end)",
 )
 
+# issue 23 embeddings: the distributions a pooling request (one answer, no stream) never has;
+# tables of pooling points only leave them out
+STREAMED = frozenset({TTFT.key, TTFO.key, TPOT.key, DECODE_SPEED.key, ITL.key, ITL_PER_TOKEN.key})
+
 _METRICS: tuple[Metric, ...] = (
     Metric(
         key="output_tokens_per_s",
@@ -188,6 +192,33 @@ _METRICS: tuple[Metric, ...] = (
         period=RATE_PERIOD,
         get=path("requests_per_s"),
         views=_ALL,
+    ),
+    # issue 23 embeddings: a pooling point's throughput (metrics.pooling), beside its request rate
+    Metric(
+        key="inputs_per_s",
+        title="input rate",
+        unit="inputs/s",
+        scale=1.0,
+        digits=1,
+        higher_is_better=True,
+        population="inputs (strings embedded, documents scored) of the requests request rate counts",
+        period=RATE_PERIOD,
+        get=path("pooling.inputs_per_s"),
+        views=_ALL | _views("experiment"),
+        optional=True,
+    ),
+    Metric(
+        key="prompt_tokens_per_s",
+        title="prompt throughput",
+        unit="tok/s",
+        scale=1.0,
+        digits=1,
+        higher_is_better=True,
+        population="prompt tokens (the server's usage) of the requests request rate counts",
+        period=RATE_PERIOD,
+        get=path("pooling.prompt_tokens_per_s"),
+        views=_views("aggregates", "console", "report"),
+        optional=True,
     ),
     Metric(
         key="offered_per_s",

@@ -20,7 +20,10 @@ from .cost import CostConfig
 from .flags import ENGINE, PREFIXES, SCALE, SESSIONS, TRACE, Flag, SetBy
 from .frozen import FrozenModel as _Model
 
-Api = Literal["chat", "completions", "tgi", "triton", "ollama"]  # the values of --api (clients.WIRES)
+# the values of --api (clients.WIRES); issue 23 embeddings: the pooling APIs (POOLING_APIS) at the end
+Api = Literal["chat", "completions", "tgi", "triton", "ollama", "embeddings", "rerank", "score"]
+# issue 23 embeddings: the APIs that send inputs and get one non-streamed answer (clients/embeddings.py)
+POOLING_APIS = ("embeddings", "rerank", "score")
 Arrival = Literal["constant", "poisson", "gamma"]
 # --prefix-cache: "reset" empties the server's prefix cache before every load point through the
 # engine's own control (backends/cache_control.py); "keep" leaves it as the last point left it.
@@ -61,7 +64,8 @@ class TargetConfig(_Model):
         Api | None,
         Flag(
             "--api",
-            "chat, completions (OpenAI), or native: tgi, triton, ollama. Default: the backend's first API, else chat.",
+            "chat, completions (OpenAI), or native: tgi, triton, ollama; embeddings, rerank, score (pooling: "
+            "non-streamed, --batch-size inputs a request). Default: the backend's first API, else chat.",
         ),
     ] = None  # None: the backend profile's first API, else chat
     # read at send time; the key itself is never stored
@@ -115,6 +119,30 @@ class TargetConfig(_Model):
         ),
     ] = Field(default_factory=dict)
 
+    # issue 23 embeddings
+    batch_size: Annotated[
+        int | None,
+        Flag(
+            "--batch-size",
+            "Inputs per request of --api embeddings (strings), rerank and score (documents scored against one "
+            "query). Default 1.",
+        ),
+    ] = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _batch_size(self) -> TargetConfig:
+        if self.batch_size is not None and self.api not in POOLING_APIS:
+            raise ValueError(
+                f"--batch-size {self.batch_size} sets the inputs of a pooling request: add --api embeddings, "
+                f"rerank or score (or drop --batch-size with --api {self.api or 'chat'})"
+            )
+        return self
+
+    @property
+    def pooling(self) -> bool:
+        """The API sends inputs and gets one answer (embeddings, rerank, score): no stream."""
+        return self.api in POOLING_APIS
+
     @field_validator("url")
     @classmethod
     def _url(cls, v: str | None) -> str | None:
@@ -166,6 +194,17 @@ class EngineKnobs(_Model):
         dict[str, str],
         Flag("--engine-env", "Engine: KEY=VALUE set in the engine's environment (repeat).", ENGINE, repeat=True),
     ] = Field(default_factory=dict)
+    # issue 23 embeddings: serve the model as an embedding model (vLLM --runner pooling --convert
+    # embed, llama.cpp --embedding --pooling mean); set by --api embeddings|rerank|score on a launch
+    embedding: Annotated[
+        bool | None,
+        Flag(
+            "--embedding",
+            "Engine: serve the model as an embedding model (vLLM --runner pooling --convert embed, llama.cpp "
+            "--embedding --pooling mean). Default: on with --api embeddings, rerank or score.",
+            ENGINE,
+        ),
+    ] = None
 
 
 class BackendConfig(_Model):
@@ -737,9 +776,18 @@ class RunConfig(_Model):
         return self
 
     @model_validator(mode="after")
+    def _pooling_slo(self) -> RunConfig:
+        """A pooling answer (issue 23 embeddings) has no first token or decode: only E2E bounds it."""
+        if self.target.pooling and (self.slo.ttft_s is not None or self.slo.tpot_s is not None):
+            raise ValueError(f"--api {self.target.api} answers whole, with no TTFT or TPOT: bound e2e in --slo instead")
+        return self
+
+    @model_validator(mode="after")
     def _sessions(self) -> RunConfig:
         if self.sessions is None:
             return self
+        if self.target.pooling:  # issue 23 embeddings
+            raise ValueError(f"--multi-turn sends conversations: drop it with --api {self.target.api}")
         if any(isinstance(load, ReplayLoad) for load in self.loads):
             raise ValueError("--multi-turn runs conversations under --users or --rate: not with a trace replay")
         if self.dataset.name not in ("synthetic", "sharegpt", "jsonl"):

@@ -324,6 +324,7 @@ class LoadGenerator:
                         scheduled_s=scheduled,
                         user=u,
                         dataset_prompt_tokens=request.expected_prompt_tokens,
+                        inputs=request.input_count,
                     )
                     task = asyncio.ensure_future(self.send(request, record))
                     tasks.add(task)
@@ -369,6 +370,7 @@ class LoadGenerator:
                 scheduled_s=run.start_s + offset,
                 dataset_prompt_tokens=request.expected_prompt_tokens,
                 trace_row=request.trace_row,
+                inputs=request.input_count,
             )
             task = asyncio.ensure_future(one(request, record))
             tasks.add(task)

@@ -45,6 +45,9 @@ from typing import Any, Literal, TypeGuard, get_args
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from .mock_pooling import PATHS as POOLING_PATHS
+from .mock_pooling import pooling_answer, pooling_inputs
+
 Fault = Literal[
     "none",
     "http_500",
@@ -94,6 +97,8 @@ class MockSettings:
     # > 0: a prefix cache of blocks of this many prompt tokens (see PrefixCache); 0: none, and no
     # cached_tokens in the usage
     cache_block_tokens: int = 0
+    # issue 23 embeddings: a pooling answer's cost per input (mock_pooling.py: ttft_ms + N * input_ms)
+    input_ms: float = 5.0
 
 
 @dataclass
@@ -174,6 +179,7 @@ class MockServer:
                 web.post("/tokenize", self._tokenize),
                 web.get("/mock/deliveries", self._deliveries),
                 web.get("/metrics", self._metrics),
+                *(web.post(path, self._pool) for path in POOLING_PATHS),  # issue 23 embeddings
             ]
         )
 
@@ -209,6 +215,40 @@ class MockServer:
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         return await self._stream(request, chat=False)
+
+    async def _pool(self, request: web.Request) -> web.Response:
+        """A pooling answer (mock_pooling.py), whole at admitted + ttft + inputs * input_ms."""
+        received = time.perf_counter()
+        body = await request.json()
+        api = POOLING_PATHS[request.path]
+        asked = pooling_inputs(api, body)
+        if asked is None:
+            return web.json_response({"error": {"message": f"no inputs for {api}", "code": 400}}, status=400)
+        if self._slots is not None:
+            self._waiting.inc()
+            try:
+                await self._slots.acquire()
+            finally:
+                self._waiting.dec()
+        try:
+            admitted = time.perf_counter()
+            fault = self._fault_for_this()
+            rid = f"mock-{self._count}"
+            if fault in ("http_500", "http_429", "http_400"):
+                status = int(fault[5:])
+                return web.json_response({"error": {"message": f"scripted {fault}", "code": status}}, status=status)
+            delivery = Delivery(received, admitted, admitted - received, fault=fault)
+            if self.s.record_deliveries:
+                self.deliveries[rid] = delivery
+            query, inputs = asked
+            due = admitted + (self.s.ttft_ms + len(inputs) * self.s.input_ms) / 1000.0
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            answer = web.json_response(pooling_answer(api, query, inputs, rid, self.s.model))
+            delivery.finished_s = time.perf_counter()
+            return answer
+        finally:
+            if self._slots is not None:
+                self._slots.release()
 
     def _fault_for_this(self) -> str | None:
         self._count += 1

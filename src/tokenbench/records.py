@@ -80,12 +80,21 @@ class Request:
     # profile accepts them (vLLM, SGLang): the server's blocks are then exactly the trace's.
     # ``prompt`` holds a text rendering of the same request for everything else.
     prompt_token_ids: tuple[int, ...] | None = None
+    # issue 23 embeddings: a pooling request's inputs (--api embeddings: the strings to embed;
+    # rerank and score: the documents scored against ``query``), ``prompt`` holding them joined
+    inputs: tuple[str, ...] | None = None
+    query: str | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("a Request needs exactly one of prompt or messages")
         if self.prompt_token_ids is not None and self.prompt is None:
             raise ValueError("a Request with prompt_token_ids needs the prompt's text too")
+
+    @property
+    def input_count(self) -> int | None:
+        """A pooling request's inputs (issue 23 embeddings); None for a generative request."""
+        return len(self.inputs) if self.inputs is not None else None
 
     def as_prompt_text(self) -> str:
         """Flatten chat messages for the completions API (and prompt text for chat)."""
@@ -191,6 +200,9 @@ class RequestRecord:
     chunk_tokens: array[int] | None = None
     first_chunk_tokens: int | None = None
     worker: int | None = None  # the worker process or Ray actor that sent it (--workers); None: one process
+    # issue 23 embeddings: the inputs a pooling request sent (strings embedded, documents scored);
+    # None: a generative request. Such a record has no chunks: end_s is when the answer completed.
+    inputs: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

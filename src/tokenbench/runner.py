@@ -39,6 +39,7 @@ from .config import (
     UsersLoad,
 )
 from .datasets import build_requests, check_path
+from .datasets.pooling import pooling_requests
 from .datasets.sessions import build_conversations, estimate_tokens
 from .derive import point_result, results_header
 from .errors import BadInput
@@ -155,10 +156,18 @@ def _launch(config: RunConfig) -> BackendConfig | None:
         return config.backend
     backend = config.backend or BackendConfig(name=EMBEDDED)
     backend = backend.model_copy(update={"model": backend.model or config.target.model})
+    backend = pooling_launch(backend, config.target)
     # a serving layer's knobs are its upstream engine's: the engine's own launch defaults apply
     profile = engine_profile(get_profile(backend.name or EMBEDDED), backend)
     backend = profile.prepare(backend, _max_users(config)) if profile.prepare else backend
     return resettable(profile, backend, config.prefix_cache)
+
+
+def pooling_launch(backend: BackendConfig, target: TargetConfig) -> BackendConfig:
+    """An embedding server for a pooling API (issue 23 embeddings), unless --no-embedding said."""
+    if not target.pooling or backend.knobs.embedding is not None:
+        return backend
+    return backend.model_copy(update={"knobs": backend.knobs.model_copy(update={"embedding": True})})
 
 
 def resettable(profile: Profile, backend: BackendConfig, mode: PrefixCacheMode) -> BackendConfig:
@@ -259,7 +268,11 @@ def _workload(config: RunConfig) -> str:
     d = config.dataset
     synthetic = d.name == "synthetic"
     output = d.output_tokens if d.output_tokens is not None or not synthetic else SYNTHETIC_OUTPUT_TOKENS
-    return workload_text(d.name, d.input_tokens if synthetic else None, output)
+    text = workload_text(d.name, d.input_tokens if synthetic else None, output)
+    if config.target.pooling:  # issue 23 embeddings: inputs, no output
+        inputs = d.input_tokens if synthetic else "the dataset's"
+        text = f"{d.name}: {config.target.batch_size or 1} inputs of {inputs} tokens a request ({config.target.api})"
+    return text
 
 
 def _note_workers(bench: _Bench, pool: WorkerPool) -> None:
@@ -368,6 +381,9 @@ def _source(
         source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
     else:
         requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
+        if target.config.pooling:  # issue 23 embeddings: --batch-size inputs a request
+            assert target.config.api is not None
+            requests = pooling_requests(requests, target.config.api, target.config.batch_size or 1)
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
     writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))

@@ -43,8 +43,10 @@ def _dataset(value: str) -> list[str]:
 
 
 def _endpoint(value: str) -> list[str]:
-    """/v1/completions, /v1/chat/completions: as --api completions, chat"""
+    """/v1/completions, /v1/chat/completions (/v1/embeddings, /v1/rerank, /v1/score): as --api completions, chat
+    (embeddings, rerank, score)"""
     apis = {"/v1/completions": "completions", "/v1/chat/completions": "chat"}
+    apis |= {"/v1/embeddings": "embeddings", "/v1/rerank": "rerank", "/v1/score": "score"}  # issue 23 embeddings
     if value not in apis:
         raise FlagError(
             f"--endpoint {value}: tokenbench picks the path from --api (chat, completions, tgi, triton, ollama)"
@@ -55,6 +57,7 @@ def _endpoint(value: str) -> list[str]:
 def _backend(value: str) -> list[str]:
     # vLLM's --backend names the request format; tokenbench's names the engine's profile
     apis = {"openai": "completions", "openai-chat": "chat", "openai-completions": "completions"}
+    apis |= {"openai-embeddings": "embeddings", "vllm-rerank": "rerank"}  # issue 23 embeddings
     return ["--api", apis[value]] if value in apis else ["--backend", value]
 
 
@@ -174,6 +177,7 @@ WITH_VALUE: dict[str, Callable[[str], list[str]]] = {
         "or --dataset jsonl with your lengths",
     ),
     "--random-prefix-len": _shared_prefix,
+    "--random-batch-size": _rename("--batch-size"),  # issue 23 embeddings: inputs per request
 }
 WITH_VALUES: dict[str, Callable[[list[str]], list[str]]] = {
     "--goodput": _goodput,
@@ -211,7 +215,8 @@ def aliases() -> dict[str, str]:
     meaning: dict[str, str] = {
         "--host": "with --port: as --url http://HOST:PORT",
         "--port": "with --host: as --url http://HOST:PORT",
-        "--backend": "openai, openai-chat: as --api completions, chat; else as --backend",
+        "--backend": "openai, openai-chat, openai-embeddings, vllm-rerank: as --api completions, chat, embeddings, "
+        "rerank; else as --backend",
         "--extra-body": "merged with the sampling flags into one --extra-body",
     }
     meaning |= {flag: (rule.__doc__ or "").strip() for flag, rule in WITH_VALUE.items() if flag != "--backend"}

@@ -109,7 +109,11 @@ def test_run_takes_every_declared_flag_and_help_shows_choices():
     assert {n for o in run_options() for n in (o.name, *(o.flag.aliases if o.flag else ()))} <= run
     result = CliRunner().invoke(app, ["run", "--help"], env=ENV)
     assert result.exit_code == 0, result.output
-    for choice in ("[chat|completions|tgi|triton|ollama]", "[synthetic|sharegpt|dolly|jsonl|trace]", "[reset|keep]"):
+    for choice in (
+        "[chat|completions|tgi|triton|ollama|embeddings|rerank|score]",
+        "[synthetic|sharegpt|dolly|jsonl|trace]",
+        "[reset|keep]",
+    ):
         assert choice in result.output
     for panel in ("Engine", "Trace replay", "Shared prefixes", "Sessions", "Cost", "Scale-out"):
         assert panel in result.output

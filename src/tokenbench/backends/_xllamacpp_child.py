@@ -12,6 +12,8 @@ import argparse
 import signal
 import threading
 
+POOLING = ("none", "mean", "cls", "last", "rank")
+
 
 def _exit_now(*_: object) -> None:
     raise SystemExit(0)
@@ -32,6 +34,9 @@ def main() -> None:
     ap.add_argument("--slot-save-path", default=None, help="enables POST /slots/{id}?action=erase (and save)")
     ap.add_argument("--cache-ram", type=int, default=None, help="host-RAM prompt cache in MiB (0: off)")
     ap.add_argument("--api-key", action="append", default=[], help="require this bearer key (repeat)")
+    # issue 23 embeddings: llama-server's --embedding and --pooling (common/arg.cpp)
+    ap.add_argument("--embedding", "--embeddings", action="store_true", help="serve /v1/embeddings")
+    ap.add_argument("--pooling", choices=POOLING, default=None, help="how an input's tokens become one vector")
     args = ap.parse_args()
 
     import xllamacpp as xlc  # type: ignore[import-untyped]  # the wheel ships no type hints
@@ -54,6 +59,10 @@ def main() -> None:
         params.cache_ram_mib = args.cache_ram
     if args.api_key:
         params.api_keys = args.api_key
+    if args.embedding:
+        params.embedding = True
+    if args.pooling is not None:
+        params.pooling_type = getattr(xlc.llama_pooling_type, f"LLAMA_POOLING_TYPE_{args.pooling.upper()}")
     server = xlc.Server(params)
     print(f"LISTENING {server.listening_address}", flush=True)
     # SIGTERM/SIGINT unwind the wait (a handler calling Event.set() could deadlock on the lock

@@ -170,6 +170,7 @@ KNOB_FLAGS = {
     "prefix_caching": "--prefix-caching/--no-prefix-caching",
     "quantization": "--quantization",
     "tensor_parallel": "--tensor-parallel",
+    "embedding": "--embedding/--no-embedding",  # issue 23 embeddings
 }
 
 

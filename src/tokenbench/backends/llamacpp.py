@@ -59,6 +59,11 @@ def default_gguf() -> Path:
     return files[0]
 
 
+# issue 23 embeddings: /v1/embeddings (common/arg.cpp --embedding, --pooling {none,mean,cls,last,
+# rank}); mean pooling gives a text model (SmolLM2) one vector per input. A reranker GGUF needs
+# --pooling rank (--reranking) instead: pass it with --engine-arg.
+EMBEDDING_ARGS = ("--embedding", "--pooling", "mean")
+
 DEFAULT_SLOTS = 4
 DEFAULT_SLOT_CONTEXT = 2048
 
@@ -67,7 +72,8 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     knobs = spec.knobs
     slots = knobs.max_num_seqs or DEFAULT_SLOTS
     ctx = slots * (knobs.max_model_len or DEFAULT_SLOT_CONTEXT)
-    rest = knobs.model_copy(update={"max_num_seqs": None, "max_model_len": None})
+    rest = knobs.model_copy(update={"max_num_seqs": None, "max_model_len": None, "embedding": None})
+    embedding = EMBEDDING_ARGS if knobs.embedding else ()
     if knobs.quantization is not None:
         raise BackendError(
             "llama.cpp takes its quantization from the GGUF file: pass a quantized "
@@ -87,6 +93,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
         "--ctx-size",
         str(ctx),
         "--metrics",
+        *embedding,
         *knob_flags(rest, "llama.cpp", {}, {"prefix_caching": ("--cache-prompt", "--no-cache-prompt")}),
         *knobs.engine_args,
     ]
@@ -137,7 +144,7 @@ def container(spec: LaunchSpec) -> Launch:
 # What the profiles below share; each adds its own name, title and launch
 _profile = partial(
     Profile,
-    apis=("chat", "completions"),
+    apis=("chat", "completions", "embeddings", "rerank"),
     default_port=8080,
     ready_path="/health",
     container=container,

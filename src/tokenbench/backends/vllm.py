@@ -41,7 +41,15 @@ METRICS = MetricNames(
 )
 
 
+# issue 23 embeddings: the model served as an embedding model (vllm/engine/arg_utils.py --runner,
+# --convert; config/model.py RunnerOption, ConvertType): /v1/embeddings, /v1/rerank and /v1/score
+# (vllm/entrypoints/pooling/embed and scoring/api_router.py; scoring is on for an "embed" task).
+EMBEDDING_ARGS = ("--runner", "pooling", "--convert", "embed")
+
+
 def _args(spec: LaunchSpec, model: str) -> list[str]:
+    embedding = EMBEDDING_ARGS if spec.knobs.embedding else ()
+    knobs = spec.knobs.model_copy(update={"embedding": None})
     # --model rather than the positional tag: `vllm serve` maps its positional tag onto --model
     # (vllm/entrypoints/cli/serve.py), while `python -m vllm.entrypoints.openai.api_server` and the
     # launcher entry ignore a positional tag and would fall back to the default hub model.
@@ -54,8 +62,9 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
         str(spec.port),
         "--served-model-name",
         spec.served_name,
+        *embedding,
         *knob_flags(
-            spec.knobs,
+            knobs,
             "vLLM",
             {
                 "max_num_seqs": "--max-num-seqs",
@@ -88,7 +97,7 @@ def container(spec: LaunchSpec) -> Launch:
 PROFILE = Profile(
     name="vllm",
     title="vLLM",
-    apis=("completions", "chat"),
+    apis=("completions", "chat", "embeddings", "rerank", "score"),
     default_port=8000,
     ready_path="/health",
     local=local,

@@ -17,6 +17,9 @@ from ..results.capacity import CAPACITY_FILE, CapacityResult, Objective
 from .objectives import ObjectiveError, goodput_slo, parse_objectives
 from .plan import CapacityPlan, CapacitySettings
 
+# issue 23 embeddings: the objectives only a streamed reply has (a pooling answer is whole)
+STREAMED_OBJECTIVES = ("ttft", "tpot", "itl")
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -40,6 +43,12 @@ def search(
     from ..rundir import default_run_dir, write_json
     from ..runner import run
 
+    streamed = [o.name for o in objectives if o.name in STREAMED_OBJECTIVES]
+    if config.target.pooling and streamed:  # issue 23 embeddings: a pooling answer has no stream
+        raise ObjectiveError(
+            f"--slo {streamed[0]}: --api {config.target.api} answers whole, with no {streamed[0]}: "
+            "bound e2e (send to the answer), queue or errors instead"
+        )
     template = _template(config, objectives, settings)
     out = config.out_dir or default_run_dir()
 

@@ -52,6 +52,10 @@ def mock(
             "/metrics vLLM's prefix_cache counters, POST /reset_prefix_cache empties it (0: none)."
         ),
     ] = 0,
+    input_ms: Annotated[
+        float,
+        typer.Option(help="/v1/embeddings, /v1/rerank, /v1/score: each input's cost (answer at TTFT + N * this)."),
+    ] = 5.0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
@@ -72,6 +76,7 @@ def mock(
             reasoning_chunks=reasoning_chunks,
             record_requests=record_requests,
             cache_block_tokens=cache_block_tokens,
+            input_ms=input_ms,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..records import Request, RequestRecord
+from .embeddings import PoolingWire
 from .ollama import OllamaWire
 from .openai import OpenAIWire
 from .tgi import TGIWire
@@ -23,6 +24,10 @@ WIRES: dict[str, Callable[[], Wire]] = {
     "tgi": TGIWire,
     "triton": TritonWire,
     "ollama": OllamaWire,
+    # issue 23 embeddings: the pooling APIs (config.POOLING_APIS)
+    "embeddings": lambda: PoolingWire("embeddings"),
+    "rerank": lambda: PoolingWire("rerank"),
+    "score": lambda: PoolingWire("score"),
 }
 
 

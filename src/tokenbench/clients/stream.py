@@ -20,7 +20,7 @@ import aiohttp
 
 from ..config import TargetConfig
 from ..records import Outcome, Request, RequestRecord, TokenSource
-from .wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, Wire
+from .wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
 
@@ -180,7 +180,8 @@ class StreamingClient:
         self._keep_text = keep_text
         self._url = wire.url(target)
         self._headers = {"Content-Type": "application/json", **auth_headers(target)}
-        self._decoder = LineDecoder if wire.framing == "ndjson" else SSEPayloads
+        decoders: dict[str, type[LineDecoder | WholeBody | SSEPayloads]] = {"ndjson": LineDecoder, "json": WholeBody}
+        self._decoder = decoders.get(wire.framing, SSEPayloads)
         # usage on every chunk asked for (the wire sends continuous_usage_stats only with usage)
         self._chunk_usage = bool(target.continuous_usage and target.include_usage)
 
@@ -190,6 +191,7 @@ class StreamingClient:
     async def send(self, request: Request, record: RequestRecord) -> None:
         data = json.dumps(self.payload(request)).encode()
         stream = self._wire.new_stream()
+        stream.for_request(request)
         if self._chunk_usage:
             stream.chunk_usage = []
         now = self._now
@@ -275,12 +277,19 @@ class StreamingClient:
         if stream.failed:
             record.error = stream.error
             return Outcome.STREAM_ERROR
+        if not stream.chunked:  # a pooling answer: ok when it was whole (issue 23 embeddings)
+            if stream.done:
+                return Outcome.OK
+            record.error = "the answer ended without its results"
+            return Outcome.NO_OUTPUT
         if not record.chunk_times_s:
             record.error = "stream ended without a content chunk"
             return Outcome.NO_OUTPUT
         return Outcome.OK
 
     def _finish_tokens(self, record: RequestRecord, stream: Stream) -> None:
+        if not stream.chunked and record.outcome is Outcome.OK:
+            record.end_s = record.closed_s  # a pooling answer ends when its body did (no chunks)
         if record.chunk_times_s:
             record.end_s = record.chunk_times_s[-1]
             first = stream.first_output_index(len(record.chunk_times_s))

@@ -17,7 +17,7 @@ from .sse import SSEDecoder
 
 ERROR_BODY_CHARS = 500
 
-Framing = Literal["sse", "ndjson"]
+Framing = Literal["sse", "ndjson", "json"]  # json: one whole body, no stream (issue 23 embeddings)
 # One decoded payload of a framing: bytes, or the bytearray a line was split from (never copied).
 Payload = bytes | bytearray
 # A JSON object as a server sent it: a true edge, any shape. Each Stream reads the fields its
@@ -29,6 +29,10 @@ Body = dict[str, object]
 
 class Stream:
     """What one response stream said so far. Subclasses implement ``handle``."""
+
+    # issue 23 embeddings: False for an answer read whole (clients/embeddings.py): it has no
+    # chunks, it is ok when ``done``, and its record ends when the body did
+    chunked = True
 
     __slots__ = (
         "text",
@@ -125,6 +129,9 @@ class Stream:
         """Read one payload; return True when it carried content (a chunk to stamp)."""
         raise NotImplementedError
 
+    def for_request(self, request: Request) -> None:
+        """What the answer to ``request`` must hold (a pooling answer: one result per input)."""
+
     def finish(self, reason: object) -> None:
         """The server's finish reason: the reply is complete, or the engine aborted it (vLLM and
         SGLang end an aborted request with HTTP 200, finish_reason "abort" and [DONE]): then
@@ -193,6 +200,24 @@ class LineDecoder:
     def close_data(self) -> list[Payload]:
         tail, self._buf = bytes(self._buf).strip(), bytearray()
         return [tail] if tail else []
+
+
+class WholeBody:
+    """No framing (a pooling API's one JSON answer, issue 23 embeddings): the body as one payload
+    once it has all arrived."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed_data(self, data: bytes) -> list[Payload]:
+        self._buf += data
+        return []
+
+    def close_data(self) -> list[Payload]:
+        body, self._buf = self._buf, bytearray()
+        return [body] if body.strip() else []
 
 
 class SSEPayloads:

@@ -241,6 +241,9 @@ def build_requests(
 
 def with_prefix(request: Request, prefix: str) -> Request:
     """The same request with ``prefix`` before its (last) user text: defeats prefix caching."""
+    if request.inputs is not None:  # a pooling request (issue 23 embeddings): every input's
+        inputs = tuple(prefix + text for text in request.inputs)
+        return replace(request, prompt=prefix + (request.prompt or ""), inputs=inputs)
     if request.prompt is not None:
         return replace(request, prompt=prefix + request.prompt)
     messages = list(request.messages or ())

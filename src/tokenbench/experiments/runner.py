@@ -29,7 +29,7 @@ from ..redact import mask
 from ..results import CellRow, Experiment, ServerRow, Tool
 from ..results.experiment import CellStatus
 from ..rundir import OutDirError, check_out_dir, write_json
-from ..runner import resettable
+from ..runner import pooling_launch, resettable
 from ..runner import run as run_cell
 from .aggregate import aggregate, capacity_rows
 from .prerequisites import check_prerequisites
@@ -111,8 +111,9 @@ def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: Exper
 def _backend(plan: ServerPlan, cells: list[Cell]) -> BackendConfig | None:
     """What to launch (None: attach to the entry's URL, naming its profile when given)."""
     if plan.backend is not None:
-        profile = engine_profile(get_profile(plan.backend.name), plan.backend) if plan.backend.name else None
-        return resettable(profile, plan.backend, cells[0].config.prefix_cache) if profile else plan.backend
+        launch = pooling_launch(plan.backend, cells[0].config.target)  # issue 23 embeddings
+        profile = engine_profile(get_profile(launch.name), launch) if launch.name else None
+        return resettable(profile, launch, cells[0].config.prefix_cache) if profile else launch
     if plan.entry.backend or plan.entry.metrics_url:
         return BackendConfig(name=plan.entry.backend, metrics_url=plan.entry.metrics_url)
     return None

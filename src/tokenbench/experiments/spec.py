@@ -110,6 +110,8 @@ class Variant(FrozenModel):
     prefix_groups: int | None = Field(default=None, gt=0)
     prefix_tokens: int | None = Field(default=None, gt=0)
     prefix_skew: float | None = Field(default=None, gt=0)
+    # issue 23 embeddings: this variant's inputs per pooling request (over the experiment's batch_size)
+    batch_size: int | None = Field(default=None, gt=0)
 
 
 class ExperimentSpec(FrozenModel):
@@ -130,6 +132,8 @@ class ExperimentSpec(FrozenModel):
     metrics_interval_s: float = Field(default=1.0, gt=0)
     seed: int = 0
     sessions: SessionConfig | None = None  # multi-turn sessions (``--multi-turn``'s settings)
+    # issue 23 embeddings: inputs per request of api embeddings, rerank, score (``--batch-size``)
+    batch_size: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -313,7 +317,7 @@ def _cell_trials(spec: ExperimentSpec) -> int:
 
 def variant_dataset(dataset: DatasetConfig, variant: Variant) -> DatasetConfig:
     """The experiment's dataset with the variant's fields over it, validated."""
-    overrides = {k: v for k, v in variant.model_dump(exclude={"label"}).items() if v is not None}
+    overrides = {k: v for k, v in variant.model_dump(exclude={"label", "batch_size"}).items() if v is not None}
     return DatasetConfig.model_validate(dataset.model_copy(update=overrides).model_dump())
 
 
@@ -324,6 +328,7 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
             model=entry.served_model_name if entry.url else None,
             api=entry.api or spec.api,
             ignore_eos=spec.ignore_eos,
+            batch_size=variant.batch_size or spec.batch_size,
         ),
         loads=spec.load.points() if spec.load is not None else [_search_template(spec)],
         stop=spec.stop,

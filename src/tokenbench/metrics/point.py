@@ -15,6 +15,7 @@ from ..records import UNFINISHED, Outcome, RequestRecord
 from ..results import Concurrency, Populations, Requests, ServerVsClient, Tokens, WindowSpan
 from ..results.run import PointMetrics
 from .chunks import CancelledOutput, ChunkTally
+from .pooling import is_pooling, pooling_metrics
 from .reasoning import reasoning_metrics
 from .span import PointSpan, Window, lifetimes, tokens_per_chunk
 from .stats import distribution
@@ -189,6 +190,7 @@ def summarize_point(
     )
     rates = _rates(basis, population, slo, span.open_loop, chunks.in_population)
     tpots = [r.tpot_s for r in ok if r.tpot_s is not None]
+    pooling = is_pooling(records)  # issue 23 embeddings: no output tokens, so no token rates
     return PointMetrics(
         window_s=window.length_s,
         window=WindowSpan(start_s=window.start_s, end_s=window.end_s),
@@ -211,8 +213,8 @@ def summarize_point(
         ),
         output_tokens=basis.output_tokens,
         **cancelled_output(population if span.open_loop else None, chunks),
-        output_tokens_per_s=rates.output_tokens_per_s,
-        total_tokens_per_s=rates.total_tokens_per_s,
+        output_tokens_per_s=None if pooling else rates.output_tokens_per_s,
+        total_tokens_per_s=None if pooling else rates.total_tokens_per_s,
         prompt_tokens_source=rates.prompt_tokens_source,
         requests_per_s=rates.requests_per_s,
         goodput_per_s=rates.goodput_per_s,
@@ -220,6 +222,7 @@ def summarize_point(
         concurrency=concurrency(records, window),
         tokens=token_counts(population),
         **reasoning_metrics(population),  # only when reasoning streamed: keeps the shape otherwise
+        **(pooling_metrics(basis.rated, basis.weight, basis.period_s, prompt_tokens) if pooling else {}),
     )
 
 

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING
 from rich.console import RenderableType
 from rich.table import Table
 
-from ..catalogue import OUTPUT_TOKENS_PER_S, SERVER_PREEMPTIONS, SERVER_TTFT_MEAN, Distribution, Metric, shown_in
+from ..catalogue import (
+    OUTPUT_TOKENS_PER_S,
+    SERVER_PREEMPTIONS,
+    SERVER_TTFT_MEAN,
+    STREAMED,
+    Distribution,
+    Metric,
+    shown_in,
+)
 from ..records import UNFINISHED, Outcome
 from ..results import Experiment, Gauge, PointResult, RunResults, TrialStat
 from ..telemetry.client_health import CPU_LIMIT, LAG_MARGIN, LOOP_LAG_LIMIT_S, MIN_SLOW_TICKS, advice
@@ -178,7 +186,10 @@ def _metric_rows(row: _Row, points: list[PointResult]) -> None:
             row(m.label, _metric_cell(m))
             if m is OUTPUT_TOKENS_PER_S and any(p.cancelled_streams for p in points):
                 row("  incl. tokens of cancelled streams", cancelled_tokens_text)
+    pooling = all(p.pooling is not None for p in points)  # issue 23 embeddings: no streamed metrics
     for d in dict.fromkeys(m.distribution for m in metrics if m.distribution is not None):
+        if pooling and d.key in STREAMED:
+            continue
         # an optional one (TTFO, per-token ITL) only where some point measured it
         if any(d.read(p, "count") if d.optional else d.read(p, "count") is not None for p in points):
             row(f"{d.name} ({d.unit}) mean / p50 / p99 (n)", _dist_cell(d))

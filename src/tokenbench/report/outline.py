@@ -17,6 +17,7 @@ from .capacity import ATTAINMENT_CAPTION, CAPACITY_CAPTION, attainment_table, ca
 from .chart_spec import MAX_TIMESERIES_CHARTS, Chart
 from .data import ReportData
 from .layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
+from .pooling import POOLING_CAPTION, pooling_table
 from .stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
 from .tables import (
     Table,
@@ -126,6 +127,11 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
         ),
     ]
     sections += _layer_sections(data)
+    pooling = pooling_table(data)  # issue 23 embeddings: only with pooling points
+    if pooling is not None:
+        sections.append(
+            Section("pooling", "Embeddings, rerank and score", (Block(table=pooling),), caption=POOLING_CAPTION)
+        )
     turns = turns_table(data)
     if turns is not None:
         sections.append(

@@ -166,6 +166,19 @@ class Reasoning(FrozenModel):
     reasoning_tokens_reported: int  # how many successful requests' usage gave it
 
 
+class Pooling(FrozenModel):
+    """A pooling point's work (issue 23 embeddings: --api embeddings, rerank, score; metrics.pooling).
+    Latency is ``e2e_s`` (sent -> the answer complete); the generative metrics are absent."""
+
+    population: str  # which requests the rates count, and over which period
+    requests: int  # successful requests of the population
+    inputs: int  # their inputs (strings embedded, documents scored)
+    inputs_per_request: Number | None  # their mean
+    inputs_per_s: Number | None  # inputs of the requests request rate counts, over rate_period_s
+    prompt_tokens_per_s: Number | None  # their prompt tokens (the server's usage), over rate_period_s
+    prompt_tokens_source: dict[str, int]  # where those counts came from: server, dataset, unknown
+
+
 class Fluidity(FrozenModel):
     """Etalon's fluidity index over a point's successful requests (metrics.pertoken): each token
     has a deadline, ``ttft_deadline_s`` after the send for the first, ``tbt_deadline_s`` after the
@@ -341,6 +354,8 @@ class PointMetrics(FrozenModel):
     # only on a point where reasoning streamed (a run without keeps its results.json shape)
     ttfo_s: Distribution | None = None
     reasoning: Reasoning | None = None
+    # issue 23 embeddings: only on a point of pooling requests (a run without keeps its shape)
+    pooling: Pooling | None = None
 
 
 # A point's parts are declared once, where they are computed. Pydantic puts a base's fields before
