@@ -80,6 +80,10 @@ class Request:
     # profile accepts them (vLLM, SGLang): the server's blocks are then exactly the trace's.
     # ``prompt`` holds a text rendering of the same request for everything else.
     prompt_token_ids: tuple[int, ...] | None = None
+    # issue 23 images: image URLs (data: or http(s):) sent as chat image_url parts after the last
+    # user text (images.chat_messages), and their pixels in all (None: some image's are unknown)
+    images: tuple[str, ...] = ()
+    image_pixels: int | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -191,6 +195,10 @@ class RequestRecord:
     chunk_tokens: array[int] | None = None
     first_chunk_tokens: int | None = None
     worker: int | None = None  # the worker process or Ray actor that sent it (--workers); None: one process
+    # issue 23 images: how many images the request carried and their pixels in all (None: text
+    # only, or some image's size unknown: a URL sent as given)
+    images: int | None = None
+    image_pixels: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

@@ -39,6 +39,7 @@ from .config import (
     UsersLoad,
 )
 from .datasets import build_requests, check_path
+from .datasets.images import check_api as check_image_api
 from .datasets.sessions import build_conversations, estimate_tokens
 from .derive import point_result, results_header
 from .errors import BadInput
@@ -368,6 +369,7 @@ def _source(
         source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
     else:
         requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
+        check_image_api(requests, target.config.api)  # issue 23 images
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
     writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))

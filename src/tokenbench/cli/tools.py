@@ -52,6 +52,10 @@ def mock(
             "/metrics vLLM's prefix_cache counters, POST /reset_prefix_cache empties it (0: none)."
         ),
     ] = 0,
+    image_ms: Annotated[
+        float, typer.Option(help="Chat: each image_url part adds this to the reply's TTFT (prefill cost).")
+    ] = 0.0,
+    image_tokens: Annotated[int, typer.Option(help="Chat: each image_url part adds this to usage.prompt_tokens.")] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
@@ -72,6 +76,8 @@ def mock(
             reasoning_chunks=reasoning_chunks,
             record_requests=record_requests,
             cache_block_tokens=cache_block_tokens,
+            image_ms=image_ms,
+            image_tokens=image_tokens,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)
