@@ -17,8 +17,8 @@ from ..errors import BadInput
 from ..records import Request
 from ..results import DatasetFacts, SharedPrefixFacts, TraceFacts
 from . import dolly, jsonl, shared_prefix, sharegpt
-from .synthetic import synthetic_prompts
 from .images import with_synthetic_images
+from .synthetic import synthetic_prompts
 from .tokenizers import Tokenizer
 from .trace_requests import TraceSelection, trace_requests
 
