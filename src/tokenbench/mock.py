@@ -71,6 +71,9 @@ def is_fault(value: str) -> TypeGuard[Fault]:
     return value in FAULTS
 
 
+# aiohttp refuses bodies over 1 MiB by default (HTTP 413); requests with images run to megabytes
+MAX_BODY_BYTES = 256 * 2**20
+
 # A request's JSON body as the client sent it: a true edge, any shape (the mock reads only the fields it knows).
 Body = dict[str, Any]
 # An event or usage object the mock writes as JSON.
@@ -172,7 +175,7 @@ class MockServer:
         if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
             self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", names, registry=reg).labels(model)
             self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", names, registry=reg).labels(model)
-        self.app = web.Application()
+        self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         self.app.add_routes(
             [
                 web.post("/reset_prefix_cache", self._reset_prefix_cache),
