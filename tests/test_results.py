@@ -109,6 +109,10 @@ PUBLIC_KEYS += [f"points[].stopped_early.{k}" for k in ("by", "reason", "at_s")]
 PUBLIC_KEYS += [
     f"points[].timeseries[].{k}" for k in ("client_cpu_util", "client_loop_lag_max_s", "client_connections_max")
 ]
+# issue 23 images: only on a point where some request carried images (metrics.images)
+IMAGES = "requests images images_per_request image_pixels pixels_per_image images_per_s ok_requests".split()
+PUBLIC_KEYS += [f"points[].images.{k}" for k in IMAGES]
+PUBLIC_KEYS += [f"points[].images.prompt_tokens.{k}" for k in DISTRIBUTION]
 
 
 def _declared(model, prefix="") -> set[str]:
