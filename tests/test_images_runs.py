@@ -3,11 +3,14 @@ mock ``image_ms`` of prefill before the first chunk and ``image_tokens`` of prom
 answer holds per request: TTFT = ttft + images x image_ms, prompt tokens = the text run's +
 images x image_tokens. Timed to the millisecond: the mock runs in its own process (start_mock)."""
 
+import json
+import urllib.request
+
 import pyarrow.parquet as pq
 import pytest
 from run_helpers import config, quiet, records_of
 
-from tokenbench.config import DatasetConfig, RateLoad, StopConfig, UsersLoad
+from tokenbench.config import DatasetConfig, RateLoad, SessionConfig, StopConfig, UsersLoad
 from tokenbench.export import export
 from tokenbench.report import write_report
 from tokenbench.report.run_dir import image_rows
@@ -83,3 +86,26 @@ def test_open_loop_carries_images_too_at_the_default_size(start_mock, tmp_path):
         assert r["outcome"] == "ok" and r["chunk_times_s"][0] - r["sent_s"] >= 0.020 + 0.160 - 0.002
     images = result.results["points"][0]["images"]
     assert images["images"] == 16 and images["pixels_per_image"] == 512 * 512
+
+
+def test_each_turn_of_a_session_carries_its_own_images_and_the_history_their_text(mock_server, tmp_path):
+    """--multi-turn: turn k's new user message has its own image parts; the earlier turns in its
+    history are sent as the text they were (their images are not re-sent)."""
+    url = mock_server(ttft_ms=2, itl_ms=1, record_requests=True, image_tokens=7)
+    cfg = config(url, tmp_path, [UsersLoad(users=1)], StopConfig(max_requests=6), output_tokens=5)
+    dataset = DatasetConfig(input_tokens=8, output_tokens=5, num_prompts=2, images="1", image_size="8x8")
+    cfg = cfg.model_copy(update={"dataset": dataset, "sessions": SessionConfig(turns=3)})
+    result = run(cfg, quiet())
+    recs = records_of(result.run_dir)
+    assert len(recs) == 6 and {r["images"] for r in recs} == {1} and {r["image_pixels"] for r in recs} == {64}
+    with urllib.request.urlopen(url + "/mock/deliveries") as resp:
+        deliveries = list(json.loads(resp.read()).values())
+    urls = set()
+    for d in deliveries:
+        *history, last = d["messages"]
+        assert [p["type"] for p in last["content"]] == ["text", "image_url"]
+        urls.add(last["content"][1]["image_url"]["url"])
+        assert all(isinstance(m["content"], str) for m in history)
+        assert d["images"] == 1
+    assert len(urls) == 6  # every turn's image is its own
+    assert result.results["points"][0]["images"]["images"] == 6

@@ -264,14 +264,14 @@ class MockServer:
         n_chunks = int(body.get("max_tokens") or self.s.output_tokens)
         n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
+        if self.s.record_requests:
+            delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
+            delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
         images = 0
         if chat and isinstance(body.get("messages"), list):  # image parts: counted, then read as text
             messages, images = _without_images(body["messages"])
             body = {**body, "messages": messages} if images else body
             delivery.images = images
-        if self.s.record_requests:
-            delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
-            delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
         if self.s.record_deliveries:
             self.deliveries[rid] = delivery
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})

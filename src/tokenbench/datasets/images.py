@@ -8,6 +8,10 @@ image is distinct (a server's multimodal cache never sees one twice) until the i
 ``IMAGE_BYTES_BUDGET`` of data URLs; the requests after that reuse the first ones in turn (the
 requests are held in memory for the whole run: 1000 prompts of one 512x512 PNG are ~1 GB).
 
+Multi-turn sessions: each turn's new user message carries its own images (drawn as above, turns
+numbered across conversations in order); the history re-sends the earlier turns' text, not their
+images.
+
 JSONL: a row's ``"images": [...]`` holds http(s) or data URLs (sent as they are; their pixels
 unknown) or paths of image files (relative to the dataset file's folder), read and sent as data URLs.
 """
@@ -27,32 +31,38 @@ from ..records import Request
 IMAGE_BYTES_BUDGET = 256 * 2**20  # distinct synthetic images' data URLs held at most (bytes)
 
 
-def with_synthetic_images(requests: list[Request], cfg: DatasetConfig, seed: int) -> list[Request]:
-    """``requests`` each with its seeded synthetic images (``cfg.images`` is set)."""
+def synthetic_image_sets(n: int, cfg: DatasetConfig, seed: int) -> list[tuple[tuple[str, ...], int]]:
+    """For items 0..n-1 (requests, or a conversation's turns), each one's seeded synthetic images
+    (data URLs) and their pixels in all (``cfg.images`` is set)."""
     assert cfg.images is not None
     lo, hi = parse_image_count(cfg.images)
     sizes = parse_image_sizes(cfg.image_size)
+    fmt = cfg.image_format
     made: list[tuple[str, int]] = []  # (data URL, pixels) in the order made
     held = reused = 0
     out = []
-    for i, request in enumerate(requests):
+    for i in range(n):
         rng = np.random.default_rng([seed, i])
-        count = int(rng.integers(lo, hi + 1))
         urls, pixels = [], 0
-        for j in range(count):
+        for j in range(int(rng.integers(lo, hi + 1))):
             w, h = sizes[int(rng.integers(len(sizes)))]
             if held < IMAGE_BYTES_BUDGET:
-                fmt = cfg.image_format
-                url, n = data_url(synthetic_image(np.random.default_rng([seed, i, j]), w, h, fmt), fmt), w * h
-                made.append((url, n))
+                url, n_pixels = data_url(synthetic_image(np.random.default_rng([seed, i, j]), w, h, fmt), fmt), w * h
+                made.append((url, n_pixels))
                 held += len(url)
             else:  # the budget is spent: reuse what was made, in turn
-                url, n = made[reused % len(made)]
+                url, n_pixels = made[reused % len(made)]
                 reused += 1
             urls.append(url)
-            pixels += n
-        out.append(replace(request, images=tuple(urls), image_pixels=pixels) if urls else request)
+            pixels += n_pixels
+        out.append((tuple(urls), pixels))
     return out
+
+
+def with_synthetic_images(requests: list[Request], cfg: DatasetConfig, seed: int) -> list[Request]:
+    """``requests`` each with its seeded synthetic images (``cfg.images`` is set)."""
+    sets = synthetic_image_sets(len(requests), cfg, seed)
+    return [replace(r, images=urls, image_pixels=px) if urls else r for r, (urls, px) in zip(requests, sets)]
 
 
 def row_images(value: object, base: Path, where: str) -> tuple[tuple[str, ...], int | None]:
