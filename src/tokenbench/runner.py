@@ -367,6 +367,7 @@ def _source(
         knobs = config.backend.knobs if config.backend is not None else None
         max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
         source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
+        check_image_api([], target.config.api, config.dataset.images)  # issue 23 images
     else:
         requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
         check_image_api(requests, target.config.api)  # issue 23 images

@@ -82,5 +82,7 @@ def test_images_need_the_chat_api_and_a_prompt_dataset():
     with pytest.raises(BadInput, match="use --api chat"):
         check_api(reqs, "completions")
     check_api(build(), "completions")  # text only: any API
+    with pytest.raises(BadInput, match="use --api chat"):
+        check_api([], "completions", "1")  # sessions: their requests are made as they run
     with pytest.raises(ValueError, match="--images"):
         DatasetConfig(name="trace", path="t.jsonl", images="1")

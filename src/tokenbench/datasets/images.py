@@ -89,7 +89,8 @@ def row_images(value: object, base: Path, where: str) -> tuple[tuple[str, ...], 
     return tuple(urls), pixels
 
 
-def check_api(requests: list[Request], api: str | None) -> None:
-    """Images go in chat content parts: any other API is an error before anything is sent."""
-    if api != "chat" and any(r.images for r in requests):
+def check_api(requests: list[Request], api: str | None, images: str | None = None) -> None:
+    """Images go in chat content parts: any other API is an error before anything is sent
+    (``images``: --images, for a source whose requests are made later: sessions)."""
+    if api != "chat" and (images is not None or any(r.images for r in requests)):
         raise BadInput(f"images are sent as chat content parts: use --api chat, not --api {api}")
