@@ -32,6 +32,8 @@ def main() -> None:
     ap.add_argument("--slot-save-path", default=None, help="enables POST /slots/{id}?action=erase (and save)")
     ap.add_argument("--cache-ram", type=int, default=None, help="host-RAM prompt cache in MiB (0: off)")
     ap.add_argument("--api-key", action="append", default=[], help="require this bearer key (repeat)")
+    # issue 23 images: a multimodal projector GGUF (llama-server's --mmproj): image_url parts accepted
+    ap.add_argument("--mmproj", default=None, help="multimodal projector GGUF (images)")
     args = ap.parse_args()
 
     import xllamacpp as xlc  # type: ignore[import-untyped]  # the wheel ships no type hints
@@ -54,6 +56,8 @@ def main() -> None:
         params.cache_ram_mib = args.cache_ram
     if args.api_key:
         params.api_keys = args.api_key
+    if args.mmproj is not None:
+        params.mmproj.path = args.mmproj
     server = xlc.Server(params)
     print(f"LISTENING {server.listening_address}", flush=True)
     # SIGTERM/SIGINT unwind the wait (a handler calling Event.set() could deadlock on the lock
