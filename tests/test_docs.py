@@ -34,6 +34,7 @@ OTHER_TOOLS = {
     "--api-key": "engines' credential flag (masked in logs)",
     "--slot-save-path": "llama.cpp's llama-server",
     "--cache-ram": "llama.cpp's llama-server",
+    "--mmproj": "llama.cpp's llama-server (multimodal projector; issue 23 images)",
     "--enable-metrics": "SGLang's launch_server",
     "--per-chunk-usage": "AIPerf",
     "--no-deps": "pip",

@@ -112,6 +112,10 @@ PUBLIC_KEYS += [
 # issue 23 embeddings: a pooling point (--api embeddings, rerank, score; metrics.pooling)
 POOLING = "population requests inputs inputs_per_request inputs_per_s prompt_tokens_per_s prompt_tokens_source"
 PUBLIC_KEYS += [f"points[].pooling.{k}" for k in POOLING.split()]
+# issue 23 images: only on a point where some request carried images (metrics.images)
+IMAGES = "requests images images_per_request image_pixels pixels_per_image images_per_s ok_requests".split()
+PUBLIC_KEYS += [f"points[].images.{k}" for k in IMAGES]
+PUBLIC_KEYS += [f"points[].images.prompt_tokens.{k}" for k in DISTRIBUTION]
 
 
 def _declared(model, prefix="") -> set[str]:

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .cost import CostConfig
-from .flags import ENGINE, PREFIXES, SCALE, SESSIONS, TRACE, Flag, SetBy
+from .flags import ENGINE, IMAGES, PREFIXES, SCALE, SESSIONS, TRACE, Flag, SetBy
 from .frozen import FrozenModel as _Model
 
 # the values of --api (clients.WIRES); issue 23 embeddings: the pooling APIs (POOLING_APIS) at the end
@@ -564,6 +564,40 @@ class DatasetConfig(_Model):
             PREFIXES,
         ),
     ] = Field(default=None, gt=0)
+    # issue 23 images: synthetic images per chat request (datasets/images.py); a jsonl row's own
+    # "images" list is sent as it is
+    images: Annotated[
+        str | None,
+        Flag(
+            "--images",
+            "Chat: synthetic images per request, N or LO-HI (a seeded uniform draw per request), sent as "
+            "base64 data URLs in image_url content parts.",
+            IMAGES,
+        ),
+    ] = None
+    image_size: Annotated[
+        str,
+        Flag(
+            "--image-size",
+            "Synthetic images' WxH, or a list drawn per image (seeded): 512x512,1024x768.",
+            IMAGES,
+            default=True,
+        ),
+    ] = "512x512"
+    image_format: Annotated[
+        Literal["png", "jpeg"], Flag("--image-format", "Synthetic images' encoding.", IMAGES, default=True)
+    ] = "png"
+
+    @model_validator(mode="after")
+    def _images(self) -> DatasetConfig:
+        from .images import parse_image_count, parse_image_sizes  # images.py imports nothing of config
+
+        if self.images is not None:
+            parse_image_count(self.images)
+            if self.name not in ("synthetic", "sharegpt", "dolly", "jsonl"):
+                raise ValueError(f"--images adds images to prompts: not with --dataset {self.name}")
+        parse_image_sizes(self.image_size)
+        return self
 
     @model_validator(mode="after")
     def _range(self) -> DatasetConfig:

@@ -13,6 +13,7 @@ PREFIXES = "Shared prefixes"
 SESSIONS = "Sessions"
 COST = "Cost"
 SCALE = "Scale-out"
+IMAGES = "Images"  # issue 23 images
 SEARCH = "Capacity search"  # `tokenbench capacity --help` (capacity/plan.py: CapacitySettings)
 
 

@@ -183,6 +183,8 @@ class LoadGenerator:
     async def send(self, request: Request, record: RequestRecord) -> None:
         """Send through the client; the record is written when it ends (or is cancelled). One
         issued as the circuit breaker tripped is never sent (a never-sent record)."""
+        if request.images:  # issue 23 images
+            record.images, record.image_pixels = len(request.images), request.image_pixels
         point = self._point
         if point is not None and point.tripped.is_set():
             record.outcome, record.closed_s = Outcome.NOT_SENT, self._clock.now()

@@ -31,6 +31,11 @@ and usage, no content), stall (stops sending mid-stream and holds the connection
 after ``fault_after_chunks`` with ``finish_reason: "abort"``, usage and ``[DONE]``, as vLLM ends a
 request its engine aborted), no_end (the content, then the stream closes cleanly with neither a
 finish reason nor ``[DONE]``, as a proxy that cuts a stream at a chunk boundary would).
+
+Images (chat ``image_url`` content parts, issue 23 images): accepted on any chat request; each
+adds ``image_ms`` to the reply's TTFT (chunk i at ``admitted + ttft + images * image_ms + i * itl``)
+and ``image_tokens`` to its usage's prompt_tokens, which are otherwise those of the same request
+with the image parts left out (its text parts joined). A delivery logs the count (``images``).
 """
 
 from __future__ import annotations
@@ -69,6 +74,9 @@ def is_fault(value: str) -> TypeGuard[Fault]:
     return value in FAULTS
 
 
+# aiohttp refuses bodies over 1 MiB by default (HTTP 413); requests with images run to megabytes
+MAX_BODY_BYTES = 256 * 2**20
+
 # A request's JSON body as the client sent it: a true edge, any shape (the mock reads only the fields it knows).
 Body = dict[str, Any]
 # An event or usage object the mock writes as JSON.
@@ -99,6 +107,9 @@ class MockSettings:
     cache_block_tokens: int = 0
     # issue 23 embeddings: a pooling answer's cost per input (mock_pooling.py: ttft_ms + N * input_ms)
     input_ms: float = 5.0
+    # issue 23 images: each image_url part's prefill cost (added to TTFT) and prompt tokens
+    image_ms: float = 0.0
+    image_tokens: int = 0
 
 
 @dataclass
@@ -112,6 +123,7 @@ class Delivery:
     headers: dict[str, str] | None = None  # record_requests: the request's X-* headers
     messages: object = None  # record_requests: the chat messages sent
     prompt: str | None = None  # record_requests: the completions prompt sent
+    images: int = 0  # issue 23 images: image_url parts in the request's messages
 
 
 class PrefixCache:
@@ -168,7 +180,7 @@ class MockServer:
         if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
             self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", names, registry=reg).labels(model)
             self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", names, registry=reg).labels(model)
-        self.app = web.Application()
+        self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         self.app.add_routes(
             [
                 web.post("/reset_prefix_cache", self._reset_prefix_cache),
@@ -295,13 +307,18 @@ class MockServer:
         if self.s.record_requests:
             delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
             delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
+        images = 0
+        if chat and isinstance(body.get("messages"), list):  # image parts: counted, then read as text
+            messages, images = _without_images(body["messages"])
+            body = {**body, "messages": messages} if images else body
+            delivery.images = images
         if self.s.record_deliveries:
             self.deliveries[rid] = delivery
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
         opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
         continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
-        reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, continuous)
+        reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, continuous, images)
         if await self._write_chunks(reply, n_chunks, admitted, received):
             await self._write_end(reply, body, n_chunks)
         return resp
@@ -316,7 +333,7 @@ class MockServer:
         piece = reply.event(reply.content(text))
         thought = reply.event(reply.content(text, reasoning=True))
         reasoning = self.s.reasoning_chunks if reply.chat else 0
-        start = admitted + self.s.ttft_ms / 1e3
+        start = admitted + (self.s.ttft_ms + reply.images * self.s.image_ms) / 1e3
         itl = self.s.itl_ms / 1e3
         for i in range(0 if fault != "no_content" else n_chunks, n_chunks):
             if fault and i == self.s.fault_after_chunks and not await self._fault_mid_stream(reply, i):
@@ -364,7 +381,7 @@ class MockServer:
             return
         completion = 0 if reply.fault == "no_content" else n_chunks * self.s.tokens_per_chunk
         await resp.write(reply.event(reply.finish("length"), reply.usage_so_far(completion)))
-        usage = self._usage(body, completion)
+        usage = self._usage(body, completion, reply.images * self.s.image_tokens)
         if reply.chat and self.s.reasoning_chunks and completion:
             thought = min(self.s.reasoning_chunks, n_chunks) * self.s.tokens_per_chunk
             usage["completion_tokens_details"] = {"reasoning_tokens": thought}
@@ -373,11 +390,12 @@ class MockServer:
         await resp.write_eof()
         reply.delivery.finished_s = time.perf_counter()
 
-    def _usage(self, body: Body, completion: int) -> Event:
+    def _usage(self, body: Body, completion: int, image_tokens: int = 0) -> Event:
         """The usage event; with a prefix cache, the prompt's tokens are its cache tokens and the
-        cached ones are reported as vLLM does (prompt_tokens_details.cached_tokens)."""
+        cached ones are reported as vLLM does (prompt_tokens_details.cached_tokens). The images'
+        tokens are added to the prompt's (never cached)."""
         if self.cache is None:
-            prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
+            prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split()) + image_tokens
             return {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion,
@@ -388,9 +406,9 @@ class MockServer:
         self._queries.inc(len(tokens))
         self._hits.inc(cached)
         return {
-            "prompt_tokens": len(tokens),
+            "prompt_tokens": len(tokens) + image_tokens,
             "completion_tokens": completion,
-            "total_tokens": len(tokens) + completion,
+            "total_tokens": len(tokens) + image_tokens + completion,
             "prompt_tokens_details": {"cached_tokens": cached},
         }
 
@@ -407,6 +425,7 @@ class _Reply:
     model: str
     fault: str | None
     continuous: bool = False  # the request asked for usage on every chunk
+    images: int = 0  # issue 23 images: the request's image parts
     created: int = field(default_factory=lambda: int(time.time()))
 
     def usage_so_far(self, completion: int) -> Event | None:
@@ -440,6 +459,22 @@ class _Reply:
         if self.chat:
             return {"index": 0, "delta": {}, "finish_reason": reason}
         return {"index": 0, "text": "", "finish_reason": reason}
+
+
+def _without_images(messages: list[Any]) -> tuple[list[Any], int]:
+    """Chat messages with their image_url parts counted and left out: a message whose content is
+    a list of parts becomes its text parts joined by newlines (how many image parts there were)."""
+    out, images = [], 0
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if not isinstance(content, list):
+            out.append(m)
+            continue
+        parts = [p for p in content if isinstance(p, dict)]
+        images += sum(1 for p in parts if p.get("type") == "image_url")
+        text = "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+        out.append({**m, "content": text})
+    return out, images
 
 
 def serve(settings: MockSettings, host: str = "127.0.0.1", port: int = 9000) -> None:

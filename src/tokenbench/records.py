@@ -84,6 +84,10 @@ class Request:
     # rerank and score: the documents scored against ``query``), ``prompt`` holding them joined
     inputs: tuple[str, ...] | None = None
     query: str | None = None
+    # issue 23 images: image URLs (data: or http(s):) sent as chat image_url parts after the last
+    # user text (images.chat_messages), and their pixels in all (None: some image's are unknown)
+    images: tuple[str, ...] = ()
+    image_pixels: int | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -203,6 +207,10 @@ class RequestRecord:
     # issue 23 embeddings: the inputs a pooling request sent (strings embedded, documents scored);
     # None: a generative request. Such a record has no chunks: end_s is when the answer completed.
     inputs: int | None = None
+    # issue 23 images: how many images the request carried and their pixels in all (None: text
+    # only, or some image's size unknown: a URL sent as given)
+    images: int | None = None
+    image_pixels: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

@@ -39,6 +39,7 @@ from .config import (
     UsersLoad,
 )
 from .datasets import build_requests, check_path
+from .datasets.images import check_api as check_image_api
 from .datasets.pooling import pooling_requests
 from .datasets.sessions import build_conversations, estimate_tokens
 from .derive import point_result, results_header
@@ -379,11 +380,13 @@ def _source(
         knobs = config.backend.knobs if config.backend is not None else None
         max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
         source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
+        check_image_api([], target.config.api, config.dataset.images)  # issue 23 images
     else:
         requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
         if target.config.pooling:  # issue 23 embeddings: --batch-size inputs a request
             assert target.config.api is not None
             requests = pooling_requests(requests, target.config.api, target.config.batch_size or 1)
+        check_image_api(requests, target.config.api)  # issue 23 images
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
     writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))

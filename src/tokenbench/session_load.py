@@ -338,6 +338,8 @@ async def _turn(gen: Driver, point: Point, conv: _Conv, k: int, scheduled_s: flo
         turn_index=k,
         history_tokens=conv.history_tokens,
         headers=((source.settings.header, conv.sid),),
+        images=turn.images,  # issue 23 images: this turn's own
+        image_pixels=turn.image_pixels,
     )
     record = gen.new_record(
         point=point.run.index,

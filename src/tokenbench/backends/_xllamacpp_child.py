@@ -37,6 +37,8 @@ def main() -> None:
     # issue 23 embeddings: llama-server's --embedding and --pooling (common/arg.cpp)
     ap.add_argument("--embedding", "--embeddings", action="store_true", help="serve /v1/embeddings")
     ap.add_argument("--pooling", choices=POOLING, default=None, help="how an input's tokens become one vector")
+    # issue 23 images: a multimodal projector GGUF (llama-server's --mmproj): image_url parts accepted
+    ap.add_argument("--mmproj", default=None, help="multimodal projector GGUF (images)")
     args = ap.parse_args()
 
     import xllamacpp as xlc  # type: ignore[import-untyped]  # the wheel ships no type hints
@@ -63,6 +65,8 @@ def main() -> None:
         params.embedding = True
     if args.pooling is not None:
         params.pooling_type = getattr(xlc.llama_pooling_type, f"LLAMA_POOLING_TYPE_{args.pooling.upper()}")
+    if args.mmproj is not None:
+        params.mmproj.path = args.mmproj
     server = xlc.Server(params)
     print(f"LISTENING {server.listening_address}", flush=True)
     # SIGTERM/SIGINT unwind the wait (a handler calling Event.set() could deadlock on the lock

@@ -56,6 +56,10 @@ def mock(
         float,
         typer.Option(help="/v1/embeddings, /v1/rerank, /v1/score: each input's cost (answer at TTFT + N * this)."),
     ] = 5.0,
+    image_ms: Annotated[
+        float, typer.Option(help="Chat: each image_url part adds this to the reply's TTFT (prefill cost).")
+    ] = 0.0,
+    image_tokens: Annotated[int, typer.Option(help="Chat: each image_url part adds this to usage.prompt_tokens.")] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
@@ -77,6 +81,8 @@ def mock(
             record_requests=record_requests,
             cache_block_tokens=cache_block_tokens,
             input_ms=input_ms,
+            image_ms=image_ms,
+            image_tokens=image_tokens,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

@@ -13,6 +13,7 @@ A chat delta's reasoning (``reasoning`` / ``reasoning_content``) is a chunk too,
 from __future__ import annotations
 
 from ..config import TargetConfig
+from ..images import chat_messages
 from ..records import Request
 from .wire import Body, Framing, JsonObject, Payload, Stream
 
@@ -30,7 +31,8 @@ class OpenAIWire:
     def payload(self, request: Request, target: TargetConfig) -> Body:
         body: Body = {"model": target.model, "stream": True}
         if self.chat:
-            body["messages"] = request.as_messages()
+            messages = request.as_messages()
+            body["messages"] = chat_messages(messages, request.images) if request.images else messages
         elif request.prompt_token_ids is not None:
             body["prompt"] = list(request.prompt_token_ids)  # only made for servers that take ids
         else:

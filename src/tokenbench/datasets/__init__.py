@@ -17,6 +17,7 @@ from ..errors import BadInput
 from ..records import Request
 from ..results import DatasetFacts, SharedPrefixFacts, TraceFacts
 from . import dolly, jsonl, shared_prefix, sharegpt
+from .images import with_synthetic_images
 from .synthetic import synthetic_prompts
 from .tokenizers import Tokenizer
 from .trace_requests import TraceSelection, trace_requests
@@ -126,9 +127,9 @@ def _jsonl(src: Source, _: Tokenizer | None) -> Built:
     requests: list[Request] = []
     for r in jsonl.load(cfg.path):
         if src.system and r.prompt is not None:
-            r = _make(r.prompt, src.system, r.max_tokens, None)
+            r = replace(_make(r.prompt, src.system, r.max_tokens, None), images=r.images, image_pixels=r.image_pixels)
         if r.max_tokens is None and cfg.output_tokens is not None:
-            r = Request(prompt=r.prompt, messages=r.messages, max_tokens=cfg.output_tokens)
+            r = replace(r, max_tokens=cfg.output_tokens)
         requests.append(r)
     return Built(_shuffled(requests, src.seed), str(cfg.path))
 
@@ -220,6 +221,8 @@ def build_requests(
         raise _read_error(cfg, exc) from exc
     if not built.requests:
         raise BadInput(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
+    if cfg.images is not None:  # issue 23 images: synthetic images on every dataset's prompts
+        built = replace(built, requests=with_synthetic_images(built.requests, cfg, seed))
     # only a trace's (or shared prefixes') facts add the key: other datasets' results.json keep their shape
     workload = _Workload()
     if built.trace is not None:

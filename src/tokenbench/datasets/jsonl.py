@@ -1,5 +1,5 @@
 """Your own prompts: one JSON object per line, ``{"prompt": ...}`` or ``{"messages": [...]}``, with
-an optional ``max_tokens``."""
+an optional ``max_tokens`` and (chat) an optional ``images`` list of files or URLs (datasets/images.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..records import Request
+from .images import row_images
 
 
 def json_lines(path: Path, error: type[BadInput] = BadInput) -> Iterator[tuple[int, object]]:
@@ -33,13 +34,14 @@ def load(path: Path) -> list[Request]:
         max_tokens = row.get("max_tokens")
         if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens <= 0):
             raise BadInput(f"{where}: max_tokens must be a positive integer")
+        images, pixels = row_images(row["images"], path.parent, where) if "images" in row else ((), None)
         if isinstance(row.get("prompt"), str):
-            requests.append(Request(prompt=row["prompt"], max_tokens=max_tokens))
+            requests.append(Request(prompt=row["prompt"], max_tokens=max_tokens, images=images, image_pixels=pixels))
         elif isinstance(row.get("messages"), list) and all(
             isinstance(m, dict) and "role" in m and "content" in m for m in row["messages"]
         ):
             messages = tuple({"role": m["role"], "content": m["content"]} for m in row["messages"])
-            requests.append(Request(messages=messages, max_tokens=max_tokens))
+            requests.append(Request(messages=messages, max_tokens=max_tokens, images=images, image_pixels=pixels))
         else:
             raise BadInput(f"{where}: expected 'prompt' (a string) or 'messages' (a list of {{role, content}})")
     return requests

@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, SessionConfig
 from ..errors import BadInput
 from ..results import DatasetFacts, SessionFacts
 from . import check_path, read_system_prompt, sharegpt
+from .images import synthetic_image_sets
 from .synthetic import synthetic_prompts
 from .tokenizers import Tokenizer
 
@@ -34,6 +35,9 @@ class Turn:
     text: str
     tokens: int
     max_tokens: int
+    # issue 23 images: the turn's own images (data URLs) and their pixels (--images)
+    images: tuple[str, ...] = ()
+    image_pixels: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,8 @@ def build_conversations(
     conversations = [_sized(c, count, cfg.output_tokens, system) for c in raw[: cfg.num_prompts]]
     if not conversations:
         raise BadInput(f"dataset {cfg.name!r} gave no conversation with a user turn (check --dataset-path)")
+    if cfg.images is not None:  # issue 23 images: each turn's user message carries its own
+        conversations = _with_images(conversations, cfg, seed)
     facts = DatasetFacts(
         name=cfg.name,
         num_requests=sum(len(c.turns) for c in conversations),
@@ -87,6 +93,18 @@ def build_conversations(
         ),
     )
     return conversations, facts
+
+
+def _with_images(conversations: list[Conversation], cfg: DatasetConfig, seed: int) -> list[Conversation]:
+    sets = iter(synthetic_image_sets(sum(len(c.turns) for c in conversations), cfg, seed))
+    out = []
+    for c in conversations:
+        turns = []
+        for t in c.turns:
+            urls, pixels = next(sets)
+            turns.append(replace(t, images=urls, image_pixels=pixels))
+        out.append(replace(c, turns=tuple(turns)))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML is not a dependency)
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -112,6 +112,10 @@ class Variant(FrozenModel):
     prefix_skew: float | None = Field(default=None, gt=0)
     # issue 23 embeddings: this variant's inputs per pooling request (over the experiment's batch_size)
     batch_size: int | None = Field(default=None, gt=0)
+    # issue 23 images: a variant with images beside one without shows what they cost
+    images: str | None = None
+    image_size: str | None = None
+    image_format: Literal["png", "jpeg"] | None = None
 
 
 class ExperimentSpec(FrozenModel):

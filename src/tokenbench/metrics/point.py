@@ -15,6 +15,7 @@ from ..records import UNFINISHED, Outcome, RequestRecord
 from ..results import Concurrency, Populations, Requests, ServerVsClient, Tokens, WindowSpan
 from ..results.run import PointMetrics
 from .chunks import CancelledOutput, ChunkTally
+from .images import image_metrics
 from .pooling import is_pooling, pooling_metrics
 from .reasoning import reasoning_metrics
 from .span import PointSpan, Window, lifetimes, tokens_per_chunk
@@ -223,6 +224,7 @@ def summarize_point(
         tokens=token_counts(population),
         **reasoning_metrics(population),  # only when reasoning streamed: keeps the shape otherwise
         **(pooling_metrics(basis.rated, basis.weight, basis.period_s, prompt_tokens) if pooling else {}),
+        **image_metrics(population, rates.requests_per_s),  # issue 23 images: only when some carried images
     )
 
 

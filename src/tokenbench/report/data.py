@@ -149,6 +149,20 @@ class TurnRow:
 
 
 @dataclass(frozen=True)
+class ImageRow:
+    """One point that sent images (results' ``images``; issue 23 images): what they cost."""
+
+    config: str
+    label: str  # the point's
+    requests: int
+    images_per_request: float
+    pixels_per_image: float | None
+    images_per_s: float | None
+    prompt_tokens_mean: float | None  # the server's, images included
+    ttft_mean_s: float | None  # the point's, over every successful request
+
+
+@dataclass(frozen=True)
 class CapacityEntry:
     """One capacity search: its configuration's display label and its capacity.json."""
 
@@ -167,6 +181,7 @@ class ReportData:
     slos: tuple[Slo, ...] = field(default=())  # distinct SLOs of the inputs
     turns: tuple[TurnRow, ...] = ()  # multi-turn session runs' points, by turn index
     capacities: tuple[CapacityEntry, ...] = ()  # capacity searches (capacity.json), in input order
+    images: tuple[ImageRow, ...] = ()  # issue 23 images: the points that sent images
 
 
 @dataclass
@@ -181,6 +196,7 @@ class Part:
     slos: list[Slo]
     turns: list[TurnRow] = field(default_factory=list)
     capacities: list[CapacityEntry] = field(default_factory=list)
+    images: list[ImageRow] = field(default_factory=list)  # issue 23 images
 
     def configs(self) -> list[str]:
         seen: list[str] = []

@@ -12,7 +12,16 @@ from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import NO_TRIALS, Experiment, RunResults
 from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo
 from .files import ReportInputError, StaleLayoutError, read_typed
-from .run_dir import dataset_text, facts_text, load_value, point_spans, read_capacity, slo_of, turn_rows
+from .run_dir import (
+    dataset_text,
+    facts_text,
+    image_rows,
+    load_value,
+    point_spans,
+    read_capacity,
+    slo_of,
+    turn_rows,
+)
 
 # experiment.json's spec (or a part of it): the user's YAML document as given, any shape (a true
 # edge); the header reads a few keys of it when no cell has results.
@@ -38,6 +47,8 @@ def read_experiment_dir(path: Path) -> Part:
             config = _config(cell.server, cell.variant, many_variants)
             rows_of_cell = turn_rows(cell_results[cell_id], config)
             part.turns += [replace(t, label=f"{t.label} · trial {cell.trial}") for t in rows_of_cell]
+            image_rows_of_cell = image_rows(cell_results[cell_id], config)  # issue 23 images
+            part.images += [replace(i, label=f"{i.label} · trial {cell.trial}") for i in image_rows_of_cell]
         if cell.status == "ok":  # a search cell: its capacity.json (an unfinished search is not ranked)
             part.capacities += read_capacity(path / cell.run_dir, _config(cell.server, cell.variant, many_variants))
     return part

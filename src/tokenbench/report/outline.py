@@ -25,6 +25,7 @@ from .tables import (
     experiment_facts,
     failed_cells_table,
     headline_table,
+    images_table,
     runs_table,
     saturation_table,
     servers_table,
@@ -108,6 +109,13 @@ TURNS_CAPTION = (
 )
 
 
+IMAGES_CAPTION = (
+    "Points whose requests carried images (chat image_url parts). images/s: the request rate times the "
+    "mean images of a successful request; prompt tokens are the server's usage, the images' tokens "
+    "included; TTFT over every successful request of the point. Megapixels: – when an image was a URL."
+)
+
+
 def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> ReportOutline:
     """The report's sections in order: inputs, verdict, headline numbers, the chart sections
     that have charts (errors always), stability over time."""
@@ -137,6 +145,9 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
         sections.append(
             Section("turns", "TTFT by turn (multi-turn sessions)", (Block(table=turns),), caption=TURNS_CAPTION)
         )
+    images = images_table(data)  # issue 23 images: only when some point sent images
+    if images is not None:
+        sections.append(Section("images", "Images", (Block(table=images),), caption=IMAGES_CAPTION))
     sections += _chart_sections(data, charts)
     hidden = max(0, len(data.series) - MAX_TIMESERIES_CHARTS)
     sections.append(

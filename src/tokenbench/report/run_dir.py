@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
 from ..results.capacity import CAPACITY_FILE, CapacityResult
-from .data import CapacityEntry, Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
+from .data import CapacityEntry, ImageRow, Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
 from .files import ReportInputError, read_json, read_typed
 
 
@@ -131,6 +131,7 @@ def read_run(path: Path) -> Part:
     part = Part(path.name, [_header(path, results, config)], [], rows, series, [slo_of(results)])
     part.turns = turn_rows(results, config)
     part.capacities = read_capacity(path, config)
+    part.images = image_rows(results, config)  # issue 23 images
     return part
 
 
@@ -144,6 +145,24 @@ def read_capacity(path: Path, config: str) -> list[CapacityEntry]:
     except ValidationError as exc:
         raise ReportInputError(f"{file}: not a capacity.json tokenbench can read ({exc})") from None
     return [CapacityEntry(config, result)]
+
+
+def image_rows(results: RunResults, config: str) -> list[ImageRow]:
+    """The points that sent images (none for a text run)."""
+    return [
+        ImageRow(
+            config,
+            p.label,
+            p.images.requests,
+            p.images.images_per_request,
+            p.images.pixels_per_image,
+            p.images.images_per_s,
+            p.images.prompt_tokens.mean,
+            p.ttft_s.mean,
+        )
+        for p in results.points
+        if p.images is not None
+    ]
 
 
 def turn_rows(results: RunResults, config: str) -> list[TurnRow]:

@@ -165,6 +165,37 @@ def turns_table(data: ReportData) -> Table | None:
     return Table(headers, rows, numeric=(2, 3, 4, 5, 6))
 
 
+def images_table(data: ReportData) -> Table | None:
+    """Points that sent images (issue 23 images): per configuration and load, the images a
+    request, their size, images/s, the server's prompt tokens and TTFT; None without any."""
+    if not data.images:
+        return None
+    rows = [
+        [
+            i.config,
+            i.label,
+            str(i.requests),
+            fmt.num(i.images_per_request, digits=2),
+            fmt.num(i.pixels_per_image / 1e6 if i.pixels_per_image is not None else None, digits=3),
+            fmt.num(i.images_per_s, digits=2),
+            fmt.num(i.prompt_tokens_mean, digits=0),
+            fmt.num(i.ttft_mean_s, scale=1e3),
+        ]
+        for i in data.images
+    ]
+    headers = [
+        "configuration",
+        "load",
+        "requests with images",
+        "images / request",
+        "megapixels / image",
+        "images/s",
+        "prompt tokens mean",
+        "TTFT mean (ms)",
+    ]
+    return Table(headers, rows, numeric=(2, 3, 4, 5, 6, 7))
+
+
 def _pick_text(p: Pick | None) -> str:
     if p is None:
         return NULL_TEXT

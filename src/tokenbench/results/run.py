@@ -179,6 +179,23 @@ class Pooling(FrozenModel):
     prompt_tokens_source: dict[str, int]  # where those counts came from: server, dataset, unknown
 
 
+class Images(FrozenModel):
+    """Images sent in chat content parts over a point's population (metrics.images; issue 23
+    images; only on a point where some request carried images)."""
+
+    requests: int  # requests of the population that carried images
+    images: int  # the images they carried
+    images_per_request: Number  # images / requests
+    image_pixels: int | None  # their pixels in all; None: some image's size was not known (a URL)
+    pixels_per_image: Number | None
+    # requests_per_s x the mean images of the successful requests: images served per second, by
+    # the request rate's own rule (METRICS.md)
+    images_per_s: Number | None
+    ok_requests: int  # successful requests that carried images
+    # the server's usage.prompt_tokens over the successful requests with images (images included)
+    prompt_tokens: Distribution
+
+
 class Fluidity(FrozenModel):
     """Etalon's fluidity index over a point's successful requests (metrics.pertoken): each token
     has a deadline, ``ttft_deadline_s`` after the send for the first, ``tbt_deadline_s`` after the
@@ -356,6 +373,8 @@ class PointMetrics(FrozenModel):
     reasoning: Reasoning | None = None
     # issue 23 embeddings: only on a point of pooling requests (a run without keeps its shape)
     pooling: Pooling | None = None
+    # issue 23 images: only on a point where some request carried images
+    images: Images | None = None
 
 
 # A point's parts are declared once, where they are computed. Pydantic puts a base's fields before
