@@ -18,7 +18,7 @@ from tokenbench.procs import free_port, stop, wait_http
 
 # config.json's settings keys added since the 0.2.1 run directories in tests/fixtures/rundirs were
 # written (additive: an older file reads each as RunConfig's default). A new settings key goes here.
-SETTINGS_ADDED_SINCE_FIXTURES = {"trials": 1}
+SETTINGS_ADDED_SINCE_FIXTURES = {"trials": 1, "lora_mix": None, "mix": None, "tenant_header": "X-Tenant"}
 
 
 def quiet() -> Console:

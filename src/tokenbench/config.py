@@ -19,6 +19,7 @@ from pydantic import Field, field_validator, model_validator
 from .cost import CostConfig
 from .flags import ENGINE, PREFIXES, SCALE, SESSIONS, TRACE, Flag, SetBy
 from .frozen import FrozenModel as _Model
+from .workload_mix import DEFAULT_TENANT_HEADER, WorkloadMix, check_header, check_weights
 
 Api = Literal["chat", "completions", "tgi", "triton", "ollama"]  # the values of --api (clients.WIRES)
 Arrival = Literal["constant", "poisson", "gamma"]
@@ -723,6 +724,39 @@ class RunConfig(_Model):
     ] = "keep"
     cost: CostConfig | None = None  # --cost-per-hour, --gpus: each point's cost per million tokens
     workers: WorkersConfig = WorkersConfig()  # --workers, --ray, --ray-address
+    # issue 23 routing: LoRA adapters, classes and tenants (workload_mix.py)
+    lora_mix: Annotated[
+        dict[str, float] | None,
+        Flag(
+            "--lora-mix",
+            "LoRA adapters: send model=NAME by a seeded draw in proportion to the weights, name=weight,... "
+            "(e.g. a=1,b=1) or a YAML file of name: weight. The engine must serve each adapter.",
+        ),
+    ] = None
+    mix: Annotated[
+        WorkloadMix | None,
+        Flag(
+            "--mix",
+            "Workload mix YAML: classes, each with a share, and optionally its own dataset, slo, priority "
+            "(sent as the request's priority field) and tenant (sent in --tenant-header). Results by_class.",
+        ),
+    ] = None
+    tenant_header: Annotated[
+        str, Flag("--tenant-header", "Header carrying a class's tenant on each of its requests.", default=True)
+    ] = DEFAULT_TENANT_HEADER
+
+    _tenant_header = field_validator("tenant_header")(check_header)
+
+    @field_validator("lora_mix")
+    @classmethod
+    def _lora_weights(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        return check_weights(v, "--lora-mix") if v is not None else v
+
+    @model_validator(mode="after")
+    def _groups(self) -> RunConfig:
+        if (self.mix is not None or self.lora_mix) and self.sessions is not None:
+            raise ValueError("--mix and --lora-mix draw single requests: not with --multi-turn (yet)")
+        return self
 
     @model_validator(mode="after")
     def _replay_needs_trace(self) -> RunConfig:

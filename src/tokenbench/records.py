@@ -80,6 +80,12 @@ class Request:
     # profile accepts them (vLLM, SGLang): the server's blocks are then exactly the trace's.
     # ``prompt`` holds a text rendering of the same request for everything else.
     prompt_token_ids: tuple[int, ...] | None = None
+    # issue 23 routing: the group it belongs to (workload_mix.py): the LoRA adapter it is sent to
+    # (its ``model``), its class, its tenant (also in ``headers``) and the priority it carries.
+    adapter: str | None = None
+    request_class: str | None = None
+    tenant: str | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -97,6 +103,18 @@ class Request:
         if self.messages is not None:
             return list(self.messages)
         return [{"role": "user", "content": self.prompt or ""}]
+
+
+def group_fields(request: Request) -> dict[str, Any]:
+    """A request's group as its record's fields (issue 23 routing): none when it has no group."""
+    if request.adapter is None and request.request_class is None:
+        return {}
+    return {
+        "adapter": request.adapter,
+        "request_class": request.request_class,
+        "tenant": request.tenant,
+        "priority": request.priority,
+    }
 
 
 def _no_chunks() -> array[float]:
@@ -191,6 +209,11 @@ class RequestRecord:
     chunk_tokens: array[int] | None = None
     first_chunk_tokens: int | None = None
     worker: int | None = None  # the worker process or Ray actor that sent it (--workers); None: one process
+    # issue 23 routing: Request.adapter, request_class, tenant, priority (workload_mix.py)
+    adapter: str | None = None
+    request_class: str | None = None
+    tenant: str | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

@@ -31,6 +31,7 @@ from .clients.wire import Wire
 from .config import (
     SYNTHETIC_OUTPUT_TOKENS,
     BackendConfig,
+    DatasetConfig,
     LoadPoint,
     PrefixCacheMode,
     ReplayLoad,
@@ -47,7 +48,7 @@ from .load import describe
 from .loadgen import PointRun
 from .manifest import ServerFacts
 from .procs import Interrupts
-from .records import RunClock
+from .records import Request, RunClock
 from .report.console import summary_table, trials_table, workload_text
 from .report.failures import failed_points, failure_lines
 from .request_source import RequestSource
@@ -60,6 +61,7 @@ from .terminal import console as wide_console
 from .workers.core import choose_tokenizer
 from .workers.pool import AllWorkersLost, WorkerPool
 from .workers.wiring import worker_pool, workers_facts
+from .workload_mix import mixed_requests
 
 try:
     import uvloop
@@ -368,6 +370,13 @@ def _source(
         source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
     else:
         requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
+        if config.mix is not None or config.lora_mix:  # issue 23 routing: each request's group
+
+            def build(overrides: dict[str, Any]) -> list[Request]:
+                dataset = DatasetConfig.model_validate({**config.dataset.model_dump(), **overrides})
+                return build_requests(dataset, tokenizer, config.seed, window, _token_ids(target))[0]
+
+            requests = mixed_requests(requests, config.mix, config.lora_mix, config.tenant_header, config.seed, build)
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
     writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))

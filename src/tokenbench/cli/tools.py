@@ -52,6 +52,14 @@ def mock(
             "/metrics vLLM's prefix_cache counters, POST /reset_prefix_cache empties it (0: none)."
         ),
     ] = 0,
+    priority_queue: Annotated[
+        bool,
+        typer.Option(help="With --max-streams: admit waiting requests by their priority field (lower first)."),
+    ] = False,
+    adapters: Annotated[
+        str,
+        typer.Option(help="LoRA adapters served, NAME=MS,...: each one's extra TTFT; other model names get 404."),
+    ] = "",
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
@@ -72,6 +80,8 @@ def mock(
             reasoning_chunks=reasoning_chunks,
             record_requests=record_requests,
             cache_block_tokens=cache_block_tokens,
+            priority_queue=priority_queue,
+            adapters=adapters,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

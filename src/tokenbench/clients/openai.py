@@ -28,7 +28,8 @@ class OpenAIWire:
         return f"{target.url}{'/v1/chat/completions' if self.chat else '/v1/completions'}"
 
     def payload(self, request: Request, target: TargetConfig) -> Body:
-        body: Body = {"model": target.model, "stream": True}
+        # a LoRA adapter is its own model name (vLLM, SGLang, LMDeploy, llama.cpp's router)
+        body: Body = {"model": request.adapter or target.model, "stream": True}
         if self.chat:
             body["messages"] = request.as_messages()
         elif request.prompt_token_ids is not None:
@@ -51,6 +52,8 @@ class OpenAIWire:
             body["ignore_eos"] = True
         if target.temperature is not None:
             body["temperature"] = target.temperature
+        if request.priority is not None:  # vLLM's and SGLang's request field (issue 23 routing)
+            body["priority"] = request.priority
         body.update(target.extra_body)
         return body
 
