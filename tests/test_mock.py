@@ -192,6 +192,8 @@ def test_deliveries_log_what_was_written(mock_server):
         "headers",
         "messages",
         "prompt",
+        "model",
+        "priority",
     }
     assert ok["headers"] is None  # logged only with record_requests
     assert ok["fault"] is None and aborted["fault"] == "abort"

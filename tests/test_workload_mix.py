@@ -15,7 +15,9 @@ from run_helpers import config, quiet, records_of
 from tokenbench.capacity.objectives import class_objectives, measure
 from tokenbench.config import RateLoad, RunConfig, SessionConfig, StopConfig, UsersLoad
 from tokenbench.errors import BadInput
+from tokenbench.export import run_tables
 from tokenbench.records import Request
+from tokenbench.report import write_report
 from tokenbench.results import RunResults
 from tokenbench.results.capacity import Objective
 from tokenbench.runner import run
@@ -137,8 +139,22 @@ def test_an_adapter_the_server_does_not_serve_fails_with_its_404(mock_server, tm
 
 MIX = {
     "classes": [
-        {"name": "high", "share": 1, "priority": 0, "tenant": "acme", "slo": "ttft=250ms", "objectives": "ttft:p90<=250ms"},
-        {"name": "low", "share": 3, "priority": 10, "tenant": "beta", "slo": "ttft=250ms", "objectives": "ttft:p90<=250ms"},
+        {
+            "name": "high",
+            "share": 1,
+            "priority": 0,
+            "tenant": "acme",
+            "slo": "ttft=250ms",
+            "objectives": "ttft:p90<=250ms",
+        },
+        {
+            "name": "low",
+            "share": 3,
+            "priority": 10,
+            "tenant": "beta",
+            "slo": "ttft=250ms",
+            "objectives": "ttft:p90<=250ms",
+        },
     ]
 }
 
@@ -181,6 +197,12 @@ def test_priority_keeps_the_high_class_ttft_under_overload(mock_server, tmp_path
     assert [o.request_class for o in objectives] == ["high", "low"]
     assert [measure(probe, o) is not None and measure(probe, o) <= o.limit for o in objectives] == [True, False]
     assert Objective(name="ttft", stat="p90", limit=1).model_dump() == {"name": "ttft", "stat": "p90", "limit": 1}
+    # export's columns and the report's section
+    tables = run_tables(result.run_dir)
+    assert {r["request_class"] for r in tables["records"]} == {"high", "low"}
+    assert tables["points"][0]["by_class_high_ttft_s_p90"] == high["ttft_s"]["p90"]
+    report = (write_report([result.run_dir], tmp_path / "report").markdown).read_text()
+    assert "## By adapter, class and tenant" in report and "| tenant | acme |" in report
 
 
 def test_without_priority_the_high_class_queues_with_the_rest(mock_server, tmp_path):

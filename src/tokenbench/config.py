@@ -167,6 +167,39 @@ class EngineKnobs(_Model):
         dict[str, str],
         Flag("--engine-env", "Engine: KEY=VALUE set in the engine's environment (repeat).", ENGINE, repeat=True),
     ] = Field(default_factory=dict)
+    # issue 23 routing: LoRA adapters the engine serves (backends/lora.py maps them per engine)
+    lora_modules: Annotated[
+        tuple[str, ...],
+        Flag(
+            "--lora-modules",
+            "Engine: a LoRA adapter to serve, NAME=PATH (repeat; implies --enable-lora); requests reach it "
+            "with --lora-mix NAME=WEIGHT.",
+            ENGINE,
+            repeat=True,
+        ),
+    ] = ()
+    enable_lora: Annotated[bool | None, Flag("--enable-lora", "Engine: LoRA serving on (vLLM, SGLang).", ENGINE)] = None
+    max_loras: Annotated[
+        int | None, Flag("--max-loras", "Engine: LoRA adapters in one batch (vLLM, SGLang).", ENGINE)
+    ] = Field(default=None, gt=0)
+    max_lora_rank: Annotated[
+        int | None, Flag("--max-lora-rank", "Engine: the largest LoRA rank served (vLLM, SGLang).", ENGINE)
+    ] = Field(default=None, gt=0)
+
+    @field_validator("lora_modules", mode="before")
+    @classmethod
+    def _lora_modules(cls, v: object) -> object:
+        """NAME=PATH each (a comma-separated list in one value too)."""
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list | tuple):
+            items = [p.strip() for item in v for p in str(item).split(",") if p.strip()]
+            for item in items:
+                name, eq, path = item.partition("=")
+                if not eq or not name.strip() or not path.strip():
+                    raise ValueError(f"--lora-modules {item!r}: write NAME=PATH (an adapter's name and its directory)")
+            return tuple(items)
+        return v
 
 
 class BackendConfig(_Model):

@@ -124,7 +124,9 @@ def parse_lora_mix(text: str) -> dict[str, float]:
         try:
             data = yaml.safe_load(path.read_text())
         except (OSError, yaml.YAMLError) as exc:
-            raise BadInput(f"--lora-mix {text}: cannot read it as YAML ({exc}): give name=weight,... or a file") from None
+            raise BadInput(
+                f"--lora-mix {text}: cannot read it as YAML ({exc}): give name=weight,... or a file"
+            ) from None
         if isinstance(data, dict) and "adapters" in data:
             data = data["adapters"]
         if isinstance(data, list):

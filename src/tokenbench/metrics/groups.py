@@ -78,7 +78,9 @@ def group_stats(
     )
 
 
-def _split(records: Sequence[RequestRecord], key: Callable[[RequestRecord], str | None]) -> dict[str, list[RequestRecord]]:
+def _split(
+    records: Sequence[RequestRecord], key: Callable[[RequestRecord], str | None]
+) -> dict[str, list[RequestRecord]]:
     groups: dict[str, list[RequestRecord]] = {}
     for r in records:
         k = key(r)
@@ -134,7 +136,9 @@ def group_breakdowns(
                 return run_slo
             return run_slo if not (mix and any(c.slo for c in mix.classes)) else None
 
-        parts[key] = {name: group_stats(rs, total, period_s, slo, shown(name), key == "by_class") for name, rs in groups.items()}
+        parts[key] = {
+            name: group_stats(rs, total, period_s, slo, shown(name), key == "by_class") for name, rs in groups.items()
+        }
     by_tenant = parts.get("by_tenant")
     if isinstance(by_tenant, dict):
         fair = fairness(by_tenant)
