@@ -35,6 +35,7 @@ from ..cost import CostConfig
 from ..errors import BadInput
 from ..frozen import FrozenModel
 from ..slug import slug
+from ..workload_mix import DEFAULT_TENANT_HEADER, WorkloadMix
 from .search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
@@ -110,6 +111,12 @@ class Variant(FrozenModel):
     prefix_groups: int | None = Field(default=None, gt=0)
     prefix_tokens: int | None = Field(default=None, gt=0)
     prefix_skew: float | None = Field(default=None, gt=0)
+    # issue 23 routing: a variant's own LoRA mix and workload mix (not dataset fields)
+    lora_mix: dict[str, float] | None = None
+    mix: WorkloadMix | None = None
+
+
+GROUP_FIELDS = {"lora_mix", "mix"}  # a Variant's fields that are not its dataset's
 
 
 class ExperimentSpec(FrozenModel):
@@ -130,6 +137,10 @@ class ExperimentSpec(FrozenModel):
     metrics_interval_s: float = Field(default=1.0, gt=0)
     seed: int = 0
     sessions: SessionConfig | None = None  # multi-turn sessions (``--multi-turn``'s settings)
+    # issue 23 routing: --lora-mix, --mix and --tenant-header for every cell (a variant's own win)
+    lora_mix: dict[str, float] | None = None
+    mix: WorkloadMix | None = None
+    tenant_header: str = DEFAULT_TENANT_HEADER
 
     @model_validator(mode="before")
     @classmethod
@@ -313,7 +324,7 @@ def _cell_trials(spec: ExperimentSpec) -> int:
 
 def variant_dataset(dataset: DatasetConfig, variant: Variant) -> DatasetConfig:
     """The experiment's dataset with the variant's fields over it, validated."""
-    overrides = {k: v for k, v in variant.model_dump(exclude={"label"}).items() if v is not None}
+    overrides = {k: v for k, v in variant.model_dump(exclude={"label", *GROUP_FIELDS}).items() if v is not None}
     return DatasetConfig.model_validate(dataset.model_copy(update=overrides).model_dump())
 
 
@@ -342,6 +353,9 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         sessions=spec.sessions,
         prefix_cache=spec.prefix_cache,
         cost=entry.cost(),
+        lora_mix=variant.lora_mix or spec.lora_mix,
+        mix=variant.mix or spec.mix,
+        tenant_header=spec.tenant_header,
     )
 
 
