@@ -18,6 +18,12 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
   req/s, 128/128 tokens, 3 trials; the report gives each layer's overhead with its CI and where it
   helped (report/layers.py). Small: the embedded llama.cpp server alone, behind Triton and behind
   Ray Serve (both live on CPU, launched in front of it: ``upstream``), 1 and 2 req/s, 2 trials.
+- ``lora``: one LoRA adapter vs four on one base model, the same closed-loop load (by_adapter gives
+  each adapter's throughput and TTFT). Small: vLLM CPU with four random rank-8 adapters of
+  SmolLM2-135M (scripts/make_lora_adapters.py), 4 users.
+- ``priority``: priority scheduling on vs off under overload: the same engine with
+  ``--scheduling-policy priority`` and with its default, a high class (priority 0) and a low one
+  (priority 10) in one open loop above capacity (by_class). Small: vLLM CPU, max-num-seqs 2, 12 req/s.
 
 Each preset also has a ``ci`` scale: the small one's servers, loads, variants and trials with
 shorter points (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
