@@ -77,8 +77,29 @@ def test_settings_refuse_a_bad_tenant_header_and_a_mix_with_sessions(tmp_path):
     base = config("http://127.0.0.1:1", tmp_path, [UsersLoad(users=1)], StopConfig(max_requests=1))
     with pytest.raises(ValidationError, match="--tenant-header 'X Tenant' is not an HTTP header name"):
         RunConfig.model_validate({**base.model_dump(), "tenant_header": "X Tenant"})
-    with pytest.raises(ValidationError, match="not with --multi-turn"):
-        RunConfig.model_validate({**base.model_dump(), "lora_mix": {"a": 1}, "sessions": SessionConfig().model_dump()})
+    own = {"classes": [{"name": "a", "share": 1, "dataset": {"input_tokens": 9}}]}
+    with pytest.raises(ValidationError, match="own dataset is not taken with --multi-turn"):
+        RunConfig.model_validate({**base.model_dump(), "mix": own, "sessions": SessionConfig().model_dump()})
+
+
+def test_every_turn_of_a_conversation_carries_its_conversations_group(mock_server, tmp_path):
+    url = mock_server(ttft_ms=2, itl_ms=1, record_requests=True, adapters="x=0,y=0")
+    cfg = config(url, tmp_path, [UsersLoad(users=2)], StopConfig(max_requests=24), output_tokens=3)
+    mix = WorkloadMix.model_validate(
+        {"classes": [{"name": "hi", "share": 1, "tenant": "t1"}, {"name": "lo", "share": 1}]}
+    )
+    cfg = cfg.model_copy(update={"sessions": SessionConfig(turns=3), "mix": mix, "lora_mix": {"x": 1, "y": 1}})
+    result = run(cfg, quiet())
+    records = records_of(result.run_dir)
+    groups: dict[str, set] = {}
+    for r in records:
+        groups.setdefault(r["session_id"], set()).add((r["request_class"], r["tenant"], r["adapter"]))
+    assert all(len(g) == 1 for g in groups.values())  # one group per conversation, on every turn
+    assert {next(iter(g))[0] for g in groups.values()} == {"hi", "lo"}
+    sent = _deliveries(url)
+    assert {d["headers"].get("X-Tenant") for d in sent} == {"t1", None} and {d["model"] for d in sent} == {"x", "y"}
+    point = json.loads((result.run_dir / "results.json").read_text())["points"][0]
+    assert set(point["by_class"]) == {"hi", "lo"} and "by_turn" in point
 
 
 def test_a_class_with_its_own_dataset_takes_its_requests_at_its_positions():

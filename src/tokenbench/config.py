@@ -787,8 +787,8 @@ class RunConfig(_Model):
 
     @model_validator(mode="after")
     def _groups(self) -> RunConfig:
-        if (self.mix is not None or self.lora_mix) and self.sessions is not None:
-            raise ValueError("--mix and --lora-mix draw single requests: not with --multi-turn (yet)")
+        if self.mix is not None and self.sessions is not None and any(c.dataset for c in self.mix.classes):
+            raise ValueError("--mix: a class's own dataset is not taken with --multi-turn: drop its dataset:")
         return self
 
     @model_validator(mode="after")

@@ -105,6 +105,28 @@ class Request:
         return [{"role": "user", "content": self.prompt or ""}]
 
 
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A request's group as drawn (workload_mix.py; issue 23 routing): a multi-turn conversation
+    carries one, which every turn's request takes (``apply``)."""
+
+    adapter: str | None = None
+    request_class: str | None = None
+    tenant: str | None = None
+    priority: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # the tenant header
+
+    def apply(self, request: Request) -> Request:
+        return replace(
+            request,
+            adapter=self.adapter,
+            request_class=self.request_class,
+            tenant=self.tenant,
+            priority=self.priority,
+            headers=(*request.headers, *self.headers),
+        )
+
+
 def group_fields(request: Request) -> dict[str, Any]:
     """A request's group as its record's fields (issue 23 routing): none when it has no group."""
     if request.adapter is None and request.request_class is None:

@@ -61,7 +61,7 @@ from .terminal import console as wide_console
 from .workers.core import choose_tokenizer
 from .workers.pool import AllWorkersLost, WorkerPool
 from .workers.wiring import worker_pool, workers_facts
-from .workload_mix import mixed_requests
+from .workload_mix import mixed_conversations, mixed_requests
 
 try:
     import uvloop
@@ -364,6 +364,10 @@ def _source(
     source: RequestSource | SessionSource
     if config.sessions is not None:
         conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
+        if config.mix is not None or config.lora_mix:  # issue 23 routing: each conversation's group
+            conversations = mixed_conversations(
+                conversations, config.mix, config.lora_mix, config.tenant_header, config.seed
+            )
         counter = tokenizer.count if tokenizer is not None else estimate_tokens
         knobs = config.backend.knobs if config.backend is not None else None
         max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len

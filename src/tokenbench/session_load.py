@@ -36,7 +36,7 @@ from .errors import BadInput
 from .failfast import Backoff
 from .live import LiveStats
 from .load import Share, arrival_times
-from .records import Outcome, Request, RequestRecord
+from .records import Outcome, Request, RequestRecord, group_fields
 from .request_source import RequestSource, start_index
 
 Send = Callable[[Request, RequestRecord], Awaitable[None]]
@@ -339,6 +339,8 @@ async def _turn(gen: Driver, point: Point, conv: _Conv, k: int, scheduled_s: flo
         history_tokens=conv.history_tokens,
         headers=((source.settings.header, conv.sid),),
     )
+    if conv.conversation.group is not None:  # issue 23 routing: the conversation's group
+        request = conv.conversation.group.apply(request)
     record = gen.new_record(
         point=point.run.index,
         id=source.next_id(),
@@ -348,6 +350,7 @@ async def _turn(gen: Driver, point: Point, conv: _Conv, k: int, scheduled_s: flo
         session_id=conv.sid,
         turn_index=k,
         history_tokens=conv.history_tokens,
+        **group_fields(request),
     )
     await conv.send(request, record)
     return record

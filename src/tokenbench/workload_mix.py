@@ -23,16 +23,17 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML is not a dependency)
 from pydantic import Field, field_validator, model_validator
 
 from .errors import BadInput
 from .frozen import FrozenModel
-from .records import Request
+from .records import Group, Request
 
 DEFAULT_TENANT_HEADER = "X-Tenant"
+C = TypeVar("C")  # a multi-turn conversation (datasets.sessions.Conversation: a dataclass with ``group``)
 
 
 def _seconds(value: object) -> object:
@@ -252,6 +253,46 @@ def mixed_requests(
         drawn = with_adapters([out[i] for i in at], adapters, seed, f":{c.name}")
         for i, r in zip(at, drawn, strict=True):
             out[i] = r
+    return out
+
+
+def mixed_conversations(
+    conversations: list[C],
+    mix: WorkloadMix | None,
+    lora_mix: dict[str, float] | None,
+    tenant_header: str,
+    seed: int,
+) -> list[C]:
+    """Multi-turn conversations with a group each (every turn of one takes its conversation's),
+    drawn as ``mixed_requests`` draws prompts'. A class's own dataset is not taken here."""
+    classes = mix.classes if mix is not None else []
+    if any(c.dataset for c in classes):
+        raise BadInput("--mix: a class's own dataset is not taken with --multi-turn: drop its dataset:")
+    n = len(conversations)
+    picks = stratified(n, [c.share for c in classes], f"{seed}:class") if classes else [None] * n
+    adapters: list[str | None] = [None] * n
+    for k in range(len(classes)) if classes else [None]:
+        own = classes[k].lora_mix if k is not None else None
+        weights = own or lora_mix
+        if not weights:
+            continue
+        at = [i for i, p in enumerate(picks) if p == k]
+        names = list(weights)
+        salt = f":{classes[k].name}" if k is not None else ""
+        for i, j in zip(at, stratified(len(at), [weights[x] for x in names], f"{seed}:lora{salt}"), strict=True):
+            adapters[i] = names[j]
+    out = []
+    for i, conv in enumerate(conversations):
+        c = classes[picks[i]] if picks[i] is not None else None  # type: ignore[index]
+        tenant = c.tenant if c is not None else None
+        group = Group(
+            adapter=adapters[i],
+            request_class=c.name if c is not None else None,
+            tenant=tenant,
+            priority=c.priority if c is not None else None,
+            headers=((tenant_header, tenant),) if tenant is not None else (),
+        )
+        out.append(replace(conv, group=group))  # type: ignore[type-var]
     return out
 
 
