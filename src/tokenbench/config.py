@@ -169,7 +169,7 @@ class EngineKnobs(_Model):
     ] = Field(default_factory=dict)
     # issue 23 routing: LoRA adapters the engine serves (backends/lora.py maps them per engine)
     lora_modules: Annotated[
-        tuple[str, ...],
+        tuple[str, ...] | None,
         Flag(
             "--lora-modules",
             "Engine: a LoRA adapter to serve, NAME=PATH (repeat; implies --enable-lora); requests reach it "
@@ -177,7 +177,7 @@ class EngineKnobs(_Model):
             ENGINE,
             repeat=True,
         ),
-    ] = ()
+    ] = None  # None, not (): a profile that dumps its set knobs (Ray, Triton) sees none
     enable_lora: Annotated[bool | None, Flag("--enable-lora", "Engine: LoRA serving on (vLLM, SGLang).", ENGINE)] = None
     max_loras: Annotated[
         int | None, Flag("--max-loras", "Engine: LoRA adapters in one batch (vLLM, SGLang).", ENGINE)

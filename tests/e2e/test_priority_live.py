@@ -1,5 +1,5 @@
 """Priority classes live on vLLM's CPU build (issue 23 routing): one open-loop point well above
-what two sequences at a time can serve, a quarter of the requests in a high class (priority 0,
+what two sequences at a time can serve, a third of the requests in a high class (priority 0,
 tenant a) and the rest low (priority 10, tenant b), once with ``--scheduling-policy priority`` and
 once with vLLM's default (first come, first served). With priority scheduling the high class keeps
 its TTFT while the low class absorbs the queue; without it both queue alike."""
@@ -25,12 +25,14 @@ KV_CACHE_BYTES = 4 * 23_592_960
 MIX = WorkloadMix.model_validate(
     {
         "classes": [
-            {"name": "high", "share": 1, "priority": 0, "tenant": "a", "slo": "ttft=1s"},
-            {"name": "low", "share": 3, "priority": 10, "tenant": "b", "slo": "ttft=1s"},
+            {"name": "high", "share": 1, "priority": 0, "tenant": "a", "slo": "ttft=3s"},
+            {"name": "low", "share": 2, "priority": 10, "tenant": "b", "slo": "ttft=3s"},
         ]
     }
 )
-RATE = 12.0  # requests/s: several times what 2 sequences of 32 output tokens get through on 2 cores
+# requests/s: about twice what 2 sequences of 32/32 tokens get through on 2 busy cores (~1.5/s
+# measured): the backlog grows by ~1.5 requests a second of the point
+RATE = 3.0
 DURATION_S = 8.0
 
 
@@ -88,9 +90,9 @@ def _ttft_p90(point: dict, name: str) -> float:
 
 def test_with_priority_scheduling_the_high_class_keeps_its_ttft_while_the_low_class_queues(points):
     point = points["priority"]
-    assert point["requests_in_window"]["ok"] > 20
+    assert point["requests_in_window"]["ok"] > 15
     high, low = _ttft_p90(point, "high"), _ttft_p90(point, "low")
-    assert high * 3 < low, (high, low)
+    assert high * 2 < low, (high, low)
     assert point["by_class"]["high"]["good_fraction"] > point["by_class"]["low"]["good_fraction"]
     assert point["fairness"]["tenants"] == 2 and point["fairness"]["jain_index"] < 1
 
@@ -99,4 +101,4 @@ def test_without_it_the_high_class_queues_with_the_rest(points):
     point = points["fcfs"]
     high, low = _ttft_p90(point, "high"), _ttft_p90(point, "low")
     assert high > low / 2, (high, low)
-    assert high > 3 * _ttft_p90(points["priority"], "high")
+    assert high > 1.5 * _ttft_p90(points["priority"], "high")

@@ -152,7 +152,7 @@ def knob_flags(
     if lora is not None:
         argv += lora_flags(knobs, lora)
     elif any(getattr(knobs, k) not in (None, ()) for k in LORA_KNOBS):
-        raise unsupported(engine, "lora_modules", ",".join(knobs.lora_modules) or "on")
+        raise unsupported(engine, "lora_modules", ",".join(knobs.lora_modules or ()) or "on")
     for knob, value in _set_knobs(knobs).items():
         if knob in values:
             argv += [values[knob], _fmt(value)]

@@ -54,7 +54,7 @@ def _refuse(engine: str, flag: str) -> BackendError:
 def lora_flags(knobs: EngineKnobs, flags: LoraFlags) -> list[str]:
     """The engine's LoRA flags for the knobs set (none set: none)."""
     argv: list[str] = []
-    modules = list(knobs.lora_modules)
+    modules = list(knobs.lora_modules or ())
     enable = knobs.enable_lora if knobs.enable_lora is not None else (True if modules else None)
     if enable:
         if flags.enable is not None:
