@@ -231,3 +231,31 @@ def test_without_priority_the_high_class_queues_with_the_rest(mock_server, tmp_p
     _, data = _overload(url, tmp_path)
     high = data["points"][0]["by_class"]["high"]
     assert high["ttft_s"]["p90"] > 0.4
+
+
+def test_a_capacity_search_passes_a_load_only_when_every_class_meets_its_own(mock_server, tmp_path):
+    """One stream served by priority: the high class's TTFT stays low at any rate, the low class's
+    grows with the rate, so the low class's own objective decides every failing load."""
+    from typer.testing import CliRunner
+
+    from tokenbench.cli import app
+
+    url = mock_server(ttft_ms=5, itl_ms=2, max_streams=1, priority_queue=True)
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(
+        "classes:\n"
+        "  - {name: high, share: 1, priority: 0, objectives: 'ttft:p90<=150ms'}\n"
+        "  - {name: low, share: 3, priority: 10, objectives: 'ttft:p90<=150ms'}\n"
+    )
+    out = tmp_path / "search"
+    args = ["capacity", "--url", url, "--slo", "errors<=100%", "--mix", str(mix), "--output-tokens", "8"]
+    args += ["--duration", "1", "--drain-timeout", "1", "--max-probes", "2", "--saturate-users", "4", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--no-live"])
+    assert result.exit_code == 0, result.output
+    capacity = json.loads((out / "capacity.json").read_text())
+    assert {o.get("request_class") for o in capacity["slo"]} == {None, "high", "low"}
+    failed = [d for d in capacity["decisions"] if not d["passed"]]
+    assert failed, capacity["decisions"]  # some probed load overloads the one stream
+    for d in failed:
+        verdict = {o.get("request_class"): o["passed"] for o in d["objectives"]}
+        assert verdict["low"] is False and verdict["high"] is True
