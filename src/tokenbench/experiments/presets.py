@@ -23,7 +23,7 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
   SmolLM2-135M (scripts/make_lora_adapters.py), 4 users.
 - ``priority``: priority scheduling on vs off under overload: the same engine with
   ``--scheduling-policy priority`` and with its default, a high class (priority 0) and a low one
-  (priority 10) in one open loop above capacity (by_class). Small: vLLM CPU, max-num-seqs 2, 12 req/s.
+  (priority 10) in one open loop above capacity (by_class). Small: vLLM CPU, max-num-seqs 2, 3 req/s.
 
 Each preset also has a ``ci`` scale: the small one's servers, loads, variants and trials with
 shorter points (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
@@ -329,7 +329,7 @@ def _priority_mix(ttft_s: float) -> Doc:
     return {
         "classes": [
             {"name": "high", "share": 1, "priority": 0, "tenant": "a", "slo": {"ttft_s": ttft_s}},
-            {"name": "low", "share": 3, "priority": 10, "tenant": "b", "slo": {"ttft_s": ttft_s}},
+            {"name": "low", "share": 2, "priority": 10, "tenant": "b", "slo": {"ttft_s": ttft_s}},
         ]
     }
 
@@ -338,7 +338,7 @@ def _priority(scale: Scale) -> Doc:
     """Priority scheduling on vs off under overload: the same engine launched with
     ``--scheduling-policy priority`` and with its default (first come, first served), an open
     loop above its capacity, a quarter of the requests in a high class (priority 0) and the rest
-    low (priority 10). by_class shows whether the high class keeps its TTFT."""
+    low (priority 10): a third high. by_class shows whether the high class keeps its TTFT."""
     if scale == "full":
         base: Doc = {"backend": "vllm", "model": FULL_MODEL}
         knobs: Doc = {"max_num_seqs": 64}
@@ -357,7 +357,7 @@ def _priority(scale: Scale) -> Doc:
             ],
             "engine_env": {"HF_HUB_OFFLINE": "1"},
         }
-        load = {"rates": [12], "arrival": "constant"}
+        load = {"rates": [3], "arrival": "constant"}  # ~2x what 2 sequences of 32/32 get through here
         stop = {"duration_s": 10, "drain_timeout_s": 30}
         dataset = {**_fixed_128(), "input_tokens": 32, "output_tokens": 32}
         extra = {"metrics_interval_s": 0.5}
@@ -373,7 +373,7 @@ def _priority(scale: Scale) -> Doc:
         "load": load,
         "stop": stop,
         "dataset": dataset,
-        "mix": _priority_mix(1.0 if scale != "full" else 0.5),
+        "mix": _priority_mix(3.0 if scale != "full" else 0.5),
         "api": "completions",
         "ignore_eos": True,
         **extra,
