@@ -19,7 +19,15 @@ from tokenbench.procs import free_port, stop, wait_http
 # config.json's settings keys added since the 0.2.1 run directories in tests/fixtures/rundirs were
 # written (additive: an older file reads each as RunConfig's default). A new settings key goes here.
 # A nested key is dotted ("target.batch_size": issue 23 embeddings).
-SETTINGS_ADDED_SINCE_FIXTURES = {"trials": 1, "target.batch_size": None}
+SETTINGS_ADDED_SINCE_FIXTURES = {
+    "trials": 1,
+    "target.batch_size": None,
+    "lora_mix": None,
+    "mix": None,
+    "tenant_header": "X-Tenant",
+    "dataset.image_size": "512x512",
+    "dataset.image_format": "png",
+}
 
 
 def settings_added(data: dict) -> dict:

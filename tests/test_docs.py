@@ -41,6 +41,10 @@ OTHER_TOOLS = {
     "--chunk-tokens": "benchmarks/summarize.py",
     "--in-memory": "benchmarks/summarize.py",
     "--full": "benchmarks/soak.py",
+    "--scheduling-policy": "vLLM's serve",
+    "--lora-paths": "SGLang's launch_server",
+    "--max-loras-per-batch": "SGLang's launch_server",
+    "--lora": "llama.cpp's llama-server",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9](?![\w*-])")  # not vLLM's --ramp-up-*-rps glob
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)

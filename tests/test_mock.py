@@ -193,6 +193,8 @@ def test_deliveries_log_what_was_written(mock_server):
         "messages",
         "prompt",
         "images",  # issue 23 images: image_url parts counted
+        "model",
+        "priority",
     }
     assert ok["headers"] is None  # logged only with record_requests
     assert ok["fault"] is None and aborted["fault"] == "abort"

@@ -77,6 +77,9 @@ PUBLIC_KEYS += [
 # --multi-turn runs only (datasets.sessions, metrics.sessions, session_load)
 PUBLIC_KEYS += "dataset.sessions.conversations dataset.sessions.turns dataset.sessions.history_tokens".split()
 PUBLIC_KEYS += [f"points[].by_turn[].{k}" for k in ("turn_index", "count")]
+# issue 23 routing: per-group breakdowns (dicts keyed by adapter, class, tenant) and fairness
+PUBLIC_KEYS += "points[].by_adapter points[].by_class points[].by_tenant".split()
+PUBLIC_KEYS += [f"points[].fairness.{k}" for k in ("jain_index", "over", "tenants", "values")]
 PUBLIC_KEYS += [f"points[].by_turn[].{d}.{k}" for d in ("ttft_s", "e2e_s", "prompt_tokens") for k in DISTRIBUTION]
 PUBLIC_KEYS += [
     f"points[].sessions.{k}"

@@ -142,3 +142,14 @@ def test_random_prefix_len_is_one_shared_prefix_extra_to_the_input(mock_server, 
     shared = json.loads((out / "results.json").read_text())["dataset"]["shared_prefix"]
     assert (shared["groups"], shared["tokens"]) == (1, 32)
     assert shared["expected_reuse"]["block_fraction"] == 4 / 5  # the first request misses
+
+
+def test_lora_modules_names_are_a_lora_mix_and_name_path_pairs_the_engines():
+    from tokenbench.vllm_flags import FlagError, translate
+
+    assert translate(["--lora-modules", "a", "b", "--lora-assignment", "round-robin"]) == ["--lora-mix", "a=1,b=1"]
+    assert translate(["--lora-modules", "a=/x", "b=/y"]) == ["--lora-modules", "a=/x", "--lora-modules", "b=/y"]
+    with pytest.raises(FlagError, match="not both"):
+        translate(["--lora-modules", "a", "b=/y"])
+    with pytest.raises(FlagError, match="--lora-assignment sticky"):
+        translate(["--lora-assignment", "sticky"])

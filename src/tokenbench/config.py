@@ -19,6 +19,7 @@ from pydantic import Field, field_validator, model_validator
 from .cost import CostConfig
 from .flags import ENGINE, IMAGES, PREFIXES, SCALE, SESSIONS, TRACE, Flag, SetBy
 from .frozen import FrozenModel as _Model
+from .workload_mix import DEFAULT_TENANT_HEADER, WorkloadMix, check_header, check_weights
 
 # the values of --api (clients.WIRES); issue 23 embeddings: the pooling APIs (POOLING_APIS) at the end
 Api = Literal["chat", "completions", "tgi", "triton", "ollama", "embeddings", "rerank", "score"]
@@ -205,6 +206,39 @@ class EngineKnobs(_Model):
             ENGINE,
         ),
     ] = None
+    # issue 23 routing: LoRA adapters the engine serves (backends/lora.py maps them per engine)
+    lora_modules: Annotated[
+        tuple[str, ...] | None,
+        Flag(
+            "--lora-modules",
+            "Engine: a LoRA adapter to serve, NAME=PATH (repeat; implies --enable-lora); requests reach it "
+            "with --lora-mix NAME=WEIGHT.",
+            ENGINE,
+            repeat=True,
+        ),
+    ] = None  # None, not (): a profile that dumps its set knobs (Ray, Triton) sees none
+    enable_lora: Annotated[bool | None, Flag("--enable-lora", "Engine: LoRA serving on (vLLM, SGLang).", ENGINE)] = None
+    max_loras: Annotated[
+        int | None, Flag("--max-loras", "Engine: LoRA adapters in one batch (vLLM, SGLang).", ENGINE)
+    ] = Field(default=None, gt=0)
+    max_lora_rank: Annotated[
+        int | None, Flag("--max-lora-rank", "Engine: the largest LoRA rank served (vLLM, SGLang).", ENGINE)
+    ] = Field(default=None, gt=0)
+
+    @field_validator("lora_modules", mode="before")
+    @classmethod
+    def _lora_modules(cls, v: object) -> object:
+        """NAME=PATH each (a comma-separated list in one value too)."""
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list | tuple):
+            items = [p.strip() for item in v for p in str(item).split(",") if p.strip()]
+            for item in items:
+                name, eq, path = item.partition("=")
+                if not eq or not name.strip() or not path.strip():
+                    raise ValueError(f"--lora-modules {item!r}: write NAME=PATH (an adapter's name and its directory)")
+            return tuple(items)
+        return v
 
 
 class BackendConfig(_Model):
@@ -796,6 +830,39 @@ class RunConfig(_Model):
     ] = "keep"
     cost: CostConfig | None = None  # --cost-per-hour, --gpus: each point's cost per million tokens
     workers: WorkersConfig = WorkersConfig()  # --workers, --ray, --ray-address
+    # issue 23 routing: LoRA adapters, classes and tenants (workload_mix.py)
+    lora_mix: Annotated[
+        dict[str, float] | None,
+        Flag(
+            "--lora-mix",
+            "LoRA adapters: send model=NAME by a seeded draw in proportion to the weights, name=weight,... "
+            "(e.g. a=1,b=1) or a YAML file of name: weight. The engine must serve each adapter.",
+        ),
+    ] = None
+    mix: Annotated[
+        WorkloadMix | None,
+        Flag(
+            "--mix",
+            "Workload mix YAML: classes, each with a share, and optionally its own dataset, slo, priority "
+            "(sent as the request's priority field) and tenant (sent in --tenant-header). Results by_class.",
+        ),
+    ] = None
+    tenant_header: Annotated[
+        str, Flag("--tenant-header", "Header carrying a class's tenant on each of its requests.", default=True)
+    ] = DEFAULT_TENANT_HEADER
+
+    _tenant_header = field_validator("tenant_header")(check_header)
+
+    @field_validator("lora_mix")
+    @classmethod
+    def _lora_weights(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        return check_weights(v, "--lora-mix") if v is not None else v
+
+    @model_validator(mode="after")
+    def _groups(self) -> RunConfig:
+        if self.mix is not None and self.sessions is not None and any(c.dataset for c in self.mix.classes):
+            raise ValueError("--mix: a class's own dataset is not taken with --multi-turn: drop its dataset:")
+        return self
 
     @model_validator(mode="after")
     def _replay_needs_trace(self) -> RunConfig:

@@ -37,6 +37,7 @@ from .metrics import (
     timeseries,
 )
 from .metrics.errors import errors_seen
+from .metrics.groups import group_breakdowns
 from .metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from .records import RequestRecord
 from .results import (
@@ -140,7 +141,7 @@ def point_result(
     # whole point (a point the process never finished has none)
     multi_turn = event.sessions is not None or config.sessions is not None
     price = config.cost  # a run given a price: each point's cost
-    parts = {
+    parts: dict[str, Any] = {
         "by_turn": by_turn(population) if multi_turn else None,
         "sessions": event.sessions,
         "cost": point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s)
@@ -151,6 +152,8 @@ def point_result(
         "errors_seen": errors_seen(kept) or None,  # only a point with failed requests
         "stopped_early": event.stopped_early,  # only a point the circuit breaker stopped
     }
+    # issue 23 routing: by adapter, class and tenant, and fairness (only when requests had groups)
+    parts.update(group_breakdowns(population, metrics.rate_period_s or metrics.window_s, config.slo, config.mix))
     return point.model_copy(update={key: part for key, part in parts.items() if part is not None})
 
 

@@ -31,7 +31,7 @@ from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
 from .failfast import Backoff, CircuitBreaker, Trip
 from .live import LiveStats
 from .load import Share, arrival_times, ramp_up_s, replay_offsets, user_start_times
-from .records import Outcome, Request, RequestRecord, RunClock
+from .records import Outcome, Request, RequestRecord, RunClock, group_fields
 from .request_source import RequestSource
 from .session_load import SessionSource, SessionTally, run_sessions
 
@@ -327,6 +327,7 @@ class LoadGenerator:
                         user=u,
                         dataset_prompt_tokens=request.expected_prompt_tokens,
                         inputs=request.input_count,
+                        **group_fields(request),
                     )
                     task = asyncio.ensure_future(self.send(request, record))
                     tasks.add(task)
@@ -373,6 +374,7 @@ class LoadGenerator:
                 dataset_prompt_tokens=request.expected_prompt_tokens,
                 trace_row=request.trace_row,
                 inputs=request.input_count,
+                **group_fields(request),
             )
             task = asyncio.ensure_future(one(request, record))
             tasks.add(task)

@@ -24,6 +24,14 @@ of ``delta.content``, on the same schedule, and the usage says ``completion_toke
 chunk is chunk K: TTFO = TTFT + K * ITL, as scripted. Asked for usage on every chunk (``stream_options.
 continuous_usage_stats``), the mock sends it as vLLM: role chunk 0, content chunk i (i + 1) * tokens_per_chunk.
 
+Groups (issue 23 routing): with ``priority_queue`` the requests waiting for capacity are admitted
+by their ``priority`` field (lower first, vLLM's rule; absent counts as 0), then in arrival order,
+so under overload the high class's TTFT stays near the scripted one while the low class queues.
+``adapters`` ("a=20,b=40": LoRA adapter names and each one's extra TTFT in ms) lists them in
+/v1/models beside the base model, adds each one's cost to a request with ``model`` = its name, and
+answers 404 for a model it does not serve (as vLLM does). Each delivery logs the request's
+``model`` and ``priority``.
+
 Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
 http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
 (a non-JSON event mid-stream), error_event (an ``{"error": ...}`` event), no_content (role-only
@@ -41,6 +49,7 @@ with the image parts left out (its text parts joined). A delivery logs the count
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import time
 from collections.abc import Sequence
@@ -110,6 +119,48 @@ class MockSettings:
     # issue 23 images: each image_url part's prefill cost (added to TTFT) and prompt tokens
     image_ms: float = 0.0
     image_tokens: int = 0
+    # issue 23 routing (see the module doc)
+    priority_queue: bool = False
+    adapters: str = ""
+
+    def adapter_costs_ms(self) -> dict[str, float]:
+        """``adapters`` as {name: extra TTFT ms}."""
+        costs = {}
+        for part in filter(None, (p.strip() for p in self.adapters.split(","))):
+            name, _, ms = part.partition("=")
+            costs[name.strip()] = float(ms or 0)
+        return costs
+
+
+class PriorityGate:
+    """At most ``slots`` holders; waiters admitted lowest ``priority`` first, then in arrival order."""
+
+    def __init__(self, slots: int) -> None:
+        self._free = slots
+        self._waiting: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = 0
+
+    async def acquire(self, priority: float) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, self._seq, fut))
+        self._seq += 1
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # admitted as it was cancelled: pass the slot on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            _, _, fut = heapq.heappop(self._waiting)
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self._free += 1
 
 
 @dataclass
@@ -124,6 +175,8 @@ class Delivery:
     messages: object = None  # record_requests: the chat messages sent
     prompt: str | None = None  # record_requests: the completions prompt sent
     images: int = 0  # issue 23 images: image_url parts in the request's messages
+    model: str | None = None  # the request's model (a LoRA adapter's name)
+    priority: float | None = None  # the request's priority field
 
 
 class PrefixCache:
@@ -173,6 +226,8 @@ class MockServer:
         self._running = Gauge("vllm:num_requests_running", "in flight", names, registry=reg).labels(model)
         self._waiting = Gauge("vllm:num_requests_waiting", "queued for capacity", names, registry=reg).labels(model)
         self._slots = asyncio.Semaphore(settings.max_streams) if settings.max_streams else None
+        self._gate = PriorityGate(settings.max_streams) if settings.max_streams and settings.priority_queue else None
+        self._adapters = settings.adapter_costs_ms()
         self._generated = Counter("vllm:generation_tokens", "generated", names, registry=reg).labels(model)
         self._preempted = Counter("vllm:num_preemptions", "over kv_slots", names, registry=reg).labels(model)
         self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", names, registry=reg).labels(model)
@@ -208,7 +263,9 @@ class MockServer:
         card: Event = {"id": self.s.model, "object": "model"}
         if self.s.max_model_len:
             card["max_model_len"] = self.s.max_model_len
-        return web.json_response({"object": "list", "data": [card]})
+        # LoRA adapters as vLLM lists them: their own cards, with the base model as parent
+        lora: list[Event] = [{"id": a, "object": "model", "parent": self.s.model} for a in self._adapters]
+        return web.json_response({"object": "list", "data": [card, *lora]})
 
     async def _tokenize(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -271,6 +328,21 @@ class MockServer:
     async def _stream(self, request: web.Request, chat: bool) -> web.StreamResponse:
         received = time.perf_counter()
         body = await request.json()
+        model = body.get("model")
+        if self._adapters and model != self.s.model and model not in self._adapters:
+            message = f"The model `{model}` does not exist."  # vLLM's answer
+            return web.json_response({"error": {"message": message, "code": 404}}, status=404)
+        if self._gate is not None:
+            priority = body.get("priority")
+            self._waiting.inc()
+            try:
+                await self._gate.acquire(priority if isinstance(priority, int | float) else 0)
+            finally:
+                self._waiting.dec()
+            try:
+                return await self._generate(request, chat, body, received)
+            finally:
+                self._gate.release()
         if self._slots is None:
             return await self._generate(request, chat, body, received)
         self._waiting.inc()
@@ -304,6 +376,7 @@ class MockServer:
         n_chunks = int(body.get("max_tokens") or self.s.output_tokens)
         n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
+        delivery.model, delivery.priority = body.get("model"), body.get("priority")
         if self.s.record_requests:
             delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
             delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
@@ -319,6 +392,7 @@ class MockServer:
         opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
         continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
         reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, continuous, images)
+        admitted += self._adapters.get(str(body.get("model")), 0.0) / 1e3  # an adapter's scripted cost
         if await self._write_chunks(reply, n_chunks, admitted, received):
             await self._write_end(reply, body, n_chunks)
         return resp

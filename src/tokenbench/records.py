@@ -88,6 +88,12 @@ class Request:
     # user text (images.chat_messages), and their pixels in all (None: some image's are unknown)
     images: tuple[str, ...] = ()
     image_pixels: int | None = None
+    # issue 23 routing: the group it belongs to (workload_mix.py): the LoRA adapter it is sent to
+    # (its ``model``), its class, its tenant (also in ``headers``) and the priority it carries.
+    adapter: str | None = None
+    request_class: str | None = None
+    tenant: str | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -110,6 +116,40 @@ class Request:
         if self.messages is not None:
             return list(self.messages)
         return [{"role": "user", "content": self.prompt or ""}]
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A request's group as drawn (workload_mix.py; issue 23 routing): a multi-turn conversation
+    carries one, which every turn's request takes (``apply``)."""
+
+    adapter: str | None = None
+    request_class: str | None = None
+    tenant: str | None = None
+    priority: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # the tenant header
+
+    def apply(self, request: Request) -> Request:
+        return replace(
+            request,
+            adapter=self.adapter,
+            request_class=self.request_class,
+            tenant=self.tenant,
+            priority=self.priority,
+            headers=(*request.headers, *self.headers),
+        )
+
+
+def group_fields(request: Request) -> dict[str, Any]:
+    """A request's group as its record's fields (issue 23 routing): none when it has no group."""
+    if request.adapter is None and request.request_class is None:
+        return {}
+    return {
+        "adapter": request.adapter,
+        "request_class": request.request_class,
+        "tenant": request.tenant,
+        "priority": request.priority,
+    }
 
 
 def _no_chunks() -> array[float]:
@@ -211,6 +251,11 @@ class RequestRecord:
     # only, or some image's size unknown: a URL sent as given)
     images: int | None = None
     image_pixels: int | None = None
+    # issue 23 routing: Request.adapter, request_class, tenant, priority (workload_mix.py)
+    adapter: str | None = None
+    request_class: str | None = None
+    tenant: str | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s

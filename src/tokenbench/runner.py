@@ -31,6 +31,7 @@ from .clients.wire import Wire
 from .config import (
     SYNTHETIC_OUTPUT_TOKENS,
     BackendConfig,
+    DatasetConfig,
     LoadPoint,
     PrefixCacheMode,
     ReplayLoad,
@@ -49,7 +50,7 @@ from .load import describe
 from .loadgen import PointRun
 from .manifest import ServerFacts
 from .procs import Interrupts
-from .records import RunClock
+from .records import Request, RunClock
 from .report.console import summary_table, trials_table, workload_text
 from .report.failures import failed_points, failure_lines
 from .request_source import RequestSource
@@ -62,6 +63,7 @@ from .terminal import console as wide_console
 from .workers.core import choose_tokenizer
 from .workers.pool import AllWorkersLost, WorkerPool
 from .workers.wiring import worker_pool, workers_facts
+from .workload_mix import mixed_conversations, mixed_requests
 
 try:
     import uvloop
@@ -376,6 +378,10 @@ def _source(
     source: RequestSource | SessionSource
     if config.sessions is not None:
         conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
+        if config.mix is not None or config.lora_mix:  # issue 23 routing: each conversation's group
+            conversations = mixed_conversations(
+                conversations, config.mix, config.lora_mix, config.tenant_header, config.seed
+            )
         counter = tokenizer.count if tokenizer is not None else estimate_tokens
         knobs = config.backend.knobs if config.backend is not None else None
         max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
@@ -387,6 +393,13 @@ def _source(
             assert target.config.api is not None
             requests = pooling_requests(requests, target.config.api, target.config.batch_size or 1)
         check_image_api(requests, target.config.api)  # issue 23 images
+        if config.mix is not None or config.lora_mix:  # issue 23 routing: each request's group
+
+            def build(overrides: dict[str, Any]) -> list[Request]:
+                dataset = DatasetConfig.model_validate({**config.dataset.model_dump(), **overrides})
+                return build_requests(dataset, tokenizer, config.seed, window, _token_ids(target))[0]
+
+            requests = mixed_requests(requests, config.mix, config.lora_mix, config.tenant_header, config.seed, build)
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
     writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))

@@ -36,7 +36,7 @@ from .errors import BadInput
 from .failfast import Backoff
 from .live import LiveStats
 from .load import Share, arrival_times
-from .records import Outcome, Request, RequestRecord
+from .records import Outcome, Request, RequestRecord, group_fields
 from .request_source import RequestSource, start_index
 
 Send = Callable[[Request, RequestRecord], Awaitable[None]]
@@ -341,6 +341,8 @@ async def _turn(gen: Driver, point: Point, conv: _Conv, k: int, scheduled_s: flo
         images=turn.images,  # issue 23 images: this turn's own
         image_pixels=turn.image_pixels,
     )
+    if conv.conversation.group is not None:  # issue 23 routing: the conversation's group
+        request = conv.conversation.group.apply(request)
     record = gen.new_record(
         point=point.run.index,
         id=source.next_id(),
@@ -350,6 +352,7 @@ async def _turn(gen: Driver, point: Point, conv: _Conv, k: int, scheduled_s: flo
         session_id=conv.sid,
         turn_index=k,
         history_tokens=conv.history_tokens,
+        **group_fields(request),
     )
     await conv.send(request, record)
     return record

@@ -148,6 +148,28 @@ def _shared_prefix(value: str) -> list[str]:
     return ["--prefix-groups", "1", "--prefix-tokens", str(tokens)] if tokens else []
 
 
+def _lora_modules(values: list[str]) -> list[str]:
+    """names: as --lora-mix NAME=1,... (each adapter an equal share); NAME=PATH: the engine's --lora-modules"""
+    # vllm bench serve's --lora-modules names the adapters to send requests to (one drawn per
+    # request); vllm serve's takes NAME=PATH to serve: tokenbench's engine knob of that name.
+    served = [v for v in values if "=" in v]
+    if not served:
+        return ["--lora-mix", ",".join(f"{v}=1" for v in values)]
+    if len(served) < len(values):
+        raise FlagError(
+            f"--lora-modules {' '.join(values)}: give adapter names (vllm bench serve: send to them, "
+            f"as --lora-mix) or NAME=PATH (vllm serve: serve them), not both"
+        )
+    return [out for v in values for out in ("--lora-modules", v)]
+
+
+def _lora_assignment(value: str) -> list[str]:
+    """random, round-robin: accepted (each adapter gets its share of the prompts by a seeded draw)"""
+    if value not in ("random", "round-robin"):
+        raise FlagError(f"--lora-assignment {value}: vllm bench serve takes random or round-robin")
+    return []
+
+
 def _rename(ours: str) -> Callable[[str], list[str]]:
     def rename(value: str) -> list[str]:
         return [ours, value]
@@ -178,10 +200,12 @@ WITH_VALUE: dict[str, Callable[[str], list[str]]] = {
     ),
     "--random-prefix-len": _shared_prefix,
     "--random-batch-size": _rename("--batch-size"),  # issue 23 embeddings: inputs per request
+    "--lora-assignment": _lora_assignment,
 }
 WITH_VALUES: dict[str, Callable[[list[str]], list[str]]] = {
     "--goodput": _goodput,
     "--header": _headers,
+    "--lora-modules": _lora_modules,
 }
 # Sampling parameters: vLLM sends each in the request body; so does --extra-body (JSON), here
 # merged into one object (the flag's value wins over a key of --extra-body's).

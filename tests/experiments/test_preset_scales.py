@@ -24,6 +24,16 @@ def vllm_cpu_set_up(tmp_path, monkeypatch):
         path.write_text("")
     monkeypatch.setattr(presets, "VLLM_VENV_PYTHON", python)
     monkeypatch.setattr(presets, "VLLM_CPU_MODEL", model)
+    for name in presets.LORA_ADAPTERS:  # the lora preset's adapters (scripts/make_lora_adapters.py)
+        (tmp_path / "lora" / name).mkdir(parents=True)
+        (tmp_path / "lora" / name / "adapter_config.json").write_text("{}")
+    monkeypatch.setattr(presets, "VLLM_CPU_LORA_DIR", tmp_path / "lora")
+
+
+def test_the_lora_preset_without_its_adapters_says_how_to_make_them(vllm_cpu_set_up, tmp_path, monkeypatch):
+    monkeypatch.setattr(presets, "VLLM_CPU_LORA_DIR", tmp_path / "missing")
+    with pytest.raises(ExperimentError, match="scripts/make_lora_adapters.py"):
+        preset_data("lora", "small")
 
 
 def test_the_throughput_preset_without_vllm_cpu_says_what_to_run(tmp_path, monkeypatch):

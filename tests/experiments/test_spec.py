@@ -158,3 +158,15 @@ def test_a_serving_layer_entry_names_its_upstream_engine():
     backends = [{"label": "behind", "backend": "triton", "upstream": "llamacpp"}, {"backend": "xllamacpp"}]
     plans = expand(parse_spec({**BASE, "backends": backends, "trials": 1}))
     assert [(p.backend.name, p.backend.upstream) for p in plans] == [("triton", "llamacpp"), ("xllamacpp", None)]
+
+
+def test_a_variant_may_send_its_own_lora_mix_and_workload_mix():
+    mix = {"classes": [{"name": "hi", "share": 1, "priority": 0}, {"name": "lo", "share": 3, "priority": 9}]}
+    variants = [{"label": "one", "lora_mix": {"a": 1}}, {"label": "four", "lora_mix": {"a": 1, "b": 1}, "mix": mix}]
+    spec = {**BASE, "variants": variants, "trials": 1, "lora_mix": {"z": 1}, "tenant_header": "X-Org"}
+    cells = expand(parse_spec(spec))[0].cells
+    by_variant = {c.variant: c.config for c in cells}
+    assert by_variant["one"].lora_mix == {"a": 1.0} and by_variant["one"].mix is None
+    assert by_variant["four"].lora_mix == {"a": 1.0, "b": 1.0} and by_variant["four"].tenant_header == "X-Org"
+    assert by_variant["four"].mix is not None and [c.priority for c in by_variant["four"].mix.classes] == [0, 9]
+    assert by_variant["four"].dataset == by_variant["one"].dataset  # not dataset fields

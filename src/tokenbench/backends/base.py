@@ -11,10 +11,14 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ..config import BackendConfig, EngineKnobs
 from .cache_control import ResetHook
+
+if TYPE_CHECKING:
+    from .lora import LoraFlags
 
 
 class BackendError(Exception):
@@ -136,11 +140,19 @@ def knob_flags(
     engine: str,
     values: Mapping[str, str],
     switches: Mapping[str, tuple[str | None, str | None]] = {},
+    lora: LoraFlags | None = None,
 ) -> list[str]:
     """Map the common knobs to native flags. ``values``: knob -> flag taking a value;
-    ``switches``: knob -> (flag when True, flag when False). A knob that is set but that this
-    engine has no flag for raises BackendError naming the pass-through."""
+    ``switches``: knob -> (flag when True, flag when False); ``lora``: the engine's LoRA flags
+    (backends/lora.py). A knob that is set but that this engine has no flag for raises
+    BackendError naming the pass-through."""
+    from .lora import lora_flags  # lora.py imports this module
+
     argv: list[str] = []
+    if lora is not None:
+        argv += lora_flags(knobs, lora)
+    elif any(getattr(knobs, k) not in (None, ()) for k in LORA_KNOBS):
+        raise unsupported(engine, "lora_modules", ",".join(knobs.lora_modules or ()) or "on")
     for knob, value in _set_knobs(knobs).items():
         if knob in values:
             argv += [values[knob], _fmt(value)]
@@ -155,8 +167,12 @@ def knob_flags(
 
 
 def _set_knobs(knobs: EngineKnobs) -> dict[str, object]:
-    data = knobs.model_dump(exclude={"engine_args", "engine_env"})
+    # the LoRA knobs are each profile's lora_flags (backends/lora.py)
+    data = knobs.model_dump(exclude={"engine_args", "engine_env", *LORA_KNOBS})
     return {k: v for k, v in data.items() if v is not None}
+
+
+LORA_KNOBS = ("lora_modules", "enable_lora", "max_loras", "max_lora_rank")  # issue 23 routing
 
 
 def _fmt(value: object) -> str:
@@ -164,6 +180,7 @@ def _fmt(value: object) -> str:
 
 
 KNOB_FLAGS = {
+    "lora_modules": "--lora-modules",
     "max_num_seqs": "--max-num-seqs",
     "kv_memory": "--kv-memory",
     "max_model_len": "--max-model-len",

@@ -30,6 +30,7 @@ from pathlib import Path
 from ..config import BackendConfig
 from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 from .cache_control import reset_llamacpp
+from .lora import LLAMACPP
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
 
@@ -94,7 +95,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
         str(ctx),
         "--metrics",
         *embedding,
-        *knob_flags(rest, "llama.cpp", {}, {"prefix_caching": ("--cache-prompt", "--no-cache-prompt")}),
+        *knob_flags(rest, "llama.cpp", {}, {"prefix_caching": ("--cache-prompt", "--no-cache-prompt")}, lora=LLAMACPP),
         *knobs.engine_args,
     ]
 

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from functools import partial
 
 from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from .lora import LMDEPLOY
 
 IMAGE = "openmmlab/lmdeploy:latest"
 COMMAND = ["lmdeploy", "serve", "api_server"]
@@ -86,6 +87,7 @@ def _args(spec: LaunchSpec, model: str, backend: str) -> list[str]:
                 "tensor_parallel": "--tp",
             },
             {"prefix_caching": ("--enable-prefix-caching", None)},
+            lora=LMDEPLOY if backend == "pytorch" else None,  # --adapters: the PyTorch engine's
         ),
         *spec.knobs.engine_args,
     ]

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 from .cache_control import reset_sglang
+from .lora import SGLANG
 
 IMAGE = "lmsysorg/sglang:latest"
 MODULE = ["-m", "sglang.launch_server"]
@@ -87,6 +88,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
                 "tensor_parallel": "--tp-size",
             },
             {"prefix_caching": (None, "--disable-radix-cache")},
+            lora=SGLANG,
         ),
         *spec.knobs.engine_args,
     ]

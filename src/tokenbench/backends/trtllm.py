@@ -36,6 +36,7 @@ Facts and their sources (NVIDIA/TensorRT-LLM unless a URL is given):
 from __future__ import annotations
 
 from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from .lora import TRTLLM
 
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.2.1"  # NGC publishes versioned tags; pin yours
 
@@ -93,6 +94,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
                 "max_model_len": "--max_seq_len",  # serve.py: "Maximum total length of one request"
                 "tensor_parallel": "--tp_size",  # serve.py: alias of --tensor_parallel_size
             },
+            lora=TRTLLM,
         ),
         *knobs.engine_args,
     ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 from .cache_control import reset_vllm
+from .lora import VLLM
 
 IMAGE = "vllm/vllm-openai:latest"
 
@@ -74,6 +75,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
                 "tensor_parallel": "--tensor-parallel-size",
             },
             {"prefix_caching": ("--enable-prefix-caching", "--no-enable-prefix-caching")},
+            lora=VLLM,
         ),
         *spec.knobs.engine_args,
     ]

@@ -29,6 +29,7 @@ from ..errors import BadInput
 from ..results.capacity import Objective, ObjectiveCheck
 from ..results.run import Distribution, PointResult
 from ..units import parse_duration_s
+from ..workload_mix import WorkloadMix
 
 LATENCIES = ("ttft", "tpot", "itl", "e2e", "queue")
 STATS = ("mean", "p50", "p90", "p95", "p99")
@@ -96,11 +97,24 @@ def _fraction(part: str, value: str) -> float:
     return fraction
 
 
+def class_objectives(mix: WorkloadMix | None) -> list[Objective]:
+    """Each workload mix class's own objectives (its ``objectives:``, this syntax), named by class."""
+    found: list[Objective] = []
+    for c in mix.classes if mix is not None else ():
+        if c.objectives:
+            try:
+                parsed = parse_objectives(c.objectives)
+            except ObjectiveError as exc:
+                raise ObjectiveError(f"--mix class {c.name}'s objectives: {exc}") from None
+            found += [o.model_copy(update={"request_class": c.name}) for o in parsed]
+    return found
+
+
 def goodput_slo(objectives: Sequence[Objective]) -> SLOConfig:
     """The per-request limits goodput counts at each probe: the tightest ttft, tpot and e2e limits
     of the objectives (queue, itl and errors have no per-request counterpart in SLOConfig)."""
     limits = {
-        f"{name}_s": min((o.limit for o in objectives if o.name == name), default=None)
+        f"{name}_s": min((o.limit for o in objectives if o.name == name and o.request_class is None), default=None)
         for name in ("ttft", "tpot", "e2e")
     }
     return SLOConfig(**limits)
@@ -108,6 +122,17 @@ def goodput_slo(objectives: Sequence[Objective]) -> SLOConfig:
 
 def measure(point: PointResult, objective: Objective) -> float | None:
     """The objective's statistic over the point; None when it has nothing to measure it on."""
+    if objective.request_class is not None:  # a class's own (issue 23 routing)
+        group = (point.by_class or {}).get(objective.request_class)
+        if group is None:
+            return None
+        if objective.name == "errors":
+            ended = group.ok + group.failed
+            return group.failed / ended if ended else None
+        if objective.name == "itl":
+            return None  # no per-class ITL (its chunk times are tallied for the point as a whole)
+        value = getattr(getattr(group, f"{objective.name}_s"), objective.stat)
+        return float(value) if value is not None else None
     if objective.name == "errors":
         w = point.requests_in_window
         unfinished = w.by_outcome.get("cancelled", 0) + w.by_outcome.get("not_sent", 0)

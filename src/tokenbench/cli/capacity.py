@@ -66,6 +66,7 @@ def _settings(a: Params) -> tuple[RunConfig, list[Objective], CapacitySettings]:
     """The run's settings (with the probed load's template), the objectives and the search's
     settings; bad input raises, naming the flag to fix."""
     from ..capacity import parse_objectives
+    from ..capacity.objectives import class_objectives
     from .run_flags import run_config
 
     if a.get("variable") not in (None, "rate", "users"):
@@ -83,7 +84,8 @@ def _settings(a: Params) -> tuple[RunConfig, list[Objective], CapacitySettings]:
     template[settings.variable] = "1"  # the template; each probe sets its own
     if a.get("duration") is None and a.get("max_requests") is None:
         template["duration"] = DEFAULT_DURATION_S
-    return run_config(template), objectives, settings
+    config = run_config(template)
+    return config, objectives + class_objectives(config.mix), settings
 
 
 def _search(config: RunConfig, objectives: list[Objective], settings: CapacitySettings) -> None:

@@ -3,6 +3,8 @@ engine's knobs, shared by `run` and `backends show`, and the backend to launch o
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..config import BackendConfig, EngineKnobs
 from .common import UsageError
 from .flags import Option, Params, flagged, options
@@ -23,7 +25,8 @@ def knobs(a: Params) -> EngineKnobs:
         if not eq or not key:
             raise UsageError(f"--engine-env takes KEY=VALUE, got {item!r}")
         env[key] = value
-    return EngineKnobs(**flagged(EngineKnobs, a), engine_args=tuple(a.get("engine_arg") or ()), engine_env=env)
+    lora: dict[str, Any] = {"lora_modules": tuple(a["lora_modules"])} if a.get("lora_modules") else {}  # issue 23
+    return EngineKnobs(**flagged(EngineKnobs, a), **lora, engine_args=tuple(a.get("engine_arg") or ()), engine_env=env)
 
 
 def backend_config(a: Params) -> BackendConfig | None:

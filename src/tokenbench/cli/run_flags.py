@@ -31,6 +31,7 @@ from ..cost import CostConfig
 from ..flags import TRACE
 from ..units import parse_duration_s, parse_slo
 from ..vllm_flags import FlagError, json_object
+from ..workload_mix import load_mix, parse_lora_mix
 from .common import UsageError, err, given, numbers
 from .engine import backend_config
 from .flags import Params, flag_names, flagged, options
@@ -104,6 +105,8 @@ def run_config(a: Params) -> RunConfig:
             sessions=_sessions(a),
             cost=_cost(a),
             workers=_workers(a),
+            lora_mix=parse_lora_mix(a["lora_mix"]) if a.get("lora_mix") else None,
+            mix=load_mix(a["mix"]) if a.get("mix") else None,
         ),
     )
 

@@ -60,6 +60,14 @@ def mock(
         float, typer.Option(help="Chat: each image_url part adds this to the reply's TTFT (prefill cost).")
     ] = 0.0,
     image_tokens: Annotated[int, typer.Option(help="Chat: each image_url part adds this to usage.prompt_tokens.")] = 0,
+    priority_queue: Annotated[
+        bool,
+        typer.Option(help="With --max-streams: admit waiting requests by their priority field (lower first)."),
+    ] = False,
+    adapters: Annotated[
+        str,
+        typer.Option(help="LoRA adapters served, NAME=MS,...: each one's extra TTFT; other model names get 404."),
+    ] = "",
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
@@ -83,6 +91,8 @@ def mock(
             input_ms=input_ms,
             image_ms=image_ms,
             image_tokens=image_tokens,
+            priority_queue=priority_queue,
+            adapters=adapters,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

@@ -29,7 +29,8 @@ class OpenAIWire:
         return f"{target.url}{'/v1/chat/completions' if self.chat else '/v1/completions'}"
 
     def payload(self, request: Request, target: TargetConfig) -> Body:
-        body: Body = {"model": target.model, "stream": True}
+        # a LoRA adapter is its own model name (vLLM, SGLang, LMDeploy, llama.cpp's router)
+        body: Body = {"model": request.adapter or target.model, "stream": True}
         if self.chat:
             messages = request.as_messages()
             body["messages"] = chat_messages(messages, request.images) if request.images else messages
@@ -53,6 +54,8 @@ class OpenAIWire:
             body["ignore_eos"] = True
         if target.temperature is not None:
             body["temperature"] = target.temperature
+        if request.priority is not None:  # vLLM's and SGLang's request field (issue 23 routing)
+            body["priority"] = request.priority
         body.update(target.extra_body)
         return body
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, SessionConfig
 from ..errors import BadInput
+from ..records import Group
 from ..results import DatasetFacts, SessionFacts
 from . import check_path, read_system_prompt, sharegpt
 from .images import synthetic_image_sets
@@ -45,6 +46,7 @@ class Conversation:
     turns: tuple[Turn, ...]
     system: str | None = None
     system_tokens: int = 0
+    group: Group | None = None  # issue 23 routing: every turn's adapter, class, tenant, priority
 
 
 def estimate_tokens(text: str) -> int:

@@ -18,6 +18,12 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
   req/s, 128/128 tokens, 3 trials; the report gives each layer's overhead with its CI and where it
   helped (report/layers.py). Small: the embedded llama.cpp server alone, behind Triton and behind
   Ray Serve (both live on CPU, launched in front of it: ``upstream``), 1 and 2 req/s, 2 trials.
+- ``lora``: one LoRA adapter vs four on one base model, the same closed-loop load (by_adapter gives
+  each adapter's throughput and TTFT). Small: vLLM CPU with four random rank-8 adapters of
+  SmolLM2-135M (scripts/make_lora_adapters.py), 4 users.
+- ``priority``: priority scheduling on vs off under overload: the same engine with
+  ``--scheduling-policy priority`` and with its default, a high class (priority 0) and a low one
+  (priority 10) in one open loop above capacity (by_class). Small: vLLM CPU, max-num-seqs 2, 3 req/s.
 
 Each preset also has a ``ci`` scale: the small one's servers, loads, variants and trials with
 shorter points (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
@@ -256,7 +262,132 @@ def _server_overhead(scale: Scale) -> Doc:
 # (no llama-server binary; a layer's upstream "llamacpp" is that server too).
 _ALONE = {"llamacpp": "xllamacpp"}
 
-PRESETS = {"users": _users, "sessions": _sessions, "throughput": _throughput, "server-overhead": _server_overhead}
+# issue 23 routing: what adapters and priority scheduling cost on this engine
+LORA_ADAPTERS = ("l0", "l1", "l2", "l3")
+VLLM_CPU_LORA_DIR = Path(".cache/lora/SmolLM2-135M-Instruct")  # scripts/make_lora_adapters.py
+LORA_RANK = 8
+
+
+def _lora(scale: Scale) -> Doc:
+    """One LoRA adapter vs four on one base model, the same closed-loop load: what serving many
+    adapters costs (per-adapter throughput and TTFT in by_adapter). Full: vLLM with four adapters
+    of your own (edit the paths). Small: vLLM CPU with four random rank-8 adapters of SmolLM2-135M."""
+    variants = [
+        {"label": "one-adapter", "lora_mix": {LORA_ADAPTERS[0]: 1}},
+        {"label": "four-adapters", "lora_mix": dict.fromkeys(LORA_ADAPTERS, 1)},
+    ]
+    if scale == "full":
+        modules = [f"{n}=/path/to/adapters/{n}" for n in LORA_ADAPTERS]
+        return {
+            "name": "lora",
+            "description": "One LoRA adapter vs four on one base model (edit the adapter paths).",
+            "backends": [
+                {
+                    "backend": "vllm",
+                    "model": FULL_MODEL,
+                    "knobs": {"lora_modules": modules, "max_loras": 4, "max_lora_rank": 16},
+                }
+            ],
+            "load": {"users": [16, 64]},
+            "stop": {"duration_s": 120, "drain_timeout_s": 60},
+            "dataset": _fixed_128(),
+            "variants": variants,
+            "trials": 3,
+            "api": "completions",
+            "ignore_eos": True,
+        }
+    if not all((VLLM_CPU_LORA_DIR / n / "adapter_config.json").exists() for n in LORA_ADAPTERS):
+        raise ExperimentError(
+            f"the small lora preset serves four adapters from {VLLM_CPU_LORA_DIR}: make them with "
+            f"`{VLLM_VENV_PYTHON} scripts/make_lora_adapters.py {VLLM_CPU_MODEL} {VLLM_CPU_LORA_DIR} "
+            f"{' '.join(LORA_ADAPTERS)}` (after `make vllm-cpu`), from the repository root"
+        )
+    modules = [f"{n}={(VLLM_CPU_LORA_DIR / n).resolve()}" for n in LORA_ADAPTERS]
+    knobs = {
+        "max_num_seqs": 4,
+        "lora_modules": modules,
+        "max_loras": 4,
+        "max_lora_rank": LORA_RANK,
+        "engine_args": ["--enforce-eager", "--max-model-len=512", f"--kv-cache-memory-bytes={VLLM_CPU_KV_BYTES * 4}"],
+        "engine_env": {"HF_HUB_OFFLINE": "1"},
+    }
+    return {
+        "name": "lora-small",
+        "description": "One LoRA adapter vs four at CPU scale: vLLM CPU, SmolLM2-135M, rank-8 adapters, 4 users.",
+        "backends": [{**_vllm_cpu(), "label": "vllm-lora", "knobs": knobs}],
+        "load": {"users": [4]},
+        "stop": {"duration_s": 15, "drain_timeout_s": 10},
+        "dataset": {**_fixed_128(), "input_tokens": 64, "output_tokens": 32},
+        "variants": variants,
+        "api": "completions",
+        "ignore_eos": True,
+        "metrics_interval_s": 0.5,
+    }
+
+
+def _priority_mix(ttft_s: float) -> Doc:
+    return {
+        "classes": [
+            {"name": "high", "share": 1, "priority": 0, "tenant": "a", "slo": {"ttft_s": ttft_s}},
+            {"name": "low", "share": 2, "priority": 10, "tenant": "b", "slo": {"ttft_s": ttft_s}},
+        ]
+    }
+
+
+def _priority(scale: Scale) -> Doc:
+    """Priority scheduling on vs off under overload: the same engine launched with
+    ``--scheduling-policy priority`` and with its default (first come, first served), an open
+    loop above its capacity, a quarter of the requests in a high class (priority 0) and the rest
+    low (priority 10): a third high. by_class shows whether the high class keeps its TTFT."""
+    if scale == "full":
+        base: Doc = {"backend": "vllm", "model": FULL_MODEL}
+        knobs: Doc = {"max_num_seqs": 64}
+        load: Doc = {"rates": [20, 40], "arrival": "poisson"}
+        stop: Doc = {"duration_s": 120, "drain_timeout_s": 120}
+        dataset: Doc = _fixed_128()
+        extra: Doc = {"trials": 3}
+    else:
+        base = _vllm_cpu()
+        knobs = {
+            "max_num_seqs": 2,
+            "engine_args": [
+                "--enforce-eager",
+                "--max-model-len=512",
+                f"--kv-cache-memory-bytes={VLLM_CPU_KV_BYTES * 4}",
+            ],
+            "engine_env": {"HF_HUB_OFFLINE": "1"},
+        }
+        load = {"rates": [3], "arrival": "constant"}  # ~2x what 2 sequences of 32/32 get through here
+        stop = {"duration_s": 10, "drain_timeout_s": 30}
+        dataset = {**_fixed_128(), "input_tokens": 32, "output_tokens": 32}
+        extra = {"metrics_interval_s": 0.5}
+
+    def engine(label: str, policy: str | None) -> Doc:
+        args = [*_doc(knobs).get("engine_args", []), *([f"--scheduling-policy={policy}"] if policy else [])]  # type: ignore[misc]
+        return {**base, "label": label, "knobs": {**knobs, "engine_args": args}}
+
+    return {
+        "name": "priority" if scale == "full" else "priority-small",
+        "description": "Priority scheduling on vs off under overload: high vs low class TTFT (by_class).",
+        "backends": [engine("priority-on", "priority"), engine("priority-off", None)],
+        "load": load,
+        "stop": stop,
+        "dataset": dataset,
+        "mix": _priority_mix(3.0 if scale != "full" else 0.5),
+        "api": "completions",
+        "ignore_eos": True,
+        **extra,
+    }
+
+
+PRESETS = {
+    "users": _users,
+    "sessions": _sessions,
+    "throughput": _throughput,
+    "server-overhead": _server_overhead,
+    "lora": _lora,
+    "priority": _priority,
+}
 
 
 class CiStop(NamedTuple):
@@ -281,6 +412,8 @@ CI_STOPS: dict[str, CiStop] = {
     "sessions": CiStop(12.0, 2.0, 10.0),
     "throughput": CiStop(10.0, 0.0, 5.0, rates=(1.0,)),
     "server-overhead": CiStop(6.0, 0.0, 10.0, rates=(2.0,)),
+    "lora": CiStop(6.0, 0.0, 5.0),
+    "priority": CiStop(6.0, 0.0, 20.0),
 }
 
 

@@ -35,6 +35,7 @@ from ..cost import CostConfig
 from ..errors import BadInput
 from ..frozen import FrozenModel
 from ..slug import slug
+from ..workload_mix import DEFAULT_TENANT_HEADER, WorkloadMix
 from .search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
@@ -116,6 +117,12 @@ class Variant(FrozenModel):
     images: str | None = None
     image_size: str | None = None
     image_format: Literal["png", "jpeg"] | None = None
+    # issue 23 routing: a variant's own LoRA mix and workload mix (not dataset fields)
+    lora_mix: dict[str, float] | None = None
+    mix: WorkloadMix | None = None
+
+
+GROUP_FIELDS = {"lora_mix", "mix"}  # a Variant's fields that are not its dataset's
 
 
 class ExperimentSpec(FrozenModel):
@@ -138,6 +145,10 @@ class ExperimentSpec(FrozenModel):
     sessions: SessionConfig | None = None  # multi-turn sessions (``--multi-turn``'s settings)
     # issue 23 embeddings: inputs per request of api embeddings, rerank, score (``--batch-size``)
     batch_size: int | None = Field(default=None, gt=0)
+    # issue 23 routing: --lora-mix, --mix and --tenant-header for every cell (a variant's own win)
+    lora_mix: dict[str, float] | None = None
+    mix: WorkloadMix | None = None
+    tenant_header: str = DEFAULT_TENANT_HEADER
 
     @model_validator(mode="before")
     @classmethod
@@ -321,7 +332,9 @@ def _cell_trials(spec: ExperimentSpec) -> int:
 
 def variant_dataset(dataset: DatasetConfig, variant: Variant) -> DatasetConfig:
     """The experiment's dataset with the variant's fields over it, validated."""
-    overrides = {k: v for k, v in variant.model_dump(exclude={"label", "batch_size"}).items() if v is not None}
+    overrides = {
+        k: v for k, v in variant.model_dump(exclude={"label", "batch_size", *GROUP_FIELDS}).items() if v is not None
+    }
     return DatasetConfig.model_validate(dataset.model_copy(update=overrides).model_dump())
 
 
@@ -351,6 +364,9 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         sessions=spec.sessions,
         prefix_cache=spec.prefix_cache,
         cost=entry.cost(),
+        lora_mix=variant.lora_mix or spec.lora_mix,
+        mix=variant.mix or spec.mix,
+        tenant_header=spec.tenant_header,
     )
 
 

@@ -163,6 +163,26 @@ class ImageRow:
 
 
 @dataclass(frozen=True)
+class GroupRow:
+    """One adapter's, class's or tenant's share of one point (results' by_adapter, by_class,
+    by_tenant; issue 23 routing), with the point's Jain's index on a tenant's row."""
+
+    config: str
+    label: str  # the point's
+    kind: str  # adapter, class or tenant
+    name: str
+    requests: int
+    share: float | None
+    ttft_p50_s: float | None
+    ttft_p90_s: float | None
+    tpot_p50_s: float | None
+    e2e_p90_s: float | None
+    output_tokens_per_s: float | None
+    good_fraction: float | None
+    jain_index: float | None = None
+
+
+@dataclass(frozen=True)
 class CapacityEntry:
     """One capacity search: its configuration's display label and its capacity.json."""
 
@@ -182,6 +202,7 @@ class ReportData:
     turns: tuple[TurnRow, ...] = ()  # multi-turn session runs' points, by turn index
     capacities: tuple[CapacityEntry, ...] = ()  # capacity searches (capacity.json), in input order
     images: tuple[ImageRow, ...] = ()  # issue 23 images: the points that sent images
+    groups: tuple[GroupRow, ...] = ()  # points' requests by adapter, class and tenant (issue 23 routing)
 
 
 @dataclass
@@ -197,6 +218,7 @@ class Part:
     turns: list[TurnRow] = field(default_factory=list)
     capacities: list[CapacityEntry] = field(default_factory=list)
     images: list[ImageRow] = field(default_factory=list)  # issue 23 images
+    groups: list[GroupRow] = field(default_factory=list)  # issue 23 routing
 
     def configs(self) -> list[str]:
         seen: list[str] = []

@@ -15,6 +15,7 @@ from pathlib import Path
 from .data import (
     CapacityEntry,
     ExperimentHeader,
+    GroupRow,
     ImageRow,
     Part,
     PointRow,
@@ -45,6 +46,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     turns: list[TurnRow] = []
     capacities: list[CapacityEntry] = []
     images: list[ImageRow] = []  # issue 23 images
+    groups: list[GroupRow] = []
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]
         experiments += [_relabel_experiment(h, relabel) for h in part.experiments]
@@ -54,6 +56,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         turns += [replace(t, config=relabel.get(t.config, t.config)) for t in part.turns]
         capacities += [replace(c, config=relabel.get(c.config, c.config)) for c in part.capacities]
         images += [replace(i, config=relabel.get(i.config, i.config)) for i in part.images]
+        groups += [replace(g, config=relabel.get(g.config, g.config)) for g in part.groups]
     return ReportData(
         tuple(runs),
         tuple(experiments),
@@ -63,6 +66,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         tuple(turns),
         tuple(capacities),
         tuple(images),
+        tuple(groups),
     )
 
 

@@ -24,6 +24,7 @@ from .tables import (
     best_table,
     experiment_facts,
     failed_cells_table,
+    groups_table,
     headline_table,
     images_table,
     runs_table,
@@ -102,6 +103,12 @@ STABILITY_CAPTION = (
 )
 
 
+GROUPS_CAPTION = (
+    "Each point's requests by LoRA adapter, workload-mix class and tenant, over the point's window "
+    "population: latencies of the successful ones, output throughput, and SLO met (the class's own "
+    "objectives, else the run's) of those that ended. Jain's index across tenants: (sum x)^2 / "
+    "(n sum x^2) with x a tenant's goodput over its share of the requests (1: all served alike)."
+)
 TURNS_CAPTION = (
     "Each turn of a conversation sends the whole history (earlier turns and the server's own replies): "
     "a prefix cache serves that history, so TTFT by turn shows whether it does. Over the point's "
@@ -148,6 +155,11 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     images = images_table(data)  # issue 23 images: only when some point sent images
     if images is not None:
         sections.append(Section("images", "Images", (Block(table=images),), caption=IMAGES_CAPTION))
+    groups = groups_table(data)  # issue 23 routing
+    if groups is not None:
+        sections.append(
+            Section("groups", "By adapter, class and tenant", (Block(table=groups),), caption=GROUPS_CAPTION)
+        )
     sections += _chart_sections(data, charts)
     hidden = max(0, len(data.series) - MAX_TIMESERIES_CHARTS)
     sections.append(

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
 from ..results.capacity import CAPACITY_FILE, CapacityResult
-from .data import CapacityEntry, ImageRow, Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
+from .data import CapacityEntry, GroupRow, ImageRow, Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
 from .files import ReportInputError, read_json, read_typed
 
 
@@ -130,6 +130,7 @@ def read_run(path: Path) -> Part:
     series = [RunSeries(title=config, config=config, trial=None, run_dir=path, points=point_spans(results))]
     part = Part(path.name, [_header(path, results, config)], [], rows, series, [slo_of(results)])
     part.turns = turn_rows(results, config)
+    part.groups = group_rows(results, config)
     part.capacities = read_capacity(path, config)
     part.images = image_rows(results, config)  # issue 23 images
     return part
@@ -172,3 +173,34 @@ def turn_rows(results: RunResults, config: str) -> list[TurnRow]:
         for p in results.points
         for t in p.by_turn or []
     ]
+
+
+def _float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def group_rows(results: RunResults, config: str) -> list[GroupRow]:
+    """A run's points by adapter, class and tenant (issue 23 routing; none for other runs)."""
+    rows = []
+    for p in results.points:
+        jain = p.fairness.jain_index if p.fairness is not None else None
+        for kind, groups in (("adapter", p.by_adapter), ("class", p.by_class), ("tenant", p.by_tenant)):
+            for name, g in (groups or {}).items():
+                rows.append(
+                    GroupRow(
+                        config,
+                        p.label,
+                        kind,
+                        name,
+                        g.requests,
+                        _float(g.share),
+                        _float(g.ttft_s.p50),
+                        _float(g.ttft_s.p90),
+                        _float(g.tpot_s.p50),
+                        _float(g.e2e_s.p90),
+                        _float(g.output_tokens_per_s),
+                        _float(g.good_fraction),
+                        _float(jain) if kind == "tenant" else None,
+                    )
+                )
+    return rows

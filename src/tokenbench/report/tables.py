@@ -196,6 +196,48 @@ def images_table(data: ReportData) -> Table | None:
     return Table(headers, rows, numeric=(2, 3, 4, 5, 6, 7))
 
 
+def groups_table(data: ReportData) -> Table | None:
+    """Points by LoRA adapter, class and tenant (issue 23 routing): per group its share, TTFT,
+    TPOT, E2E, output throughput and SLO attainment, Jain's index on the tenants' rows; None
+    without groups."""
+    if not data.groups:
+        return None
+    rows = [
+        [
+            g.config,
+            g.label,
+            g.kind,
+            g.name,
+            str(g.requests),
+            fmt.num(g.share * 100 if g.share is not None else None, digits=0),
+            fmt.num(g.ttft_p50_s, scale=1e3),
+            fmt.num(g.ttft_p90_s, scale=1e3),
+            fmt.num(g.tpot_p50_s, scale=1e3),
+            fmt.num(g.e2e_p90_s, scale=1e3),
+            fmt.num(g.output_tokens_per_s),
+            fmt.num(g.good_fraction * 100 if g.good_fraction is not None else None, digits=0),
+            fmt.num(g.jain_index, digits=3),
+        ]
+        for g in data.groups
+    ]
+    headers = [
+        "configuration",
+        "load",
+        "group",
+        "name",
+        "requests",
+        "share %",
+        "TTFT p50 (ms)",
+        "TTFT p90 (ms)",
+        "TPOT p50 (ms)",
+        "E2E p90 (ms)",
+        "output tok/s",
+        "SLO met %",
+        "Jain's index",
+    ]
+    return Table(headers, rows, numeric=tuple(range(4, 13)))
+
+
 def _pick_text(p: Pick | None) -> str:
     if p is None:
         return NULL_TEXT

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import SerializerFunctionWrapHandler, model_serializer
+
 from ..frozen import FrozenModel
 from .base import Number
 from .trials import TrialStat
@@ -32,12 +34,23 @@ class Objective(FrozenModel):
     name: ObjectiveName
     stat: ObjectiveStat  # "fraction" for errors
     limit: Number  # seconds, or a fraction of requests for errors
+    # issue 23 routing: a workload mix class's own objective, measured on its by_class figures
+    # (absent from capacity.json when None: a search without classes keeps its shape)
+    request_class: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_class(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("request_class") is None:
+            data.pop("request_class", None)
+        return data
 
     def label(self) -> str:
-        """'ttft p90 ≤ 500 ms', 'errors ≤ 1%'."""
+        """'ttft p90 ≤ 500 ms', 'errors ≤ 1%' ('ttft p90 ≤ 500 ms [high]' for a class's)."""
+        own = f" [{self.request_class}]" if self.request_class is not None else ""
         if self.name == "errors":
-            return f"errors ≤ {self.limit * 100:g}%"
-        return f"{self.name} {self.stat} ≤ {show_seconds(self.limit)}"
+            return f"errors ≤ {self.limit * 100:g}%{own}"
+        return f"{self.name} {self.stat} ≤ {show_seconds(self.limit)}{own}"
 
 
 class ObjectiveCheck(Objective):

@@ -380,6 +380,50 @@ class PointMetrics(FrozenModel):
 # A point's parts are declared once, where they are computed. Pydantic puts a base's fields before
 # its subclass's and the last base's first: results.json's key order is PointHead's, PointMetrics',
 # then the server's and the GPU's figures and the time series (derive.point_result joins them).
+# issue 23 routing: a point's requests by group (metrics/groups.py)
+class GroupSlo(FrozenModel):
+    """The per-request objectives a group's goodput counts (a class's own, else the run's --slo)."""
+
+    ttft_s: Number | None = None
+    tpot_s: Number | None = None
+    e2e_s: Number | None = None
+
+
+class GroupStats(FrozenModel):
+    """One adapter's, class's or tenant's requests of the point's window population: its latency
+    distributions (successful requests), its rates over the point's rate period, and its goodput
+    and SLO attainment (good_fraction: met every objective, of those that ended)."""
+
+    requests: int  # in the window population, whatever their outcome
+    ok: int
+    failed: int
+    share: Number | None  # of the population's requests
+    requests_per_s: Number | None
+    output_tokens_per_s: Number | None
+    goodput_per_s: Number | None = None  # only with objectives (the class's or the run's)
+    good_fraction: Number | None = None
+    slo: GroupSlo | None = None
+    priority: int | None = None  # a class's
+    tenant: str | None = None  # a class's
+    ttft_s: Distribution
+    tpot_s: Distribution
+    e2e_s: Distribution
+    queue_s: Distribution
+    normalized_latency_s: Distribution
+
+
+class Fairness(FrozenModel):
+    """Jain's index across tenants: J = (sum x)^2 / (n * sum x^2) over the n tenants of the point's
+    window population, 1 when all get the same, 1/n when one gets everything."""
+
+    jain_index: Number | None
+    # x per tenant: "goodput_per_share" (its goodput / its share of the requests: demand-normalised
+    # goodput), or without objectives "inverse_normalized_latency" (1 / its mean E2E per output token)
+    over: Literal["goodput_per_share", "inverse_normalized_latency"]
+    tenants: int
+    values: dict[str, Number | None]
+
+
 class PointResult(PointMetrics, PointHead):
     """One load point: its load and span, then its metrics over the window (METRICS.md)."""
 
@@ -398,6 +442,11 @@ class PointResult(PointMetrics, PointHead):
     # only on a point with failed requests: the first distinct error texts (results.failures)
     errors_seen: list[ErrorSeen] | None = None
     stopped_early: StoppedEarly | None = None  # only on a point the circuit breaker stopped
+    # issue 23 routing: only on a point whose requests had adapters, classes or tenants
+    by_adapter: dict[str, GroupStats] | None = None
+    by_class: dict[str, GroupStats] | None = None
+    by_tenant: dict[str, GroupStats] | None = None
+    fairness: Fairness | None = None
 
 
 class RunResults(FrozenModel):

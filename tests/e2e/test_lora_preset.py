@@ -1,0 +1,41 @@
+"""The lora preset at ci scale on vLLM CPU (issue 23 routing): one vLLM launch serving four random
+rank-8 adapters (made where the preset looks for them when they are not there yet), the same load
+sent to one adapter and spread over four; by_adapter breaks each cell out."""
+
+import json
+import os
+
+import pytest
+from lora_adapters import make_adapters
+from preset_helpers import ROOT, experiment
+
+from tokenbench.experiments import presets
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    python = ROOT / presets.VLLM_VENV_PYTHON
+    if not python.exists():
+        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    adapters = ROOT / presets.VLLM_CPU_LORA_DIR
+    if not all((adapters / n / "adapter_config.json").exists() for n in presets.LORA_ADAPTERS):
+        make_adapters(python, ROOT / presets.VLLM_CPU_MODEL, adapters, list(presets.LORA_ADAPTERS))
+    return experiment(tmp_path_factory, "lora")
+
+
+def test_one_adapter_and_four_each_serve_every_request_and_break_out_by_adapter(study):
+    out, state = study
+    cells = {c["variant"]: c for c in state["cells"].values()}
+    assert set(cells) == {"one-adapter", "four-adapters"} and all(c["status"] == "ok" for c in cells.values())
+    for variant, names in (("one-adapter", {"l0"}), ("four-adapters", set(presets.LORA_ADAPTERS))):
+        point = json.loads((out / cells[variant]["run_dir"] / "results.json").read_text())["points"][0]
+        assert set(point["by_adapter"]) <= names and "l0" in point["by_adapter"]
+        assert point["requests"]["ok"] > 0 and point["output_tokens_per_s"] > 0
+        records = (out / cells[variant]["run_dir"] / "records.jsonl").read_text().splitlines()
+        sent = {json.loads(line)["adapter"] for line in records}
+        assert sent <= names and len(sent) >= min(2, len(names))  # a few seconds: not every adapter's turn
