@@ -42,6 +42,45 @@ def _seconds(value: object) -> object:
     return value
 
 
+# issue 23 structured output: --response-format as the settings hold it (structured.py sends and checks it)
+class OutputConstraint(_Model):
+    """What a reply must be: ``json_object``, ``json_schema`` (the schema itself, read from its file),
+    ``choice``, ``regex`` or ``grammar`` (its text). Written as ``--response-format``'s text
+    (``json_schema:FILE``) on the command line and in an experiment file, or as these fields."""
+
+    kind: Literal["json_object", "json_schema", "choice", "regex", "grammar"]
+    json_schema: dict[str, Any] | None = None
+    choices: list[str] | None = None
+    pattern: str | None = None
+    grammar: str | None = None
+    source: str | None = None  # the file the schema or grammar was read from
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        if isinstance(value, str):
+            from .structured import parse_constraint  # structured imports nothing of this module
+
+            return parse_constraint(value)
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> OutputConstraint:
+        need = {"json_schema": self.json_schema, "choice": self.choices, "regex": self.pattern, "grammar": self.grammar}
+        if self.kind in need and not need[self.kind]:
+            raise ValueError(f"--response-format {self.kind} needs its argument (json_schema:FILE, choice:A,B, ...)")
+        if self.json_schema is not None:
+            from .structured import check_schema
+
+            check_schema(self.json_schema)
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"--response-format regex:{self.pattern}: {exc}") from None
+        return self
+
+
 class TargetConfig(_Model):
     """The server under test. ``url`` None means: start the embedded default backend."""
 
@@ -114,6 +153,48 @@ class TargetConfig(_Model):
             repeat=True,
         ),
     ] = Field(default_factory=dict)
+
+    # issue 23 structured output and tool calls (structured.py)
+    response_format: Annotated[
+        OutputConstraint | None,
+        Flag(
+            "--response-format",
+            "Structured output: json_object, json_schema:FILE, choice:A,B,C, regex:PATTERN or grammar:FILE, sent in "
+            "the engine's own fields (--backend); each reply is checked (valid_fraction).",
+        ),
+    ] = None
+    tools: Annotated[
+        tuple[dict[str, Any], ...] | None,
+        Flag("--tools", "Tool calls (chat): a JSON file of OpenAI tool definitions sent with every request."),
+    ] = None
+    tool_choice: Annotated[
+        str | None,
+        Flag("--tool-choice", "With --tools: auto, required, none, or a tool's NAME (forces that tool)."),
+    ] = None
+    # how the engine takes --response-format (Profile.structured; the runner sets it): None = openai
+    structured_dialect: Literal["openai", "vllm", "sglang", "llamacpp", "tgi"] | None = None
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools(cls, v: object) -> object:
+        from .structured import load_tools
+
+        return None if v is None else load_tools(v)
+
+    @model_validator(mode="after")
+    def _tool_choice(self) -> TargetConfig:
+        if self.tool_choice is None:
+            return self
+        if not self.tools:
+            raise ValueError("--tool-choice needs --tools FILE (the tool definitions)")
+        from .structured import TOOL_CHOICES, tool_names
+
+        names = tool_names(self.tools)
+        if self.tool_choice not in TOOL_CHOICES and self.tool_choice not in names:
+            raise ValueError(
+                f"--tool-choice {self.tool_choice}: write auto, required, none or one of the tools: {', '.join(names)}"
+            )
+        return self
 
     @field_validator("url")
     @classmethod

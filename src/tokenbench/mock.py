@@ -45,6 +45,8 @@ from typing import Any, Literal, TypeGuard, get_args
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from .mock_structured import scripted_deltas
+
 Fault = Literal[
     "none",
     "http_500",
@@ -94,6 +96,9 @@ class MockSettings:
     # > 0: a prefix cache of blocks of this many prompt tokens (see PrefixCache); 0: none, and no
     # cached_tokens in the usage
     cache_block_tokens: int = 0
+    # issue 23: every N-th request asking for structure or offering tools gets invalid output
+    # (mock_structured.py); 0: all valid
+    invalid_every: int = 0
 
 
 @dataclass
@@ -150,6 +155,7 @@ class MockServer:
         self.s = settings
         self.deliveries: dict[str, Delivery] = {}
         self._count = 0
+        self._structured = 0  # requests that asked for structure or offered tools (invalid_every)
         self._in_flight = 0
         self._registry = CollectorRegistry()
         reg, names, model = self._registry, ["model_name"], settings.model
@@ -262,9 +268,19 @@ class MockServer:
         opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
         continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
         reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, continuous)
+        reply.scripted = self._scripted(body, n_chunks, rid)
         if await self._write_chunks(reply, n_chunks, admitted, received):
             await self._write_end(reply, body, n_chunks)
         return resp
+
+    def _scripted(self, body: Body, n_chunks: int, rid: str) -> tuple[list[Event], str] | None:
+        """issue 23: a structured reply's or tool call's deltas and finish reason (mock_structured)."""
+        if not (body.get("response_format") or body.get("structured_outputs") or body.get("json_schema")):
+            if not body.get("tools"):
+                return None
+        self._structured += 1
+        invalid = bool(self.s.invalid_every) and self._structured % self.s.invalid_every == 0
+        return scripted_deltas(body, n_chunks, rid, invalid)
 
     async def _write_chunks(self, reply: _Reply, n_chunks: int, admitted: float, received: float) -> bool:
         """The content chunks on their scripted times; False when a fault ended the stream."""
@@ -285,7 +301,9 @@ class MockServer:
             if delay > 0:
                 await asyncio.sleep(delay)
             delivery.chunk_times_s.append(time.perf_counter())
-            if reply.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
+            if reply.scripted is not None:  # issue 23: structured output or a tool call
+                await resp.write(reply.event(reply.delta(reply.scripted[0][i]), reply.usage_so_far((i + 1) * k)))
+            elif reply.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
                 await resp.write(reply.event(reply.content(text, i < reasoning), reply.usage_so_far((i + 1) * k)))
             else:
                 await resp.write(thought if i < reasoning else piece)
@@ -323,7 +341,8 @@ class MockServer:
             reply.delivery.finished_s = time.perf_counter()
             return
         completion = 0 if reply.fault == "no_content" else n_chunks * self.s.tokens_per_chunk
-        await resp.write(reply.event(reply.finish("length"), reply.usage_so_far(completion)))
+        reason = reply.scripted[1] if reply.scripted is not None else "length"
+        await resp.write(reply.event(reply.finish(reason), reply.usage_so_far(completion)))
         usage = self._usage(body, completion)
         if reply.chat and self.s.reasoning_chunks and completion:
             thought = min(self.s.reasoning_chunks, n_chunks) * self.s.tokens_per_chunk
@@ -368,6 +387,7 @@ class _Reply:
     fault: str | None
     continuous: bool = False  # the request asked for usage on every chunk
     created: int = field(default_factory=lambda: int(time.time()))
+    scripted: tuple[list[Event], str] | None = None  # issue 23: each chunk's delta, the finish reason
 
     def usage_so_far(self, completion: int) -> Event | None:
         """vLLM's usage on every chunk (continuous_usage_stats): the completion tokens so far."""
@@ -395,6 +415,12 @@ class _Reply:
             key = "reasoning_content" if reasoning else "content"
             return {"index": 0, "delta": {key: text}, "finish_reason": None}
         return {"index": 0, "text": text, "finish_reason": None}
+
+    def delta(self, delta: Event) -> Event:
+        """A scripted chunk (issue 23): a chat delta, or a completion's ``{"text": ...}``."""
+        if self.chat:
+            return {"index": 0, "delta": delta, "finish_reason": None}
+        return {"index": 0, **delta, "finish_reason": None}
 
     def finish(self, reason: str) -> Event:
         if self.chat:

@@ -191,6 +191,23 @@ class RequestRecord:
     chunk_tokens: array[int] | None = None
     first_chunk_tokens: int | None = None
     worker: int | None = None  # the worker process or Ray actor that sent it (--workers); None: one process
+    # issue 23 structured output and tool calls (structured.py): the constraint the request asked for
+    # (--response-format's kind; None: unconstrained), whether the reply parsed as JSON (the JSON
+    # kinds) and met the constraint (schema, choice, regex; None: not checkable, e.g. a grammar, or
+    # no reply); with --tools, the calls the reply made, whether every call's arguments parsed as a
+    # JSON object, the arrival of the first chunk carrying a call (time to first tool-call token),
+    # the chunks that carried calls, and the arguments' tokens (client tokenizer, when there is one).
+    structured: str | None = None
+    output_parsed: bool | None = None
+    output_valid: bool | None = None
+    tool_calls: int | None = None
+    tool_args_parsed: bool | None = None
+    first_tool_call_s: float | None = None
+    tool_call_chunks: int = 0
+    tool_args_tokens: int | None = None
+    # a multi-turn turn's tool calls as the assistant message's tool_calls, for the next turn's
+    # history (session_load.py); never written to records.jsonl
+    tool_messages: tuple[dict[str, object], ...] | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s
@@ -209,6 +226,7 @@ class RequestRecord:
             chunk_tokens=None,
             output_text=None,
             server_timings=None,
+            tool_messages=None,
             response_id=None,
         )
 
@@ -235,6 +253,13 @@ class RequestRecord:
         if self.first_output_s is None or self.sent_s is None:
             return None
         return self.first_output_s - self.sent_s
+
+    @property
+    def ttftc_s(self) -> float | None:
+        """Time to the first tool-call token: the first chunk carrying a call, from sent."""
+        if self.first_tool_call_s is None or self.sent_s is None:
+            return None
+        return self.first_tool_call_s - self.sent_s
 
     @property
     def e2e_s(self) -> float | None:
@@ -306,6 +331,7 @@ class RequestRecord:
         data["output_tokens_source"] = self.output_tokens_source.value if self.output_tokens_source else None
         if not keep_text:
             data.pop("output_text")
+        data.pop("tool_messages")  # a conversation's carrier, not a fact of the record
         return data
 
     @classmethod

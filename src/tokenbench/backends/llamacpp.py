@@ -176,4 +176,5 @@ EMBEDDED_PROFILE = _profile(
     prepare=_one_slot_per_user,
     version_package="xllamacpp",
     default_model=lambda: str(default_gguf()),
+    structured="llamacpp",  # issue 23: --response-format in its own fields (json_schema/grammar: llama.cpp tools/server/README.md)
 )

@@ -52,6 +52,13 @@ def mock(
             "/metrics vLLM's prefix_cache counters, POST /reset_prefix_cache empties it (0: none)."
         ),
     ] = 0,
+    invalid_every: Annotated[
+        int,
+        typer.Option(
+            help="Structured output and tool calls: every N-th request asking for structure (or offering tools) "
+            "gets invalid JSON (0: all valid)."
+        ),
+    ] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
@@ -72,6 +79,7 @@ def mock(
             reasoning_chunks=reasoning_chunks,
             record_requests=record_requests,
             cache_block_tokens=cache_block_tokens,
+            invalid_every=invalid_every,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

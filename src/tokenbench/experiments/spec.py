@@ -24,6 +24,7 @@ from ..config import (
     EngineKnobs,
     LoadPoint,
     LoadSweep,
+    OutputConstraint,
     PrefixCacheMode,
     RunConfig,
     SessionConfig,
@@ -110,6 +111,15 @@ class Variant(FrozenModel):
     prefix_groups: int | None = Field(default=None, gt=0)
     prefix_tokens: int | None = Field(default=None, gt=0)
     prefix_skew: float | None = Field(default=None, gt=0)
+    # issue 23 structured output and tool calls: the request's constraint and tools (TargetConfig's
+    # fields, over the experiment's own; a variant without them beside one with shows their cost)
+    response_format: OutputConstraint | None = None
+    tools: str | tuple[dict[str, Any], ...] | None = None  # a file, or the definitions (TargetConfig reads it)
+    tool_choice: str | None = None
+
+
+# Variant fields that are the target's, not the dataset's (variant_dataset leaves them out)
+TARGET_VARIANT_FIELDS = frozenset({"label", "response_format", "tools", "tool_choice"})
 
 
 class ExperimentSpec(FrozenModel):
@@ -130,6 +140,10 @@ class ExperimentSpec(FrozenModel):
     metrics_interval_s: float = Field(default=1.0, gt=0)
     seed: int = 0
     sessions: SessionConfig | None = None  # multi-turn sessions (``--multi-turn``'s settings)
+    # issue 23 structured output and tool calls: every variant's, unless it names its own
+    response_format: OutputConstraint | None = None
+    tools: str | tuple[dict[str, Any], ...] | None = None
+    tool_choice: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -313,7 +327,7 @@ def _cell_trials(spec: ExperimentSpec) -> int:
 
 def variant_dataset(dataset: DatasetConfig, variant: Variant) -> DatasetConfig:
     """The experiment's dataset with the variant's fields over it, validated."""
-    overrides = {k: v for k, v in variant.model_dump(exclude={"label"}).items() if v is not None}
+    overrides = {k: v for k, v in variant.model_dump(exclude=set(TARGET_VARIANT_FIELDS)).items() if v is not None}
     return DatasetConfig.model_validate(dataset.model_copy(update=overrides).model_dump())
 
 
@@ -324,6 +338,7 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
             model=entry.served_model_name if entry.url else None,
             api=entry.api or spec.api,
             ignore_eos=spec.ignore_eos,
+            **_structure(spec, variant),
         ),
         loads=spec.load.points() if spec.load is not None else [_search_template(spec)],
         stop=spec.stop,
@@ -343,6 +358,12 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         prefix_cache=spec.prefix_cache,
         cost=entry.cost(),
     )
+
+
+def _structure(spec: ExperimentSpec, variant: Variant) -> dict[str, Any]:
+    """issue 23: the variant's response_format / tools / tool_choice, else the experiment's."""
+    fields = ("response_format", "tools", "tool_choice")
+    return {f: getattr(variant, f) if getattr(variant, f) is not None else getattr(spec, f) for f in fields}
 
 
 def _search_template(spec: ExperimentSpec) -> LoadPoint:

@@ -18,6 +18,7 @@ from .chunks import CancelledOutput, ChunkTally
 from .reasoning import reasoning_metrics
 from .span import PointSpan, Window, lifetimes, tokens_per_chunk
 from .stats import distribution
+from .validity import validity_metrics
 
 # The backlog growth of an open-loop point is estimated from the medians of its first and last
 # thirds only with at least this many requests in each: with one or two, a single long reply
@@ -220,6 +221,7 @@ def summarize_point(
         concurrency=concurrency(records, window),
         tokens=token_counts(population),
         **reasoning_metrics(population),  # only when reasoning streamed: keeps the shape otherwise
+        **validity_metrics(population),  # issue 23: only when structure or tools were asked for
     )
 
 
