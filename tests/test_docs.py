@@ -40,6 +40,7 @@ OTHER_TOOLS = {
     "--chunk-tokens": "benchmarks/summarize.py",
     "--in-memory": "benchmarks/summarize.py",
     "--full": "benchmarks/soak.py",
+    "--structured-output-ratio": "vllm bench serve (not supported: docs/workloads.md)",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9](?![\w*-])")  # not vLLM's --ramp-up-*-rps glob
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)

@@ -109,6 +109,15 @@ PUBLIC_KEYS += [f"points[].stopped_early.{k}" for k in ("by", "reason", "at_s")]
 PUBLIC_KEYS += [
     f"points[].timeseries[].{k}" for k in ("client_cpu_util", "client_loop_lag_max_s", "client_connections_max")
 ]
+# issue 23 structured output and tool calls (only on a point that asked for structure / offered tools)
+PUBLIC_KEYS += [
+    f"points[].structured.{k}" for k in ("kind", "requests", "checked", "parsed", "valid", "valid_fraction")
+]
+PUBLIC_KEYS += [
+    f"points[].tool_calls.{k}"
+    for k in ("requests", "with_calls", "calls", "args_parsed", "args_parsed_fraction", "call_chunks", "args_tokens")
+]
+PUBLIC_KEYS += [f"points[].ttftc_s.{k}" for k in DISTRIBUTION]
 
 
 def _declared(model, prefix="") -> set[str]:

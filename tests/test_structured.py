@@ -246,3 +246,36 @@ def test_open_loop_carries_the_constraint(mock_server, tmp_path):
     result = run(cfg, quiet())
     assert [r["output_valid"] for r in records_of(result.run_dir)] == [True] * 6
     assert result.results["points"][0]["structured"]["valid_fraction"] == 1.0
+
+
+def test_a_session_sends_the_canned_tool_result_back_and_continues(mock_server, tmp_path, tools_file):
+    """Turn 0's reply calls get_weather: turn 1 carries the assistant's call, a tool message with
+    the --tool-result text for it, then the next user turn."""
+    import urllib.request
+
+    from run_helpers import quiet, records_of
+
+    from tokenbench.config import SessionConfig
+
+    url = mock_server(ttft_ms=2, itl_ms=1, record_requests=True)
+    cfg = RunConfig(
+        target=TargetConfig(url=url, tools=str(tools_file), tool_choice="get_weather"),
+        loads=[UsersLoad(users=1)],
+        stop=StopConfig(max_requests=2),
+        dataset=DatasetConfig(input_tokens=8, output_tokens=12, num_prompts=4),
+        sessions=SessionConfig(turns=2, tool_result='{"temp": 21}'),
+        live=False,
+        out_dir=tmp_path / "run",
+    )
+    records = records_of(run(cfg, quiet()).run_dir)
+    assert [r["tool_calls"] for r in records] == [1, 1] and all(r["tool_args_parsed"] for r in records)
+    assert "tool_messages" not in records[0]  # a carrier for the next turn, not a record key
+    with urllib.request.urlopen(url + "/mock/deliveries") as resp:
+        data = json.loads(resp.read())
+    second = data[max(data, key=lambda k: int(k.split("-")[1]))]["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "tool", "user"]
+    call = second[1]["tool_calls"][0]
+    assert call["function"] == {"name": "get_weather", "arguments": json.dumps({"city": "x"}).ljust(12)}
+    assert second[2] == {"role": "tool", "tool_call_id": call["id"], "content": '{"temp": 21}'}
+    with pytest.raises(ValidationError, match="--tool-result answers tool calls: give --tools"):
+        cfg.model_validate({**cfg.model_dump(), "target": {"url": url}})

@@ -671,6 +671,17 @@ class SessionConfig(_Model):
             SESSIONS,
         ),
     ] = Field(default=None, gt=0)
+    # issue 23 tool calls: a turn whose reply called tools gets this canned result back (a ``tool``
+    # message per call) before the conversation's next user turn; None: the calls are not answered
+    tool_result: Annotated[
+        str | None,
+        Flag(
+            "--tool-result",
+            "With --tools: after a reply that called tools, send this TEXT back as each call's tool message "
+            "before the next turn.",
+            SESSIONS,
+        ),
+    ] = None
     # carries the conversation's id on each of its requests
     header: Annotated[
         str,
@@ -831,6 +842,8 @@ class RunConfig(_Model):
             raise ValueError(
                 "--unique-prefix would break each conversation's shared history: drop it with --multi-turn"
             )
+        if self.sessions.tool_result is not None and not self.target.tools:  # issue 23
+            raise ValueError("--tool-result answers tool calls: give --tools FILE too")
         if self.sessions.turns is not None and self.dataset.name != "synthetic":
             raise ValueError("--turns sets synthetic conversations' length: the dataset's conversations have theirs")
         return self

@@ -61,7 +61,8 @@ class Request:
     """One request to send. Exactly one of ``prompt`` / ``messages`` is set."""
 
     prompt: str | None = None
-    messages: tuple[dict[str, str], ...] | None = None
+    # chat messages (a JSON edge: an assistant turn's ``tool_calls`` is a list, its content may be None)
+    messages: tuple[dict[str, Any], ...] | None = None
     max_tokens: int | None = None
     expected_prompt_tokens: int | None = None  # the dataset's count (exact with a tokenizer)
     # A trace's row (its file line) and its time in the trace, seconds from the trace's first row:
@@ -91,9 +92,9 @@ class Request:
         """Flatten chat messages for the completions API (and prompt text for chat)."""
         if self.prompt is not None:
             return self.prompt
-        return "\n\n".join(m["content"] for m in self.messages or ())
+        return "\n\n".join(m["content"] or "" for m in self.messages or ())
 
-    def as_messages(self) -> list[dict[str, str]]:
+    def as_messages(self) -> list[dict[str, Any]]:
         if self.messages is not None:
             return list(self.messages)
         return [{"role": "user", "content": self.prompt or ""}]
