@@ -203,6 +203,22 @@ def test_valid_fraction_is_the_mocks_scripted_share(mock_server, tmp_path, schem
     assert "tool_calls" not in point
     jsonschema.validate(result.results, json.loads(SCHEMA_PATH.read_text()))
     assert RunResults.from_json(result.results).to_json() == result.results
+    from tokenbench.export import run_tables
+
+    tables = run_tables(result.run_dir)  # the Parquet/CSV export: the record fields and the point's
+    assert sum(row["output_valid"] for row in tables["records"]) == 6
+    assert tables["points"][0]["structured_valid_fraction"] == 0.75
+    from tokenbench.report.charts import build_charts
+    from tokenbench.report.load import load_inputs
+    from tokenbench.report.outline import build_outline
+    from tokenbench.report.verdict import decide
+
+    data = load_inputs([result.run_dir])  # the report's section: valid 75.0% beside TTFT/TPOT
+    verdict = decide(data)
+    outline = build_outline(data, verdict, build_charts(data, verdict))
+    section = next(s for s in outline.sections if s.key == "structured")
+    table = section.blocks[0].table
+    assert table is not None and table.headers[2] == "valid (%)" and table.rows[0][2] == "75.0"
 
 
 def test_tool_calls_known_answer(mock_server, tmp_path, tools_file):

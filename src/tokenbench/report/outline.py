@@ -18,6 +18,7 @@ from .chart_spec import MAX_TIMESERIES_CHARTS, Chart
 from .data import ReportData
 from .layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
 from .stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
+from .structured import STRUCTURED_CAPTION, structured_table
 from .tables import (
     Table,
     best_table,
@@ -130,6 +131,11 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     if turns is not None:
         sections.append(
             Section("turns", "TTFT by turn (multi-turn sessions)", (Block(table=turns),), caption=TURNS_CAPTION)
+        )
+    structured = structured_table(data)  # issue 23: only when some point asked for structure
+    if structured is not None:
+        sections.append(
+            Section("structured", "Structured output", (Block(table=structured),), caption=STRUCTURED_CAPTION)
         )
     sections += _chart_sections(data, charts)
     hidden = max(0, len(data.series) - MAX_TIMESERIES_CHARTS)
