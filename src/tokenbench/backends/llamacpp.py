@@ -150,6 +150,8 @@ _profile = partial(
     docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
     reset_prefix_cache=reset_llamacpp,  # erase every slot; answers 501 without --slot-save-path
     reset_launch=resettable,
+    # issue 23: --response-format in its own fields (json_schema, grammar: tools/server/README.md)
+    structured="llamacpp",
 )
 
 PROFILE = _profile(
@@ -176,5 +178,4 @@ EMBEDDED_PROFILE = _profile(
     prepare=_one_slot_per_user,
     version_package="xllamacpp",
     default_model=lambda: str(default_gguf()),
-    structured="llamacpp",  # issue 23: --response-format in its own fields (json_schema/grammar: llama.cpp tools/server/README.md)
 )

@@ -18,6 +18,10 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
   req/s, 128/128 tokens, 3 trials; the report gives each layer's overhead with its CI and where it
   helped (report/layers.py). Small: the embedded llama.cpp server alone, behind Triton and behind
   Ray Serve (both live on CPU, launched in front of it: ``upstream``), 1 and 2 req/s, 2 trials.
+- ``structured-output``: what a JSON schema costs on an engine (issue 23): the same closed-loop load
+  unconstrained and with ``response_format: json_schema`` (two variants of one launch), TTFT/TPOT
+  side by side and the schema's ``valid_fraction``. Full: vLLM and SGLang on the users study's
+  model, 1/8/32 users. Small: vLLM's CPU build (as the throughput study's), 2 users.
 
 Each preset also has a ``ci`` scale: the small one's servers, loads, variants and trials with
 shorter points (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
@@ -252,11 +256,78 @@ def _server_overhead(scale: Scale) -> Doc:
     }
 
 
+# A small record with bounded strings and number (maxLength, maximum): a reply meets it well inside
+# --output-tokens (seen on vLLM CPU with SmolLM2-135M: unbounded ones ran into max_tokens now and then).
+PERSON_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 16},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "city": {"type": "string", "maxLength": 16},
+    },
+    "required": ["name", "age", "city"],
+    "additionalProperties": False,
+}
+
+
+def _structured_output(scale: Scale) -> Doc:
+    """The same load unconstrained and with a JSON schema: two variants on one launch of each
+    engine, so the constraint's cost is the only difference (grammar compile on first use included:
+    the schema is the same for every request, so engines' grammar caches serve all but the first)."""
+    variants = [
+        {"label": "unconstrained"},
+        {"label": "json-schema", "response_format": {"kind": "json_schema", "json_schema": PERSON_SCHEMA}},
+    ]
+    if scale == "full":
+        return {
+            "name": "structured-output",
+            "description": "Unconstrained vs JSON schema: vLLM and SGLang, 1/8/32 users.",
+            "backends": [
+                {"backend": b, "model": FULL_MODEL, "knobs": {"max_num_seqs": 256}} for b in ("vllm", "sglang")
+            ],
+            "load": {"users": [1, 8, 32], "ramp_up_s": 5},
+            "stop": {"duration_s": 120, "drain_timeout_s": 60},
+            "dataset": {"name": "synthetic", "input_tokens": 256, "output_tokens": 256},
+            "variants": variants,
+            "api": "chat",
+            "trials": 3,
+            "slo": _slo(ttft_s=0.5, tpot_s=0.05),
+        }
+    vllm = _vllm_cpu()
+    args = ["--enforce-eager", "--max-model-len=512", f"--kv-cache-memory-bytes={VLLM_CPU_KV_BYTES * 4}"]
+    return {
+        "name": "structured-output-small",
+        "description": "Unconstrained vs JSON schema at CPU scale: vLLM CPU, 2 users.",
+        "backends": [
+            {
+                **vllm,
+                "label": "vllm-cpu",
+                "knobs": {"max_num_seqs": 4, "engine_args": args, "engine_env": {"HF_HUB_OFFLINE": "1"}},
+            }
+        ],
+        "load": {"users": [2], "ramp_up_s": 0},
+        "stop": {"duration_s": 15, "drain_timeout_s": 10},
+        "dataset": {"name": "synthetic", "input_tokens": 32, "output_tokens": 96},
+        "variants": variants,
+        "api": "chat",
+        "window_s": 5,
+        "trials": 1,
+        "slo": _slo(ttft_s=2.0, tpot_s=0.2),
+        "metrics_interval_s": 0.5,
+    }
+
+
 # The engine alone runs from this profile: on the CPU machine llama.cpp is the in-process server
 # (no llama-server binary; a layer's upstream "llamacpp" is that server too).
 _ALONE = {"llamacpp": "xllamacpp"}
 
-PRESETS = {"users": _users, "sessions": _sessions, "throughput": _throughput, "server-overhead": _server_overhead}
+PRESETS = {
+    "users": _users,
+    "sessions": _sessions,
+    "throughput": _throughput,
+    "server-overhead": _server_overhead,
+    "structured-output": _structured_output,
+}
 
 
 class CiStop(NamedTuple):
@@ -278,6 +349,8 @@ CI_STOPS: dict[str, CiStop] = {
     "sessions": CiStop(12.0, 2.0, 10.0),
     "throughput": CiStop(10.0, 0.0, 5.0),
     "server-overhead": CiStop(6.0, 0.0, 10.0),
+    # one point per variant: the e2e test's budget is ~60 s with vLLM's ~30 s start
+    "structured-output": CiStop(6.0, 0.0, 10.0),
 }
 
 
