@@ -757,6 +757,13 @@ class WorkersConfig(_Model):
         return self.count > 1 or self.on_ray
 
 
+# Settings keys (by RunConfig section) written to config.json only when set (RunConfig.redacted).
+ADDED_WHEN_SET: dict[str, tuple[str, ...]] = {
+    "target": ("response_format", "tools", "tool_choice", "structured_dialect"),  # issue 23 structured output
+    "sessions": ("tool_result",),  # issue 23 tool calls
+}
+
+
 class RunConfig(_Model):
     target: TargetConfig = TargetConfig()
     loads: list[LoadPoint] = Field(min_length=1)
@@ -856,5 +863,13 @@ class RunConfig(_Model):
 
         data = self.model_dump(mode="json")
         data["target"]["headers"] = {k: MASK for k in self.target.headers}
+        # issue 23: settings added since 0.2 that a plain run leaves unset are not written (its
+        # config.json keeps its keys; a missing key reads back as the default)
+        for section, keys in ADDED_WHEN_SET.items():
+            part = data.get(section)
+            if isinstance(part, dict):
+                for key in keys:
+                    if part.get(key) is None:
+                        part.pop(key, None)
         masked: dict[str, Any] = mask(data)
         return masked
