@@ -24,6 +24,11 @@ of ``delta.content``, on the same schedule, and the usage says ``completion_toke
 chunk is chunk K: TTFO = TTFT + K * ITL, as scripted. Asked for usage on every chunk (``stream_options.
 continuous_usage_stats``), the mock sends it as vLLM: role chunk 0, content chunk i (i + 1) * tokens_per_chunk.
 
+Structured output and tool calls (issue 23, mock_structured.py): a request asking for a JSON schema
+(any dialect tokenbench sends) gets the schema's smallest instance, one offering tools one call of
+the named (else first) tool, on the same schedule; ``invalid_every`` N makes every N-th such reply
+invalid (a known valid_fraction).
+
 Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
 http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
 (a non-JSON event mid-stream), error_event (an ``{"error": ...}`` event), no_content (role-only
