@@ -295,3 +295,35 @@ def test_a_session_sends_the_canned_tool_result_back_and_continues(mock_server, 
     assert second[2] == {"role": "tool", "tool_call_id": call["id"], "content": '{"temp": 21}'}
     with pytest.raises(ValidationError, match="--tool-result answers tool calls: give --tools"):
         cfg.model_validate({**cfg.model_dump(), "target": {"url": url}})
+
+
+def test_the_preset_runs_each_load_unconstrained_and_with_the_schema():
+    """structured-output: two variants of one launch; only the json-schema one's cells ask for it."""
+    from tokenbench.experiments.presets import PERSON_SCHEMA, preset
+    from tokenbench.experiments.spec import expand
+
+    plans = expand(preset("structured-output", "full"))
+    assert [p.label for p in plans] == ["vllm", "sglang"]
+    formats = {c.variant: c.config.target.response_format for c in plans[0].cells}
+    assert formats["unconstrained"] is None
+    assert formats["json-schema"] == OutputConstraint(kind="json_schema", json_schema=PERSON_SCHEMA)
+    assert {c.config.dataset.output_tokens for c in plans[0].cells} == {256}  # the same load in both
+
+
+def test_an_experiment_sets_tools_for_every_variant_unless_one_says(tools_file):
+    from tokenbench.experiments.spec import expand, parse_spec
+
+    spec = parse_spec(
+        {
+            "name": "t",
+            "backends": [{"url": "http://127.0.0.1:9", "label": "m"}],
+            "load": {"users": [1]},
+            "stop": {"duration_s": 1},
+            "tools": str(tools_file),
+            "tool_choice": "required",
+            "variants": [{"label": "tools"}, {"label": "named", "tool_choice": "noop"}],
+        }
+    )
+    cells = {c.variant: c.config.target for c in expand(spec)[0].cells}
+    assert cells["tools"].tools == tuple(TOOLS) and cells["tools"].tool_choice == "required"
+    assert cells["named"].tool_choice == "noop"
