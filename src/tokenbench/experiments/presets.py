@@ -19,8 +19,9 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
   helped (report/layers.py). Small: the embedded llama.cpp server alone, behind Triton and behind
   Ray Serve (both live on CPU, launched in front of it: ``upstream``), 1 and 2 req/s, 2 trials.
 - ``structured-output``: what a JSON schema costs on an engine (issue 23): the same closed-loop load
-  unconstrained and with ``response_format: json_schema`` (two variants of one launch), TTFT/TPOT
-  side by side and the schema's ``valid_fraction``. Full: vLLM and SGLang on the users study's
+  unconstrained, with ``response_format: json_schema`` and with a forced (named) tool call (three
+  variants of one launch), TTFT/TPOT side by side, the schema's ``valid_fraction`` and the calls'
+  ``args_parsed_fraction``. Full: vLLM and SGLang on the users study's
   model, 1/8/32 users. Small: vLLM's CPU build (as the throughput study's), 2 users.
 
 Each preset also has a ``ci`` scale: the small one's servers, loads, variants and trials with
@@ -270,6 +271,24 @@ PERSON_SCHEMA: dict[str, object] = {
 }
 
 
+WEATHER_TOOL: dict[str, object] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "maxLength": 16},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city", "unit"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
 def _structured_output(scale: Scale) -> Doc:
     """The same load unconstrained and with a JSON schema: two variants on one launch of each
     engine, so the constraint's cost is the only difference (grammar compile on first use included:
@@ -277,13 +296,30 @@ def _structured_output(scale: Scale) -> Doc:
     variants = [
         {"label": "unconstrained"},
         {"label": "json-schema", "response_format": {"kind": "json_schema", "json_schema": PERSON_SCHEMA}},
+        # a forced (named) tool call: its arguments under the tool's schema, by the same guided decoding
+        {"label": "named-tool", "tools": [WEATHER_TOOL], "tool_choice": "get_weather"},
     ]
     if scale == "full":
         return {
             "name": "structured-output",
             "description": "Unconstrained vs JSON schema: vLLM and SGLang, 1/8/32 users.",
+            # a named tool_choice needs each engine's tool parser on (Llama 3's): vLLM's
+            # --enable-auto-tool-choice --tool-call-parser (docs/features/tool_calling.md), SGLang's
+            # --tool-call-parser (docs/advanced_features/function_calling.md); not run here (no GPU)
             "backends": [
-                {"backend": b, "model": FULL_MODEL, "knobs": {"max_num_seqs": 256}} for b in ("vllm", "sglang")
+                {
+                    "backend": "vllm",
+                    "model": FULL_MODEL,
+                    "knobs": {
+                        "max_num_seqs": 256,
+                        "engine_args": ["--enable-auto-tool-choice", "--tool-call-parser=llama3_json"],
+                    },
+                },
+                {
+                    "backend": "sglang",
+                    "model": FULL_MODEL,
+                    "knobs": {"max_num_seqs": 256, "engine_args": ["--tool-call-parser=llama3"]},
+                },
             ],
             "load": {"users": [1, 8, 32], "ramp_up_s": 5},
             "stop": {"duration_s": 120, "drain_timeout_s": 60},
@@ -302,6 +338,10 @@ def _structured_output(scale: Scale) -> Doc:
         "--max-model-len=512",
         f"--kv-cache-memory-bytes={VLLM_CPU_KV_BYTES * 4}",
         '--structured-outputs-config={"backend": "xgrammar", "disable_any_whitespace": true}',
+        # vLLM 0.32 answers 400 to a named tool_choice without a tool parser enabled (renderers/
+        # online_renderer.py); the named call itself is guided decoding, whatever the parser
+        "--enable-auto-tool-choice",
+        "--tool-call-parser=pythonic",
     ]
     return {
         "name": "structured-output-small",
@@ -358,7 +398,7 @@ CI_STOPS: dict[str, CiStop] = {
     "throughput": CiStop(10.0, 0.0, 5.0),
     "server-overhead": CiStop(6.0, 0.0, 10.0),
     # one point per variant: the e2e test's budget is ~60 s with vLLM's ~30 s start
-    "structured-output": CiStop(6.0, 0.0, 10.0),
+    "structured-output": CiStop(4.0, 0.0, 10.0),
 }
 
 
