@@ -76,7 +76,7 @@ PUBLIC_AGGREGATE_KEYS = (
 )
 
 
-def _record(i: int, sent: float, itl: float, reasoning: int = 0) -> RequestRecord:
+def _record(i: int, sent: float, itl: float, reasoning: int = 0, structured: bool = False) -> RequestRecord:
     """TTFT 50 ms, then 10 more chunks `itl` apart, one token each (counted per chunk); 10 prompt tokens. The first
     ``reasoning`` chunks are reasoning content (TTFO = 50 ms + reasoning * itl)."""
     chunks = [sent + 0.05 + k * itl for k in range(11)]
@@ -96,6 +96,10 @@ def _record(i: int, sent: float, itl: float, reasoning: int = 0) -> RequestRecor
         reasoning_chunks=reasoning,
         reasoning_tokens=reasoning or None,
         chunk_tokens=[1] * 11,  # usage on every chunk: per-token ITL is the ITL
+        # issue 23: asked for a JSON schema; every 4th reply (0, 4, 8) invalid: valid_fraction 0.7
+        structured="json_schema" if structured else None,
+        output_parsed=True if structured else None,
+        output_valid=(i % 4 != 0) if structured else None,
     )
     r.end_marker = True
     return r
@@ -126,10 +130,12 @@ def _server(preemptions: float, ttft_s_mean: float, kv_usage: Gauge) -> Server:
     )
 
 
-def sample_point(itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0, pooling: bool = False) -> PointResult:
+def sample_point(
+    itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0, pooling: bool = False, structured: bool = False
+) -> PointResult:
     """An open-loop point at 1 req/s for 10 s as summarize_point writes it, with the server's
     figures (telemetry.summary's shape) added; each reply's first ``reasoning`` chunks reasoning."""
-    records = [_record(i, float(i), itl, reasoning) for i in range(10)]
+    records = [_record(i, float(i), itl, reasoning, structured) for i in range(10)]
     span = PointSpan(Window(0.0, 10.0), open_loop=True, end_s=12.0)
     metrics = summarize_point(records, span, SLOConfig(ttft_s=0.06))
     gpu = Gpu(available=False, reason="no GPU")
@@ -229,11 +235,12 @@ KNOWN = {
     "client_limited": 1.0,
     "inputs_per_s": 4.0,
     "prompt_tokens_per_s": 40.0,
+    "valid_fraction": 0.7,
 }
 
 
 def test_every_getter_reads_a_point_summarize_point_wrote() -> None:
-    point = sample_point(reasoning=2, pooling=True)
+    point = sample_point(reasoning=2, pooling=True, structured=True)
     for m in METRICS.values():
         value = m.get(point)
         assert value is not None and math.isfinite(value), m.key
@@ -248,7 +255,7 @@ def test_missing_or_null_fields_give_none_never_zero() -> None:
         update={k: _EMPTY for k in distributions}
         | {k: None for k in ("output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "offered_per_s")}
         | {"goodput_per_s": None, "good_fraction": None, "server": None, "requests_in_window": _NONE_ENDED}
-        | {"prefix_cache": None, "cost": None, "energy": None, "fluidity": None, "client": None}
+        | {"prefix_cache": None, "cost": None, "energy": None, "fluidity": None, "client": None, "structured": None}
     )
     for m in METRICS.values():
         assert m.get(nulls) is None, m.key

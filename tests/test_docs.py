@@ -45,6 +45,9 @@ OTHER_TOOLS = {
     "--lora-paths": "SGLang's launch_server",
     "--max-loras-per-batch": "SGLang's launch_server",
     "--lora": "llama.cpp's llama-server",
+    "--structured-output-ratio": "vllm bench serve (not supported: docs/workloads.md)",
+    "--enable-auto-tool-choice": "vLLM serve (a named tool_choice needs it: docs/workloads.md)",
+    "--tool-call-parser": "vLLM serve (a named tool_choice needs it: docs/workloads.md)",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9](?![\w*-])")  # not vLLM's --ramp-up-*-rps glob
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)

@@ -119,6 +119,15 @@ PUBLIC_KEYS += [f"points[].pooling.{k}" for k in POOLING.split()]
 IMAGES = "requests images images_per_request image_pixels pixels_per_image images_per_s ok_requests".split()
 PUBLIC_KEYS += [f"points[].images.{k}" for k in IMAGES]
 PUBLIC_KEYS += [f"points[].images.prompt_tokens.{k}" for k in DISTRIBUTION]
+# issue 23 structured output and tool calls (only on a point that asked for structure / offered tools)
+PUBLIC_KEYS += [
+    f"points[].structured.{k}" for k in ("kind", "requests", "checked", "parsed", "valid", "valid_fraction")
+]
+PUBLIC_KEYS += [
+    f"points[].tool_calls.{k}"
+    for k in ("requests", "with_calls", "calls", "args_parsed", "args_parsed_fraction", "call_chunks", "args_tokens")
+]
+PUBLIC_KEYS += [f"points[].ttftc_s.{k}" for k in DISTRIBUTION]
 
 
 def _declared(model, prefix="") -> set[str]:

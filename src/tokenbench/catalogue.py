@@ -311,6 +311,21 @@ _METRICS: tuple[Metric, ...] = (
         get=path("good_fraction"),
         views=_views("aggregates", "console", "experiment", "report"),  # the experiment's: where an SLO is set
     ),
+    # issue 23 structured output: replies that met --response-format (metrics/validity.py)
+    Metric(
+        key="valid_fraction",
+        title="valid",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=True,
+        population="successful requests of the population that asked for a constraint the client can check "
+        "(--response-format: json_object, json_schema, choice, regex)",
+        period=WINDOW,
+        get=path("structured.valid_fraction"),
+        views=_views("aggregates", "console", "experiment", "report"),
+        optional=True,
+    ),
     Metric(
         key="error_rate",
         title="errors",

@@ -46,6 +46,45 @@ def _seconds(value: object) -> object:
     return value
 
 
+# issue 23 structured output: --response-format as the settings hold it (structured.py sends and checks it)
+class OutputConstraint(_Model):
+    """What a reply must be: ``json_object``, ``json_schema`` (the schema itself, read from its file),
+    ``choice``, ``regex`` or ``grammar`` (its text). Written as ``--response-format``'s text
+    (``json_schema:FILE``) on the command line and in an experiment file, or as these fields."""
+
+    kind: Literal["json_object", "json_schema", "choice", "regex", "grammar"]
+    json_schema: dict[str, Any] | None = None
+    choices: list[str] | None = None
+    pattern: str | None = None
+    grammar: str | None = None
+    source: str | None = None  # the file the schema or grammar was read from
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        if isinstance(value, str):
+            from .structured import parse_constraint  # structured imports nothing of this module
+
+            return parse_constraint(value)
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> OutputConstraint:
+        need = {"json_schema": self.json_schema, "choice": self.choices, "regex": self.pattern, "grammar": self.grammar}
+        if self.kind in need and not need[self.kind]:
+            raise ValueError(f"--response-format {self.kind} needs its argument (json_schema:FILE, choice:A,B, ...)")
+        if self.json_schema is not None:
+            from .structured import check_schema
+
+            check_schema(self.json_schema)
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"--response-format regex:{self.pattern}: {exc}") from None
+        return self
+
+
 class TargetConfig(_Model):
     """The server under test. ``url`` None means: start the embedded default backend."""
 
@@ -143,6 +182,48 @@ class TargetConfig(_Model):
     def pooling(self) -> bool:
         """The API sends inputs and gets one answer (embeddings, rerank, score): no stream."""
         return self.api in POOLING_APIS
+
+    # issue 23 structured output and tool calls (structured.py)
+    response_format: Annotated[
+        OutputConstraint | None,
+        Flag(
+            "--response-format",
+            "Structured output: json_object, json_schema:FILE, choice:A,B,C, regex:PATTERN or grammar:FILE, sent in "
+            "the engine's own fields (--backend); each reply is checked (valid_fraction).",
+        ),
+    ] = None
+    tools: Annotated[
+        tuple[dict[str, Any], ...] | None,
+        Flag("--tools", "Tool calls (chat): a JSON file of OpenAI tool definitions sent with every request."),
+    ] = None
+    tool_choice: Annotated[
+        str | None,
+        Flag("--tool-choice", "With --tools: auto, required, none, or a tool's NAME (forces that tool)."),
+    ] = None
+    # how the engine takes --response-format (Profile.structured; the runner sets it): None = openai
+    structured_dialect: Literal["openai", "vllm", "sglang", "llamacpp", "tgi"] | None = None
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools(cls, v: object) -> object:
+        from .structured import load_tools
+
+        return None if v is None else load_tools(v)
+
+    @model_validator(mode="after")
+    def _tool_choice(self) -> TargetConfig:
+        if self.tool_choice is None:
+            return self
+        if not self.tools:
+            raise ValueError("--tool-choice needs --tools FILE (the tool definitions)")
+        from .structured import TOOL_CHOICES, tool_names
+
+        names = tool_names(self.tools)
+        if self.tool_choice not in TOOL_CHOICES and self.tool_choice not in names:
+            raise ValueError(
+                f"--tool-choice {self.tool_choice}: write auto, required, none or one of the tools: {', '.join(names)}"
+            )
+        return self
 
     @field_validator("url")
     @classmethod
@@ -697,6 +778,17 @@ class SessionConfig(_Model):
             SESSIONS,
         ),
     ] = Field(default=None, gt=0)
+    # issue 23 tool calls: a turn whose reply called tools gets this canned result back (a ``tool``
+    # message per call) before the conversation's next user turn; None: the calls are not answered
+    tool_result: Annotated[
+        str | None,
+        Flag(
+            "--tool-result",
+            "With --tools: after a reply that called tools, send this TEXT back as each call's tool message "
+            "before the next turn.",
+            SESSIONS,
+        ),
+    ] = None
     # carries the conversation's id on each of its requests
     header: Annotated[
         str,
@@ -770,6 +862,14 @@ class WorkersConfig(_Model):
     @property
     def distributed(self) -> bool:  # else the run's own process sends the load
         return self.count > 1 or self.on_ray
+
+
+# Settings keys (by RunConfig section) written to config.json only when set (RunConfig.redacted).
+ADDED_WHEN_SET: dict[str, tuple[str, ...]] = {
+    "target": ("response_format", "tools", "tool_choice", "structured_dialect"),  # issue 23 structured output
+    "sessions": ("tool_result",),  # issue 23 tool calls
+    "dataset": ("images",),  # issue 23 images
+}
 
 
 class RunConfig(_Model):
@@ -899,6 +999,8 @@ class RunConfig(_Model):
             raise ValueError(
                 "--unique-prefix would break each conversation's shared history: drop it with --multi-turn"
             )
+        if self.sessions.tool_result is not None and not self.target.tools:  # issue 23
+            raise ValueError("--tool-result answers tool calls: give --tools FILE too")
         if self.sessions.turns is not None and self.dataset.name != "synthetic":
             raise ValueError("--turns sets synthetic conversations' length: the dataset's conversations have theirs")
         return self
@@ -911,5 +1013,13 @@ class RunConfig(_Model):
 
         data = self.model_dump(mode="json")
         data["target"]["headers"] = {k: MASK for k in self.target.headers}
+        # issue 23: settings added since 0.2 that a plain run leaves unset are not written (its
+        # config.json keeps its keys; a missing key reads back as the default)
+        for section, keys in ADDED_WHEN_SET.items():
+            part = data.get(section)
+            if isinstance(part, dict):
+                for key in keys:
+                    if part.get(key) is None:
+                        part.pop(key, None)
         masked: dict[str, Any] = mask(data)
         return masked

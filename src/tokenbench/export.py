@@ -3,7 +3,9 @@
 Three tables, written with pyarrow as Parquet (or CSV), so a pandas, polars or DuckDB user needs
 no parser of ours:
 - ``records``: one row per request, every field of records.jsonl plus the per-request figures
-  derived from it (``ttft_s``, ``ttfo_s``, ``e2e_s``, ``tpot_s``, ``queue_s``, ``chunks``, ``streamed_tokens``);
+  derived from it (``ttft_s``, ``ttfo_s``, ``e2e_s``, ``tpot_s``, ``queue_s``, ``chunks``, ``streamed_tokens``,
+  ``ttftc_s``; structured output's ``structured``, ``output_parsed``, ``output_valid`` and the tool
+  calls' ``tool_calls``, ``tool_args_parsed`` ... are records.jsonl fields);
 - ``points``: one row per load point, results.json's point flattened with ``_`` (``ttft_s_p99``,
   ``requests_by_outcome_ok``, ``server_preemptions``...), its time series left to
 - ``timeseries``: one row per window of a point.
@@ -88,6 +90,7 @@ def run_tables(run_dir: Path, extra: Row | None = None) -> dict[str, list[Row]]:
                     QUEUE.key: r.queue_s,
                     "chunks": len(r.chunk_times_s),
                     "streamed_tokens": r.streamed_tokens,
+                    "ttftc_s": r.ttftc_s,  # issue 23: time to the first tool-call token (None without a call)
                 }
             )
             records.append({**facts, **row})

@@ -45,6 +45,8 @@ class ResolvedTarget(FrozenModel):
     model: str | None = None
     api: Api | None = None
     continuous_usage: bool | None = None  # usage on every chunk was asked for; absent before it existed
+    # issue 23: the fields --response-format went in (structured.py's dialect); only when it was given
+    structured_dialect: str | None = None
 
 
 class ServerFacts(FrozenModel):

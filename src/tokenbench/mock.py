@@ -31,6 +31,10 @@ so under overload the high class's TTFT stays near the scripted one while the lo
 /v1/models beside the base model, adds each one's cost to a request with ``model`` = its name, and
 answers 404 for a model it does not serve (as vLLM does). Each delivery logs the request's
 ``model`` and ``priority``.
+Structured output and tool calls (issue 23, mock_structured.py): a request asking for a JSON schema
+(any dialect tokenbench sends) gets the schema's smallest instance, one offering tools one call of
+the named (else first) tool, on the same schedule; ``invalid_every`` N makes every N-th such reply
+invalid (a known valid_fraction).
 
 Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
 http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
@@ -61,6 +65,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from .mock_pooling import PATHS as POOLING_PATHS
 from .mock_pooling import pooling_answer, pooling_inputs
+from .mock_structured import scripted_deltas
 
 Fault = Literal[
     "none",
@@ -122,6 +127,10 @@ class MockSettings:
     # issue 23 routing (see the module doc)
     priority_queue: bool = False
     adapters: str = ""
+
+    # issue 23: every N-th request asking for structure or offering tools gets invalid output
+    # (mock_structured.py); 0: all valid
+    invalid_every: int = 0
 
     def adapter_costs_ms(self) -> dict[str, float]:
         """``adapters`` as {name: extra TTFT ms}."""
@@ -220,6 +229,7 @@ class MockServer:
         self.s = settings
         self.deliveries: dict[str, Delivery] = {}
         self._count = 0
+        self._structured = 0  # requests that asked for structure or offered tools (invalid_every)
         self._in_flight = 0
         self._registry = CollectorRegistry()
         reg, names, model = self._registry, ["model_name"], settings.model
@@ -393,9 +403,19 @@ class MockServer:
         continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
         reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, continuous, images)
         admitted += self._adapters.get(str(body.get("model")), 0.0) / 1e3  # an adapter's scripted cost
+        reply.scripted = self._scripted(body, n_chunks, rid)
         if await self._write_chunks(reply, n_chunks, admitted, received):
             await self._write_end(reply, body, n_chunks)
         return resp
+
+    def _scripted(self, body: Body, n_chunks: int, rid: str) -> tuple[list[Event], str] | None:
+        """issue 23: a structured reply's or tool call's deltas and finish reason (mock_structured)."""
+        if not (body.get("response_format") or body.get("structured_outputs") or body.get("json_schema")):
+            if not body.get("tools"):
+                return None
+        self._structured += 1
+        invalid = bool(self.s.invalid_every) and self._structured % self.s.invalid_every == 0
+        return scripted_deltas(body, n_chunks, rid, invalid)
 
     async def _write_chunks(self, reply: _Reply, n_chunks: int, admitted: float, received: float) -> bool:
         """The content chunks on their scripted times; False when a fault ended the stream."""
@@ -416,7 +436,9 @@ class MockServer:
             if delay > 0:
                 await asyncio.sleep(delay)
             delivery.chunk_times_s.append(time.perf_counter())
-            if reply.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
+            if reply.scripted is not None:  # issue 23: structured output or a tool call
+                await resp.write(reply.event(reply.delta(reply.scripted[0][i]), reply.usage_so_far((i + 1) * k)))
+            elif reply.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
                 await resp.write(reply.event(reply.content(text, i < reasoning), reply.usage_so_far((i + 1) * k)))
             else:
                 await resp.write(thought if i < reasoning else piece)
@@ -454,7 +476,8 @@ class MockServer:
             reply.delivery.finished_s = time.perf_counter()
             return
         completion = 0 if reply.fault == "no_content" else n_chunks * self.s.tokens_per_chunk
-        await resp.write(reply.event(reply.finish("length"), reply.usage_so_far(completion)))
+        reason = reply.scripted[1] if reply.scripted is not None else "length"
+        await resp.write(reply.event(reply.finish(reason), reply.usage_so_far(completion)))
         usage = self._usage(body, completion, reply.images * self.s.image_tokens)
         if reply.chat and self.s.reasoning_chunks and completion:
             thought = min(self.s.reasoning_chunks, n_chunks) * self.s.tokens_per_chunk
@@ -501,6 +524,7 @@ class _Reply:
     continuous: bool = False  # the request asked for usage on every chunk
     images: int = 0  # issue 23 images: the request's image parts
     created: int = field(default_factory=lambda: int(time.time()))
+    scripted: tuple[list[Event], str] | None = None  # issue 23: each chunk's delta, the finish reason
 
     def usage_so_far(self, completion: int) -> Event | None:
         """vLLM's usage on every chunk (continuous_usage_stats): the completion tokens so far."""
@@ -528,6 +552,12 @@ class _Reply:
             key = "reasoning_content" if reasoning else "content"
             return {"index": 0, "delta": {key: text}, "finish_reason": None}
         return {"index": 0, "text": text, "finish_reason": None}
+
+    def delta(self, delta: Event) -> Event:
+        """A scripted chunk (issue 23): a chat delta, or a completion's ``{"text": ...}``."""
+        if self.chat:
+            return {"index": 0, "delta": delta, "finish_reason": None}
+        return {"index": 0, **delta, "finish_reason": None}
 
     def finish(self, reason: str) -> Event:
         if self.chat:

@@ -61,7 +61,8 @@ class Request:
     """One request to send. Exactly one of ``prompt`` / ``messages`` is set."""
 
     prompt: str | None = None
-    messages: tuple[dict[str, str], ...] | None = None
+    # chat messages (a JSON edge: an assistant turn's ``tool_calls`` is a list, its content may be None)
+    messages: tuple[dict[str, Any], ...] | None = None
     max_tokens: int | None = None
     expected_prompt_tokens: int | None = None  # the dataset's count (exact with a tokenizer)
     # A trace's row (its file line) and its time in the trace, seconds from the trace's first row:
@@ -110,9 +111,9 @@ class Request:
         """Flatten chat messages for the completions API (and prompt text for chat)."""
         if self.prompt is not None:
             return self.prompt
-        return "\n\n".join(m["content"] for m in self.messages or ())
+        return "\n\n".join(m["content"] or "" for m in self.messages or ())
 
-    def as_messages(self) -> list[dict[str, str]]:
+    def as_messages(self) -> list[dict[str, Any]]:
         if self.messages is not None:
             return list(self.messages)
         return [{"role": "user", "content": self.prompt or ""}]
@@ -256,6 +257,23 @@ class RequestRecord:
     request_class: str | None = None
     tenant: str | None = None
     priority: int | None = None
+    # issue 23 structured output and tool calls (structured.py): the constraint the request asked for
+    # (--response-format's kind; None: unconstrained), whether the reply parsed as JSON (the JSON
+    # kinds) and met the constraint (schema, choice, regex; None: not checkable, e.g. a grammar, or
+    # no reply); with --tools, the calls the reply made, whether every call's arguments parsed as a
+    # JSON object, the arrival of the first chunk carrying a call (time to first tool-call token),
+    # the chunks that carried calls, and the arguments' tokens (client tokenizer, when there is one).
+    structured: str | None = None
+    output_parsed: bool | None = None
+    output_valid: bool | None = None
+    tool_calls: int | None = None
+    tool_args_parsed: bool | None = None
+    first_tool_call_s: float | None = None
+    tool_call_chunks: int = 0
+    tool_args_tokens: int | None = None
+    # a multi-turn turn's tool calls as the assistant message's tool_calls, for the next turn's
+    # history (session_load.py); never written to records.jsonl
+    tool_messages: tuple[dict[str, object], ...] | None = None
 
     def __post_init__(self) -> None:
         times = self.chunk_times_s
@@ -274,6 +292,7 @@ class RequestRecord:
             chunk_tokens=None,
             output_text=None,
             server_timings=None,
+            tool_messages=None,
             response_id=None,
         )
 
@@ -300,6 +319,13 @@ class RequestRecord:
         if self.first_output_s is None or self.sent_s is None:
             return None
         return self.first_output_s - self.sent_s
+
+    @property
+    def ttftc_s(self) -> float | None:
+        """Time to the first tool-call token: the first chunk carrying a call, from sent."""
+        if self.first_tool_call_s is None or self.sent_s is None:
+            return None
+        return self.first_tool_call_s - self.sent_s
 
     @property
     def e2e_s(self) -> float | None:
@@ -371,6 +397,7 @@ class RequestRecord:
         data["output_tokens_source"] = self.output_tokens_source.value if self.output_tokens_source else None
         if not keep_text:
             data.pop("output_text")
+        data.pop("tool_messages")  # a conversation's carrier, not a fact of the record
         return data
 
     @classmethod

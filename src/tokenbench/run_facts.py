@@ -31,6 +31,7 @@ def config_json(
             model=target.model,
             api=target.api,
             continuous_usage=target.continuous_usage,  # usage on every chunk was asked for
+            **({"structured_dialect": target.structured_dialect} if target.structured_dialect else {}),
         ),
         backend=backend,
         dataset_info=info,

@@ -58,6 +58,7 @@ from .results import PointResult, RunResults
 from .run_facts import config_json, point_facts, start_facts
 from .rundir import RunWriter, default_run_dir, fresh_out_dir, remove_failed_start
 from .session_load import SessionSource
+from .structured import with_structure
 from .telemetry.sampler import Sampler
 from .terminal import console as wide_console
 from .workers.core import choose_tokenizer
@@ -185,10 +186,10 @@ def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
         usage = bool(profile and profile.continuous_usage and target.api in (None, "chat", "completions"))
         target = target.model_copy(update={"continuous_usage": usage})
     if target.api is None:
-        return target.model_copy(update={"api": profile.default_api if profile else "chat"})
-    if profile is not None and target.api not in profile.apis:
+        target = target.model_copy(update={"api": profile.default_api if profile else "chat"})
+    elif profile is not None and target.api not in profile.apis:
         raise BadInput(f"--api {target.api}: {profile.title} serves {', '.join(profile.apis)}")
-    return target
+    return with_structure(target, profile.structured if profile else None)
 
 
 def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunClock) -> Sampler:

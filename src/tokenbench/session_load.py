@@ -214,7 +214,7 @@ class _Conv:
     conversation: Conversation
     user: int | None
     send: Send
-    history: list[dict[str, str]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
     history_tokens: int = 0
 
 
@@ -317,12 +317,24 @@ async def _converse(gen: Driver, point: Point, conv: _Conv, scheduled_s: float, 
             reply = record.output_text or ""
             conv.history += [{"role": "user", "content": turn.text}, {"role": "assistant", "content": reply}]
             conv.history_tokens += turn.tokens + (source.count(reply) if reply else 0)
+            if record.tool_messages and source.settings.tool_result is not None:
+                conv.history_tokens += _tool_result(conv, record.tool_messages, source.settings.tool_result, source)
         ended = "completed"
         return last
     finally:
         if started:
             tally.started += 1
             setattr(tally, ended, getattr(tally, ended) + 1)
+
+
+def _tool_result(conv: _Conv, calls: tuple[dict[str, object], ...], result: str, source: SessionSource) -> int:
+    """issue 23: the reply's tool calls on its assistant message, then one ``tool`` message per call
+    with the canned --tool-result (OpenAI's shape): the next turn continues after them. The tokens
+    the history grew by (the calls' arguments and the results)."""
+    conv.history[-1] = {**conv.history[-1], "content": conv.history[-1]["content"] or None, "tool_calls": list(calls)}
+    conv.history += [{"role": "tool", "tool_call_id": call["id"], "content": result} for call in calls]
+    arguments = "".join(str(call.get("function", {}).get("arguments", "")) for call in calls)  # type: ignore[attr-defined]
+    return len(calls) * source.count(result) + (source.count(arguments) if arguments else 0)
 
 
 async def _turn(gen: Driver, point: Point, conv: _Conv, k: int, scheduled_s: float) -> RequestRecord:

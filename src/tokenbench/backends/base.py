@@ -126,6 +126,9 @@ class Profile:
     layer: bool = False
     default_upstream: str | None = None  # the engine a layer serves from when --upstream is not given
     default_served_name: str | None = None  # the name requests use unless --served-model-name says
+    # issue 23 structured output: how its API takes --response-format (structured.py's dialects:
+    # openai = response_format only; vllm, sglang, llamacpp, tgi add choice/regex/grammar fields)
+    structured: str = "openai"
 
     @property
     def default_api(self) -> str:

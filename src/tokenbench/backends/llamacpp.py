@@ -158,6 +158,8 @@ _profile = partial(
     docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
     reset_prefix_cache=reset_llamacpp,  # erase every slot; answers 501 without --slot-save-path
     reset_launch=resettable,
+    # issue 23: --response-format in its own fields (json_schema, grammar: tools/server/README.md)
+    structured="llamacpp",
 )
 
 PROFILE = _profile(

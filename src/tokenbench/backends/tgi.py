@@ -132,4 +132,5 @@ PROFILE = Profile(
         "docs/source/reference/metrics.md",
         "server/text_generation_server/models/globals.py",
     ),
+    structured="tgi",  # issue 23: --response-format in its own fields (parameters.grammar: TGI router/src/lib.rs GrammarType)
 )

@@ -125,4 +125,5 @@ PROFILE = Profile(
     reset_prefix_cache=reset_vllm,
     token_id_prompts=True,  # CompletionRequest.prompt: str | list[int] (vllm/entrypoints/openai/protocol.py)
     continuous_usage=True,  # StreamOptions.continuous_usage_stats (chat_completion/serving.py)
+    structured="vllm",  # issue 23: --response-format in its own fields (StructuredOutputsParams: vllm/sampling_params.py)
 )

@@ -280,7 +280,12 @@ def _target(a: Params, backend: BackendConfig | None) -> TargetConfig:
     fields = flagged(TargetConfig, a)
     if backend and not a.get("url"):
         fields.pop("model", None)
-    return TargetConfig(**fields, headers=_headers(a.get("header")), extra_body=_json_body(a.get("extra_body")))
+    structure = given(
+        response_format=a.get("response_format"), tools=a.get("tools")
+    )  # issue 23: parsed by the settings
+    return TargetConfig(
+        **fields, **structure, headers=_headers(a.get("header")), extra_body=_json_body(a.get("extra_body"))
+    )
 
 
 def _dataset(a: Params, small: bool) -> DatasetConfig:

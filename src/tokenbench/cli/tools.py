@@ -68,6 +68,13 @@ def mock(
         str,
         typer.Option(help="LoRA adapters served, NAME=MS,...: each one's extra TTFT; other model names get 404."),
     ] = "",
+    invalid_every: Annotated[
+        int,
+        typer.Option(
+            help="Structured output and tool calls: every N-th request asking for structure (or offering tools) "
+            "gets invalid JSON (0: all valid)."
+        ),
+    ] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
@@ -93,6 +100,7 @@ def mock(
             image_tokens=image_tokens,
             priority_queue=priority_queue,
             adapters=adapters,
+            invalid_every=invalid_every,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

@@ -8,6 +8,9 @@ role chunk says 0, each later one ``previous_num_tokens``, tokens included), whi
 ``Stream.chunk_usage`` keeps per content chunk. vLLM sends a role-only first delta: not content, so not a chunk.
 A chat delta's reasoning (``reasoning`` / ``reasoning_content``) is a chunk too, counted apart
 (``Stream.reasoning_chunks``); the first delta with ``content`` is the first output (TTFO).
+A delta's ``tool_calls`` (a call's name, then its arguments in pieces, as vLLM streams them:
+chat_completion/serving.py DeltaToolCall) is output too: a chunk, kept apart (``Stream.tool_calls``).
+--response-format and --tools go in the engine's own fields (structured.py).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from ..config import TargetConfig
 from ..images import chat_messages
 from ..records import Request
+from ..structured import request_fields
 from .wire import Body, Framing, JsonObject, Payload, Stream
 
 
@@ -56,6 +60,8 @@ class OpenAIWire:
             body["temperature"] = target.temperature
         if request.priority is not None:  # vLLM's and SGLang's request field (issue 23 routing)
             body["priority"] = request.priority
+        if target.response_format is not None or target.tools:  # issue 23: in the engine's own fields
+            body.update(request_fields(target))
         body.update(target.extra_body)
         return body
 
@@ -121,6 +127,11 @@ class OpenAIStream(Stream):
         if self.chat:
             delta = choice.get("delta") or {}
             piece = delta.get("content")
+            calls = delta.get("tool_calls")
+            if calls and self.tool_delta(calls, bool(piece)) and not piece:
+                if self.first_output_chunk is None:  # a tool call is output: every chunk before was reasoning
+                    self.first_output_chunk = self.reasoning_chunks
+                return True
             if not piece:
                 # Reasoning streams apart from the answer: vLLM's ``reasoning`` (its older name
                 # ``reasoning_content`` is still sent beside it), SGLang's and DeepSeek's

@@ -20,6 +20,7 @@ import aiohttp
 
 from ..config import TargetConfig
 from ..records import Outcome, Request, RequestRecord, TokenSource
+from ..structured import arguments_parse, reply_check
 from .wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
@@ -184,6 +185,8 @@ class StreamingClient:
         self._decoder = decoders.get(wire.framing, SSEPayloads)
         # usage on every chunk asked for (the wire sends continuous_usage_stats only with usage)
         self._chunk_usage = bool(target.continuous_usage and target.include_usage)
+        self._check = reply_check(target)  # issue 23: --response-format's check of each reply
+        self._tools = bool(target.tools)
 
     def payload(self, request: Request) -> Body:
         return self._wire.payload(request, self._target)
@@ -287,6 +290,29 @@ class StreamingClient:
             return Outcome.NO_OUTPUT
         return Outcome.OK
 
+    def _structure(self, record: RequestRecord, stream: Stream) -> None:
+        """issue 23: the reply against --response-format, and the tool calls it made."""
+        check = self._check
+        if check is not None:
+            record.structured = check.kind
+            if record.outcome is Outcome.OK:
+                record.output_parsed, record.output_valid = check.check(stream.answer_text())
+        if self._tools:
+            calls = [stream.tool_calls[i] for i in sorted(stream.tool_calls)]
+            calls = [c for c in calls if c.name or c.arguments]
+            record.tool_calls = len(calls)
+            record.tool_call_chunks = stream.tool_chunks
+            first = stream.first_tool_chunk
+            if first is not None and first < len(record.chunk_times_s):
+                record.first_tool_call_s = record.chunk_times_s[first]
+            if calls:
+                arguments = ["".join(c.arguments) for c in calls]
+                record.tool_args_parsed = arguments_parse(arguments)
+                if self._count_tokens is not None:
+                    record.tool_args_tokens = sum(self._count_tokens(a) for a in arguments)
+            if record.session_id is not None and calls:
+                record.tool_messages = tuple(c.as_message() for c in calls)
+
     def _finish_tokens(self, record: RequestRecord, stream: Stream) -> None:
         if not stream.chunked and record.outcome is Outcome.OK:
             record.end_s = record.closed_s  # a pooling answer ends when its body did (no chunks)
@@ -304,6 +330,8 @@ class StreamingClient:
         record.finish_reason = stream.finish_reason
         record.end_marker = stream.done
         record.chunk_tokens, record.first_chunk_tokens = stream.chunk_tokens()
+        if self._check is not None or self._tools:
+            self._structure(record, stream)
         # A session's next turn sends this reply back as history, so a session's record always
         # holds its text (records.jsonl still stores it only with --keep-text: RunWriter): the
         # answer without reasoning, as a chat client sends back (vLLM's reasoning docs; guidellm).

@@ -27,6 +27,25 @@ JsonObject = dict[str, Any]
 Body = dict[str, object]
 
 
+class ToolCallParts:
+    """One streamed tool call as its deltas arrive: its id, name and the pieces of its arguments."""
+
+    __slots__ = ("id", "name", "arguments")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name: str | None = None
+        self.arguments: list[str] = []
+
+    def as_message(self) -> dict[str, object]:
+        """The call as an assistant message's ``tool_calls`` entry (a conversation sends it back)."""
+        return {
+            "id": self.id or "call_0",
+            "type": "function",
+            "function": {"name": self.name or "", "arguments": "".join(self.arguments)},
+        }
+
+
 class Stream:
     """What one response stream said so far. Subclasses implement ``handle``."""
 
@@ -51,6 +70,9 @@ class Stream:
         "cached_prompt_tokens",
         "reasoning_at",
         "chunk_usage",
+        "tool_calls",
+        "tool_chunks",
+        "first_tool_chunk",
     )
 
     def __init__(self) -> None:
@@ -77,6 +99,12 @@ class Stream:
         # a list): the cumulative completion_tokens each content chunk carried, None for a chunk
         # without. None: not tracked (a protocol without per-chunk usage never appends).
         self.chunk_usage: list[int | None] | None = None
+        # issue 23 tool calls: the calls streamed so far by their index (OpenAI chat's
+        # delta.tool_calls), the chunks that carried only a call's name or arguments, and the index
+        # among all content chunks of the first that carried one (None: no call)
+        self.tool_calls: dict[int, ToolCallParts] = {}
+        self.tool_chunks = 0
+        self.first_tool_chunk: int | None = None
 
     def reasoning(self, piece: str) -> bool:
         """A piece of reasoning content: a chunk (TTFT counts it), counted apart from the answer."""
@@ -84,6 +112,33 @@ class Stream:
         self.reasoning_at.append(len(self.text))
         self.text.append(piece)
         return True
+
+    def tool_delta(self, calls: object, with_content: bool) -> bool:
+        """A delta's ``tool_calls``: True when one carried a name or arguments (output: a chunk).
+        ``with_content``: the delta's content is counted as the chunk already."""
+        got = False
+        for call in calls if isinstance(calls, list) else ():
+            if not isinstance(call, dict):
+                continue
+            index = call.get("index")
+            parts = self.tool_calls.setdefault(index if type(index) is int else 0, ToolCallParts())
+            if isinstance(call.get("id"), str):
+                parts.id = call["id"]
+            fn = call.get("function")
+            if isinstance(fn, dict):
+                name, arguments = fn.get("name"), fn.get("arguments")
+                if isinstance(name, str) and name:
+                    parts.name = name
+                    got = True
+                if isinstance(arguments, str) and arguments:
+                    parts.arguments.append(arguments)
+                    got = True
+        if got:
+            if self.first_tool_chunk is None:
+                self.first_tool_chunk = len(self.text) + self.tool_chunks
+            if not with_content:
+                self.tool_chunks += 1
+        return got
 
     def answer_text(self) -> str:
         """The reply without its reasoning: what a conversation sends back as the assistant's turn."""

@@ -24,6 +24,11 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
 - ``priority``: priority scheduling on vs off under overload: the same engine with
   ``--scheduling-policy priority`` and with its default, a high class (priority 0) and a low one
   (priority 10) in one open loop above capacity (by_class). Small: vLLM CPU, max-num-seqs 2, 3 req/s.
+- ``structured-output``: what a JSON schema costs on an engine (issue 23): the same closed-loop load
+  unconstrained, with ``response_format: json_schema`` and with a forced (named) tool call (three
+  variants of one launch), TTFT/TPOT side by side, the schema's ``valid_fraction`` and the calls'
+  ``args_parsed_fraction``. Full: vLLM and SGLang on the users study's
+  model, 1/8/32 users. Small: vLLM's CPU build (as the throughput study's), 2 users.
 
 Each preset also has a ``ci`` scale: the small one's servers, loads, variants and trials with
 shorter points (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
@@ -258,6 +263,114 @@ def _server_overhead(scale: Scale) -> Doc:
     }
 
 
+# A small record with bounded strings and number (maxLength, maximum): a reply meets it well inside
+# --output-tokens (seen on vLLM CPU with SmolLM2-135M: unbounded ones ran into max_tokens now and then).
+PERSON_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 16},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "city": {"type": "string", "maxLength": 16},
+    },
+    "required": ["name", "age", "city"],
+    "additionalProperties": False,
+}
+
+
+WEATHER_TOOL: dict[str, object] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "maxLength": 16},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city", "unit"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def _structured_output(scale: Scale) -> Doc:
+    """The same load unconstrained and with a JSON schema: two variants on one launch of each
+    engine, so the constraint's cost is the only difference (grammar compile on first use included:
+    the schema is the same for every request, so engines' grammar caches serve all but the first)."""
+    variants = [
+        {"label": "unconstrained"},
+        {"label": "json-schema", "response_format": {"kind": "json_schema", "json_schema": PERSON_SCHEMA}},
+        # a forced (named) tool call: its arguments under the tool's schema, by the same guided decoding
+        {"label": "named-tool", "tools": [WEATHER_TOOL], "tool_choice": "get_weather"},
+    ]
+    if scale == "full":
+        return {
+            "name": "structured-output",
+            "description": "Unconstrained vs JSON schema: vLLM and SGLang, 1/8/32 users.",
+            # a named tool_choice needs each engine's tool parser on (Llama 3's): vLLM's
+            # --enable-auto-tool-choice --tool-call-parser (docs/features/tool_calling.md), SGLang's
+            # --tool-call-parser (docs/advanced_features/function_calling.md); not run here (no GPU)
+            "backends": [
+                {
+                    "backend": "vllm",
+                    "model": FULL_MODEL,
+                    "knobs": {
+                        "max_num_seqs": 256,
+                        "engine_args": ["--enable-auto-tool-choice", "--tool-call-parser=llama3_json"],
+                    },
+                },
+                {
+                    "backend": "sglang",
+                    "model": FULL_MODEL,
+                    "knobs": {"max_num_seqs": 256, "engine_args": ["--tool-call-parser=llama3"]},
+                },
+            ],
+            "load": {"users": [1, 8, 32], "ramp_up_s": 5},
+            "stop": {"duration_s": 120, "drain_timeout_s": 60},
+            "dataset": {"name": "synthetic", "input_tokens": 256, "output_tokens": 256},
+            "variants": variants,
+            "api": "chat",
+            "trials": 3,
+            "slo": _slo(ttft_s=0.5, tpot_s=0.05),
+        }
+    vllm = _vllm_cpu()
+    # xgrammar with disable_any_whitespace (vllm/config/structured_outputs.py: only xgrammar and
+    # guidance take it): without it SmolLM2-135M now and then spent its max_tokens on whitespace
+    # inside the JSON (seen: 1 reply in 4 invalid)
+    args = [
+        "--enforce-eager",
+        "--max-model-len=512",
+        f"--kv-cache-memory-bytes={VLLM_CPU_KV_BYTES * 4}",
+        '--structured-outputs-config={"backend": "xgrammar", "disable_any_whitespace": true}',
+        # vLLM 0.32 answers 400 to a named tool_choice without a tool parser enabled (renderers/
+        # online_renderer.py); the named call itself is guided decoding, whatever the parser
+        "--enable-auto-tool-choice",
+        "--tool-call-parser=pythonic",
+    ]
+    return {
+        "name": "structured-output-small",
+        "description": "Unconstrained vs JSON schema at CPU scale: vLLM CPU, 2 users.",
+        "backends": [
+            {
+                **vllm,
+                "label": "vllm-cpu",
+                "knobs": {"max_num_seqs": 4, "engine_args": args, "engine_env": {"HF_HUB_OFFLINE": "1"}},
+            }
+        ],
+        "load": {"users": [2], "ramp_up_s": 0},
+        "stop": {"duration_s": 15, "drain_timeout_s": 10},
+        "dataset": {"name": "synthetic", "input_tokens": 32, "output_tokens": 64},
+        "variants": variants,
+        "api": "chat",
+        "window_s": 5,
+        "trials": 1,
+        "slo": _slo(ttft_s=2.0, tpot_s=0.2),
+        "metrics_interval_s": 0.5,
+    }
+
+
 # The engine alone runs from this profile: on the CPU machine llama.cpp is the in-process server
 # (no llama-server binary; a layer's upstream "llamacpp" is that server too).
 _ALONE = {"llamacpp": "xllamacpp"}
@@ -387,6 +500,7 @@ PRESETS = {
     "server-overhead": _server_overhead,
     "lora": _lora,
     "priority": _priority,
+    "structured-output": _structured_output,
 }
 
 
@@ -414,6 +528,8 @@ CI_STOPS: dict[str, CiStop] = {
     "server-overhead": CiStop(6.0, 0.0, 10.0, rates=(2.0,)),
     "lora": CiStop(6.0, 0.0, 5.0),
     "priority": CiStop(6.0, 0.0, 20.0),
+    # one point per variant: the e2e test's budget is ~60 s with vLLM's ~30 s start
+    "structured-output": CiStop(4.0, 0.0, 10.0),
 }
 
 

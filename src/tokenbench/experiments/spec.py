@@ -24,6 +24,7 @@ from ..config import (
     EngineKnobs,
     LoadPoint,
     LoadSweep,
+    OutputConstraint,
     PrefixCacheMode,
     RunConfig,
     SessionConfig,
@@ -120,9 +121,16 @@ class Variant(FrozenModel):
     # issue 23 routing: a variant's own LoRA mix and workload mix (not dataset fields)
     lora_mix: dict[str, float] | None = None
     mix: WorkloadMix | None = None
+    # issue 23 structured output and tool calls: the request's constraint and tools (TargetConfig's
+    # fields, over the experiment's own; a variant without them beside one with shows their cost)
+    response_format: OutputConstraint | None = None
+    tools: str | tuple[dict[str, Any], ...] | None = None  # a file, or the definitions (TargetConfig reads it)
+    tool_choice: str | None = None
 
 
 GROUP_FIELDS = {"lora_mix", "mix"}  # a Variant's fields that are not its dataset's
+# Variant fields that are the target's, not the dataset's (variant_dataset leaves them out)
+TARGET_VARIANT_FIELDS = frozenset({"label", "response_format", "tools", "tool_choice"})
 
 
 class ExperimentSpec(FrozenModel):
@@ -149,6 +157,10 @@ class ExperimentSpec(FrozenModel):
     lora_mix: dict[str, float] | None = None
     mix: WorkloadMix | None = None
     tenant_header: str = DEFAULT_TENANT_HEADER
+    # issue 23 structured output and tool calls: every variant's, unless it names its own
+    response_format: OutputConstraint | None = None
+    tools: str | tuple[dict[str, Any], ...] | None = None
+    tool_choice: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -333,7 +345,9 @@ def _cell_trials(spec: ExperimentSpec) -> int:
 def variant_dataset(dataset: DatasetConfig, variant: Variant) -> DatasetConfig:
     """The experiment's dataset with the variant's fields over it, validated."""
     overrides = {
-        k: v for k, v in variant.model_dump(exclude={"label", "batch_size", *GROUP_FIELDS}).items() if v is not None
+        k: v
+        for k, v in variant.model_dump(exclude={"batch_size", *GROUP_FIELDS, *TARGET_VARIANT_FIELDS}).items()
+        if v is not None
     }
     return DatasetConfig.model_validate(dataset.model_copy(update=overrides).model_dump())
 
@@ -346,6 +360,7 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
             api=entry.api or spec.api,
             ignore_eos=spec.ignore_eos,
             batch_size=variant.batch_size or spec.batch_size,
+            **_structure(spec, variant),
         ),
         loads=spec.load.points() if spec.load is not None else [_search_template(spec)],
         stop=spec.stop,
@@ -368,6 +383,12 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         mix=variant.mix or spec.mix,
         tenant_header=spec.tenant_header,
     )
+
+
+def _structure(spec: ExperimentSpec, variant: Variant) -> dict[str, Any]:
+    """issue 23: the variant's response_format / tools / tool_choice, else the experiment's."""
+    fields = ("response_format", "tools", "tool_choice")
+    return {f: getattr(variant, f) if getattr(variant, f) is not None else getattr(spec, f) for f in fields}
 
 
 def _search_template(spec: ExperimentSpec) -> LoadPoint:

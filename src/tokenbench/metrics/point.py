@@ -20,6 +20,7 @@ from .pooling import is_pooling, pooling_metrics
 from .reasoning import reasoning_metrics
 from .span import PointSpan, Window, lifetimes, tokens_per_chunk
 from .stats import distribution
+from .validity import validity_metrics
 
 # The backlog growth of an open-loop point is estimated from the medians of its first and last
 # thirds only with at least this many requests in each: with one or two, a single long reply
@@ -225,6 +226,7 @@ def summarize_point(
         **reasoning_metrics(population),  # only when reasoning streamed: keeps the shape otherwise
         **(pooling_metrics(basis.rated, basis.weight, basis.period_s, prompt_tokens) if pooling else {}),
         **image_metrics(population, rates.requests_per_s),  # issue 23 images: only when some carried images
+        **validity_metrics(population),  # issue 23: only when structure or tools were asked for
     )
 
 

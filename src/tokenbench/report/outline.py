@@ -19,6 +19,7 @@ from .data import ReportData
 from .layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
 from .pooling import POOLING_CAPTION, pooling_table
 from .stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
+from .structured import STRUCTURED_CAPTION, structured_table
 from .tables import (
     Table,
     best_table,
@@ -159,6 +160,11 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     if groups is not None:
         sections.append(
             Section("groups", "By adapter, class and tenant", (Block(table=groups),), caption=GROUPS_CAPTION)
+        )
+    structured = structured_table(data)  # issue 23: only when some point asked for structure
+    if structured is not None:
+        sections.append(
+            Section("structured", "Structured output", (Block(table=structured),), caption=STRUCTURED_CAPTION)
         )
     sections += _chart_sections(data, charts)
     hidden = max(0, len(data.series) - MAX_TIMESERIES_CHARTS)

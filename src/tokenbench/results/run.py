@@ -196,6 +196,32 @@ class Images(FrozenModel):
     prompt_tokens: Distribution
 
 
+# issue 23 structured output and tool calls (metrics/validity.py)
+class StructuredOutput(FrozenModel):
+    """Replies under --response-format over a point's population (only on a point where some
+    request asked for structure). valid_fraction's population: the successful requests that asked
+    for a constraint the client can check (a grammar cannot be: counted in ``requests`` only)."""
+
+    kind: str  # the constraint asked (json_object, json_schema, choice, regex, grammar)
+    requests: int  # requests that asked for it
+    checked: int  # of them, successful ones whose reply was checked
+    parsed: int | None  # of those, replies that parsed as JSON (None: not a JSON kind)
+    valid: int  # replies that met the constraint
+    valid_fraction: Number | None  # valid / checked (None: nothing checked)
+
+
+class ToolCalls(FrozenModel):
+    """Tool calls over a point's population (only on a point whose requests offered --tools)."""
+
+    requests: int  # successful requests that offered tools
+    with_calls: int  # of them, replies that made at least one call
+    calls: int  # calls made in all
+    args_parsed: int  # replies with calls whose every call's arguments parsed as a JSON object
+    args_parsed_fraction: Number | None  # args_parsed / with_calls
+    call_chunks: int  # chunks that carried a call's name or arguments
+    args_tokens: int | None  # the arguments' tokens by the client tokenizer (None: no tokenizer)
+
+
 class Fluidity(FrozenModel):
     """Etalon's fluidity index over a point's successful requests (metrics.pertoken): each token
     has a deadline, ``ttft_deadline_s`` after the send for the first, ``tbt_deadline_s`` after the
@@ -375,6 +401,12 @@ class PointMetrics(FrozenModel):
     pooling: Pooling | None = None
     # issue 23 images: only on a point where some request carried images
     images: Images | None = None
+    # issue 23 structured output and tool calls: only on a point where a request asked for structure /
+    # offered tools (a run without keeps its results.json shape); ttftc_s: time to the first
+    # tool-call token, over the successful requests whose reply made a call
+    structured: StructuredOutput | None = None
+    tool_calls: ToolCalls | None = None
+    ttftc_s: Distribution | None = None
 
 
 # A point's parts are declared once, where they are computed. Pydantic puts a base's fields before
