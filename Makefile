@@ -14,11 +14,12 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile
 # other (vLLM CPU's replies 5x slower, a 2 req/s llama.cpp point left with a backlog: 5 of 36 e2e
 # tests failed, and the pair took 16.5 min).
 JOBS   ?= 4
-IDLE   := $(shell command -v chrt >/dev/null 2>&1 && echo chrt --idle 0 || echo nice -n 19)
+SERIAL_JOBS ?= 2
+IDLE   := nice -n 10
 LOW    := nice -n 10
 PYTEST := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every log: where the next minute goes
 PARALLEL_TESTS := $(IDLE) $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
-SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n 2 --dist worksteal
+SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n $(SERIAL_JOBS) --dist worksteal
 E2E_TESTS      := $(PYTEST) -m e2e
 TIERS  := $(MAKE) --no-print-directory --output-sync=target  # each tier's log whole, when it ends
 

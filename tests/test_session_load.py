@@ -178,6 +178,7 @@ def test_a_failed_turn_ends_its_conversation(mock_server, tmp_path):
     assert result.results["points"][0]["sessions"]["ended_by_error"] == 2
 
 
+@pytest.mark.serial  # the backoff's waits to 30 ms: beside a make check's serial tier one "at once" came 34 ms late
 def test_a_user_whose_conversations_fail_at_once_backs_off_as_a_single_turn_user_does(mock_server, tmp_path):
     """Every first turn fails (HTTP 400): the user starts its next conversation at once three
     times, then after 0.1, 0.2, 0.4 s; the next (0.8 s later) would start past the 1 s deadline."""
