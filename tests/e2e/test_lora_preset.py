@@ -1,6 +1,7 @@
 """The lora preset at ci scale on vLLM CPU (issue 23 routing): one vLLM launch serving four random
 rank-8 adapters (made where the preset looks for them when they are not there yet), the same load
-sent to one adapter and spread over four; by_adapter breaks each cell out."""
+sent to one adapter and spread over four; by_adapter breaks each cell out. (What test_lora_live.py
+asserted on a launch of its own is folded in here: the profile's LoRA flags, every token generated.)"""
 
 import json
 import os
@@ -39,3 +40,12 @@ def test_one_adapter_and_four_each_serve_every_request_and_break_out_by_adapter(
         records = (out / cells[variant]["run_dir"] / "records.jsonl").read_text().splitlines()
         sent = {json.loads(line)["adapter"] for line in records}
         assert sent <= names and len(sent) >= min(2, len(names))  # a few seconds: not every adapter's turn
+        outcomes = [json.loads(line)["outcome"] for line in records]
+        assert set(outcomes) <= {"ok", "cancelled", "not_sent"}, variant  # every adapter served its requests
+        ok = [json.loads(line) for line in records if json.loads(line)["outcome"] == "ok"]
+        assert ok and all(r["output_tokens"] == 32 for r in ok)  # ignore_eos: the adapter generated every token
+    results = json.loads((out / cells["four-adapters"]["run_dir"] / "results.json").read_text())
+    command = " ".join(results["target"]["command"])
+    assert (
+        "--enable-lora" in command and "--max-loras 4" in command and f"--max-lora-rank {presets.LORA_RANK}" in command
+    )

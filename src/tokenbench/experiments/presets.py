@@ -30,8 +30,8 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
   ``args_parsed_fraction``. Full: vLLM and SGLang on the users study's
   model, 1/8/32 users. Small: vLLM's CPU build (as the throughput study's), 2 users.
 
-Each preset also has a ``ci`` scale: the small one's servers, loads, variants and trials with
-shorter points (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
+Each preset also has a ``ci`` scale: the small one's servers, variants and trials with shorter
+points, and a rate study at its highest rate only (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
 study holds of it (each load still reaches its regime: the throughput study's preemptions
 included).
 
