@@ -313,9 +313,8 @@ class MockServer:
             admitted = time.perf_counter()
             fault = self._fault_for_this()
             rid = f"mock-{self._count}"
-            if fault in ("http_500", "http_429", "http_400"):
-                status = int(fault[5:])
-                return web.json_response({"error": {"message": f"scripted {fault}", "code": status}}, status=status)
+            if (failed := _scripted_failure(fault)) is not None:
+                return failed
             delivery = Delivery(received, admitted, admitted - received, fault=fault)
             if self.s.record_deliveries:
                 self.deliveries[rid] = delivery
@@ -380,9 +379,8 @@ class MockServer:
         admitted = time.perf_counter()
         fault = self._fault_for_this()
         rid = f"mock-{self._count}"
-        if fault in ("http_500", "http_429", "http_400"):
-            status = int(fault[5:])
-            return web.json_response({"error": {"message": f"scripted {fault}", "code": status}}, status=status)
+        if (failed := _scripted_failure(fault)) is not None:
+            return failed
         n_chunks = int(body.get("max_tokens") or self.s.output_tokens)
         n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
@@ -589,3 +587,11 @@ def serve(settings: MockSettings, host: str = "127.0.0.1", port: int = 9000) -> 
     except ImportError:  # pragma: no cover
         pass
     web.run_app(MockServer(settings).app, host=host, port=port, print=None, access_log=None, shutdown_timeout=1.0)
+
+
+def _scripted_failure(fault: str | None) -> web.Response | None:
+    """The HTTP error a request drawing a scripted ``http_*`` fault gets instead of a reply."""
+    if fault not in ("http_500", "http_429", "http_400"):
+        return None
+    status = int(fault[5:])
+    return web.json_response({"error": {"message": f"scripted {fault}", "code": status}}, status=status)
