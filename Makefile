@@ -5,20 +5,21 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 
 # Tests in tiers (issue 21). The `serial` tests (tests/conftest.py: they time a mock to the
-# millisecond) run two at a time at the normal CPU priority; lint, every other test (pytest-xdist,
-# $(JOBS) workers: most wait on a mock or a child process, so more workers than cores pays) and the
-# engines' installs run beside them at a lower one, so a serial test's mock and client get a core
-# the moment they wake. $(IDLE): Linux's SCHED_IDLE (only CPU time nothing else wants; children
-# inherit it), else nice 19. `e2e` tests need a real engine (llama.cpp, vLLM CPU, Triton, Ray Serve)
-# and run only in `make test`, one at a time, alone: two engines side by side on 2 cores starved each
-# other (vLLM CPU's replies 5x slower, a 2 req/s llama.cpp point left with a backlog: 5 of 36 e2e
-# tests failed, and the pair took 16.5 min).
+# millisecond) run $(SERIAL_JOBS) at a time at the normal CPU priority; lint, every other test
+# (pytest-xdist, $(JOBS) workers: most wait on a mock or a child process, so more workers than cores
+# pays) and the engines' installs run beside them at nice 10, so a serial test's mock and client get
+# a core first when they wake (SCHED_IDLE instead: a side-by-side test's 30 ms wait starved, and a
+# serial test's 40 ms overhead read 38.5 in two runs of two). `browser` drives Chromium:
+# make test's unit tier runs it, make check does not. `e2e` tests need a real engine (llama.cpp,
+# vLLM CPU, Triton, Ray Serve) and run only in `make test`, one at a time, alone: two engines side
+# by side on 2 cores starved each other (vLLM CPU's replies 5x slower, a 2 req/s llama.cpp point
+# left with a backlog: 5 of 36 e2e tests failed, and the pair took 16.5 min).
 JOBS   ?= 4
-SERIAL_JOBS ?= 2
-IDLE   := nice -n 10
+SERIAL_JOBS ?= 3
 LOW    := nice -n 10
 PYTEST := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every log: where the next minute goes
-PARALLEL_TESTS := $(IDLE) $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
+PARALLEL_TESTS := $(LOW) $(PYTEST) -m "not e2e and not serial and not browser" -n $(JOBS) --dist worksteal
+UNIT_TESTS     := $(LOW) $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
 SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n $(SERIAL_JOBS) --dist worksteal
 E2E_TESTS      := $(PYTEST) -m e2e
 TIERS  := $(MAKE) --no-print-directory --output-sync=target  # each tier's log whole, when it ends
@@ -74,7 +75,7 @@ test: setup
 engines: rayllm-cpu triton
 
 unit-tests: lint browser
-	$(PARALLEL_TESTS)
+	$(UNIT_TESTS)
 
 parallel-tests: setup
 	$(PARALLEL_TESTS)
@@ -83,9 +84,9 @@ serial-tests: setup
 	$(SERIAL_TESTS)
 
 lint: setup
-	$(IDLE) $(BIN)/ruff check src tests benchmarks
-	$(IDLE) $(BIN)/ruff format --check src tests benchmarks
-	$(IDLE) $(BIN)/mypy --strict src/tokenbench
+	$(LOW) $(BIN)/ruff check src tests benchmarks
+	$(LOW) $(BIN)/ruff format --check src tests benchmarks
+	$(LOW) $(BIN)/mypy --strict src/tokenbench
 
 # Re-resolve pyproject's dependencies from the registries into constraints.txt (then commit it).
 lock:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from browser_check import check_in_chromium, require_browser
 from report_synthetic import EVIL
 
 from tokenbench.report import write_report
 
 
+@pytest.mark.browser  # 40 s of Chromium: in make test's unit tier (beside the engines' installs), not make check's
 def test_report_renders_in_chromium(
     rate_experiment: Path, users_experiments: tuple[Path, Path], evil_run: Path, tmp_path: Path
 ) -> None:
