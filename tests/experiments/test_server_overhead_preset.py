@@ -86,9 +86,11 @@ def test_a_layer_is_labelled_with_its_engine_and_may_have_its_own_api():
 
 
 def test_a_layer_study_records_each_layers_engine_and_prints_the_overhead(start_mock, tmp_path):
-    # each mock in a process of its own: served from the test's, beside other tests the gap read +38.3 ms
+    # each mock in a process of its own. The layer adds 100 ms of TTFT, printed to within 2%: a
+    # scripted +40 ms to within 1 ms read +38.3 to +38.9 in 4 of 6 make check runs (the other tests at
+    # nice 10 beside it), +40 alone
     engine = start_mock(ttft_ms=20, itl_ms=5, output_tokens=6)
-    layer = start_mock(ttft_ms=60, itl_ms=5, output_tokens=6)  # +40 ms of TTFT
+    layer = start_mock(ttft_ms=120, itl_ms=5, output_tokens=6)  # +100 ms of TTFT
     spec = {
         "name": "layers",
         "backends": [
@@ -119,4 +121,4 @@ def test_a_layer_study_records_each_layers_engine_and_prints_the_overhead(start_
     assert "upstream" not in state["servers"][0]  # written only when set: older readers see the same keys
     assert "serving layers: overhead = layer − engine alone" in proc.stderr
     line = next(x for x in proc.stderr.splitlines() if x.startswith("│ proxy-llamacpp") and "TTFT p50" in x)
-    assert "+40." in line or "+39." in line or "+41." in line, line
+    assert any(f"+{ms}." in line for ms in range(98, 103)), line  # +100 ms ± 2%
