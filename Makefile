@@ -4,16 +4,16 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 
-# Tests in tiers (issue 21). The `serial` tests (tests/conftest.py: they time a mock to the
-# millisecond) run $(SERIAL_JOBS) at a time at the normal CPU priority; in make check lint and every
-# other test (pytest-xdist, $(JOBS) workers: most wait on a mock or a child process, so more workers
-# than cores pays) run beside them at nice 10, so a serial test's mock and client get
-# a core first when they wake (SCHED_IDLE instead: a side-by-side test's 30 ms wait starved, and a
-# serial test's 40 ms overhead read 38.5 in two runs of two). `browser` drives Chromium:
-# make test's unit tier runs it, make check does not. `e2e` tests need a real engine (llama.cpp,
-# vLLM CPU, Triton, Ray Serve) and run only in `make test`, one at a time, alone: two engines side
-# by side on 2 cores starved each other (vLLM CPU's replies 5x slower, a 2 req/s llama.cpp point
-# left with a backlog: 5 of 36 e2e tests failed, and the pair took 16.5 min).
+# Tests in tiers (issue 21). Lint and every test that may run side by side (pytest-xdist, $(JOBS)
+# workers: most wait on a mock or a child process, so more workers than cores pays) first, at nice 10;
+# then the `serial` tests (tests/conftest.py: they time a mock to the millisecond) $(SERIAL_JOBS) at
+# a time, alone. Run beside the side-by-side tests (at nice 10, or under SCHED_IDLE) they failed in 5
+# of 7 make checks, each time a different one of three (a +40 ms layer overhead read +38.5, a 2 ms
+# chunk gap, a 30 ms backoff wait); beside make test's engine installs 2 of 58 failed. `browser`
+# drives Chromium: make test's side-by-side tier runs it, make check does not. `e2e` tests need a
+# real engine (llama.cpp, vLLM CPU, Triton, Ray Serve) and run only in `make test`, one at a time,
+# alone: two engines side by side on 2 cores starved each other (vLLM CPU's replies 5x slower, a 2
+# req/s llama.cpp point left with a backlog: 5 of 36 e2e tests failed, and the pair took 16.5 min).
 JOBS   ?= 4
 SERIAL_JOBS ?= 3
 LOW    := nice -n 10
@@ -60,10 +60,11 @@ browser:
 	scripts/ensure_chromium.sh
 
 # What a developer runs after each change: lint and every test that needs no real engine (unit, the
-# in-process mock, mock processes), the serial tests beside the others. Needs only `make setup` (no
+# in-process mock, mock processes), then the serial tests. Needs only `make setup` (no
 # vLLM, Triton, Ray Serve or Chromium).
 check: setup
-	$(TIERS) -j3 lint parallel-tests serial-tests
+	$(TIERS) -j2 lint parallel-tests
+	$(SERIAL_TESTS)
 
 # Everything, real engines included: the README's test command, what CI runs (.ci/run). The engines'
 # installs (downloads and unpacking, at nice 10) run beside lint and the side-by-side tests, which
