@@ -5,10 +5,9 @@ every answer holds one vector per input, its prompt tokens are llama.cpp's usage
 metrics are absent. (/v1/rerank on llama.cpp needs a reranker GGUF with --pooling rank: none here.)"""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from preset_helpers import tokenbench
 
 pytestmark = pytest.mark.e2e
 
@@ -19,30 +18,8 @@ BATCH, INPUT_TOKENS, REQUESTS = 4, 32, 6
 def embedded_run(tmp_path_factory):
     pytest.importorskip("xllamacpp")
     out = tmp_path_factory.mktemp("e2e") / "embeddings"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tokenbench",
-            "run",
-            "--api",
-            "embeddings",
-            "--batch-size",
-            str(BATCH),
-            "--users",
-            "2",
-            "--max-requests",
-            str(REQUESTS),
-            "--input-tokens",
-            str(INPUT_TOKENS),
-            "--out",
-            str(out),
-            "--no-live",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    args = ["--api", "embeddings", "--batch-size", str(BATCH), "--users", "2", "--max-requests", str(REQUESTS)]
+    proc = tokenbench("run", *args, "--input-tokens", str(INPUT_TOKENS), "--out", str(out), "--no-live", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 

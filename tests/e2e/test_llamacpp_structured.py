@@ -4,23 +4,15 @@ turns into a grammar. Every reply parses and validates against the schema, and t
 ``structured.valid_fraction`` says so beside its TTFT and TPOT."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from preset_helpers import tokenbench
+
+from tokenbench.experiments.presets import PERSON_SCHEMA
 
 pytestmark = pytest.mark.e2e
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 16},
-        "age": {"type": "integer", "minimum": 0, "maximum": 150},
-        "city": {"type": "string", "maxLength": 16},
-    },
-    "required": ["name", "age", "city"],
-    "additionalProperties": False,
-}
+SCHEMA = PERSON_SCHEMA  # the structured-output preset's: bounded, so a reply fits --output-tokens
 
 
 @pytest.fixture(scope="module")
@@ -30,31 +22,9 @@ def schema_run(tmp_path_factory):
     schema = base / "person.json"
     schema.write_text(json.dumps(SCHEMA))
     out = base / "run"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tokenbench",
-            "run",
-            "--response-format",
-            f"json_schema:{schema}",
-            "--users",
-            "2",
-            "--duration",
-            "10",
-            "--drain-timeout",
-            "20",
-            "--input-tokens",
-            "32",
-            "--output-tokens",
-            "96",
-            "--out",
-            str(out),
-            "--no-live",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    args = ["--response-format", f"json_schema:{schema}", "--users", "2", "--duration", "10", "--drain-timeout", "20"]
+    proc = tokenbench(
+        "run", *args, "--input-tokens", "32", "--output-tokens", "96", "--out", str(out), "--no-live", timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
