@@ -44,6 +44,21 @@ def test_the_draw_gives_each_group_its_share_of_the_positions_exactly_and_by_the
     assert Counter(stratified(10, [1, 1, 1], "s")) in ({0: 4, 1: 3, 2: 3}, {0: 3, 1: 4, 2: 3}, {0: 3, 1: 3, 2: 4})
 
 
+@pytest.mark.parametrize("weights", [[1, 1, 1, 1], [1, 3], [5, 1, 2], [0.1, 0.9]])
+@pytest.mark.parametrize("seed", range(20))
+def test_every_prefix_of_the_draw_holds_each_group_within_two_of_its_share(weights, seed):
+    # A point that ends after its first few requests (a short ci point) still sends every group:
+    # four equal adapters, four requests sent, one each (a whole shuffle once sent l1, l2, l1, l2).
+    picks = stratified(400, weights, f"{seed}:lora")
+    assert picks != sorted(picks)  # shuffled, not dealt in blocks
+    for m in range(1, len(picks) + 1):
+        counts = Counter(picks[:m])
+        for k, w in enumerate(weights):
+            assert abs(counts[k] - m * w / sum(weights)) <= 2, (m, k)
+    if weights == [1, 1, 1, 1]:
+        assert all(sorted(picks[i : i + 4]) == [0, 1, 2, 3] for i in range(0, 400, 4))
+
+
 def test_lora_mix_text_and_file(tmp_path):
     assert parse_lora_mix("a=1, b=3,c") == {"a": 1.0, "b": 3.0, "c": 1.0}
     path = tmp_path / "mix.yaml"

@@ -8,8 +8,9 @@ share, optionally its own dataset (overrides of the run's dataset settings), SLO
 
 The draw is made once, over the dataset's list of requests, before any load (as `vllm bench
 serve` assigns its LoRA adapters when it samples its requests): position i of the list gets its
-group from a stratified shuffle (each group gets its weight's share of the positions, by largest
-remainder, shuffled by the seed). The same seed gives the same groups whatever the server's speed,
+group from a stratified draw (each group gets its weight's share of the positions, by largest
+remainder, and of every prefix to within two, in an order shuffled by the seed: a short point that
+sends only the first requests still sends each group its share). The same seed gives the same groups whatever the server's speed,
 the load or the number of workers, and a cycled list keeps the shares exactly over each cycle.
 
 No imports from the settings (config.py holds these models, as it holds cost.py's).
@@ -175,16 +176,19 @@ def check_header(name: str) -> str:
 
 def stratified(n: int, weights: Sequence[float], salt: str) -> list[int]:
     """Which of ``weights`` each of ``n`` positions gets: each its share of the positions (largest
-    remainder), shuffled by ``salt`` (the seed and what is drawn): the same salt, the same list."""
+    remainder), and its share of every prefix to within two, so a point that sends only the first
+    few requests still sends every group its share. Group k's c_k positions are spread over the list
+    by jittered strata (its j-th falls at (j + u) / c_k, u uniform from ``salt``, the seed and what
+    is drawn), then the list is read in that order: the same salt, the same list."""
     total = sum(weights)
     exact = [n * w / total for w in weights]
     counts = [math.floor(x) for x in exact]
     by_remainder = sorted(range(len(weights)), key=lambda i: (-(exact[i] - counts[i]), i))
     for i in by_remainder[: n - sum(counts)]:
         counts[i] += 1
-    picks = [i for i, c in enumerate(counts) for _ in range(c)]
-    random.Random(salt).shuffle(picks)
-    return picks
+    rng = random.Random(salt)
+    at = [((j + rng.random()) / c, k) for k, c in enumerate(counts) for j in range(c)]
+    return [k for _, k in sorted(at)]
 
 
 def tagged(
