@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from pydantic import ValidationError
+from rich.text import Text
 
 from ..errors import BadInput
 from ..terminal import console
@@ -106,15 +107,47 @@ def export(
 def compare(
     dirs: Annotated[list[Path], typer.Argument(help="Two or more run or experiment directories.")],
     out: Annotated[Path | None, typer.Option(help="Also write the comparison as Markdown here.")] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            help="Regression gates, e.g. 'ttft:p90:+5%,output_tokens_per_s:-3%': exit 1 when a change is "
+            "significant (Holm-adjusted p<0.05) and beyond its limit in the bad direction (docs/usage.md).",
+            metavar="GATES",
+        ),
+    ] = None,
 ) -> None:
-    """Side by side with deltas, and whether each difference is significant across trials."""
+    """Side by side with deltas, and whether each difference is significant across trials.
+
+    With --fail-on, a regression gate for CI: one line per gate and load (FAIL, pass, UNTESTED).
+    Exit codes: 0 no gate failed (or no --fail-on), 1 a gate failed, 2 bad input (a directory,
+    the --fail-on spec), 5 no gate failed but one could not be tested (too few trials or values).
+    """
     from ..report import compare as cmp
 
     if len(dirs) < 2:
         fail("compare needs at least two directories", 2)
+    gates = None
+    if fail_on is not None:
+        from .. import gate
+
+        gates = gate.parse_fail_on(fail_on)  # a bad spec: BadInput, exit 2, before anything is read
     _require_result_dirs(dirs)
     result = cmp.comparison(dirs)  # no load in common: BadInput, exit 2
     console().print(cmp.compare_table(result))
     if out is not None:
         out.write_text(cmp.compare_markdown(result))
         err.print(f"comparison: {out}")
+    if gates is not None:
+        from .. import gate
+
+        results = gate.gate_dirs(dirs, gates)
+        for r in results:
+            style = {"fail": "bold red", "pass": "green", "untested": "yellow"}[r.verdict]
+            console().print(Text(r.line(), style=style))
+        code = gate.exit_code(results)
+        failed = sum(r.verdict == "fail" for r in results)
+        untested = sum(r.verdict == "untested" for r in results)
+        err.print(f"gates: {failed} failed, {untested} untested, {len(results) - failed - untested} passed (exit {code})")
+        if code:
+            raise typer.Exit(code)
