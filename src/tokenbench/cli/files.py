@@ -148,6 +148,8 @@ def compare(
         code = gate.exit_code(results)
         failed = sum(r.verdict == "fail" for r in results)
         untested = sum(r.verdict == "untested" for r in results)
-        err.print(f"gates: {failed} failed, {untested} untested, {len(results) - failed - untested} passed (exit {code})")
+        err.print(
+            f"gates: {failed} failed, {untested} untested, {len(results) - failed - untested} passed (exit {code})"
+        )
         if code:
             raise typer.Exit(code)

@@ -45,6 +45,7 @@ __all__ = [
     "STATS",
     "Gate",
     "GateResult",
+    "GateTest",
     "exit_code",
     "gate_dirs",
     "judge",
@@ -58,7 +59,7 @@ Verdict = Literal["fail", "pass", "untested"]
 
 
 @dataclass(frozen=True)
-class Test:
+class GateTest:
     """One gate's test at one matched load, before the correction."""
 
     gate: Gate
@@ -72,7 +73,7 @@ class Test:
 
 
 @dataclass(frozen=True)
-class GateResult(Test):
+class GateResult(GateTest):
     p_adjusted: float | None
     verdict: Verdict
 
@@ -111,14 +112,14 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return mean_ci95(values).mean
 
 
-def _test(gate: Gate, base: Cell, other: Cell, samples: Samples, config: str) -> Test:
+def _test(gate: Gate, base: Cell, other: Cell, samples: Samples, config: str) -> GateTest:
     metric = gate.metric
     b_vals = [metric.get(t.point) for t in base.trials]
     o_vals = [metric.get(t.point) for t in other.trials]
     b, o = _mean(b_vals), _mean(o_vals)
 
-    def test(p: float | None, method: str) -> Test:
-        return Test(gate, other.source, config, base.label, b, o, p, method)
+    def test(p: float | None, method: str) -> GateTest:
+        return GateTest(gate, other.source, config, base.label, b, o, p, method)
 
     if b is None or o is None:
         return test(None, "not measured on " + ("either side" if b is None and o is None else "one side"))
@@ -151,10 +152,10 @@ def _by_load(base: list[Cell], other: list[Cell]) -> bool:
     return len(a) == 1 and len(b) == 1 and not a & b
 
 
-def tests(inputs: list[list[Cell]], gates: list[Gate]) -> list[Test]:
+def tests(inputs: list[list[Cell]], gates: list[Gate]) -> list[GateTest]:
     """Every gate at every load the baseline (the first input) shares with each other input."""
     base, samples = inputs[0], Samples()
-    out: list[Test] = []
+    out: list[GateTest] = []
     for other in inputs[1:]:
         by_load = _by_load(base, other)
         index = {(c.key if by_load else (c.config, c.key)): c for c in reversed(other)}
@@ -167,12 +168,16 @@ def tests(inputs: list[list[Cell]], gates: list[Gate]) -> list[Test]:
     return out
 
 
-def judge(found: list[Test]) -> list[GateResult]:
+def judge(found: list[GateTest]) -> list[GateResult]:
     """Holm over the family, then each test's verdict."""
     adjusted = holm([t.p_value for t in found])
     results = []
     for t, q in zip(found, adjusted):
-        change = None if t.baseline is None or t.other is None or t.baseline == 0 else (t.other - t.baseline) / abs(t.baseline)
+        change = (
+            None
+            if t.baseline is None or t.other is None or t.baseline == 0
+            else (t.other - t.baseline) / abs(t.baseline)
+        )
         verdict: Verdict
         if q is None or change is None:
             verdict = "untested"

@@ -94,9 +94,7 @@ def _experiment_cells(d: Path) -> list[Cell]:
         results = read_typed(run_dir / "results.json", RunResults.from_json)
         config = f"{cell.server} · {cell.variant}" if many_variants else cell.server
         for p in results.points:
-            c = cells.setdefault(
-                (config, p.load.model_dump_json()), Cell(exp.name or d.name, config, _key(p), p.label)
-            )
+            c = cells.setdefault((config, p.load.model_dump_json()), Cell(exp.name or d.name, config, _key(p), p.label))
             c.trials.append(Trial(run_dir, p))
     return list(cells.values())
 

@@ -1,0 +1,134 @@
+"""The regression gate (gate/__init__.py, `compare --fail-on`): a 10% slower TTFT fails
+ttft:p90:+5% and an unchanged rerun passes, in 20 seeded pairs of mock-shaped runs each and in one
+real pair of mock runs through `tokenbench run`; trials are tested over trials; the exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+from run_helpers import config, quiet
+from typer.testing import CliRunner
+
+from tokenbench.cli import app
+from tokenbench.config import StopConfig, UsersLoad
+from tokenbench.gate import GateTest, gate_dirs, judge, parse_fail_on, sample_test
+from tokenbench.runner import run
+
+SCRIPTED_TTFT_S = 0.050
+REQUESTS = 200  # a 1-2 s mock run at 16 users with short replies
+
+
+def mock_ttfts(rng: np.random.Generator, ttft_s: float, n: int = REQUESTS) -> np.ndarray:
+    """TTFTs shaped like a mock run's: the scripted TTFT, the client's own delay (gamma, mean
+    2 ms, as runs against the mock show), and 5% of requests late by up to 20 ms (a GC pause, a
+    busy loop)."""
+    x = ttft_s + rng.gamma(2.0, 0.001, n)
+    late = rng.random(n) < 0.05
+    x[late] += rng.uniform(0.0, 0.020, int(late.sum()))
+    return x
+
+
+def verdict(spec: str, base: np.ndarray, new: np.ndarray) -> str:
+    [gate] = parse_fail_on(spec)
+    p, method = sample_test(gate.metric, base, new)
+    b, o = float(np.percentile(base, 90)), float(np.percentile(new, 90))
+    [result] = judge([GateTest(gate, "new", "mock", "16 users", b, o, p, method)])
+    return result.verdict
+
+
+def test_twenty_seeded_pairs_slowdown_fails_and_rerun_passes() -> None:
+    slowed_failed = rerun_passed = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        base = mock_ttfts(rng, SCRIPTED_TTFT_S)
+        slowed_failed += verdict("ttft:p90:+5%", base, mock_ttfts(rng, SCRIPTED_TTFT_S * 1.10)) == "fail"
+        rerun_passed += verdict("ttft:p90:+5%", base, mock_ttfts(rng, SCRIPTED_TTFT_S)) == "pass"
+    print(f"20 seeded pairs: 10% slower failed {slowed_failed}/20, unchanged rerun passed {rerun_passed}/20")
+    assert slowed_failed >= 19 and rerun_passed >= 19  # measured: 20 and 20
+
+
+def test_a_change_within_the_limit_passes_even_when_significant() -> None:
+    rng = np.random.default_rng(7)
+    base, new = mock_ttfts(rng, SCRIPTED_TTFT_S, 5000), mock_ttfts(rng, SCRIPTED_TTFT_S * 1.03, 5000)
+    assert verdict("ttft:p90:+5%", base, new) == "pass"  # +3%: significant at 5000 requests, within +5%
+    assert verdict("ttft:p90:+2%", base, new) == "fail"
+
+
+@pytest.fixture(scope="module")
+def mock_runs(module_mock_server, tmp_path_factory) -> dict[str, Path]:
+    """One real pair through `tokenbench run` (~3 s each): the mock scripted at 50 ms, then 10% slower."""
+    out = {}
+    for name, ttft_ms in (("base", 50.0), ("slow", 55.0)):
+        url = module_mock_server(ttft_ms=ttft_ms, itl_ms=2)
+        cfg = config(
+            url,
+            tmp_path_factory.mktemp(name),
+            [UsersLoad(users=16)],
+            StopConfig(max_requests=REQUESTS),
+            output_tokens=5,
+        )
+        out[name] = run(cfg, quiet()).run_dir
+    return out
+
+
+def compare(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["compare", *args], env={"COLUMNS": "250"})
+    return result.exit_code, result.output
+
+
+def test_real_mock_runs_slowdown_fails_and_a_wider_limit_passes(mock_runs: dict[str, Path]) -> None:
+    base, slow = str(mock_runs["base"]), str(mock_runs["slow"])
+    code, text = compare(base, slow, "--fail-on", "ttft:p90:+5%")
+    assert code == 1, text
+    [line] = [ln for ln in text.splitlines() if ln.startswith("FAIL")]
+    assert "ttft:p90:+5% at 16 users" in line and "significant" in line and "z-test of the p90s" in line
+    code, text = compare(base, slow, "--fail-on", "ttft:p90:+20%,tpot:mean:+20%")  # +10%: within the limits
+    assert code == 0, text
+    assert sum(ln.startswith("pass ") for ln in text.splitlines()) == 2 and "FAIL" not in text
+    code, text = compare(base, base, "--fail-on", "ttft:p90:+5%")  # the same run: p = 1
+    assert code == 0 and "not significant (p=1" in text, text
+
+
+def test_untested_gate_exits_5_and_bad_spec_exits_2(mock_runs: dict[str, Path]) -> None:
+    base, slow = str(mock_runs["base"]), str(mock_runs["slow"])
+    # a 1 s run has no whole time-series window: throughput cannot be tested on one trial
+    code, text = compare(base, slow, "--fail-on", "output_tokens_per_s:-3%")
+    assert code == 5, text
+    assert "UNTESTED output_tokens_per_s:-3%" in text and "too few values" in text
+    code, text = compare(base, slow, "--fail-on", "ttft:p90:-5%")
+    assert code == 2 and "--fail-on 'ttft:p90:-5%'" in text and "write ttft:p90:+5%" in text
+    assert "Traceback" not in text
+
+
+def test_help_lists_the_exit_codes() -> None:
+    text = CliRunner().invoke(app, ["compare", "--help"], env={"COLUMNS": "200"}).output
+    assert "--fail-on" in text and "1 a gate failed" in text and "5 no gate failed" in text
+
+
+def _trials_run(src: Path, dest: Path, p90s: list[float]) -> Path:
+    """A run directory whose one load ran len(p90s) times (its points are trials) with these TTFT
+    p90s, made from a real results.json (no records: trials are tested over trials)."""
+    data = json.loads((src / "results.json").read_text())
+    point = data["points"][0]
+    data["points"] = [{**point, "ttft_s": {**point["ttft_s"], "p90": v}} for v in p90s]
+    dest.mkdir()
+    (dest / "results.json").write_text(json.dumps(data))
+    return dest
+
+
+def test_trials_are_tested_by_welch_over_trials(mock_runs: dict[str, Path], tmp_path: Path) -> None:
+    base = _trials_run(mock_runs["base"], tmp_path / "a", [0.050, 0.051, 0.049])
+    slow = _trials_run(mock_runs["base"], tmp_path / "b", [0.056, 0.055, 0.057])
+    noisy = _trials_run(mock_runs["base"], tmp_path / "c", [0.040, 0.070, 0.055])
+    gates = parse_fail_on("ttft:p90:+5%")
+    [r] = gate_dirs([base, slow], gates)
+    assert r.verdict == "fail" and r.method == "Welch's t over trials, 3/3" and r.change == pytest.approx(0.12)
+    [r] = gate_dirs([base, noisy], gates)  # +10% on the mean, but the trials disagree: not significant
+    assert r.verdict == "pass" and r.p_adjusted is not None and r.p_adjusted > 0.05
+    console = Console(record=True, width=300)
+    console.print(r.line())
+    assert "not significant" in console.export_text()
