@@ -60,24 +60,28 @@ def test_a_change_within_the_limit_passes_even_when_significant() -> None:
 
 @pytest.fixture(scope="module")
 def mock_runs(module_mock_server, tmp_path_factory) -> dict[str, Path]:
-    """One real pair through `tokenbench run` (~3 s each): the mock scripted at 50 ms, then 10% slower."""
+    """One real pair through `tokenbench run` (~3 s each): the mock scripted at 100 ms, then 10%
+    slower, 8 users (the in-process mock shares this process's GIL: a light load keeps its timing
+    within a few ms even beside other tests)."""
     out = {}
-    for name, ttft_ms in (("base", 50.0), ("slow", 55.0)):
-        url = module_mock_server(ttft_ms=ttft_ms, itl_ms=2)
+    for name, ttft_ms in (("base", 100.0), ("slow", 110.0)):
+        url = module_mock_server(ttft_ms=ttft_ms, itl_ms=5)
         cfg = config(
-            url,
-            tmp_path_factory.mktemp(name),
-            [UsersLoad(users=16)],
-            StopConfig(max_requests=REQUESTS),
-            output_tokens=5,
+            url, tmp_path_factory.mktemp(name), [UsersLoad(users=8)], StopConfig(max_requests=120), output_tokens=4
         )
         out[name] = run(cfg, quiet()).run_dir
     return out
 
 
 def compare(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["compare", *args], env={"COLUMNS": "250"})
-    return result.exit_code, result.output
+    """The exit code and the gate's lines (the table before them left out)."""
+    result = CliRunner().invoke(app, ["compare", *args], env={"COLUMNS": "400"})
+    lines = [
+        ln
+        for ln in result.output.splitlines()
+        if ln.split(" ", 1)[0] in ("FAIL", "pass", "UNTESTED", "gates:", "error:")
+    ]
+    return result.exit_code, "\n".join(lines) if lines else result.output
 
 
 def test_real_mock_runs_slowdown_fails_and_a_wider_limit_passes(mock_runs: dict[str, Path]) -> None:
@@ -85,8 +89,8 @@ def test_real_mock_runs_slowdown_fails_and_a_wider_limit_passes(mock_runs: dict[
     code, text = compare(base, slow, "--fail-on", "ttft:p90:+5%")
     assert code == 1, text
     [line] = [ln for ln in text.splitlines() if ln.startswith("FAIL")]
-    assert "ttft:p90:+5% at 16 users" in line and "significant" in line and "z-test of the p90s" in line
-    code, text = compare(base, slow, "--fail-on", "ttft:p90:+20%,tpot:mean:+20%")  # +10%: within the limits
+    assert "ttft:p90:+5% at 8 users" in line and "significant" in line and "z-test of the p90s" in line
+    code, text = compare(base, slow, "--fail-on", "ttft:p90:+30%,ttft:mean:+30%")  # +10%: within the limits
     assert code == 0, text
     assert sum(ln.startswith("pass ") for ln in text.splitlines()) == 2 and "FAIL" not in text
     code, text = compare(base, base, "--fail-on", "ttft:p90:+5%")  # the same run: p = 1

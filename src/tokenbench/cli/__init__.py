@@ -1,7 +1,7 @@
 """Command line: flags -> config, then one call. Nothing else lives here.
 
 One module per group of commands: run.py (`run`), capacity.py (`capacity`: run's flags and the
-search's), backends.py, experiment.py, files.py (`report`, `recompute`, `export`, `compare`),
+search's), backends.py, experiment.py, files.py (`report`, `recompute`, `export`, `compare`, `history`),
 tools.py (`mock`, `calibrate`); flags.py builds the options from the settings' own flags,
 run_flags.py and engine.py turn their values into settings; common.py holds the error console,
 the one error formatter and the exit code of each kind of failure (tokenbench/errors.py).
@@ -67,7 +67,15 @@ app.command("run", cls=run.RunCommand)(run.command)
 app.command("capacity")(capacity.command)
 app.add_typer(backends.app, name="backends")
 app.add_typer(experiment.app, name="experiment")
-for command in (files.report, files.recompute, files.export, files.compare, tools.mock, tools.calibrate):
+for command in (
+    files.report,
+    files.recompute,
+    files.export,
+    files.compare,
+    files.history,
+    tools.mock,
+    tools.calibrate,
+):
     app.command()(command)
 
 

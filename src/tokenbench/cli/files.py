@@ -153,3 +153,24 @@ def compare(
         )
         if code:
             raise typer.Exit(code)
+
+
+def history(
+    dirs: Annotated[
+        list[Path], typer.Argument(help="Run or experiment directories, or folders holding them (searched).")
+    ],
+    out: Annotated[Path, typer.Option(help="Where to write history.parquet and history.html.")] = Path("history"),
+) -> None:
+    """Gather many runs and experiments into one table (history.parquet: a row per point and
+    trial, keyed by engine, version, model, knobs, dataset, load and date, every headline metric a
+    column) and a trend page (history.html): each headline metric over time per configuration,
+    change points marked (binary segmentation on the mean, BIC-style penalty; docs/usage.md)."""
+    from ..history import history as gather_history
+
+    try:
+        made = gather_history(dirs, out)
+    except _UNREADABLE as exc:
+        fail(str(exc), 2)
+    err.print(f"history: {made.table} ({made.rows} rows from {made.runs} runs)  trends: {made.page}")
+    for c in made.changes:
+        err.print(Text(f"change point: {c.config}: {c.text()} at {c.at.source} ({c.at.date:%Y-%m-%d %H:%M})"))
