@@ -26,14 +26,15 @@ from ..capacity import search
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig, RunConfig
 from ..redact import mask
-from ..results import CellRow, Experiment, ServerRow, Tool
+from ..results import CellRow, Experiment, ServerRow, Tool, TrialsRow
 from ..results.experiment import CellStatus
 from ..rundir import OutDirError, check_out_dir, write_json
 from ..runner import pooling_launch, resettable
 from ..runner import run as run_cell
 from .aggregate import aggregate, capacity_rows
+from .auto_trials import verdicts
 from .prerequisites import check_prerequisites
-from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand
+from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand, trial_cell
 
 STATE = "experiment.json"
 
@@ -64,9 +65,59 @@ def run_experiment(spec: ExperimentSpec, out_dir: Path, console: Console) -> Exp
                 continue
             if _run_server(plan, pending, out_dir, state, console):
                 return _finish(out_dir, state, planned, console, interrupted=True)
+        if spec.trials == "auto" and _more_trials(spec, plans, out_dir, state, console):
+            return _finish(out_dir, state, planned, console, interrupted=True)
     except KeyboardInterrupt:
         return _finish(out_dir, state, planned, console, interrupted=True)
     return _finish(out_dir, state, planned, console, interrupted=False)
+
+
+def _more_trials(
+    spec: ExperimentSpec, plans: list[ServerPlan], out_dir: Path, state: Experiment, console: Console
+) -> bool:
+    """``trials: auto``: while some (configuration, variant) is not settled (auto_trials.py), run
+    one more trial of each such, one server launch per configuration a round; the trials each one
+    needed go to experiment.json's ``trials_needed``. True if interrupted."""
+    auto = spec.auto_trials
+    while True:
+        state.aggregates = aggregate(out_dir, state)
+        finished: dict[tuple[str, str], int] = {(p.label, v.label): 0 for p in plans for v in spec.variants}
+        last: dict[tuple[str, str], int] = dict(finished)
+        for cell in state.cells.values():
+            group = (cell.server, cell.variant)
+            if group in finished:
+                last[group] = max(last[group], cell.trial)
+                finished[group] += cell.status == "ok"
+        judged = verdicts(state.aggregates, finished, auto)
+        for group, row in judged.items():  # trials that failed count against the ceiling too
+            if row is None and last[group] >= auto.max:
+                judged[group] = TrialsRow(
+                    server=group[0],
+                    variant=group[1],
+                    trials=finished[group],
+                    stopped_by="ceiling",
+                    metric=auto.metric,
+                    worst_precision=None,
+                )
+        state.trials_needed = [row for row in judged.values() if row is not None]
+        _save(out_dir, state)
+        ran = False
+        for plan in plans:
+            cells = [
+                trial_cell(spec, plan, v.label, last[(plan.label, v.label)] + 1)
+                for v in spec.variants
+                if judged[(plan.label, v.label)] is None and last[(plan.label, v.label)] < auto.max
+            ]
+            if not cells:
+                continue
+            ran = True
+            console.print(f"[dim]{plan.label}: trials: auto: trial {cells[0].trial} ({auto.metric} not yet settled)[/]")
+            if _run_server(plan, cells, out_dir, state, console):
+                return True
+        if not ran:
+            for row in state.trials_needed:
+                console.print(f"{row.server} · {row.variant}: {row.trials} trials ({row.stopped_by})")
+            return False
 
 
 def _done(state: Experiment, cell_id: str) -> bool:

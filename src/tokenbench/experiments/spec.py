@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML is not a dependency)
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -133,6 +133,44 @@ GROUP_FIELDS = {"lora_mix", "mix"}  # a Variant's fields that are not its datase
 TARGET_VARIANT_FIELDS = frozenset({"label", "response_format", "tools", "tool_choice"})
 
 
+class AutoTrials(FrozenModel):
+    """``trials: auto``: each (configuration, variant) runs ``min`` trials, then one more at a
+    time until, at every load, the 95% CI of ``metric`` (a catalogue key of the aggregates) is
+    within ``precision`` of its mean, or does not overlap the CI of any other configuration of the
+    same variant at that load (the comparison is decided), or ``max`` trials ran."""
+
+    metric: str = "output_tokens_per_s"
+    precision: float = Field(default=0.05, gt=0, lt=1)  # the CI's half-width / |mean|; "5%" or 0.05
+    min: int = Field(default=3, ge=2)
+    max: int = Field(default=10, ge=2)
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _percent(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            try:
+                return float(value.strip()[:-1]) / 100
+            except ValueError:
+                raise ValueError(f"precision {value!r}: a percent such as 5% or a fraction such as 0.05") from None
+        return value
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from ..catalogue import shown_in
+
+        keys = [m.key for m in shown_in("aggregates")]
+        if value not in keys:
+            raise ValueError(f"metric {value!r} is not an aggregated metric: one of {', '.join(keys[:8])}, ...")
+        return value
+
+    @model_validator(mode="after")
+    def _ceiling(self) -> AutoTrials:
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) is below min ({self.min})")
+        return self
+
+
 class ExperimentSpec(FrozenModel):
     name: str
     description: str = ""
@@ -142,7 +180,8 @@ class ExperimentSpec(FrozenModel):
     stop: StopConfig
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     variants: list[Variant] = Field(default_factory=lambda: [Variant(label="default")])
-    trials: int = Field(default=1, ge=1)
+    trials: Annotated[int, Field(ge=1)] | Literal["auto"] = 1
+    auto_trials: AutoTrials = Field(default_factory=AutoTrials)  # how `trials: auto` stops
     api: Api | None = None
     ignore_eos: bool = False
     slo: SLOConfig = Field(default_factory=SLOConfig)
@@ -176,6 +215,10 @@ class ExperimentSpec(FrozenModel):
 
     @model_validator(mode="after")
     def _load_or_search(self) -> ExperimentSpec:
+        if self.trials == "auto" and self.search is not None:
+            raise ValueError(
+                "trials: auto adds trials to load: experiments; a search: repeats its probes (search.trials)"
+            )
         if (self.load is None) == (self.search is None):
             raise ValueError(
                 "give exactly one of load: (the loads to run, e.g. {users: [1, 10]}) or search: "
@@ -338,8 +381,23 @@ def _cell_search(spec: ExperimentSpec) -> SearchSpec | None:
 
 
 def _cell_trials(spec: ExperimentSpec) -> int:
-    """Run cells per (server, variant): one per trial; a search repeats its probes instead."""
-    return 1 if spec.search is not None else spec.trials
+    """Run cells per (server, variant): one per trial (auto: its minimum, then more as needed,
+    ``more_cells``); a search repeats its probes instead."""
+    if spec.search is not None:
+        return 1
+    return spec.auto_trials.min if spec.trials == "auto" else spec.trials
+
+
+def trial_cell(spec: ExperimentSpec, plan: ServerPlan, variant: str, trial: int) -> Cell:
+    """One more trial of a configuration's variant (``trials: auto``)."""
+    chosen = next(v for v in spec.variants if v.label == variant)
+    return Cell(
+        id=slug(f"{plan.label}__{variant}__t{trial}"),
+        variant=variant,
+        trial=trial,
+        config=_run_config(spec, plan.entry, chosen, trial),
+        search=None,
+    )
 
 
 def variant_dataset(dataset: DatasetConfig, variant: Variant) -> DatasetConfig:

@@ -132,6 +132,8 @@ class ExperimentHeader:
     slo: Slo
     servers: tuple[ServerInfo, ...]
     cells: tuple[CellInfo, ...]
+    # trials: auto: how many trials each configuration needed, and why it stopped ("a · default: 4 (precision)")
+    trials_needed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

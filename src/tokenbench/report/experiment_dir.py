@@ -164,7 +164,8 @@ def _header(path: Path, exp: Experiment, name: str, first: RunResults | None) ->
         name=name,
         description=exp.description or str(spec.get("description") or ""),
         complete=exp.complete,
-        trials=spec.get("trials"),
+        trials=spec.get("trials") if isinstance(spec.get("trials"), int) else None,  # "auto": trials_needed
+        trials_needed=tuple(f"{r.server} · {r.variant}: {r.trials} ({r.stopped_by})" for r in exp.trials_needed),
         load=_load_text(spec.get("load") or {}, spec.get("search")),
         model=model if model is not None else _spec_model(spec),
         dataset=facts_text(first.dataset) if first is not None else _spec_dataset(spec),

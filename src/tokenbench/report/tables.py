@@ -92,7 +92,7 @@ def experiment_facts(exp: ExperimentHeader) -> list[tuple[str, str]]:
         ("model", _text(exp.model)),
         ("dataset", exp.dataset),
         ("load", exp.load),
-        ("trials per point", _text(exp.trials)),
+        ("trials per point", f"auto: {', '.join(exp.trials_needed)}" if exp.trials_needed else _text(exp.trials)),
         ("SLO", _slo_cell(exp.slo)),
         ("cells", ", ".join(f"{n} {s}" for s, n in sorted(by_status.items())) or NULL_TEXT),
     ]

@@ -14,7 +14,7 @@ from typing import Any
 from .base import Number
 from .client import Client, WindowHealth, WorkerClock, WorkerLoss, Workers
 from .cost import Cost, Energy
-from .experiment import AggregateRow, CapacityRow, CellRow, Experiment, ServerRow
+from .experiment import AggregateRow, CapacityRow, CellRow, Experiment, ServerRow, TrialsRow
 from .failures import ErrorSeen, StoppedEarly, point_failed
 from .run import (
     SCHEMA_VERSION,
@@ -60,6 +60,7 @@ __all__ = [
     "Client",
     "Experiment",
     "ServerRow",
+    "TrialsRow",
     "Clock",
     "ComputedBy",
     "Concurrency",

@@ -86,6 +86,20 @@ class CapacityRow(FrozenModel):
     answer: str  # the search's one-line answer
 
 
+class TrialsRow(FrozenModel):
+    """``trials: auto``: how many trials one (server configuration, variant) needed, and why it
+    stopped: its metric's 95% CI within the precision at every load ("precision"), or apart from
+    every other configuration's at some load where it was not precise ("separated"), the ceiling
+    ("ceiling"), or no trial finished ("no results")."""
+
+    server: str
+    variant: str
+    trials: int
+    stopped_by: Literal["precision", "separated", "ceiling", "no results"]
+    metric: str
+    worst_precision: Number | None  # the widest CI half-width / |mean| over its loads
+
+
 class Experiment(BaseModel):
     """experiment.json. Mutable: the runner updates it as cells finish (every assignment is
     validated)."""
@@ -101,6 +115,7 @@ class Experiment(BaseModel):
     cells: dict[str, CellRow]
     aggregates: list[AggregateRow]
     capacity: list[CapacityRow] = []  # a search experiment's answers (search:), one per cell
+    trials_needed: list[TrialsRow] = []  # trials: auto: each configuration's trials (only then written)
     complete: bool = False
     computed_by: ComputedBy | None = None  # set by `tokenbench recompute`
 
