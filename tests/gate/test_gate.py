@@ -60,14 +60,15 @@ def test_a_change_within_the_limit_passes_even_when_significant() -> None:
 
 @pytest.fixture(scope="module")
 def mock_runs(module_mock_server, tmp_path_factory) -> dict[str, Path]:
-    """One real pair through `tokenbench run` (~3 s each): the mock scripted at 100 ms, then 10%
-    slower, 8 users (the in-process mock shares this process's GIL: a light load keeps its timing
-    within a few ms even beside other tests)."""
+    """One real pair through `tokenbench run` (~3 s each): the mock scripted at 300 ms, then 10%
+    slower. The in-process mock shares this process's GIL: beside other tests its replies came
+    late by up to 11 ms at the p90 at 8 users (100 ms read 110.7, 110 ms read 115.2) and by far
+    more at 16, so: 4 users, and a TTFT long enough for 10% (30 ms) to stand clear of that."""
     out = {}
-    for name, ttft_ms in (("base", 100.0), ("slow", 110.0)):
+    for name, ttft_ms in (("base", 300.0), ("slow", 330.0)):
         url = module_mock_server(ttft_ms=ttft_ms, itl_ms=5)
         cfg = config(
-            url, tmp_path_factory.mktemp(name), [UsersLoad(users=8)], StopConfig(max_requests=120), output_tokens=4
+            url, tmp_path_factory.mktemp(name), [UsersLoad(users=4)], StopConfig(max_requests=24), output_tokens=2
         )
         out[name] = run(cfg, quiet()).run_dir
     return out
@@ -84,17 +85,14 @@ def compare(*args: str) -> tuple[int, str]:
     return result.exit_code, "\n".join(lines) if lines else result.output
 
 
-def test_real_mock_runs_slowdown_fails_and_a_wider_limit_passes(mock_runs: dict[str, Path]) -> None:
+def test_real_mock_runs_slowdown_fails_and_an_unchanged_run_passes(mock_runs: dict[str, Path]) -> None:
     base, slow = str(mock_runs["base"]), str(mock_runs["slow"])
     code, text = compare(base, slow, "--fail-on", "ttft:p90:+5%")
     assert code == 1, text
     [line] = [ln for ln in text.splitlines() if ln.startswith("FAIL")]
-    assert "ttft:p90:+5% at 8 users" in line and "significant" in line and "z-test of the p90s" in line
-    code, text = compare(base, slow, "--fail-on", "ttft:p90:+30%,ttft:mean:+30%")  # +10%: within the limits
-    assert code == 0, text
-    assert sum(ln.startswith("pass ") for ln in text.splitlines()) == 2 and "FAIL" not in text
-    code, text = compare(base, base, "--fail-on", "ttft:p90:+5%")  # the same run: p = 1
-    assert code == 0 and "not significant (p=1" in text, text
+    assert "ttft:p90:+5% at 4 users" in line and "significant" in line and "z-test of the p90s" in line
+    code, text = compare(base, base, "--fail-on", "ttft:p90:+5%,ttft:mean:+5%")  # the same run: p = 1
+    assert code == 0 and text.count("not significant (p=1") == 2, text
 
 
 def test_untested_gate_exits_5_and_bad_spec_exits_2(mock_runs: dict[str, Path]) -> None:
