@@ -134,3 +134,24 @@ def test_trials_are_tested_by_welch_over_trials(mock_runs: dict[str, Path], tmp_
     console = Console(record=True, width=300)
     console.print(r.line())
     assert "not significant" in console.export_text()
+
+
+def test_experiments_are_gated_over_their_trials(tmp_path: Path) -> None:
+    """Two experiments of 3 trials (report_synthetic's): the second's throughput 10% higher, its
+    TTFT the same up to noise. Gating the second as the baseline, the first's -9% fails -3%."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+    from report_synthetic import users_points, write_experiment
+
+    servers = {"vllm": ("vllm", {})}
+    a = write_experiment(tmp_path / "a", "users-a", servers, {"users": [1, 4, 16]}, 3, users_points(1.0))
+    b = write_experiment(tmp_path / "b", "users-b", servers, {"users": [1, 4, 16]}, 3, users_points(1.10))
+    results = gate_dirs([b, a], parse_fail_on("output_tokens_per_s:-3%,ttft:mean:+5%"))
+    by = {(r.gate.metric.key, r.label): r for r in results}
+    assert len(results) == 6  # 2 gates x 3 loads
+    for load in ("1 users", "4 users", "16 users"):
+        tput = by[("output_tokens_per_s", load)]
+        assert tput.verdict == "fail" and tput.method == "Welch's t over trials, 3/3"
+        assert tput.change == pytest.approx(1 / 1.1 - 1, abs=0.01)
+        assert by[("ttft_s_mean", load)].verdict == "pass"
