@@ -2,8 +2,10 @@
 generator feeds it records and backlog counts and asks it at each tick, with the clock's time).
 
 - ``--warmup auto``: the measured window starts where steady state began (metrics.steady's rule,
-  over the run's ``--window`` windows from the point's start, after its ramp-up).
-- ``--duration auto``: the point stops, as ``precise``, once its window holds at least
+  over the run's ``--window`` windows from the point's start, after its ramp-up), judged again as
+  each window completes (a later drift moves the start later).
+- ``--duration auto``: the point stops, as ``precise``, once its window (judged up to the longest
+  recent request's E2E ago: later requests and tokens are still partly in flight) holds at least
   ``--min-requests`` requests and the 95% interval of each gated figure (``GATED``: mean TTFT and
   TPOT and output tok/s by batch means, TTFT p90 by the order-statistic bound; metrics.precision)
   is within ``--precision`` of it. Otherwise it runs to its ceiling (the deadline).
@@ -19,13 +21,14 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .config import StopConfig
-from .metrics.precision import Interval, batch_means, quantile_bound, rate_batch_means
+from .metrics.precision import Interval, batch_means, quantile_bound
 from .metrics.steady import STEADY_WINDOWS, WindowStats, backlog_growth, steady_start, window_edges
 from .records import RequestRecord
 from .results.stopping import AutoStopFacts, Backlog, FigurePrecision
@@ -34,6 +37,7 @@ PRECISE = "precise"
 OVER_SATURATED = "over_saturated"
 CEILING = "ceiling"
 MAX_REQUESTS = "max_requests"
+LAG_RECORDS = 200  # the recent requests whose longest E2E is how far behind now the live judgement stops
 TOKEN_BIN_S = 0.05  # output tokens are tallied in bins this long (a rate's batches are made of them)
 GATED = ("ttft_mean", "tpot_mean", "output_tokens_per_s", "ttft_p90")  # what --duration auto waits for
 REPORTED = (*GATED, "ttft_p99")  # results' precision: the gated figures and the p99 beside
@@ -76,12 +80,13 @@ def figures(samples: Samples, start_s: float, end_s: float) -> dict[str, Interva
     ttft = np.asarray(samples.ttft, dtype=np.float64)[keep]
     tpot = np.asarray(samples.tpot, dtype=np.float64)[keep]
     tpot = tpot[~np.isnan(tpot)]
-    bins = np.array(sorted(samples.token_bins), dtype=np.int64)
-    weights = np.array([samples.token_bins[b] for b in bins.tolist()], dtype=np.float64)
+    # tok/s: each bin's rate; batch means of equal runs of whole bins (batches never split a bin)
+    first, last = math.ceil(start_s / TOKEN_BIN_S - 1e-9), math.floor(end_s / TOKEN_BIN_S + 1e-9)
+    rates = np.array([samples.token_bins.get(b, 0.0) for b in range(first, last)], dtype=np.float64) / TOKEN_BIN_S
     return {
         "ttft_mean": batch_means(ttft),
         "tpot_mean": batch_means(tpot),
-        "output_tokens_per_s": rate_batch_means((bins + 0.5) * TOKEN_BIN_S, weights, start_s, end_s),
+        "output_tokens_per_s": batch_means(rates),
         "ttft_p90": quantile_bound(ttft, 0.90),
         "ttft_p99": quantile_bound(ttft, 0.99),
     }
@@ -104,11 +109,13 @@ class PointMonitor:
         self.open_loop = open_loop
         # the measured window's start: fixed (ramp + --warmup), or found (--warmup auto)
         self.window_start_s: float | None = None if stop.warmup_auto else window_start_s
-        self.steady_at_s: float | None = None  # when --warmup auto found it
+        self.steady_at_s: float | None = None  # when --warmup auto last found it
+        self._judged = -1  # complete windows at the last steady judgement
         self.windows: dict[int, WindowStats] = {}
         self.samples = Samples()
         self.backlog: list[tuple[float, int]] = []
         self.stopped: AutoStop | None = None
+        self.recent_e2e: deque[float] = deque(maxlen=LAG_RECORDS)  # the lag of what is judged live
 
     @property
     def active(self) -> bool:
@@ -124,6 +131,8 @@ class PointMonitor:
         if not record.ok or not record.chunk_times_s:
             return
         self.samples.add(record)
+        if record.e2e_s is not None:
+            self.recent_e2e.append(record.e2e_s)
         first = record.chunk_times_s[0]
         ttft = record.ttft_s
         if ttft is not None and first >= self.ramp_end_s:
@@ -158,7 +167,7 @@ class PointMonitor:
         precision; the first stop found is kept (and returned from then on)."""
         if self.stopped is not None:
             return self.stopped
-        if self.window_start_s is None:
+        if self.stop.warmup_auto:
             self._find_steady(now_s)
         if self.wants_backlog:
             growth = backlog_growth(self.backlog, now_s)
@@ -173,10 +182,13 @@ class PointMonitor:
                 self.stopped = AutoStop(OVER_SATURATED, now_s, evidence)
                 return self.stopped
         start = self.window_start_s
-        if self.stop.duration_auto and start is not None and now_s > start:
+        # what finished by now is complete only up to the longest recent request ago: the requests
+        # sent since, and their tokens, are partly still in flight (a slow one the more likely)
+        until = now_s - max(self.recent_e2e, default=0.0)
+        if self.stop.duration_auto and start is not None and until > start:
             sent = np.asarray(self.samples.sent, dtype=np.float64)
-            if int(np.count_nonzero(sent >= start)) >= self.stop.auto_min_requests:
-                found = figures(self.samples, start, now_s)
+            if int(np.count_nonzero((sent >= start) & (sent < until))) >= self.stop.auto_min_requests:
+                found = figures(self.samples, start, until)
                 if precise(found, self.stop.auto_precision):
                     evidence = {name: i.relative for name, i in found.items() if i is not None}
                     self.stopped = AutoStop(PRECISE, now_s, evidence)
@@ -184,9 +196,12 @@ class PointMonitor:
 
     def _find_steady(self, now_s: float) -> None:
         complete = steady_windows(self.windows, self.start_s, self.ramp_end_s, now_s, self.window_s)
+        if len(complete) == self._judged:
+            return  # judged once per completed window
+        self._judged = len(complete)
         i = steady_start(complete)
+        self.window_start_s = None if i is None else complete[i].start_s
         if i is not None:
-            self.window_start_s = complete[i].start_s
             self.steady_at_s = now_s
 
 

@@ -567,8 +567,8 @@ class LoadSweep(_Model):
 
 DEFAULT_PRECISION = 0.02  # --duration auto: ±2%
 DEFAULT_MAX_DURATION_S = 300.0  # --duration auto: the ceiling without --max-duration
-DEFAULT_MIN_REQUESTS = 100  # --duration auto: the floor (10 batches of 10)
-BACKLOG_SPAN_S = 4.0  # --stop-oversaturated: the span the backlog's slope is judged over (metrics.steady)
+DEFAULT_MIN_REQUESTS = 100  # --duration auto: the floor (20 batches of 5)
+BACKLOG_SPAN_S = 4.0  # --stop-oversaturated: the backlog is judged once a point lasted this long (metrics.steady)
 
 
 class StopConfig(_Model):
@@ -606,8 +606,8 @@ class StopConfig(_Model):
     # then not written to config.json (ADDED_WHEN_SET). --warmup auto: the window starts where
     # steady state began; --duration auto: a point ends once its headline figures are precise,
     # --duration then holding the ceiling (--max-duration)
-    warmup_auto: Annotated[bool | None, SetBy("--warmup")] = None
-    duration_auto: Annotated[bool | None, SetBy("--duration")] = None
+    warmup_auto: bool | None = None  # --warmup auto (cli/run_flags.py)
+    duration_auto: bool | None = None  # --duration auto
     precision: Annotated[
         float | None,
         Flag(
@@ -636,8 +636,9 @@ class StopConfig(_Model):
         bool | None,
         Flag(
             "--stop-oversaturated",
-            "Open loop: stop a point whose backlog grows without bound (slope's 95% CI above 0 over "
-            f"{BACKLOG_SPAN_S:g}s), marked over_saturated (capacity probes: on unless --no-stop-oversaturated).",
+            "Open loop: stop a point whose backlog grows without bound (its slope's 95% CI above 0 and its growth "
+            f"at least its mean, judged from {BACKLOG_SPAN_S:g}s on), marked over_saturated (capacity probes: on "
+            "unless --no-stop-oversaturated).",
         ),
     ] = None
     # the run's --window: the steady-state rule's windows (the runner copies it in for the workers)

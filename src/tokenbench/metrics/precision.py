@@ -11,8 +11,8 @@ batches grow) and nearly normal (the central limit theorem for weakly dependent 
 t-interval over B batch means is the standard estimator of the mean's variance for a stationary
 series (the "fixed number of batches" method: the batches grow with the point).
 
-Output tok/s: the same over time, not requests: the window is cut into ``BATCHES`` equal spans and
-each span's tokens/s is a batch mean.
+Output tok/s: the same over time, not requests: the tokens/s of short time bins in time order
+(autostop.TOKEN_BIN_S) are the series, so each batch is an equal span of the window.
 
 Percentiles (p90, p99): the **order-statistic (binomial) bound**: the 95% interval of the q-th
 quantile is [x_(l), x_(u)] with l, u = nq ∓ 1.96·√(nq(1-q)) (the count of samples below the true
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats  # type: ignore[import-untyped]  # scipy-stubs is not a dependency
 
-BATCHES = 10  # batch means: this many batches, whatever the length (so t has 9 degrees of freedom)
+BATCHES = 20  # batch means: this many batches, whatever the length (t with 19 degrees of freedom)
 Z95 = 1.959963984540054
 
 
@@ -64,28 +64,6 @@ def batch_means(values: Sequence[float] | np.ndarray, batches: int = BATCHES) ->
     mean = float(x.mean())
     half = float(stats.t.ppf(0.975, batches - 1) * means.std(ddof=1) / math.sqrt(batches))
     return Interval(mean, mean - half, mean + half)
-
-
-def rate_batch_means(
-    times: Sequence[float] | np.ndarray,
-    weights: Sequence[float] | np.ndarray,
-    start_s: float,
-    end_s: float,
-    batches: int = BATCHES,
-) -> Interval | None:
-    """A rate over [start_s, end_s) (e.g. output tokens at ``times``, ``weights`` each) and its
-    95% interval from the rates of ``batches`` equal spans; None for an empty span."""
-    if end_s <= start_s:
-        return None
-    t = np.asarray(times, dtype=np.float64)
-    w = np.asarray(weights, dtype=np.float64)
-    edges = np.linspace(start_s, end_s, batches + 1)
-    inside = (t >= start_s) & (t < end_s)
-    per, _ = np.histogram(t[inside], bins=edges, weights=w[inside])
-    rates = per / ((end_s - start_s) / batches)
-    rate = float(w[inside].sum() / (end_s - start_s))
-    half = float(stats.t.ppf(0.975, batches - 1) * rates.std(ddof=1) / math.sqrt(batches))
-    return Interval(rate, rate - half, rate + half)
 
 
 def quantile_bound(values: Sequence[float] | np.ndarray, q: float, batches: int = BATCHES) -> Interval | None:

@@ -2,29 +2,36 @@
 
 **Steady state** (``steady_start``). The point after its ramp-up is cut into fixed windows (the
 run's ``--window``). Steady state begins at the start of the earliest window *i* such that, over
-the ``STEADY_WINDOWS`` (K) complete windows i .. i+K-1, neither figure drifts:
+all the complete windows from i to now (at least ``STEADY_WINDOWS``, K), neither figure drifts:
 
 - TTFT: the least-squares slope of every ok request's TTFT against its window's midpoint (all the
-  block's requests, not K window means: a step is seen as well as a ramp);
-- output tok/s: the slope of the K windows' tokens/s against their midpoints.
+  requests, not window means);
+- output tok/s: the slope of the windows' tokens/s against their midpoints;
+- and, since a slope is blind to a tail whose first window alone is off (a step just before it:
+  the queue still filling, the first replies not yet back), the first window must agree with the
+  rest: TTFT, its requests' mean against the rest's (Welch's z); tok/s, inside the rest's
+  prediction interval (t).
 
-A figure *drifts* when its slope's 95% confidence interval (Student t) excludes 0 **and** the
-fitted change across the block is at least ``DRIFT_FLOOR`` (1%) of the block's mean: on a long
-block a tiny, harmless slope is otherwise always significant. The rule is causal (a block is
-judged on its own windows), so ``--warmup auto`` can apply it while the point runs: its window
-starts at the steady start found as soon as the K windows after it are complete. A transient that
-ends inside window i is in the block of i and is seen there; one that ends in window i-1 is not:
-the start found is within one window of the transient's end. The TTFT slope's interval assumes
-independent requests: on a real server correlated TTFTs make it narrower, so steady state is
-declared later, never earlier.
+Each test is at the 99% level (``ALPHA``: four tests of one tail, so a steady tail is called
+drifting about 4% of the time, not 20%), and a difference counts only when it is at least
+``DRIFT_FLOOR`` (2%) of the figure: on a long tail a tiny, harmless slope is otherwise always
+significant. Judging the whole tail, not the last K windows, keeps a plateau (a slow warm-up
+longer than K windows, then faster) from passing as steady. While the point runs the start can
+only be judged on the windows so far, so ``--warmup auto`` moves its window's start as later
+windows arrive; results give the start over the whole point. A transient that ends inside window
+i is in the tail of i and is seen there (if large enough to be significant); one that ends in
+window i-1 is not: the start is within one window of the transient's end. The TTFT slope's
+interval assumes independent requests: on a real server correlated TTFTs make it narrower, so
+steady state is declared later, never earlier.
 
 **Over-saturation** (``backlog_growth``). Under open loop the backlog (requests sent and not yet
-finished, plus those waiting in the client for a slot) is sampled as the point runs. Over the last
-``BACKLOG_SPAN_S`` the samples are averaged into ``BACKLOG_BINS`` bins (which thins the samples'
-autocorrelation) and the bins' least-squares slope is taken: the backlog grows without bound when
-the slope's 95% interval lies above 0 **and** the fitted growth across the span is at least
-``BACKLOG_MIN_GROWTH`` requests and half the span's mean backlog (a stable queue wanders; one that
-grows by half its size in seconds is not stable).
+finished, plus those waiting in the client for a slot) is sampled as the point runs. Over the
+point so far (once it lasted ``BACKLOG_SPAN_S``) the samples are averaged into ``BACKLOG_BINS``
+bins (which thins their autocorrelation) and the bins' least-squares slope is taken: the backlog
+grows without bound when the slope's 95% interval lies above 0 **and** the fitted growth across
+the span is at least ``BACKLOG_MIN_GROWTH`` requests and at least the span's mean backlog (a
+stable queue wanders around its mean; one that grows by its whole mean size over the point is
+not stable: a backlog growing linearly from empty grows by twice its mean).
 """
 
 from __future__ import annotations
@@ -39,9 +46,11 @@ from scipy import stats  # type: ignore[import-untyped]  # scipy-stubs is not a 
 from ..config import BACKLOG_SPAN_S
 
 STEADY_WINDOWS = 4  # K: complete windows without drift that make a steady start
-DRIFT_FLOOR = 0.01  # a fitted change across the block below 1% of its mean is no drift
+DRIFT_FLOOR = 0.02  # a change below 2% of the figure is no drift
+ALPHA = 0.01  # each drift test's level
 # BACKLOG_SPAN_S (config: --stop-oversaturated's help names it): the sustained span of the backlog's slope
 BACKLOG_BINS = 8
+Z_ALPHA = 2.5758293035489004  # two-sided, ALPHA
 BACKLOG_MIN_GROWTH = 5.0  # requests: a smaller growth across the span is not a trend
 
 
@@ -89,17 +98,20 @@ class WindowStats:
         return self.tokens / (self.end_s - self.start_s)
 
 
-def trend(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> Trend | None:
-    """The least-squares slope of y on x with its 95% t interval; None below 3 points or one x."""
+def trend(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, alpha: float = 0.05) -> Trend | None:
+    """The least-squares slope of y on x with its 1-alpha t interval; None below 3 points or one x."""
     xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    return _trend_sums(len(xs), xs.sum(), ys.sum(), (xs * xs).sum(), (xs * ys).sum(), (ys * ys).sum(), _span(xs))
+    sums = (len(xs), xs.sum(), ys.sum(), (xs * xs).sum(), (xs * ys).sum(), (ys * ys).sum())
+    return _trend_sums(*sums, _span(xs), alpha)
 
 
 def _span(xs: np.ndarray) -> float:
     return float(xs.max() - xs.min()) if xs.size else 0.0
 
 
-def _trend_sums(n: float, sx: float, sy: float, sxx: float, sxy: float, syy: float, span: float) -> Trend | None:
+def _trend_sums(
+    n: float, sx: float, sy: float, sxx: float, sxy: float, syy: float, span: float, alpha: float = 0.05
+) -> Trend | None:
     """The slope from sufficient sums (n points; sums of x, y, x², xy, y²)."""
     if n < 3:
         return None
@@ -110,11 +122,11 @@ def _trend_sums(n: float, sx: float, sy: float, sxx: float, sxy: float, syy: flo
     slope = sxy_c / sxx_c
     ssr = max(0.0, (syy - sy * sy / n) - slope * sxy_c)
     se = math.sqrt(ssr / (n - 2) / sxx_c)
-    half = float(stats.t.ppf(0.975, n - 2)) * se
+    half = float(stats.t.ppf(1 - alpha / 2, n - 2)) * se
     return Trend(slope, slope - half, slope + half, sy / n, slope * span)
 
 
-def ttft_trend(block: Sequence[WindowStats]) -> Trend | None:
+def ttft_trend(block: Sequence[WindowStats], alpha: float = ALPHA) -> Trend | None:
     """The slope of the block's per-request TTFTs against their windows' midpoints."""
     n = sum(w.n for w in block)
     sx = sum(w.n * w.mid_s for w in block)
@@ -123,32 +135,55 @@ def ttft_trend(block: Sequence[WindowStats]) -> Trend | None:
     sxy = sum(w.mid_s * w.ttft_sum for w in block)
     syy = sum(w.ttft_sumsq for w in block)
     span = block[-1].end_s - block[0].start_s if block else 0.0
-    return _trend_sums(n, sx, sy, sxx, sxy, syy, span)
+    return _trend_sums(n, sx, sy, sxx, sxy, syy, span, alpha)
 
 
-def throughput_trend(block: Sequence[WindowStats]) -> Trend | None:
-    trend_ = trend([w.mid_s for w in block], [w.tokens_per_s for w in block])
-    if trend_ is None:
+def throughput_trend(block: Sequence[WindowStats], alpha: float = ALPHA) -> Trend | None:
+    fit = trend([w.mid_s for w in block], [w.tokens_per_s for w in block], alpha)
+    if fit is None:
         return None
     span = block[-1].end_s - block[0].start_s
-    return Trend(trend_.slope, trend_.low, trend_.high, trend_.mean, trend_.slope * span)
+    return Trend(fit.slope, fit.low, fit.high, fit.mean, fit.slope * span)
 
 
 def drifting(block: Sequence[WindowStats]) -> bool:
-    """Either figure drifts over the block (module doc); a block without enough data drifts."""
+    """Either figure drifts over the block, or its first window is off (module doc); a block
+    without enough data drifts."""
     ttft = ttft_trend(block)
     if ttft is None:
         return True
     tput = throughput_trend(block)
-    return ttft.drifts or (tput is not None and tput.drifts)
+    return ttft.drifts or (tput is not None and tput.drifts) or first_window_off(block)
+
+
+def first_window_off(block: Sequence[WindowStats]) -> bool:
+    """The block's first window disagrees with the rest (module doc)."""
+    first, rest = block[0], block[1:]
+    n = sum(w.n for w in rest)
+    if first.n >= 2 and n >= 2:
+        m1, m2 = first.ttft_sum / first.n, sum(w.ttft_sum for w in rest) / n
+        v1 = max(0.0, first.ttft_sumsq / first.n - m1 * m1) * first.n / (first.n - 1)
+        v2 = max(0.0, sum(w.ttft_sumsq for w in rest) / n - m2 * m2) * n / (n - 1)
+        se = math.sqrt(v1 / first.n + v2 / n)
+        if abs(m1 - m2) >= DRIFT_FLOOR * abs(m2) and abs(m1 - m2) > Z_ALPHA * se:
+            return True
+    if len(rest) >= 2:
+        y = np.array([w.tokens_per_s for w in rest])
+        mean = float(y.mean())
+        t = float(stats.t.ppf(1 - ALPHA / 2, len(rest) - 1))
+        limit = t * float(y.std(ddof=1)) * math.sqrt(1 + 1 / len(rest))
+        diff = abs(first.tokens_per_s - mean)
+        if diff >= DRIFT_FLOOR * abs(mean) and diff > limit:
+            return True
+    return False
 
 
 def steady_start(windows: Sequence[WindowStats], k: int = STEADY_WINDOWS) -> int | None:
-    """The index of the window where steady state begins (the first with K windows from it that do
-    not drift), among ``windows``: complete windows after the ramp-up, in time order; None: not
-    (yet) steady."""
+    """The index of the window where steady state begins (the earliest from which every window
+    to the last, at least K, does not drift), among ``windows``: complete windows after the
+    ramp-up, in time order; None: not (yet) steady."""
     for i in range(len(windows) - k + 1):
-        if not drifting(windows[i : i + k]):
+        if not drifting(windows[i:]):
             return i
     return None
 
@@ -172,20 +207,21 @@ class BacklogGrowth:
     @property
     def unbounded(self) -> bool:
         growth = self.slope * self.span_s
-        return self.low > 0 and growth >= max(BACKLOG_MIN_GROWTH, 0.5 * self.mean)
+        return self.low > 0 and growth >= max(BACKLOG_MIN_GROWTH, self.mean)
 
 
 def backlog_growth(
-    samples: Sequence[tuple[float, int]], now_s: float, span_s: float = BACKLOG_SPAN_S, bins: int = BACKLOG_BINS
+    samples: Sequence[tuple[float, int]], now_s: float, min_span_s: float = BACKLOG_SPAN_S, bins: int = BACKLOG_BINS
 ) -> BacklogGrowth | None:
-    """The backlog's slope over the last ``span_s`` before ``now_s`` from (time, backlog) samples,
-    averaged into ``bins`` bins; None until the samples cover the span (every bin has one)."""
+    """The backlog's slope from the first sample to ``now_s`` (time, backlog) samples, averaged
+    into ``bins`` bins; None until the samples span ``min_span_s`` (and every bin has one)."""
     t = np.array([s for s, _ in samples], dtype=np.float64)
     b = np.array([v for _, v in samples], dtype=np.float64)
-    start = now_s - span_s
-    if t.size == 0 or t.min() > start + span_s / bins:
+    if t.size == 0 or now_s - t.min() < min_span_s:
         return None
-    edges = np.linspace(start, now_s, bins + 1)
+    start = float(t.min())
+    span_s = now_s - start
+    edges = np.linspace(start, now_s + 1e-9, bins + 1)
     which = np.searchsorted(edges, t, side="right") - 1
     inside = (which >= 0) & (which < bins)
     counts = np.bincount(which[inside], minlength=bins)
