@@ -38,6 +38,7 @@ OVER_SATURATED = "over_saturated"
 CEILING = "ceiling"
 MAX_REQUESTS = "max_requests"
 LAG_RECORDS = 200  # the recent requests whose longest E2E is how far behind now the live judgement stops
+REJUDGE_GROWTH = 0.02  # --duration auto: judge precision again once the window has 2% more requests
 TOKEN_BIN_S = 0.05  # output tokens are tallied in bins this long (a rate's batches are made of them)
 GATED = ("ttft_mean", "tpot_mean", "output_tokens_per_s", "ttft_p90")  # what --duration auto waits for
 REPORTED = (*GATED, "ttft_p99")  # results' precision: the gated figures and the p99 beside
@@ -116,6 +117,7 @@ class PointMonitor:
         self.backlog: list[tuple[float, int]] = []
         self.stopped: AutoStop | None = None
         self.recent_e2e: deque[float] = deque(maxlen=LAG_RECORDS)  # the lag of what is judged live
+        self._judged_n = 0  # requests in the window at the last precision judgement
 
     @property
     def active(self) -> bool:
@@ -187,7 +189,10 @@ class PointMonitor:
         until = now_s - max(self.recent_e2e, default=0.0)
         if self.stop.duration_auto and start is not None and until > start:
             sent = np.asarray(self.samples.sent, dtype=np.float64)
-            if int(np.count_nonzero((sent >= start) & (sent < until))) >= self.stop.auto_min_requests:
+            n = int(np.count_nonzero((sent >= start) & (sent < until)))
+            # judged again once the window grew by REJUDGE_GROWTH: a long point's sort stays cheap
+            if n >= self.stop.auto_min_requests and n >= self._judged_n * (1 + REJUDGE_GROWTH):
+                self._judged_n = n
                 found = figures(self.samples, start, until)
                 if precise(found, self.stop.auto_precision):
                     evidence = {name: i.relative for name, i in found.items() if i is not None}
@@ -200,7 +205,10 @@ class PointMonitor:
             return  # judged once per completed window
         self._judged = len(complete)
         i = steady_start(complete)
-        self.window_start_s = None if i is None else complete[i].start_s
+        start = None if i is None else complete[i].start_s
+        if start != self.window_start_s:
+            self._judged_n = 0  # a new window: judged afresh
+        self.window_start_s = start
         if i is not None:
             self.steady_at_s = now_s
 
