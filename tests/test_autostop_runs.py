@@ -53,12 +53,16 @@ def test_warmup_transient_steady_state_and_a_precise_stop(start_mock, tmp_path):
     scripted_end = min(d["received_s"] for d in log.values()) - origin + SLOW_S - start
     steady = point["steady_state"]
     assert steady["reached"] and steady["window_start"]
+    assert steady["start_s"] >= scripted_end - WINDOW_S, (steady, scripted_end)  # never inside the transient
+    # a starved client (another process on its cores: its loop stalls, results' client.limited)
+    # makes its own TTFT drift: the start comes later and the point may not get precise; then
+    # there is nothing more to check here
+    if point["client"]["limited"]:
+        return
     assert abs(steady["start_s"] - scripted_end) <= WINDOW_S, (steady, scripted_end)
 
     stopped = point["auto_stop"]
-    assert stopped["reason"] == "precise" or point["client"]["limited"], stopped  # a starved client may not get there
-    if stopped["reason"] != "precise":
-        return
+    assert stopped["reason"] == "precise", stopped
     assert stopped["precise"] and stopped["precision_target"] == PRECISION
     # what the true variance needs: n = (1.96 x SD / mean / precision)^2 requests at the measured rate
     need_n = (1.959963984540054 * JITTER / math.sqrt(3) / PRECISION) ** 2

@@ -576,7 +576,8 @@ class StopConfig(_Model):
         float | None,
         Flag(
             "--duration",
-            "Seconds of load per point; auto: until its figures are precise (--precision), at most --max-duration.",
+            "Seconds of load per point; auto: until its figures are precise (--precision), at most --max-duration "
+            "(a trace replay ignores auto: the trace ends it).",
             auto=True,
         ),
     ] = Field(default=None, gt=0)
