@@ -45,13 +45,14 @@ def feed(monitor: PointMonitor, seconds: float, rate: float, ttft_of, seed: int 
 
 
 def test_precise_once_every_gated_figure_is_within_the_precision():
-    """TTFT relative SD 0.2/sqrt(3) = 11.5%: ±2% needs (1.96 x 0.115 / 0.02)^2 = 128 requests;
-    at 100 req/s the monitor stops well within 2x that (the floor is 100 requests)."""
+    """TTFT relative SD 0.2/sqrt(3) = 11.5%: ±2% needs (1.96 x 0.115 / 0.02)^2 = 128 requests,
+    1.3 s at 100 req/s; tok/s needs about twice that here. The monitor stops once both passed
+    twice in a row, judged up to the longest E2E (0.21 s) ago: by 4 s."""
     stop = StopConfig(duration_s=60, duration_auto=True, window_s=1.0)
     monitor = PointMonitor(stop, 0.0, 0.0, 0.0, open_loop=False)
     found = feed(monitor, 10.0, 100.0, lambda t: 0.1)
     assert found is not None and found.reason == PRECISE
-    assert 1.0 <= found.at_s <= 2 * 1.28 + 0.4
+    assert 1.0 <= found.at_s <= 4.0
     assert all(v <= 0.02 for v in found.evidence.values() if v is not None)
     facts = stop_facts(monitor, PRECISE, found.at_s, 0.0)
     assert facts.precision is not None and facts.precision["ttft_mean"] is not None

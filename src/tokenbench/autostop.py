@@ -8,7 +8,8 @@ generator feeds it records and backlog counts and asks it at each tick, with the
   recent request's E2E ago: later requests and tokens are still partly in flight) holds at least
   ``--min-requests`` requests and the 95% interval of each gated figure (``GATED``: mean TTFT and
   TPOT and output tok/s by batch means, TTFT p90 by the order-statistic bound; metrics.precision)
-  is within ``--precision`` of it. Otherwise it runs to its ceiling (the deadline).
+  is within ``--precision`` of it, at ``PRECISE_PASSES`` judgements in a row (each after the window
+  grew by ``REJUDGE_GROWTH``). Otherwise it runs to its ceiling (the deadline).
 - ``--stop-oversaturated`` (open loop): the point stops, as ``over_saturated``, once its backlog
   grows without bound (metrics.steady.backlog_growth), with the slope and its interval as evidence.
 
@@ -38,6 +39,10 @@ OVER_SATURATED = "over_saturated"
 CEILING = "ceiling"
 MAX_REQUESTS = "max_requests"
 LAG_RECORDS = 200  # the recent requests whose longest E2E is how far behind now the live judgement stops
+# precise judgements in a row that stop a point: the 20 batch means' spread is itself an estimate
+# (about ±16%), and stopping the first time it dips under the target would report a precision that
+# the final window, a few requests later, does not quite have
+PRECISE_PASSES = 2
 REJUDGE_GROWTH = 0.02  # --duration auto: judge precision again once the window has 2% more requests
 TOKEN_BIN_S = 0.05  # output tokens are tallied in bins this long (a rate's batches are made of them)
 GATED = ("ttft_mean", "tpot_mean", "output_tokens_per_s", "ttft_p90")  # what --duration auto waits for
@@ -118,6 +123,7 @@ class PointMonitor:
         self.stopped: AutoStop | None = None
         self.recent_e2e: deque[float] = deque(maxlen=LAG_RECORDS)  # the lag of what is judged live
         self._judged_n = 0  # requests in the window at the last precision judgement
+        self._passes = 0  # precise judgements in a row
 
     @property
     def active(self) -> bool:
@@ -194,7 +200,8 @@ class PointMonitor:
             if n >= self.stop.auto_min_requests and n >= self._judged_n * (1 + REJUDGE_GROWTH):
                 self._judged_n = n
                 found = figures(self.samples, start, until)
-                if precise(found, self.stop.auto_precision):
+                self._passes = self._passes + 1 if precise(found, self.stop.auto_precision) else 0
+                if self._passes >= PRECISE_PASSES:
                     evidence = {name: i.relative for name, i in found.items() if i is not None}
                     self.stopped = AutoStop(PRECISE, now_s, evidence)
         return self.stopped
@@ -207,7 +214,7 @@ class PointMonitor:
         i = steady_start(complete)
         start = None if i is None else complete[i].start_s
         if start != self.window_start_s:
-            self._judged_n = 0  # a new window: judged afresh
+            self._judged_n = self._passes = 0  # a new window: judged afresh
         self.window_start_s = start
         if i is not None:
             self.steady_at_s = now_s
