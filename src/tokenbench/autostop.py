@@ -135,16 +135,15 @@ class PointMonitor:
         return bool(self.stop.stop_oversaturated) and self.open_loop
 
     def observe(self, record: RequestRecord) -> None:
-        """A finished record: its TTFT into its first chunk's window, its tokens into their bins."""
+        """A finished record: its TTFT into the window it was sent in, its tokens into theirs."""
         if not record.ok or not record.chunk_times_s:
             return
         self.samples.add(record)
         if record.e2e_s is not None:
             self.recent_e2e.append(record.e2e_s)
-        first = record.chunk_times_s[0]
-        ttft = record.ttft_s
-        if ttft is not None and first >= self.ramp_end_s:
-            self.window_at(first).add_ttft(ttft)
+        ttft, sent = record.ttft_s, record.sent_s
+        if ttft is not None and sent is not None and sent >= self.ramp_end_s:
+            self.window_at(sent).add_ttft(ttft)
         times = record.chunk_times_s
         per = float(record.output_tokens or len(times)) / len(times)
         # a record as sent holds every chunk time; one read back only its first and last (ChunkEnds)
@@ -207,7 +206,9 @@ class PointMonitor:
         return self.stopped
 
     def _find_steady(self, now_s: float) -> None:
-        complete = steady_windows(self.windows, self.start_s, self.ramp_end_s, now_s, self.window_s)
+        # a window is complete once the requests sent in it finished: up to the longest recent E2E ago
+        until = now_s - max(self.recent_e2e, default=0.0)
+        complete = steady_windows(self.windows, self.start_s, self.ramp_end_s, until, self.window_s)
         if len(complete) == self._judged:
             return  # judged once per completed window
         self._judged = len(complete)
@@ -286,10 +287,8 @@ def steady_state_of(
     for record in records:
         if tokens is None:
             monitor.observe(record)
-        elif record.ok and record.chunk_times_s and record.ttft_s is not None:
-            first = record.chunk_times_s[0]
-            if first >= ramp_end_s:
-                monitor.window_at(first).add_ttft(record.ttft_s)
+        elif record.ok and record.ttft_s is not None and record.sent_s is not None and record.sent_s >= ramp_end_s:
+            monitor.window_at(record.sent_s).add_ttft(record.ttft_s)
     if tokens is not None:
         for i, count in enumerate(tokens):
             a = start_s + i * window_s

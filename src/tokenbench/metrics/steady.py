@@ -4,8 +4,9 @@
 run's ``--window``). Steady state begins at the start of the earliest window *i* such that, over
 all the complete windows from i to now (at least ``STEADY_WINDOWS``, K), neither figure drifts:
 
-- TTFT: the least-squares slope of every ok request's TTFT against its window's midpoint (all the
-  requests, not window means);
+- TTFT: the least-squares slope of every ok request's TTFT against the midpoint of the window it
+  was sent in (all the requests, not window means; by send time, since the server's state when a
+  request arrives sets its TTFT: a transient's last slow requests do not spill into the next window);
 - output tok/s: the slope of the windows' tokens/s against their midpoints;
 - and, since a slope is blind to a tail whose first window alone is off (a step just before it:
   the queue still filling, the first replies not yet back), the first window must agree with the
@@ -75,7 +76,7 @@ class Trend:
 
 @dataclass
 class WindowStats:
-    """One window's sums: its ok requests' TTFTs (by when their first chunk came) and its tokens."""
+    """One window's sums: the TTFTs of the ok requests sent in it, and the output tokens that came in it."""
 
     start_s: float
     end_s: float
