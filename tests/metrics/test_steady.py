@@ -99,3 +99,10 @@ def test_a_stable_queue_is_not_over_saturated():
             (g := backlog_growth(samples[: k + 1], k * 0.2)) is not None and g.unbounded for k in range(20, 100)
         )
     assert alarms <= 2
+
+
+def test_backlog_growth_survives_a_stalled_sampler():
+    """The event loop stalled 1.5 s (no samples): the growth is still seen as soon as the span is."""
+    samples = [(t / 10, 20 * t // 10) for t in range(60) if not 15 <= t < 30]
+    got = backlog_growth(samples, 6.0)
+    assert got is not None and got.unbounded and got.slope == pytest.approx(20.0, rel=0.1)

@@ -215,7 +215,8 @@ def backlog_growth(
     samples: Sequence[tuple[float, int]], now_s: float, min_span_s: float = BACKLOG_SPAN_S, bins: int = BACKLOG_BINS
 ) -> BacklogGrowth | None:
     """The backlog's slope from the first sample to ``now_s`` (time, backlog) samples, averaged
-    into ``bins`` bins; None until the samples span ``min_span_s`` (and every bin has one)."""
+    into ``bins`` bins (the empty ones left out); None until the samples span ``min_span_s`` (and
+    fill half the bins)."""
     t = np.array([s for s, _ in samples], dtype=np.float64)
     b = np.array([v for _, v in samples], dtype=np.float64)
     if t.size == 0 or now_s - t.min() < min_span_s:
@@ -226,10 +227,11 @@ def backlog_growth(
     which = np.searchsorted(edges, t, side="right") - 1
     inside = (which >= 0) & (which < bins)
     counts = np.bincount(which[inside], minlength=bins)
-    if (counts == 0).any():
+    filled = counts > 0  # a stalled loop samples nothing for a while: the bins it left empty are left out
+    if int(filled.sum()) < bins // 2:
         return None
-    means = np.bincount(which[inside], weights=b[inside], minlength=bins) / counts
-    mids = (edges[:-1] + edges[1:]) / 2.0
+    means = np.bincount(which[inside], weights=b[inside], minlength=bins)[filled] / counts[filled]
+    mids = ((edges[:-1] + edges[1:]) / 2.0)[filled]
     fit = trend(mids, means)
     if fit is None:
         return None
