@@ -109,6 +109,13 @@ PUBLIC_KEYS += [
 PUBLIC_KEYS += [f"points[].workers_lost[].{k}" for k in ("worker", "at_s", "reason", "in_flight")]
 PUBLIC_KEYS += [f"points[].errors_seen[].{k}" for k in ("outcome", "status", "text", "count")]
 PUBLIC_KEYS += [f"points[].stopped_early.{k}" for k in ("by", "reason", "at_s")]
+# issue 25: steady state, how a point that judged itself stopped, an over-saturated point's evidence
+PUBLIC_KEYS += [f"points[].steady_state.{k}" for k in ("reached", "start_s", "windows", "window_s", "window_start")]
+PUBLIC_KEYS += [f"points[].auto_stop.{k}" for k in ("reason", "at_s", "precision_target", "precision", "precise")]
+PUBLIC_KEYS += [f"points[].over_saturated.{k}" for k in ("at_s",)]
+PUBLIC_KEYS += [
+    f"points[].over_saturated.backlog.{k}" for k in ("slope_per_s", "ci95_low", "ci95_high", "span_s", "mean_backlog")
+]
 PUBLIC_KEYS += [
     f"points[].timeseries[].{k}" for k in ("client_cpu_util", "client_loop_lag_max_s", "client_connections_max")
 ]

@@ -565,15 +565,36 @@ class LoadSweep(_Model):
         ]
 
 
+DEFAULT_PRECISION = 0.02  # --duration auto: ±2%
+DEFAULT_MAX_DURATION_S = 300.0  # --duration auto: the ceiling without --max-duration
+DEFAULT_MIN_REQUESTS = 100  # --duration auto: the floor (20 batches of 5)
+BACKLOG_SPAN_S = 4.0  # --stop-oversaturated: the backlog is judged once a point lasted this long (metrics.steady)
+
+
 class StopConfig(_Model):
-    duration_s: Annotated[float | None, Flag("--duration", "Seconds of load per point.")] = Field(default=None, gt=0)
+    duration_s: Annotated[
+        float | None,
+        Flag(
+            "--duration",
+            "Seconds of load per point; auto: until its figures are precise (--precision), at most --max-duration "
+            "(a trace replay ignores auto: the trace ends it).",
+            auto=True,
+        ),
+    ] = Field(default=None, gt=0)
     max_requests: Annotated[int | None, Flag("--max-requests", "Stop a point after this many requests.")] = Field(
         default=None, gt=0
     )
     # after ramp-up; excluded from metrics
-    warmup_s: Annotated[float, Flag("--warmup", "Seconds after ramp-up excluded from metrics.", default=True)] = Field(
-        default=0.0, ge=0
-    )
+    warmup_s: Annotated[
+        float,
+        Flag(
+            "--warmup",
+            "Seconds after ramp-up excluded from metrics; auto: from where steady state began (no drift in TTFT "
+            "and tok/s over 4 windows).",
+            default=True,
+            auto=True,
+        ),
+    ] = Field(default=0.0, ge=0)
     # wait for in-flight requests at the end
     drain_timeout_s: Annotated[
         float,
@@ -582,8 +603,67 @@ class StopConfig(_Model):
     # The loads' own schedule ends each point (trace replay: its last row), so neither a duration
     # nor a request count is needed; RunConfig allows it only when every load is a replay.
     schedule_ends: bool = False
+    # issue 25 (autostop.py, metrics/steady.py, metrics/precision.py). Each is None unless set, and
+    # then not written to config.json (ADDED_WHEN_SET). --warmup auto: the window starts where
+    # steady state began; --duration auto: a point ends once its headline figures are precise,
+    # --duration then holding the ceiling (--max-duration)
+    warmup_auto: bool | None = None  # --warmup auto (cli/run_flags.py)
+    duration_auto: bool | None = None  # --duration auto
+    precision: Annotated[
+        float | None,
+        Flag(
+            "--precision",
+            "With --duration auto: stop a point once the 95% CI half-width of mean TTFT, mean TPOT, output tok/s "
+            "and TTFT p90 is within this fraction of each (batch means; p90 by an order-statistic bound). "
+            "Trace replay ignores it (a trace has its own end).",
+            default=f"{DEFAULT_PRECISION}",
+        ),
+    ] = Field(default=None, gt=0, lt=1)
+    max_duration_s: Annotated[
+        float | None,
+        Flag(
+            "--max-duration", "With --duration auto: the ceiling of each point.", default=f"{DEFAULT_MAX_DURATION_S:g}s"
+        ),
+    ] = Field(default=None, gt=0)
+    min_requests: Annotated[
+        int | None,
+        Flag(
+            "--min-requests",
+            "With --duration auto: a point never stops as precise before this many requests in its window.",
+            default=f"{DEFAULT_MIN_REQUESTS}",
+        ),
+    ] = Field(default=None, ge=20)
+    stop_oversaturated: Annotated[
+        bool | None,
+        Flag(
+            "--stop-oversaturated",
+            "Open loop: stop a point whose backlog grows without bound (its slope's 95% CI above 0 and its growth "
+            f"at least its mean, judged from {BACKLOG_SPAN_S:g}s on), marked over_saturated (capacity probes: on "
+            "unless --no-stop-oversaturated).",
+        ),
+    ] = None
+    # the run's --window: the steady-state rule's windows (the runner copies it in for the workers)
+    window_s: float | None = Field(default=None, gt=0)
 
-    _durations = field_validator("duration_s", "warmup_s", "drain_timeout_s", mode="before")(_seconds)
+    _durations = field_validator("duration_s", "warmup_s", "drain_timeout_s", "max_duration_s", mode="before")(_seconds)
+
+    @property
+    def auto_precision(self) -> float:
+        return self.precision if self.precision is not None else DEFAULT_PRECISION
+
+    @property
+    def auto_min_requests(self) -> int:
+        return self.min_requests if self.min_requests is not None else DEFAULT_MIN_REQUESTS
+
+    @model_validator(mode="after")
+    def _auto(self) -> StopConfig:
+        if not self.duration_auto:
+            for value, flag in ((self.precision, "--precision"), (self.max_duration_s, "--max-duration")):
+                if value is not None:
+                    raise ValueError(f"{flag} goes with --duration auto: add it, or drop {flag}")
+            if self.min_requests is not None:
+                raise ValueError("--min-requests goes with --duration auto: add it, or drop --min-requests")
+        return self
 
     @model_validator(mode="after")
     def _some_stop(self) -> StopConfig:
@@ -869,6 +949,16 @@ ADDED_WHEN_SET: dict[str, tuple[str, ...]] = {
     "target": ("response_format", "tools", "tool_choice", "structured_dialect"),  # issue 23 structured output
     "sessions": ("tool_result",),  # issue 23 tool calls
     "dataset": ("images",),  # issue 23 images
+    # issue 25 steady state and stopping rules
+    "stop": (
+        "warmup_auto",
+        "duration_auto",
+        "precision",
+        "max_duration_s",
+        "min_requests",
+        "stop_oversaturated",
+        "window_s",
+    ),
 }
 
 

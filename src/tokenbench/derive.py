@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import __version__
+from .autostop import GATED, OVER_SATURATED, STEADY_WINDOWS, steady_state_of
 from .config import RateLoad, ReplayLoad, StopConfig
 from .cost import point_cost
 from .errors import BadInput
@@ -53,6 +54,7 @@ from .results import (
     TimeWindow,
 )
 from .results.run import PointHead, WindowClient
+from .results.stopping import AutoStop, OverSaturated, SteadyState
 from .rundir import RecordSlice, point_ranges, write_json
 from .telemetry.client_health import point_client, window_client
 from .telemetry.energy import point_energy
@@ -151,10 +153,64 @@ def point_result(
         "workers_lost": event.workers_lost or None,  # only a point during which a worker died
         "errors_seen": errors_seen(kept) or None,  # only a point with failed requests
         "stopped_early": event.stopped_early,  # only a point the circuit breaker stopped
+        # issue 25: every point's steady start; a point that judged itself: its stop (and evidence)
+        "steady_state": _steady_state(kept, event, config.window_s, _tolist(chunks.series_tokens), config.stop),
+        "auto_stop": _auto_stop(event),
+        "over_saturated": _over_saturated(event),
     }
     # issue 23 routing: by adapter, class and tenant, and fairness (only when requests had groups)
     parts.update(group_breakdowns(population, metrics.rate_period_s or metrics.window_s, config.slo, config.mix))
     return point.model_copy(update={key: part for key, part in parts.items() if part is not None})
+
+
+def _steady_state(
+    records: Sequence[RequestRecord],
+    event: PointEnd,
+    window_s: float,
+    tokens: Sequence[float] | None,
+    stop: StopConfig,
+) -> SteadyState:
+    """Where the point's figures stopped drifting (autostop.steady_state_of over the time series'
+    windows after the ramp-up, up to the load's end), from its start."""
+    start = steady_state_of(records, event.start_s, event.ramp_end_s, event.load_end_s, window_s, tokens)
+    return SteadyState(
+        reached=start is not None,
+        start_s=None if start is None else start - event.start_s,
+        windows=STEADY_WINDOWS,
+        window_s=window_s,
+        window_start=bool(stop.warmup_auto),
+    )
+
+
+def _tolist(values: Any) -> list[float] | None:
+    return None if values is None else [float(v) for v in values]
+
+
+def _auto_stop(event: PointEnd) -> AutoStop | None:
+    """How a point that judged itself stopped (autostop.py), its time from the point's start."""
+    facts = event.auto_stop
+    if facts is None:
+        return None
+    target, precision = facts.precision_target, facts.precision
+    precise = None
+    if target is not None and precision is not None:
+        precise = all(
+            (p := precision.get(name)) is not None and p.relative is not None and p.relative <= target for name in GATED
+        )
+    return AutoStop(
+        reason=facts.reason,
+        at_s=facts.at_s - event.start_s,
+        precision_target=target,
+        precision=precision,
+        precise=precise,
+    )
+
+
+def _over_saturated(event: PointEnd) -> OverSaturated | None:
+    facts = event.auto_stop
+    if facts is None or facts.reason != OVER_SATURATED or facts.backlog is None:
+        return None
+    return OverSaturated(at_s=facts.at_s - event.start_s, backlog=facts.backlog)
 
 
 def _windows(

@@ -32,6 +32,7 @@ class Flag:
     repeat: bool = False
     aliases: tuple[str, ...] = ()
     switch: bool = False  # a --x/--no-x option for a field that is not a bool (--multi-turn: sessions)
+    auto: bool = False  # a duration option that also takes the word ``auto`` (issue 25: --duration, --warmup)
 
 
 @dataclass(frozen=True)

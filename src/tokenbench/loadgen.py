@@ -15,6 +15,12 @@ A failing server is not flooded (failfast.py): a closed-loop user backs off afte
 row, and a point's circuit breaker stops it early (no new request; those in flight drain as at the
 deadline) once the server failed every request for a while (``PointRun.stopped_early``).
 
+A point can also stop by its own figures (autostop.py, issue 25): ``--duration auto`` once they are
+precise (its requests in flight drain as at the deadline), ``--stop-oversaturated`` once its
+backlog grows without bound (those in flight are cancelled at once: draining an unbounded queue
+would take what the stop saves); ``--warmup auto`` moves its window's start to where steady state
+began (``PointRun.auto_stop``, ``window_start_s``).
+
 Multi-turn sessions (session_load.py) run under the same loads and stopping rules; a worker
 (workers/) runs its ``Part`` of a point.
 """
@@ -26,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .autostop import CEILING, MAX_REQUESTS, OVER_SATURATED, AutoStop, PointMonitor, stop_facts
 from .clients import Client
 from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
 from .failfast import Backoff, CircuitBreaker, Trip
@@ -33,6 +40,7 @@ from .live import LiveStats
 from .load import Share, arrival_times, ramp_up_s, replay_offsets, user_start_times
 from .records import Outcome, Request, RequestRecord, RunClock, group_fields
 from .request_source import RequestSource
+from .results.stopping import AutoStopFacts
 from .session_load import SessionSource, SessionTally, run_sessions
 
 __all__ = [
@@ -68,9 +76,12 @@ class PointRun:
     last_arrival_s: float | None = None  # open loop: the last scheduled arrival
     sessions: SessionTally | None = None  # a --multi-turn point's conversations (session_load)
     stopped_early: Trip | None = None  # the circuit breaker stopped the point (failfast.py)
+    auto_stop: AutoStop | None = None  # issue 25: the point stopped by its own figures (autostop.py)
+    stopping: AutoStopFacts | None = None  # issue 25: a point that judged itself: why it stopped, its precision
 
 
 RecordSink = Callable[[RequestRecord], None]
+WATCH_TICK_S = 0.2  # how often a point's monitor samples the backlog and judges (autostop.py)
 
 
 class OpenRecords:
@@ -155,6 +166,8 @@ class LoadGenerator:
         self.stats.record_done(record)
         self._sink(record)
         point = self._point
+        if point is not None and point.monitor is not None:
+            point.monitor.observe(record)
         if point is not None and point.breaker.observe(record.outcome, self._clock.now()):
             point.run.stopped_early = point.breaker.trip
             point.tripped.set()
@@ -219,6 +232,10 @@ class LoadGenerator:
         self._show(run, stop)
         budget = _Budget(part.share.of(stop.max_requests))
         point = PointState(run, stop, seed, _deadline_s(run, stop), budget, source, part.share, _mean_gap_s(load))
+        monitor = PointMonitor(
+            stop, run.start_s, run.ramp_end_s, run.window_start_s, open_loop=isinstance(load, RateLoad | ReplayLoad)
+        )
+        point.monitor = monitor if monitor.active else None
         self._point = point
         try:
             await self._issue_until_stopped(point)
@@ -246,7 +263,9 @@ class LoadGenerator:
         issue_task = asyncio.ensure_future(issuer)
         interrupt_task = asyncio.ensure_future(self._interrupt.wait())
         tripped_task = asyncio.ensure_future(point.tripped.wait())
-        stops = {issue_task, interrupt_task, tripped_task}
+        halted_task = asyncio.ensure_future(point.halted.wait())
+        watch_task = asyncio.ensure_future(self._watch(point))
+        stops = {issue_task, interrupt_task, tripped_task, halted_task}
         if isinstance(load, UsersLoad):
             # Users stop issuing at the deadline; their last requests drain inside this wait.
             deadline = point.deadline_s
@@ -254,9 +273,12 @@ class LoadGenerator:
             await asyncio.wait(stops, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
         else:
             await asyncio.wait(stops, return_when=asyncio.FIRST_COMPLETED)
-        if point.tripped.is_set() and not self.interrupted:
-            # The breaker: nothing new is issued (a user waiting or backing off stops), and the
-            # requests in flight drain as they would at the deadline.
+        halted = point.run.auto_stop
+        if halted is not None and halted.reason == OVER_SATURATED and not self.interrupted:
+            pass  # its backlog grows without bound: what is in flight is cancelled below, not drained
+        elif (point.tripped.is_set() or halted is not None) and not self.interrupted:
+            # The breaker (or precise figures): nothing new is issued (a user waiting or backing
+            # off stops), and the requests in flight drain as they would at the deadline.
             issue_task.cancel()
             await asyncio.gather(issue_task, return_exceptions=True)
             await self._drain(tasks, stop.drain_timeout_s)
@@ -268,6 +290,28 @@ class LoadGenerator:
         await asyncio.gather(issue_task, *tasks, return_exceptions=True)
         interrupt_task.cancel()
         tripped_task.cancel()
+        halted_task.cancel()
+        watch_task.cancel()
+        await asyncio.gather(watch_task, return_exceptions=True)
+
+    async def _watch(self, point: PointState) -> None:
+        """Every ``WATCH_TICK_S`` while the point issues: the backlog sampled, the monitor asked
+        whether the point has stopped by its own figures (autostop.py)."""
+        monitor = point.monitor
+        if monitor is None:
+            return
+        while True:
+            await asyncio.sleep(WATCH_TICK_S)
+            now = self._clock.now()
+            if monitor.wants_backlog:
+                monitor.sample_backlog(now, len(point.tasks))
+            if point.deadline_s is not None and now >= point.deadline_s:
+                return
+            found = monitor.check(now)
+            if found is not None:
+                point.run.auto_stop = found
+                point.halted.set()
+                return
 
     def _finish_unsent(self, now: float) -> None:
         """Every record still open is written: one whose task never ran as never sent."""
@@ -282,8 +326,13 @@ class LoadGenerator:
         run, deadline = point.run, point.deadline_s
         planned = _planned_end_s(point)
         trip = run.stopped_early
+        if point.monitor is not None and point.monitor.window_start_s is not None:
+            run.window_start_s = point.monitor.window_start_s  # --warmup auto: where steady state began
+        halted = run.auto_stop
         if trip is not None and not self.interrupted:
             run.load_end_s = min(trip.at_s, deadline) if deadline is not None else trip.at_s  # the load stopped there
+        elif halted is not None and not self.interrupted:
+            run.load_end_s = min(halted.at_s, deadline) if deadline is not None else halted.at_s
         elif planned is not None and not self.interrupted:
             run.load_end_s = planned
         else:
@@ -292,6 +341,23 @@ class LoadGenerator:
         run.interrupted = self.interrupted
         run.num_records = point.budget.issued
         stopped_window(run)
+        if point.monitor is not None:
+            run.stopping = stop_facts(point.monitor, self._stop_reason(point), run.load_end_s, run.window_start_s)
+
+    def _stop_reason(self, point: PointState) -> str:
+        """Why a point's load ended, in results' words (a point that judged itself: autostop.py)."""
+        run, limit = point.run, point.budget.limit
+        if run.auto_stop is not None and not self.interrupted:
+            return run.auto_stop.reason
+        if self.interrupted:
+            return "interrupted"
+        if run.stopped_early is not None:
+            return run.stopped_early.by
+        if point.deadline_s is not None and run.load_end_s >= point.deadline_s - 1e-6:
+            return CEILING if point.stop.duration_auto else "duration"
+        if limit is not None and point.budget.issued >= limit:
+            return MAX_REQUESTS
+        return "schedule"
 
     async def _drain(self, tasks: set[asyncio.Future[Any]], timeout_s: float) -> None:
         pending = {t for t in tasks if not t.done()}
@@ -415,9 +481,9 @@ class LoadGenerator:
 
 
 def stopped_window(run: PointRun) -> None:
-    """A point the breaker stopped during its ramp-up or warm-up has an empty window where its
-    load stopped (never one that ends before it starts)."""
-    if run.stopped_early is not None:
+    """A point the breaker (or its own figures) stopped during its ramp-up or warm-up has an empty
+    window where its load stopped (never one that ends before it starts)."""
+    if run.stopped_early is not None or run.auto_stop is not None:
         run.window_start_s = min(run.window_start_s, run.load_end_s)
 
 
@@ -507,3 +573,5 @@ class PointState:
     tasks: set[asyncio.Future[Any]] = field(default_factory=set)  # requests in flight
     breaker: CircuitBreaker = field(default_factory=CircuitBreaker)  # stops a point the server fails
     tripped: asyncio.Event = field(default_factory=asyncio.Event)  # set when the breaker trips
+    monitor: PointMonitor | None = None  # issue 25: judges the point by its own figures (autostop.py)
+    halted: asyncio.Event = field(default_factory=asyncio.Event)  # set when the monitor stops the point

@@ -27,6 +27,7 @@ from .frozen import FrozenModel
 from .results import Clock, DatasetFacts, SessionCounts, StoppedEarly, Telemetry, Tool
 from .results.base import Number
 from .results.client import WorkerLoss, Workers
+from .results.stopping import AutoStopFacts
 
 # What config.json says of a server tokenbench knows nothing of (``ServerFacts.backend`` None):
 # the public value results.json's ``target.backend`` has always had.
@@ -218,6 +219,7 @@ class PointEnd(_PointEvent):
     sessions: SessionCounts | None = None  # a --multi-turn point the process finished
     workers_lost: list[WorkerLoss] | None = None  # only a point during which a worker died
     stopped_early: StoppedEarly | None = None  # only a point the circuit breaker stopped (failfast.py)
+    auto_stop: AutoStopFacts | None = None  # issue 25: only a point that judged itself (autostop.py)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PointEnd:

@@ -55,6 +55,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import json
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -131,6 +132,14 @@ class MockSettings:
     # issue 23: every N-th request asking for structure or offering tools gets invalid output
     # (mock_structured.py); 0: all valid
     invalid_every: int = 0
+    # issue 25 a scripted warm-up transient and jitter: a request received within warmup_slow_s of
+    # the first one has its TTFT times warmup_factor; every TTFT is then times 1 + ttft_jitter * U
+    # (U uniform on [-1, 1], drawn from random.Random(jitter_seed) in the order requests arrive:
+    # a TTFT's relative standard deviation is ttft_jitter / sqrt(3))
+    warmup_slow_s: float = 0.0
+    warmup_factor: float = 1.0
+    ttft_jitter: float = 0.0
+    jitter_seed: int = 0
 
     def adapter_costs_ms(self) -> dict[str, float]:
         """``adapters`` as {name: extra TTFT ms}."""
@@ -245,6 +254,8 @@ class MockServer:
         if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
             self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", names, registry=reg).labels(model)
             self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", names, registry=reg).labels(model)
+        self._first_received: float | None = None  # issue 25: the scripted warm-up starts here
+        self._jitter = random.Random(settings.jitter_seed)
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         self.app.add_routes(
             [
@@ -425,7 +436,7 @@ class MockServer:
         piece = reply.event(reply.content(text))
         thought = reply.event(reply.content(text, reasoning=True))
         reasoning = self.s.reasoning_chunks if reply.chat else 0
-        start = admitted + (self.s.ttft_ms + reply.images * self.s.image_ms) / 1e3
+        start = admitted + (self._ttft_ms(received) + reply.images * self.s.image_ms) / 1e3
         itl = self.s.itl_ms / 1e3
         for i in range(0 if fault != "no_content" else n_chunks, n_chunks):
             if fault and i == self.s.fault_after_chunks and not await self._fault_mid_stream(reply, i):
@@ -444,6 +455,17 @@ class MockServer:
                 self._ttft.observe(delivery.chunk_times_s[0] - received)
             self._generated.inc(self.s.tokens_per_chunk)
         return True
+
+    def _ttft_ms(self, received: float) -> float:
+        """The scripted TTFT (issue 25): slower while the warm-up lasts, then jittered."""
+        if self._first_received is None:
+            self._first_received = received
+        ttft = self.s.ttft_ms
+        if received - self._first_received < self.s.warmup_slow_s:
+            ttft *= self.s.warmup_factor
+        if self.s.ttft_jitter:
+            ttft *= 1.0 + self.s.ttft_jitter * self._jitter.uniform(-1.0, 1.0)
+        return ttft
 
     async def _fault_mid_stream(self, reply: _Reply, i: int) -> bool:
         """The scripted fault after ``i`` chunks; False when it ended the stream."""

@@ -347,7 +347,8 @@ class _Driver:
             sampler.event(start_facts(run, reset))
 
         seeds, hint = (config.seed, config.seed + index), _concurrency_hint(load)
-        point_run, samples, losses = await self.pool.run_point(index, load, config.stop, seeds, hint, started)
+        stop = config.stop.model_copy(update={"window_s": config.window_s})  # issue 25: the steady rule's windows
+        point_run, samples, losses = await self.pool.run_point(index, load, stop, seeds, hint, started)
         facts = point_facts(point_run, reset, losses)
         sampler.event(facts)
         if not point_run.interrupted:

@@ -117,7 +117,9 @@ class CapacityPlan:
         assert self.value is not None
         trial = sum(1 for p in self.probes if p.value == self.value)
         checks = [check(o, measure(point, o)) for o in self.objectives]
-        passed = all(c.passed for c in checks)
+        # issue 25: a probe whose backlog grew without bound (--stop-oversaturated) fails, however
+        # its few seconds measured
+        passed = all(c.passed for c in checks) and point.over_saturated is None
         self.probes.append(
             Probe(
                 value=self.value,
@@ -136,9 +138,10 @@ class CapacityPlan:
     def _decide(self, value: float) -> Decision:
         trials = [p for p in self.probes if p.value == value]
         checks = [check_mean(o, [measure(self.points[p.point_index], o) for p in trials]) for o in self.objectives]
+        saturated = any(self.points[p.point_index].over_saturated is not None for p in trials)
         return Decision(
             value=value,
-            passed=all(c.passed for c in checks),
+            passed=all(c.passed for c in checks) and not saturated,
             point_indices=[p.point_index for p in trials],
             objectives=checks,
         )

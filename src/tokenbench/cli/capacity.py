@@ -84,6 +84,8 @@ def _settings(a: Params) -> tuple[RunConfig, list[Objective], CapacitySettings]:
     template[settings.variable] = "1"  # the template; each probe sets its own
     if a.get("duration") is None and a.get("max_requests") is None:
         template["duration"] = DEFAULT_DURATION_S
+    if a.get("stop_oversaturated") is None:  # issue 25: a probe past capacity stops in seconds
+        template["stop_oversaturated"] = True
     config = run_config(template)
     return config, objectives + class_objectives(config.mix), settings
 

@@ -39,6 +39,7 @@ from ..config import (
 from ..cost import CostConfig
 from ..flags import Flag, SetBy
 
+AUTO = "auto"  # the value of a duration option that takes it (Flag.auto): the tool decides (issue 25)
 Params = Mapping[str, Any]  # a command's values by parameter name (ctx.params); None: not given
 
 # The settings `run` takes flags for, in the order --help lists them (panels in first-seen order).
@@ -115,8 +116,8 @@ class Option:
                 *decls,
                 help=flag.help + self._default_text(),
                 rich_help_panel=flag.panel,
-                metavar="DURATION",
-                parser=_duration,
+                metavar="DURATION|auto" if flag.auto else "DURATION",
+                parser=_duration_or_auto if flag.auto else _duration,
             )
             return inspect.Parameter(
                 self.param, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[float | None, option]
@@ -139,6 +140,11 @@ def _duration(text: str) -> float:
         return parse_duration_s(text)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+
+
+def _duration_or_auto(text: str) -> float | str:
+    """A duration, or the word ``auto`` (issue 25: --duration auto, --warmup auto) as it is."""
+    return AUTO if text.strip().lower() == AUTO else _duration(text)
 
 
 def choices(literal: Any) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import (
+    DEFAULT_MAX_DURATION_S,
     BackendConfig,
     DatasetConfig,
     DeadlinesConfig,
@@ -34,7 +35,7 @@ from ..vllm_flags import FlagError, json_object
 from ..workload_mix import load_mix, parse_lora_mix
 from .common import UsageError, err, given, numbers
 from .engine import backend_config
-from .flags import Params, flag_names, flagged, options
+from .flags import AUTO, Params, flag_names, flagged, options
 
 # The embedded default scenario (about a minute): a small ramp of chat users.
 DEFAULT_USERS = 4
@@ -118,6 +119,8 @@ def _flag(name: str) -> str:
 def _scenario(a: Params) -> _Scenario:
     users, rates = numbers(a.get("users"), "--users", int), numbers(a.get("rate"), "--rate")
     duration, max_requests, ramp_up = a.get("duration"), a.get("max_requests"), a.get("ramp_up")
+    if duration == AUTO:  # issue 25: the ceiling is the deadline; a replay's trace ends it (auto ignored)
+        duration = None if a.get("dataset") == "trace" else a.get("max_duration") or DEFAULT_MAX_DURATION_S
     if a.get("dataset") == "trace":
         # the flags that shape another schedule: a trace is its own
         other = [_flag(k) for k in ("users", "rate", "ramp_up", "think_time", "arrival", "burstiness") if a.get(k)]
@@ -184,6 +187,15 @@ def _loads(a: Params, scenario: _Scenario) -> list[LoadPoint]:
 def _stop(a: Params, scenario: _Scenario) -> StopConfig:
     """The flags' stop, with the scenario's duration and request count (its defaults, --num-prompts)."""
     fields = {**flagged(StopConfig, a), "duration_s": scenario.duration_s, "max_requests": scenario.max_requests}
+    # issue 25: --duration auto and --warmup auto (a replay ignores --duration auto: its trace ends it)
+    if a.get("warmup") == AUTO:
+        fields.update(warmup_s=None, warmup_auto=True)
+    if a.get("duration") == AUTO:
+        if scenario.replay:
+            for key in ("precision", "max_duration_s", "min_requests"):
+                fields.pop(key, None)
+        else:
+            fields["duration_auto"] = True
     return StopConfig(**given(**fields, schedule_ends=True if scenario.replay else None))
 
 

@@ -75,6 +75,22 @@ def mock(
             "gets invalid JSON (0: all valid)."
         ),
     ] = 0,
+    warmup_slow_s: Annotated[
+        float,
+        typer.Option(
+            "--warmup-slow-s",
+            help="A scripted warm-up transient: requests received within N s of the first one have their TTFT "
+            "times --warmup-factor.",
+        ),
+    ] = 0.0,
+    warmup_factor: Annotated[float, typer.Option(help="TTFT multiplier during --warmup-slow-s.")] = 1.0,
+    ttft_jitter: Annotated[
+        float,
+        typer.Option(
+            help="Each TTFT times 1 + J * U, U uniform on [-1, 1] (seeded by --jitter-seed): relative SD J/sqrt(3)."
+        ),
+    ] = 0.0,
+    jitter_seed: Annotated[int, typer.Option(help="Seed of --ttft-jitter's draws.")] = 0,
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
@@ -101,6 +117,10 @@ def mock(
             priority_queue=priority_queue,
             adapters=adapters,
             invalid_every=invalid_every,
+            warmup_slow_s=warmup_slow_s,
+            warmup_factor=warmup_factor,
+            ttft_jitter=ttft_jitter,
+            jitter_seed=jitter_seed,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

@@ -22,6 +22,7 @@ from .base import Number
 from .client import Client, WindowHealth, WorkerLoss, Workers
 from .cost import Cost, Energy
 from .failures import ErrorSeen, StoppedEarly
+from .stopping import AutoStop, OverSaturated, SteadyState
 from .workload import DatasetFacts, PrefixCache
 
 SCHEMA_VERSION = 1
@@ -479,6 +480,11 @@ class PointResult(PointMetrics, PointHead):
     by_class: dict[str, GroupStats] | None = None
     by_tenant: dict[str, GroupStats] | None = None
     fairness: Fairness | None = None
+    # issue 25 (results/stopping.py): where the figures stopped drifting (every point since), how a
+    # point that judged itself stopped, and an over-saturated point's evidence (only such points)
+    steady_state: SteadyState | None = None
+    auto_stop: AutoStop | None = None
+    over_saturated: OverSaturated | None = None
 
 
 class RunResults(FrozenModel):

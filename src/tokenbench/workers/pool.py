@@ -246,6 +246,13 @@ def _merge(run: PointRun, parts: list[PointRun], now: float, interrupted: bool) 
     run.last_arrival_s = max(arrivals) if arrivals else None
     trips = sorted((p.stopped_early for p in parts if p.stopped_early is not None), key=lambda t: t.at_s)
     run.stopped_early = trips[0] if trips else None  # the first worker whose breaker tripped
+    # issue 25: each worker judged its own share: the point's window starts at the latest steady
+    # start; the first worker that stopped by its figures says why (its precision: its share's)
+    run.window_start_s = max([run.window_start_s, *(p.window_start_s for p in parts)])
+    halts = sorted((p.auto_stop for p in parts if p.auto_stop is not None), key=lambda h: h.at_s)
+    run.auto_stop = halts[0] if halts else None
+    facts = [p.stopping for p in parts if p.stopping is not None]
+    run.stopping = min(facts, key=lambda f: f.at_s) if facts else None
     stopped_window(run)
     tallies = [p.sessions for p in parts if p.sessions is not None]
     if tallies:
