@@ -88,7 +88,11 @@ def test_warmup_transient_steady_state_and_a_precise_stop(start_mock, tmp_path):
         if r["outcome"] == "ok" and d is not None and begin <= r["sent_s"] < end:
             extra.append((r["chunk_times_s"][0] - r["sent_s"]) - (d["chunk_times_s"][0] - d["received_s"]))
     true_mean = TTFT_MS / 1e3 + sum(extra) / len(extra)
-    assert ttft["low"] <= true_mean <= ttft["high"], (ttft, true_mean)
+    # a 95% interval misses the truth in 1 run of 20 by design (coverage is counted over seeded
+    # series in tests/metrics/test_precision.py): one run checks the same interval widened to 99.9%
+    # (z 3.29 for 1.96), so it fails only when the interval itself is wrong
+    mid, half = (ttft["low"] + ttft["high"]) / 2, (ttft["high"] - ttft["low"]) / 2
+    assert abs(true_mean - mid) <= half * 3.2905 / 1.95996, (ttft, true_mean)
 
 
 def test_a_rate_at_twice_capacity_stops_within_10s_marked_over_saturated(start_mock, tmp_path):
