@@ -186,6 +186,7 @@ class Delivery:
     images: int = 0  # issue 23 images: image_url parts in the request's messages
     model: str | None = None  # the request's model (a LoRA adapter's name)
     priority: float | None = None  # the request's priority field
+    traceparent: str | None = None  # issue 24: the W3C traceparent the request carried
 
 
 class PrefixCache:
@@ -385,6 +386,7 @@ class MockServer:
         n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
         delivery.model, delivery.priority = body.get("model"), body.get("priority")
+        delivery.traceparent = request.headers.get("traceparent")
         if self.s.record_requests:
             delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
             delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
