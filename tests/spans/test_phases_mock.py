@@ -11,6 +11,7 @@ from rich.console import Console
 
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.derive import recompute_run
+from tokenbench.export import run_tables as export_tables
 from tokenbench.procs import free_port
 from tokenbench.records import RequestRecord
 from tokenbench.runner import run
@@ -83,9 +84,13 @@ def test_every_phase_equals_the_mocks_script(start_mock, tmp_path):
     for key in ("joined", "requests", "late_spans", "unknown_spans", "clock", "phases"):
         assert again[key] == server[key], key
     assert again["receiver"]["spans"] == 9 and again["receiver"]["dropped_spans"] == 0
-    # the client's HTTP phases: time to first byte is at once, the first chunk after the script
+    # the Parquet export: each request's server phases as columns (null for none here: all joined)
+    rows = export_tables(result.run_dir)["records"]
+    assert all(abs(row["server_queue_s"] - deliveries[row["traceparent"]]["wait_s"]) < TOL_S for row in rows)
+    assert all(row["client_minus_server_ttft_s"] >= 0 for row in rows)
+    # the client's HTTP phases: the mock answers its headers on admission, its first chunk 40 ms later
     http = point["http_phases"]
-    assert http["ttfb"]["count"] == 9 and http["headers_to_first_chunk"]["min"] >= 0.035
+    assert http["ttfb"]["count"] == 9 and http["headers_to_first_chunk"]["p50"] >= 0.035
 
 
 def test_missing_spans_leave_null_phases_and_unknown_attributes_are_counted(start_mock, tmp_path):
@@ -97,3 +102,5 @@ def test_missing_spans_leave_null_phases_and_unknown_attributes_are_counted(star
     assert server["joined_share"] == pytest.approx(6 / 9)
     assert server["unknown_attributes"] == {"mock.unknown": 6}
     assert server["phases"]["queue"]["count"] == 6  # the 3 without a span: null, not 0
+    rows = export_tables(result.run_dir)["records"]
+    assert sum(row["server_queue_s"] is None for row in rows) == 3
