@@ -8,6 +8,7 @@ import urllib.request
 from rich.console import Console
 
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.report import write_report
 from tokenbench.runner import run
 from tokenbench.spans.keys import JoinKeys, parse_trace_id, run_key
 
@@ -62,6 +63,10 @@ def test_every_request_carries_its_key_and_the_server_sees_it(mock_server, tmp_p
         assert (r["traceparent"], r["x_request_id"]) == keys.headers(r["point"], r["id"], r["worker"])
         assert seen[r["traceparent"]] == r["x_request_id"]
     assert len(seen) == 6
+    point = result.results["points"][0]
+    assert "server_phases" not in point and point["http_phases"]["ttfb"]["count"] == 6  # no --server-traces
+    md = write_report([result.run_dir], tmp_path / "report").markdown.read_text()
+    assert "Where the time went" not in md
 
 
 def test_http_phases_on_every_record(mock_server, tmp_path):

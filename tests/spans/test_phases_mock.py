@@ -14,6 +14,7 @@ from tokenbench.derive import recompute_run
 from tokenbench.export import run_tables as export_tables
 from tokenbench.procs import free_port
 from tokenbench.records import RequestRecord
+from tokenbench.report import write_report
 from tokenbench.runner import run
 from tokenbench.spans.phases import SpanIndex, joined_phases
 
@@ -88,6 +89,11 @@ def test_every_phase_equals_the_mocks_script(start_mock, tmp_path):
     rows = export_tables(result.run_dir)["records"]
     assert all(abs(row["server_queue_s"] - deliveries[row["traceparent"]]["wait_s"]) < TOL_S for row in rows)
     assert all(row["client_minus_server_ttft_s"] >= 0 for row in rows)
+    # the report's breakdown: joined share, then each phase's median / slowest-1% mean
+    md = write_report([result.run_dir], tmp_path / "report").markdown.read_text()
+    assert "## Where the time went (server spans)" in md
+    queue = server["phases"]["queue"]["p50"] * 1e3
+    assert "| 9 | 100.0 | " in md and f"| {queue:,.1f} / " in md
     # the client's HTTP phases: the mock answers its headers on admission, its first chunk 40 ms later
     http = point["http_phases"]
     assert http["ttfb"]["count"] == 9 and http["headers_to_first_chunk"]["p50"] >= 0.035
