@@ -7,7 +7,7 @@ no parser of ours:
   ``ttftc_s``; structured output's ``structured``, ``output_parsed``, ``output_valid`` and the tool
   calls' ``tool_calls``, ``tool_args_parsed`` ... are records.jsonl fields; the HTTP phases
   ``pool_wait_s``, ``connect_s``, ``response_headers_s`` ... too); with server spans (issue 24,
-  --server-traces) each request's server phases: ``server_arrival_s``, ``server_network_s``,
+  --server-traces) each request's server phases: ``server_arrival_s``, ``server_network_s``, ``server_frontend_s``,
   ``server_queue_s``, ``server_prefill_s``, ``server_ttft_s``, ``server_first_token_s``,
   ``server_delivery_s``, ``server_decode_s``, ``server_finish_s``, ``client_minus_server_ttft_s``
   (null without a joined span);

@@ -74,7 +74,8 @@ def test_vllm_spans_join_every_request(tmp_path):
     results = json.loads((out / "results.json").read_text())
     server = results["points"][0]["server_phases"]
     print(json.dumps({k: server[k] for k in ("requests", "joined", "joined_share", "late_spans", "unknown_spans")}))
-    print(json.dumps(server["clock"]), json.dumps(server["phases"]["client_minus_server_ttft"]))
+    print(json.dumps(server["clock"]))
+    print(json.dumps({name: (d["p50"], d["max"]) for name, d in server["phases"].items()}))
     assert server["requests"] >= 4
     assert server["joined_share"] >= 0.99
     assert server["unknown_spans"] == 0

@@ -65,6 +65,7 @@ def test_every_phase_equals_the_mocks_script(start_mock, tmp_path):
         truth = {
             "arrival_s": d["received_s"] - origin,
             "queue_s": d["wait_s"],
+            "frontend_s": 0.0,  # the mock queues on arrival
             "prefill_s": chunks[0] - d["admitted_s"],
             "server_ttft_s": chunks[0] - d["received_s"],
             "server_first_token_s": chunks[0] - origin,

@@ -120,7 +120,8 @@ TURNS_CAPTION = (
 
 PHASES_CAPTION = (
     "Each request joined to the server's own span by its traceparent (--server-traces): sent→server is the "
-    "client's send to the server's arrival; queue, prefill and decode are the server's; delivery is the server's "
+    "client's send to the server's arrival; frontend the server's TTFT less its queue and prefill (its API "
+    "server, tokenization, the hand-off to the engine); queue, prefill and decode are the server's; delivery is the server's "
     "first token to the client's first chunk; client−server TTFT is the client's TTFT less the server's. Per "
     "phase the median, then the mean over the slowest 1% of requests by TTFT. A request without a span counts in "
     "none (joined %). The clock offset places the server's wall clock on the run's, bounded by the join."

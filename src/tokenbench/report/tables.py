@@ -198,6 +198,7 @@ def images_table(data: ReportData) -> Table | None:
 
 PHASE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("network", "sent→server"),
+    ("frontend", "frontend"),
     ("queue", "queue"),
     ("prefill", "prefill"),
     ("delivery", "delivery"),

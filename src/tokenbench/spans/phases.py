@@ -53,10 +53,20 @@ KNOWN_ATTRIBUTES = frozenset(
 )
 # Spans are awaited this long after a point ends (the runner); one received later is late
 GRACE_S = 2.0
-# The phases of a request, in results' order: client sent -> server arrival, the server's
-# queue, prefill and first token (from arrival), server first token -> client first chunk,
-# the server's decode, and the client's TTFT less the server's.
-PHASES = ("network", "queue", "prefill", "server_ttft", "delivery", "decode", "client_minus_server_ttft")
+# The phases of a request, in results' order: client sent -> server arrival, the server's time
+# before its queue (frontend: its TTFT less queue and prefill: vLLM's API server, tokenization,
+# the hand-off to the engine core), queue, prefill and first token (from arrival), server first
+# token -> client first chunk, the server's decode, and the client's TTFT less the server's.
+PHASES = (
+    "network",
+    "frontend",
+    "queue",
+    "prefill",
+    "server_ttft",
+    "delivery",
+    "decode",
+    "client_minus_server_ttft",
+)
 HTTP_PHASES = ("pool_wait", "connect", "headers_to_sent", "ttfb", "headers_to_first_chunk")
 
 
@@ -140,6 +150,7 @@ class RequestPhases:
 
     arrival_s: float
     network_s: float | None
+    frontend_s: float | None
     queue_s: float | None
     prefill_s: float | None
     server_ttft_s: float | None
@@ -195,6 +206,9 @@ def request_phases(record: RequestRecord, span: ServerSpan, origin_unix_s: float
     return RequestPhases(
         arrival_s=arrival,
         network_s=arrival - record.sent_s if record.sent_s is not None else None,
+        frontend_s=span.ttft_s - span.queue_s - span.prefill_s
+        if span.ttft_s is not None and span.queue_s is not None and span.prefill_s is not None
+        else None,
         queue_s=span.queue_s,
         prefill_s=span.prefill_s,
         server_ttft_s=span.ttft_s,
