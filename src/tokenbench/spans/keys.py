@@ -40,8 +40,9 @@ class JoinKeys:
 
     def headers(self, point: int, id: int, worker: int | None) -> tuple[str, str]:
         """(traceparent, X-Request-Id) of one request."""
-        trace = self.trace_id(point, id, worker)
-        return f"00-{trace}-{self._span}{id & 0xFFFFFFFF:08x}-01", trace
+        i = id & 0xFFFFFFFF  # (trace_id's format inlined: this runs once a request)
+        trace = f"{self.run}{point & 0xFFFF:04x}{NO_WORKER if worker is None else worker & 0xFFFF:04x}{i:08x}"
+        return f"00-{trace}-{self._span}{i:08x}-01", trace
 
 
 def parse_trace_id(trace_id: str, run: str) -> tuple[int, int, int | None] | None:
