@@ -130,3 +130,27 @@ def test_the_clock_offset_comes_from_the_join_and_is_stated():
     ok = clock_offset([(r, server_span(_span(keys, 0, 1.001, 0.2, 2.0)))], ORIGIN)
     assert ok.offset_s == 0.0 and "0 lies within" in ok.method
     assert clock_offset([], ORIGIN).low_s is None
+
+
+def test_the_flags_reach_their_fields_and_a_taken_port_is_one_line(tmp_path):
+    from tokenbench.cli.flags import run_options
+    from tokenbench.cli.run_flags import run_config
+    from tokenbench.errors import BadInput
+
+    params = {o.param: None for o in run_options()}
+    params.update(users="2", max_requests=4, server_traces=True, server_traces_port=4318)
+    cfg = run_config(params)
+    assert cfg.server_traces is True and cfg.server_traces_port == 4318
+    params.update(server_traces=None, server_traces_port=None)
+    assert run_config(params).server_traces is False
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = SpanReceiver(tmp_path / "a", lambda: 0.0)
+    port = int(first.start().split(":")[2].split("/")[0])
+    try:
+        with pytest.raises(BadInput, match=f"--server-traces-port {port}: cannot listen"):
+            second = SpanReceiver(tmp_path / "b", lambda: 0.0, port)
+            second.start()
+        assert second.stop().spans == 0  # stopped by the failed start: a second stop only answers
+    finally:
+        first.stop()

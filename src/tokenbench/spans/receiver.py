@@ -61,6 +61,7 @@ class SpanReceiver:
         try:
             return asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)
         except OSError as exc:
+            self.stop(trailer=False)
             raise BadInput(
                 f"--server-traces-port {self._port}: cannot listen on 127.0.0.1:{self._port} ({exc.strerror}); "
                 "choose a free port, or 0 for any"
@@ -99,14 +100,18 @@ class SpanReceiver:
         # an empty ExportTraceServiceResponse: no partial_success (drops are ours to state)
         return web.Response(body=b"" if kind == PROTOBUF else b"{}", content_type=kind)
 
-    def stop(self) -> ReceiverCounts:
+    def stop(self, trailer: bool = True) -> ReceiverCounts:
+        """Stop listening and state the counts (once; a second call only returns them)."""
+        if self._file.closed:
+            return self.counts
         if self._runner is not None:
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=30)
         if self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=30)
         self._loop.close()
-        self._file.write(json.dumps({"receiver": asdict(self.counts)}) + "\n")
+        if trailer:
+            self._file.write(json.dumps({"receiver": asdict(self.counts)}) + "\n")
         self._file.close()
         return self.counts
 
