@@ -21,12 +21,12 @@ from tokenbench.spans.phases import SpanIndex, joined_phases
 TOL_S = 0.002
 
 
-def _traced_run(start_mock, tmp_path, users=3, requests=9, **knobs):
+def _traced_run(start_mock, tmp_path, users=3, requests=9, loads=None, **knobs):
     port = free_port()
     url = start_mock(otlp_endpoint=f"http://127.0.0.1:{port}/v1/traces", **knobs)
     cfg = RunConfig(
         target=TargetConfig(url=url),
-        loads=[UsersLoad(users=users)],
+        loads=loads or [UsersLoad(users=users)],
         stop=StopConfig(max_requests=requests, drain_timeout_s=5),
         dataset=DatasetConfig(input_tokens=4, output_tokens=6, num_prompts=4),
         live=False,
@@ -111,3 +111,24 @@ def test_missing_spans_leave_null_phases_and_unknown_attributes_are_counted(star
     assert server["phases"]["queue"]["count"] == 6  # the 3 without a span: null, not 0
     rows = export_tables(result.run_dir)["records"]
     assert sum(row["server_queue_s"] is None for row in rows) == 3
+
+
+def test_under_overload_the_queue_share_rises_while_prefill_stays_flat(start_mock, tmp_path):
+    # one stream at a time: 1 user never queues; 4 users wait for ~3 others' service (~30 ms each)
+    loads = [UsersLoad(users=1), UsersLoad(users=4)]
+    result, _, _ = _traced_run(start_mock, tmp_path, requests=8, loads=loads, ttft_ms=20, itl_ms=2, max_streams=1)
+    alone, crowded = (p["server_phases"] for p in result.results["points"])
+    print(
+        {
+            n: (round(a["phases"][n]["p50"] * 1e3, 1), round(c["phases"][n]["p50"] * 1e3, 1))
+            for n in ("queue", "prefill")
+            for a, c in [(alone, crowded)]
+        }
+    )
+    assert alone["joined_share"] == crowded["joined_share"] == 1.0
+    assert alone["phases"]["queue"]["p50"] < 0.005 < 0.05 < crowded["phases"]["queue"]["p50"]
+    for point in (alone, crowded):
+        assert abs(point["phases"]["prefill"]["p50"] - 0.020) < 0.005
+    # the slowest 1% of the crowded point spent most of its TTFT in the queue
+    slow = crowded["slowest"]["mean_s"]
+    assert slow["queue"] > slow["prefill"] + slow["network"] + slow["delivery"]
