@@ -118,13 +118,6 @@ def test_under_overload_the_queue_share_rises_while_prefill_stays_flat(start_moc
     loads = [UsersLoad(users=1), UsersLoad(users=4)]
     result, _, _ = _traced_run(start_mock, tmp_path, requests=8, loads=loads, ttft_ms=20, itl_ms=2, max_streams=1)
     alone, crowded = (p["server_phases"] for p in result.results["points"])
-    print(
-        {
-            n: (round(a["phases"][n]["p50"] * 1e3, 1), round(c["phases"][n]["p50"] * 1e3, 1))
-            for n in ("queue", "prefill")
-            for a, c in [(alone, crowded)]
-        }
-    )
     assert alone["joined_share"] == crowded["joined_share"] == 1.0
     assert alone["phases"]["queue"]["p50"] < 0.005 < 0.05 < crowded["phases"]["queue"]["p50"]
     for point in (alone, crowded):
