@@ -133,7 +133,7 @@ def run(
     # issue 24: the receiver of the server's spans, before the server starts (it is told where)
     receiver = SpanReceiver(writer.dir, clock.now, config.server_traces_port) if config.server_traces else None
     try:
-        launch = _launch(config)
+        launch = _launch(config) if server is None else None  # a server the caller holds is never launched here
         if receiver is not None:
             attached = server is not None or config.target.url is not None
             launch = traced_launch(launch, receiver.start(), attached, console.print)
