@@ -80,6 +80,12 @@ PUBLIC_KEYS += [f"points[].by_turn[].{k}" for k in ("turn_index", "count")]
 # issue 23 routing: per-group breakdowns (dicts keyed by adapter, class, tenant) and fairness
 PUBLIC_KEYS += "points[].by_adapter points[].by_class points[].by_tenant".split()
 PUBLIC_KEYS += [f"points[].fairness.{k}" for k in ("jain_index", "over", "tenants", "values")]
+# issue 24: the client's HTTP phases (every run) and the server's phases from its spans (--server-traces)
+PUBLIC_KEYS += ["points[].http_phases"]
+SERVER_PHASES = """requests joined joined_share spans failed_with_span late_spans unknown_spans unknown_attributes
+receiver phases clock.offset_s clock.low_s clock.high_s clock.method slowest.requests slowest.ttft_from_s
+slowest.mean_s""".split()
+PUBLIC_KEYS += [f"points[].server_phases.{k}" for k in SERVER_PHASES]
 PUBLIC_KEYS += [f"points[].by_turn[].{d}.{k}" for d in ("ttft_s", "e2e_s", "prompt_tokens") for k in DISTRIBUTION]
 PUBLIC_KEYS += [
     f"points[].sessions.{k}"

@@ -996,6 +996,24 @@ class RunConfig(_Model):
     out_dir: Annotated[Path | None, Flag("--out", "Run directory (default runs/<timestamp>).")] = None
     # store generated text in records.jsonl
     keep_text: Annotated[bool, Flag("--keep-text", "Store generated text in records.jsonl.")] = False
+    # issue 24: an OTLP/HTTP receiver for the server's own spans, joined to the records
+    server_traces: Annotated[
+        bool,
+        Flag(
+            "--server-traces",
+            "Receive the server's OpenTelemetry spans (OTLP/HTTP on 127.0.0.1; a launched vLLM is pointed at it, "
+            "an attached server by you: the console prints the endpoint) and join them to the records: each "
+            "request's server queue, prefill and decode in results.json.",
+        ),
+    ] = False
+    server_traces_port: Annotated[
+        int,
+        Flag(
+            "--server-traces-port",
+            "With --server-traces: the receiver's port on 127.0.0.1 (0: any free one; an attached server's "
+            "exporter needs a fixed one, e.g. 4318, OTLP/HTTP's own).",
+        ),
+    ] = Field(default=0, ge=0, le=65535)
     live: Annotated[bool, Flag("--live", "Show the live view.", default="live")] = True
     # --multi-turn: conversations instead of single prompts
     sessions: Annotated[

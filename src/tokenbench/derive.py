@@ -40,6 +40,7 @@ from .metrics import (
 from .metrics.errors import errors_seen
 from .metrics.groups import group_breakdowns
 from .metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
+from .metrics.stats import distribution
 from .records import RequestRecord
 from .results import (
     SCHEMA_VERSION,
@@ -53,9 +54,11 @@ from .results import (
     Target,
     TimeWindow,
 )
-from .results.run import PointHead, WindowClient
+from .results.run import Distribution, PointHead, WindowClient
 from .results.stopping import AutoStop, OverSaturated, SteadyState
 from .rundir import RecordSlice, point_ranges, write_json
+from .spans.phases import SpanIndex, http_phases, point_server_phases
+from .spans.receiver import SPANS_FILE
 from .telemetry.client_health import point_client, window_client
 from .telemetry.energy import point_energy
 from .telemetry.sampler import SamplesFile
@@ -100,12 +103,14 @@ def point_result(
     samples_file: SamplesFile,
     # Any: the client's own samples are samples.jsonl's lines as written (telemetry/ reads them)
     client_samples: Sequence[dict[str, Any]] | None = None,
+    spans: SpanIndex | None = None,
 ) -> PointResult:
     """One point of results.json from its span (a ``point`` event) and its records, streamed once
     (e.g. a RecordSlice of records.jsonl): their chunk times are tallied a batch at a time and
     dropped, so a point of any length is summarized in memory that does not grow with its chunks
     beyond its ITL gaps (metrics.ChunkTally). ``client_samples``: the run's own ``client`` samples
-    as it wrote them (maybe not on disk yet); by default samples.jsonl's."""
+    as it wrote them (maybe not on disk yet); by default samples.jsonl's. ``spans``: the server's
+    spans (server_spans.jsonl, issue 24), joined to the records for the server's phases."""
     config, load = manifest.config, event.load
     start_s, end_s = event.start_s, event.end_s
     window = Window(event.window_start_s, event.load_end_s)
@@ -157,6 +162,12 @@ def point_result(
         "steady_state": _steady_state(kept, event, config.window_s, _tolist(chunks.series_tokens), config.stop),
         "auto_stop": _auto_stop(event),
         "over_saturated": _over_saturated(event),
+        "http_phases": _http_phases(population),  # issue 24: the client's HTTP phases
+        "server_phases": point_server_phases(
+            event.index, population, kept, spans, manifest.clock.origin_unix_s, start_s, end_s
+        )
+        if spans is not None and manifest.clock is not None
+        else None,
     }
     # issue 23 routing: by adapter, class and tenant, and fairness (only when requests had groups)
     parts.update(group_breakdowns(population, metrics.rate_period_s or metrics.window_s, config.slo, config.mix))
@@ -211,6 +222,12 @@ def _over_saturated(event: PointEnd) -> OverSaturated | None:
     if facts is None or facts.reason != OVER_SATURATED or facts.backlog is None:
         return None
     return OverSaturated(at_s=facts.at_s - event.start_s, backlog=facts.backlog)
+
+
+def _http_phases(records: Sequence[RequestRecord]) -> dict[str, Distribution] | None:
+    """issue 24: the population's HTTP phases (None: records from before they were stamped)."""
+    phases = http_phases(records)
+    return {name: distribution(v) for name, v in phases.items()} if phases["ttfb"] else None
 
 
 def _windows(
@@ -274,11 +291,13 @@ def recompute_run(run_dir: Path) -> RunResults:
     records_path = run_dir / "records.jsonl"
     by_point = {index: RecordSlice(records_path, ranges) for index, ranges in point_ranges(records_path).items()}
     spans = _Spans.of(run_dir, samples, manifest)
+    clock = spans.manifest.clock
+    server = SpanIndex.read(run_dir / SPANS_FILE, clock.origin_unix_s) if clock is not None else None
     results = results_header(spans.manifest, "recompute")
     for index in sorted(spans.indices() | set(by_point)):
         point_records = by_point.get(index, RecordSlice(records_path, []))
         event = spans.event(index, point_records)
-        results = results.with_point(point_result(spans.manifest, event, point_records, samples))
+        results = results.with_point(point_result(spans.manifest, event, point_records, samples, spans=server))
     planned = len(manifest.config.loads)
     results = results.finished(len(spans.ended) < planned or any(p.interrupted for p in results.points))
     previous = run_dir / "results.json"

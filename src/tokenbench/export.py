@@ -5,7 +5,12 @@ no parser of ours:
 - ``records``: one row per request, every field of records.jsonl plus the per-request figures
   derived from it (``ttft_s``, ``ttfo_s``, ``e2e_s``, ``tpot_s``, ``queue_s``, ``chunks``, ``streamed_tokens``,
   ``ttftc_s``; structured output's ``structured``, ``output_parsed``, ``output_valid`` and the tool
-  calls' ``tool_calls``, ``tool_args_parsed`` ... are records.jsonl fields);
+  calls' ``tool_calls``, ``tool_args_parsed`` ... are records.jsonl fields; the HTTP phases
+  ``pool_wait_s``, ``connect_s``, ``response_headers_s`` ... too); with server spans (issue 24,
+  --server-traces) each request's server phases: ``server_arrival_s``, ``server_network_s``, ``server_frontend_s``,
+  ``server_queue_s``, ``server_prefill_s``, ``server_ttft_s``, ``server_first_token_s``,
+  ``server_delivery_s``, ``server_decode_s``, ``server_finish_s``, ``client_minus_server_ttft_s``
+  (null without a joined span);
 - ``points``: one row per load point, results.json's point flattened with ``_`` (``ttft_s_p99``,
   ``requests_by_outcome_ok``, ``server_preemptions``...), its time series left to
 - ``timeseries``: one row per window of a point.
@@ -21,12 +26,16 @@ engine).
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 
 from .catalogue import E2E, QUEUE, TPOT, TTFO, TTFT
 from .errors import BadInput
+from .records import RequestRecord
 from .rundir import read_records
+from .spans.phases import GRACE_S, RequestPhases, SpanIndex, request_phases
+from .spans.receiver import SPANS_FILE
 
 Format = Literal["parquet", "csv"]
 TABLES = ("records", "points", "timeseries")
@@ -77,6 +86,7 @@ def run_tables(run_dir: Path, extra: Row | None = None) -> dict[str, list[Row]]:
     results = json.loads(results_path.read_text())
     facts = {**run_facts(run_dir, results), **(extra or {})}
     records: list[Row] = []
+    joiner = _ServerPhases.of(run_dir, results)
     if (run_dir / "records.jsonl").is_file():
         for r in read_records(run_dir):
             row = r.to_json(keep_text=r.output_text is not None)
@@ -93,6 +103,8 @@ def run_tables(run_dir: Path, extra: Row | None = None) -> dict[str, list[Row]]:
                     "ttftc_s": r.ttftc_s,  # issue 23: time to the first tool-call token (None without a call)
                 }
             )
+            if joiner is not None:
+                row.update(joiner.columns(r))
             records.append({**facts, **row})
     points: list[Row] = []
     windows: list[Row] = []
@@ -104,6 +116,43 @@ def run_tables(run_dir: Path, extra: Row | None = None) -> dict[str, list[Row]]:
         row["point"] = row.pop("index")
         points.append({**facts, **row})
     return {"records": records, "points": points, "timeseries": windows}
+
+
+class _ServerPhases:
+    """issue 24: a record's server phases as results.json derived them: its point's clock offset,
+    and spans received after the point's results were due left out (late)."""
+
+    def __init__(self, spans: SpanIndex, origin_unix_s: float, points: dict[int, tuple[float, float]]) -> None:
+        self._spans, self._origin, self._points = spans, origin_unix_s, points
+
+    @classmethod
+    def of(cls, run_dir: Path, results: Json) -> _ServerPhases | None:
+        clock = results.get("clock") or {}
+        if clock.get("origin_unix_s") is None:
+            return None
+        spans = SpanIndex.read(run_dir / SPANS_FILE, float(clock["origin_unix_s"]))
+        if spans is None:
+            return None
+        points = {}
+        for p in results.get("points", []):
+            offset = ((p.get("server_phases") or {}).get("clock") or {}).get("offset_s") or 0.0
+            points[int(p["index"])] = (float(p["span"]["end_s"]) + GRACE_S, float(offset))
+        return cls(spans, float(clock["origin_unix_s"]), points)
+
+    def columns(self, record: RequestRecord) -> Row:
+        span = self._spans.by_request.get((record.point, record.worker, record.id))
+        due, offset = self._points.get(record.point, (float("inf"), 0.0))
+        phases = (
+            request_phases(record, span, self._origin, offset)
+            if span is not None and record.ok and span.received_s <= due
+            else None
+        )
+        return {_column(f.name): getattr(phases, f.name) if phases is not None else None for f in fields(RequestPhases)}
+
+
+def _column(field: str) -> str:
+    """A RequestPhases field as its records column: server_ unless it says whose it is."""
+    return field if field.startswith(("server_", "client_")) else f"server_{field}"
 
 
 def dir_tables(path: Path) -> dict[str, list[Row]]:

@@ -64,6 +64,7 @@ from typing import Any, Literal, TypeGuard, get_args
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from .mock_otlp import MockExporter
 from .mock_pooling import PATHS as POOLING_PATHS
 from .mock_pooling import pooling_answer, pooling_inputs
 from .mock_structured import scripted_deltas
@@ -140,6 +141,12 @@ class MockSettings:
     warmup_factor: float = 1.0
     ttft_jitter: float = 0.0
     jitter_seed: int = 0
+    # issue 24: an OTLP/HTTP endpoint to post each reply's span to (mock_otlp.py; "": none), and its
+    # robustness knobs: every N-th span never sent, each sent this late, an unknown attribute
+    otlp_endpoint: str = ""
+    otlp_skip_every: int = 0
+    otlp_delay_ms: float = 0.0
+    otlp_extra_attribute: str = ""
 
     def adapter_costs_ms(self) -> dict[str, float]:
         """``adapters`` as {name: extra TTFT ms}."""
@@ -195,6 +202,7 @@ class Delivery:
     images: int = 0  # issue 23 images: image_url parts in the request's messages
     model: str | None = None  # the request's model (a LoRA adapter's name)
     priority: float | None = None  # the request's priority field
+    traceparent: str | None = None  # issue 24: the W3C traceparent the request carried
 
 
 class PrefixCache:
@@ -251,6 +259,7 @@ class MockServer:
         self._preempted = Counter("vllm:num_preemptions", "over kv_slots", names, registry=reg).labels(model)
         self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", names, registry=reg).labels(model)
         self.cache = PrefixCache(settings.cache_block_tokens) if settings.cache_block_tokens else None
+        self._exporter = MockExporter(settings) if settings.otlp_endpoint else None
         if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
             self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", names, registry=reg).labels(model)
             self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", names, registry=reg).labels(model)
@@ -396,6 +405,7 @@ class MockServer:
         n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
         delivery.model, delivery.priority = body.get("model"), body.get("priority")
+        delivery.traceparent = request.headers.get("traceparent")
         if self.s.record_requests:
             delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
             delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
@@ -415,6 +425,10 @@ class MockServer:
         reply.scripted = self._scripted(body, n_chunks, rid)
         if await self._write_chunks(reply, n_chunks, admitted, received):
             await self._write_end(reply, body, n_chunks)
+            if self._exporter is not None:  # issue 24: the reply's span, as vLLM would send it
+                prompt = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
+                completion = n_chunks * self.s.tokens_per_chunk
+                self._exporter.export(self._exporter.span(delivery, rid, prompt, completion))
         return resp
 
     def _scripted(self, body: Body, n_chunks: int, rid: str) -> tuple[list[Event], str] | None:

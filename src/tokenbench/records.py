@@ -271,6 +271,24 @@ class RequestRecord:
     first_tool_call_s: float | None = None
     tool_call_chunks: int = 0
     tool_args_tokens: int | None = None
+    # issue 24: the join key the request carried (spans/keys.py): its W3C traceparent header and
+    # its X-Request-Id (the trace id); a server's span for the request has the same trace id.
+    traceparent: str | None = None
+    x_request_id: str | None = None
+    # issue 24: the HTTP phases as the client saw them, on the run's clock (the last attempt's):
+    # http_start_s the client asked aiohttp to send; pool_wait_s seconds waited for a connection
+    # from the pool (0: none waited); conn_reused a kept-alive connection was handed out, else
+    # connect_s the seconds a new connection took to open; headers_sent_s the request's headers
+    # written; sent_s (above) its body; response_headers_s the response's headers received (time to
+    # first byte); first_body_s the first read of the body (content or not); chunk_times_s[0] the
+    # first content chunk. None: the request never got that far.
+    http_start_s: float | None = None
+    pool_wait_s: float | None = None
+    conn_reused: bool | None = None
+    connect_s: float | None = None
+    headers_sent_s: float | None = None
+    response_headers_s: float | None = None
+    first_body_s: float | None = None
     # a multi-turn turn's tool calls as the assistant message's tool_calls, for the next turn's
     # history (session_load.py); never written to records.jsonl
     tool_messages: tuple[dict[str, object], ...] | None = None

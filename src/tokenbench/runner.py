@@ -58,6 +58,8 @@ from .results import PointResult, RunResults
 from .run_facts import config_json, point_facts, start_facts
 from .rundir import RunWriter, default_run_dir, fresh_out_dir, remove_failed_start
 from .session_load import SessionSource
+from .spans.launch import point_spans, traced_launch
+from .spans.receiver import SpanReceiver
 from .structured import with_structure
 from .telemetry.sampler import Sampler
 from .terminal import console as wide_console
@@ -128,11 +130,17 @@ def run(
     writer = RunWriter(out, keep_text=config.keep_text)
     clock = RunClock.start()
     measured = False
+    # issue 24: the receiver of the server's spans, before the server starts (it is told where)
+    receiver = SpanReceiver(writer.dir, clock.now, config.server_traces_port) if config.server_traces else None
     try:
+        launch = _launch(config) if server is None else None  # a server the caller holds is never launched here
+        if receiver is not None:
+            attached = server is not None or config.target.url is not None
+            launch = traced_launch(launch, receiver.start(), attached, console.print)
         held = (
             contextlib.nullcontext(server)
             if server is not None
-            else server_under_test(_launch(config), config.target.url, writer.dir / "server.log", console.print)
+            else server_under_test(launch, config.target.url, writer.dir / "server.log", console.print)
         )
         with held as sut:
             target = config.target.model_copy(update={"url": sut.url, "model": config.target.model or sut.model})
@@ -140,13 +148,15 @@ def run(
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
                 bench = _Bench(
-                    config, writer, clock, sampler, plan or fixed_plan(repeated(config.loads, config.trials))
+                    config, writer, clock, sampler, plan or fixed_plan(repeated(config.loads, config.trials)), receiver
                 )
                 reach = _Reach(target, sut.profile, sut.fresh, attached=sut.model is None)
                 result = runner(_run_points(bench, reach, sut.facts, console))
                 measured = True
                 return result
     finally:
+        if receiver is not None:
+            receiver.stop()
         measured = measured or writer.has_records()
         writer.close()
         if fresh and not measured:
@@ -222,6 +232,7 @@ class _Bench:
     clock: RunClock
     sampler: Sampler
     plan: Plan
+    receiver: SpanReceiver | None = None  # --server-traces
 
 
 @dataclass(frozen=True)
@@ -354,8 +365,12 @@ class _Driver:
         if not point_run.interrupted:
             await sampler.wait_past(point_run.end_s)  # bracket the point's counters
         records = writer.records_since(first)  # streamed from disk, never all in memory
+        receiver, clock = self.bench.receiver, self.bench.clock
+        spans = None
+        if receiver is not None:  # issue 24: the point's spans, once in
+            spans = await point_spans(receiver, point_run.end_s, clock.now, clock.origin_unix_s)
         # the monitor's samples as emitted: the sampler may not have copied the last one to disk yet
-        return point_result(writer.manifest(), facts, records, sampler.file, samples)
+        return point_result(writer.manifest(), facts, records, sampler.file, samples, spans=spans)
 
     async def _prefix_cache(self, mode: PrefixCacheMode, fresh: bool) -> CacheReset:
         """--prefix-cache reset: empty the server's cache through its engine's own control, after

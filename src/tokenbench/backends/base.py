@@ -129,6 +129,9 @@ class Profile:
     # issue 23 structured output: how its API takes --response-format (structured.py's dialects:
     # openai = response_format only; vllm, sglang, llamacpp, tgi add choice/regex/grammar fields)
     structured: str = "openai"
+    # issue 24 --server-traces: the engine's flags and environment that send its spans to an OTLP/HTTP
+    # endpoint (None: the engine exports no per-request spans tokenbench can join)
+    traces: Callable[[str], tuple[tuple[str, ...], dict[str, str]]] | None = None
 
     @property
     def default_api(self) -> str:

@@ -86,6 +86,17 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
 DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
 
 
+def traces(endpoint: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """issue 24: vLLM's spans to ``endpoint``. --otlp-traces-endpoint (vllm/engine/arg_utils.py);
+    the exporter's protocol from OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, grpc unless "http/protobuf"
+    (vllm/tracing/otel.py get_span_exporter); a BatchSpanProcessor exports every
+    OTEL_BSP_SCHEDULE_DELAY ms (OpenTelemetry SDK, default 5000): 200 so a point's spans are in
+    within the run's grace. Each finished request is one ``llm_request`` span in the trace of its
+    incoming traceparent (vllm/v1/engine/output_processor.py do_tracing)."""
+    env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_BSP_SCHEDULE_DELAY": "200"}
+    return ("--otlp-traces-endpoint", endpoint), env
+
+
 def local(spec: LaunchSpec) -> Launch:
     return Launch((*exe(spec, ["vllm", "serve"]), *_args(spec, spec.model)), {**DEV_MODE, **spec.knobs.engine_env})
 
@@ -125,5 +136,6 @@ PROFILE = Profile(
     reset_prefix_cache=reset_vllm,
     token_id_prompts=True,  # CompletionRequest.prompt: str | list[int] (vllm/entrypoints/openai/protocol.py)
     continuous_usage=True,  # StreamOptions.continuous_usage_stats (chat_completion/serving.py)
+    traces=traces,
     structured="vllm",  # issue 23: --response-format in its own fields (StructuredOutputsParams: vllm/sampling_params.py)
 )

@@ -91,6 +91,19 @@ def mock(
         ),
     ] = 0.0,
     jitter_seed: Annotated[int, typer.Option(help="Seed of --ttft-jitter's draws.")] = 0,
+    otlp_endpoint: Annotated[
+        str,
+        typer.Option(
+            help="After each reply, post an llm_request span with vLLM's gen_ai.* attributes and the script's "
+            "queue/prefill/decode times to this OTLP/HTTP URL (protobuf), in the request's traceparent's trace.",
+            metavar="URL",
+        ),
+    ] = "",
+    otlp_skip_every: Annotated[int, typer.Option(help="With --otlp-endpoint: never send every N-th span.")] = 0,
+    otlp_delay_ms: Annotated[float, typer.Option(help="With --otlp-endpoint: send each span this late.")] = 0.0,
+    otlp_extra_attribute: Annotated[
+        str, typer.Option(help="With --otlp-endpoint: add this attribute (one vLLM never sets) to each span.")
+    ] = "",
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
@@ -121,6 +134,10 @@ def mock(
             warmup_factor=warmup_factor,
             ttft_jitter=ttft_jitter,
             jitter_seed=jitter_seed,
+            otlp_endpoint=otlp_endpoint,
+            otlp_skip_every=otlp_skip_every,
+            otlp_delay_ms=otlp_delay_ms,
+            otlp_extra_attribute=otlp_extra_attribute,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

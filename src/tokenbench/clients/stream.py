@@ -20,6 +20,7 @@ import aiohttp
 
 from ..config import TargetConfig
 from ..records import Outcome, Request, RequestRecord, TokenSource
+from ..spans.keys import REQUEST_ID, TRACEPARENT, JoinKeys
 from ..structured import arguments_parse, reply_check
 from .wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 
@@ -39,11 +40,12 @@ def auth_headers(target: TargetConfig) -> dict[str, str]:
 class _Attempt:
     """One HTTP exchange of a record, as the trace hooks see it (``trace_request_ctx``)."""
 
-    __slots__ = ("record", "reused")
+    __slots__ = ("record", "reused", "mark")
 
     def __init__(self, record: RequestRecord) -> None:
         self.record = record
         self.reused = False  # the pool handed out a kept-alive connection
+        self.mark = 0.0  # when the attempt began waiting for the pool, or opening a connection
 
 
 def _stamp_sent(now: Callable[[], float]) -> aiohttp.TraceConfig:
@@ -51,7 +53,10 @@ def _stamp_sent(now: Callable[[], float]) -> aiohttp.TraceConfig:
     to send it. On Python < 3.12 aiohttp writes the body from a separate task, so under a burst of
     requests the gap between the two grew to ~8 ms median / 40 ms p99 at 256 streams
     (benchmarks/client_overhead.py); that lag belongs to queue delay (sent - scheduled), not TTFT.
-    Also notes whether the attempt got a reused connection (only such a one is re-sent).
+    Also notes whether the attempt got a reused connection (only such a one is re-sent), and
+    stamps the HTTP phases aiohttp alone sees (issue 24): the wait for a pooled connection, a new
+    connection's set-up, the headers written. A hook is one coroutine call per request (~1 µs),
+    not per chunk.
     """
 
     async def on_chunk_sent(
@@ -67,10 +72,43 @@ def _stamp_sent(now: Callable[[], float]) -> aiohttp.TraceConfig:
         attempt = ctx.trace_request_ctx
         if attempt is not None:
             attempt.reused = True
+            attempt.record.conn_reused = True
+
+    async def on_mark(_session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: object) -> None:
+        attempt = ctx.trace_request_ctx
+        if attempt is not None:
+            attempt.mark = now()
+
+    async def on_queued_end(
+        _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: aiohttp.TraceConnectionQueuedEndParams
+    ) -> None:
+        attempt = ctx.trace_request_ctx
+        if attempt is not None:
+            attempt.record.pool_wait_s = now() - attempt.mark
+
+    async def on_create_end(
+        _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: aiohttp.TraceConnectionCreateEndParams
+    ) -> None:
+        attempt = ctx.trace_request_ctx
+        if attempt is not None:
+            attempt.record.connect_s = now() - attempt.mark
+            attempt.record.conn_reused = False
+
+    async def on_headers_sent(
+        _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: aiohttp.TraceRequestHeadersSentParams
+    ) -> None:
+        attempt = ctx.trace_request_ctx
+        if attempt is not None:
+            attempt.record.headers_sent_s = now()
 
     trace = aiohttp.TraceConfig()
     trace.on_request_chunk_sent.append(on_chunk_sent)
     trace.on_connection_reuseconn.append(on_reuse)
+    trace.on_connection_queued_start.append(on_mark)
+    trace.on_connection_queued_end.append(on_queued_end)
+    trace.on_connection_create_start.append(on_mark)
+    trace.on_connection_create_end.append(on_create_end)
+    trace.on_request_headers_sent.append(on_headers_sent)
     trace.freeze()
     return trace
 
@@ -170,7 +208,10 @@ class StreamingClient:
         now: Callable[[], float],
         count_tokens: Callable[[str], int] | None = None,
         keep_text: bool = False,
+        keys: JoinKeys | None = None,
     ) -> None:
+        """``keys``: the run's join keys (issue 24): each request then carries a traceparent and
+        an X-Request-Id, kept on its record."""
         if target.url is None or target.model is None:
             raise ValueError("a client needs a resolved target url and model")
         self._session = session
@@ -187,6 +228,7 @@ class StreamingClient:
         self._chunk_usage = bool(target.continuous_usage and target.include_usage)
         self._check = reply_check(target)  # issue 23: --response-format's check of each reply
         self._tools = bool(target.tools)
+        self._keys = keys
 
     def payload(self, request: Request) -> Body:
         return self._wire.payload(request, self._target)
@@ -199,7 +241,15 @@ class StreamingClient:
             stream.chunk_usage = []
         now = self._now
         # a request's own headers (a session's X-Session-ID) on top of the target's
-        headers = {**self._headers, **dict(request.headers)} if request.headers else self._headers
+        keys = self._keys
+        if keys is not None:  # issue 24: the join key (one f-string; the run's part precomputed)
+            traceparent, request_id = keys.headers(record.point, record.id, record.worker)
+            record.traceparent, record.x_request_id = traceparent, request_id
+            headers = {**self._headers, TRACEPARENT: traceparent, REQUEST_ID: request_id}
+            if request.headers:
+                headers.update(request.headers)
+        else:
+            headers = {**self._headers, **dict(request.headers)} if request.headers else self._headers
         try:
             while True:
                 attempt = _Attempt(record)
@@ -216,6 +266,8 @@ class StreamingClient:
                     # `make run` once lost a request on the second one), so a few re-sends, each
                     # discarding the dead connection; results count them (requests.retries).
                     record.retries += 1
+                    # the HTTP phases are the last attempt's
+                    record.connect_s = record.conn_reused = record.headers_sent_s = None
         except asyncio.CancelledError:
             record.closed_s = now()
             record.outcome = Outcome.CANCELLED
@@ -246,8 +298,10 @@ class StreamingClient:
         """One HTTP exchange: POST, then read the stream to its end, stamping content chunks."""
         now = self._now
         record = attempt.record
-        record.sent_s = now()  # refined by the trace hook when the body reaches the socket
+        record.http_start_s = record.sent_s = now()  # sent_s refined by the trace hook when the body reaches the socket
+        record.pool_wait_s = 0.0  # unless the pool queues it (a hook)
         async with self._session.post(self._url, data=data, headers=headers, trace_request_ctx=attempt) as resp:
+            record.response_headers_s = now()
             record.status = resp.status
             if resp.status != 200:
                 body = await resp.text(errors="replace")
@@ -259,8 +313,11 @@ class StreamingClient:
             handle = stream.handle
             # Hot path: one iteration per network read. Read to EOF even after the final event so
             # the connection goes back to the pool instead of being closed with unread bytes.
+            first = True
             async for raw in resp.content.iter_any():
                 t = now()
+                if first:
+                    record.first_body_s, first = t, False
                 for payload in decoder.feed_data(raw):
                     if handle(payload):
                         chunk_times.append(t)

@@ -165,6 +165,21 @@ class ImageRow:
 
 
 @dataclass(frozen=True)
+class PhaseRow:
+    """Where one point's requests spent their time (results' ``server_phases``; issue 24): the
+    share joined to a server span, each phase's median, and its mean over the slowest 1%."""
+
+    config: str
+    label: str
+    requests: int
+    joined_share: float | None
+    p50_s: dict[str, float | None]
+    slowest_s: dict[str, float | None]
+    slowest_requests: int
+    clock_offset_s: float
+
+
+@dataclass(frozen=True)
 class GroupRow:
     """One adapter's, class's or tenant's share of one point (results' by_adapter, by_class,
     by_tenant; issue 23 routing), with the point's Jain's index on a tenant's row."""
@@ -205,6 +220,7 @@ class ReportData:
     capacities: tuple[CapacityEntry, ...] = ()  # capacity searches (capacity.json), in input order
     images: tuple[ImageRow, ...] = ()  # issue 23 images: the points that sent images
     groups: tuple[GroupRow, ...] = ()  # points' requests by adapter, class and tenant (issue 23 routing)
+    phases: tuple[PhaseRow, ...] = ()  # issue 24: points with server spans
 
 
 @dataclass
@@ -221,6 +237,7 @@ class Part:
     capacities: list[CapacityEntry] = field(default_factory=list)
     images: list[ImageRow] = field(default_factory=list)  # issue 23 images
     groups: list[GroupRow] = field(default_factory=list)  # issue 23 routing
+    phases: list[PhaseRow] = field(default_factory=list)  # issue 24 server spans
 
     def configs(self) -> list[str]:
         seen: list[str] = []

@@ -18,6 +18,7 @@ from .data import (
     GroupRow,
     ImageRow,
     Part,
+    PhaseRow,
     PointRow,
     ReportData,
     RunHeader,
@@ -47,6 +48,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     capacities: list[CapacityEntry] = []
     images: list[ImageRow] = []  # issue 23 images
     groups: list[GroupRow] = []
+    phases: list[PhaseRow] = []  # issue 24
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]
         experiments += [_relabel_experiment(h, relabel) for h in part.experiments]
@@ -57,6 +59,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         capacities += [replace(c, config=relabel.get(c.config, c.config)) for c in part.capacities]
         images += [replace(i, config=relabel.get(i.config, i.config)) for i in part.images]
         groups += [replace(g, config=relabel.get(g.config, g.config)) for g in part.groups]
+        phases += [replace(p, config=relabel.get(p.config, p.config)) for p in part.phases]
     return ReportData(
         tuple(runs),
         tuple(experiments),
@@ -67,6 +70,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         tuple(capacities),
         tuple(images),
         tuple(groups),
+        tuple(phases),
     )
 
 

@@ -28,6 +28,7 @@ from .tables import (
     groups_table,
     headline_table,
     images_table,
+    phases_table,
     runs_table,
     saturation_table,
     servers_table,
@@ -117,6 +118,14 @@ TURNS_CAPTION = (
 )
 
 
+PHASES_CAPTION = (
+    "Each request joined to the server's own span by its traceparent (--server-traces): sent→server is the "
+    "client's send to the server's arrival; frontend the server's TTFT less its queue and prefill (its API "
+    "server, tokenization, the hand-off to the engine); queue, prefill and decode are the server's; delivery is the server's "
+    "first token to the client's first chunk; client−server TTFT is the client's TTFT less the server's. Per "
+    "phase the median, then the mean over the slowest 1% of requests by TTFT. A request without a span counts in "
+    "none (joined %). The clock offset places the server's wall clock on the run's, bounded by the join."
+)
 IMAGES_CAPTION = (
     "Points whose requests carried images (chat image_url parts). images/s: the request rate times the "
     "mean images of a successful request; prompt tokens are the server's usage, the images' tokens "
@@ -156,6 +165,11 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     images = images_table(data)  # issue 23 images: only when some point sent images
     if images is not None:
         sections.append(Section("images", "Images", (Block(table=images),), caption=IMAGES_CAPTION))
+    phases = phases_table(data)  # issue 24: only when some point was joined to server spans
+    if phases is not None:
+        sections.append(
+            Section("phases", "Where the time went (server spans)", (Block(table=phases),), caption=PHASES_CAPTION)
+        )
     groups = groups_table(data)  # issue 23 routing
     if groups is not None:
         sections.append(

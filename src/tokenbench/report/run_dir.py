@@ -13,7 +13,19 @@ from pydantic import ValidationError
 from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
 from ..results.capacity import CAPACITY_FILE, CapacityResult
-from .data import CapacityEntry, GroupRow, ImageRow, Part, PointRow, PointSpan, RunHeader, RunSeries, Slo, TurnRow
+from .data import (
+    CapacityEntry,
+    GroupRow,
+    ImageRow,
+    Part,
+    PhaseRow,
+    PointRow,
+    PointSpan,
+    RunHeader,
+    RunSeries,
+    Slo,
+    TurnRow,
+)
 from .files import ReportInputError, read_json, read_typed
 
 
@@ -133,7 +145,23 @@ def read_run(path: Path) -> Part:
     part.groups = group_rows(results, config)
     part.capacities = read_capacity(path, config)
     part.images = image_rows(results, config)  # issue 23 images
+    part.phases = phase_rows(results, config)  # issue 24 server spans
     return part
+
+
+def phase_rows(results: RunResults, config: str) -> list[PhaseRow]:
+    """The points joined to server spans (none without --server-traces)."""
+    rows = []
+    for p in results.points:
+        s = p.server_phases
+        if s is None:
+            continue
+        p50 = {name: _float(d.p50) for name, d in s.phases.items()}
+        slowest = {name: _float(v) for name, v in s.slowest.mean_s.items()} if s.slowest is not None else {}
+        n = s.slowest.requests if s.slowest is not None else 0
+        share = _float(s.joined_share)
+        rows.append(PhaseRow(config, p.label, s.requests, share, p50, slowest, n, float(s.clock.offset_s)))
+    return rows
 
 
 def read_capacity(path: Path, config: str) -> list[CapacityEntry]:

@@ -196,6 +196,37 @@ def images_table(data: ReportData) -> Table | None:
     return Table(headers, rows, numeric=(2, 3, 4, 5, 6, 7))
 
 
+PHASE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("network", "sent→server"),
+    ("frontend", "frontend"),
+    ("queue", "queue"),
+    ("prefill", "prefill"),
+    ("delivery", "delivery"),
+    ("decode", "decode"),
+    ("client_minus_server_ttft", "client−server TTFT"),
+)
+
+
+def phases_table(data: ReportData) -> Table | None:
+    """Where the time went (issue 24: points joined to server spans): per configuration and load,
+    the share joined, each phase's median and, beside it, its mean over the slowest 1% by TTFT
+    (a rising queue share under load is visible down the column); None without any."""
+    if not data.phases:
+        return None
+    rows = []
+    for p in data.phases:
+        cells = [p.config, p.label, str(p.requests), fmt.num(p.joined_share, scale=100, digits=1)]
+        for name, _ in PHASE_COLUMNS:
+            median, slow = p.p50_s.get(name), p.slowest_s.get(name)
+            cells.append(f"{fmt.num(median, scale=1e3)} / {fmt.num(slow, scale=1e3)}")
+        cells.append(fmt.num(p.clock_offset_s, scale=1e3, digits=2))
+        rows.append(cells)
+    headers = ["configuration", "load", "requests", "joined %"]
+    headers += [f"{title} p50 / slowest 1% (ms)" for _, title in PHASE_COLUMNS]
+    headers.append("clock offset (ms)")
+    return Table(headers, rows, numeric=tuple(range(2, len(headers))))
+
+
 def groups_table(data: ReportData) -> Table | None:
     """Points by LoRA adapter, class and tenant (issue 23 routing): per group its share, TTFT,
     TPOT, E2E, output throughput and SLO attainment, Jain's index on the tenants' rows; None

@@ -457,6 +457,46 @@ class Fairness(FrozenModel):
     values: dict[str, Number | None]
 
 
+# issue 24: a point's per-request phases: the client's HTTP phases (every run) and the server's own,
+# joined from its spans (--server-traces)
+class ClockOffset(FrozenModel):
+    """How a server's wall-clock time was placed on the run's clock: run time = server unix time -
+    the run's origin_unix_s + ``offset_s``. ``low_s``/``high_s``: the offsets the join allows
+    (each joined request: server arrival no earlier than the client sent its headers, server first
+    token no later than the client's first chunk); None without a joined request."""
+
+    offset_s: Number
+    low_s: Number | None
+    high_s: Number | None
+    method: str
+
+
+class SlowestPhases(FrozenModel):
+    """Where the slowest 1% of joined requests (by client TTFT, at least one) spent their time:
+    each phase's mean over them."""
+
+    requests: int
+    ttft_from_s: Number | None = Field(description="the client TTFT at and above which a request is among them")
+    mean_s: dict[str, Number | None]
+
+
+class ServerPhases(FrozenModel):
+    """The server's per-request phases over the point's window population, from its spans."""
+
+    requests: int = Field(description="ok requests of the population (each could have a span)")
+    joined: int = Field(description="of those, requests joined to their server span by trace id")
+    joined_share: Number | None
+    spans: int = Field(description="spans naming a request of this point (joined or not)")
+    failed_with_span: int = Field(description="spans of requests that failed or were cut")
+    late_spans: int = Field(description="spans received after the point's results were due (left unjoined)")
+    unknown_spans: int = Field(description="spans naming no request of this point, received during it")
+    unknown_attributes: dict[str, int] = Field(description="attribute names not known, and the spans carrying each")
+    receiver: dict[str, int | str | None] | None = Field(description="the receiver's own counts (drops, refusals)")
+    clock: ClockOffset
+    phases: dict[str, Distribution]
+    slowest: SlowestPhases | None
+
+
 class PointResult(PointMetrics, PointHead):
     """One load point: its load and span, then its metrics over the window (METRICS.md)."""
 
@@ -485,6 +525,10 @@ class PointResult(PointMetrics, PointHead):
     steady_state: SteadyState | None = None
     auto_stop: AutoStop | None = None
     over_saturated: OverSaturated | None = None
+    # issue 24: distributions of the client's HTTP phases (absent from runs before them), and the
+    # server's phases joined from its spans (only a --server-traces run)
+    http_phases: dict[str, Distribution] | None = None
+    server_phases: ServerPhases | None = None
 
 
 class RunResults(FrozenModel):

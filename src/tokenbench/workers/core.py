@@ -32,6 +32,7 @@ from ..loadgen import LoadGenerator, Part, PointRun
 from ..records import Request, RequestRecord, RunClock
 from ..request_source import RequestSource
 from ..session_load import SessionSource
+from ..spans.keys import JoinKeys, run_key
 from ..telemetry.client_monitor import ClientMonitor, Sample
 
 
@@ -148,7 +149,10 @@ class WorkerCore:
         assert target.api is not None, "the driver resolves the API"
         session = make_session(target, clock.now)
         count = HFTokenizer(setup.tokenizer).count if setup.tokenizer else None
-        client = StreamingClient(session, target, wire_for(target.api), clock.now, count, keep_text=setup.keep_text)
+        keys = JoinKeys(run_key(setup.origin_unix_s))  # issue 24: every request's traceparent
+        client = StreamingClient(
+            session, target, wire_for(target.api), clock.now, count, keep_text=setup.keep_text, keys=keys
+        )
         worker = None if self._local else setup.lane.index
         gen = LoadGenerator(client, clock, self._done, LiveStats(), worker, notices=not self._local)
         self._state = _Running(setup.lane, clock, target, session, _source(setup), gen)

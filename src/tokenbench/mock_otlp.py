@@ -1,0 +1,86 @@
+"""The mock's OTLP exporter (issue 24): after each reply, one ``llm_request`` span as vLLM sends
+it (vllm/v1/engine/output_processor.py do_tracing: started at the request's arrival, vLLM's
+``gen_ai.*`` attribute names, seconds), posted as OTLP/HTTP protobuf to ``--otlp-endpoint``, in
+the trace of the request's incoming traceparent. Its times are the mock's script as it ran
+(received, admitted, each chunk written), so a test knows every server phase exactly.
+
+Knobs for the robustness tests: every N-th span never sent (``otlp_skip_every``), each span sent
+late (``otlp_delay_ms``), an attribute vLLM never sets (``otlp_extra_attribute``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+
+from .spans.otlp import PROTOBUF, encode_protobuf
+from .spans.phases import DECODE, E2E, PREFILL, QUEUE, TTFT
+
+if TYPE_CHECKING:
+    from .mock import Delivery, MockSettings
+
+
+class MockExporter:
+    def __init__(self, settings: MockSettings) -> None:
+        self.s = settings
+        self._count = 0
+        self._session: aiohttp.ClientSession | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def span(self, delivery: Delivery, rid: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any] | None:
+        """The span of a finished reply (None: nothing to say, e.g. no chunk was written)."""
+        times = delivery.chunk_times_s
+        if not times or delivery.finished_s is None or delivery.admitted_s is None:
+            return None
+        parts = (delivery.traceparent or "").split("-")
+        trace_id = parts[1] if len(parts) == 4 and len(parts[1]) == 32 else os.urandom(16).hex()
+        wall = time.time() - time.perf_counter()  # the mock's perf_counter -> its wall clock
+        received, admitted, finished = delivery.received_s, delivery.admitted_s, delivery.finished_s
+        attrs: dict[str, Any] = {
+            QUEUE: admitted - received,
+            PREFILL: times[0] - admitted,
+            TTFT: times[0] - received,
+            DECODE: times[-1] - times[0],
+            E2E: finished - received,
+            "gen_ai.latency.time_in_model_inference": times[-1] - admitted,
+            "gen_ai.usage.prompt_tokens": prompt_tokens,
+            "gen_ai.usage.completion_tokens": completion_tokens,
+            "gen_ai.request.id": rid,
+        }
+        if self.s.otlp_extra_attribute:
+            attrs[self.s.otlp_extra_attribute] = 1
+        return {
+            "trace_id": trace_id,
+            "span_id": os.urandom(8).hex(),
+            "name": "llm_request",
+            "start_unix_ns": int((received + wall) * 1e9),
+            "end_unix_ns": int((finished + wall) * 1e9),
+            "attributes": attrs,
+        }
+
+    def export(self, span: dict[str, Any] | None) -> None:
+        """Post the span in the background (never delays the reply)."""
+        if span is None:
+            return
+        self._count += 1
+        if self.s.otlp_skip_every and self._count % self.s.otlp_skip_every == 0:
+            return
+        task = asyncio.ensure_future(self._post(span))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _post(self, span: dict[str, Any]) -> None:
+        if self.s.otlp_delay_ms:
+            await asyncio.sleep(self.s.otlp_delay_ms / 1e3)
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        body = encode_protobuf([span], "tokenbench-mock")
+        try:
+            async with self._session.post(self.s.otlp_endpoint, data=body, headers={"Content-Type": PROTOBUF}) as resp:
+                await resp.read()
+        except (aiohttp.ClientError, OSError):  # a receiver gone: the span is lost, as an exporter's would be
+            pass

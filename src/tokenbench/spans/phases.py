@@ -1,0 +1,312 @@
+"""Spans joined to records: each request's server phases on the run's clock, and a point's
+distributions of them (pure; derive.py calls it for a run and for ``tokenbench recompute``).
+
+The span of a request is found by trace id (keys.py: the id names the point, worker and record).
+Its attributes are vLLM's (vllm/tracing/utils.py SpanAttributes, set in
+vllm/v1/engine/output_processor.py ``do_tracing``: span ``llm_request`` from the request's arrival,
+seconds): ``gen_ai.latency.time_in_queue`` (scheduled - queued), ``time_in_model_prefill`` (first
+token - scheduled), ``time_in_model_decode`` (last token - first token), ``time_to_first_token``
+(first token - arrival), ``e2e`` (finish - arrival). A request with no span has null server phases,
+never 0. The server's times are its wall clock; ``clock_offset`` places them on the run's clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..metrics.stats import distribution
+from ..records import RequestRecord
+from ..results.run import ClockOffset, ServerPhases, SlowestPhases
+from .keys import parse_trace_id, run_key
+
+QUEUE = "gen_ai.latency.time_in_queue"
+PREFILL = "gen_ai.latency.time_in_model_prefill"
+DECODE = "gen_ai.latency.time_in_model_decode"
+TTFT = "gen_ai.latency.time_to_first_token"
+E2E = "gen_ai.latency.e2e"
+# every attribute vLLM 0.32 sets on llm_request (vllm/tracing/utils.py SpanAttributes)
+KNOWN_ATTRIBUTES = frozenset(
+    {
+        "gen_ai.usage.completion_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "gen_ai.request.max_tokens",
+        "gen_ai.request.top_p",
+        "gen_ai.request.temperature",
+        "gen_ai.response.model",
+        "gen_ai.request.id",
+        "gen_ai.request.n",
+        "gen_ai.usage.num_sequences",
+        QUEUE,
+        TTFT,
+        E2E,
+        "gen_ai.latency.time_in_scheduler",
+        "gen_ai.latency.time_in_model_forward",
+        "gen_ai.latency.time_in_model_execute",
+        PREFILL,
+        DECODE,
+        "gen_ai.latency.time_in_model_inference",
+    }
+)
+# Spans are awaited this long after a point ends (the runner); one received later is late
+GRACE_S = 2.0
+# The phases of a request, in results' order: client sent -> server arrival, the server's time
+# before its queue (frontend: its TTFT less queue and prefill: vLLM's API server, tokenization,
+# the hand-off to the engine core), queue, prefill and first token (from arrival), server first
+# token -> client first chunk, the server's decode, and the client's TTFT less the server's.
+PHASES = (
+    "network",
+    "frontend",
+    "queue",
+    "prefill",
+    "server_ttft",
+    "delivery",
+    "decode",
+    "client_minus_server_ttft",
+)
+HTTP_PHASES = ("pool_wait", "connect", "headers_to_sent", "ttfb", "headers_to_first_chunk")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpan:
+    """A request's span, as much of it as the join reads."""
+
+    start_unix_s: float
+    received_s: float
+    queue_s: float | None
+    prefill_s: float | None
+    ttft_s: float | None
+    decode_s: float | None
+    e2e_s: float | None
+    unknown: tuple[str, ...]
+
+
+def _seconds(attrs: dict[str, Any], key: str) -> float | None:
+    value = attrs.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def server_span(span: dict[str, Any]) -> ServerSpan:
+    attrs = span.get("attributes") or {}
+    return ServerSpan(
+        start_unix_s=int(span["start_unix_ns"]) / 1e9,
+        received_s=float(span.get("received_s", 0.0)),
+        queue_s=_seconds(attrs, QUEUE),
+        prefill_s=_seconds(attrs, PREFILL),
+        ttft_s=_seconds(attrs, TTFT),
+        decode_s=_seconds(attrs, DECODE),
+        e2e_s=_seconds(attrs, E2E),
+        unknown=tuple(sorted(k for k in attrs if k not in KNOWN_ATTRIBUTES)),
+    )
+
+
+@dataclass
+class SpanIndex:
+    """server_spans.jsonl read once: this run's request spans by (point, worker, id), the spans
+    of other traces with when they came, and the receiver's counts."""
+
+    by_request: dict[tuple[int, int | None, int], ServerSpan]
+    foreign_received_s: list[float]
+    receiver: dict[str, int | str | None] | None
+    duplicates: int = 0
+
+    @classmethod
+    def read(cls, path: Path, origin_unix_s: float) -> SpanIndex | None:
+        """None when the run has no such file (no --server-traces)."""
+        if not path.exists():
+            return None
+        return cls.of((json.loads(line) for line in path.read_text().splitlines() if line.strip()), origin_unix_s)
+
+    @classmethod
+    def of(cls, lines: Iterable[dict[str, Any]], origin_unix_s: float) -> SpanIndex:
+        run = run_key(origin_unix_s)
+        index = cls({}, [], None)
+        for line in lines:
+            if "receiver" in line:
+                index.receiver = line["receiver"]
+                continue
+            named = parse_trace_id(str(line.get("trace_id", "")), run)
+            if named is None:
+                index.foreign_received_s.append(float(line.get("received_s", 0.0)))
+                continue
+            point, id, worker = named
+            key = (point, worker, id)
+            span = server_span(line)
+            old = index.by_request.get(key)
+            if old is not None:  # a second span of the trace (a layer's): the one with the engine's latencies wins
+                index.duplicates += 1
+                if old.ttft_s is not None or span.ttft_s is None:
+                    continue
+            index.by_request[key] = span
+        return index
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPhases:
+    """One joined request's phases, seconds (times on the run's clock)."""
+
+    arrival_s: float
+    network_s: float | None
+    frontend_s: float | None
+    queue_s: float | None
+    prefill_s: float | None
+    server_ttft_s: float | None
+    server_first_token_s: float | None
+    delivery_s: float | None
+    decode_s: float | None
+    server_finish_s: float | None
+    client_minus_server_ttft_s: float | None
+
+    def phase(self, name: str) -> float | None:
+        value: float | None = getattr(self, f"{name}_s")
+        return value
+
+
+def _sent_floor(record: RequestRecord) -> float | None:
+    """The earliest the server can have seen the request: its headers written (else sent)."""
+    return record.headers_sent_s if record.headers_sent_s is not None else record.sent_s
+
+
+def clock_offset(pairs: Sequence[tuple[RequestRecord, ServerSpan]], origin_unix_s: float) -> ClockOffset:
+    """The offset from the join itself (same host: the server's wall clock and the run's share a
+    clock, so 0 is expected and checked): each joined request bounds it from both sides. 0 is kept
+    when the bounds allow it; else the nearest bound (or the middle when they cross), stated."""
+    lows, highs = [], []
+    for record, span in pairs:
+        arrival = span.start_unix_s - origin_unix_s
+        floor = _sent_floor(record)
+        if floor is not None:
+            lows.append(floor - arrival)
+        if span.ttft_s is not None and record.chunk_times_s:
+            highs.append(record.chunk_times_s[0] - (arrival + span.ttft_s))
+    low, high = (max(lows) if lows else None), (min(highs) if highs else None)
+    base = "server wall clock - the run's origin_unix_s (same host: one clock)"
+    if low is None and high is None:
+        return ClockOffset(offset_s=0.0, low_s=None, high_s=None, method=base + "; no joined request bounds it")
+    lo, hi = (low if low is not None else float("-inf")), (high if high is not None else float("inf"))
+    if lo > hi:
+        mid = (lo + hi) / 2
+        return ClockOffset(
+            offset_s=mid, low_s=low, high_s=high, method=base + "; the join's bounds cross: their middle"
+        )
+    if lo <= 0.0 <= hi:
+        return ClockOffset(offset_s=0.0, low_s=low, high_s=high, method=base + "; 0 lies within the join's bounds")
+    nearest = lo if lo > 0.0 else hi
+    return ClockOffset(offset_s=nearest, low_s=low, high_s=high, method=base + "; moved to the join's nearest bound")
+
+
+def request_phases(record: RequestRecord, span: ServerSpan, origin_unix_s: float, offset_s: float) -> RequestPhases:
+    arrival = span.start_unix_s - origin_unix_s + offset_s
+    first_token = arrival + span.ttft_s if span.ttft_s is not None else None
+    first_chunk = record.chunk_times_s[0] if record.chunk_times_s else None
+    client_ttft = record.ttft_s
+    return RequestPhases(
+        arrival_s=arrival,
+        network_s=arrival - record.sent_s if record.sent_s is not None else None,
+        frontend_s=span.ttft_s - span.queue_s - span.prefill_s
+        if span.ttft_s is not None and span.queue_s is not None and span.prefill_s is not None
+        else None,
+        queue_s=span.queue_s,
+        prefill_s=span.prefill_s,
+        server_ttft_s=span.ttft_s,
+        server_first_token_s=first_token,
+        delivery_s=first_chunk - first_token if first_chunk is not None and first_token is not None else None,
+        decode_s=span.decode_s,
+        server_finish_s=arrival + span.e2e_s if span.e2e_s is not None else None,
+        client_minus_server_ttft_s=client_ttft - span.ttft_s
+        if client_ttft is not None and span.ttft_s is not None
+        else None,
+    )
+
+
+def _key(record: RequestRecord) -> tuple[int, int | None, int]:
+    return (record.point, record.worker, record.id)
+
+
+def joined_phases(
+    records: Iterable[RequestRecord], spans: SpanIndex, origin_unix_s: float, due_s: float
+) -> tuple[dict[tuple[int, int | None, int], RequestPhases], ClockOffset]:
+    """Each ok record's phases by (point, worker, id) (a span received after ``due_s`` is late: not joined)."""
+    pairs = []
+    for r in records:
+        span = spans.by_request.get(_key(r))
+        if r.ok and span is not None and span.received_s <= due_s:
+            pairs.append((r, span))
+    clock = clock_offset(pairs, origin_unix_s)
+    return {_key(r): request_phases(r, s, origin_unix_s, clock.offset_s) for r, s in pairs}, clock
+
+
+def http_phases(records: Iterable[RequestRecord]) -> dict[str, list[float]]:
+    """The client's HTTP phases of the records that got a response, seconds."""
+    out: dict[str, list[float]] = {name: [] for name in HTTP_PHASES}
+    for r in records:
+        if r.response_headers_s is None or r.sent_s is None:
+            continue
+        if r.pool_wait_s is not None:
+            out["pool_wait"].append(r.pool_wait_s)
+        if r.connect_s is not None:
+            out["connect"].append(r.connect_s)
+        if r.headers_sent_s is not None:
+            out["headers_to_sent"].append(r.sent_s - r.headers_sent_s)
+        out["ttfb"].append(r.response_headers_s - r.sent_s)
+        if r.chunk_times_s:
+            out["headers_to_first_chunk"].append(r.chunk_times_s[0] - r.response_headers_s)
+    return out
+
+
+def point_server_phases(
+    point: int,
+    population: Sequence[RequestRecord],
+    everyone: Sequence[RequestRecord],
+    spans: SpanIndex,
+    origin_unix_s: float,
+    start_s: float,
+    end_s: float,
+) -> ServerPhases:
+    """A point's server phases: joined over its window ``population``; spans counted over
+    ``everyone`` (all its records)."""
+    due = end_s + GRACE_S
+    keys = {_key(r): r for r in everyone}
+    mine = {k: s for k, s in spans.by_request.items() if k[0] == point}
+    late = sum(1 for s in mine.values() if s.received_s > due)
+    unknown = sum(1 for k in mine if k not in keys) + sum(1 for t in spans.foreign_received_s if start_s <= t <= due)
+    failed = sum(1 for k, s in mine.items() if k in keys and not keys[k].ok and s.received_s <= due)
+    attrs: dict[str, int] = {}
+    for s in mine.values():
+        for name in s.unknown:
+            attrs[name] = attrs.get(name, 0) + 1
+    phases, clock = joined_phases(population, spans, origin_unix_s, due)
+    ok = [r for r in population if r.ok]
+    values = {name: [v for p in phases.values() if (v := p.phase(name)) is not None] for name in PHASES}
+    return ServerPhases(
+        requests=len(ok),
+        joined=len(phases),
+        joined_share=len(phases) / len(ok) if ok else None,
+        spans=len(mine),
+        failed_with_span=failed,
+        late_spans=late,
+        unknown_spans=unknown,
+        unknown_attributes=attrs,
+        receiver=spans.receiver,
+        clock=clock,
+        phases={name: distribution(v) for name, v in values.items()},
+        slowest=_slowest(ok, phases),
+    )
+
+
+def _slowest(
+    ok: Sequence[RequestRecord], phases: dict[tuple[int, int | None, int], RequestPhases]
+) -> SlowestPhases | None:
+    joined = sorted((r for r in ok if _key(r) in phases and r.ttft_s is not None), key=lambda r: r.ttft_s or 0.0)
+    if not joined:
+        return None
+    n = max(1, len(joined) // 100)
+    tail = joined[-n:]
+    mean: dict[str, float | None] = {}
+    for name in PHASES:
+        vals = [v for r in tail if (v := phases[_key(r)].phase(name)) is not None]
+        mean[name] = sum(vals) / len(vals) if vals else None
+    return SlowestPhases(requests=n, ttft_from_s=tail[0].ttft_s, mean_s=mean)
