@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tokenbench.records import RequestRecord
+from tokenbench.spans.phases import SpanIndex, joined_phases
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +33,9 @@ SWEEP = (4,)
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     """One launch serves every test here: a 16-user point (read from the run directory afterwards),
-    then, while a second point runs, a kill -9 of tokenbench (the server and its engine core must
-    go with it) and a recompute of what the run left."""
+    with vLLM sending its spans to the run's OTLP receiver (--server-traces), then, while a second
+    point runs, a kill -9 of tokenbench (the server and its engine core must go with it) and a
+    recompute of what the run left."""
     import signal
     import time
 
@@ -84,6 +88,7 @@ def sweep(tmp_path_factory):
                 "--output-tokens",
                 "128",
                 "--ignore-eos",
+                "--server-traces",  # issue 24: vLLM's llm_request spans, joined to the records
                 "--out",
                 str(out),
                 "--no-live",
@@ -170,3 +175,20 @@ def test_kill_9_of_a_run_stops_vllm_and_its_engine_core(sweep):
     engine = [(pid, name) for pid, name, line in seen if "vllm" in line.lower() or "EngineCore" in name]
     assert len(engine) >= 2, seen  # server + engine core
     assert r["points"][0]["load"]["users"] == 16 and r["points"][0]["requests"]["ok"] > 0
+
+
+def test_vllm_spans_join_every_request_and_the_client_ttft_is_never_below_the_servers(sweep):
+    """issue 24 live: vLLM launched with --server-traces sends each request's llm_request span (its
+    traceparent honoured) to tokenbench's receiver; recompute joins every ok request of the point."""
+    out, r, _ = sweep[4]
+    server = r["points"][0]["server_phases"]
+    assert server["requests"] >= 4 and server["joined_share"] >= 0.99, server
+    assert server["unknown_spans"] == 0
+    assert server["clock"]["offset_s"] == 0.0, server["clock"]  # same host: the join allows 0
+    records = [RequestRecord.from_json(json.loads(line)) for line in (out / "records.jsonl").read_text().splitlines()]
+    clock = r["clock"]
+    spans = SpanIndex.read(out / "server_spans.jsonl", clock["origin_unix_s"])
+    assert spans is not None
+    phases, _ = joined_phases(records, spans, clock["origin_unix_s"], float("inf"))
+    assert phases and all(p.client_minus_server_ttft_s >= 0 for p in phases.values())
+    assert all(p.queue_s is not None and p.prefill_s is not None and p.decode_s is not None for p in phases.values())

@@ -154,3 +154,13 @@ def test_the_flags_reach_their_fields_and_a_taken_port_is_one_line(tmp_path):
         assert second.stop().spans == 0  # stopped by the failed start: a second stop only answers
     finally:
         first.stop()
+
+
+def test_a_spans_file_torn_by_a_kill_still_reads_what_was_flushed(tmp_path):
+    keys = JoinKeys(run_key(ORIGIN))
+    whole = [_span(keys, i, 1.001 + i, 0.1, 10.0) for i in range(2)]
+    path = tmp_path / "server_spans.jsonl"
+    torn = json.dumps(_span(keys, 2, 3.001, 0.1, 10.0))[:40]  # the receiver's thread died mid-write
+    path.write_text("".join(json.dumps(line) + "\n" for line in whole) + torn)
+    spans = SpanIndex.read(path, ORIGIN)
+    assert spans is not None and len(spans.by_request) == 2

@@ -13,7 +13,7 @@ never 0. The server's times are its wall clock; ``clock_offset`` places them on 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,7 +118,7 @@ class SpanIndex:
         """None when the run has no such file (no --server-traces)."""
         if not path.exists():
             return None
-        return cls.of((json.loads(line) for line in path.read_text().splitlines() if line.strip()), origin_unix_s)
+        return cls.of(_lines(path), origin_unix_s)
 
     @classmethod
     def of(cls, lines: Iterable[dict[str, Any]], origin_unix_s: float) -> SpanIndex:
@@ -142,6 +142,17 @@ class SpanIndex:
                     continue
             index.by_request[key] = span
         return index
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    """server_spans.jsonl's lines; one a kill -9 tore mid-write (the receiver is a thread of the
+    run) is left out: what was flushed before it still recomputes."""
+    for line in path.read_text().splitlines():
+        if line.strip():
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
 
 
 @dataclass(frozen=True, slots=True)
