@@ -27,6 +27,8 @@ SETTINGS_ADDED_SINCE_FIXTURES = {
     "tenant_header": "X-Tenant",
     "dataset.image_size": "512x512",
     "dataset.image_format": "png",
+    "server_traces": False,  # issue 24
+    "server_traces_port": 0,
 }
 
 
