@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import stdtr  # type: ignore[import-untyped]  # scipy-stubs is not a dependency
+
+from ..report.compare import welch_test
 
 BOOTSTRAP_REPS = 1000
 _BATCH_VALUES = 2_000_000  # values resampled at once (16 MB)
@@ -28,14 +29,11 @@ def welch_p(a: np.ndarray, b: np.ndarray) -> float | None:
     """Two-sided p of Welch's t-test; None below 2 values a side or without variance on both."""
     if a.size < 2 or b.size < 2:
         return None
-    va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
-    diff = float(b.mean() - a.mean())
-    if va + vb == 0:
-        return 1.0 if diff == 0 else None
-    t = diff / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
-    p = float(2 * stdtr(df, -abs(t)))
-    return None if math.isnan(p) else min(p, 1.0)
+    var_a, var_b = float(a.var(ddof=1)), float(b.var(ddof=1))
+    mean_a, mean_b = float(a.mean()), float(b.mean())
+    if var_a + var_b == 0:
+        return 1.0 if mean_a == mean_b else None
+    return welch_test(mean_a, var_a, a.size, mean_b, var_b, b.size)
 
 
 def bootstrap_se(values: np.ndarray, q: float, rng: np.random.Generator, reps: int = BOOTSTRAP_REPS) -> float:

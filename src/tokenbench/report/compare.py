@@ -72,12 +72,20 @@ def welch_p(a: TrialStat, b: TrialStat) -> float | None:
         # Both sides without variance: the test has no error term to scale the difference by
         # (scipy gives t = inf, p = 0: "certain" from two constants). Untestable, not certain.
         return None
-    # Welch's t with the Welch-Satterthwaite degrees of freedom, as scipy.stats.ttest_ind(...,
-    # equal_var=False) computes it (tests/report/test_compare.py checks the two agree), with the t
-    # distribution from scipy.special: importing scipy.stats cost every report 1.5-3 s.
-    var_a, var_b = _variance(a.values) / len(a.values), _variance(b.values) / len(b.values)
-    t = (_mean(a.values) - _mean(b.values)) / math.sqrt(var_a + var_b)
-    df = (var_a + var_b) ** 2 / (var_a**2 / (len(a.values) - 1) + var_b**2 / (len(b.values) - 1))
+    return welch_test(
+        _mean(a.values), _variance(a.values), len(a.values), _mean(b.values), _variance(b.values), len(b.values)
+    )
+
+
+def welch_test(mean_a: float, var_a: float, n_a: int, mean_b: float, var_b: float, n_b: int) -> float | None:
+    """Two-sided p-value of Welch's t-test from each side's mean, sample variance (n - 1) and
+    count (n >= 2 each, not both variances 0): Welch's t with the Welch-Satterthwaite degrees of
+    freedom, as scipy.stats.ttest_ind(..., equal_var=False) computes it (tests/report/test_compare.py
+    checks the two agree), with the t distribution from scipy.special: importing scipy.stats cost
+    every report 1.5-3 s. None when the p-value is not a number."""
+    se2_a, se2_b = var_a / n_a, var_b / n_b
+    t = (mean_a - mean_b) / math.sqrt(se2_a + se2_b)
+    df = (se2_a + se2_b) ** 2 / (se2_a**2 / (n_a - 1) + se2_b**2 / (n_b - 1))
     p = float(2 * stdtr(df, -abs(t)))
     return None if math.isnan(p) else min(p, 1.0)
 
