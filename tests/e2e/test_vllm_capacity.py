@@ -22,6 +22,13 @@ KV_CACHE_BYTES = 4 * 23_592_960  # 4,096 tokens of SmolLM2-135M: 32 blocks of 12
 # max-num-seqs 2 measured TTFT p90 109-165 ms here, a third user (who waits a whole reply) 800-990
 # ms. At 150 ms one slow moment failed the 2-user probe (a fresh-clone make test, 165 ms).
 SLO = "ttft:p90<=300ms,errors<=1%"
+# At max-num-seqs 2 both users run in step (same prompt, same reply length), so one stall of the
+# machine during their prefill makes two slow TTFTs: in a 4 s window (14 requests) that is p90, and
+# CI once measured the 2-user probe at p90 0.726 s where this machine measures 0.09-0.10 s. A 6 s
+# window (about 20 requests) takes three slow ones to move p90; the third user's wait (a third of
+# the requests) still fails it. At 16 the answer only has to exceed the first: 4 s is enough.
+DURATION_S = {2: "6", 16: "4"}
+LOAD = ["--drain-timeout", "10", "--input-tokens", "16", "--output-tokens", "16"]
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +48,7 @@ def capacities(tmp_path_factory):
         engine += [f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}", "--engine-env", "HF_HUB_OFFLINE=1"]
         engine += ["--ready-timeout", "300", "--api", "completions"]
         search = ["--slo", SLO, "--variable", "users", "--saturate-users", "16", "--max-probes", "4"]
-        load = ["--duration", "4", "--drain-timeout", "10", "--input-tokens", "16", "--output-tokens", "16"]
-        load += ["--ignore-eos", "--out", str(out), "--no-live"]
+        load = ["--duration", DURATION_S[seqs], *LOAD, "--ignore-eos", "--out", str(out), "--no-live"]
         proc = subprocess.run(
             [sys.executable, "-m", "tokenbench", "capacity", *engine, *search, *load],
             capture_output=True,
@@ -50,8 +56,22 @@ def capacities(tmp_path_factory):
             timeout=600,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
-        answers[seqs] = (json.loads((out / "capacity.json").read_text()), proc.stderr.strip().splitlines()[-1])
+        line = proc.stderr.strip().splitlines()[-1]
+        answers[seqs] = (json.loads((out / "capacity.json").read_text()), f"{line}\n{_probes(out)}")
     return answers
+
+
+def _probes(out: Path) -> str:
+    """Each probe's TTFT distribution in its window, for a failure's message."""
+    points = json.loads((out / "results.json").read_text())["points"]
+    rows = []
+    for p in points:
+        t = p["ttft_s"]
+        rows.append(
+            f"{p['label']}: {p['requests_in_window']['ok']} ok, ttft p50 {t['p50']:.3f} p90 {t['p90']:.3f} "
+            f"max {t['max']:.3f} s, e2e p50 {p['e2e_s']['p50']:.3f} s"
+        )
+    return "\n".join(rows)
 
 
 def test_two_sequences_carry_two_users_under_the_ttft_objective(capacities):
