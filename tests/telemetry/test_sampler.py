@@ -26,6 +26,28 @@ async def test_a_failed_scrape_is_noted_and_sampling_goes_on(tmp_path):
     assert header["backend"] == "vllm" and header["gpu"]["available"] is False and header["gpu"]["reason"]
 
 
+async def test_a_points_end_is_bracketed_by_a_scrape_at_once_not_at_the_next_interval(tmp_path):
+    """The runner waits for a scrape after each point (its counters bracketed): the point's end
+    event wakes the sampler for one, where the 5 s grid would have made it wait up to 5 s. The
+    grid goes on where it was: no second extra scrape, and the next grid one 5 s after the first."""
+    dead = f"http://127.0.0.1:{free_port()}/metrics"
+    out = tmp_path / "samples.jsonl"
+    origin = time.perf_counter()
+    with Sampler(out, origin, dead, "vllm", 5.0) as sampler:
+        await sampler.wait_past(0.0, timeout_s=10)
+        first = SamplesFile(out).scrapes()[0]["t_s"]
+        end_s = time.perf_counter() - origin
+        sampler.event({"kind": "point_start", "index": 0})  # not a point's end: wakes nothing
+        sampler.event({"kind": "point", "index": 0, "end_s": end_s})
+        await sampler.wait_past(end_s, timeout_s=10)
+        waited = time.perf_counter() - origin - end_s
+        scrapes = SamplesFile(out).scrapes()
+        assert waited < 1.0 and len(scrapes) == 2, (waited, scrapes)
+        await sampler.wait_past(first + 5.0, timeout_s=10)
+    times = [s["t_s"] for s in SamplesFile(out).scrapes()]
+    assert len(times) == 3 and times[2] - first == pytest.approx(5.0, abs=0.5), times
+
+
 def _run(url, out, *extra):
     proc = subprocess.run(
         [sys.executable, "-m", "tokenbench", "run", "--url", url, *extra, "--out", str(out), "--no-live"],

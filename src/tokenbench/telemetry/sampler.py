@@ -85,9 +85,10 @@ def main(argv: list[str] | None = None) -> None:
     with open(args.out, "a", buffering=1) as out:
         write = _line_writer(out)
         write(json.dumps(_header(args, gpu)))
-        reader = threading.Thread(target=_copy_events, args=(write, stop), daemon=True)
+        wake = threading.Event()
+        reader = threading.Thread(target=_copy_events, args=(write, stop, wake), daemon=True)
         reader.start()
-        _scrape_until(stop, args, names, gpu, write)
+        _scrape_until(stop, wake, args, names, gpu, write)
         reader.join(timeout=1.0)
 
 
@@ -131,27 +132,44 @@ def _header(args: argparse.Namespace, gpu: GPUSampler) -> dict[str, Any]:
     }
 
 
-def _copy_events(write: Callable[[str], None], stop: threading.Event) -> None:
-    """The run's events, as they come; EOF: the run is over (or dead)."""
+def _copy_events(write: Callable[[str], None], stop: threading.Event, wake: threading.Event) -> None:
+    """The run's events, as they come; EOF: the run is over (or dead). A point's end (its
+    ``point`` event) wakes the scrapes for one at once: the runner waits for a scrape after the
+    point to bracket its counters, and the grid's next one was up to an interval away."""
     for line in sys.stdin:
         if line.strip():
             write(line)
+            if _is_point_end(line):
+                wake.set()
     stop.set()
+    wake.set()
+
+
+def _is_point_end(line: str) -> bool:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(event, dict) and event.get("kind") == "point"
 
 
 def _scrape_until(
     stop: threading.Event,
+    wake: threading.Event,
     args: argparse.Namespace,
     names: MetricNames | None,
     gpu: GPUSampler,
     write: Callable[[str], None],
 ) -> None:
-    """A scrape every interval, on a fixed grid (a slow scrape does not shift the next ones)."""
+    """A scrape every interval, on a fixed grid (a slow scrape does not shift the next ones), and
+    one more whenever ``wake`` is set (a point ended): the grid stays where it was."""
     next_t = time.perf_counter()
     while not stop.is_set():
         write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu, min(5.0, max(args.interval, 0.5)))))
-        next_t += args.interval
-        stop.wait(max(0.0, next_t - time.perf_counter()))
+        if time.perf_counter() >= next_t:  # this was the grid's scrape, not an extra one
+            next_t += args.interval
+        wake.wait(max(0.0, next_t - time.perf_counter()))
+        wake.clear()
 
 
 class JsonlTail:
