@@ -15,8 +15,8 @@ from ..catalogue import OUTPUT_TOKENS_PER_S, REQUESTS_PER_S, SERVER_PREEMPTIONS,
 from ..slug import slug
 from .capacity import attainment_chart
 from .chart_spec import MAX_TIMESERIES_CHARTS, OUTCOME_COLORS, PALETTE, Chart, Panel, Series
-from .data import PointRow, ReportData
-from .fmt import scaled
+from .data import PhaseRow, PointRow, ReportData
+from .fmt import num, scaled
 from .timeseries_chart import timeseries_chart
 from .verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict
 
@@ -303,9 +303,67 @@ def error_chart(data: ReportData) -> list[Chart]:
     ]
 
 
+# ---------------------------------------------------------------------------------------------
+# server spans (issue 24)
+
+# The stacked breakdown's segments, in the order a request meets them: the client's own delay
+# (scheduled -> sent), sent -> server arrival, the server's frontend, queue and prefill, its first
+# token -> the client's first chunk, then the server's decode.
+PHASE_SEGMENTS: tuple[tuple[str, str, str], ...] = (
+    ("client", "client (scheduled→sent)", "#7f7f7f"),
+    ("network", "sent→server", "#17becf"),
+    ("frontend", "frontend", "#9467bd"),
+    ("queue", "queue", "#d62728"),
+    ("prefill", "prefill", "#ff7f0e"),
+    ("delivery", "delivery", "#bcbd22"),
+    ("decode", "decode", "#1f77b4"),
+)
+PHASES_CHART_CAPTION = (
+    "One bar per load point with server spans (--server-traces): each segment is a phase's mean in ms over "
+    "the point's requests joined to their span (the client's segment: its queue delay, scheduled→sent, over "
+    "every successful request), in the order a request meets them. The lower panel gives each segment's share "
+    "of its bar, so a queue that grows with the load is seen at a glance. Delivery overlaps the server's "
+    "decode in time, so a bar's height is close to, not equal to, the mean E2E latency."
+)
+
+
+def phase_segment(row: PhaseRow, key: str) -> float | None:
+    """A segment's mean in seconds: the client's queue delay, else the phase's mean."""
+    return row.client_s if key == "client" else row.mean_s.get(key)
+
+
+def phases_chart(data: ReportData) -> list[Chart]:
+    """Where the time went, per load point: the server phases' means stacked (none without spans)."""
+    rows = list(data.phases)
+    if not rows:
+        return []
+    categories = [f"{r.config} · {r.label}" for r in rows]
+    totals = [sum(abs(v) for key, _, _ in PHASE_SEGMENTS if (v := phase_segment(r, key)) is not None) for r in rows]
+    ms, share = [], []
+    for key, title, color in PHASE_SEGMENTS:
+        values = [phase_segment(r, key) for r in rows]
+        hover = [f"{c} · {title}: {num(v, scale=1e3)} ms" for c, v in zip(categories, values)]
+        ms.append(Series(title, categories, [scaled(v, 1e3) for v in values], kind="bar", color=color, hover=hover))
+        shares: list[float | None] = [
+            100.0 * v / t if v is not None and t > 0 else None for v, t in zip(values, totals)
+        ]
+        share.append(Series(title, categories, shares, kind="bar", color=color, hover=hover, show_legend=False))
+    return [
+        Chart(
+            "server-phases",
+            "Where the time went, per load point (server spans)",
+            "configuration · load",
+            [Panel("mean per request (ms)", ms, stacked=True), Panel("% of the bar", share, stacked=True)],
+            x_categorical=True,
+            caption=PHASES_CHART_CAPTION,
+            section="phases",
+        )
+    ]
+
+
 def build_charts(data: ReportData, verdict: Verdict) -> list[Chart]:
     charts = attainment_chart(data.capacities) + users_charts(data) + rate_chart(data, verdict) + knob_charts(data)
-    charts += pareto_chart(data, verdict) + error_chart(data)
+    charts += pareto_chart(data, verdict) + error_chart(data) + phases_chart(data)
     for i, s in enumerate(data.series[:MAX_TIMESERIES_CHARTS]):
         chart = timeseries_chart(s, i)
         if chart is not None:

@@ -177,6 +177,23 @@ class PhaseRow:
     slowest_s: dict[str, float | None]
     slowest_requests: int
     clock_offset_s: float
+    # the stacked breakdown's segments: each phase's mean over the joined requests, and the
+    # client's own share (its queue delay: scheduled -> sent, the point's queue_s mean)
+    mean_s: dict[str, float | None] = field(default_factory=dict)
+    client_s: float | None = None
+
+
+@dataclass(frozen=True)
+class SlowRow:
+    """One of a run's slowest requests by client TTFT (records.jsonl joined to server_spans.jsonl,
+    issue 24), with its phases; a phase is None where no span joined or the span lacks it."""
+
+    config: str
+    label: str  # its point's
+    worker: int | None
+    id: int
+    ttft_s: float
+    phases_s: dict[str, float | None]
 
 
 @dataclass(frozen=True)
@@ -221,6 +238,7 @@ class ReportData:
     images: tuple[ImageRow, ...] = ()  # issue 23 images: the points that sent images
     groups: tuple[GroupRow, ...] = ()  # points' requests by adapter, class and tenant (issue 23 routing)
     phases: tuple[PhaseRow, ...] = ()  # issue 24: points with server spans
+    slowest: tuple[SlowRow, ...] = ()  # issue 24: each run's slowest requests with their phases
 
 
 @dataclass
@@ -238,6 +256,7 @@ class Part:
     images: list[ImageRow] = field(default_factory=list)  # issue 23 images
     groups: list[GroupRow] = field(default_factory=list)  # issue 23 routing
     phases: list[PhaseRow] = field(default_factory=list)  # issue 24 server spans
+    slowest: list[SlowRow] = field(default_factory=list)  # issue 24: the slowest requests
 
     def configs(self) -> list[str]:
         seen: list[str] = []

@@ -24,6 +24,7 @@ from .data import (
     RunHeader,
     RunSeries,
     Slo,
+    SlowRow,
     TurnRow,
 )
 from .experiment_dir import read_experiment_dir
@@ -49,6 +50,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     images: list[ImageRow] = []  # issue 23 images
     groups: list[GroupRow] = []
     phases: list[PhaseRow] = []  # issue 24
+    slowest: list[SlowRow] = []
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]
         experiments += [_relabel_experiment(h, relabel) for h in part.experiments]
@@ -60,6 +62,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         images += [replace(i, config=relabel.get(i.config, i.config)) for i in part.images]
         groups += [replace(g, config=relabel.get(g.config, g.config)) for g in part.groups]
         phases += [replace(p, config=relabel.get(p.config, p.config)) for p in part.phases]
+        slowest += [replace(s, config=relabel.get(s.config, s.config)) for s in part.slowest]
     return ReportData(
         tuple(runs),
         tuple(experiments),
@@ -71,6 +74,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         tuple(images),
         tuple(groups),
         tuple(phases),
+        tuple(slowest),
     )
 
 

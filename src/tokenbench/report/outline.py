@@ -18,6 +18,7 @@ from .chart_spec import MAX_TIMESERIES_CHARTS, Chart
 from .data import ReportData
 from .layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
 from .pooling import POOLING_CAPTION, pooling_table
+from .run_dir import SLOWEST_REQUESTS
 from .stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
 from .structured import STRUCTURED_CAPTION, structured_table
 from .tables import (
@@ -33,6 +34,7 @@ from .tables import (
     saturation_table,
     servers_table,
     slo_table,
+    slowest_table,
     stability_table,
     turns_table,
     verdict_lines,
@@ -126,6 +128,12 @@ PHASES_CAPTION = (
     "phase the median, then the mean over the slowest 1% of requests by TTFT. A request without a span counts in "
     "none (joined %). The clock offset places the server's wall clock on the run's, bounded by the join."
 )
+SLOWEST_CAPTION = (
+    f"Each run's {SLOWEST_REQUESTS} slowest successful requests by the client's TTFT (sent to first chunk), "
+    "over every point with server spans (warm-up and drain included), slowest first, with their phases "
+    "(records.jsonl joined to server_spans.jsonl as the results join them). request: its worker and id "
+    "in records.jsonl. – where no span joined (a span that never came or came late): never guessed."
+)
 IMAGES_CAPTION = (
     "Points whose requests carried images (chat image_url parts). images/s: the request rate times the "
     "mean images of a successful request; prompt tokens are the server's usage, the images' tokens "
@@ -167,8 +175,18 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
         sections.append(Section("images", "Images", (Block(table=images),), caption=IMAGES_CAPTION))
     phases = phases_table(data)  # issue 24: only when some point was joined to server spans
     if phases is not None:
+        blocks = [Block(table=phases)]
+        slowest = slowest_table(data)
+        if slowest is not None:
+            blocks.append(Block("Slowest requests", caption=SLOWEST_CAPTION, md_caption=SLOWEST_CAPTION, table=slowest))
         sections.append(
-            Section("phases", "Where the time went (server spans)", (Block(table=phases),), caption=PHASES_CAPTION)
+            Section(
+                "phases",
+                "Where the time went (server spans)",
+                tuple(blocks),
+                caption=PHASES_CAPTION,
+                charts=tuple(c for c in charts if c.section == "phases"),
+            )
         )
     groups = groups_table(data)  # issue 23 routing
     if groups is not None:

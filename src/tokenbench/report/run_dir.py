@@ -13,6 +13,9 @@ from pydantic import ValidationError
 from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
 from ..results.capacity import CAPACITY_FILE, CapacityResult
+from ..rundir import RecordSlice, point_ranges
+from ..spans.phases import GRACE_S, PHASES, SpanIndex, slowest_requests
+from ..spans.receiver import SPANS_FILE
 from .data import (
     CapacityEntry,
     GroupRow,
@@ -24,6 +27,7 @@ from .data import (
     RunHeader,
     RunSeries,
     Slo,
+    SlowRow,
     TurnRow,
 )
 from .files import ReportInputError, read_json, read_typed
@@ -146,6 +150,7 @@ def read_run(path: Path) -> Part:
     part.capacities = read_capacity(path, config)
     part.images = image_rows(results, config)  # issue 23 images
     part.phases = phase_rows(results, config)  # issue 24 server spans
+    part.slowest = slow_rows(path, results, config)
     return part
 
 
@@ -160,8 +165,50 @@ def phase_rows(results: RunResults, config: str) -> list[PhaseRow]:
         slowest = {name: _float(v) for name, v in s.slowest.mean_s.items()} if s.slowest is not None else {}
         n = s.slowest.requests if s.slowest is not None else 0
         share = _float(s.joined_share)
-        rows.append(PhaseRow(config, p.label, s.requests, share, p50, slowest, n, float(s.clock.offset_s)))
+        mean = {name: _float(d.mean) for name, d in s.phases.items()}
+        client = _float(p.queue_s.mean)
+        rows.append(
+            PhaseRow(config, p.label, s.requests, share, p50, slowest, n, float(s.clock.offset_s), mean, client)
+        )
     return rows
+
+
+SLOWEST_REQUESTS = 10  # the report's table of a run's slowest requests by TTFT
+
+
+def slow_rows(path: Path, results: RunResults, config: str, n: int = SLOWEST_REQUESTS) -> list[SlowRow]:
+    """The run's ``n`` slowest requests by client TTFT with their server phases: records.jsonl
+    joined to server_spans.jsonl by the results' own join (spans.phases), each point's spans due
+    at its end + the grace, as derive.py has them. None without server spans (no --server-traces).
+    Read point by point; only the ``n`` are kept."""
+    spans_file = path / SPANS_FILE
+    records_file = path / "records.jsonl"
+    if results.clock is None or not spans_file.is_file() or not records_file.is_file():
+        return []
+    if all(p.server_phases is None for p in results.points):
+        return []
+    origin = float(results.clock.origin_unix_s)
+    spans = SpanIndex.read(spans_file, origin)
+    if spans is None:
+        return []
+    ranges = point_ranges(records_file)
+    labels = {p.index: p.label for p in results.points}
+    points = [
+        (RecordSlice(records_file, ranges.get(p.index, [])), float(p.span.end_s) + GRACE_S)
+        for p in results.points
+        if p.server_phases is not None
+    ]
+    return [
+        SlowRow(
+            config,
+            labels.get(s.record.point, str(s.record.point)),
+            s.record.worker,
+            s.record.id,
+            float(s.record.ttft_s or 0.0),
+            {name: s.phases.phase(name) if s.phases is not None else None for name in PHASES},
+        )
+        for s in slowest_requests(points, spans, origin, n)
+    ]
 
 
 def read_capacity(path: Path, config: str) -> list[CapacityEntry]:

@@ -227,6 +227,22 @@ def phases_table(data: ReportData) -> Table | None:
     return Table(headers, rows, numeric=tuple(range(2, len(headers))))
 
 
+def slowest_table(data: ReportData) -> Table | None:
+    """The slowest requests by client TTFT (issue 24), each with its phases in ms (– where no
+    span joined); None without server spans."""
+    if not data.slowest:
+        return None
+    columns = (*[c for c in PHASE_COLUMNS if c[0] != "client_minus_server_ttft"], ("server_ttft", "server TTFT"))
+    rows = []
+    for r in data.slowest:
+        worker = "" if r.worker is None else f"w{r.worker}·"
+        cells = [r.config, r.label, f"{worker}{r.id}", fmt.num(r.ttft_s, scale=1e3)]
+        cells += [fmt.num(r.phases_s.get(name), scale=1e3) for name, _ in columns]
+        rows.append(cells)
+    headers = ["configuration", "load", "request", "TTFT (ms)", *[f"{title} (ms)" for _, title in columns]]
+    return Table(headers, rows, numeric=tuple(range(3, len(headers))))
+
+
 def groups_table(data: ReportData) -> Table | None:
     """Points by LoRA adapter, class and tenant (issue 23 routing): per group its share, TTFT,
     TPOT, E2E, output throughput and SLO attainment, Jain's index on the tenants' rows; None

@@ -12,6 +12,7 @@ never 0. The server's times are its wall clock; ``clock_offset`` places them on 
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -321,3 +322,32 @@ def _slowest(
         vals = [v for r in tail if (v := phases[_key(r)].phase(name)) is not None]
         mean[name] = sum(vals) / len(vals) if vals else None
     return SlowestPhases(requests=n, ttft_from_s=tail[0].ttft_s, mean_s=mean)
+
+
+@dataclass(frozen=True, slots=True)
+class SlowRequest:
+    """One of a run's slowest requests by client TTFT, with its phases (None: no span joined)."""
+
+    record: RequestRecord
+    phases: RequestPhases | None
+
+
+def slowest_requests(
+    points: Iterable[tuple[Iterable[RequestRecord], float]], spans: SpanIndex, origin_unix_s: float, n: int
+) -> list[SlowRequest]:
+    """The ``n`` ok requests with the largest client TTFT over ``points`` (each point's records
+    and when its spans were due: its end + GRACE_S), slowest first, each joined as the results
+    join it (``joined_phases``, per point: its own clock offset). Only the ``n`` are kept."""
+    heap: list[tuple[float, int, SlowRequest]] = []
+    seq = 0
+    for records, due_s in points:
+        ok = [r for r in records if r.ok and r.ttft_s is not None]
+        phases, _ = joined_phases(ok, spans, origin_unix_s, due_s)
+        for r in ok:
+            seq += 1
+            item = (r.ttft_s or 0.0, seq, SlowRequest(r, phases.get(_key(r))))
+            if len(heap) < n:
+                heapq.heappush(heap, item)
+            elif item[0] > heap[0][0]:
+                heapq.heapreplace(heap, item)
+    return [s for _, _, s in sorted(heap, key=lambda item: (-item[0], item[1]))]
