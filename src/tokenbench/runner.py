@@ -135,8 +135,9 @@ def run(
     try:
         launch = _launch(config) if server is None else None  # a server the caller holds is never launched here
         if receiver is not None:
-            attached = server is not None or config.target.url is not None
-            launch = traced_launch(launch, receiver.start(), attached, console.print)
+            endpoint = receiver.start()
+            if server is None:  # a server the caller holds was pointed at the port by the caller (experiments)
+                launch = traced_launch(launch, endpoint, config.target.url is not None, console.print)
         held = (
             contextlib.nullcontext(server)
             if server is not None

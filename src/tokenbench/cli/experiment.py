@@ -32,6 +32,14 @@ def experiment_run(
     out: Annotated[
         Path | None, typer.Option(help="Experiment directory (default runs/<name>); re-running resumes it.")
     ] = None,
+    server_traces: Annotated[
+        bool,
+        typer.Option(
+            "--server-traces",
+            help="Every cell receives the server's OpenTelemetry spans, as tokenbench run --server-traces (a "
+            "launched vLLM is pointed at the receiver; the file's server_traces: true says the same).",
+        ),
+    ] = False,
 ) -> None:
     """Run an experiment: each server configuration launched once, one run directory per cell,
     trials aggregated; finished cells are skipped when resumed."""
@@ -49,6 +57,8 @@ def experiment_run(
         spec = load_preset(preset, _scale(scale))
     else:
         fail("give an experiment FILE or --preset NAME (one of them)", 2)
+    if server_traces and not spec.server_traces:
+        spec = spec.model_copy(update={"server_traces": True})
     result = run_experiment(spec, out or Path("runs") / spec.name, err)
     err.print(f"experiment: {result.dir}/experiment.json   report: tokenbench report {result.dir}")
     if result.interrupted:

@@ -25,12 +25,15 @@ from ..backends.server import ServerUnderTest, engine_profile, server_under_test
 from ..capacity import search
 from ..clients.stream import TargetUnreachable
 from ..config import BackendConfig, RunConfig
+from ..procs import free_port
 from ..redact import mask
 from ..results import CellRow, Experiment, ServerRow, Tool, TrialsRow
 from ..results.experiment import CellStatus
 from ..rundir import OutDirError, check_out_dir, write_json
 from ..runner import pooling_launch, resettable
 from ..runner import run as run_cell
+from ..spans.launch import traced_launch
+from ..spans.receiver import TRACES_PATH
 from .aggregate import aggregate, capacity_rows
 from .auto_trials import verdicts
 from .prerequisites import check_prerequisites
@@ -133,7 +136,7 @@ def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: Exper
     server_row = _server_row(state, plan)
     logs = out_dir / "servers"
     logs.mkdir(exist_ok=True)
-    backend = _backend(plan, cells)
+    backend, cells = _traced(_backend(plan, cells), plan, cells, console)
     for group in _lifetimes(plan, cells):
         try:
             with server_under_test(
@@ -168,6 +171,25 @@ def _backend(plan: ServerPlan, cells: list[Cell]) -> BackendConfig | None:
     if plan.entry.backend or plan.entry.metrics_url:
         return BackendConfig(name=plan.entry.backend, metrics_url=plan.entry.metrics_url)
     return None
+
+
+def _traced(
+    backend: BackendConfig | None, plan: ServerPlan, cells: list[Cell], console: Console
+) -> tuple[BackendConfig | None, list[Cell]]:
+    """issue 24 --server-traces: one receiver port for the server configuration (its cells' runs
+    each listen there in turn), and the launched engine pointed at it as ``tokenbench run`` points
+    its own (spans.launch.traced_launch); an attached server: the console says where."""
+    if not cells or not cells[0].config.server_traces:
+        return backend, cells
+    port = cells[0].config.server_traces_port or free_port()
+    endpoint = f"http://127.0.0.1:{port}{TRACES_PATH}"
+
+    def say(line: str) -> None:
+        console.print(f"[bold]{plan.label}[/]: {line}")
+
+    backend = traced_launch(backend, endpoint, plan.backend is None, say)
+    at_port = [replace(c, config=c.config.model_copy(update={"server_traces_port": port})) for c in cells]
+    return backend, at_port
 
 
 def _lifetimes(plan: ServerPlan, cells: list[Cell]) -> list[list[Cell]]:
@@ -263,8 +285,12 @@ def _load_state(out_dir: Path, spec: ExperimentSpec) -> Experiment:
             check_out_dir(out_dir)  # new, writable, with room: before any server starts
         except OutDirError as exc:
             raise ExperimentError(str(exc)) from None
-    # as experiment.json holds it (no search key for a load experiment: files written before it resume)
-    dumped = spec.model_dump(mode="json", exclude={"search"} if spec.search is None else None)
+    # as experiment.json holds it (no search key for a load experiment, no server_traces keys
+    # without them: files written before they existed resume)
+    unset = ({"search"} if spec.search is None else set()) | (
+        {"server_traces", "server_traces_port"} if not spec.server_traces else set()
+    )
+    dumped = spec.model_dump(mode="json", exclude=unset or None)
     spec_json = json.loads(json.dumps(mask(dumped)))
     if path.exists():
         try:

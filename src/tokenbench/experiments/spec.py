@@ -200,6 +200,10 @@ class ExperimentSpec(FrozenModel):
     response_format: OutputConstraint | None = None
     tools: str | tuple[dict[str, Any], ...] | None = None
     tool_choice: str | None = None
+    # issue 24: every cell receives the server's spans (``--server-traces``); a launched engine is
+    # pointed at one receiver port for its lifetime (0: a free one), an attached one by the user
+    server_traces: bool = False
+    server_traces_port: int = Field(default=0, ge=0, le=65535)
 
     @model_validator(mode="before")
     @classmethod
@@ -440,6 +444,8 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
         lora_mix=variant.lora_mix or spec.lora_mix,
         mix=variant.mix or spec.mix,
         tenant_header=spec.tenant_header,
+        server_traces=spec.server_traces,
+        server_traces_port=spec.server_traces_port,
     )
 
 
