@@ -266,6 +266,8 @@ class MockServer:
         self._first_received: float | None = None  # issue 25: the scripted warm-up starts here
         self._jitter = random.Random(settings.jitter_seed)
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
+        if self._exporter is not None:
+            self.app.on_cleanup.append(self._exporter.close)
         self.app.add_routes(
             [
                 web.post("/reset_prefix_cache", self._reset_prefix_cache),

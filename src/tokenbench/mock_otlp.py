@@ -73,6 +73,12 @@ class MockExporter:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def close(self, _app: object = None) -> None:
+        """The exporter's session closed with the mock (an aiohttp on_cleanup hook)."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
     async def _post(self, span: dict[str, Any]) -> None:
         if self.s.otlp_delay_ms:
             await asyncio.sleep(self.s.otlp_delay_ms / 1e3)
