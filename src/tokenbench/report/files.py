@@ -1,6 +1,7 @@
 """The report's two input files, read through their types: a run's results.json (``RunResults``)
-and an experiment's experiment.json (``Experiment``). Only these are read, never records.jsonl or
-samples.jsonl: the report shows what the run wrote.
+and an experiment's experiment.json (``Experiment``). Only these are read, never samples.jsonl:
+the report shows what the run wrote. One exception: a run with server spans has its slowest
+requests read from records.jsonl and server_spans.jsonl (run_dir.slow_rows, by spans.phases' join).
 
 A file that is missing, is not JSON, or does not validate raises ``ReportInputError`` naming it;
 one written in an older layout says to run ``tokenbench recompute`` on its directory.

@@ -1,6 +1,7 @@
 """A run directory (its results.json) -> what the report shows of it: a header, one row per load
 (its points at that load are its trials: --trials N, or a load listed twice; one point: no CI),
-and its time series. The helpers here (spans, dataset text, SLO, load value)
+its time series, and with server spans its slowest requests (records.jsonl joined to
+server_spans.jsonl by spans.phases, the results' own join). The helpers here (spans, dataset text, SLO, load value)
 serve the experiment reader too, whose cells are run directories."""
 
 from __future__ import annotations
