@@ -9,6 +9,9 @@ import sys
 
 import yaml
 
+from tokenbench.report.charts import phases_chart
+from tokenbench.report.load import load_inputs
+
 # the mock as `vllm serve`: it exports its spans where --otlp-traces-endpoint says (vLLM's own flag)
 WRAPPER = """
 import sys
@@ -63,6 +66,13 @@ def test_an_experiments_launched_engine_sends_every_cells_spans(tmp_path):
         run_dir = out / cell["run_dir"]
         assert (run_dir / "server_spans.jsonl").is_file()
         _joined_everywhere(json.loads((run_dir / "results.json").read_text()))
+    # the report shows the cells' phases: a bar per point and trial, the configuration's slowest requests
+    data = load_inputs([out])
+    assert sorted(p.label for p in data.phases) == ["2 users · trial 1", "2 users · trial 2"]
+    ttfts = [r.ttft_s for r in data.slowest]
+    assert len(ttfts) == 8 and ttfts == sorted(ttfts, reverse=True)  # 2 cells x 4 requests, slowest first
+    assert all(r.phases_s["prefill"] is not None for r in data.slowest)
+    assert [c.chart_id for c in phases_chart(data)] == ["server-phases"]
 
 
 def test_a_capacity_search_launching_its_engine_gets_server_phases_on_every_probe(tmp_path):

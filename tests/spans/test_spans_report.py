@@ -123,3 +123,16 @@ def test_neither_without_server_spans(module_mock_server, tmp_path):
     assert "phases" not in [s.key for s in outline.sections]
     files = write_report([result.run_dir], tmp_path / "report")
     assert "server-phases" not in files.html.read_text() and "Slowest requests" not in files.markdown.read_text()
+
+
+def test_a_slow_request_without_its_span_is_listed_with_null_phases(module_mock_server, tmp_path):
+    port = free_port()
+    url = module_mock_server(ttft_ms=5, itl_ms=1, otlp_skip_every=2, otlp_endpoint=f"http://127.0.0.1:{port}/v1/traces")
+    result = _run(url, tmp_path / "run", traced_port=port, loads=[UsersLoad(users=2)], requests=6)
+    rows = load_inputs([result.run_dir]).slowest
+    assert len(rows) == 6  # every ok request of the run, fewer than the table's N
+    missing = [r for r in rows if all(v is None for v in r.phases_s.values())]
+    assert len(missing) == 3  # every second span never sent: its phases null, never 0
+    assert all(r.phases_s["queue"] is not None for r in rows if r not in missing)
+    joined = result.results["points"][0]["server_phases"]["joined"]
+    assert joined == len(rows) - len(missing)

@@ -10,16 +10,19 @@ from typing import Any
 
 from ..catalogue import SLO_DISTRIBUTIONS, shown_in
 from ..results import NO_TRIALS, Experiment, RunResults
-from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo
+from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo, SlowRow
 from .files import ReportInputError, StaleLayoutError, read_typed
 from .run_dir import (
+    SLOWEST_REQUESTS,
     dataset_text,
     facts_text,
     image_rows,
     load_value,
+    phase_rows,
     point_spans,
     read_capacity,
     slo_of,
+    slow_rows,
     turn_rows,
 )
 
@@ -49,9 +52,24 @@ def read_experiment_dir(path: Path) -> Part:
             part.turns += [replace(t, label=f"{t.label} · trial {cell.trial}") for t in rows_of_cell]
             image_rows_of_cell = image_rows(cell_results[cell_id], config)  # issue 23 images
             part.images += [replace(i, label=f"{i.label} · trial {cell.trial}") for i in image_rows_of_cell]
+            # issue 24 server spans: each cell's points, and its slowest requests (kept below per configuration)
+            part.phases += [
+                replace(p, label=f"{p.label} · trial {cell.trial}") for p in phase_rows(cell_results[cell_id], config)
+            ]
+            slow = slow_rows(path / cell.run_dir, cell_results[cell_id], config)
+            part.slowest += [replace(r, label=f"{r.label} · trial {cell.trial}") for r in slow]
         if cell.status == "ok":  # a search cell: its capacity.json (an unfinished search is not ranked)
             part.capacities += read_capacity(path / cell.run_dir, _config(cell.server, cell.variant, many_variants))
+    part.slowest = _slowest_per_config(part.slowest)
     return part
+
+
+def _slowest_per_config(rows: list[SlowRow]) -> list[SlowRow]:
+    """Each configuration's SLOWEST_REQUESTS slowest over all its cells, slowest first."""
+    by_config: dict[str, list[SlowRow]] = {}
+    for r in rows:
+        by_config.setdefault(r.config, []).append(r)
+    return [r for group in by_config.values() for r in sorted(group, key=lambda r: -r.ttft_s)[:SLOWEST_REQUESTS]]
 
 
 def _config(label: str, variant: str | None, many_variants: bool) -> str:

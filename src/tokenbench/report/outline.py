@@ -129,7 +129,8 @@ PHASES_CAPTION = (
     "none (joined %). The clock offset places the server's wall clock on the run's, bounded by the join."
 )
 SLOWEST_CAPTION = (
-    f"Each run's {SLOWEST_REQUESTS} slowest successful requests by the client's TTFT (sent to first chunk), "
+    f"Each run's (an experiment's: each configuration's, over its cells) {SLOWEST_REQUESTS} slowest successful "
+    "requests by the client's TTFT (sent to first chunk), "
     "over every point with server spans (warm-up and drain included), slowest first, with their phases "
     "(records.jsonl joined to server_spans.jsonl as the results join them). request: its worker and id "
     "in records.jsonl. – where no span joined (a span that never came or came late): never guessed."
