@@ -647,6 +647,23 @@ class StopConfig(_Model):
 
     _durations = field_validator("duration_s", "warmup_s", "drain_timeout_s", "max_duration_s", mode="before")(_seconds)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_words(cls, data: Any) -> Any:
+        """An experiment file's ``duration_s: auto`` and ``warmup_s: auto`` read as the flags'
+        ``--duration auto`` and ``--warmup auto`` do (cli/run_flags.py): the duration becomes the
+        ceiling (``max_duration_s``, else 300 s), the warm-up is found per point."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if _is_auto(data.get("duration_s")):
+            data["duration_s"] = data.get("max_duration_s") or DEFAULT_MAX_DURATION_S
+            data["duration_auto"] = True
+        if _is_auto(data.get("warmup_s")):
+            del data["warmup_s"]
+            data["warmup_auto"] = True
+        return data
+
     @property
     def auto_precision(self) -> float:
         return self.precision if self.precision is not None else DEFAULT_PRECISION
@@ -670,6 +687,10 @@ class StopConfig(_Model):
         if self.duration_s is None and self.max_requests is None and not self.schedule_ends:
             raise ValueError("set --duration and/or --max-requests so the load stops by itself")
         return self
+
+
+def _is_auto(value: object) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "auto"
 
 
 class DatasetConfig(_Model):

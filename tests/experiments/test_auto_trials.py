@@ -80,6 +80,18 @@ def test_spec_auto_and_its_settings() -> None:
         assert needle in str(info.value), str(info.value)
 
 
+def test_an_experiment_file_reads_duration_and_warmup_auto_as_the_flags_do() -> None:
+    """`stop: {duration_s: auto}` in a file is `--duration auto` (its ceiling --max-duration, else
+    300 s), `warmup_s: auto` is `--warmup auto`; a word that is not auto still names the fix."""
+    stop = parse_spec({**SPEC, "stop": {"duration_s": "auto", "warmup_s": "auto", "max_duration_s": 30}}).stop
+    assert stop.duration_auto and stop.warmup_auto and stop.duration_s == 30 and stop.warmup_s == 0
+    assert parse_spec({**SPEC, "stop": {"duration_s": "AUTO", "min_requests": 20}}).stop.duration_s == 300
+    assert not parse_spec(SPEC).stop.duration_auto
+    with pytest.raises(ExperimentError) as info:
+        parse_spec({**SPEC, "stop": {"duration_s": "soon"}})
+    assert "cannot read a duration from 'soon'" in str(info.value)
+
+
 def test_auto_trials_against_the_mock(mock_server, tmp_path: Path) -> None:
     """One configuration (nothing to be apart from), never within 0.0001%: trials are added past
     the minimum of 2 up to the ceiling of 3 (the separation and precision stops: above). Each
