@@ -38,6 +38,7 @@ WHAT_VARIES = {
 }
 MIN_INDEPENDENT = 0.02  # a column whose part apart from the others is under 2% of it: not constrained
 MAX_ROWS_PER_POINT = 1500  # the overlap sums are N x N a point
+MIN_IDLE = 20  # requests sent to an idle engine that the overhead is calibrated on (else: every free slot)
 METRICS = ("ttft_mean_s", "ttft_p90_s", "tpot_mean_s", "output_tokens_per_s")
 
 
@@ -86,7 +87,9 @@ def _in_flight_at_send(p: PointObs) -> FloatArray:
 
 
 def max_decoding(p: PointObs) -> int:
-    return int(_decoding_at(p.first, p).max()) if p.n else 0
+    """The most requests seen decoding at once: the 95th percentile over the first tokens' times
+    (one request's chunks read late by the client must not add a slot)."""
+    return int(round(float(np.percentile(_decoding_at(p.first, p), 95)))) if p.n else 0
 
 
 def _rows(p: PointObs, run: int, slots: float, rows: _Rows) -> None:
@@ -193,6 +196,17 @@ def _solve(rows: _Rows) -> _Solution:
             active.remove(j)
             notes[j] = "fitted below 0 (no cost seen): fixed at 0"
             beta, cov = _wls(x, y, w, active)
+    # a cost term within two standard errors of 0 is noise: fixed at 0, said so (never the intercepts)
+    while True:
+        t = {j: beta[j] / math.sqrt(cov[j, j]) for j in active if j in (1, 2, 3) and cov[j, j] > 0}
+        weak = [j for j, tj in t.items() if tj < 2]
+        if not weak:
+            break
+        j = min(weak, key=lambda k: t[k])
+        se = math.sqrt(cov[j, j])
+        notes[j] = f"not constrained: fitted {beta[j] * 1e3:.3g} ± {se * 1e3:.2g} ms, not distinguishable from 0"
+        active.remove(j)
+        beta, cov = _wls(x, y, w, active)
     return _Solution(beta, cov, active, notes, sd)
 
 
@@ -219,15 +233,27 @@ def _constrained_by(rows: _Rows, sol: _Solution, names: list[str]) -> dict[int, 
 
 def _slots(runs: list[RunObs]) -> Param:
     """max_num_seqs: the launch knob when the runs say it; else the most requests ever seen decoding
-    at once, when some point queued beyond it (else a lower bound: not constrained)."""
+    at once, when some point made requests wait with every slot busy: 5% or more of its requests
+    had a TTFT over 3x the unloaded one plus 10 steps, sent while that many others were in flight
+    (else a lower bound: not constrained)."""
     knob = next((r.knobs.get("max_num_seqs") for r in runs if r.knobs.get("max_num_seqs")), None)
     if knob is not None:
         return Param(value=float(knob), constrained=True, by=[r.name for r in runs], note="the launch knob")
-    seen = max((max_decoding(p) for r in runs for p in r.points), default=0)
+    points = [p for r in runs for p in r.points if p.n]
+    seen = max((max_decoding(p) for p in points), default=0)
+    ttfts = np.concatenate([p.first - p.sent for p in points])
+    many = [p for p in points if (p.chunks >= 2).any()]
+    step = (
+        min(float(np.median(((p.last - p.first) / np.maximum(p.chunks - 1, 1))[p.chunks >= 2])) for p in many)
+        if many
+        else 0.0
+    )
+    waited_over = 3 * float(np.percentile(ttfts, 10)) + 10 * step
     queued_runs = []
     for r in runs:
         for p in r.points:
-            waited = _in_flight_at_send(p) >= seen
+            full = _in_flight_at_send(p) >= seen  # as many others sent and not done as ever decoded
+            waited = ((p.first - p.sent) > waited_over) & full
             if p.n and waited.mean() >= 0.05:
                 queued_runs.append(r.name)
                 break
@@ -301,9 +327,10 @@ def replay(model: ServerModel, p: PointObs) -> tuple[FloatArray, FloatArray, Flo
 
 
 def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float) -> ServerModel:
-    """The overhead set so that the simulated TTFT of the requests that found a free slot matches
+    """The overhead set so that the simulated TTFT of the requests sent with nothing else in flight matches
     the measured on average (the regression's TTFT rows approximate the wait for the step in flight
-    by half a step; the simulation has the real one): twice, from the regression's value."""
+    by half a step; the simulation has the real one); without MIN_IDLE such requests, of those that
+    found a free slot. Twice, from the regression's value."""
     param = model.params[OVERHEAD]
     if not param.constrained or param.value is None:
         return model
@@ -312,17 +339,18 @@ def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float) ->
         trial = model.model_copy(
             update={"params": {**model.params, OVERHEAD: param.model_copy(update={"value": value})}}
         )
-        gaps = []
+        idle_gaps, free_gaps = [], []
         for r in runs:
             for p in r.points:
                 first, _, _ = replay(trial, p)
-                free = _in_flight_at_send(p) < slots
-                gaps.append((first - p.first)[free])
-        joined = np.concatenate(gaps) if gaps else np.zeros(0)
+                idle_gaps.append((first - p.first)[_in_flight_at_send(p) == 0])
+                free_gaps.append((first - p.first)[_in_flight_at_send(p) < slots])
+        idle = np.concatenate(idle_gaps) if idle_gaps else np.zeros(0)
+        joined = idle if len(idle) >= MIN_IDLE else np.concatenate(free_gaps) if free_gaps else np.zeros(0)
         if not len(joined):
             return model
         value = max(0.0, value - float(joined.mean()))
-    note = f"regression {param.value * 1e3:.3g} ms, then set so simulated TTFTs match (free slot)"
+    note = f"regression {param.value * 1e3:.3g} ms, then set so the simulated TTFT matches the measured"
     return model.model_copy(
         update={"params": {**model.params, OVERHEAD: param.model_copy(update={"value": value, "note": note})}}
     )
