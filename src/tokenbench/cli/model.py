@@ -70,13 +70,21 @@ def fit(
     out: Annotated[
         Path | None, typer.Option("--out", help=f"The model file (default: {MODEL_FILE} in the first directory).")
     ] = None,
+    knob: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A batch limit the runs' config.json does not say (a server attached by --url): max_num_seqs=8, "
+            "kv_capacity_tokens=N, max_batched_tokens=N.",
+        ),
+    ] = None,
 ) -> None:
     """Fit a model of one server configuration from its runs: the engine's step time by batch,
     its batch limits and the per-request overhead, each with its uncertainty and the runs that
     constrained it (or "not constrained")."""
     from ..model.fit import fit as fit_model
+    from ..model.params import parse_knobs
 
-    model = fit_model(runs)
+    model = fit_model(runs, parse_knobs(knob))
     path = out or runs[0] / MODEL_FILE
     model.save(path)
     _fit_report(model)
@@ -147,6 +155,10 @@ def validate(
         Path | None, typer.Option("--out", help="Where the prediction goes (default: RUN/predicted).")
     ] = None,
     save: Annotated[bool, typer.Option(help="Write the validation into the model file.")] = True,
+    knob: Annotated[
+        list[str] | None,
+        typer.Option(help="The run's batch limits where they differ from the model's: max_num_seqs=4, ..."),
+    ] = None,
 ) -> None:
     """Predict a run the model has not seen (its own loads, dataset and stop) and compare, point by
     point: TTFT mean and p90, TPOT mean, output tok/s. The worst error becomes the model's last
@@ -158,7 +170,7 @@ def validate(
     from ..model.validate import validate as validate_model
 
     server = ServerModel.load(model)
-    result = validate_model(server, str(model), run, out or run / "predicted")
+    result = validate_model(_load_model(model, knob), str(model), run, out or run / "predicted")
     table = Table(title=f"{run}: predicted vs measured", title_justify="left")
     table.add_column("point")
     for _, title in FIGURES:

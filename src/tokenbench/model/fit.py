@@ -122,9 +122,20 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows) -> None:
     in_flight = _in_flight_at_send(sub)
     decoding = _decoding_at(sub.sent, sub)
     kv_at = _kv_at(sub.sent, sub)
+    # the prompt tokens prefilled in a request's first step: its own and those of the requests whose
+    # first token came out with it (one step, to within a tenth of the shortest decode gap)
+    gaps = (last - first)[sub.chunks >= 2] / np.maximum(sub.chunks - 1, 1)[sub.chunks >= 2]
+    same = 0.1 * float(gaps.min()) if len(gaps) else 1e-3
+    together = np.abs(first[:, None] - first[None, :]) <= same
+    step_prompt = (together * sub.prompt[None, :]).sum(axis=1)
+    # and the prompts ahead of it: sent no later, still without a first token when it was sent, and
+    # prefilled in an earlier step (it waits for those steps)
+    sent = sub.sent
+    ahead = (sent[None, :] <= sent[:, None]) & (first[None, :] > sent[:, None]) & (first[None, :] < first[:, None])
+    step_prompt = step_prompt + ((ahead & ~together) * sub.prompt[None, :]).sum(axis=1)
     for i in np.flatnonzero(in_flight < slots):
         h = 0.5 if decoding[i] > 0 else 0.0
-        rows.x.append([1 + h, (1 + h) * decoding[i], float(sub.prompt[i]), (1 + h) * kv_at[i], 1.0])
+        rows.x.append([1 + h, (1 + h) * decoding[i], float(step_prompt[i]), (1 + h) * kv_at[i], 1.0])
         rows.y.append(float(first[i] - sub.sent[i]))
         rows.kind.append(1)
         rows.run.append(run)
@@ -270,6 +281,9 @@ def _slots(runs: list[RunObs]) -> Param:
 def _kv_capacity(runs: list[RunObs]) -> Param:
     """KV capacity in tokens from the server's KV-usage gauge against the tokens the records put
     in use at each scrape; without the gauge, not constrained (no KV limit is modelled)."""
+    knob = next((r.knobs.get("kv_capacity_tokens") for r in runs if r.knobs.get("kv_capacity_tokens")), None)
+    if knob is not None:
+        return Param(value=float(knob), constrained=True, note="given (--knob)")
     ratios, by = [], []
     for r in runs:
         for p in r.points:
@@ -289,7 +303,8 @@ def _kv_capacity(runs: list[RunObs]) -> Param:
 
 
 def _batched_tokens(runs: list[RunObs]) -> Param:
-    knob = next((r.knobs.get("max_num_batched_tokens") for r in runs if r.knobs.get("max_num_batched_tokens")), None)
+    names = ("max_num_batched_tokens", "max_batched_tokens")
+    knob = next((r.knobs[n] for r in runs for n in names if r.knobs.get(n)), None)
     if knob is not None:
         return Param(value=float(knob), constrained=True, note="the launch knob")
     return Param(value=None, constrained=False, note="not constrained: no chunked-prefill budget in the launch knobs")
@@ -330,12 +345,12 @@ def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float) ->
     """The overhead set so that the simulated TTFT of the requests sent with nothing else in flight matches
     the measured on average (the regression's TTFT rows approximate the wait for the step in flight
     by half a step; the simulation has the real one); without MIN_IDLE such requests, of those that
-    found a free slot. Twice, from the regression's value."""
+    found a free slot. From the regression's value, until it moves less than 0.1 ms."""
     param = model.params[OVERHEAD]
     if not param.constrained or param.value is None:
         return model
     value = param.value
-    for _ in range(2):
+    for _ in range(8):
         trial = model.model_copy(
             update={"params": {**model.params, OVERHEAD: param.model_copy(update={"value": value})}}
         )
@@ -349,7 +364,10 @@ def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float) ->
         joined = idle if len(idle) >= MIN_IDLE else np.concatenate(free_gaps) if free_gaps else np.zeros(0)
         if not len(joined):
             return model
-        value = max(0.0, value - float(joined.mean()))
+        shift = float(joined.mean())
+        value = max(0.0, value - shift)
+        if abs(shift) < 1e-4:  # within 0.1 ms
+            break
     note = f"regression {param.value * 1e3:.3g} ms, then set so the simulated TTFT matches the measured"
     return model.model_copy(
         update={"params": {**model.params, OVERHEAD: param.model_copy(update={"value": value, "note": note})}}
@@ -362,10 +380,14 @@ def _relative(sim: float | None, meas: float | None) -> float | None:
     return (sim - meas) / meas
 
 
-def fit(paths: list[Path]) -> ServerModel:
+def fit(paths: list[Path], knobs: dict[str, float | None] | None = None) -> ServerModel:
+    """The model of the runs' server; ``knobs``: batch limits known otherwise (fit --knob), taken
+    as the launch knobs are."""
     dirs = run_dirs(paths)
     runs = [read_run(d) for d in dirs]
     runs = [r for r in runs if r.points]
+    if knobs:
+        runs = [replace(r, knobs={**r.knobs, **knobs}) for r in runs]
     if not runs:
         raise BadInput("the runs have no finished requests to fit")
     engines = {str(r.server.get("engine")) for r in runs}

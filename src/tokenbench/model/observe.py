@@ -86,7 +86,11 @@ def read_run(path: Path) -> RunObs:
     samples = SamplesFile(path / "samples.jsonl") if (path / "samples.jsonl").is_file() else None
     ends = {e.index: e for e in samples.point_ends()} if samples is not None else {}
     scrapes = samples.scrapes() if samples is not None else []
-    kv = [(float(s["t_s"]), float(s["kv_usage"])) for s in scrapes if s.get("ok") and s.get("kv_usage") is not None]
+    kv = [
+        (float(s["t_s"]), float(s["values"]["kv_usage"]))
+        for s in scrapes
+        if s.get("ok") and (s.get("values") or {}).get("kv_usage") is not None
+    ]
     points = []
     records_path = path / "records.jsonl"
     for index, ranges in sorted(point_ranges(records_path).items()):
