@@ -45,7 +45,7 @@ def _fit_report(model: ServerModel) -> None:
         seconds = name.endswith("_s")
         value = "no limit" if p.value is None else (_ms(p.value) if seconds else f"{p.value:.4g}")
         se = "-" if p.se is None else (_ms(p.se) if seconds else f"{p.se:.3g}")
-        by = ", ".join(Path(r).name for r in p.by) if p.constrained else "[yellow]not constrained[/]"
+        by = (", ".join(Path(r).name for r in p.by) or "-") if p.constrained else "[yellow]not constrained[/]"
         params.add_row(name, value, se, by, p.note or "")
     err.print(params)
     points = Table(
