@@ -17,6 +17,7 @@ parameter's variance by more than 10%.
 from __future__ import annotations
 
 import math
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ WHAT_VARIES = {
 }
 MIN_INDEPENDENT = 0.02  # a column whose part apart from the others is under 2% of it: not constrained
 MAX_ROWS_PER_POINT = 1500  # the overlap sums are N x N a point
-MIN_IDLE = 20  # requests sent to an idle engine that the overhead is calibrated on (else: every free slot)
+MIN_IDLE = 5  # requests sent to an idle engine that the overhead is calibrated on (else: every free slot)
 METRICS = ("ttft_mean_s", "ttft_p90_s", "tpot_mean_s", "output_tokens_per_s")
 
 
@@ -245,8 +246,8 @@ def _constrained_by(rows: _Rows, sol: _Solution, names: list[str]) -> dict[int, 
 def _slots(runs: list[RunObs]) -> Param:
     """max_num_seqs: the launch knob when the runs say it; else the most requests ever seen decoding
     at once, when some point made requests wait with every slot busy: 5% or more of its requests
-    had a TTFT over 3x the unloaded one plus 10 steps, sent while that many others were in flight
-    (else a lower bound: not constrained)."""
+    had a TTFT over 3x the unloaded one plus 10 steps, sent while that many others were in flight,
+    and that many were decoding half its time (else a lower bound: not constrained)."""
     knob = next((r.knobs.get("max_num_seqs") for r in runs if r.knobs.get("max_num_seqs")), None)
     if knob is not None:
         return Param(value=float(knob), constrained=True, by=[r.name for r in runs], note="the launch knob")
@@ -265,7 +266,11 @@ def _slots(runs: list[RunObs]) -> Param:
         for p in r.points:
             full = _in_flight_at_send(p) >= seen  # as many others sent and not done as ever decoded
             waited = ((p.first - p.sent) > waited_over) & full
-            if p.n and waited.mean() >= 0.05:
+            # and the point ran at the limit: `seen - 1` or more decoding half its time (a stalled
+            # client or server makes TTFTs spike without a limit, never this plateau)
+            grid = np.linspace(float(p.first.min()), float(p.last.max()), 200) if p.n else np.zeros(0)
+            plateau = float(np.median(_decoding_at(grid, p))) >= seen - 1 if p.n else False
+            if p.n and waited.mean() >= 0.05 and plateau:
                 queued_runs.append(r.name)
                 break
     if queued_runs:
@@ -432,11 +437,37 @@ def fit(paths: list[Path], knobs: dict[str, float | None] | None = None) -> Serv
     model = _calibrate_overhead(model, runs, slots.value if slots.value is not None else math.inf)
     fits = []
     for r in runs:
-        for p in r.points:
-            measured = point_stats(p.sent, p.first, p.last, p.chunks)
-            first, last, chunks = replay(model, p)
-            simulated = point_stats(p.sent, first, last, chunks)
-            error = {m: _relative(simulated[m], measured[m]) for m in METRICS}
-            fits.append(PointFit(run=r.name, point=p.index, label=p.label, requests=p.n, measured=measured,
-                                 simulated=simulated, error=error))  # fmt: skip
+        fits += _point_fits(model, r)
     return model.model_copy(update={"points": fits})
+
+
+def _point_fits(model: ServerModel, run: RunObs) -> list[PointFit]:
+    """Each of the run's points predicted from its own settings (as validate does: a closed loop's
+    users wait for the model's replies) and compared with its results.json; a run without one
+    (killed), its requests' sends replayed through the model instead."""
+    from .validate import compare_run
+
+    if (Path(run.name) / "results.json").is_file():
+        with tempfile.TemporaryDirectory() as tmp:
+            checks = compare_run(model, "fit", Path(run.name), Path(tmp) / "predicted")
+        return [
+            PointFit(
+                run=run.name,
+                point=c.index,
+                label=c.label,
+                requests=c.requests,
+                measured=c.measured,
+                simulated=c.predicted,
+                error=c.error,
+            )  # fmt: skip
+            for c in checks
+        ]
+    fits = []
+    for p in run.points:
+        measured = point_stats(p.sent, p.first, p.last, p.chunks)
+        first, last, chunks = replay(model, p)
+        simulated = point_stats(p.sent, first, last, chunks)
+        error = {m: _relative(simulated[m], measured[m]) for m in METRICS}
+        fits.append(PointFit(run=run.name, point=p.index, label=p.label, requests=p.n, measured=measured,
+                             simulated=simulated, error=error))  # fmt: skip
+    return fits

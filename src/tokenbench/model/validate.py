@@ -40,6 +40,8 @@ class PointCheck:
     measured: dict[str, float | None]
     predicted: dict[str, float | None]
     error: dict[str, float | None]
+    index: int = 0
+    requests: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,23 +58,33 @@ def _relative(predicted: float | None, measured: float | None) -> float | None:
     return (predicted - measured) / measured
 
 
-def validate(model: ServerModel, model_name: str, run_dir: Path, out_dir: Path) -> ValidationResult:
-    if str(run_dir) in model.runs or str(run_dir.resolve()) in {str(Path(r).resolve()) for r in model.runs}:
-        raise BadInput(f"{run_dir}: the model was fitted on this run; validate on a run it has not seen")
+def compare_run(model: ServerModel, model_name: str, run_dir: Path, out_dir: Path) -> list[PointCheck]:
+    """Predict ``run_dir``'s own points (its config.json, its points' loads) into ``out_dir`` and
+    compare each with what the run measured."""
     results_path = run_dir / "results.json"
     if not results_path.is_file():
-        raise BadInput(f"{run_dir}: no results.json (validate compares with a finished run)")
-    measured = RunResults.from_json(json.loads(results_path.read_text()))
+        raise BadInput(f"{run_dir}: no results.json (a prediction is compared with a finished run)")
+    measured = {p.index: p for p in RunResults.from_json(json.loads(results_path.read_text())).points}
     manifest = load_manifest(run_dir / "config.json")
     config = manifest.config.model_copy(update={"out_dir": out_dir})
     # the run's own loads as its points ran them (a capacity search's probes are its points)
-    events = sorted(SamplesFile(run_dir / "samples.jsonl").point_ends(), key=lambda e: e.index)
+    events = [e for e in sorted(SamplesFile(run_dir / "samples.jsonl").point_ends(), key=lambda e: e.index)]
+    events = [e for e in events if e.index in measured]
     loads = iter([e.load for e in events])
     prediction = predict(config, model, model_name, out_dir, plan=lambda _: next(loads, None))
     checks = []
-    for real, pred in zip(measured.points, prediction.results.points):
+    for event, pred in zip(events, prediction.results.points):
+        real = measured[event.index]
         m, p = figures(real), figures(pred)
-        checks.append(PointCheck(real.label, m, p, {k: _relative(p[k], m[k]) for k, _ in FIGURES}))
+        error = {k: _relative(p[k], m[k]) for k, _ in FIGURES}
+        checks.append(PointCheck(real.label, m, p, error, event.index, real.requests.ok))
+    return checks
+
+
+def validate(model: ServerModel, model_name: str, run_dir: Path, out_dir: Path) -> ValidationResult:
+    if str(run_dir) in model.runs or str(run_dir.resolve()) in {str(Path(r).resolve()) for r in model.runs}:
+        raise BadInput(f"{run_dir}: the model was fitted on this run; validate on a run it has not seen")
+    checks = compare_run(model, model_name, run_dir, out_dir)
     worst: dict[str, float | None] = {}
     for key, _ in FIGURES:
         errors = [abs(e) for c in checks if (e := c.error[key]) is not None]
