@@ -49,7 +49,7 @@ def _fit_report(model: ServerModel) -> None:
         params.add_row(name, value, se, by, p.note or "")
     err.print(params)
     points = Table(
-        title="each fitted point replayed through the model (error: model vs measured)", title_justify="left"
+        title="each fitted point predicted from its run's own settings (error: model vs measured)", title_justify="left"
     )
     for column in ("run", "point", "requests", "TTFT mean", "TTFT p90", "TPOT mean", "output tok/s"):
         points.add_column(column)
