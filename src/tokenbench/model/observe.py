@@ -6,6 +6,7 @@ every cell's run directory)."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from ..rundir import RecordSlice, point_ranges
 from ..telemetry.sampler import SamplesFile
 
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+PREDICTED_URL = "model:"  # a prediction's resolved target URL: model:<the model file>
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,19 @@ def run_dirs(paths: list[Path]) -> list[Path]:
             found.append(path)
             continue
         found += sorted(p.parent for p in path.rglob("records.jsonl") if (p.parent / "config.json").is_file())
+    found = [d for d in found if not _predicted(d)]
     if not found:
         raise BadInput(f"no run directory (config.json + records.jsonl) in {', '.join(map(str, paths))}")
     return sorted(set(found))
+
+
+def _predicted(run_dir: Path) -> bool:
+    """A model's prediction (model predict / validate: its target is ``model:FILE``), never fitted on."""
+    try:
+        target = json.loads((run_dir / "config.json").read_text()).get("resolved_target") or {}
+    except (OSError, ValueError):
+        return False
+    return str(target.get("url") or "").startswith(PREDICTED_URL)
 
 
 def _arrays(records: list[RequestRecord]) -> tuple[FloatArray, ...]:

@@ -29,6 +29,7 @@ from ..rundir import write_json
 from ..telemetry.sampler import SamplesFile
 from .drive import PointDriver
 from .engine import Routing
+from .observe import PREDICTED_URL
 from .params import LIMITS, ServerModel
 
 Plan = Callable[[RunResults], LoadPoint | None]
@@ -75,7 +76,9 @@ def predict(
     server = model.server
     manifest = RunManifest(
         config=config,
-        resolved_target=ResolvedTarget(url=f"model:{model_name}", model=server.get("model"), api=config.target.api),
+        resolved_target=ResolvedTarget(
+            url=f"{PREDICTED_URL}{model_name}", model=server.get("model"), api=config.target.api
+        ),
         backend=ServerFacts(
             backend=server.get("backend"),
             engine=f"predicted: {server.get('engine') or 'server'} (tokenbench model)",
