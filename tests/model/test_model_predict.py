@@ -17,7 +17,10 @@ from tokenbench.model.validate import figures, validate
 from tokenbench.runner import run
 
 ROWS, BLOCK = 1000, 16
-TRACE_SPAN_MS, SPEED = 40_000, 10.0  # 40 s of trace time replayed in 4 s: 250 req/s
+TRACE_SPAN_MS, SPEED = (
+    40_000,
+    6.0,
+)  # 40 s of trace time replayed in 6.7 s: 150 req/s (250 overran the client on a busy machine)
 STATED_ERROR = 0.15  # the error the docs state for mean figures below saturation
 
 
@@ -61,10 +64,13 @@ def trace_runs(tmp_path_factory):
 
 
 def test_a_1000_row_trace_predicted_within_the_stated_error(trace_runs, tmp_path):
+    replayed = json_point(trace_runs["replay"])
+    if replayed.client is not None and replayed.client.limited:  # the measured side is not the server's
+        pytest.skip(f"the replay's client was limited ({replayed.client.limited_by}): a busy machine")
     model = fit([trace_runs[40], trace_runs[120]])
     result = validate(model, "m.json", trace_runs["replay"], tmp_path / "pred")
     (check,) = result.points
-    measured = figures(json_point(trace_runs["replay"]))
+    measured = figures(replayed)
     assert measured["output_tokens_per_s"] is not None
     for key in ("ttft_mean_s", "tpot_mean_s", "output_tokens_per_s"):
         assert abs(check.error[key]) <= STATED_ERROR, (key, check.predicted[key], check.measured[key])
