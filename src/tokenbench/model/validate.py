@@ -67,6 +67,10 @@ def compare_run(model: ServerModel, model_name: str, run_dir: Path, out_dir: Pat
     measured = {p.index: p for p in RunResults.from_json(json.loads(results_path.read_text())).points}
     manifest = load_manifest(run_dir / "config.json")
     config = manifest.config.model_copy(update={"out_dir": out_dir})
+    # the run's own launch knobs where it says them (a run at another max-num-seqs is predicted at its own)
+    launched = manifest.backend.knobs if manifest.backend is not None and manifest.backend.knobs else {}
+    if launched.get("max_num_seqs"):
+        model = model.with_knobs({"max_num_seqs": float(launched["max_num_seqs"])})
     # the run's own loads as its points ran them (a capacity search's probes are its points)
     events = [e for e in sorted(SamplesFile(run_dir / "samples.jsonl").point_ends(), key=lambda e: e.index)]
     events = [e for e in events if e.index in measured]
