@@ -42,6 +42,8 @@ points[].concurrency.mean points[].concurrency.peak
 points[].tokens.output_tokens_source points[].tokens.eos_counted_not_streamed
 points[].tokens.server_vs_client.compared points[].tokens.server_vs_client.mismatched
 points[].tokens.server_vs_client.mean_client_minus_server
+predicted.model predicted.replicas predicted.routing predicted.knobs predicted.interval predicted.validation_run
+predicted.validation_error predicted.simulated_s predicted.preemptions
 """.split()
 REQUESTS = "total ok by_outcome retries retried_requests ok_without_end_marker".split()
 DISTRIBUTION = "count mean std min p50 p90 p95 p99 p999 max".split()

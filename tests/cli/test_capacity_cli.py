@@ -44,6 +44,7 @@ def test_it_takes_runs_options_but_the_load_values_and_runs_slo():
     run = {o for p in commands["run"].params for o in p.opts}
     capacity = {o for p in commands["capacity"].params for o in p.opts}
     own = {"--slo", "--variable", "--tolerance", "--trials", "--max-probes", "--saturate-users"}
+    own |= {"--predict", "--replicas"}  # issue 26: search a server model instead (cli/model.py)
     trace = {"--replay-speed", "--replay-start", "--replay-end", "--replay-jitter", "--trace-format", "--block-size"}
     trace |= {"--trace-model", "--trace-log-type"}
     # --slo and --trials: run has its own of each (--trials: each point N times; the search's: per probed value)
@@ -76,3 +77,23 @@ def test_a_server_failing_every_probe_is_answered_with_exit_0(mock_process, tmp_
     report = subprocess.run([sys.executable, "-m", "tokenbench", "report", str(out)], capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     assert (out / "report.html").exists()
+
+
+def test_predict_searches_a_model_and_replicas_need_it(tmp_path):
+    """capacity --predict MODEL: the search's own plan against a model, capacity.json as usual (a
+    model of 4 slots, 10 ms steps, 40 ms overhead, 32-token replies holds 4 / 0.36 s = 11.1 req/s)."""
+    from tokenbench.model.params import Param, ServerModel
+
+    values = {"step_base_s": 0.010, "first_token_overhead_s": 0.040, "max_num_seqs": 4.0}
+    model = ServerModel(params={k: Param(value=v, constrained=True) for k, v in values.items()})
+    path = tmp_path / "m.json"
+    model.save(path)
+    out = tmp_path / "cap"
+    args = ["capacity", "--predict", str(path), "--slo", "ttft:p90<=1s", "--output-tokens", "32", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    answer = json.loads((out / "capacity.json").read_text())
+    assert 0.8 * 11.1 <= answer["max_rate_per_s"] <= 11.1 * 1.02
+    assert json.loads((out / "results.json").read_text())["predicted"]["model"] == str(path)
+    refused = CliRunner().invoke(app, ["capacity", "--url", "http://x", "--slo", "ttft:p90<=1s", "--replicas", "2"])
+    assert refused.exit_code == 2 and "--replicas needs --predict" in refused.output

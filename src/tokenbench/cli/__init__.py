@@ -16,7 +16,7 @@ import typer.core
 from pydantic import ValidationError
 
 from ..errors import BadInput
-from . import backends, capacity, experiment, files, run, tools
+from . import backends, capacity, experiment, files, model, run, tools
 from .common import bad_input, bug
 
 
@@ -67,6 +67,7 @@ app.command("run", cls=run.RunCommand)(run.command)
 app.command("capacity")(capacity.command)
 app.add_typer(backends.app, name="backends")
 app.add_typer(experiment.app, name="experiment")
+app.add_typer(model.app, name="model")
 for command in (
     files.report,
     files.recompute,

@@ -4,6 +4,7 @@ trace's, plus the search's own (CapacitySettings' fields, capacity/plan.py); fla
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -47,6 +48,17 @@ def capacity(
             rich_help_panel=SEARCH,
         ),
     ],
+    predict: Annotated[
+        Path | None,
+        typer.Option(
+            help="Search a model from `tokenbench model fit` instead of a server: every probe simulated (seconds).",
+            rich_help_panel=SEARCH,
+            metavar="MODEL",
+        ),
+    ] = None,
+    replicas: Annotated[
+        int, typer.Option(min=1, help="With --predict: replicas behind a round-robin router.", rich_help_panel=SEARCH)
+    ] = 1,
 ) -> None:
     """Find the highest load (req/s or users) whose point meets every objective of --slo: a
     saturating probe estimates the ceiling, then bracket and bisect to --tolerance. Every probe
@@ -56,6 +68,15 @@ def capacity(
 
     Interrupts.install()
     config, objectives, settings = _settings(ctx.params)
+    if predict is not None:  # issue 26: the model's answer (cli/model.py)
+        from ..rundir import default_run_dir
+        from .model import predicted_capacity
+
+        config = config.model_copy(update={"out_dir": config.out_dir or default_run_dir()})
+        predicted_capacity(predict, config, objectives, settings, replicas)
+        return
+    if replicas != 1:
+        raise UsageError("--replicas needs --predict MODEL (a real search measures the server it is given)")
     _search(config, objectives, settings)
 
 

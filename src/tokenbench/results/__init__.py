@@ -31,6 +31,7 @@ from .run import (
     PointResult,
     Pooling,
     Populations,
+    Predicted,
     Reasoning,
     Requests,
     RunResults,
@@ -54,6 +55,7 @@ SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "results.schema.
 
 __all__ = [
     "NO_TRIALS",
+    "Predicted",
     "AggregateRow",
     "CapacityRow",
     "CellRow",

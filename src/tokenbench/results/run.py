@@ -531,6 +531,24 @@ class PointResult(PointMetrics, PointHead):
     server_phases: ServerPhases | None = None
 
 
+class Predicted(FrozenModel):
+    """A results.json that no server produced: a model's prediction (issue 26, tokenbench.model).
+    ``interval``: the relative half-width of the prediction interval the model gives its mean
+    figures (its fit's residuals and its last validation, whichever is larger); ``validation_error``:
+    the largest relative error of its last validation against a run it was not fitted on (None:
+    never validated)."""
+
+    model: str
+    replicas: int
+    routing: str
+    knobs: dict[str, Number | None]
+    interval: Number | None
+    validation_run: str | None
+    validation_error: Number | None
+    simulated_s: Number
+    preemptions: int
+
+
 class RunResults(FrozenModel):
     """results.json: the run's header, its points as they finished, and whether it was stopped."""
 
@@ -545,6 +563,7 @@ class RunResults(FrozenModel):
     workers: Workers | None = None  # only a run whose load came from several workers
     points: list[PointResult]
     interrupted: bool | None = None  # None while the run goes on
+    predicted: Predicted | None = None  # issue 26: only a model's prediction (tokenbench model predict)
 
     def with_point(self, point: PointResult) -> RunResults:
         """These results with one more point, as it finished."""

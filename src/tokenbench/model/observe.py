@@ -1,0 +1,126 @@
+"""Runs on disk -> what the fit reads: each point's finished requests as arrays (sent, first and last
+token, chunks, prompt and output tokens), the run's launch knobs and the server's KV gauge.
+
+A directory argument is a run (config.json + records.jsonl) or holds runs below it (an experiment:
+every cell's run directory)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import BadInput
+from ..manifest import load_manifest
+from ..records import RequestRecord
+from ..rundir import RecordSlice, point_ranges
+from ..telemetry.sampler import SamplesFile
+
+FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+PREDICTED_URL = "model:"  # a prediction's resolved target URL: model:<the model file>
+
+
+@dataclass(frozen=True)
+class PointObs:
+    """A point's finished requests (ok, at least one chunk), sorted by send time."""
+
+    run: str
+    index: int
+    label: str
+    sent: FloatArray
+    first: FloatArray
+    last: FloatArray
+    chunks: FloatArray  # content chunks (one decode step each)
+    prompt: FloatArray
+    output: FloatArray
+    kv_scrapes: list[tuple[float, float]]  # (t, KV usage fraction) inside the point
+    prompt_extra: FloatArray  # the server's prompt tokens less the dataset's (chat template, system prompt)
+
+    @property
+    def n(self) -> int:
+        return len(self.sent)
+
+
+@dataclass(frozen=True)
+class RunObs:
+    name: str
+    points: list[PointObs]
+    server: dict[str, Any]  # Any: ServerFacts as JSON (engine, model, knobs)
+    knobs: dict[str, Any]  # Any: the launch knobs as config.json wrote them
+
+
+def run_dirs(paths: list[Path]) -> list[Path]:
+    """Every run directory at or below ``paths`` (sorted, each once)."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise BadInput(f"{path}: no such directory (give run or experiment directories)")
+        if (path / "records.jsonl").is_file() and (path / "config.json").is_file():
+            found.append(path)
+            continue
+        found += sorted(p.parent for p in path.rglob("records.jsonl") if (p.parent / "config.json").is_file())
+    found = [d for d in found if not _predicted(d)]
+    if not found:
+        raise BadInput(f"no run directory (config.json + records.jsonl) in {', '.join(map(str, paths))}")
+    return sorted(set(found))
+
+
+def _predicted(run_dir: Path) -> bool:
+    """A model's prediction (model predict / validate: its target is ``model:FILE``), never fitted on."""
+    try:
+        target = json.loads((run_dir / "config.json").read_text()).get("resolved_target") or {}
+    except (OSError, ValueError):
+        return False
+    return str(target.get("url") or "").startswith(PREDICTED_URL)
+
+
+def _arrays(records: list[RequestRecord]) -> tuple[FloatArray, ...]:
+    rows = []
+    for r in records:
+        times = r.chunk_times_s
+        if not r.ok or r.sent_s is None or len(times) == 0:
+            continue
+        prompt = r.prompt_tokens if r.prompt_tokens is not None else r.dataset_prompt_tokens
+        out = r.output_tokens if r.output_tokens is not None else len(times)
+        extra = prompt - r.dataset_prompt_tokens if prompt and r.dataset_prompt_tokens else math.nan
+        rows.append((r.sent_s, times[0], times[-1], len(times), prompt or 0, out, extra))
+    rows.sort()
+    cols = np.array(rows, dtype=float).reshape(-1, 7)
+    return tuple(cols[:, i] for i in range(7))
+
+
+def read_run(path: Path) -> RunObs:
+    manifest = load_manifest(path / "config.json")
+    samples = SamplesFile(path / "samples.jsonl") if (path / "samples.jsonl").is_file() else None
+    ends = {e.index: e for e in samples.point_ends()} if samples is not None else {}
+    scrapes = samples.scrapes() if samples is not None else []
+    kv = [
+        (float(s["t_s"]), float(s["values"]["kv_usage"]))
+        for s in scrapes
+        if s.get("ok") and (s.get("values") or {}).get("kv_usage") is not None
+    ]
+    points = []
+    records_path = path / "records.jsonl"
+    for index, ranges in sorted(point_ranges(records_path).items()):
+        sent, first, last, chunks, prompt, output, extra = _arrays(list(RecordSlice(records_path, ranges)))
+        if len(sent) == 0:
+            continue
+        event = ends.get(index)
+        label = f"point {index}"
+        if event is not None:
+            from ..load import describe
+
+            label = describe(event.load)
+        inside = [(t, u) for t, u in kv if sent[0] <= t <= last.max()]
+        points.append(PointObs(path.name, index, label, sent, first, last, chunks, prompt, output, inside, extra))
+    backend = manifest.backend.to_json() if manifest.backend is not None else {}
+    knobs = dict(backend.get("knobs") or {})
+    if manifest.config.backend is not None:  # the knobs the run was told to launch with
+        given = manifest.config.backend.knobs.model_dump(exclude_none=True)
+        knobs = {**given, **knobs}
+    backend.setdefault("model", manifest.resolved_target.model)
+    return RunObs(str(path), points, backend, knobs)

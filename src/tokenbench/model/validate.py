@@ -1,0 +1,100 @@
+"""A model against a run it was not fitted on: the run's own settings (its config.json: loads,
+stop, dataset, seed) predicted, point by point, and each headline figure compared with what the
+run measured. The worst relative error becomes the model's ``validation`` (written back to the
+model file), which every later prediction carries in results.json."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BadInput
+from ..manifest import load_manifest
+from ..results import PointResult, RunResults
+from ..telemetry.sampler import SamplesFile
+from .params import ServerModel, Validation
+from .predict import predict
+
+# the figures compared: key, title
+FIGURES: tuple[tuple[str, str], ...] = (
+    ("ttft_mean_s", "TTFT mean"),
+    ("ttft_p90_s", "TTFT p90"),
+    ("tpot_mean_s", "TPOT mean"),
+    ("output_tokens_per_s", "output tok/s"),
+)
+
+
+def figures(point: PointResult) -> dict[str, float | None]:
+    return {
+        "ttft_mean_s": point.ttft_s.mean,
+        "ttft_p90_s": point.ttft_s.p90,
+        "tpot_mean_s": point.tpot_s.mean,
+        "output_tokens_per_s": point.output_tokens_per_s,
+    }
+
+
+@dataclass(frozen=True)
+class PointCheck:
+    label: str
+    measured: dict[str, float | None]
+    predicted: dict[str, float | None]
+    error: dict[str, float | None]
+    index: int = 0
+    requests: int = 0
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    run: str
+    points: list[PointCheck]
+    validation: Validation
+    prediction_dir: Path
+
+
+def _relative(predicted: float | None, measured: float | None) -> float | None:
+    if predicted is None or measured is None or measured == 0:
+        return None
+    return (predicted - measured) / measured
+
+
+def compare_run(model: ServerModel, model_name: str, run_dir: Path, out_dir: Path) -> list[PointCheck]:
+    """Predict ``run_dir``'s own points (its config.json, its points' loads) into ``out_dir`` and
+    compare each with what the run measured."""
+    results_path = run_dir / "results.json"
+    if not results_path.is_file():
+        raise BadInput(f"{run_dir}: no results.json (a prediction is compared with a finished run)")
+    measured = {p.index: p for p in RunResults.from_json(json.loads(results_path.read_text())).points}
+    manifest = load_manifest(run_dir / "config.json")
+    config = manifest.config.model_copy(update={"out_dir": out_dir})
+    # the run's own launch knobs where it says them (a run at another max-num-seqs is predicted at its own)
+    launched = manifest.backend.knobs if manifest.backend is not None and manifest.backend.knobs else {}
+    if launched.get("max_num_seqs"):
+        model = model.with_knobs({"max_num_seqs": float(launched["max_num_seqs"])})
+    # the run's own loads as its points ran them (a capacity search's probes are its points)
+    events = [e for e in sorted(SamplesFile(run_dir / "samples.jsonl").point_ends(), key=lambda e: e.index)]
+    events = [e for e in events if e.index in measured]
+    loads = iter([e.load for e in events])
+    prediction = predict(config, model, model_name, out_dir, plan=lambda _: next(loads, None))
+    checks = []
+    for event, pred in zip(events, prediction.results.points):
+        real = measured[event.index]
+        m, p = figures(real), figures(pred)
+        error = {k: _relative(p[k], m[k]) for k, _ in FIGURES}
+        checks.append(PointCheck(real.label, m, p, error, event.index, real.requests.ok))
+    return checks
+
+
+def validate(model: ServerModel, model_name: str, run_dir: Path, out_dir: Path) -> ValidationResult:
+    if str(run_dir) in model.runs or str(run_dir.resolve()) in {str(Path(r).resolve()) for r in model.runs}:
+        raise BadInput(f"{run_dir}: the model was fitted on this run; validate on a run it has not seen")
+    checks = compare_run(model, model_name, run_dir, out_dir)
+    worst: dict[str, float | None] = {}
+    for key, _ in FIGURES:
+        errors = [abs(e) for c in checks if (e := c.error[key]) is not None]
+        worst[key] = max(errors) if errors else None
+    known = [e for e in worst.values() if e is not None]
+    validation = Validation(
+        run=str(run_dir), points=len(checks), error=worst, max_abs_error=max(known) if known else None
+    )
+    return ValidationResult(str(run_dir), checks, validation, out_dir)
