@@ -47,12 +47,14 @@ async def relay(upstream_url: str, **settings):
         await task
 
 
-def recording_upstream(seen: list[dict]) -> web.Application:
+def recording_upstream(seen: list[dict], headers: list[dict] | None = None) -> web.Application:
     """Answers completions non-streamed with what it received, and /v1/models."""
 
     async def completions(request: web.Request) -> web.Response:
         body = await request.json()
         seen.append(body)
+        if headers is not None:
+            headers.append(dict(request.headers))
         return web.json_response({"object": "text_completion", "received_model": body["model"]}, status=201)
 
     async def models(request: web.Request) -> web.Response:
@@ -106,6 +108,29 @@ async def test_request_model_is_the_engines_and_a_plain_reply_passes_through():
                 assert resp.status == 200
     assert seen == [{"model": "engine-model", "prompt": "p"}]
     assert [m["id"] for m in listed["data"]] == ["layer-model"]
+
+
+async def test_the_join_key_goes_on_to_the_engine():
+    """issue 24: traceparent, tracestate and X-Request-Id reach the engine, so its spans join the
+    client's records through the layer; other request headers do not."""
+    seen: list[dict] = []
+    headers: list[dict] = []
+    sent = {
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "tracestate": "tb=1",
+        "X-Request-Id": "0af7651916cd43dd8448eb211c80319c",
+        "X-Private": "not for the engine",
+    }
+    async with upstream(recording_upstream(seen, headers)) as url:
+        async with relay(url) as (session, base):
+            body = {"model": "layer-model", "prompt": "p"}
+            async with session.post(base + "/v1/completions", json=body, headers=sent) as resp:
+                assert resp.status == 201
+    (got,) = headers
+    assert {k.lower(): v for k, v in got.items() if k.lower() in ("traceparent", "tracestate", "x-request-id")} == {
+        k.lower(): v for k, v in sent.items() if k != "X-Private"
+    }
+    assert "X-Private" not in got
 
 
 async def test_an_engine_that_is_gone_is_a_502_and_bad_json_a_400():

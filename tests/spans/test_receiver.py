@@ -81,6 +81,23 @@ def test_a_launched_vllm_is_pointed_at_the_receiver_and_others_say_no_traces():
     assert "http://127.0.0.1:4318/v1/traces" in said[2]
 
 
+def test_a_serving_layer_points_the_engine_behind_it_and_ray_serve_llm_says_no_traces():
+    """Ray Serve relaying to vLLM (--upstream vllm) passes the join key on (ray_serve_app), so the
+    upstream vLLM is pointed at the receiver; Ray Serve LLM (vLLM inside Ray, reached through a Ray
+    handle, not HTTP) has no join key to pass: no traces, said in one line."""
+    said = []
+    relayed = traced_launch(
+        BackendConfig(name="ray", upstream="vllm"), "http://127.0.0.1:9/v1/traces", False, said.append
+    )
+    assert relayed is not None and relayed.knobs.engine_args[-2:] == (
+        "--otlp-traces-endpoint",
+        "http://127.0.0.1:9/v1/traces",
+    )
+    assert "vLLM sends its spans" in said[0]
+    alone = traced_launch(BackendConfig(name="ray"), "http://e", False, said.append)
+    assert alone == BackendConfig(name="ray") and "no traces" in said[1]
+
+
 ORIGIN = 1_700_000_000.0
 
 

@@ -43,6 +43,9 @@ RELAYED = ("/v1/chat/completions", "/v1/completions")
 READY_PATH = "/tokenbench/ready"  # the ray profile's ready_path on both its paths
 # hop-by-hop or recomputed headers: never copied from the engine's reply
 _DROP_HEADERS = {"content-length", "transfer-encoding", "connection", "content-encoding", "date", "server"}
+# issue 24: the request's join key goes on to the engine, so its spans join the client's records
+# through the layer (W3C trace context and the request id; the relay keeps no trace of its own)
+JOIN_HEADERS = ("traceparent", "tracestate", "x-request-id")
 
 
 @dataclass(frozen=True)
@@ -134,8 +137,9 @@ async def _relay(session: aiohttp.ClientSession, config: RelayConfig, request: R
         return _error(400, "request body must be a JSON object")
     body["model"] = config.upstream_model
     url = config.upstream_url + request.url.path
+    join = {name: request.headers[name] for name in JOIN_HEADERS if name in request.headers}
     try:
-        resp = await _post(session, url, body)
+        resp = await _post(session, url, body, join)
     except aiohttp.ClientError as exc:
         return _error(502, f"upstream {config.upstream_url} unreachable: {exc}")
     headers = {k: v for k, v in resp.headers.items() if k.lower() not in _DROP_HEADERS}
@@ -149,14 +153,16 @@ async def _relay(session: aiohttp.ClientSession, config: RelayConfig, request: R
     )
 
 
-async def _post(session: aiohttp.ClientSession, url: str, body: dict[str, object]) -> aiohttp.ClientResponse:
+async def _post(
+    session: aiohttp.ClientSession, url: str, body: dict[str, object], headers: dict[str, str]
+) -> aiohttp.ClientResponse:
     """POST, once more on a fresh connection when a pooled keep-alive connection turns out to be
     closed by the engine (llama.cpp closes idle ones): the request never reached it, so no work is
     repeated. Seen live as "Server disconnected" / "Can not write request body" 502s."""
     try:
-        return await session.post(url, json=body)
+        return await session.post(url, json=body, headers=headers)
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
-        return await session.post(url, json=body)
+        return await session.post(url, json=body, headers=headers)
 
 
 async def _stream(resp: aiohttp.ClientResponse, batch_interval_ms: float) -> AsyncIterator[bytes]:

@@ -24,6 +24,10 @@ def traced_launch(
         say(f"server traces: point the server's OTLP/HTTP trace exporter at {endpoint} (protobuf or JSON)")
         return backend
     profile = get_profile(backend.name) if backend.name else None
+    if profile is not None and profile.layer and backend.upstream:
+        # a serving layer relays the join key (ray_serve_app.JOIN_HEADERS): the engine behind it
+        # traces, and the layer's own time is in the network phase (sent -> the engine's arrival)
+        profile = get_profile(backend.upstream)
     if profile is None or profile.traces is None:
         title = profile.title if profile is not None else backend.name
         say(f"server traces: {title} exports no per-request spans tokenbench can join: no traces")
