@@ -15,8 +15,8 @@ from rich.console import Console
 from tokenbench.calibrate import (
     CalibrationResult,
     CalibrationSpec,
+    CpuSampler,
     _compare,
-    _CpuSampler,
     _Measured,
     _proc_cpu_s,
     _steady,
@@ -36,7 +36,7 @@ def _record(i: int, rid: str | None, sent: float, chunks: list[float], outcome: 
     )
 
 
-def _measured(tmp_path, records: list[RequestRecord], deliveries: dict, sampler: _CpuSampler | None = None):
+def _measured(tmp_path, records: list[RequestRecord], deliveries: dict, sampler: CpuSampler | None = None):
     writer = RunWriter(tmp_path / "run")
     for r in records:
         writer.write_record(r)
@@ -46,7 +46,7 @@ def _measured(tmp_path, records: list[RequestRecord], deliveries: dict, sampler:
     results = RunResults.model_construct(
         clock=Clock.model_construct(origin_monotonic_s=ORIGIN), points=[PointResult.model_construct(requests=requests)]
     )
-    return _Measured(tmp_path / "run", results, deliveries, sampler or _CpuSampler())
+    return _Measured(tmp_path / "run", results, deliveries, sampler or CpuSampler())
 
 
 def _delivery(received: float, chunks: list[float]) -> dict:
@@ -93,8 +93,8 @@ def test_compare_with_nothing_comparable_gives_none(tmp_path):
     assert result.ttft_error_ms_mean is None and result.chunk_delay_ms_p99 is None and result.send_delay_ms_mean is None
 
 
-def _linear_sampler(own_cpu_per_s: float, mock_cpu_per_s: float) -> _CpuSampler:
-    sampler = _CpuSampler()
+def _linear_sampler(own_cpu_per_s: float, mock_cpu_per_s: float) -> CpuSampler:
+    sampler = CpuSampler()
     sampler.samples = [(ORIGIN + t, own_cpu_per_s * t, mock_cpu_per_s * t) for t in range(21)]
     return sampler
 
@@ -115,7 +115,7 @@ def test_steady_needs_more_than_ten_chunks_over_some_time():
 
 
 def test_cpu_between_interpolates_the_samples():
-    sampler = _CpuSampler()
+    sampler = CpuSampler()
     sampler.samples = [(0.0, 0.0, 10.0), (1.0, 2.0, 11.0), (3.0, 2.0, 15.0)]
     assert sampler.cpu_between(0.5, 2.0) == pytest.approx(2.0 - 1.0)
     assert sampler.cpu_between(0.0, 3.0, column=2) == pytest.approx(5.0)
