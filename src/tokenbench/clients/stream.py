@@ -25,6 +25,10 @@ from ..structured import arguments_parse, reply_check
 from .wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
+# Bodies kept, encoded, by request (issue 27: a prompt's body is built once, not per send; a
+# dataset cycles its requests). Past this many distinct requests (sessions, unique prefixes: each
+# send a new request) the book starts again, so it never grows without bound.
+BODY_CACHE = 4096
 
 
 class TargetUnreachable(Exception):
@@ -229,12 +233,25 @@ class StreamingClient:
         self._check = reply_check(target)  # issue 23: --response-format's check of each reply
         self._tools = bool(target.tools)
         self._keys = keys
+        self._bodies: dict[int, tuple[Request, bytes]] = {}  # by id(request), the request kept alive
 
     def payload(self, request: Request) -> Body:
         return self._wire.payload(request, self._target)
 
-    async def send(self, request: Request, record: RequestRecord) -> None:
+    def body(self, request: Request) -> bytes:
+        """``request``'s body as sent: JSON-encoded once per request (a Request is frozen), then
+        the same bytes each time it is sent again."""
+        kept = self._bodies.get(id(request))
+        if kept is not None and kept[0] is request:
+            return kept[1]
         data = json.dumps(self.payload(request)).encode()
+        if len(self._bodies) >= BODY_CACHE:
+            self._bodies.clear()
+        self._bodies[id(request)] = (request, data)
+        return data
+
+    async def send(self, request: Request, record: RequestRecord) -> None:
+        data = self.body(request)
         stream = self._wire.new_stream()
         stream.for_request(request)
         if self._chunk_usage:
