@@ -57,8 +57,7 @@ class _Conn(asyncio.Protocol):
         self.length = -1  # a whole answer's body length, once its headers are read
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is not asyncio.Transport's subclass
 
     def start(self, data: bytes, record: FloorRecord, waiter: asyncio.Future[None]) -> None:
         self.record, self.waiter, self.tail, self.done, self.length = record, waiter, b"", False, -1

@@ -18,9 +18,11 @@ import json
 import sys
 import tempfile
 import urllib.request
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
-from floor_client import run_floor
+from floor_client import FloorRecord, run_floor
 from rich.console import Console
 from rich.table import Table
 
@@ -64,12 +66,21 @@ def floor_run(spec: CalibrationSpec, url: str, pid: int) -> RequestCost:
         path, body = "/v1/embeddings", {"model": model, "input": [text]}
     sampler = CpuSampler(other_pid=pid)
     sampler.start()
-    records = asyncio.run(run_floor("127.0.0.1", port, path, body, spec.users, spec.requests, spec.streaming))
+    records = _run(run_floor("127.0.0.1", port, path, body, spec.users, spec.requests, spec.streaming))
     sampler.stop()
     times = [
         RequestTimes(r.sent_s, r.chunk_times_s[0] if r.chunk_times_s else None, r.end_s, r.response_id) for r in records
     ]
     return request_cost(times, mock_deliveries(url), sampler)
+
+
+def _run(coro: Coroutine[Any, Any, list[FloorRecord]]) -> list[FloorRecord]:
+    """On uvloop where tokenbench runs on it (runner.py), so both clients have the same loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from .procs import child_preexec, free_port, stop, wait_http
 from .records import RequestRecord
 from .results import RunResults
 from .rundir import read_records
+from .telemetry.client_health import CPU_LIMIT
 
 
 @dataclass(frozen=True)
@@ -426,6 +428,45 @@ def _steady(
     )
 
 
+@dataclass(frozen=True)
+class RequestCeiling:
+    """The request rate one client process sustains at a calibration's reply length (issue 27):
+    ``CPU_LIMIT`` of a core (past it a point is client-limited: telemetry.client_health) over its
+    CPU per request, and the processes (``--workers``, one core each) a target rate needs."""
+
+    cpu_us_per_request: float
+    requests_per_s: float
+    measured_requests_per_s: float | None  # what the calibration's own run sent
+    target_per_s: float | None = None
+    workers: int | None = None
+
+
+def request_ceiling(cost: RequestCost, target_per_s: float | None = None) -> RequestCeiling | None:
+    """The ceiling from a run's cost per request (None without one). Its CPU per request at the
+    measured load stands for the cost at the ceiling: a busier loop costs less per request (more
+    work per wake-up), so the estimate errs low."""
+    if not cost.cpu_us_per_request:
+        return None
+    per_s = CPU_LIMIT / (cost.cpu_us_per_request / 1e6)
+    workers = math.ceil(target_per_s / per_s) if target_per_s is not None else None
+    return RequestCeiling(cost.cpu_us_per_request, per_s, cost.requests_per_s, target_per_s, workers)
+
+
+def ceiling_text(spec: CalibrationSpec, ceiling: RequestCeiling) -> str:
+    reply = f"{spec.output_tokens}-token streamed replies" if spec.streaming else "whole embeddings answers"
+    text = (
+        f"one client process sustains about {ceiling.requests_per_s:,.0f} requests/s of {reply} "
+        f"({ceiling.cpu_us_per_request:.0f} µs of CPU per request at {spec.users} streams; "
+        f"{CPU_LIMIT:.0%} of a core is where a point becomes client-limited)"
+    )
+    if ceiling.target_per_s is not None and ceiling.workers is not None:
+        text += (
+            f"; {ceiling.target_per_s:,.0f} requests/s needs --workers {ceiling.workers} "
+            f"(a core each, beside the server's)"
+        )
+    return text
+
+
 def calibration_table(results: list[CalibrationResult]) -> Table:
     table = Table(title="client overhead against the mock (error = client-measured - mock-delivered)")
     for col in (
@@ -439,6 +480,8 @@ def calibration_table(results: list[CalibrationResult]) -> Table:
         "send delay mean/p99 ms",
         "chunk delay mean/p99 ms",
         "CPU µs/token",
+        "CPU µs/req",
+        "req/s",
         "mock CPU",
         "achieved tok/s",
         "offered tok/s",
@@ -456,6 +499,8 @@ def calibration_table(results: list[CalibrationResult]) -> Table:
             f"{_fmt(r.send_delay_ms_mean)}/{_fmt(r.send_delay_ms_p99)}",
             f"{_fmt(r.chunk_delay_ms_mean)}/{_fmt(r.chunk_delay_ms_p99)}",
             _fmt(r.cpu_us_per_token, ".1f"),
+            _fmt(r.cost.cpu_us_per_request if r.cost else None, ".0f"),
+            _fmt(r.cost.requests_per_s if r.cost else None, ".0f"),
             _fmt(r.mock_cpu_fraction, ".0%"),
             _fmt(r.achieved_tokens_per_s, ".0f"),
             _fmt(r.offered_tokens_per_s, ".0f"),
