@@ -22,6 +22,7 @@ from ..config import TargetConfig
 from ..records import Outcome, Request, RequestRecord, TokenSource
 from ..spans.keys import REQUEST_ID, TRACEPARENT, JoinKeys
 from ..structured import arguments_parse, reply_check
+from .http1 import Http1Pool
 from .wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
@@ -234,6 +235,28 @@ class StreamingClient:
         self._tools = bool(target.tools)
         self._keys = keys
         self._bodies: dict[int, tuple[Request, bytes]] = {}  # by id(request), the request kept alive
+        # issue 27: http:// targets over clients/http1.py's pool (made on the loop, at first use)
+        self._plain = self._url.startswith("http://")
+        self._pool: Http1Pool | None = None
+        self._head: bytes | None = None  # the head for the target's own headers, made once
+
+    def _http1(self) -> Http1Pool:
+        if self._pool is None:
+            t = self._target
+            self._pool = Http1Pool(self._url, t.connect_timeout_s, t.read_timeout_s, t.request_timeout_s)
+            self._head = self._pool.head(self._headers)
+        return self._pool
+
+    async def warm(self, count: int) -> int:
+        """Open ``count`` keep-alive connections before a point (warm_connections); how many opened."""
+        if not self._plain:
+            return await warm_connections(self._session, self._target, self._wire, count)
+        return await self._http1().warm(count)
+
+    def close(self) -> None:
+        """Close the connections this client keeps itself (the session is its owner's)."""
+        if self._pool is not None:
+            self._pool.close()
 
     def payload(self, request: Request) -> Body:
         return self._wire.payload(request, self._target)
@@ -271,7 +294,10 @@ class StreamingClient:
             while True:
                 attempt = _Attempt(record)
                 try:
-                    await self._exchange(data, headers, attempt, stream)
+                    if self._plain:
+                        await self._exchange_http1(data, headers, attempt, stream)
+                    else:
+                        await self._exchange(data, headers, attempt, stream)
                     break
                 except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                     if not _dead_reused_connection(exc, attempt) or record.retries >= MAX_RESENDS:
@@ -310,6 +336,50 @@ class StreamingClient:
         record.outcome = outcome
         record.error = error
         self._finish_tokens(record, stream)
+
+    async def _exchange_http1(self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream) -> None:
+        """One HTTP exchange over clients/http1.py (an http:// target): the same stamps as
+        ``_exchange`` (a body's bytes stamped as they arrive, not when a task resumes)."""
+        now = self._now
+        record = attempt.record
+        pool = self._http1()
+        record.http_start_s = mark = now()
+        record.pool_wait_s = 0.0  # the pool has no limit: nothing waits for a connection
+        conn, reused = await pool.acquire()
+        attempt.reused = record.conn_reused = reused
+        if not reused:
+            record.connect_s = now() - mark
+        head = self._head if headers is self._headers else pool.head(headers)
+        assert head is not None
+        request = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(data), data)
+        decoder = self._decoder()
+        chunk_times = record.chunk_times()
+        handle = stream.handle
+
+        def on_headers(status: int, t: float) -> bool:
+            record.response_headers_s, record.status = t, status
+            return status == 200
+
+        def on_body(raw: bytes, t: float) -> bool:
+            if record.first_body_s is None:
+                record.first_body_s = t
+            for payload in decoder.feed_data(raw):
+                if handle(payload):
+                    chunk_times.append(t)
+            return not stream.failed
+
+        # sent: the request written to the socket (one write: head and body), as the trace hook stamps
+        error_body = await pool.exchange(conn, request, on_headers, on_body, now, record)
+        if error_body is not None:
+            record.closed_s = now()
+            text = error_body.decode("utf-8", errors="replace")
+            stream.http_error = f"HTTP {record.status}: {text[:ERROR_BODY_CHARS]}"
+            return
+        if not stream.failed:
+            for payload in decoder.close_data():
+                if handle(payload):
+                    chunk_times.append(now())
+        record.closed_s = now()
 
     async def _exchange(self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream) -> None:
         """One HTTP exchange: POST, then read the stream to its end, stamping content chunks."""
