@@ -239,6 +239,9 @@ class StreamingClient:
         self._plain = self._url.startswith("http://")
         self._pool: Http1Pool | None = None
         self._head: bytes | None = None  # the head for the target's own headers, made once
+        # the join keys' headers can follow that head as they are (the target sets neither)
+        own = {k.lower() for k in self._headers}
+        self._keys_apart = self._plain and TRACEPARENT.lower() not in own and REQUEST_ID.lower() not in own
 
     def _http1(self) -> Http1Pool:
         if self._pool is None:
@@ -281,13 +284,18 @@ class StreamingClient:
             stream.chunk_usage = []
         now = self._now
         # a request's own headers (a session's X-Session-ID) on top of the target's
+        extra = b""  # http1: header lines after the target's own
         keys = self._keys
         if keys is not None:  # issue 24: the join key (one f-string; the run's part precomputed)
             traceparent, request_id = keys.headers(record.point, record.id, record.worker)
             record.traceparent, record.x_request_id = traceparent, request_id
-            headers = {**self._headers, TRACEPARENT: traceparent, REQUEST_ID: request_id}
-            if request.headers:
-                headers.update(request.headers)
+            if self._keys_apart and not request.headers:  # http1: two lines after the head made once
+                headers = self._headers
+                extra = f"{TRACEPARENT}: {traceparent}\r\n{REQUEST_ID}: {request_id}\r\n".encode()
+            else:
+                headers = {**self._headers, TRACEPARENT: traceparent, REQUEST_ID: request_id}
+                if request.headers:
+                    headers.update(request.headers)
         else:
             headers = {**self._headers, **dict(request.headers)} if request.headers else self._headers
         try:
@@ -295,7 +303,7 @@ class StreamingClient:
                 attempt = _Attempt(record)
                 try:
                     if self._plain:
-                        await self._exchange_http1(data, headers, attempt, stream)
+                        await self._exchange_http1(data, headers, attempt, stream, extra)
                     else:
                         await self._exchange(data, headers, attempt, stream)
                     break
@@ -337,7 +345,9 @@ class StreamingClient:
         record.error = error
         self._finish_tokens(record, stream)
 
-    async def _exchange_http1(self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream) -> None:
+    async def _exchange_http1(
+        self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream, extra: bytes = b""
+    ) -> None:
         """One HTTP exchange over clients/http1.py (an http:// target): the same stamps as
         ``_exchange`` (a body's bytes stamped as they arrive, not when a task resumes)."""
         now = self._now
@@ -349,8 +359,7 @@ class StreamingClient:
         attempt.reused = record.conn_reused = reused
         if not reused:
             record.connect_s = now() - mark
-        head = self._head if headers is self._headers else pool.head(headers)
-        assert head is not None
+        head = self._head + extra if self._head is not None and headers is self._headers else pool.head(headers)
         request = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(data), data)
         decoder = self._decoder()
         chunk_times = record.chunk_times()
