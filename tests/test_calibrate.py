@@ -15,12 +15,17 @@ from rich.console import Console
 from tokenbench.calibrate import (
     CalibrationResult,
     CalibrationSpec,
+    CpuSampler,
+    RequestCost,
+    RequestTimes,
     _compare,
-    _CpuSampler,
     _Measured,
     _proc_cpu_s,
     _steady,
     calibration_table,
+    ceiling_text,
+    request_ceiling,
+    request_cost,
 )
 from tokenbench.records import Outcome, RequestRecord
 from tokenbench.results import Clock, PointResult, Requests, RunResults
@@ -36,7 +41,7 @@ def _record(i: int, rid: str | None, sent: float, chunks: list[float], outcome: 
     )
 
 
-def _measured(tmp_path, records: list[RequestRecord], deliveries: dict, sampler: _CpuSampler | None = None):
+def _measured(tmp_path, records: list[RequestRecord], deliveries: dict, sampler: CpuSampler | None = None):
     writer = RunWriter(tmp_path / "run")
     for r in records:
         writer.write_record(r)
@@ -46,7 +51,7 @@ def _measured(tmp_path, records: list[RequestRecord], deliveries: dict, sampler:
     results = RunResults.model_construct(
         clock=Clock.model_construct(origin_monotonic_s=ORIGIN), points=[PointResult.model_construct(requests=requests)]
     )
-    return _Measured(tmp_path / "run", results, deliveries, sampler or _CpuSampler())
+    return _Measured(tmp_path / "run", results, deliveries, sampler or CpuSampler())
 
 
 def _delivery(received: float, chunks: list[float]) -> dict:
@@ -93,8 +98,8 @@ def test_compare_with_nothing_comparable_gives_none(tmp_path):
     assert result.ttft_error_ms_mean is None and result.chunk_delay_ms_p99 is None and result.send_delay_ms_mean is None
 
 
-def _linear_sampler(own_cpu_per_s: float, mock_cpu_per_s: float) -> _CpuSampler:
-    sampler = _CpuSampler()
+def _linear_sampler(own_cpu_per_s: float, mock_cpu_per_s: float) -> CpuSampler:
+    sampler = CpuSampler()
     sampler.samples = [(ORIGIN + t, own_cpu_per_s * t, mock_cpu_per_s * t) for t in range(21)]
     return sampler
 
@@ -115,7 +120,7 @@ def test_steady_needs_more_than_ten_chunks_over_some_time():
 
 
 def test_cpu_between_interpolates_the_samples():
-    sampler = _CpuSampler()
+    sampler = CpuSampler()
     sampler.samples = [(0.0, 0.0, 10.0), (1.0, 2.0, 11.0), (3.0, 2.0, 15.0)]
     assert sampler.cpu_between(0.5, 2.0) == pytest.approx(2.0 - 1.0)
     assert sampler.cpu_between(0.0, 3.0, column=2) == pytest.approx(5.0)
@@ -146,10 +151,70 @@ def test_table_cells():
         achieved_tokens_per_s=None,
         offered_tokens_per_s=6 / 0.07,
         run_dir="x",
+        cost=RequestCost(4, 412.4, 85.6, None, None, None, None),
     )
     out = io.StringIO()
     Console(file=out, width=400).print(calibration_table([result]))
     row = [line for line in out.getvalue().splitlines() if "3/4" in line]
     assert len(row) == 1
     cells = [c.strip() for c in row[0].strip("│ ").split("│")]
-    assert cells == ["2", "4", "3/4", "18.50", "29.77", "-", "-", "6.00/9.92", "13.60/29.60", "12.3", "25%", "-", "86"]
+    assert cells == [
+        "2",
+        "4",
+        "3/4",
+        "18.50",
+        "29.77",
+        "-",
+        "-",
+        "6.00/9.92",
+        "13.60/29.60",
+        "12.3",
+        "412",
+        "86",
+        "25%",
+        "-",
+        "86",
+    ]
+
+
+def _sampler(points: list[tuple[float, float, float]]) -> CpuSampler:
+    sampler = CpuSampler()
+    sampler.samples = list(points)
+    return sampler
+
+
+def test_request_cost_by_hand():
+    """issue 27: 4 requests over [10.0, 12.0] s (first send, last end) while this process spent
+    0.002 s of CPU (1 ms/s) and the mock 1.0 s: 500 µs per request, 2 requests/s, 0.1% and 50%
+    of a core. TTFT errors: (10.06-10.0)-(0.05) = +10 ms and (11.03-11.0)-(0.02) = +10 ms; a
+    whole answer: latency (12.0-11.5)-(0.48) = +20 ms; the fourth has no delivery: skipped."""
+    sampler = _sampler([(10.0, 1.0, 5.0), (12.0, 1.002, 6.0)])
+    times = [
+        RequestTimes(10.0, 10.06, 10.2, "mock-1"),
+        RequestTimes(11.0, 11.03, 11.5, "mock-2"),
+        RequestTimes(11.5, None, 12.0, "mock-3"),
+        RequestTimes(11.6, 11.7, 11.9, "unknown"),
+    ]
+    deliveries = {
+        "mock-1": {"received_s": 20.0, "chunk_times_s": [20.05], "finished_s": 20.1},
+        "mock-2": {"received_s": 30.0, "chunk_times_s": [30.02], "finished_s": 30.3},
+        "mock-3": {"received_s": 40.0, "chunk_times_s": [], "finished_s": 40.48},
+    }
+    cost = request_cost(times, deliveries, sampler)
+    assert cost.requests == 4
+    assert cost.cpu_us_per_request == pytest.approx(500.0)
+    assert cost.requests_per_s == pytest.approx(2.0)
+    assert cost.cpu_util == pytest.approx(0.001) and cost.mock_cpu_util == pytest.approx(0.5)
+    assert cost.error_ms_mean == pytest.approx((10 + 10 + 20) / 3)
+
+
+def test_request_ceiling_and_the_workers_a_target_needs():
+    """450 µs per request: 0.9 / 450e-6 = 2,000 requests/s per process; 5,000/s needs 3."""
+    cost = RequestCost(100, 450.0, 800.0, 1.0, 2.0, 0.36, 0.4)
+    ceiling = request_ceiling(cost, 5000.0)
+    assert ceiling is not None
+    assert ceiling.requests_per_s == pytest.approx(2000.0) and ceiling.workers == 3
+    assert ceiling.measured_requests_per_s == 800.0
+    text = ceiling_text(CalibrationSpec(users=128, requests=1024, output_tokens=4), ceiling)
+    assert "2,000 requests/s of 4-token streamed replies" in text and "needs --workers 3" in text
+    assert request_ceiling(RequestCost(1, None, None, None, None, None, None)) is None

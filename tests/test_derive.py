@@ -158,5 +158,8 @@ def test_a_0_2_run_directory_recomputes_to_the_results_it_wrote(name, tmp_path):
     on_disk = json.loads((run_dir / "results.json").read_text())
     for point in recomputed["points"] + on_disk["points"]:  # issue 25: a key every point has since (additive)
         assert point.pop("steady_state")["windows"] == 4
+    for point in recomputed["points"]:  # issue 27: an open-loop point's send lag (additive), on time here
+        lag = point["client"].pop("send_lag_p99_s", None)
+        assert lag is None or (point["load"]["kind"] == "rate" and lag < 0.010)
     assert _without_computed_by(recomputed) == _without_computed_by(written)
     assert _without_computed_by(on_disk) == _without_computed_by(written)

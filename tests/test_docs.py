@@ -41,6 +41,7 @@ OTHER_TOOLS = {
     "--chunk-tokens": "benchmarks/summarize.py",
     "--in-memory": "benchmarks/summarize.py",
     "--full": "benchmarks/soak.py",
+    "--quick": "benchmarks/request_overhead.py, benchmarks/client_overhead.py",
     "--scheduling-policy": "vLLM's serve",
     "--lora-paths": "SGLang's launch_server",
     "--max-loras-per-batch": "SGLang's launch_server",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -17,19 +18,22 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from .config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad, WorkersConfig
+from .config import DatasetConfig, LoadPoint, RateLoad, RunConfig, StopConfig, TargetConfig, UsersLoad, WorkersConfig
 from .procs import child_preexec, free_port, stop, wait_http
 from .records import RequestRecord
 from .results import RunResults
 from .rundir import read_records
+from .telemetry.client_health import CPU_LIMIT
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,12 @@ class CalibrationSpec:
     pin_cores: bool = True
     workers: int = 1  # --workers: the load from this many processes (or Ray actors with ray)
     ray: bool = False
+    api: Literal["chat", "embeddings"] = "chat"  # embeddings: a whole JSON answer, never streamed
+    rate: float | None = None  # open loop at this many requests/s (users: none) instead of users
+
+    @property
+    def streaming(self) -> bool:
+        return self.api == "chat"
 
 
 @dataclass(frozen=True)
@@ -66,9 +76,13 @@ class CalibrationResult:
     # own (their CPU / the tokens they received, the mean over workers), and their loop lag p99.
     worker_cpu_us_per_token: float | None = None
     loop_lag_p99_ms: float | None = None
+    # Per request (issue 27): this process's CPU over [first send, last end] / the requests sent
+    # in it, and those requests over that time; a whole answer's error is its latency's.
+    cost: RequestCost | None = None
+    client_limited_by: tuple[str, ...] = ()  # the run's own verdict on its client (results' client)
 
 
-class _CpuSampler(threading.Thread):
+class CpuSampler(threading.Thread):
     """Samples this process's CPU time against the monotonic clock (for CPU per token)."""
 
     def __init__(self, other_pid: int | None = None, interval_s: float = 0.1) -> None:
@@ -105,19 +119,95 @@ def _proc_cpu_s(pid: int | None) -> float:
 
 
 def calibrate(spec: CalibrationSpec, out_root: Path | None = None) -> CalibrationResult:
+    with pinned_mock(spec) as (url, mock):
+        return calibrate_against(spec, url, mock, out_root)
+
+
+def calibrate_against(
+    spec: CalibrationSpec, url: str, mock: subprocess.Popen[bytes], out_root: Path | None = None
+) -> CalibrationResult:
+    """One tokenbench run of ``spec`` against a mock already up (pinned_mock), compared with what
+    it delivered."""
+    return _compare(spec, _measure(spec, url, mock, out_root))
+
+
+@contextmanager
+def pinned_mock(spec: CalibrationSpec) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The mock for ``spec``, answering on its URL, pinned to one core and this process to
+    another (when the machine has two) until the block ends."""
     port = free_port()
     mock = _start_mock(spec, port)
     own_affinity = os.sched_getaffinity(0)
     pinned = spec.pin_cores and len(own_affinity) >= 2
+    url = f"http://127.0.0.1:{port}"
     try:
         if pinned:
             _pin(mock.pid, own_affinity)
-        measured = _measure(spec, f"http://127.0.0.1:{port}", mock, out_root)
+        wait_http(url + "/health", 60.0, mock)  # a busy machine starts it slowly
+        yield url, mock
     finally:
         if pinned:
             os.sched_setaffinity(0, own_affinity)
         stop(mock)
-    return _compare(spec, measured)
+
+
+def mock_deliveries(url: str) -> dict[str, _Delivery]:
+    """What the mock logged it delivered, by response id (``GET /mock/deliveries``)."""
+    with urllib.request.urlopen(url + "/mock/deliveries", timeout=30) as resp:
+        deliveries: dict[str, _Delivery] = json.loads(resp.read())  # the mock's JSON (mock.Delivery)
+    return deliveries
+
+
+@dataclass(frozen=True)
+class RequestTimes:
+    """One request as a client saw it, on the monotonic clock (perf_counter): sent, its first
+    content chunk (None: a whole answer), its end, and the id the server gave its answer."""
+
+    sent_s: float
+    first_s: float | None
+    end_s: float
+    response_id: str
+
+
+@dataclass(frozen=True)
+class RequestCost:
+    """A client's cost per request over a run (issue 27): its CPU over [first send, last end]
+    divided by the requests, the requests per second over that time, and its error on each
+    request's TTFT (a whole answer: its latency) against what the mock logged."""
+
+    requests: int
+    cpu_us_per_request: float | None
+    requests_per_s: float | None
+    error_ms_mean: float | None
+    error_ms_p99: float | None
+    cpu_util: float | None  # this process's CPU over that time, a fraction of one core
+    mock_cpu_util: float | None
+
+
+def request_cost(times: Sequence[RequestTimes], deliveries: dict[str, _Delivery], sampler: CpuSampler) -> RequestCost:
+    """The per-request figures of ``times`` (one client's requests of one run; CPU from ``sampler``)."""
+    if len(times) < 2:
+        return RequestCost(len(times), None, None, None, None, None, None)
+    t0, t1 = min(t.sent_s for t in times), max(t.end_s for t in times)
+    errors: list[float] = []
+    for t in times:
+        d = deliveries.get(t.response_id)
+        if d is None:
+            continue
+        if t.first_s is not None and d["chunk_times_s"]:
+            errors.append((t.first_s - t.sent_s) - (d["chunk_times_s"][0] - d["received_s"]))
+        elif t.first_s is None and d.get("finished_s") is not None:
+            errors.append((t.end_s - t.sent_s) - (float(d["finished_s"] or 0.0) - d["received_s"]))
+    cpu = sampler.cpu_between(t0, t1)
+    return RequestCost(
+        requests=len(times),
+        cpu_us_per_request=cpu / len(times) * 1e6,
+        requests_per_s=len(times) / (t1 - t0) if t1 > t0 else None,
+        error_ms_mean=_ms(errors),
+        error_ms_p99=_ms(errors, 99),
+        cpu_util=cpu / (t1 - t0) if t1 > t0 else None,
+        mock_cpu_util=sampler.cpu_between(t0, t1, column=2) / (t1 - t0) if t1 > t0 else None,
+    )
 
 
 class _Delivery(TypedDict):
@@ -125,6 +215,7 @@ class _Delivery(TypedDict):
 
     received_s: float
     chunk_times_s: list[float]
+    finished_s: float | None
 
 
 class _ClientSample(TypedDict):
@@ -147,7 +238,7 @@ class _Measured:
     run_dir: Path
     results: RunResults
     deliveries: dict[str, _Delivery]  # by response id
-    sampler: _CpuSampler
+    sampler: CpuSampler
 
 
 def _start_mock(spec: CalibrationSpec, port: int) -> subprocess.Popen[bytes]:
@@ -182,23 +273,22 @@ def _pin(mock_pid: int, own_affinity: set[int]) -> None:
 def _measure(spec: CalibrationSpec, url: str, mock: subprocess.Popen[bytes], out_root: Path | None) -> _Measured:
     from .runner import run
 
-    wait_http(url + "/health", 20.0, mock)
     out_dir = Path(tempfile.mkdtemp(prefix="calibrate-", dir=out_root))
     config = _run_config(spec, url, out_dir)
-    sampler = _CpuSampler(other_pid=mock.pid)
+    sampler = CpuSampler(other_pid=mock.pid)
     sampler.start()
     result = run(config, Console(file=io.StringIO()))
     sampler.stop()
-    with urllib.request.urlopen(url + "/mock/deliveries", timeout=30) as resp:
-        deliveries: dict[str, _Delivery] = json.loads(resp.read())  # the mock's JSON (mock.Delivery)
+    deliveries = mock_deliveries(url)
     (out_dir / "deliveries.json").write_text(json.dumps(deliveries))
     return _Measured(result.run_dir, RunResults.from_json(result.results), deliveries, sampler)
 
 
 def _run_config(spec: CalibrationSpec, url: str, out_dir: Path) -> RunConfig:
+    load: LoadPoint = UsersLoad(users=spec.users) if spec.rate is None else RateLoad(rate_per_s=spec.rate)
     return RunConfig(
-        target=TargetConfig(url=url, api="chat"),
-        loads=[UsersLoad(users=spec.users)],
+        target=TargetConfig(url=url, api=spec.api),
+        loads=[load],
         stop=StopConfig(max_requests=spec.requests),
         dataset=DatasetConfig(name="synthetic", input_tokens=16, output_tokens=spec.output_tokens, num_prompts=64),
         live=False,
@@ -224,6 +314,8 @@ def _compare(spec: CalibrationSpec, measured: _Measured) -> CalibrationResult:
         d = deliveries.get(r.response_id or "")
         if not r.ok or r.sent_s is None or d is None or len(d["chunk_times_s"]) != len(r.chunk_times_s):
             continue
+        if not r.chunk_times_s:  # a whole answer (embeddings): no chunks to compare (request_cost)
+            continue
         mock_times = np.array(d["chunk_times_s"]) - origin
         mine = np.array(r.chunk_times_s)
         send.append(d["received_s"] - origin - r.sent_s)
@@ -236,6 +328,17 @@ def _compare(spec: CalibrationSpec, measured: _Measured) -> CalibrationResult:
     req, client = results.points[0].requests, results.points[0].client
     loop_lag_p99_s = client.loop_lag_p99_s if client is not None else None
     stream_s = (spec.ttft_ms + (spec.output_tokens - 1) * spec.itl_ms) / 1e3
+    offered = spec.users / stream_s if spec.rate is None else spec.rate  # requests/s
+    times = [
+        RequestTimes(
+            r.sent_s + origin,
+            r.chunk_times_s[0] + origin if r.chunk_times_s else None,
+            r.closed_s + origin,
+            r.response_id or "",
+        )
+        for r in records
+        if r.ok and r.sent_s is not None and r.closed_s is not None
+    ]
     return CalibrationResult(
         spec=spec,
         ok=req.ok,
@@ -251,10 +354,12 @@ def _compare(spec: CalibrationSpec, measured: _Measured) -> CalibrationResult:
         cpu_us_per_token=steady.cpu_us_per_token,
         mock_cpu_fraction=steady.mock_cpu_fraction,
         achieved_tokens_per_s=steady.achieved_tokens_per_s,
-        offered_tokens_per_s=spec.users * spec.output_tokens / stream_s,
+        offered_tokens_per_s=offered * spec.output_tokens,
         run_dir=str(run_dir),
         worker_cpu_us_per_token=steady.worker_cpu_us_per_token,
         loop_lag_p99_ms=loop_lag_p99_s * 1e3 if loop_lag_p99_s is not None else None,
+        cost=request_cost(times, deliveries, sampler),
+        client_limited_by=tuple(client.limited_by) if client is not None else (),
     )
 
 
@@ -301,7 +406,7 @@ class _Steady:
 
 def _steady(
     all_chunks: list[float],
-    sampler: _CpuSampler,
+    sampler: CpuSampler,
     origin: float,
     workers: _WorkerCpu | None = None,
 ) -> _Steady:
@@ -325,6 +430,45 @@ def _steady(
     )
 
 
+@dataclass(frozen=True)
+class RequestCeiling:
+    """The request rate one client process sustains at a calibration's reply length (issue 27):
+    ``CPU_LIMIT`` of a core (past it a point is client-limited: telemetry.client_health) over its
+    CPU per request, and the processes (``--workers``, one core each) a target rate needs."""
+
+    cpu_us_per_request: float
+    requests_per_s: float
+    measured_requests_per_s: float | None  # what the calibration's own run sent
+    target_per_s: float | None = None
+    workers: int | None = None
+
+
+def request_ceiling(cost: RequestCost, target_per_s: float | None = None) -> RequestCeiling | None:
+    """The ceiling from a run's cost per request (None without one). Its CPU per request at the
+    measured load stands for the cost at the ceiling: a busier loop costs less per request (more
+    work per wake-up), so the estimate errs low."""
+    if not cost.cpu_us_per_request:
+        return None
+    per_s = CPU_LIMIT / (cost.cpu_us_per_request / 1e6)
+    workers = math.ceil(target_per_s / per_s) if target_per_s is not None else None
+    return RequestCeiling(cost.cpu_us_per_request, per_s, cost.requests_per_s, target_per_s, workers)
+
+
+def ceiling_text(spec: CalibrationSpec, ceiling: RequestCeiling) -> str:
+    reply = f"{spec.output_tokens}-token streamed replies" if spec.streaming else "whole embeddings answers"
+    text = (
+        f"one client process sustains about {ceiling.requests_per_s:,.0f} requests/s of {reply} "
+        f"({ceiling.cpu_us_per_request:.0f} µs of CPU per request at {spec.users} streams; "
+        f"{CPU_LIMIT:.0%} of a core is where a point becomes client-limited)"
+    )
+    if ceiling.target_per_s is not None and ceiling.workers is not None:
+        text += (
+            f"; {ceiling.target_per_s:,.0f} requests/s needs --workers {ceiling.workers} "
+            f"(a core each, beside the server's)"
+        )
+    return text
+
+
 def calibration_table(results: list[CalibrationResult]) -> Table:
     table = Table(title="client overhead against the mock (error = client-measured - mock-delivered)")
     for col in (
@@ -338,6 +482,8 @@ def calibration_table(results: list[CalibrationResult]) -> Table:
         "send delay mean/p99 ms",
         "chunk delay mean/p99 ms",
         "CPU µs/token",
+        "CPU µs/req",
+        "req/s",
         "mock CPU",
         "achieved tok/s",
         "offered tok/s",
@@ -355,6 +501,8 @@ def calibration_table(results: list[CalibrationResult]) -> Table:
             f"{_fmt(r.send_delay_ms_mean)}/{_fmt(r.send_delay_ms_p99)}",
             f"{_fmt(r.chunk_delay_ms_mean)}/{_fmt(r.chunk_delay_ms_p99)}",
             _fmt(r.cpu_us_per_token, ".1f"),
+            _fmt(r.cost.cpu_us_per_request if r.cost else None, ".0f"),
+            _fmt(r.cost.requests_per_s if r.cost else None, ".0f"),
             _fmt(r.mock_cpu_fraction, ".0%"),
             _fmt(r.achieved_tokens_per_s, ".0f"),
             _fmt(r.offered_tokens_per_s, ".0f"),

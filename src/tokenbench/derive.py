@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from . import __version__
 from .autostop import GATED, OVER_SATURATED, STEADY_WINDOWS, steady_state_of
-from .config import RateLoad, ReplayLoad, StopConfig
+from .config import LoadPoint, RateLoad, ReplayLoad, StopConfig
 from .cost import point_cost
 from .errors import BadInput
 from .load import describe
@@ -154,7 +154,8 @@ def point_result(
         "cost": point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s)
         if price is not None
         else None,
-        "client": point_client(health, window.start_s, window.end_s),  # None: a run before it was sampled
+        # None: a run before it was sampled
+        "client": point_client(health, window.start_s, window.end_s, _send_lags(event.load, kept, window)),
         "workers_lost": event.workers_lost or None,  # only a point during which a worker died
         "errors_seen": errors_seen(kept) or None,  # only a point with failed requests
         "stopped_early": event.stopped_early,  # only a point the circuit breaker stopped
@@ -172,6 +173,19 @@ def point_result(
     # issue 23 routing: by adapter, class and tenant, and fairness (only when requests had groups)
     parts.update(group_breakdowns(population, metrics.rate_period_s or metrics.window_s, config.slo, config.mix))
     return point.model_copy(update={key: part for key, part in parts.items() if part is not None})
+
+
+def _send_lags(load: LoadPoint, records: Sequence[RequestRecord], window: Window) -> list[float] | None:
+    """An open-loop point's send lags (issue 27): each request due in the window, how late its
+    exchange began (``http_start_s - scheduled_s``); None for a closed-loop point and one whose
+    sends wait for a slot (``--max-concurrency``: that wait is the server's, queue delay)."""
+    if not isinstance(load, RateLoad | ReplayLoad) or load.max_concurrency is not None:
+        return None
+    return [
+        r.http_start_s - r.scheduled_s
+        for r in records
+        if r.http_start_s is not None and window.start_s <= r.scheduled_s < window.end_s
+    ]
 
 
 def _steady_state(

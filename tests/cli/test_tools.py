@@ -78,7 +78,31 @@ def test_calibrate_flags_become_the_spec_and_the_table_is_printed(measured):
 
 
 def test_calibrate_refuses_bad_input(measured):
-    for args in (["--users", "many"], ["--requests", "1.5"], ["--output-tokens", "x"], ["--bogus"]):
+    for args in (
+        ["--users", "many"],
+        ["--requests", "1.5"],
+        ["--output-tokens", "x"],
+        ["--bogus"],
+        ["--api", "tgi"],
+        ["--target-rate", "0"],
+    ):
         result = CliRunner().invoke(app, ["calibrate", *args], env=ENV)
         assert result.exit_code == 2, (args, result.output)
     assert measured == []
+
+
+def test_calibrate_says_the_request_rate_one_process_sustains(monkeypatch):
+    """issue 27: 450 µs of CPU per request -> 0.9 / 450e-6 = 2,000 requests/s per process, and
+    --target-rate 5000 needs 3 of them."""
+    from tokenbench.calibrate import RequestCost
+
+    def fake(spec: CalibrationSpec) -> CalibrationResult:
+        cost = RequestCost(64, 450.0, 900.0, 1.0, 2.0, 0.4, 0.3)
+        return CalibrationResult(spec, 8, 8, *([1.25] * 6), 2.0, 3.0, 4.0, 0.5, 1000.0, 2000.0, "dir", cost=cost)
+
+    monkeypatch.setattr(tokenbench.calibrate, "calibrate", fake)
+    args = ["calibrate", "--output-tokens", "4", "--target-rate", "5000", "--api", "embeddings"]
+    result = CliRunner().invoke(app, args, env={**ENV, "COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "about 2,000 requests/s of whole embeddings answers" in text and "needs --workers 3" in text

@@ -2,6 +2,7 @@
 outcome, the run never crashes and records == requests sent; dead reused connections are re-sent
 (a bounded number of times), nothing else is; no connection pool ceiling."""
 
+import asyncio
 import io
 import json
 import threading
@@ -11,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from tokenbench.clients.openai import OpenAIWire
-from tokenbench.clients.stream import StreamingClient, make_session, warm_connections
+from tokenbench.clients.stream import StreamingClient, make_session
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.records import Outcome, Request, RequestRecord, RunClock
 from tokenbench.runner import run
@@ -168,10 +169,12 @@ async def _send_once(url, warm=0):
     record = RequestRecord(point=0, id=0, scheduled_s=0.0)
     wire = OpenAIWire(chat=True)
     async with make_session(target, clock.now) as session:
-        if warm:
-            assert await warm_connections(session, target, wire, warm) == warm
         client = StreamingClient(session, target, wire, clock.now)
+        if warm:  # the client's own keep-alive connections (clients/http1.py for http://)
+            assert await client.warm(warm) == warm
         await client.send(Request(prompt="hello", max_tokens=1), record)
+        client.close()
+        await asyncio.sleep(0.05)  # the server's handlers see their connections close before the loop ends
     return record
 
 

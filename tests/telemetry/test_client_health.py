@@ -126,3 +126,22 @@ def test_connections_are_the_most_one_worker_held() -> None:
 def _point(client):
     """A stand-in point carrying ``client`` (the only field the getter reads)."""
     return SimpleNamespace(client=client)
+
+
+def test_sends_late_against_an_open_loop_schedule_limit_the_point() -> None:
+    """issue 27: quiet ticks and a light CPU, but 3 of 100 sends began 30 ms after they were due:
+    p99 30 ms > 10 ms with 3 late sends, so the client did not send the offered rate on time."""
+    quiet = [_sample(i * 0.5, 0.1, [0.001] * 10) for i in range(4)]
+    lags = [0.001] * 97 + [0.030] * 3
+    client = point_client(quiet, 0.0, 2.0, lags)
+    assert client is not None and client.limited and client.limited_by == ["send_lag"]
+    assert client.send_lag_p99_s == pytest.approx(0.030)
+    assert "could not send the offered rate on time" in advice(client)
+
+
+def test_two_late_sends_or_a_closed_loop_point_are_no_send_verdict() -> None:
+    quiet = [_sample(i * 0.5, 0.1, [0.001] * 10) for i in range(4)]
+    two = point_client(quiet, 0.0, 2.0, [0.001] * 98 + [0.030] * 2)  # p99 over 10 ms, but only 2 sends
+    assert two is not None and not two.limited and two.send_lag_p99_s is not None
+    closed = point_client(quiet, 0.0, 2.0, None)  # closed loop: no schedule to be late against
+    assert closed is not None and not closed.limited and closed.send_lag_p99_s is None

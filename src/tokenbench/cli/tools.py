@@ -152,11 +152,23 @@ def calibrate(
     itl_ms: Annotated[float, typer.Option()] = 10.0,
     output_tokens: Annotated[int, typer.Option()] = 128,
     pin: Annotated[bool, typer.Option(help="Pin the mock to one core and the client to another.")] = True,
+    api: Annotated[
+        str, typer.Option(help="chat (streamed replies of --output-tokens) or embeddings (whole answers).")
+    ] = "chat",
+    target_rate: Annotated[
+        float | None,
+        typer.Option(help="Requests/s you mean to offer: how many client processes (--workers) it needs."),
+    ] = None,
 ) -> None:
-    """Measure the client's own overhead floor at a load, against the mock server."""
-    from ..calibrate import CalibrationSpec, calibration_table
+    """Measure the client's own overhead floor at a load, against the mock server: its error, its
+    CPU per token and per request, and the highest request rate one client process sustains."""
+    from ..calibrate import CalibrationSpec, calibration_table, ceiling_text, request_ceiling
     from ..calibrate import calibrate as run_calibration
 
+    if api not in ("chat", "embeddings"):
+        fail(f"--api {api}: calibrate runs chat or embeddings against the mock", 2)
+    if target_rate is not None and not target_rate > 0:
+        fail(f"--target-rate {target_rate}: give the requests/s you mean to offer (more than 0)", 2)
     spec = CalibrationSpec(
         users=users,
         requests=requests or users * 8,
@@ -164,6 +176,11 @@ def calibrate(
         itl_ms=itl_ms,
         output_tokens=output_tokens,
         pin_cores=pin,
+        api="chat" if api == "chat" else "embeddings",
     )
     result = run_calibration(spec)
-    Console().print(calibration_table([result]))
+    console = Console()
+    console.print(calibration_table([result]))
+    ceiling = request_ceiling(result.cost, target_rate) if result.cost is not None else None
+    if ceiling is not None:
+        console.print(ceiling_text(spec, ceiling))

@@ -22,9 +22,14 @@ from ..config import TargetConfig
 from ..records import Outcome, Request, RequestRecord, TokenSource
 from ..spans.keys import REQUEST_ID, TRACEPARENT, JoinKeys
 from ..structured import arguments_parse, reply_check
+from .http1 import Http1Pool
 from .wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
+# Bodies kept, encoded, by request (issue 27: a prompt's body is built once, not per send; a
+# dataset cycles its requests). Past this many distinct requests (sessions, unique prefixes: each
+# send a new request) the book starts again, so it never grows without bound.
+BODY_CACHE = 4096
 
 
 class TargetUnreachable(Exception):
@@ -229,32 +234,78 @@ class StreamingClient:
         self._check = reply_check(target)  # issue 23: --response-format's check of each reply
         self._tools = bool(target.tools)
         self._keys = keys
+        self._bodies: dict[int, tuple[Request, bytes]] = {}  # by id(request), the request kept alive
+        # issue 27: http:// targets over clients/http1.py's pool (made on the loop, at first use)
+        self._plain = self._url.startswith("http://")
+        self._pool: Http1Pool | None = None
+        self._head: bytes | None = None  # the head for the target's own headers, made once
+        # the join keys' headers can follow that head as they are (the target sets neither)
+        own = {k.lower() for k in self._headers}
+        self._keys_apart = self._plain and TRACEPARENT.lower() not in own and REQUEST_ID.lower() not in own
+
+    def _http1(self) -> Http1Pool:
+        if self._pool is None:
+            t = self._target
+            self._pool = Http1Pool(self._url, t.connect_timeout_s, t.read_timeout_s, t.request_timeout_s)
+            self._head = self._pool.head(self._headers)
+        return self._pool
+
+    async def warm(self, count: int) -> int:
+        """Open ``count`` keep-alive connections before a point (warm_connections); how many opened."""
+        if not self._plain:
+            return await warm_connections(self._session, self._target, self._wire, count)
+        return await self._http1().warm(count)
+
+    def close(self) -> None:
+        """Close the connections this client keeps itself (the session is its owner's)."""
+        if self._pool is not None:
+            self._pool.close()
 
     def payload(self, request: Request) -> Body:
         return self._wire.payload(request, self._target)
 
-    async def send(self, request: Request, record: RequestRecord) -> None:
+    def body(self, request: Request) -> bytes:
+        """``request``'s body as sent: JSON-encoded once per request (a Request is frozen), then
+        the same bytes each time it is sent again."""
+        kept = self._bodies.get(id(request))
+        if kept is not None and kept[0] is request:
+            return kept[1]
         data = json.dumps(self.payload(request)).encode()
+        if len(self._bodies) >= BODY_CACHE:
+            self._bodies.clear()
+        self._bodies[id(request)] = (request, data)
+        return data
+
+    async def send(self, request: Request, record: RequestRecord) -> None:
+        data = self.body(request)
         stream = self._wire.new_stream()
         stream.for_request(request)
         if self._chunk_usage:
             stream.chunk_usage = []
         now = self._now
         # a request's own headers (a session's X-Session-ID) on top of the target's
+        extra = b""  # http1: header lines after the target's own
         keys = self._keys
         if keys is not None:  # issue 24: the join key (one f-string; the run's part precomputed)
             traceparent, request_id = keys.headers(record.point, record.id, record.worker)
             record.traceparent, record.x_request_id = traceparent, request_id
-            headers = {**self._headers, TRACEPARENT: traceparent, REQUEST_ID: request_id}
-            if request.headers:
-                headers.update(request.headers)
+            if self._keys_apart and not request.headers:  # http1: two lines after the head made once
+                headers = self._headers
+                extra = f"{TRACEPARENT}: {traceparent}\r\n{REQUEST_ID}: {request_id}\r\n".encode()
+            else:
+                headers = {**self._headers, TRACEPARENT: traceparent, REQUEST_ID: request_id}
+                if request.headers:
+                    headers.update(request.headers)
         else:
             headers = {**self._headers, **dict(request.headers)} if request.headers else self._headers
         try:
             while True:
                 attempt = _Attempt(record)
                 try:
-                    await self._exchange(data, headers, attempt, stream)
+                    if self._plain:
+                        await self._exchange_http1(data, headers, attempt, stream, extra)
+                    else:
+                        await self._exchange(data, headers, attempt, stream)
                     break
                 except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                     if not _dead_reused_connection(exc, attempt) or record.retries >= MAX_RESENDS:
@@ -293,6 +344,51 @@ class StreamingClient:
         record.outcome = outcome
         record.error = error
         self._finish_tokens(record, stream)
+
+    async def _exchange_http1(
+        self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream, extra: bytes = b""
+    ) -> None:
+        """One HTTP exchange over clients/http1.py (an http:// target): the same stamps as
+        ``_exchange`` (a body's bytes stamped as they arrive, not when a task resumes)."""
+        now = self._now
+        record = attempt.record
+        pool = self._http1()
+        record.http_start_s = mark = now()
+        record.pool_wait_s = 0.0  # the pool has no limit: nothing waits for a connection
+        conn, reused = await pool.acquire()
+        attempt.reused = record.conn_reused = reused
+        if not reused:
+            record.connect_s = now() - mark
+        head = self._head + extra if self._head is not None and headers is self._headers else pool.head(headers)
+        request = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(data), data)
+        decoder = self._decoder()
+        chunk_times = record.chunk_times()
+        handle = stream.handle
+
+        def on_headers(status: int, t: float) -> bool:
+            record.response_headers_s, record.status = t, status
+            return status == 200
+
+        def on_body(raw: bytes, t: float) -> bool:
+            if record.first_body_s is None:
+                record.first_body_s = t
+            for payload in decoder.feed_data(raw):
+                if handle(payload):
+                    chunk_times.append(t)
+            return not stream.failed
+
+        # sent: the request written to the socket (one write: head and body), as the trace hook stamps
+        error_body = await pool.exchange(conn, request, on_headers, on_body, now, record)
+        if error_body is not None:
+            record.closed_s = now()
+            text = error_body.decode("utf-8", errors="replace")
+            stream.http_error = f"HTTP {record.status}: {text[:ERROR_BODY_CHARS]}"
+            return
+        if not stream.failed:
+            for payload in decoder.close_data():
+                if handle(payload):
+                    chunk_times.append(now())
+        record.closed_s = now()
 
     async def _exchange(self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream) -> None:
         """One HTTP exchange: POST, then read the stream to its end, stamping content chunks."""

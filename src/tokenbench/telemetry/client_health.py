@@ -19,6 +19,13 @@ The rule (issue 13, made robust in issue 22): a point is ``limited`` when, for s
 - CPU: its busiest sample exceeds ``CPU_LIMIT`` (90% of a core: its loop has no room left) and at
   least ``CPU_SHARE`` (10%) of its samples do, so one busy half-second of a long point is not one;
 
+- send lag (issue 27): an open-loop point without ``--max-concurrency`` (a rate or a replay: its
+  sends are due on the schedule whatever the server does) whose requests' send lag (the exchange
+  begun - the time it was due, ``http_start_s - scheduled_s``) has a p99 over ``SEND_LAG_LIMIT_S``
+  (10 ms) with at least ``MIN_SLOW_TICKS`` sends later than that: the client did not send the
+  offered rate on time, even where its loop ticks and CPU samples looked fine (a burst of sends
+  between two ticks);
+
 then the client, not the server, may have set the point's numbers. ``advice`` words what to do
 for the cause it saw: the client's own CPU busy (the load it drives: fewer users or --workers),
 or its loop late while its CPU was low (another process or the engine shares its cores).
@@ -38,6 +45,7 @@ LOOP_LAG_LIMIT_S = 0.005
 LAG_MARGIN = 1.2  # the p99 must exceed the limit by 20%
 MIN_SLOW_TICKS = 3  # ticks later than the limit, in one worker
 CPU_LIMIT = 0.90
+SEND_LAG_LIMIT_S = 0.010  # an open-loop request begun this late against its schedule
 CPU_SHARE = 0.10  # of a worker's samples over CPU_LIMIT
 # A lag verdict with the client's mean CPU below this (a fraction of a core): the client was not
 # busy itself, so the usual cause is something else on its cores (the engine, another process).
@@ -81,9 +89,12 @@ def _worst(values: list[float | None]) -> float | None:
     return max(known) if known else None
 
 
-def point_client(samples: Sequence[Sample], start_s: float, end_s: float) -> Client | None:
+def point_client(
+    samples: Sequence[Sample], start_s: float, end_s: float, send_lags: Sequence[float] | None = None
+) -> Client | None:
     """The client's health over [start_s, end_s]; None when no sample covers it (a run from
-    before the client was sampled)."""
+    before the client was sampled). ``send_lags``: an open-loop point's requests' send lags in
+    the window (None: a closed-loop point, or one whose sends wait for a slot)."""
     inside = _inside(samples, start_s, end_s)
     if not inside:
         return None
@@ -91,12 +102,17 @@ def point_client(samples: Sequence[Sample], start_s: float, end_s: float) -> Cli
     lags = [_lags(w) for w in workers]
     lag_p99 = _worst([_p99(x) for x in lags])
     cpu_max = max(_util(s) for s in inside)
-    limited_by: list[Literal["loop_lag", "cpu"]] = []
+    limited_by: list[Literal["loop_lag", "cpu", "send_lag"]] = []
     if any(lag_limited(x) for x in lags):
         limited_by.append("loop_lag")
     if any(cpu_limited(w) for w in workers):
         limited_by.append("cpu")
+    if send_lags is not None and send_limited(send_lags):
+        limited_by.append("send_lag")
+    # an open-loop point's send lag (issue 27): only where it has one (absent elsewhere, as before)
+    send = {"send_lag_p99_s": _p99(list(send_lags))} if send_lags else {}
     return Client(
+        **send,
         workers=len(workers),
         period_s=[min(s["start_s"] for s in inside), max(s["t_s"] for s in inside)],
         samples=len(inside),
@@ -119,6 +135,14 @@ def lag_limited(lags: list[float]) -> bool:
     return p99 is not None and p99 > LOOP_LAG_LIMIT_S * LAG_MARGIN and slow >= MIN_SLOW_TICKS
 
 
+def send_limited(lags: Sequence[float]) -> bool:
+    """An open-loop point's sends were late: their p99 over ``SEND_LAG_LIMIT_S`` and at least
+    ``MIN_SLOW_TICKS`` of them over it (one late send is no verdict)."""
+    p99 = _p99(list(lags))
+    slow = sum(1 for lag in lags if lag > SEND_LAG_LIMIT_S)
+    return p99 is not None and p99 > SEND_LAG_LIMIT_S and slow >= MIN_SLOW_TICKS
+
+
 def cpu_limited(samples: Sequence[Sample]) -> bool:
     """One worker's samples say its CPU was full: at least ``CPU_SHARE`` of them (and one) over
     ``CPU_LIMIT``."""
@@ -128,6 +152,11 @@ def cpu_limited(samples: Sequence[Sample]) -> bool:
 
 def advice(client: Client) -> str:
     """What to do about a limited point, for the cause its figures show."""
+    if client.limited_by == ["send_lag"]:
+        return (
+            "the client could not send the offered rate on time (its sends ran late against the schedule): "
+            "spread the load with --workers N (`tokenbench calibrate --target-rate` says how many), or lower the rate"
+        )
     return advice_for("cpu" in client.limited_by, client.cpu_util_mean)
 
 

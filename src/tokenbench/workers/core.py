@@ -22,7 +22,7 @@ import aiohttp
 
 from .. import redact
 from ..clients import wire_for
-from ..clients.stream import StreamingClient, make_session, warm_connections
+from ..clients.stream import StreamingClient, make_session
 from ..config import LoadPoint, SessionConfig, StopConfig, TargetConfig
 from ..datasets.sessions import Conversation, estimate_tokens
 from ..datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
@@ -112,6 +112,7 @@ class _Running:
     session: aiohttp.ClientSession
     source: RequestSource | SessionSource
     gen: LoadGenerator
+    client: StreamingClient
 
 
 class WorkerCore:
@@ -155,7 +156,7 @@ class WorkerCore:
         )
         worker = None if self._local else setup.lane.index
         gen = LoadGenerator(client, clock, self._done, LiveStats(), worker, notices=not self._local)
-        self._state = _Running(setup.lane, clock, target, session, _source(setup), gen)
+        self._state = _Running(setup.lane, clock, target, session, _source(setup), gen, client)
         return WorkerInfo(setup.lane.index, os.getpid(), platform.node())
 
     async def prepare(self, order: Order) -> None:
@@ -163,7 +164,7 @@ class WorkerCore:
         state = self._running
         state.source.start_point(order.load, order.seed, order.share)
         assert state.target.api is not None
-        await warm_connections(state.session, state.target, wire_for(state.target.api), order.warm)
+        await state.client.warm(order.warm)
 
     def start(self, order: Order) -> None:
         """Run the point (its share, from ``order.start_s``) in the background; polls report it."""
@@ -213,6 +214,7 @@ class WorkerCore:
             with contextlib.suppress(BaseException):
                 await self._task
         if self._state is not None:
+            self._state.client.close()
             await self._state.session.close()
 
 

@@ -1,0 +1,410 @@
+"""A plain-HTTP/1.1 keep-alive client for the request path (issue 27): what aiohttp does per
+request, less its per-request set-up.
+
+A profile of 128 streams of 4-token replies put aiohttp's request set-up and reads at ~40-55% of
+the client's CPU per request (ClientRequest, headers, cookie jar, trace signals, payload registry,
+timers, a write task per request on Python < 3.12); a bare socket needs a fraction of that. So
+for ``http://`` targets the exchange runs over this pool of asyncio Protocols: the request's head
+is built from a prefix made once, written with its body in one write, and the response is parsed
+as it arrives (status line, headers, a chunked / Content-Length / to-close body), its body bytes
+handed to the caller's ``on_body`` with the time they arrived. ``https://`` targets keep aiohttp
+(clients/stream.py chooses).
+
+Failures raise aiohttp's own exception types, so stream.py's outcomes and its re-send rule read
+them as they read aiohttp's: a refused connect is ``ClientConnectorError``, a connect that timed out
+``ConnectionTimeoutError``, a connection closed before any response byte ``ServerDisconnectedError``
+(reset: ``ClientOSError``), a body cut short ``ClientPayloadError``, silence past the read timeout
+``SocketTimeoutError`` and the whole request past its timeout ``TimeoutError``. No redirects are
+followed and no cookies are kept (an LLM endpoint answers its POST itself); a body the server
+encodes (gzip) is an error, as ``Accept-Encoding: identity`` asked for none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from base64 import b64encode
+from collections.abc import Callable
+from typing import Protocol
+from urllib.parse import unquote, urlsplit
+
+import aiohttp
+from aiohttp.client_reqrep import ConnectionKey
+
+BodySink = Callable[[bytes, float], bool]  # body bytes and when they arrived -> False: stop reading
+
+
+class _Stamps(Protocol):
+    """Where an exchange stamps when its request was written (a RequestRecord)."""
+
+    headers_sent_s: float | None
+    sent_s: float | None
+
+
+class _Response:
+    """One response being read: its status and headers, then its body to the sink."""
+
+    __slots__ = (
+        "conn",
+        "now",
+        "on_headers",
+        "on_body",
+        "done",
+        "head",
+        "status",
+        "mode",
+        "left",
+        "chunk_buf",
+        "keep_alive",
+        "got_bytes",
+        "error_body",
+        "timer",
+    )
+
+    def __init__(
+        self,
+        conn: _Conn,
+        now: Callable[[], float],
+        on_headers: Callable[[int, float], bool],
+        on_body: BodySink,
+        done: asyncio.Future[None],
+    ) -> None:
+        self.conn = conn
+        self.now = now
+        self.on_headers = on_headers  # (status, t) -> True: hand its body to on_body (False: keep it)
+        self.on_body = on_body
+        self.done = done
+        self.head = b""
+        self.status = 0
+        self.mode = ""  # "chunked", "length", "close" once the headers are read
+        self.left = 0  # length: bytes of the body still to come; chunked: of the current chunk
+        self.chunk_buf = b""  # chunked: what is left of a size line or a chunk's CRLF
+        self.keep_alive = True
+        self.got_bytes = False
+        self.error_body: bytearray | None = None  # a non-2xx answer's body, kept for its error text
+        self.timer: asyncio.TimerHandle | None = None  # the read timeout's
+
+    def feed(self, data: bytes) -> None:
+        t = self.now()
+        self.got_bytes = True
+        if not self.mode:
+            self.head += data
+            end = self.head.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.head) > 65536:
+                    self.fail(aiohttp.ClientResponseError(_info(), (), message="response headers too long"))
+                return
+            data = self.head[end + 4 :]
+            if not self._headers(self.head[:end], t):
+                return
+            if self._empty():
+                self.finish(t)
+                return
+            if not data:
+                return
+        self._feed_body(data, t)
+
+    def _empty(self) -> bool:
+        """The response has no body (Content-Length: 0, 204, 304)."""
+        return self.mode == "length" and self.left == 0
+
+    def _feed_body(self, data: bytes, t: float) -> None:
+        if self.mode == "length":
+            if len(data) >= self.left:
+                body, self.left = data[: self.left], 0
+                self._body(body, t)
+                if not self.done.done():
+                    self.finish(t)
+            else:
+                self.left -= len(data)
+                self._body(data, t)
+        elif self.mode == "chunked":
+            self._chunked(data, t)
+        else:  # to close: the body ends when the server closes
+            self._body(data, t)
+
+    def _headers(self, head: bytes, t: float) -> bool:
+        lines = head.split(b"\r\n")
+        parts = lines[0].split(b" ", 2)
+        try:
+            self.status = int(parts[1])
+        except (IndexError, ValueError):
+            self.fail(aiohttp.ClientResponseError(_info(), (), message=f"bad status line {lines[0][:80]!r}"))
+            return False
+        length = None
+        chunked = False
+        version_10 = parts[0] == b"HTTP/1.0"
+        self.keep_alive = not version_10
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            key = name.strip().lower()
+            if key == b"content-length":
+                length = int(value.strip())
+            elif key == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+            elif key == b"connection":
+                v = value.strip().lower()
+                self.keep_alive = v == b"keep-alive" if version_10 else v != b"close"
+            elif key == b"content-encoding" and value.strip().lower() not in (b"identity", b""):
+                self.fail(aiohttp.ClientPayloadError(f"Content-Encoding {value.strip().decode()!r} not asked for"))
+                return False
+        if self.status in (204, 304) or 100 <= self.status < 200:
+            self.mode, self.left = "length", 0
+        elif chunked:
+            self.mode = "chunked"
+        elif length is not None:
+            self.mode, self.left = "length", length
+        else:
+            self.mode, self.keep_alive = "close", False
+        if not self.on_headers(self.status, t):
+            self.error_body = bytearray()
+        return True
+
+    def _body(self, data: bytes, t: float) -> None:
+        if not data or self.done.done():
+            return
+        if self.error_body is not None:
+            self.error_body += data
+        elif not self.on_body(data, t):  # the caller stops reading: the connection cannot be reused
+            self.keep_alive = False
+            self.finish(t)
+
+    def _chunked(self, data: bytes, t: float) -> None:
+        pos, n = 0, len(data)
+        out: list[bytes] = []
+        while pos < n and not self.done.done():
+            if self.left > 0:  # inside a chunk's data
+                take = min(self.left, n - pos)
+                out.append(data[pos : pos + take])
+                pos += take
+                self.left -= take
+                if self.left == 0:
+                    self.left = -1  # its CRLF next
+                continue
+            buf = self.chunk_buf + data[pos:]
+            eol = buf.find(b"\r\n")
+            if eol < 0:
+                self.chunk_buf, pos = buf, n
+                break
+            line, consumed = buf[:eol], eol + 2 - len(self.chunk_buf)
+            self.chunk_buf = b""
+            pos += consumed
+            if self.left == -1:  # the CRLF after a chunk's data
+                if line:
+                    self.fail(aiohttp.ClientPayloadError("malformed chunked body"))
+                    return
+                self.left = 0
+                continue
+            if self.left == -2:  # a trailer line; the empty one ends the body
+                if not line:
+                    if out:
+                        self._body(b"".join(out), t)
+                    self.finish(t)
+                    return
+                continue
+            try:
+                size = int(line.split(b";", 1)[0], 16)
+            except ValueError:
+                self.fail(aiohttp.ClientPayloadError(f"bad chunk size {line[:40]!r}"))
+                return
+            if size == 0:
+                self.left = -2
+            else:
+                self.left = size
+        if out:
+            self._body(b"".join(out), t)
+
+    def finish(self, t: float) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+        self.conn.exchange_ended(self)
+
+    def fail(self, exc: BaseException) -> None:
+        self.keep_alive = False
+        if not self.done.done():
+            self.done.set_exception(exc)
+        self.conn.exchange_ended(self)
+
+    def lost(self, exc: BaseException | None) -> None:
+        """The server closed the connection (``exc``: how, None for a clean close)."""
+        if self.done.done():
+            return
+        if self.mode == "close":
+            self.finish(self.now())
+        elif not self.got_bytes:
+            if isinstance(exc, OSError):
+                self.fail(aiohttp.ClientOSError(exc.errno or 0, str(exc)))
+            else:
+                self.fail(aiohttp.ServerDisconnectedError())
+        else:
+            self.fail(aiohttp.ClientPayloadError("Response payload is not completed"))
+
+
+def _info() -> aiohttp.RequestInfo:
+    from multidict import CIMultiDict, CIMultiDictProxy
+    from yarl import URL
+
+    return aiohttp.RequestInfo(URL("http://localhost/"), "POST", CIMultiDictProxy(CIMultiDict()))
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection: at most one response read at a time."""
+
+    def __init__(self, pool: Http1Pool) -> None:
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.response: _Response | None = None
+        self.closed = False
+        self.last_read = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass of asyncio's
+
+    def data_received(self, data: bytes) -> None:
+        response = self.response
+        if response is None:  # bytes nobody asked for: this connection is not reusable
+            self.close()
+            return
+        self.last_read = self.pool.loop.time()
+        response.feed(data)
+
+    def eof_received(self) -> bool:
+        return False  # close the transport; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        response = self.response
+        if response is not None:
+            response.lost(exc)
+
+    def exchange_ended(self, response: _Response) -> None:
+        if self.response is response:
+            self.response = None
+            if not response.keep_alive:
+                self.close()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+class Http1Pool:
+    """Keep-alive connections to one ``http://`` origin, opened as needed and never limited in
+    number (as stream.make_session's connector: ``limit=0``)."""
+
+    def __init__(self, url: str, connect_timeout_s: float, read_timeout_s: float, total_timeout_s: float) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"Http1Pool serves http:// URLs, not {url!r}")
+        self.host = parts.hostname
+        self.port = parts.port or 80
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.host_header = parts.netloc.rsplit("@", 1)[-1]
+        # credentials in the URL: Basic auth, as aiohttp sends them (a header given wins)
+        self.basic = (
+            "Basic " + b64encode(f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()).decode()
+            if parts.username
+            else None
+        )
+        self.connect_timeout_s = connect_timeout_s
+        self.read_timeout_s = read_timeout_s
+        self.total_timeout_s = total_timeout_s
+        self.idle: list[_Conn] = []
+        self.loop = asyncio.get_running_loop()
+        self._key = ConnectionKey(self.host, self.port, False, True, None, None, None)
+
+    def head(self, headers: dict[str, str]) -> bytes:
+        """A POST's head up to (not including) its Content-Length line, for these headers."""
+        lines = [f"POST {self.path} HTTP/1.1", f"Host: {self.host_header}"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        if self.basic is not None and not any(k.lower() == "authorization" for k in headers):
+            lines.append(f"Authorization: {self.basic}")
+        if not any(k.lower() == "accept" for k in headers):
+            lines.append("Accept: */*")
+        lines.append("Accept-Encoding: identity")
+        return ("\r\n".join(lines) + "\r\n").encode("latin-1")
+
+    async def acquire(self) -> tuple[_Conn, bool]:
+        """A connection and whether it was reused (kept alive from an earlier exchange)."""
+        idle = self.idle
+        while idle:
+            conn = idle.pop()
+            if not conn.closed:
+                return conn, True
+        return await self.connect(), False
+
+    async def connect(self) -> _Conn:
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                _, conn = await self.loop.create_connection(lambda: _Conn(self), self.host, self.port)
+        except TimeoutError as exc:
+            raise aiohttp.ConnectionTimeoutError(f"Connection timeout to host http://{self.host}:{self.port}") from exc
+        except OSError as exc:
+            raise aiohttp.ClientConnectorError(self._key, exc) from exc
+        return conn
+
+    def release(self, conn: _Conn) -> None:
+        if not conn.closed and conn.response is None:
+            self.idle.append(conn)
+
+    async def warm(self, count: int) -> int:
+        """Open ``count`` connections more into the pool; how many opened."""
+        opened = await asyncio.gather(*(self.connect() for _ in range(count)), return_exceptions=True)
+        conns = [c for c in opened if isinstance(c, _Conn)]
+        self.idle.extend(conns)
+        return len(conns)
+
+    async def exchange(
+        self,
+        conn: _Conn,
+        data: bytes,
+        on_headers: Callable[[int, float], bool],
+        on_body: BodySink,
+        now: Callable[[], float],
+        stamps: _Stamps,
+    ) -> bytes | None:
+        """Write ``data`` (a whole request) on ``conn`` and read its response to the end: the
+        headers to ``on_headers``, the body to ``on_body`` (or kept and returned, when
+        on_headers said not to hand it over). The connection goes back to the pool when it can
+        be reused."""
+        loop = self.loop
+        done: asyncio.Future[None] = loop.create_future()
+        response = _Response(conn, now, on_headers, on_body, done)
+        conn.response = response
+        conn.last_read = loop.time()
+        assert conn.transport is not None
+        conn.transport.write(data)
+        stamps.headers_sent_s = stamps.sent_s = now()
+        total = loop.call_later(self.total_timeout_s, _expire, done, conn, response)
+        response.timer = loop.call_later(self.read_timeout_s, self._silence, done, conn, response)
+        try:
+            await done
+        finally:
+            total.cancel()
+            if response.timer is not None:
+                response.timer.cancel()
+            if not done.done() or conn.response is response:  # cancelled mid-response
+                conn.response = None
+                conn.close()
+        self.release(conn)
+        return bytes(response.error_body) if response.error_body is not None else None
+
+    def _silence(self, done: asyncio.Future[None], conn: _Conn, response: _Response) -> None:
+        """The read timeout: re-armed from the last read until one gap is longer than it."""
+        if done.done():
+            return
+        wait = conn.last_read + self.read_timeout_s - self.loop.time()
+        if wait > 0:
+            response.timer = self.loop.call_later(wait, self._silence, done, conn, response)
+            return
+        response.fail(aiohttp.SocketTimeoutError(f"Timeout on reading data from socket ({self.read_timeout_s} s)"))
+
+    def close(self) -> None:
+        for conn in self.idle:
+            conn.close()
+        self.idle.clear()
+
+
+def _expire(done: asyncio.Future[None], conn: _Conn, response: _Response) -> None:
+    if not done.done():
+        response.fail(TimeoutError())

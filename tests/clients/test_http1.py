@@ -1,0 +1,134 @@
+"""clients/http1.py (issue 27): the plain-HTTP/1.1 pool parses what a server may answer, split at
+any byte, and fails with aiohttp's own exception types (stream.py's outcomes read them)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import pytest
+
+from tokenbench.clients.http1 import Http1Pool
+
+CHUNKED = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"b\r\ndata: one\n\n\r\n"
+    b"b\r\ndata: two\n\n\r\n"
+    b"0\r\n\r\n"
+)
+
+
+async def _server(reply: bytes, pieces: int = 1, close: bool = False, seen: list[bytes] | None = None):
+    """A server answering each request head with ``reply``, written in ``pieces`` parts."""
+
+    async def handle(reader, writer):
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = [int(x.split(b":")[1]) for x in head.split(b"\r\n") if x.lower().startswith(b"content-length")]
+                body = await reader.readexactly(length[0]) if length else b""
+                if seen is not None:
+                    seen.append(head + body)
+                step = max(1, -(-len(reply) // pieces))
+                for i in range(0, len(reply), step):
+                    writer.write(reply[i : i + step])
+                    await writer.drain()
+                    await asyncio.sleep(0.002)
+                if close:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+class _Stamps:
+    headers_sent_s: float | None = None
+    sent_s: float | None = None
+
+
+async def _exchange(pool: Http1Pool, data: bytes = b"{}"):
+    got: list[bytes] = []
+    status: list[int] = []
+
+    def on_headers(code: int, _t: float) -> bool:
+        status.append(code)
+        return code == 200
+
+    def on_body(raw: bytes, _t: float) -> bool:
+        got.append(raw)
+        return True
+
+    conn, reused = await pool.acquire()
+    request = pool.head({"Content-Type": "application/json"}) + b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+    error = await pool.exchange(conn, request, on_headers, on_body, time.perf_counter, _Stamps())
+    return status[0] if status else None, b"".join(got), error, reused
+
+
+@pytest.mark.parametrize("pieces", [1, 3, 17, len(CHUNKED)])
+async def test_a_chunked_body_split_anywhere_reads_whole_and_the_connection_is_kept(pieces):
+    server, port = await _server(CHUNKED, pieces)
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}/v1/x", 5, 5, 30)
+        for i in range(2):
+            status, body, error, reused = await _exchange(pool)
+            assert (status, body, error, reused) == (200, b"data: one\n\ndata: two\n\n", None, i == 1)
+        pool.close()
+        await asyncio.sleep(0.02)  # the server sees the connections close before the loop ends
+
+
+async def test_content_length_an_error_status_and_a_body_to_close():
+    cases = [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", False, (200, b"hello", None)),
+        (b"HTTP/1.1 503 Busy\r\nContent-Length: 4\r\n\r\nbusy", False, (503, b"", b"busy")),
+        (b"HTTP/1.0 200 OK\r\n\r\nuntil close", True, (200, b"until close", None)),
+    ]
+    for reply, close, want in cases:
+        server, port = await _server(reply, 2, close=close)
+        async with server:
+            pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+            assert (await _exchange(pool))[:3] == want
+            pool.close()
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.02)  # the server sees the connections close before the loop ends
+
+
+async def test_the_head_names_the_host_path_and_url_credentials():
+    seen: list[bytes] = []
+    server, port = await _server(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", seen=seen)
+    async with server:
+        pool = Http1Pool(f"http://u:p%40ss@127.0.0.1:{port}/a/b?q=1", 5, 5, 30)
+        assert (await _exchange(pool, b'{"k": 1}'))[:3] == (200, b"", None)
+        pool.close()
+        await asyncio.sleep(0.02)  # the server sees the connections close before the loop ends
+    head = seen[0].decode()
+    assert head.startswith("POST /a/b?q=1 HTTP/1.1\r\n") and f"Host: 127.0.0.1:{port}\r\n" in head
+    assert "Authorization: Basic dTpwQHNz\r\n" in head  # base64 of u:p@ss
+    assert "Accept-Encoding: identity\r\n" in head and head.endswith('\r\n\r\n{"k": 1}')
+
+
+async def test_failures_are_aiohttps_types():
+    # cut mid-body: the payload is incomplete
+    server, port = await _server(CHUNKED[:70], close=True)
+    async with server:
+        with pytest.raises(aiohttp.ClientPayloadError):
+            await _exchange(Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30))
+    # closed before any response byte
+    server, port = await _server(b"", close=True)
+    async with server:
+        with pytest.raises((aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
+            await _exchange(Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30))
+    # silence longer than the read timeout
+    server, port = await _server(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    async with server:
+        with pytest.raises(aiohttp.SocketTimeoutError):
+            await _exchange(Http1Pool(f"http://127.0.0.1:{port}", 5, 0.1, 30))
+    # nobody listening
+    from tokenbench.procs import free_port
+
+    with pytest.raises(aiohttp.ClientConnectorError):
+        await _exchange(Http1Pool(f"http://127.0.0.1:{free_port()}", 5, 5, 30))
