@@ -106,7 +106,7 @@ PUBLIC_KEYS += [f"points[].fluidity.{k}" for k in ("ttft_deadline_s", "tbt_deadl
 PUBLIC_KEYS += [f"points[].fluidity.index.{k}" for k in DISTRIBUTION]
 # the client's own health (telemetry.client_health): per point and per time-series window
 CLIENT = """workers period_s samples ticks cpu_util_max cpu_util_mean loop_lag_p99_s loop_lag_max_s
-connections_max limited limited_by""".split()
+connections_max limited limited_by send_lag_p99_s""".split()  # send_lag_p99_s: issue 27
 PUBLIC_KEYS += [f"points[].client.{k}" for k in CLIENT]
 # a run whose load came from several workers (--workers, --ray), and a point during which one died
 PUBLIC_KEYS += "workers.mode workers.count workers.ray_address workers.cpus_per_worker".split()
