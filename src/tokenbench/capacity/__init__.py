@@ -9,6 +9,8 @@ checks), decide.py (the next value, pure), plan.py (the points and the evidence)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import RateLoad, RunConfig, UsersLoad
@@ -25,7 +27,16 @@ if TYPE_CHECKING:
 
     from ..backends.server import ServerUnderTest
 
-__all__ = ["CapacityPlan", "CapacitySettings", "ObjectiveError", "parse_objectives", "search", "CAPACITY_FILE"]
+__all__ = [
+    "CapacityPlan",
+    "CapacitySettings",
+    "ObjectiveError",
+    "Prepared",
+    "parse_objectives",
+    "prepare",
+    "search",
+    "CAPACITY_FILE",
+]
 
 
 def search(
@@ -40,7 +51,6 @@ def search(
     users are replaced by each probe's value). ``server``: a server the caller holds (as
     runner.run). The run directory is ``config.out_dir`` (default runs/<timestamp>); the answer
     is returned and written there as capacity.json, after every point."""
-    from ..rundir import default_run_dir, write_json
     from ..runner import run
 
     streamed = [o.name for o in objectives if o.name in STREAMED_OBJECTIVES]
@@ -49,22 +59,47 @@ def search(
             f"--slo {streamed[0]}: --api {config.target.api} answers whole, with no {streamed[0]}: "
             "bound e2e (send to the answer), queue or errors instead"
         )
+    prepared = prepare(config, objectives, settings)
+    outcome = run(prepared.config, console, server, plan=prepared.plan)
+    return prepared.finish(interrupted=outcome.interrupted)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A search ready to run: its plan (capacity.json rewritten after every point) and the run's
+    config (the saturating probe as its load, the objectives' goodput SLO, the run directory)."""
+
+    plan: CapacityPlan
+    config: RunConfig
+    out: Path
+
+    def finish(self, interrupted: bool = False) -> CapacityResult:
+        """The answer once the run ended, written as capacity.json."""
+        result = self.plan.result(interrupted=interrupted)
+        _write(self.out, result)
+        return result
+
+
+def prepare(config: RunConfig, objectives: list[Objective], settings: CapacitySettings) -> Prepared:
+    """The plan and the run's config for a search of ``config.loads[0]``: what a live search
+    (``search``) and a predicted one (model/capacity.py) run the same way."""
+    from ..rundir import default_run_dir
+
     template = _template(config, objectives, settings)
     out = config.out_dir or default_run_dir()
-
-    def written(result: CapacityResult) -> None:
-        write_json(out / CAPACITY_FILE, result.to_json())
-
-    plan = CapacityPlan(template, objectives, settings, on_change=written)
+    plan = CapacityPlan(template, objectives, settings, on_change=lambda result: _write(out, result))
     # The run's own loads: the saturating probe (a launched engine sizes its slots from them);
     # per-request goodput counts the objectives' ttft/tpot/e2e limits.
     config = config.model_copy(
         update={"loads": [plan.saturating_load()], "slo": goodput_slo(objectives), "out_dir": out}
     )
-    outcome = run(config, console, server, plan=plan)
-    result = plan.result(interrupted=outcome.interrupted)
-    written(result)
-    return result
+    return Prepared(plan, config, out)
+
+
+def _write(out: Path, result: CapacityResult) -> None:
+    from ..rundir import write_json
+
+    write_json(out / CAPACITY_FILE, result.to_json())
 
 
 def _template(config: RunConfig, objectives: list[Objective], settings: CapacitySettings) -> RateLoad | UsersLoad:

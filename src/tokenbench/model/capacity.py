@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import time
 
-from ..capacity import CAPACITY_FILE, CapacityPlan, CapacitySettings
-from ..capacity.objectives import goodput_slo
-from ..config import RateLoad, RunConfig, UsersLoad
-from ..errors import BadInput
+from ..capacity import CapacitySettings, prepare
+from ..config import RunConfig
 from ..results.capacity import CapacityResult, Objective
-from ..rundir import default_run_dir, write_json
 from .engine import Routing
 from .params import ServerModel
 from .predict import predict
@@ -28,22 +25,7 @@ def search(
 ) -> tuple[CapacityResult, float]:
     """The search against the model; returns the answer and the seconds it took."""
     began = time.perf_counter()
-    template = config.loads[0]
-    kind = RateLoad if settings.variable == "rate" else UsersLoad
-    if not isinstance(template, kind):
-        raise BadInput(
-            f"--variable {settings.variable} searches a {settings.variable} load, not a {template.kind} load"
-        )
-    out = config.out_dir or default_run_dir()
-
-    def written(result: CapacityResult) -> None:
-        write_json(out / CAPACITY_FILE, result.to_json())
-
-    plan = CapacityPlan(template, objectives, settings, on_change=written)
-    config = config.model_copy(
-        update={"loads": [plan.saturating_load()], "slo": goodput_slo(objectives), "out_dir": out}
-    )
-    predict(config, model, model_name, out, replicas, routing, plan=plan)
-    result = plan.result()
-    written(result)
+    prepared = prepare(config, objectives, settings)
+    predict(prepared.config, model, model_name, prepared.out, replicas, routing, plan=prepared.plan)
+    result = prepared.finish()
     return result, time.perf_counter() - began
