@@ -93,6 +93,27 @@ def max_decoding(p: PointObs) -> int:
     return int(round(float(np.percentile(_decoding_at(p.first, p), 95)))) if p.n else 0
 
 
+def _same_step(p: PointObs) -> float:
+    """First tokens this close came out of one engine step: a tenth of the shortest decode gap (the
+    client reads two streams' chunks of one step a few ms apart)."""
+    many = p.chunks >= 2
+    gaps = (p.last - p.first)[many] / np.maximum(p.chunks - 1, 1)[many]
+    return 0.1 * float(gaps.min()) if len(gaps) else 1e-3
+
+
+def prefill_during_decode(p: PointObs) -> FloatArray:
+    """Per request, the prompt tokens prefilled during its decode, per decode step: the prompts of
+    the requests whose first token came out after its own first token's step and by its last. A
+    request whose first token came out in the same step (users sent together, prefilled in one
+    batch) was prefilled before this decode began, not during it: counting it (as a first token read
+    a millisecond later) made lockstep users look like prefills that cost nothing."""
+    same = _same_step(p)
+    steps = np.maximum(p.chunks - 1, 1)
+    during = (p.first[None, :] > p.first[:, None] + same) & (p.first[None, :] <= p.last[:, None])
+    out: FloatArray = (during * p.prompt[None, :]).sum(axis=1) / steps
+    return out
+
+
 def _rows(p: PointObs, run: int, slots: float, rows: _Rows) -> None:
     keep = _subsample(p)
     sub = replace(
@@ -109,10 +130,10 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows) -> None:
     first, last, steps = sub.first, sub.last, np.maximum(sub.chunks - 1, 1)
     dur = last - first
     ov = _overlap(first, last)
+    prefilled = prefill_during_decode(sub)
     for i in np.flatnonzero((sub.chunks >= 3) & (dur > 0)):
         batch = ov[i].sum() / dur[i]
-        arrivals = (first > first[i]) & (first <= last[i])
-        pf = float(sub.prompt[arrivals].sum()) / steps[i]
+        pf = float(prefilled[i])
         mid = (np.maximum(first, first[i]) + np.minimum(last, last[i])) / 2
         frac = np.clip((mid - first) / np.maximum(dur, 1e-9), 0, 1)
         kv = float(((sub.prompt + frac * sub.output) * ov[i]).sum() / dur[i])
@@ -125,9 +146,7 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows) -> None:
     kv_at = _kv_at(sub.sent, sub)
     # the prompt tokens prefilled in a request's first step: its own and those of the requests whose
     # first token came out with it (one step, to within a tenth of the shortest decode gap)
-    gaps = (last - first)[sub.chunks >= 2] / np.maximum(sub.chunks - 1, 1)[sub.chunks >= 2]
-    same = 0.1 * float(gaps.min()) if len(gaps) else 1e-3
-    together = np.abs(first[:, None] - first[None, :]) <= same
+    together = np.abs(first[:, None] - first[None, :]) <= _same_step(sub)
     step_prompt = (together * sub.prompt[None, :]).sum(axis=1)
     # and the prompts ahead of it: sent no later, still without a first token when it was sent, and
     # prefilled in an earlier step (it waits for those steps)
