@@ -115,3 +115,20 @@ def test_a_users_search_starts_from_littles_law_at_the_unqueued_service_time():
     assert asked[1] == UsersLoad(users=5, ramp_up_s=2.0)
     result = plan.result()
     assert result.ceiling is not None and result.ceiling.estimate == 5 and result.max_users is None
+
+
+def test_an_over_saturated_probe_fails_and_the_answer_says_why():
+    """issue 25: a probe stopped over-saturated fails even where its few seconds met every objective;
+    its decision says so, and the answer line names it instead of an empty reason."""
+    slo = parse_objectives("ttft:p90<=500ms")
+    plan = CapacityPlan(RateLoad(rate_per_s=1), slo, CapacitySettings(max_probes=2))
+    backlog = {"slope_per_s": 2.0, "ci95_low": 1.5, "ci95_high": 2.5, "span_s": 5.0, "mean_backlog": 8.0}
+    over = {**_probe(2, 12.5, 0.25), "over_saturated": {"at_s": 7.5, "backlog": backlog}}
+    _feed(plan, [point(0, "users", 32, rps=10.0), _probe(1, 10.0, 0.25), over])
+    result = plan.result()
+    passing, saturated = result.decisions
+    assert passing.passed and not passing.over_saturated
+    assert saturated.over_saturated and not saturated.passed and saturated.objectives[0].passed
+    assert result.answer == (
+        "max 10 req/s under ttft p90 ≤ 500 ms (next 12.5 failed: over-saturated (its backlog grew without bound))"
+    )

@@ -22,7 +22,6 @@ from ..results.capacity import (
     Ceiling,
     Decision,
     Objective,
-    ObjectiveCheck,
     Probe,
     StoppedBy,
     Variable,
@@ -144,6 +143,7 @@ class CapacityPlan:
             passed=all(c.passed for c in checks) and not saturated,
             point_indices=[p.point_index for p in trials],
             objectives=checks,
+            over_saturated=saturated,
         )
 
     def _next(self) -> float | None:
@@ -253,5 +253,7 @@ def answer_line(
 
 
 def _failures(decision: Decision) -> str:
-    bad: list[ObjectiveCheck] = [c for c in decision.objectives if not c.passed]
-    return ", ".join(c.shown() for c in bad)
+    bad = [c.shown() for c in decision.objectives if not c.passed]
+    if decision.over_saturated:  # it fails whatever the objectives measured in its few seconds
+        bad.append("over-saturated (its backlog grew without bound)")
+    return ", ".join(bad)

@@ -88,6 +88,9 @@ class Decision(FrozenModel):
     passed: bool
     point_indices: list[int]
     objectives: list[ObjectiveCheck]
+    # issue 25: True when a trial of this value was stopped over-saturated (its backlog grew without
+    # bound), which fails the value whatever its objectives measured; absent before it existed
+    over_saturated: bool | None = None
 
 
 class Ceiling(FrozenModel):
