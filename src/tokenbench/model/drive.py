@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from itertools import count
 
 from ..config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from ..datasets.sessions import estimate_tokens
 from ..load import arrival_times, ramp_up_s, replay_offsets, user_start_times
 from ..manifest import PointEnd
 from ..records import Outcome, Request, RequestRecord, TokenSource
@@ -34,7 +35,7 @@ class SimulatedPoint:
 def prompt_tokens(request: Request) -> int:
     if request.expected_prompt_tokens is not None:
         return request.expected_prompt_tokens
-    return max(1, round(len(request.as_prompt_text().split()) * 1.3))  # datasets' estimate without a tokenizer
+    return estimate_tokens(request.as_prompt_text())  # the datasets' estimate without a tokenizer
 
 
 class PointDriver:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import BadInput
+from ..rundir import write_json
 
 MODEL_KIND = "tokenbench-server-model"
 MODEL_VERSION = 1
@@ -95,7 +96,7 @@ class ServerModel(_Part):
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
+        write_json(path, self.to_json())
 
     @classmethod
     def load(cls, path: Path) -> ServerModel:
