@@ -50,8 +50,10 @@ def test_every_phase_equals_the_mocks_script(start_mock, tmp_path):
     assert server["requests"] == len(records) == 9
     assert server["joined"] == 9 and server["joined_share"] == 1.0
     assert server["late_spans"] == 0 and server["unknown_spans"] == 0 and server["unknown_attributes"] == {}
-    assert server["clock"]["offset_s"] == 0.0  # same host: 0 lies within the join's bounds
-    assert server["clock"]["low_s"] <= 0.0 <= server["clock"]["high_s"]
+    # same host: one clock, so the offset is 0 within what a client stamp can lag its socket write
+    # (a fresh clone's serial tier once read 0.6 ms: a send stamped after the mock logged its arrival)
+    assert abs(server["clock"]["offset_s"]) <= TOL_S
+    assert server["clock"]["low_s"] - TOL_S <= 0.0 <= server["clock"]["high_s"] + TOL_S
     assert server["phases"]["queue"]["max"] > 0.04  # the queue was real
     clock = result.results["clock"]
     origin, origin_unix = clock["origin_monotonic_s"], clock["origin_unix_s"]
