@@ -80,7 +80,10 @@ def test_every_phase_equals_the_mocks_script(start_mock, tmp_path):
         # own timer overshoot on a loaded machine (the 2 ms check is against what it logged it did)
         assert abs(p.prefill_s - 0.040) < 0.010
         assert abs(p.decode_s - 5 * 0.005) < 0.010
-        assert p.delivery_s >= 0 and p.client_minus_server_ttft_s >= 0
+        # causal within the 2 ms: this join maps the mock's wall-clock span onto the run's clock at
+        # offset 0, and the HTTP/1.1 client reads a chunk within ~0.1 ms of its write, under what
+        # the two clocks' pairing (time.time() against perf_counter) resolves: seen -0.1 ms
+        assert p.delivery_s >= -TOL_S and p.client_minus_server_ttft_s >= -TOL_S
     print(f"largest phase error vs the mock: {max(errors) * 1e3:.3f} ms")
     assert max(errors) < TOL_S, max(errors)
     # recompute derives the same from the run's files
@@ -91,7 +94,7 @@ def test_every_phase_equals_the_mocks_script(start_mock, tmp_path):
     # the Parquet export: each request's server phases as columns (null for none here: all joined)
     rows = export_tables(result.run_dir)["records"]
     assert all(abs(row["server_queue_s"] - deliveries[row["traceparent"]]["wait_s"]) < TOL_S for row in rows)
-    assert all(row["client_minus_server_ttft_s"] >= 0 for row in rows)
+    assert all(row["client_minus_server_ttft_s"] >= -TOL_S for row in rows)  # causal within the 2 ms, as above
     # the report's breakdown: joined share, then each phase's median / slowest-1% mean
     md = write_report([result.run_dir], tmp_path / "report").markdown.read_text()
     assert "## Where the time went (server spans)" in md
