@@ -1022,9 +1022,10 @@ class RunConfig(_Model):
         bool,
         Flag(
             "--server-traces",
-            "Receive the server's OpenTelemetry spans (OTLP/HTTP on 127.0.0.1; a launched vLLM is pointed at it, "
-            "an attached server by you: the console prints the endpoint) and join them to the records: each "
-            "request's server queue, prefill and decode in results.json.",
+            "Receive the server's OpenTelemetry spans (OTLP/HTTP and OTLP/gRPC on 127.0.0.1; a launched vLLM, "
+            "SGLang, TGI or TensorRT-LLM is pointed at it, an attached server by you: the console prints both "
+            "endpoints) and join them to the records: each request's server queue, prefill and decode in "
+            "results.json.",
         ),
     ] = False
     server_traces_port: Annotated[
@@ -1033,6 +1034,14 @@ class RunConfig(_Model):
             "--server-traces-port",
             "With --server-traces: the receiver's port on 127.0.0.1 (0: any free one; an attached server's "
             "exporter needs a fixed one, e.g. 4318, OTLP/HTTP's own).",
+        ),
+    ] = Field(default=0, ge=0, le=65535)
+    server_traces_grpc_port: Annotated[
+        int,
+        Flag(
+            "--server-traces-grpc-port",
+            "With --server-traces: the OTLP/gRPC receiver's port on 127.0.0.1 (0: any free one; an attached "
+            "server whose exporter speaks gRPC needs a fixed one, e.g. 4317, OTLP/gRPC's own).",
         ),
     ] = Field(default=0, ge=0, le=65535)
     live: Annotated[bool, Flag("--live", "Show the live view.", default="live")] = True

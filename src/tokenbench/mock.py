@@ -147,6 +147,9 @@ class MockSettings:
     otlp_skip_every: int = 0
     otlp_delay_ms: float = 0.0
     otlp_extra_attribute: str = ""
+    # how the spans go: "http/protobuf" (a POST to the URL) or "grpc" (TraceService/Export to the
+    # host:port, as an exporter left at OTEL_EXPORTER_OTLP_TRACES_PROTOCOL's default does)
+    otlp_protocol: str = "http/protobuf"
 
     def adapter_costs_ms(self) -> dict[str, float]:
         """``adapters`` as {name: extra TTFT ms}."""

@@ -1,7 +1,9 @@
 """The mock's OTLP exporter (issue 24): after each reply, one ``llm_request`` span as vLLM sends
 it (vllm/v1/engine/output_processor.py do_tracing: started at the request's arrival, vLLM's
 ``gen_ai.*`` attribute names, seconds), posted as OTLP/HTTP protobuf to ``--otlp-endpoint``, in
-the trace of the request's incoming traceparent. Its times are the mock's script as it ran
+the trace of the request's incoming traceparent (or, with ``otlp_protocol="grpc"``, as an OTLP/gRPC
+TraceService/Export call through grpcio's own client: the same message, the other transport). Its
+times are the mock's script as it ran
 (received, admitted, each chunk written), so a test knows every server phase exactly.
 
 Knobs for the robustness tests: every N-th span never sent (``otlp_skip_every``), each span sent
@@ -14,11 +16,13 @@ import asyncio
 import os
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
 from .spans.otlp import PROTOBUF, encode_protobuf
 from .spans.phases import DECODE, E2E, PREFILL, QUEUE, TTFT
+from .spans.receiver import GRPC_METHOD, GRPC_SERVICE, import_grpc
 
 if TYPE_CHECKING:
     from .mock import Delivery, MockSettings
@@ -29,6 +33,7 @@ class MockExporter:
         self.s = settings
         self._count = 0
         self._session: aiohttp.ClientSession | None = None
+        self._channel: Any = None  # grpc.aio.Channel (grpcio ships no type hints)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def span(self, delivery: Delivery, rid: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any] | None:
@@ -78,15 +83,33 @@ class MockExporter:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
 
     async def _post(self, span: dict[str, Any]) -> None:
         if self.s.otlp_delay_ms:
             await asyncio.sleep(self.s.otlp_delay_ms / 1e3)
+        body = encode_protobuf([span], "tokenbench-mock")
+        if self.s.otlp_protocol == "grpc":
+            await self._export_grpc(body)
+            return
         if self._session is None:
             self._session = aiohttp.ClientSession()
-        body = encode_protobuf([span], "tokenbench-mock")
         try:
             async with self._session.post(self.s.otlp_endpoint, data=body, headers={"Content-Type": PROTOBUF}) as resp:
                 await resp.read()
         except (aiohttp.ClientError, OSError):  # a receiver gone: the span is lost, as an exporter's would be
+            pass
+
+    async def _export_grpc(self, body: bytes) -> None:
+        grpc = import_grpc()
+        if self._channel is None:
+            target = urlsplit(self.s.otlp_endpoint).netloc or self.s.otlp_endpoint  # http://host:port or host:port
+            self._channel = grpc.aio.insecure_channel(target)
+        # no serializers: the request goes as the bytes an OTLP/HTTP protobuf body holds
+        export = self._channel.unary_unary(f"/{GRPC_SERVICE}/{GRPC_METHOD}")
+        try:
+            await export(body, timeout=10)
+        except grpc.RpcError:  # a receiver gone: the span is lost, as an exporter's would be
             pass

@@ -131,13 +131,18 @@ def run(
     clock = RunClock.start()
     measured = False
     # issue 24: the receiver of the server's spans, before the server starts (it is told where)
-    receiver = SpanReceiver(writer.dir, clock.now, config.server_traces_port) if config.server_traces else None
+    receiver = (
+        SpanReceiver(writer.dir, clock.now, config.server_traces_port, grpc_port=config.server_traces_grpc_port)
+        if config.server_traces
+        else None
+    )
     try:
         launch = _launch(config) if server is None else None  # a server the caller holds is never launched here
         if receiver is not None:
             endpoint = receiver.start()
             if server is None:  # a server the caller holds was pointed at the port by the caller (experiments)
-                launch = traced_launch(launch, endpoint, config.target.url is not None, console.print)
+                attached = config.target.url is not None
+                launch = traced_launch(launch, endpoint, attached, console.print, receiver.grpc_endpoint)
         held = (
             contextlib.nullcontext(server)
             if server is not None

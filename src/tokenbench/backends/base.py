@@ -129,9 +129,13 @@ class Profile:
     # issue 23 structured output: how its API takes --response-format (structured.py's dialects:
     # openai = response_format only; vllm, sglang, llamacpp, tgi add choice/regex/grammar fields)
     structured: str = "openai"
-    # issue 24 --server-traces: the engine's flags and environment that send its spans to an OTLP/HTTP
-    # endpoint (None: the engine exports no per-request spans tokenbench can join)
+    # issue 24 --server-traces: the engine's flags and environment that send its spans to an OTLP
+    # endpoint (None: the engine exports no per-request spans tokenbench can join), the protocol its
+    # exporter is pointed at ("http": the receiver's OTLP/HTTP URL; "grpc": its OTLP/gRPC endpoint,
+    # for an exporter that speaks only gRPC), and what the console adds about its spans (one line)
     traces: Callable[[str], tuple[tuple[str, ...], dict[str, str]]] | None = None
+    traces_protocol: str = "http"
+    traces_note: str = ""
 
     @property
     def default_api(self) -> str:

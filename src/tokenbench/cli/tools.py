@@ -104,10 +104,19 @@ def mock(
     otlp_extra_attribute: Annotated[
         str, typer.Option(help="With --otlp-endpoint: add this attribute (one vLLM never sets) to each span.")
     ] = "",
+    otlp_protocol: Annotated[
+        str,
+        typer.Option(
+            help="With --otlp-endpoint: http/protobuf (POST to the URL) or grpc (TraceService/Export to the "
+            "endpoint's host:port)."
+        ),
+    ] = "http/protobuf",
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from ..mock import FAULTS, MockSettings, is_fault, serve
 
+    if otlp_protocol not in ("http/protobuf", "grpc"):
+        fail("--otlp-protocol must be http/protobuf or grpc", 2)
     if not is_fault(fault):  # checked here, not by Typer: the CLI does not load the mock (aiohttp) to start
         fail(f"--fault must be one of {', '.join(FAULTS)}", 2)
     try:
@@ -138,6 +147,7 @@ def mock(
             otlp_skip_every=otlp_skip_every,
             otlp_delay_ms=otlp_delay_ms,
             otlp_extra_attribute=otlp_extra_attribute,
+            otlp_protocol=otlp_protocol,
         )
     except (TypeError, ValueError) as exc:
         fail(str(exc), 2)

@@ -182,13 +182,17 @@ def _traced(
     if not cells or not cells[0].config.server_traces:
         return backend, cells
     port = cells[0].config.server_traces_port or free_port()
+    grpc_port = cells[0].config.server_traces_grpc_port
+    while not grpc_port or grpc_port == port:
+        grpc_port = free_port()
     endpoint = f"http://127.0.0.1:{port}{TRACES_PATH}"
 
     def say(line: str) -> None:
         console.print(f"[bold]{plan.label}[/]: {line}")
 
-    backend = traced_launch(backend, endpoint, plan.backend is None, say)
-    at_port = [replace(c, config=c.config.model_copy(update={"server_traces_port": port})) for c in cells]
+    backend = traced_launch(backend, endpoint, plan.backend is None, say, f"http://127.0.0.1:{grpc_port}")
+    ports = {"server_traces_port": port, "server_traces_grpc_port": grpc_port}
+    at_port = [replace(c, config=c.config.model_copy(update=ports)) for c in cells]
     return backend, at_port
 
 

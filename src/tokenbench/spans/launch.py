@@ -16,12 +16,19 @@ QUIET_S = 0.5  # no new span for this long after a point ends: its spans are in
 
 
 def traced_launch(
-    backend: BackendConfig | None, endpoint: str, attached: bool, say: Callable[[str], None]
+    backend: BackendConfig | None,
+    endpoint: str,
+    attached: bool,
+    say: Callable[[str], None],
+    grpc_endpoint: str | None = None,
 ) -> BackendConfig | None:
-    """The launch with its engine's trace flags (Profile.traces); an attached server is pointed at
-    the endpoint by the user (the console says where); an engine without spans: one line."""
+    """The launch with its engine's trace flags (Profile.traces), pointed at ``endpoint`` (OTLP/HTTP)
+    or, for an exporter that speaks only gRPC (Profile.traces_protocol), at ``grpc_endpoint``; an
+    attached server is pointed at either by the user (the console names both); an engine without
+    spans: one line."""
     if attached or backend is None:
-        say(f"server traces: point the server's OTLP/HTTP trace exporter at {endpoint} (protobuf or JSON)")
+        grpc = f", or its OTLP/gRPC exporter at {grpc_endpoint}" if grpc_endpoint else ""
+        say(f"server traces: point the server's OTLP/HTTP trace exporter at {endpoint} (protobuf or JSON){grpc}")
         return backend
     profile = get_profile(backend.name) if backend.name else None
     if profile is not None and profile.layer and backend.upstream:
@@ -32,11 +39,19 @@ def traced_launch(
         title = profile.title if profile is not None else backend.name
         say(f"server traces: {title} exports no per-request spans tokenbench can join: no traces")
         return backend
-    args, env = profile.traces(endpoint)
+    target = endpoint
+    if profile.traces_protocol == "grpc":
+        if grpc_endpoint is None:
+            say(f"server traces: {profile.title} exports over OTLP/gRPC only, and no gRPC receiver runs: no traces")
+            return backend
+        target = grpc_endpoint
+    args, env = profile.traces(target)
     knobs = backend.knobs.model_copy(
         update={"engine_args": (*backend.knobs.engine_args, *args), "engine_env": {**env, **backend.knobs.engine_env}}
     )
-    say(f"server traces: {profile.title} sends its spans to {endpoint}")
+    protocol = "OTLP/gRPC" if profile.traces_protocol == "grpc" else "OTLP/HTTP"
+    note = f" ({profile.traces_note})" if profile.traces_note else ""
+    say(f"server traces: {profile.title} sends its spans to {target} ({protocol}){note}")
     return backend.model_copy(update={"knobs": knobs})
 
 
