@@ -29,6 +29,7 @@ SETTINGS_ADDED_SINCE_FIXTURES = {
     "dataset.image_format": "png",
     "server_traces": False,  # issue 24
     "server_traces_port": 0,
+    "server_traces_grpc_port": 0,  # issue 24: the OTLP/gRPC receiver
 }
 
 

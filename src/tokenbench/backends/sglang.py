@@ -94,6 +94,21 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     ]
 
 
+def traces(endpoint: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """issue 24: SGLang's spans to ``endpoint``. --enable-trace and --otlp-traces-endpoint
+    (python/sglang/srt/server_args.py; the endpoint's default localhost:4317 is gRPC's); the
+    exporter's protocol from OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, grpc unless "http/protobuf", which
+    takes the full URL (python/sglang/srt/observability/trace.py get_otlp_span_exporter; both
+    exporters must be installed: ``pip install "sglang[tracing]"``, docs/references/
+    production_request_trace.md); its BatchSpanProcessor exports every
+    SGLANG_OTLP_EXPORTER_SCHEDULE_DELAY_MILLIS (trace.py process_tracing_init, default 500): 200
+    as vLLM's. Each request is a root span "Req <rid>" in the trace of its incoming traceparent
+    (the tokenizer manager passes the request's headers: extract_trace_headers), with the
+    scheduler's slices below it (spans/shapes.py reads them)."""
+    env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "SGLANG_OTLP_EXPORTER_SCHEDULE_DELAY_MILLIS": "200"}
+    return ("--enable-trace", "--otlp-traces-endpoint", endpoint), env
+
+
 def _command(spec: LaunchSpec) -> list[str]:
     """``python3 -m sglang.launch_server``; --engine-bin replaces it, except that a Python
     interpreter given as --engine-bin (a venv's bin/python) keeps ``-m sglang.launch_server``."""
@@ -136,9 +151,12 @@ PROFILE = Profile(
         "python/sglang/srt/metrics/collector.py",
         "python/sglang/srt/entrypoints/http_server.py",
         "docs/references/production_metrics.md",
+        "python/sglang/srt/observability/trace.py",
+        "python/sglang/srt/observability/req_time_stats.py",
     ),
     reset_prefix_cache=reset_sglang,  # /flush_cache, retried while busy (400)
     token_id_prompts=True,  # CompletionRequest.prompt takes a list of ids (entrypoints/openai/protocol.py)
     continuous_usage=True,  # StreamOptions.continuous_usage_stats (entrypoints/openai/serving_chat.py)
+    traces=traces,
     structured="sglang",  # issue 23: --response-format in its own fields (regex/ebnf: sglang/srt/entrypoints/openai/protocol.py)
 )

@@ -83,6 +83,20 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     ]
 
 
+def traces(endpoint: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """issue 24: TGI's spans to ``endpoint``, an OTLP/gRPC one: --otlp-endpoint (launcher/src/
+    main.rs Args, passed on to the router and every shard). The router exports over gRPC only
+    (router/src/logging.rs init_logging: opentelemetry_otlp's tonic exporter, AlwaysOn sampler),
+    the shards too (server/text_generation_server/tracing.py: the gRPC OTLPSpanExporter). Both
+    batch: OTEL_BSP_SCHEDULE_DELAY, read by the Rust SDK's BatchConfig (opentelemetry_sdk 0.20 in
+    Cargo.lock) and the Python SDK's BatchSpanProcessor, 200 ms so a point's spans are in within
+    the run's grace. Each request is its handler's span (router/src/server.rs #[instrument]:
+    generate, generate_stream, completions, chat_completions) in the trace of its incoming
+    traceparent (logging.rs trace_context_middleware, set_parent), timed by Duration fields
+    (spans/shapes.py reads them)."""
+    return ("--otlp-endpoint", endpoint), {"OTEL_BSP_SCHEDULE_DELAY": "200"}
+
+
 def _env(spec: LaunchSpec) -> dict[str, str]:
     if spec.knobs.prefix_caching is None:
         return {}
@@ -131,6 +145,13 @@ PROFILE = Profile(
         "router/src/lib.rs",
         "docs/source/reference/metrics.md",
         "server/text_generation_server/models/globals.py",
+        "router/src/logging.rs",
+        "server/text_generation_server/tracing.py",
     ),
+    traces=traces,
+    traces_protocol="grpc",
+    traces_note="its handler span times validation, queue and inference (prefill and decode together), but no "
+    "first token: prefill, decode and delivery stay null; its batch spans are traces of their own, counted as "
+    "unknown spans",
     structured="tgi",  # issue 23: --response-format in its own fields (parameters.grammar: TGI router/src/lib.rs GrammarType)
 )

@@ -100,6 +100,21 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
     ]
 
 
+def traces(endpoint: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """issue 24: TensorRT-LLM's spans to ``endpoint``. --otlp_traces_endpoint (tensorrt_llm/
+    commands/serve.py: "Target URL to which OpenTelemetry traces will be sent", passed to the LLM
+    args); the exporter's protocol from OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, grpc unless
+    "http/protobuf" (tensorrt_llm/llmapi/tracing.py get_span_exporter, adapted from vLLM's); a
+    BatchSpanProcessor with the SDK's defaults (tracing.py init_tracer): OTEL_BSP_SCHEDULE_DELAY
+    200 ms. The OpenAI server reads the incoming traceparent (tracing.extract_trace_headers in
+    tensorrt_llm/serve/openai_server.py), and each finished request is one span with
+    ``gen_ai.latency.*`` and usage attributes (tracing.py SpanAttributes) when per-request perf
+    metrics are on (otherwise tracing.py warns "Insufficient request metrics available; trace
+    generation aborted"; its own test runs with ``return_perf_metrics: true``)."""
+    env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_BSP_SCHEDULE_DELAY": "200"}
+    return ("--otlp_traces_endpoint", endpoint), env
+
+
 def local(spec: LaunchSpec) -> Launch:
     return Launch((*exe(spec, ["trtllm-serve"]), *_args(spec, spec.model)), dict(spec.knobs.engine_env))
 
@@ -143,5 +158,10 @@ PROFILE = Profile(
         "tensorrt_llm/serve/openai_server.py",
         "tensorrt_llm/metrics/collector.py",
         "docs/source/commands/trtllm-serve.rst",
+        "tensorrt_llm/llmapi/tracing.py",
     ),
+    traces=traces,
+    traces_note="it sends a request's span only with per-request perf metrics on: an --extra_llm_api_options "
+    "YAML with 'return_perf_metrics: true' (--engine-arg); its span has queue, TTFT and E2E: prefill is TTFT - "
+    "queue, decode E2E - TTFT, the frontend is inside its queue",
 )

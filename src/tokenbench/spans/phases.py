@@ -1,13 +1,15 @@
 """Spans joined to records: each request's server phases on the run's clock, and a point's
 distributions of them (pure; derive.py calls it for a run and for ``tokenbench recompute``).
 
-The span of a request is found by trace id (keys.py: the id names the point, worker and record).
-Its attributes are vLLM's (vllm/tracing/utils.py SpanAttributes, set in
-vllm/v1/engine/output_processor.py ``do_tracing``: span ``llm_request`` from the request's arrival,
+The spans of a request are found by trace id (keys.py: the id names the point, worker and record)
+and read by their engine's shape (shapes.py: vLLM's and TensorRT-LLM's ``gen_ai.latency.*``
+attributes, SGLang's root span and scheduler slices, TGI's handler span): for vLLM, span
+``llm_request`` from the request's arrival (vllm/v1/engine/output_processor.py ``do_tracing``,
 seconds): ``gen_ai.latency.time_in_queue`` (scheduled - queued), ``time_in_model_prefill`` (first
 token - scheduled), ``time_in_model_decode`` (last token - first token), ``time_to_first_token``
-(first token - arrival), ``e2e`` (finish - arrival). A request with no span has null server phases,
-never 0. The server's times are its wall clock; ``clock_offset`` places them on the run's clock.
+(first token - arrival), ``e2e`` (finish - arrival). A request with no span, or a phase its engine
+does not time, has null server phases, never 0. The server's times are its wall clock;
+``clock_offset`` places them on the run's clock.
 """
 
 from __future__ import annotations
@@ -24,34 +26,15 @@ from ..records import RequestRecord
 from ..results.run import ClockOffset, ServerPhases, SlowestPhases
 from .keys import parse_trace_id, run_key
 
-QUEUE = "gen_ai.latency.time_in_queue"
-PREFILL = "gen_ai.latency.time_in_model_prefill"
-DECODE = "gen_ai.latency.time_in_model_decode"
-TTFT = "gen_ai.latency.time_to_first_token"
-E2E = "gen_ai.latency.e2e"
-# every attribute vLLM 0.32 sets on llm_request (vllm/tracing/utils.py SpanAttributes)
-KNOWN_ATTRIBUTES = frozenset(
-    {
-        "gen_ai.usage.completion_tokens",
-        "gen_ai.usage.prompt_tokens",
-        "gen_ai.request.max_tokens",
-        "gen_ai.request.top_p",
-        "gen_ai.request.temperature",
-        "gen_ai.response.model",
-        "gen_ai.request.id",
-        "gen_ai.request.n",
-        "gen_ai.usage.num_sequences",
-        QUEUE,
-        TTFT,
-        E2E,
-        "gen_ai.latency.time_in_scheduler",
-        "gen_ai.latency.time_in_model_forward",
-        "gen_ai.latency.time_in_model_execute",
-        PREFILL,
-        DECODE,
-        "gen_ai.latency.time_in_model_inference",
-    }
-)
+# the span attributes' names live with the engines' span shapes (shapes.py); re-exported here
+from .shapes import DECODE as DECODE
+from .shapes import E2E as E2E
+from .shapes import KNOWN_ATTRIBUTES as KNOWN_ATTRIBUTES
+from .shapes import PREFILL as PREFILL
+from .shapes import QUEUE as QUEUE
+from .shapes import TTFT as TTFT
+from .shapes import SpanPart, combine, read_part
+
 # Spans are awaited this long after a point ends (the runner); one received later is late
 GRACE_S = 2.0
 # The phases of a request, in results' order: client sent -> server arrival, the server's time
@@ -73,7 +56,7 @@ HTTP_PHASES = ("pool_wait", "connect", "headers_to_sent", "ttfb", "headers_to_fi
 
 @dataclass(frozen=True, slots=True)
 class ServerSpan:
-    """A request's span, as much of it as the join reads."""
+    """A request's span, as much of it as the join reads (its trace's parts combined)."""
 
     start_unix_s: float
     received_s: float
@@ -83,25 +66,28 @@ class ServerSpan:
     decode_s: float | None
     e2e_s: float | None
     unknown: tuple[str, ...]
+    frontend_s: float | None = None
+    shape: str = ""
 
 
-def _seconds(attrs: dict[str, Any], key: str) -> float | None:
-    value = attrs.get(key)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def _server_span(part: SpanPart) -> ServerSpan:
+    return ServerSpan(
+        start_unix_s=part.start_unix_s,
+        received_s=part.received_s,
+        queue_s=part.queue_s,
+        prefill_s=part.prefill_s,
+        ttft_s=part.ttft_s,
+        decode_s=part.decode_s,
+        e2e_s=part.e2e_s,
+        unknown=part.unknown,
+        frontend_s=part.frontend_s,
+        shape=part.shape,
+    )
 
 
 def server_span(span: dict[str, Any]) -> ServerSpan:
-    attrs = span.get("attributes") or {}
-    return ServerSpan(
-        start_unix_s=int(span["start_unix_ns"]) / 1e9,
-        received_s=float(span.get("received_s", 0.0)),
-        queue_s=_seconds(attrs, QUEUE),
-        prefill_s=_seconds(attrs, PREFILL),
-        ttft_s=_seconds(attrs, TTFT),
-        decode_s=_seconds(attrs, DECODE),
-        e2e_s=_seconds(attrs, E2E),
-        unknown=tuple(sorted(k for k in attrs if k not in KNOWN_ATTRIBUTES)),
-    )
+    """One span line read alone (a request span of any engine's shape; a helper span: all null)."""
+    return _server_span(read_part(span))
 
 
 @dataclass
@@ -113,6 +99,7 @@ class SpanIndex:
     foreign_received_s: list[float]
     receiver: dict[str, int | str | None] | None
     duplicates: int = 0
+    partial: int = 0  # traces of ours with helper spans but no request span
 
     @classmethod
     def read(cls, path: Path, origin_unix_s: float) -> SpanIndex | None:
@@ -123,8 +110,12 @@ class SpanIndex:
 
     @classmethod
     def of(cls, lines: Iterable[dict[str, Any]], origin_unix_s: float) -> SpanIndex:
+        """Each request's trace: its spans' parts combined (shapes.combine: its request span, the
+        one with the engine's latencies when a layer sends one too, filled in by helper spans);
+        a trace whose request span never came is not joined (``partial`` counts them)."""
         run = run_key(origin_unix_s)
         index = cls({}, [], None)
+        parts: dict[tuple[int, int | None, int], list[SpanPart]] = {}
         for line in lines:
             if "receiver" in line:
                 index.receiver = line["receiver"]
@@ -134,14 +125,14 @@ class SpanIndex:
                 index.foreign_received_s.append(float(line.get("received_s", 0.0)))
                 continue
             point, id, worker = named
-            key = (point, worker, id)
-            span = server_span(line)
-            old = index.by_request.get(key)
-            if old is not None:  # a second span of the trace (a layer's): the one with the engine's latencies wins
-                index.duplicates += 1
-                if old.ttft_s is not None or span.ttft_s is None:
-                    continue
-            index.by_request[key] = span
+            parts.setdefault((point, worker, id), []).append(read_part(line))
+        for key, found in parts.items():
+            merged, extra = combine(found)
+            index.duplicates += extra
+            if merged is None:
+                index.partial += 1
+            else:
+                index.by_request[key] = _server_span(merged)
         return index
 
 
@@ -218,9 +209,7 @@ def request_phases(record: RequestRecord, span: ServerSpan, origin_unix_s: float
     return RequestPhases(
         arrival_s=arrival,
         network_s=arrival - record.sent_s if record.sent_s is not None else None,
-        frontend_s=span.ttft_s - span.queue_s - span.prefill_s
-        if span.ttft_s is not None and span.queue_s is not None and span.prefill_s is not None
-        else None,
+        frontend_s=span.frontend_s,
         queue_s=span.queue_s,
         prefill_s=span.prefill_s,
         server_ttft_s=span.ttft_s,
