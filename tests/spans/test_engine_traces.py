@@ -62,6 +62,10 @@ def test_a_launch_is_pointed_at_the_endpoint_its_exporter_speaks():
     # without a gRPC receiver a gRPC-only exporter has nowhere to send: said, not pretended
     alone = traced_launch(BackendConfig(name="tgi"), HTTP, False, said.append)
     assert alone == BackendConfig(name="tgi") and said[-1].endswith("no traces")
+    # a layer that drops the traceparent (Triton's relay) leaves its engine's spans unjoinable: said
+    triton = BackendConfig(name="triton", upstream="vllm")
+    assert traced_launch(triton, HTTP, False, said.append, GRPC) == triton
+    assert "does not pass the request's traceparent on to vLLM" in said[-1] and said[-1].endswith("no traces")
     for name in ("llamacpp", "ollama", "lmdeploy-pytorch", "mlc"):
         assert traced_launch(BackendConfig(name=name), HTTP, False, said.append, GRPC) == BackendConfig(name=name)
         assert said[-1].endswith("no traces")

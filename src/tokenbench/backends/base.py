@@ -136,6 +136,9 @@ class Profile:
     traces: Callable[[str], tuple[tuple[str, ...], dict[str, str]]] | None = None
     traces_protocol: str = "http"
     traces_note: str = ""
+    # a serving layer that passes the request's traceparent on to its upstream engine (Ray Serve's
+    # relay: ray_serve_app.JOIN_HEADERS), so the engine's spans join; False: they cannot
+    relays_join_key: bool = False
 
     @property
     def default_api(self) -> str:

@@ -274,6 +274,7 @@ PROFILE = Profile(
     name="ray",
     title="Ray Serve",
     layer=True,  # --upstream NAME: the Serve relay in front of that engine; none: Ray Serve LLM
+    relays_join_key=True,  # issue 24: the relay passes traceparent on (ray_serve_app.JOIN_HEADERS)
     apis=("chat", "completions"),
     default_port=8000,
     ready_path=READY_PATH,

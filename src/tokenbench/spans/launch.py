@@ -32,6 +32,12 @@ def traced_launch(
         return backend
     profile = get_profile(backend.name) if backend.name else None
     if profile is not None and profile.layer and backend.upstream:
+        if not profile.relays_join_key:  # Triton's relay (triton_model.py) sends no traceparent on
+            say(
+                f"server traces: {profile.title} does not pass the request's traceparent on to "
+                f"{get_profile(backend.upstream).title}, so its spans cannot join: no traces"
+            )
+            return backend
         # a serving layer relays the join key (ray_serve_app.JOIN_HEADERS): the engine behind it
         # traces, and the layer's own time is in the network phase (sent -> the engine's arrival)
         profile = get_profile(backend.upstream)
