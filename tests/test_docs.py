@@ -36,6 +36,8 @@ OTHER_TOOLS = {
     "--cache-ram": "llama.cpp's llama-server",
     "--mmproj": "llama.cpp's llama-server (multimodal projector; issue 23 images)",
     "--enable-metrics": "SGLang's launch_server",
+    "--enable-trace": "SGLang's launch_server (issue 24: its OTLP spans)",
+    "--otlp-traces-endpoint": "vLLM's and SGLang's servers (issue 24: where their spans go)",
     "--per-chunk-usage": "AIPerf",
     "--no-deps": "pip",
     "--chunk-tokens": "benchmarks/summarize.py",
