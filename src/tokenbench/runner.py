@@ -216,6 +216,7 @@ def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunC
         sut.metrics_url,
         sut.profile.name if sut.profile else None,
         (config.backend or BackendConfig()).metrics_interval_s,
+        sut.profile.metrics if sut.profile else None,
     )
 
 

@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 
 from tokenbench.backends import PROFILES
-from tokenbench.backends.base import MetricNames
-from tokenbench.telemetry.prom import flat, normalize, parse
+from tokenbench.telemetry.prom import MetricNames, flat, normalize, parse
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -110,3 +110,25 @@ def test_unreachable_metrics_do_not_stop_the_run(mock_server, tmp_path):
     point = results["points"][0]
     assert point["requests"]["ok"] == point["requests"]["total"] > 0
     assert point["server"]["failed_scrapes"] > 0 and point["server"]["generated_tokens"] is None
+
+
+async def test_the_child_normalizes_with_the_names_it_was_given_and_imports_no_backend(tmp_path, mock_server):
+    """The parent hands the profile's metric names to the child on its command line: the child
+    reads the mock's vLLM names into normalized values without importing the backends (their
+    launch code and config cost every run's sampler ~0.4 s of CPU, 135 times in make check)."""
+    from tokenbench.backends import get_profile
+
+    names = get_profile("vllm").metrics
+    assert names is not None
+    url = f"{mock_server()}/metrics"
+    out = tmp_path / "samples.jsonl"
+    with Sampler(out, time.perf_counter(), url, "vllm", 0.2, names) as sampler:
+        await sampler.wait_past(0.0, timeout_s=10)
+    scrape = SamplesFile(out).scrapes()[0]
+    assert scrape["ok"] is True and {"running", "waiting", "generated_tokens"} <= set(scrape["values"])
+    with Sampler(out, time.perf_counter(), url, "vllm", 0.2) as sampler:  # no names
+        await sampler.wait_past(0.0, timeout_s=10)
+    assert SamplesFile(out).scrapes()[-1]["values"] == {}
+    probe = "import sys, tokenbench.telemetry.sampler; print(sorted(m for m in sys.modules if m.startswith(('tokenbench.backends', 'tokenbench.config'))))"
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert imported.strip() == "[]"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ..config import BackendConfig, EngineKnobs
+from ..telemetry.prom import MetricNames
 from .cache_control import ResetHook
 
 if TYPE_CHECKING:
@@ -23,41 +24,6 @@ if TYPE_CHECKING:
 
 class BackendError(Exception):
     """A backend could not be launched as asked; the message says what to change."""
-
-
-@dataclass(frozen=True)
-class MetricNames:
-    """Prometheus sample names per normalized field. Each field lists candidates, newest name
-    first (engines rename metrics between versions); the first one present in a scrape is used
-    and samples with the same name but different labels are summed. Histograms are given by base
-    name (``<name>_sum`` / ``<name>_count`` are read), in seconds unless a scale says otherwise."""
-
-    running: tuple[str, ...] = ()  # gauge: requests being decoded/prefilled now
-    waiting: tuple[str, ...] = ()  # gauge: requests queued in the engine
-    kv_usage: tuple[str, ...] = ()  # gauge: KV-cache usage
-    kv_usage_scale: float = 1.0  # multiply to get 0..1 (0.01 when the engine reports percent)
-    preemptions: tuple[str, ...] = ()  # counter
-    prefix_cache_hits: tuple[str, ...] = ()  # counter (tokens or blocks, as the engine counts)
-    prefix_cache_queries: tuple[str, ...] = ()  # counter, same unit as hits
-    generated_tokens: tuple[str, ...] = ()  # counter
-    ttft_histogram: tuple[str, ...] = ()
-    itl_histogram: tuple[str, ...] = ()  # inter-token / time-per-output-token histogram
-    histogram_scale: float = 1.0  # multiply a histogram's _sum to get seconds (0.001 for ms)
-    path: str = "/metrics"
-
-    def fields(self) -> dict[str, tuple[str, ...]]:
-        return {
-            "running": self.running,
-            "waiting": self.waiting,
-            "kv_usage": self.kv_usage,
-            "preemptions": self.preemptions,
-            "prefix_cache_hits": self.prefix_cache_hits,
-            "prefix_cache_queries": self.prefix_cache_queries,
-            "generated_tokens": self.generated_tokens,
-        }
-
-    def histograms(self) -> dict[str, tuple[str, ...]]:
-        return {"ttft": self.ttft_histogram, "itl": self.itl_histogram}
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from functools import partial
 from pathlib import Path
 
 from ..config import BackendConfig
-from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from ..telemetry.prom import MetricNames
+from .base import BackendError, Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
 from .cache_control import reset_llamacpp
 from .lora import LLAMACPP
 

@@ -41,7 +41,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from ..telemetry.prom import MetricNames
+from .base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
 from .lora import LMDEPLOY
 
 IMAGE = "openmmlab/lmdeploy:latest"

@@ -59,7 +59,8 @@ import json
 import sys
 from dataclasses import replace
 
-from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container
+from ..telemetry.prom import MetricNames
+from .base import BackendError, Launch, LaunchSpec, Profile, docker_run, exe, in_container
 from .ray_serve_app import READY_PATH, RelayConfig, ServeConfig
 
 RELAY_MODULE = "tokenbench.backends.ray_serve_app"

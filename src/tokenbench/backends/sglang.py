@@ -33,7 +33,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from ..telemetry.prom import MetricNames
+from .base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
 from .cache_control import reset_sglang
 from .lora import SGLANG
 

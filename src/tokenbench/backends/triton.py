@@ -71,7 +71,8 @@ import os
 from pathlib import Path
 
 from ..config import EngineKnobs
-from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container
+from ..telemetry.prom import MetricNames
+from .base import BackendError, Launch, LaunchSpec, Profile, docker_run, exe, in_container
 
 IMAGE = "nvcr.io/nvidia/tritonserver:25.06-trtllm-python-py3"  # NGC tags are yy.mm; pin yours
 TEMPLATE = "tensorrt_llm/config.pbtxt"  # relative to the model repository

@@ -35,7 +35,8 @@ Facts and their sources (NVIDIA/TensorRT-LLM unless a URL is given):
 
 from __future__ import annotations
 
-from .base import BackendError, Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from ..telemetry.prom import MetricNames
+from .base import BackendError, Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
 from .lora import TRTLLM
 
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.2.1"  # NGC publishes versioned tags; pin yours

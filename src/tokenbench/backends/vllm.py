@@ -20,7 +20,8 @@ Facts and their sources:
 
 from __future__ import annotations
 
-from .base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
+from ..telemetry.prom import MetricNames
+from .base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
 from .cache_control import reset_vllm
 from .lora import VLLM
 

@@ -33,10 +33,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 from .. import procs
 from ..redact import mask_text
 from .gpu import GPUSampler
-from .prom import flat, normalize, parse
+from .prom import MetricNames, flat, normalize, parse
 
 if TYPE_CHECKING:  # the sampler's own process never reads them: it copies event lines as they come
-    from ..backends.base import MetricNames
     from ..manifest import PointEnd, PointStart
 
 
@@ -74,7 +73,7 @@ def _exit_now(*_: object) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parse_args(argv)
-    names = _metric_names(args.backend)
+    names = MetricNames.from_json(json.loads(args.metric_names)) if args.metric_names else None
     stop = threading.Event()
     # SIGTERM (procs.stop's fallback, or our parent's death signal) exits at once. Not
     # stop.set(): a handler that takes the Event's lock while the main thread holds it in
@@ -96,19 +95,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="tokenbench-sampler")
     ap.add_argument("--metrics-url", default="")
     ap.add_argument("--backend", default=None)
+    ap.add_argument("--metric-names", default="", help="the backend profile's MetricNames as JSON")
     ap.add_argument("--interval", type=float, default=1.0)
     ap.add_argument("--origin", type=float, required=True, help="the run clock's perf_counter origin")
     ap.add_argument("--out", required=True)
     return ap.parse_args(argv)
-
-
-def _metric_names(backend: str | None) -> MetricNames | None:
-    """The backend profile's metric names (None: no profile, so no normalized values)."""
-    if not backend:
-        return None
-    from ..backends import get_profile
-
-    return get_profile(backend).metrics
 
 
 def _line_writer(out: TextIO) -> Callable[[str], None]:
@@ -249,8 +240,16 @@ class Sampler:
     """Context manager owning the sampler child: ``with Sampler(...) as s: ... s.wait_past(t)``."""
 
     def __init__(
-        self, out: Path, origin_monotonic_s: float, metrics_url: str | None, backend: str | None, interval_s: float
+        self,
+        out: Path,
+        origin_monotonic_s: float,
+        metrics_url: str | None,
+        backend: str | None,
+        interval_s: float,
+        names: MetricNames | None = None,
     ) -> None:
+        """``names``: the backend profile's metric names (None: no normalized values); they go to
+        the child on its command line, so it never imports the backends."""
         self.out = out
         self.file = SamplesFile(out)
         self.interval_s = interval_s
@@ -270,6 +269,8 @@ class Sampler:
             self._argv += ["--metrics-url", metrics_url]
         if backend:
             self._argv += ["--backend", backend]
+        if names is not None:
+            self._argv += ["--metric-names", json.dumps(names.to_json())]
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Sampler:
