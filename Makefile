@@ -4,6 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 UV_VERSION := 0.13.8
 UV     := VIRTUAL_ENV=$(abspath $(VENV)) UV_COMPILE_BYTECODE=1 $(BIN)/uv pip
+# PYTHONDONTWRITEBYTECODE (set in CI images, and on the 2-core machine) made every process the
+# tests start compile tokenbench's ~190 modules again, and pytest rewrite and compile every test
+# module again in each xdist worker: about 30% of the side-by-side tier's CPU (py-spy over the tier;
+# 243 -> 172 CPU-s, 151 -> 108 s). Bytecode goes to __pycache__/ (git-ignored), Python's default.
+unexport PYTHONDONTWRITEBYTECODE
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 
 # Tests in tiers (issue 21). Lint and every test that may run side by side (pytest-xdist, $(JOBS)

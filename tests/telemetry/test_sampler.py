@@ -126,9 +126,11 @@ async def test_the_child_normalizes_with_the_names_it_was_given_and_imports_no_b
         await sampler.wait_past(0.0, timeout_s=10)
     scrape = SamplesFile(out).scrapes()[0]
     assert scrape["ok"] is True and {"running", "waiting", "generated_tokens"} <= set(scrape["values"])
-    with Sampler(out, time.perf_counter(), url, "vllm", 0.2) as sampler:  # no names
+    bare = tmp_path / "bare.jsonl"
+    with Sampler(bare, time.perf_counter(), url, "vllm", 0.2) as sampler:  # no names
         await sampler.wait_past(0.0, timeout_s=10)
-    assert SamplesFile(out).scrapes()[-1]["values"] == {}
+    assert [s["ok"] for s in SamplesFile(bare).scrapes()][:1] == [True]
+    assert SamplesFile(bare).scrapes()[0]["values"] == {}
     probe = "import sys, tokenbench.telemetry.sampler; print(sorted(m for m in sys.modules if m.startswith(('tokenbench.backends', 'tokenbench.config'))))"
     imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert imported.strip() == "[]"
