@@ -33,7 +33,7 @@ from .shapes import KNOWN_ATTRIBUTES as KNOWN_ATTRIBUTES
 from .shapes import PREFILL as PREFILL
 from .shapes import QUEUE as QUEUE
 from .shapes import TTFT as TTFT
-from .shapes import SpanPart, combine, read_part
+from .shapes import ServerSpan, SpanPart, combine, read_part
 
 # Spans are awaited this long after a point ends (the runner); one received later is late
 GRACE_S = 2.0
@@ -54,40 +54,9 @@ PHASES = (
 HTTP_PHASES = ("pool_wait", "connect", "headers_to_sent", "ttfb", "headers_to_first_chunk")
 
 
-@dataclass(frozen=True, slots=True)
-class ServerSpan:
-    """A request's span, as much of it as the join reads (its trace's parts combined)."""
-
-    start_unix_s: float
-    received_s: float
-    queue_s: float | None
-    prefill_s: float | None
-    ttft_s: float | None
-    decode_s: float | None
-    e2e_s: float | None
-    unknown: tuple[str, ...]
-    frontend_s: float | None = None
-    shape: str = ""
-
-
-def _server_span(part: SpanPart) -> ServerSpan:
-    return ServerSpan(
-        start_unix_s=part.start_unix_s,
-        received_s=part.received_s,
-        queue_s=part.queue_s,
-        prefill_s=part.prefill_s,
-        ttft_s=part.ttft_s,
-        decode_s=part.decode_s,
-        e2e_s=part.e2e_s,
-        unknown=part.unknown,
-        frontend_s=part.frontend_s,
-        shape=part.shape,
-    )
-
-
 def server_span(span: dict[str, Any]) -> ServerSpan:
     """One span line read alone (a request span of any engine's shape; a helper span: all null)."""
-    return _server_span(read_part(span))
+    return read_part(span)
 
 
 @dataclass
@@ -132,7 +101,7 @@ class SpanIndex:
             if merged is None:
                 index.partial += 1
             else:
-                index.by_request[key] = _server_span(merged)
+                index.by_request[key] = merged
         return index
 
 

@@ -126,6 +126,11 @@ class SpanPart:
     unknown: tuple[str, ...] = ()
 
 
+# A request's span as the join reads it: its request span's part with what the trace's helper
+# spans time filled in (``combine``), or one span line read alone (``phases.server_span``).
+ServerSpan = SpanPart
+
+
 def seconds(attrs: dict[str, Any], key: str) -> float | None:
     value = attrs.get(key)
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
