@@ -182,7 +182,9 @@ def test_vllm_spans_join_every_request_and_the_client_ttft_is_never_below_the_se
     traceparent honoured) to tokenbench's receiver; recompute joins every ok request of the point."""
     out, r, _ = sweep[4]
     server = r["points"][0]["server_phases"]
-    assert server["requests"] >= 4 and server["joined_share"] >= 0.99, server
+    # the window's ok requests: 16 users share room for 2 sequences, so few finish in its 10 s (3 in
+    # a fresh clone's make test, where the bound of 4 failed once; 15 were cancelled at the drain)
+    assert server["requests"] >= 2 and server["joined_share"] >= 0.99, server
     assert server["unknown_spans"] == 0
     assert server["clock"]["offset_s"] == 0.0, server["clock"]  # same host: the join allows 0
     records = [RequestRecord.from_json(json.loads(line)) for line in (out / "records.jsonl").read_text().splitlines()]
@@ -190,5 +192,8 @@ def test_vllm_spans_join_every_request_and_the_client_ttft_is_never_below_the_se
     spans = SpanIndex.read(out / "server_spans.jsonl", clock["origin_unix_s"])
     assert spans is not None
     phases, _ = joined_phases(records, spans, clock["origin_unix_s"], float("inf"))
+    # every ok request of the measured point joined, the ramp's and drain's too, not only the window's
+    ok = {(rec.point, rec.worker, rec.id) for rec in records if rec.point == 0 and rec.ok}
+    assert len(ok) >= 2 and ok <= set(phases), (len(ok), len(phases))
     assert phases and all(p.client_minus_server_ttft_s >= 0 for p in phases.values())
     assert all(p.queue_s is not None and p.prefill_s is not None and p.decode_s is not None for p in phases.values())
