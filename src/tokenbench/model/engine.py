@@ -5,17 +5,13 @@ decode token each) and, FCFS, the prefill of the sequences admitted next, up to 
 budget (``max_batched_tokens``: a long prompt is prefilled over several steps). It lasts
 
     base + per_seq * decode sequences + per_prefill_token * prefill tokens + per_kv_token * KV in use
-         + per_prefill_context * the context the prefill tokens attend over (a chunk of n tokens after
-           d of its prompt already done: n * (d + n / 2))
-         + per_prefill_token_per_seq * prefill tokens * the other sequences in the step
 
 and at its end each decode emits a token and each sequence whose prefill completed emits its first.
 Admission (on arrival, or at a step's start once a slot frees) is FCFS into at most ``max_num_seqs`` slots while the KV budget (prompt + generated tokens
 of the running sequences) has room; when the decodes would overflow it, the youngest running
 sequence is preempted (recompute: it goes back to the head of the queue and prefills its prompt and
 what it had generated again). An admitted request waits ``first_token_overhead_s`` in its slot before
-its prefill is scheduled, plus ``first_token_per_prompt_token_s`` per prompt token (a first-token
-cost of its own, which the decodes beside it do not pay). Replicas are independent engines behind a router (round-robin or the one
+its prefill is scheduled. Replicas are independent engines behind a router (round-robin or the one
 with the fewest requests). Nothing here is on the wall clock.
 """
 
@@ -28,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .params import OVERHEAD, OWN_PER_PROMPT_TOKEN, ServerModel
+from .params import OVERHEAD, ServerModel
 
 Routing = Literal["round-robin", "least-loaded"]
 ROUTINGS: tuple[Routing, ...] = ("round-robin", "least-loaded")
@@ -62,19 +58,10 @@ class Costs:
     per_seq: float
     per_prefill_token: float
     per_kv_token: float
-    per_prefill_context: float
-    per_prefill_token_per_seq: float
     overhead: float
-    own_per_prompt_token: float
     max_num_seqs: float
     kv_capacity: float
     max_batched_tokens: float
-    kv_block: int = 1  # KV is held in blocks of this many tokens (vLLM's paged cache): a sequence holds whole blocks
-
-    def held(self, tokens: int) -> int:
-        """The KV tokens a sequence of ``tokens`` holds: rounded up to whole blocks."""
-        b = self.kv_block
-        return -(-tokens // b) * b
 
     @classmethod
     def of(cls, model: ServerModel) -> Costs:
@@ -87,14 +74,10 @@ class Costs:
             per_seq=v("step_per_seq_s", 0.0),
             per_prefill_token=v("step_per_prefill_token_s", 0.0),
             per_kv_token=v("step_per_kv_token_s", 0.0),
-            per_prefill_context=v("step_per_prefill_context_s", 0.0),
-            per_prefill_token_per_seq=v("step_per_prefill_token_per_seq_s", 0.0),
             overhead=v(OVERHEAD, 0.0),
-            own_per_prompt_token=v(OWN_PER_PROMPT_TOKEN, 0.0),
             max_num_seqs=v("max_num_seqs", math.inf),
             kv_capacity=v("kv_capacity_tokens", math.inf),
             max_batched_tokens=v("max_batched_tokens", math.inf),
-            kv_block=max(1, int(v("kv_block_tokens", 1.0))),
         )
 
 
@@ -127,27 +110,21 @@ class Engine:
         c = self.c
         while self.waiting and len(self.running) < c.max_num_seqs:
             seq = self.waiting[0]
-            need = c.held(seq.kv_tokens + 1)
+            need = seq.kv_tokens + 1
             if self.running and self.kv_in_use + need > c.kv_capacity:
                 break  # FCFS: the head waits for room, the rest behind it
             self.waiting.popleft()
-            seq.ready_s = now + c.overhead + c.own_per_prompt_token * seq.prompt_tokens if seq.preemptions == 0 else now
+            seq.ready_s = now + c.overhead if seq.preemptions == 0 else now
             self.running.append(seq)
-            self.kv_in_use += c.held(seq.kv_tokens)
+            self.kv_in_use += seq.kv_tokens
 
-    def _growth(self, seq: Seq) -> int:
-        """The KV tokens a decode of ``seq`` adds: one token, or a whole block when it starts one."""
-        return self.c.held(seq.kv_tokens + 1) - self.c.held(seq.kv_tokens)
-
-    def _preempt_for_decodes(self, decodes: list[Seq]) -> None:
+    def _preempt_for_decodes(self, decodes: int) -> None:
         """Recompute preemption: the youngest running sequences go back to the queue's head until
         this step's decodes fit the KV budget."""
-        grow = sum(self._growth(s) for s in decodes)
-        decoding = set(map(id, decodes))
-        while self.running and self.kv_in_use + grow > self.c.kv_capacity and len(self.running) > 1:
+        while self.running and self.kv_in_use + decodes > self.c.kv_capacity and len(self.running) > 1:
             victim = self.running.pop()
-            self.kv_in_use -= self.c.held(victim.kv_tokens)
-            grow -= self._growth(victim) if id(victim) in decoding else 0
+            self.kv_in_use -= victim.kv_tokens
+            decodes -= 1 if victim.prefill_left == 0 and victim.generated > 0 else 0
             victim.prefill_left = victim.kv_tokens
             victim.preemptions += 1
             self.preemptions += 1
@@ -159,7 +136,7 @@ class Engine:
         c = self.c
         ready = [s for s in self.running if s.ready_s <= now]
         decodes = [s for s in ready if s.prefill_left == 0]
-        self._preempt_for_decodes(decodes)
+        self._preempt_for_decodes(len(decodes))
         running = set(map(id, self.running))
         decodes = [s for s in decodes if id(s) in running]
         budget = c.max_batched_tokens - len(decodes)
@@ -175,15 +152,8 @@ class Engine:
             self._decodes, self._prefills = [], []
             return
         prefill_tokens = sum(n for _, n in prefills)
-        # the context each chunk's tokens attend over: what of its prompt is done, and half the chunk
-        context = sum(n * (s.kv_tokens - s.prefill_left + n / 2) for s, n in prefills)
         duration = (
-            c.base
-            + c.per_seq * len(decodes)
-            + c.per_prefill_token * prefill_tokens
-            + c.per_kv_token * self.kv_in_use
-            + c.per_prefill_context * context
-            + c.per_prefill_token_per_seq * prefill_tokens * max(len(decodes) + len(prefills) - 1, 0)
+            c.base + c.per_seq * len(decodes) + c.per_prefill_token * prefill_tokens + c.per_kv_token * self.kv_in_use
         )
         self._decodes, self._prefills = decodes, prefills
         self.step_end_s = now + duration
@@ -199,8 +169,8 @@ class Engine:
             if s.prefill_left == 0:
                 emitting.append(s)
         for s in emitting:
-            self.kv_in_use += self._growth(s)
             s.generated += 1
+            self.kv_in_use += 1
             if len(s.token_times) < s.generated:  # a recomputed token is not streamed twice
                 s.token_times.append(now)
             if s.generated >= s.output_tokens:
@@ -208,7 +178,7 @@ class Engine:
         if done:
             finished = set(map(id, done))
             self.running = [s for s in self.running if id(s) not in finished]
-            self.kv_in_use -= sum(self.c.held(s.kv_tokens) for s in done)
+            self.kv_in_use -= sum(s.kv_tokens for s in done)
         self._decodes, self._prefills = [], []
         self.start_step(now)
         return now, done

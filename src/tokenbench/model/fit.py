@@ -2,16 +2,12 @@
 request, the batch limits from the launch knobs or from what the runs show, and each fitted point
 replayed through the model for its residuals.
 
-The regression. Each gap between two chunks of a request is one engine step (a step row):
-``base + per_seq * B + per_prefill_token * P + per_kv_token * K + per_prefill_context * C`` with B
-the sequences decoding through it (itself included), P the prompt tokens of the requests whose first
-token came out at its end (their prefill ran in this step: the stall a prefill puts on the decodes
-beside it, measured where it happens rather than averaged over a decode), C those prompts' p * p / 2
-and K the KV tokens in use. (Records without chunk times: one TPOT row per request instead, its
-mean gap against the time-averaged B, P and K.) Each request that found a free slot gives a TTFT
-row: the overhead, its own first-token cost per prompt token, the wait for the step in flight (half
-a step when the engine was busy) and its own prefill step. The steps' rows pin the prefill's cost to
-the decodes; the TTFT rows what the request's own first token pays beyond it. A term whose
+The regression. Each request with 3+ chunks gives a TPOT row: its mean gap between tokens is the
+mean step time over its decode, ``base + per_seq * B + per_prefill_token * Pf + per_kv_token * K``
+with B the sequences decoding beside it (time-averaged, itself included), Pf the prompt tokens of
+the requests whose first token came during its decode, per step, and K the KV tokens in use
+(time-averaged). Each request that found a free slot gives a TTFT row: the overhead, the wait for
+the step in flight (half a step when the engine was busy) and its own prefill step. A term whose
 column the runs never varied apart from the others is "not constrained": fixed at 0 and said so.
 A negative fit of a cost is fixed at 0 (a cost is never negative). Standard errors from the
 weighted fit's covariance; a run "constrained" a parameter when leaving it out raises the
@@ -31,25 +27,16 @@ import numpy as np
 from ..errors import BadInput
 from .engine import Cluster, Seq
 from .observe import FloatArray, PointObs, RunObs, read_run, run_dirs
-from .params import LIMITS, OVERHEAD, OWN_PER_PROMPT_TOKEN, STEP_TERMS, Param, PointFit, ServerModel
+from .params import LIMITS, OVERHEAD, STEP_TERMS, Param, PointFit, ServerModel
 
-COLUMNS = (*STEP_TERMS, OVERHEAD, OWN_PER_PROMPT_TOKEN)
-BASE, PER_SEQ, PREFILL, KV, CONTEXT, CROSS, OVER, OWN = range(len(COLUMNS))
+COLUMNS = (*STEP_TERMS, OVERHEAD)
 WHAT_VARIES = {
     "step_base_s": "always (the intercept)",
     "step_per_seq_s": "the batch size (sequences decoding at once)",
     "step_per_prefill_token_s": "the prompt tokens prefilled (prompt length, or arrivals during a decode)",
     "step_per_kv_token_s": "the KV tokens in use apart from the batch size (prompt lengths at one batch size)",
-    "step_per_prefill_context_s": "the prompt length of the prefills (one length: its cost is the per-token one)",
-    "step_per_prefill_token_per_seq_s": "the sequences beside a prefill (prefills only alone, or only beside one batch size)",
     OVERHEAD: "always (the TTFT rows' intercept)",
-    OWN_PER_PROMPT_TOKEN: "the prompt length apart from the prefill step (one length, or no prefill during a decode)",
 }
-MAX_STEP_ROWS_PER_POINT = 4000  # the step rows' sums are (rows x requests) a point
-# A cost is told from 0 at 3 standard errors: the step rows of one point are not independent (the
-# gaps of requests decoding together share their steps), so the least-squares SE is too small; at 2,
-# a mock's 0.2 ms of event-loop work when a request arrives passed for a prefill cost per token.
-MIN_T = 3.0
 MIN_INDEPENDENT = 0.02  # a column whose part apart from the others is under 2% of it: not constrained
 MAX_ROWS_PER_POINT = 1500  # the overlap sums are N x N a point
 MIN_IDLE = 5  # requests sent to an idle engine that the overhead is calibrated on (else: every free slot)
@@ -60,45 +47,8 @@ METRICS = ("ttft_mean_s", "ttft_p90_s", "tpot_mean_s", "output_tokens_per_s")
 class _Rows:
     x: list[list[float]]
     y: list[float]
-    kind: list[int]  # 0 TPOT or a step, 1 TTFT
+    kind: list[int]  # 0 TPOT, 1 TTFT
     run: list[int]
-
-
-def _chunk_tolerance(p: PointObs) -> float:
-    """Chunks of two streams this close came out of one step: a quarter of the median gap (the
-    client reads the streams of one step a few ms apart, more on a busy machine)."""
-    gaps = np.concatenate([np.diff(t) for t in p.chunk_times if len(t) >= 2] or [np.zeros(0)])
-    return 0.25 * float(np.median(gaps)) if len(gaps) else 1e-3
-
-
-def step_rows(p: PointObs) -> FloatArray:
-    """Each decode gap of the point's requests (at most MAX_STEP_ROWS_PER_POINT, evenly chosen) as
-    (gap, B, P, K, C, X): the sequences decoding through it, the prompt tokens whose first token came
-    out at its end (prefilled in this step), the KV tokens in use, the prefills' context (p * p / 2)
-    and P times the other sequences in the step (B + the prefills - 1)."""
-    owner = np.concatenate([np.full(max(len(t) - 1, 0), i) for i, t in enumerate(p.chunk_times)] or [np.zeros(0)])
-    t0 = np.concatenate([t[:-1] for t in p.chunk_times] or [np.zeros(0)])
-    t1 = np.concatenate([t[1:] for t in p.chunk_times] or [np.zeros(0)])
-    if len(t0) > MAX_STEP_ROWS_PER_POINT:
-        keep = np.linspace(0, len(t0) - 1, MAX_STEP_ROWS_PER_POINT).round().astype(np.intp)
-        owner, t0, t1 = owner[keep], t0[keep], t1[keep]
-    owner = owner.astype(np.intp)
-    tol = _chunk_tolerance(p)
-    first, last = p.first[None, :], p.last[None, :]
-    decoding = (first <= t0[:, None] + tol) & (last >= t1[:, None] - tol)
-    # a first token read at the gap's end (within the tolerance) came out of this step; one read
-    # anywhere inside a gap is not counted, or a gap made long by jitter would gather unrelated first
-    # tokens in proportion to its length (on the mock, whose first tokens keep no step, that alone
-    # fitted a prefill cost)
-    new = (first > t0[:, None] + tol) & (np.abs(first - t1[:, None]) <= tol)
-    new[np.arange(len(owner)), owner] = False
-    prompt = p.prompt[None, :]
-    frac = np.clip((t0[:, None] - first) / np.maximum(last - first, 1e-9), 0.0, 1.0)
-    kv = ((prompt + frac * p.output[None, :]) * decoding).sum(axis=1) + (new * prompt).sum(axis=1)
-    b, pf = decoding.sum(axis=1), (new * prompt).sum(axis=1)
-    others = np.maximum(b + new.sum(axis=1) - 1, 0)
-    out: FloatArray = np.column_stack([t1 - t0, b, pf, kv, (new * prompt**2 / 2).sum(axis=1), pf * others])
-    return out
 
 
 def _overlap(first: FloatArray, last: FloatArray) -> FloatArray:
@@ -179,29 +129,18 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows) -> None:
     )
     first, last, steps = sub.first, sub.last, np.maximum(sub.chunks - 1, 1)
     dur = last - first
-    if p.chunk_times:
-        for gap, b, pf, kv, ctx, cross in step_rows(p):
-            rows.x.append([1.0, b, pf, kv, ctx, cross, 0.0, 0.0])
-            rows.y.append(gap)
-            rows.kind.append(0)
-            rows.run.append(run)
-    else:  # no chunk times: one TPOT row per request, its decode's averages
-        ov = _overlap(first, last)
-        prefilled = prefill_during_decode(sub)
-        same = _same_step(sub)
-        steps_of = np.maximum(sub.chunks - 1, 1)
-        for i in np.flatnonzero((sub.chunks >= 3) & (dur > 0)):
-            batch = ov[i].sum() / dur[i]
-            during = (first > first[i] + same) & (first <= last[i])
-            ctx = float((during * sub.prompt**2 / 2).sum() / steps_of[i])
-            mid = (np.maximum(first, first[i]) + np.minimum(last, last[i])) / 2
-            frac = np.clip((mid - first) / np.maximum(dur, 1e-9), 0, 1)
-            kv = float(((sub.prompt + frac * sub.output) * ov[i]).sum() / dur[i])
-            pf = float(prefilled[i])
-            rows.x.append([1.0, batch, pf, kv, ctx, pf * max(batch, 0.0), 0.0, 0.0])
-            rows.y.append(dur[i] / steps[i])
-            rows.kind.append(0)
-            rows.run.append(run)
+    ov = _overlap(first, last)
+    prefilled = prefill_during_decode(sub)
+    for i in np.flatnonzero((sub.chunks >= 3) & (dur > 0)):
+        batch = ov[i].sum() / dur[i]
+        pf = float(prefilled[i])
+        mid = (np.maximum(first, first[i]) + np.minimum(last, last[i])) / 2
+        frac = np.clip((mid - first) / np.maximum(dur, 1e-9), 0, 1)
+        kv = float(((sub.prompt + frac * sub.output) * ov[i]).sum() / dur[i])
+        rows.x.append([1.0, batch, pf, kv, 0.0])
+        rows.y.append(dur[i] / steps[i])
+        rows.kind.append(0)
+        rows.run.append(run)
     in_flight = _in_flight_at_send(sub)
     decoding = _decoding_at(sub.sent, sub)
     kv_at = _kv_at(sub.sent, sub)
@@ -209,29 +148,14 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows) -> None:
     # first token came out with it (one step, to within a tenth of the shortest decode gap)
     together = np.abs(first[:, None] - first[None, :]) <= _same_step(sub)
     step_prompt = (together * sub.prompt[None, :]).sum(axis=1)
-    step_context = (together * sub.prompt[None, :] ** 2 / 2).sum(axis=1)
-    step_seqs = together.sum(axis=1)
     # and the prompts ahead of it: sent no later, still without a first token when it was sent, and
     # prefilled in an earlier step (it waits for those steps)
     sent = sub.sent
     ahead = (sent[None, :] <= sent[:, None]) & (first[None, :] > sent[:, None]) & (first[None, :] < first[:, None])
     step_prompt = step_prompt + ((ahead & ~together) * sub.prompt[None, :]).sum(axis=1)
-    step_context = step_context + ((ahead & ~together) * sub.prompt[None, :] ** 2 / 2).sum(axis=1)
-    step_seqs = step_seqs + (ahead & ~together).sum(axis=1)
     for i in np.flatnonzero(in_flight < slots):
         h = 0.5 if decoding[i] > 0 else 0.0
-        rows.x.append(
-            [
-                1 + h,
-                (1 + h) * decoding[i],
-                float(step_prompt[i]),
-                (1 + h) * kv_at[i],
-                float(step_context[i]),
-                float(step_prompt[i]) * max(decoding[i] + step_seqs[i] - 1, 0),
-                1.0,
-                float(sub.prompt[i]),
-            ]
-        )
+        rows.x.append([1 + h, (1 + h) * decoding[i], float(step_prompt[i]), (1 + h) * kv_at[i], 1.0])
         rows.y.append(float(first[i] - sub.sent[i]))
         rows.kind.append(1)
         rows.run.append(run)
@@ -281,12 +205,11 @@ def _solve(rows: _Rows) -> _Solution:
     active = list(range(len(COLUMNS))) if has_ttft else list(range(len(STEP_TERMS)))
     notes: dict[int, str] = {}
     if not has_ttft:
-        notes[OVER] = "not constrained: no request found a free slot (every one queued)"
-        notes[OWN] = notes[OVER]
+        notes[COLUMNS.index(OVERHEAD)] = "not constrained: no request found a free slot (every one queued)"
     # relative scale per row kind, refined from the residuals
     sd = {k: max(float(np.std(y[kind == k])), 1e-6) for k in (0, 1) if (kind == k).any()}
     w = np.array([1.0 / sd[k] for k in kind])
-    for j in (CONTEXT, CROSS, OWN, KV, PREFILL, PER_SEQ):  # the terms most often confounded first
+    for j in (3, 2, 1):  # the terms most often confounded first
         if _independent_part(x, w, j, active) < MIN_INDEPENDENT:
             active.remove(j)
             notes[j] = f"not constrained: the runs never varied {WHAT_VARIES[COLUMNS[j]]}"
@@ -304,11 +227,10 @@ def _solve(rows: _Rows) -> _Solution:
             active.remove(j)
             notes[j] = "fitted below 0 (no cost seen): fixed at 0"
             beta, cov = _wls(x, y, w, active)
-    # a cost term within MIN_T standard errors of 0 is noise: fixed at 0, said so (never the intercepts)
+    # a cost term within two standard errors of 0 is noise: fixed at 0, said so (never the intercepts)
     while True:
-        costs = (PER_SEQ, PREFILL, KV, CONTEXT, CROSS, OWN)
-        t = {j: beta[j] / math.sqrt(cov[j, j]) for j in active if j in costs and cov[j, j] > 0}
-        weak = [j for j, tj in t.items() if tj < MIN_T]
+        t = {j: beta[j] / math.sqrt(cov[j, j]) for j in active if j in (1, 2, 3) and cov[j, j] > 0}
+        weak = [j for j, tj in t.items() if tj < 2]
         if not weak:
             break
         j = min(weak, key=lambda k: t[k])
@@ -380,76 +302,28 @@ def _slots(runs: list[RunObs]) -> Param:
     return Param(value=None, constrained=False, note=f"not constrained: never saturated (at least {seen})")
 
 
-KV_BLOCKS = (1, 16, 32, 64, 128, 256)  # the block sizes tried for a paged KV cache (1: no blocks)
-
-
-def _kv_held_at(t: FloatArray, p: PointObs, block: int) -> FloatArray:
-    """KV tokens the decoding requests hold at each time of ``t``, each rounded up to whole blocks."""
-    dur = np.maximum(p.last - p.first, 1e-9)
-    frac = np.clip((t[:, None] - p.first[None, :]) / dur[None, :], 0.0, 1.0)
-    live = (p.first[None, :] <= t[:, None]) & (t[:, None] <= p.last[None, :])
-    tokens = p.prompt[None, :] + frac * p.output[None, :]
-    out: FloatArray = (np.ceil(tokens / block) * block * live).sum(axis=1)
-    return out
-
-
-def _kv_capacity(runs: list[RunObs]) -> tuple[Param, Param]:
-    """KV capacity in tokens, and the block its cache is held in, from the server's KV-usage gauge
-    against the tokens the records put in use at each scrape: of the block sizes KV_BLOCKS, the one
-    whose capacity estimates agree best (a paged cache holds whole blocks: counting tokens alone made
-    vLLM's 4,096-token cache of 128-token blocks look like 2,700 tokens at 64-token prompts). Without
-    the gauge, neither is constrained (no KV limit is modelled)."""
+def _kv_capacity(runs: list[RunObs]) -> Param:
+    """KV capacity in tokens from the server's KV-usage gauge against the tokens the records put
+    in use at each scrape; without the gauge, not constrained (no KV limit is modelled)."""
     knob = next((r.knobs.get("kv_capacity_tokens") for r in runs if r.knobs.get("kv_capacity_tokens")), None)
-    no_block = Param(value=1.0, constrained=False, note="not constrained: no KV-usage gauge above 5% in the runs")
     if knob is not None:
-        return Param(value=float(knob), constrained=True, note="given (--knob)"), no_block
-    found: dict[int, list[float]] = {b: [] for b in KV_BLOCKS}
-    by = []
+        return Param(value=float(knob), constrained=True, note="given (--knob)")
+    ratios, by = [], []
     for r in runs:
         for p in r.points:
             scrapes = [(t, u) for t, u in p.kv_scrapes if u >= 0.05]
             if not scrapes:
                 continue
             t = np.array([s[0] for s in scrapes])
-            usage = np.array([s[1] for s in scrapes])
-            for block in KV_BLOCKS:
-                tokens = _kv_held_at(t, p, block)
-                ok = tokens > 0
-                found[block] += list(tokens[ok] / usage[ok])
+            tokens = _kv_at(t, p)
+            ok = tokens > 0
+            ratios += list(tokens[ok] / np.array([s[1] for s in scrapes])[ok])
             by.append(r.name)
-    if len(found[1]) < 3:
-        return Param(
-            value=None, constrained=False, note="not constrained: no KV-usage gauge above 5% in the runs"
-        ), no_block
-
-    def spread(block: int) -> float:
-        ratios = np.array(found[block])
-        return float(np.std(ratios) / np.mean(ratios))
-
-    block = min(KV_BLOCKS, key=spread)
-    if spread(block) > 0.9 * spread(1):  # blocks explain little: tokens, and the block not constrained
-        block = 1
-    ratios = found[block]
+    if len(ratios) < 3:
+        return Param(value=None, constrained=False, note="not constrained: no KV-usage gauge above 5% in the runs")
     value = float(np.median(ratios))
     se = float(np.std(ratios) / math.sqrt(len(ratios)))
-    runs_by = sorted(set(by))
-    capacity = Param(
-        value=value,
-        se=se,
-        constrained=True,
-        by=runs_by,
-        note=f"KV-usage gauge vs the records' tokens in blocks of {block}",
-    )
-    if block == 1:
-        held = Param(
-            value=1.0,
-            constrained=False,
-            note="not constrained: whole blocks fit the gauge no better than tokens (one prompt length?)",
-        )
-    else:
-        note = f"the block size of {', '.join(map(str, KV_BLOCKS))} whose capacities agree best ({spread(block):.1%} spread; tokens {spread(1):.1%})"
-        held = Param(value=float(block), constrained=True, by=runs_by, note=note)
-    return capacity, held
+    return Param(value=value, se=se, constrained=True, by=sorted(set(by)), note="KV-usage gauge vs the records' tokens")
 
 
 def _batched_tokens(runs: list[RunObs]) -> Param:
@@ -491,66 +365,37 @@ def replay(model: ServerModel, p: PointObs) -> tuple[FloatArray, FloatArray, Flo
     return first, last, chunks
 
 
-def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float, own_too: bool = True) -> ServerModel:
+def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float) -> ServerModel:
     """The overhead set so that the simulated TTFT of the requests sent with nothing else in flight matches
     the measured on average (the regression's TTFT rows approximate the wait for the step in flight
     by half a step; the simulation has the real one); without MIN_IDLE such requests, of those that
-    found a free slot. From the regression's value, until it moves less than 0.1 ms. Where the fit
-    found an own first-token cost per prompt token, it is set the same way with the overhead: the
-    simulated-minus-measured first tokens of the requests sent alone (else of those that found a free
-    slot) against their prompt length (the TTFT rows' half-step wait misjudges it when prefill steps
-    are long); where that does not settle, the regression's value is kept."""
-    param, own = model.params[OVERHEAD], model.params.get(OWN_PER_PROMPT_TOKEN)
+    found a free slot. From the regression's value, until it moves less than 0.1 ms."""
+    param = model.params[OVERHEAD]
     if not param.constrained or param.value is None:
         return model
-    with_own = own_too and own is not None and own.constrained and bool(own.value)
-    converged = False
-    value, per_token = param.value, (own.value or 0.0) if own is not None else 0.0
-    for _ in range(12 if with_own else 8):
-        params = {**model.params, OVERHEAD: param.model_copy(update={"value": value})}
-        if with_own and own is not None:
-            params[OWN_PER_PROMPT_TOKEN] = own.model_copy(update={"value": per_token})
-        trial = model.model_copy(update={"params": params})
-        idle_gaps, idle_prompts, free_gaps, free_prompts = [], [], [], []
+    value = param.value
+    for _ in range(8):
+        trial = model.model_copy(
+            update={"params": {**model.params, OVERHEAD: param.model_copy(update={"value": value})}}
+        )
+        idle_gaps, free_gaps = [], []
         for r in runs:
             for p in r.points:
                 first, _, _ = replay(trial, p)
-                alone = _in_flight_at_send(p) == 0
-                idle_gaps.append((first - p.first)[alone])
-                idle_prompts.append(p.prompt[alone])
-                free = _in_flight_at_send(p) < slots
-                free_gaps.append((first - p.first)[free])
-                free_prompts.append(p.prompt[free])
+                idle_gaps.append((first - p.first)[_in_flight_at_send(p) == 0])
+                free_gaps.append((first - p.first)[_in_flight_at_send(p) < slots])
         idle = np.concatenate(idle_gaps) if idle_gaps else np.zeros(0)
-        if with_own:
-            gaps, prompts = np.concatenate(idle_gaps), np.concatenate(idle_prompts)
-            if len(gaps) < MIN_IDLE or float(np.std(prompts)) == 0:  # too few alone: every free slot
-                gaps, prompts = np.concatenate(free_gaps), np.concatenate(free_prompts)
-            if len(gaps) < 3 or float(np.std(prompts)) == 0:
-                break
-            slope, shift = np.polyfit(prompts, gaps, 1)
-            per_token = max(0.0, per_token - float(slope))
-            shift = float(shift)
-        else:
-            joined = idle if len(idle) >= MIN_IDLE else np.concatenate(free_gaps) if free_gaps else np.zeros(0)
-            if not len(joined):
-                return model
-            shift = float(joined.mean())
+        joined = idle if len(idle) >= MIN_IDLE else np.concatenate(free_gaps) if free_gaps else np.zeros(0)
+        if not len(joined):
+            return model
+        shift = float(joined.mean())
         value = max(0.0, value - shift)
-        converged = abs(shift) < 1e-4 and (not with_own or abs(float(slope)) * float(np.mean(prompts)) < 1e-4)
-        if converged:
+        if abs(shift) < 1e-4:  # within 0.1 ms
             break
-    if with_own and not converged:  # the own cost and the queueing it makes fed each other: not set so
-        model = model.model_copy(update={"params": {**model.params, OWN_PER_PROMPT_TOKEN: own}})
-        return _calibrate_overhead(model, runs, slots, own_too=False)
     note = f"regression {param.value * 1e3:.3g} ms, then set so the simulated TTFT matches the measured"
-    params = {**model.params, OVERHEAD: param.model_copy(update={"value": value, "note": note})}
-    if with_own and own is not None:
-        was = (own.value or 0.0) * 1e3
-        params[OWN_PER_PROMPT_TOKEN] = own.model_copy(
-            update={"value": per_token, "note": f"regression {was:.3g} ms, then set with the overhead (simulated TTFT)"}
-        )
-    return model.model_copy(update={"params": params})
+    return model.model_copy(
+        update={"params": {**model.params, OVERHEAD: param.model_copy(update={"value": value, "note": note})}}
+    )
 
 
 def _relative(sim: float | None, meas: float | None) -> float | None:
@@ -569,11 +414,6 @@ def fit(paths: list[Path], knobs: dict[str, float | None] | None = None) -> Serv
         runs = [replace(r, knobs={**r.knobs, **knobs}) for r in runs]
     if not runs:
         raise BadInput("the runs have no finished requests to fit")
-    return fit_runs(runs)
-
-
-def fit_runs(runs: list[RunObs]) -> ServerModel:
-    """The model of runs already read (``fit`` reads them from disk; a test builds them)."""
     engines = {str(r.server.get("engine")) for r in runs}
     if len(engines) > 1:
         raise BadInput(f"the runs are of different servers ({', '.join(sorted(engines))}): fit one configuration")
@@ -596,7 +436,7 @@ def fit_runs(runs: list[RunObs]) -> ServerModel:
             note = sol.notes.get(j, "not constrained")
             params[name] = Param(value=0.0, constrained=not note.startswith("not constrained"), note=note)
     params["max_num_seqs"] = slots
-    params["kv_capacity_tokens"], params["kv_block_tokens"] = _kv_capacity(runs)
+    params["kv_capacity_tokens"] = _kv_capacity(runs)
     params["max_batched_tokens"] = _batched_tokens(runs)
     assert set(LIMITS) <= params.keys()
     prompts = np.concatenate([p.prompt for r in runs for p in r.points])

@@ -39,8 +39,6 @@ class PointObs:
     output: FloatArray
     kv_scrapes: list[tuple[float, float]]  # (t, KV usage fraction) inside the point
     prompt_extra: FloatArray  # the server's prompt tokens less the dataset's (chat template, system prompt)
-    # each request's chunk times (one decode step each): the steps themselves, a prefill's stall in them
-    chunk_times: tuple[FloatArray, ...] = ()
 
     @property
     def n(self) -> int:
@@ -80,9 +78,8 @@ def _predicted(run_dir: Path) -> bool:
     return str(target.get("url") or "").startswith(PREDICTED_URL)
 
 
-def _arrays(records: list[RequestRecord]) -> tuple[tuple[FloatArray, ...], tuple[FloatArray, ...]]:
+def _arrays(records: list[RequestRecord]) -> tuple[FloatArray, ...]:
     rows = []
-    chunk_times: list[FloatArray] = []
     for r in records:
         times = r.chunk_times_s
         if not r.ok or r.sent_s is None or len(times) == 0:
@@ -91,10 +88,9 @@ def _arrays(records: list[RequestRecord]) -> tuple[tuple[FloatArray, ...], tuple
         out = r.output_tokens if r.output_tokens is not None else len(times)
         extra = prompt - r.dataset_prompt_tokens if prompt and r.dataset_prompt_tokens else math.nan
         rows.append((r.sent_s, times[0], times[-1], len(times), prompt or 0, out, extra))
-        chunk_times.append(np.asarray(times, dtype=float))
-    order = sorted(range(len(rows)), key=lambda i: rows[i])
-    cols = np.array([rows[i] for i in order], dtype=float).reshape(-1, 7)
-    return tuple(cols[:, i] for i in range(7)), tuple(chunk_times[i] for i in order)
+    rows.sort()
+    cols = np.array(rows, dtype=float).reshape(-1, 7)
+    return tuple(cols[:, i] for i in range(7))
 
 
 def read_run(path: Path) -> RunObs:
@@ -110,7 +106,7 @@ def read_run(path: Path) -> RunObs:
     points = []
     records_path = path / "records.jsonl"
     for index, ranges in sorted(point_ranges(records_path).items()):
-        (sent, first, last, chunks, prompt, output, extra), times = _arrays(list(RecordSlice(records_path, ranges)))
+        sent, first, last, chunks, prompt, output, extra = _arrays(list(RecordSlice(records_path, ranges)))
         if len(sent) == 0:
             continue
         event = ends.get(index)
@@ -120,9 +116,7 @@ def read_run(path: Path) -> RunObs:
 
             label = describe(event.load)
         inside = [(t, u) for t, u in kv if sent[0] <= t <= last.max()]
-        points.append(
-            PointObs(path.name, index, label, sent, first, last, chunks, prompt, output, inside, extra, times)
-        )
+        points.append(PointObs(path.name, index, label, sent, first, last, chunks, prompt, output, inside, extra))
     backend = manifest.backend.to_json() if manifest.backend is not None else {}
     knobs = dict(backend.get("knobs") or {})
     if manifest.config.backend is not None:  # the knobs the run was told to launch with

@@ -18,25 +18,11 @@ MODEL_KIND = "tokenbench-server-model"
 MODEL_VERSION = 1
 
 # The step-time terms: an engine step lasts base + per_seq * decode sequences + per_prefill_token *
-# prefill tokens in the step + per_kv_token * KV tokens in use + per_prefill_context * the context
-# the step's prefill tokens attend over (a prompt of p tokens: p * p / 2; attention within a prompt,
-# why a long prompt costs more per token than a short one) + per_prefill_token_per_seq * the prefill
-# tokens times the other sequences in the step (an engine whose attention spans every sequence's KV
-# cells, as llama.cpp's unified cache does, pays more per prompt token beside more sequences).
-STEP_TERMS = (
-    "step_base_s",
-    "step_per_seq_s",
-    "step_per_prefill_token_s",
-    "step_per_kv_token_s",
-    "step_per_prefill_context_s",
-    "step_per_prefill_token_per_seq_s",
-)
+# prefill tokens in the step + per_kv_token * KV tokens in use.
+STEP_TERMS = ("step_base_s", "step_per_seq_s", "step_per_prefill_token_s", "step_per_kv_token_s")
 # Latency a request spends in its slot before its prefill is scheduled (API, tokenization, the
 # stream's own path): it holds the slot but not the engine.
 OVERHEAD = "first_token_overhead_s"
-# The same, per prompt token: a request's own first-token cost beyond the step that prefilled it
-# (tokenizing, the prompt's own path), which delays its first token but not the decodes beside it.
-OWN_PER_PROMPT_TOKEN = "first_token_per_prompt_token_s"
 LIMITS = ("max_num_seqs", "kv_capacity_tokens", "max_batched_tokens")
 KNOBS = frozenset(LIMITS)
 
