@@ -53,7 +53,7 @@ def trace_runs(tmp_path_factory):
     with mock_process(ttft_ms=20, itl_ms=5, max_streams=64) as url:
         for rate in (40, 120):
             cfg = config(
-                url, base / f"r{rate}", [RateLoad(rate_per_s=rate)], StopConfig(duration_s=1.5), output_tokens=6
+                url, base / f"r{rate}", [RateLoad(rate_per_s=rate)], StopConfig(duration_s=3), output_tokens=6
             )
             dirs[rate] = run(cfg, quiet()).run_dir
         replay = RunConfig(
