@@ -52,9 +52,7 @@ def trace_runs(tmp_path_factory):
     dirs = {}
     with mock_process(ttft_ms=20, itl_ms=5, max_streams=64) as url:
         for rate in (40, 120):
-            cfg = config(
-                url, base / f"r{rate}", [RateLoad(rate_per_s=rate)], StopConfig(duration_s=3), output_tokens=6
-            )
+            cfg = config(url, base / f"r{rate}", [RateLoad(rate_per_s=rate)], StopConfig(duration_s=3), output_tokens=6)
             dirs[rate] = run(cfg, quiet()).run_dir
         replay = RunConfig(
             target=TargetConfig(url=url, api="chat"),
