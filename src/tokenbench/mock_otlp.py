@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from .spans.otlp import PROTOBUF, encode_protobuf
-from .spans.phases import DECODE, E2E, PREFILL, QUEUE, TTFT
 from .spans.receiver import GRPC_METHOD, GRPC_SERVICE, import_grpc
+from .spans.shapes import DECODE, E2E, PREFILL, QUEUE, TTFT
 
 if TYPE_CHECKING:
     from .mock import Delivery, MockSettings

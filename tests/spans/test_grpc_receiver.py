@@ -19,8 +19,8 @@ from tokenbench.records import RequestRecord
 from tokenbench.runner import run
 from tokenbench.spans import receiver as receiver_module
 from tokenbench.spans.otlp import PROTOBUF, encode_protobuf
-from tokenbench.spans.phases import QUEUE, TTFT
 from tokenbench.spans.receiver import SpanReceiver
+from tokenbench.spans.shapes import QUEUE, TTFT
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 

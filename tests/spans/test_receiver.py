@@ -13,8 +13,9 @@ from tokenbench.records import Outcome, RequestRecord
 from tokenbench.spans.keys import JoinKeys, run_key
 from tokenbench.spans.launch import traced_launch
 from tokenbench.spans.otlp import encode_protobuf
-from tokenbench.spans.phases import GRACE_S, QUEUE, TTFT, SpanIndex, clock_offset, point_server_phases, server_span
+from tokenbench.spans.phases import GRACE_S, SpanIndex, clock_offset, point_server_phases, server_span
 from tokenbench.spans.receiver import SpanReceiver
+from tokenbench.spans.shapes import QUEUE, TTFT
 
 
 def _post(url, body, kind):

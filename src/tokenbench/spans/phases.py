@@ -27,12 +27,6 @@ from ..results.run import ClockOffset, ServerPhases, SlowestPhases
 from .keys import parse_trace_id, run_key
 
 # the span attributes' names live with the engines' span shapes (shapes.py); re-exported here
-from .shapes import DECODE as DECODE
-from .shapes import E2E as E2E
-from .shapes import KNOWN_ATTRIBUTES as KNOWN_ATTRIBUTES
-from .shapes import PREFILL as PREFILL
-from .shapes import QUEUE as QUEUE
-from .shapes import TTFT as TTFT
 from .shapes import ServerSpan, SpanPart, combine, read_part
 
 # Spans are awaited this long after a point ends (the runner); one received later is late
