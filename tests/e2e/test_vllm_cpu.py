@@ -186,7 +186,10 @@ def test_vllm_spans_join_every_request_and_the_client_ttft_is_never_below_the_se
     # a fresh clone's make test, where the bound of 4 failed once; 15 were cancelled at the drain)
     assert server["requests"] >= 2 and server["joined_share"] >= 0.99, server
     assert server["unknown_spans"] == 0
-    assert server["clock"]["offset_s"] == 0.0, server["clock"]  # same host: the join allows 0
+    # Same host, one clock: the join allows 0, or a bound within a scheduler slice of it. The client
+    # stamps headers_sent_s just after its write returns, and the server can read the request and
+    # stamp its arrival first: under load (make test with two helpers beside) the bound read 0.17 ms.
+    assert abs(server["clock"]["offset_s"]) < 0.002, server["clock"]
     records = [RequestRecord.from_json(json.loads(line)) for line in (out / "records.jsonl").read_text().splitlines()]
     clock = r["clock"]
     spans = SpanIndex.read(out / "server_spans.jsonl", clock["origin_unix_s"])
