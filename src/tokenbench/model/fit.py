@@ -9,6 +9,9 @@ the requests whose first token came during its decode, per step, and K the KV to
 (time-averaged). Each request that found a free slot gives a TTFT row: the overhead, the wait for
 the step in flight (half a step when the engine was busy) and its own prefill step. A term whose
 column the runs never varied apart from the others is "not constrained": fixed at 0 and said so.
+The overhead is then set by simulation (the unloaded requests' TTFT, far outliers left out: a
+client's stall), and the share of the step in flight that a request waits for before its first
+token (1: step-synchronous) from the TTFT of the requests that came while a step ran.
 A negative fit of a cost is fixed at 0 (a cost is never negative). Standard errors from the
 weighted fit's covariance; a run "constrained" a parameter when leaving it out raises the
 parameter's variance by more than 10%.
@@ -27,7 +30,7 @@ import numpy as np
 from ..errors import BadInput
 from .engine import Cluster, Seq
 from .observe import FloatArray, PointObs, RunObs, read_run, run_dirs
-from .params import LIMITS, OVERHEAD, STEP_TERMS, Param, PointFit, ServerModel
+from .params import LIMITS, OVERHEAD, STEP_TERMS, WAIT_SHARE, Param, PointFit, ServerModel
 
 COLUMNS = (*STEP_TERMS, OVERHEAD)
 WHAT_VARIES = {
@@ -40,6 +43,10 @@ WHAT_VARIES = {
 MIN_INDEPENDENT = 0.02  # a column whose part apart from the others is under 2% of it: not constrained
 MAX_ROWS_PER_POINT = 1500  # the overlap sums are N x N a point
 MIN_IDLE = 5  # requests sent to an idle engine that the overhead is calibrated on (else: every free slot)
+OUTLIER_SDS = 5.0  # a TTFT gap further than this many robust SDs from the median: a client's stall
+MIN_WAIT_ROWS = 20  # free-slot requests (half of them ready during a step) that the wait share needs
+MAX_WAIT_SHARE_SE = 0.2  # a wait share less certain than this is not constrained
+WAIT_SHARE_SES = 3.0  # standard errors that tell a wait share from 1 (step-synchronous)
 METRICS = ("ttft_mean_s", "ttft_p90_s", "tpot_mean_s", "output_tokens_per_s")
 
 
@@ -348,9 +355,8 @@ def point_stats(sent: FloatArray, first: FloatArray, last: FloatArray, chunks: F
     }
 
 
-def replay(model: ServerModel, p: PointObs) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """The point's own sends (times, prompt and output tokens) through the model: each request's
-    first and last token and its chunks."""
+def _simulate(model: ServerModel, p: PointObs) -> list[Seq]:
+    """The point's own sends (times, prompt and output tokens) through the model, in send order."""
     cluster = Cluster(model)
     seqs = [
         Seq(key=i, arrival_s=float(p.sent[i]), prompt_tokens=int(p.prompt[i]), output_tokens=max(1, int(p.chunks[i])))
@@ -359,6 +365,13 @@ def replay(model: ServerModel, p: PointObs) -> tuple[FloatArray, FloatArray, Flo
     for s in seqs:
         cluster.submit(s)
     cluster.run(lambda seq, t: None)
+    return seqs
+
+
+def replay(model: ServerModel, p: PointObs) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The point's own sends (times, prompt and output tokens) through the model: each request's
+    first and last token and its chunks."""
+    seqs = _simulate(model, p)
     first = np.array([s.token_times[0] for s in seqs])
     last = np.array([s.token_times[-1] for s in seqs])
     chunks = np.array([float(len(s.token_times)) for s in seqs])
@@ -369,7 +382,8 @@ def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float) ->
     """The overhead set so that the simulated TTFT of the requests sent with nothing else in flight matches
     the measured on average (the regression's TTFT rows approximate the wait for the step in flight
     by half a step; the simulation has the real one); without MIN_IDLE such requests, of those that
-    found a free slot. From the regression's value, until it moves less than 0.1 ms."""
+    found a free slot. From the regression's value, until it moves less than 0.1 ms. The average
+    leaves out far outliers (robust_mean)."""
     param = model.params[OVERHEAD]
     if not param.constrained or param.value is None:
         return model
@@ -388,7 +402,7 @@ def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float) ->
         joined = idle if len(idle) >= MIN_IDLE else np.concatenate(free_gaps) if free_gaps else np.zeros(0)
         if not len(joined):
             return model
-        shift = float(joined.mean())
+        shift = robust_mean(joined)
         value = max(0.0, value - shift)
         if abs(shift) < 1e-4:  # within 0.1 ms
             break
@@ -396,6 +410,62 @@ def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float) ->
     return model.model_copy(
         update={"params": {**model.params, OVERHEAD: param.model_copy(update={"value": value, "note": note})}}
     )
+
+
+def robust_mean(x: FloatArray) -> float:
+    """The mean of ``x`` without its far outliers: values more than OUTLIER_SDS robust standard
+    deviations (1.4826 x the median absolute deviation, at least 0.1 ms) from the median. One
+    request that a busy client read a second late is the client's stall, not the server's cost:
+    in the mean of a handful of unloaded requests it set the overhead 0.166 s for a 0.05 s TTFT."""
+    if not len(x):
+        return 0.0
+    mid = float(np.median(x))
+    sd = max(1.4826 * float(np.median(np.abs(x - mid))), 1e-4)
+    kept = x[np.abs(x - mid) <= OUTLIER_SDS * sd]
+    return float(kept.mean())
+
+
+def _wait_share(model: ServerModel, runs: list[RunObs], slots: float) -> Param:
+    """The share of the step in flight that a request ready during it waits for before its first
+    token's step (WAIT_SHARE), from the requests that found a free slot: each one's measured TTFT
+    less the simulated (the model step-synchronous, its overhead calibrated) against the simulated
+    wait for the step in flight, ``d = a + (share - 1) * wait``. A step-synchronous engine's
+    requests that came while a step ran wait as the simulation says (share 1); a server whose streams
+    run on their own clocks does not (the mock: its TTFT is flat beside any load, and the simulated
+    wait put +15% on the TTFT of a replay at 150 req/s). The share is moved from 1 only when the data
+    tell it from 1 by WAIT_SHARE_SES standard errors and pin it within MAX_WAIT_SHARE_SE."""
+    gaps, waits = [], []
+    for r in runs:
+        for p in r.points:
+            seqs = _simulate(model, p)
+            free = _in_flight_at_send(p) < slots
+            gaps.append((p.first - np.array([s.token_times[0] for s in seqs]))[free])
+            waits.append(np.array([s.step_wait_s for s in seqs])[free])
+    d = np.concatenate(gaps) if gaps else np.zeros(0)
+    w = np.concatenate(waits) if waits else np.zeros(0)
+    if len(d):
+        mid = float(np.median(d))
+        sd = max(1.4826 * float(np.median(np.abs(d - mid))), 1e-4)
+        keep = np.abs(d - mid) <= OUTLIER_SDS * sd  # a client's stall is not a server's phase
+        d, w = d[keep], w[keep]
+    step = model.value("step_base_s") or 0.0
+    waited = int((w > 0.05 * step).sum())
+    if len(d) < MIN_WAIT_ROWS or waited < MIN_WAIT_ROWS // 2 or float(np.std(w)) < 0.05 * step:
+        note = f"not constrained: {waited} requests came while a step was in flight (step-synchronous assumed)"
+        return Param(value=1.0, constrained=False, note=note)
+    x = np.column_stack([np.ones(len(w)), w])
+    coef, *_ = np.linalg.lstsq(x, d, rcond=None)
+    resid = d - x @ coef
+    cov = np.linalg.pinv(x.T @ x) * float((resid**2).sum()) / max(1, len(d) - 2)
+    share, se = 1.0 + float(coef[1]), math.sqrt(max(float(cov[1, 1]), 0.0))
+    fitted = f"fitted {share:.2f} ± {se:.2g} over {len(d)} requests"
+    if se > MAX_WAIT_SHARE_SE:
+        return Param(value=1.0, constrained=False, note=f"not constrained: {fitted} (step-synchronous assumed)")
+    if abs(share - 1.0) < WAIT_SHARE_SES * se:
+        return Param(value=1.0, se=se, constrained=True, note=f"{fitted}: not told from 1 (step-synchronous)")
+    value = min(1.0, max(0.0, share))
+    note = f"{fitted}: TTFT against the simulated wait for the step in flight"
+    return Param(value=value, se=se, constrained=True, by=[r.name for r in runs], note=note)
 
 
 def _relative(sim: float | None, meas: float | None) -> float | None:
@@ -407,8 +477,11 @@ def _relative(sim: float | None, meas: float | None) -> float | None:
 def fit(paths: list[Path], knobs: dict[str, float | None] | None = None) -> ServerModel:
     """The model of the runs' server; ``knobs``: batch limits known otherwise (fit --knob), taken
     as the launch knobs are."""
-    dirs = run_dirs(paths)
-    runs = [read_run(d) for d in dirs]
+    return fit_runs([read_run(d) for d in run_dirs(paths)], knobs)
+
+
+def fit_runs(runs: list[RunObs], knobs: dict[str, float | None] | None = None) -> ServerModel:
+    """``fit`` of runs already read (a test's RunObs made by the engine itself)."""
     runs = [r for r in runs if r.points]
     if knobs:
         runs = [replace(r, knobs={**r.knobs, **knobs}) for r in runs]
@@ -453,7 +526,17 @@ def fit(paths: list[Path], knobs: dict[str, float | None] | None = None) -> Serv
         runs=names,
         residual_sd={"tpot_s": sol.sd.get(0, 0.0), "ttft_s": sol.sd.get(1, 0.0)},
     )
-    model = _calibrate_overhead(model, runs, slots.value if slots.value is not None else math.inf)
+    free = slots.value if slots.value is not None else math.inf
+    calibrated = _calibrate_overhead(model, runs, free)
+    share = Param(value=1.0, constrained=False, note="not constrained: no request found a free slot")
+    if calibrated.params[OVERHEAD].constrained:
+        share = _wait_share(calibrated, runs, free)
+    if share.value == 1.0:
+        model = calibrated.model_copy(update={"params": {**calibrated.params, WAIT_SHARE: share}})
+    else:  # the overhead calibrated again, the streams read that much earlier
+        model = _calibrate_overhead(
+            model.model_copy(update={"params": {**model.params, WAIT_SHARE: share}}), runs, free
+        )
     fits = []
     for r in runs:
         fits += _point_fits(model, r)
