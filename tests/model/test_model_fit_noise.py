@@ -69,3 +69,17 @@ def test_a_point_whose_client_was_limited_gives_no_ttft_rows():
     # the same points read as if the client had kept up: its lag becomes a prefill cost
     unflagged = [replace(r, points=[replace(p, client_limited=False) for p in r.points]) for r in runs]
     assert fit_runs(unflagged).value("step_per_prefill_token_s") > 20e-6
+
+
+def test_a_limited_points_ttft_is_read_when_the_others_have_too_few_free_requests():
+    # a busy machine flags a 3 req/s point too, whose TTFT is sound: it is left out only when the
+    # points whose client kept up have enough requests of their own
+    runs = _runs("stalls")
+    low, high = (replace(r.points[0], client_limited=True) for r in runs)
+    model = fit_runs([replace(runs[0], points=[low]), replace(runs[1], points=[high])])
+    assert "left out" not in (model.params[OVERHEAD].note or "")
+    few = replace(high, sent=high.sent[:10], first=high.first[:10], last=high.last[:10], chunks=high.chunks[:10],
+                  prompt=high.prompt[:10], output=high.output[:10], prompt_extra=high.prompt_extra[:10],
+                  client_limited=False)  # fmt: skip
+    model = fit_runs([replace(runs[0], points=[low]), replace(runs[1], points=[few])])
+    assert "left out" not in (model.params[OVERHEAD].note or "")

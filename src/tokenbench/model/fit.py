@@ -46,6 +46,7 @@ MIN_IDLE = 5  # requests sent to an idle engine that the overhead is calibrated 
 CLUSTER_S = 0.25  # rows within this long (or one median request, if longer) err together
 MIN_T = 2.0  # a cost within this many (cluster-robust) standard errors of 0 is noise: fixed at 0
 OUTLIER_SDS = 5.0  # a TTFT gap further than this many robust SDs from the median: a client's stall
+MIN_TTFT_ROWS = 20  # free-slot requests of points whose client kept up, before a limited one's TTFT is left out
 MIN_WAIT_ROWS = 20  # free-slot requests (half of them ready during a step) that the wait share needs
 MAX_WAIT_SHARE_SE = 0.2  # a wait share less certain than this is not constrained
 WAIT_SHARE_SES = 3.0  # standard errors that tell a wait share from 1 (step-synchronous)
@@ -518,16 +519,18 @@ def _relative(sim: float | None, meas: float | None) -> float | None:
     return (sim - meas) / meas
 
 
-def _ttft_runs(runs: list[RunObs]) -> tuple[list[RunObs], list[str]]:
+def _ttft_runs(runs: list[RunObs], slots: float) -> tuple[list[RunObs], list[str]]:
     """The runs with only the points whose TTFT the fit reads, and the points left out: a point
-    whose client was limited (results.json) measured its own lag in every TTFT, sends and reads
-    late together; one such point at 120 req/s beside three other runs put a prefill cost of 63 µs
-    a token on the mock, which has none. Its TPOT rows stay. When every point's client was limited,
-    all are read."""
-    if all(p.client_limited for r in runs for p in r.points):
+    whose client was limited (results.json) may have measured its own lag in every TTFT, sends and
+    reads late together; one such point at 120 req/s beside three other runs put a prefill cost of
+    63 µs a token on the mock, which has none. Its TPOT rows stay. Left out only when the points
+    whose client kept up have MIN_TTFT_ROWS requests that found a free slot: a busy machine flags a
+    3 req/s point too, whose TTFT is sound, and without it the overhead rested on 4 requests."""
+    kept = [replace(r, points=[p for p in r.points if not p.client_limited]) for r in runs]
+    free = sum(int((_in_flight_at_send(p) < slots).sum()) for r in kept for p in r.points)
+    if free < MIN_TTFT_ROWS:
         return runs, []
     left_out = [f"{p.label} ({r.name})" for r in runs for p in r.points if p.client_limited]
-    kept = [replace(r, points=[p for p in r.points if not p.client_limited]) for r in runs]
     return kept, left_out
 
 
@@ -550,7 +553,7 @@ def fit_runs(runs: list[RunObs], knobs: dict[str, float | None] | None = None) -
     slots = _slots(runs)
     rows = _Rows([], [], [], [])
     names = [r.name for r in runs]
-    ttft_runs, left_out = _ttft_runs(runs)
+    ttft_runs, left_out = _ttft_runs(runs, slots.value if slots.value is not None else math.inf)
     for k, r in enumerate(runs):
         for p in r.points:
             read = any(q is p for q in ttft_runs[k].points)
