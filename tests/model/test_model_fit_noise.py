@@ -2,7 +2,8 @@
 machine (the mock: flat TTFT 20 ms, ITL 5 ms, no prefill cost, 64 streams, never saturated), as the
 fit reads them (tests/fixtures/model/trace_fit_runs.json). Before, the first gave a prefill cost
 of 18 µs a token at 4 plain standard errors (TPOT +54% on a replay with 131-token prompts), the
-second 63 µs (+11,000%): the client's stalls, read as the server's."""
+second 63 µs (+11,000%), the third a KV cost of 4 µs a token (+162%): the client's stalls, read as
+the server's."""
 
 from __future__ import annotations
 
@@ -59,6 +60,13 @@ def test_rows_that_err_together_in_time_are_one_piece_of_evidence():
     _assert_the_mock(model)
     note = model.params["step_per_prefill_token_s"].note or ""
     assert note.startswith(("not constrained", "fitted below 0")), note
+
+
+def test_at_one_prompt_length_the_kv_tokens_are_the_batch_size_and_not_a_cost_of_their_own():
+    model = fit_runs(_runs("one_prompt_length"))
+    _assert_the_mock(model)
+    note = model.params["step_per_kv_token_s"].note or ""
+    assert note.startswith("not constrained: the runs never varied the KV tokens in use apart from the batch"), note
 
 
 def test_a_point_whose_client_was_limited_gives_no_ttft_rows():
