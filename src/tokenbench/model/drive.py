@@ -116,7 +116,7 @@ class PointDriver:
     def _done(self, seq: Seq, t: float) -> None:
         record = self.records[seq.key]
         record.chunk_times_s = array("d", seq.token_times)
-        record.end_s = record.closed_s = t
+        record.end_s = record.closed_s = t - seq.read_early_s  # as its stream read its last token
         record.outcome = Outcome.OK
         record.output_tokens = seq.generated
         record.output_tokens_source = TokenSource.SERVER

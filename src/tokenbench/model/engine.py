@@ -11,8 +11,12 @@ Admission (on arrival, or at a step's start once a slot frees) is FCFS into at m
 of the running sequences) has room; when the decodes would overflow it, the youngest running
 sequence is preempted (recompute: it goes back to the head of the queue and prefills its prompt and
 what it had generated again). An admitted request waits ``first_token_overhead_s`` in its slot before
-its prefill is scheduled. Replicas are independent engines behind a router (round-robin or the one
-with the fewest requests). Nothing here is on the wall clock.
+its prefill is scheduled. A request that became ready while a step was in flight waits for that
+step's end in the engine; its stream reads its tokens ``1 - first_token_wait_share`` of that wait
+earlier (a server whose streams run on their own clocks, as the mock's, has no such wait; a
+step-synchronous engine's share is 1: its token times are the steps' ends). Replicas are
+independent engines behind a router (round-robin or the one with the fewest requests). Nothing
+here is on the wall clock.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .params import OVERHEAD, ServerModel
+from .params import OVERHEAD, WAIT_SHARE, ServerModel
 
 Routing = Literal["round-robin", "least-loaded"]
 ROUTINGS: tuple[Routing, ...] = ("round-robin", "least-loaded")
@@ -44,6 +48,8 @@ class Seq:
     generated: int = 0
     token_times: list[float] = field(default_factory=list)
     preemptions: int = 0
+    step_wait_s: float = 0.0  # from ready to its first prefill step: the step in flight's rest
+    read_early_s: float = 0.0  # its stream reads each token this long before the step's end
 
     @property
     def kv_tokens(self) -> int:
@@ -62,6 +68,7 @@ class Costs:
     max_num_seqs: float
     kv_capacity: float
     max_batched_tokens: float
+    wait_share: float = 1.0
 
     @classmethod
     def of(cls, model: ServerModel) -> Costs:
@@ -78,6 +85,7 @@ class Costs:
             max_num_seqs=v("max_num_seqs", math.inf),
             kv_capacity=v("kv_capacity_tokens", math.inf),
             max_batched_tokens=v("max_batched_tokens", math.inf),
+            wait_share=min(1.0, max(0.0, v(WAIT_SHARE, 1.0))),
         )
 
 
@@ -90,6 +98,7 @@ class Engine:
         self.running: list[Seq] = []
         self.kv_in_use = 0
         self.step_end_s = math.inf
+        self.step_start_s = math.inf  # when the step in flight (or the last) began
         self._decodes: list[Seq] = []
         self._prefills: list[tuple[Seq, int]] = []
         self.preemptions = 0
@@ -155,7 +164,14 @@ class Engine:
         duration = (
             c.base + c.per_seq * len(decodes) + c.per_prefill_token * prefill_tokens + c.per_kv_token * self.kv_in_use
         )
+        for s, _ in prefills:
+            if s.preemptions == 0 and not s.token_times and s.prefill_left == s.prompt_tokens:
+                # its first prefill step: the wait for the step that was in flight when it became
+                # ready (a wait for the prefill budget is a queue, not this step's phase)
+                s.step_wait_s = now - s.ready_s if s.ready_s >= self.step_start_s else 0.0
+                s.read_early_s = (1.0 - c.wait_share) * s.step_wait_s
         self._decodes, self._prefills = decodes, prefills
+        self.step_start_s = now
         self.step_end_s = now + duration
         self.steps += 1
 
@@ -172,7 +188,7 @@ class Engine:
             s.generated += 1
             self.kv_in_use += 1
             if len(s.token_times) < s.generated:  # a recomputed token is not streamed twice
-                s.token_times.append(now)
+                s.token_times.append(now - s.read_early_s)
             if s.generated >= s.output_tokens:
                 done.append(s)
         if done:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class PointObs:
     output: FloatArray
     kv_scrapes: list[tuple[float, float]]  # (t, KV usage fraction) inside the point
     prompt_extra: FloatArray  # the server's prompt tokens less the dataset's (chat template, system prompt)
+    client_limited: bool = False  # results.json: the client did not keep up (its loop or its sends lagged)
 
     @property
     def n(self) -> int:
@@ -93,6 +94,21 @@ def _arrays(records: list[RequestRecord]) -> tuple[FloatArray, ...]:
     return tuple(cols[:, i] for i in range(7))
 
 
+def _client_limited(path: Path) -> dict[int, bool]:
+    """Per point index, whether results.json says the client was limited (no file, or a run from
+    before the client was sampled: none)."""
+    try:
+        data = json.loads((path / "results.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for point in data.get("points") or []:
+        client = point.get("client") or {}
+        if isinstance(point.get("index"), int):
+            out[point["index"]] = bool(client.get("limited"))
+    return out
+
+
 def read_run(path: Path) -> RunObs:
     manifest = load_manifest(path / "config.json")
     samples = SamplesFile(path / "samples.jsonl") if (path / "samples.jsonl").is_file() else None
@@ -103,6 +119,7 @@ def read_run(path: Path) -> RunObs:
         for s in scrapes
         if s.get("ok") and (s.get("values") or {}).get("kv_usage") is not None
     ]
+    limited = _client_limited(path)
     points = []
     records_path = path / "records.jsonl"
     for index, ranges in sorted(point_ranges(records_path).items()):
@@ -116,7 +133,8 @@ def read_run(path: Path) -> RunObs:
 
             label = describe(event.load)
         inside = [(t, u) for t, u in kv if sent[0] <= t <= last.max()]
-        points.append(PointObs(path.name, index, label, sent, first, last, chunks, prompt, output, inside, extra))
+        obs = PointObs(path.name, index, label, sent, first, last, chunks, prompt, output, inside, extra)
+        points.append(replace(obs, client_limited=limited.get(index, False)))
     backend = manifest.backend.to_json() if manifest.backend is not None else {}
     knobs = dict(backend.get("knobs") or {})
     if manifest.config.backend is not None:  # the knobs the run was told to launch with

@@ -23,6 +23,11 @@ STEP_TERMS = ("step_base_s", "step_per_seq_s", "step_per_prefill_token_s", "step
 # Latency a request spends in its slot before its prefill is scheduled (API, tokenization, the
 # stream's own path): it holds the slot but not the engine.
 OVERHEAD = "first_token_overhead_s"
+# The share of the step in flight that a request ready during it waits before its first token's step
+# begins, as its stream reads it: 1 in a step-synchronous engine (vLLM, llama.cpp: the prefill joins
+# the next step); 0 where each stream runs on its own clock (the mock: a flat TTFT beside any load).
+# A model file without it is step-synchronous.
+WAIT_SHARE = "first_token_wait_share"
 LIMITS = ("max_num_seqs", "kv_capacity_tokens", "max_batched_tokens")
 KNOBS = frozenset(LIMITS)
 
