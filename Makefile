@@ -31,10 +31,10 @@ PYTEST := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every l
 PARALLEL_TESTS := $(LOW) $(PYTEST) -m "not e2e and not serial and not browser" -n $(JOBS) --dist worksteal
 UNIT_TESTS     := $(LOW) $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
 SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n $(SERIAL_JOBS) --dist worksteal
-E2E_TESTS      := $(PYTEST) -m e2e
+E2E_TESTS      := $(PYTEST)
 TIERS  := $(MAKE) --no-print-directory --output-sync=target  # each tier's log whole, when it ends
 
-.PHONY: setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests e2e-tests beside-e2e parallel-tests serial-tests lint lock bench clean
+.PHONY: setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests e2e-tests e2e-without-engines beside-e2e parallel-tests serial-tests lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -83,16 +83,20 @@ check: setup
 
 # Everything, real engines included: the README's test command, what CI runs (.ci/run). The serial
 # tests first, alone (beside the engines' installs 2 of 58 failed: a scripted 50 ms TTFT read 55
-# ms); then two lanes: the engines' installs and the e2e tests one at a time, and beside them, at
-# nice 19, lint and the side-by-side tests (which read none of the engines' venvs).
+# ms); then the e2e tests one at a time: those that read nothing of .cache/ (the `engines` marker)
+# beside the engines' installs (at nice 10), then the rest. Beside all of it, at nice 19, lint and
+# the side-by-side tests (which read none of the engines' venvs).
 test: setup
 	$(SERIAL_TESTS)
-	$(TIERS) -j2 e2e-tests beside-e2e
+	$(TIERS) -j3 e2e-tests beside-e2e
 
 engines: rayllm-cpu triton
 
-e2e-tests: engines browser
-	$(E2E_TESTS)
+e2e-tests: engines e2e-without-engines browser
+	$(E2E_TESTS) -m "e2e and engines"
+
+e2e-without-engines: browser
+	$(E2E_TESTS) -m "e2e and not engines"
 
 # Lint and the side-by-side tests at nice 19: 9 on top of their own 10.
 beside-e2e: browser
