@@ -132,3 +132,43 @@ async def test_failures_are_aiohttps_types():
 
     with pytest.raises(aiohttp.ClientConnectorError):
         await _exchange(Http1Pool(f"http://127.0.0.1:{free_port()}", 5, 5, 30))
+
+
+# issue 27: whole chunks in one read take a shortcut; these take every other branch
+ODD_CHUNKS = (
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"5;ext=1\r\nhello\r\n"  # a chunk extension
+    b"0006\r\n world\r\n"  # a size with leading zeros
+    b"1\r\n!\r\n2\r\n!!\r\n"  # two chunks in a row
+    b"0\r\nX-Trailer: 1\r\n\r\n"  # a trailer
+)
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 5, len(ODD_CHUNKS)])
+async def test_chunk_extensions_trailers_and_chunks_across_reads(pieces):
+    server, port = await _server(ODD_CHUNKS, pieces)
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        for i in range(2):  # the trailer read whole: the connection is reused
+            assert await _exchange(pool) == (200, b"hello world!!!", None, i == 1)
+        pool.close()
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"5\r\nhelloXX\r\n0\r\n\r\n",  # a chunk's data not followed by its CRLF
+        b"zz\r\nhello\r\n0\r\n\r\n",  # a size that is not hex
+    ],
+)
+async def test_a_malformed_chunked_body_is_a_payload_error(body):
+    reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+    server, port = await _server(reply)
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        with pytest.raises(aiohttp.ClientPayloadError):
+            await _exchange(pool)
+        assert not pool.idle  # the connection is not reused
+        await asyncio.sleep(0.02)  # the server sees the connection close before the loop ends
+    await asyncio.sleep(0.02)

@@ -86,6 +86,9 @@ class _Response:
     def feed(self, data: bytes) -> None:
         t = self.now()
         self.got_bytes = True
+        if self.mode == "chunked":  # a stream's reads after its headers: the hot path
+            self._chunked(data, t)
+            return
         if not self.mode:
             self.head += data
             end = self.head.find(b"\r\n\r\n")
@@ -169,35 +172,37 @@ class _Response:
             self.finish(t)
 
     def _chunked(self, data: bytes, t: float) -> None:
-        pos, n = 0, len(data)
+        if self.done.done():
+            return
+        if self.chunk_buf:  # a size line or a chunk's CRLF cut by the last read
+            data, self.chunk_buf = self.chunk_buf + data, b""
+        pos, n, left = 0, len(data), self.left
         out: list[bytes] = []
-        while pos < n and not self.done.done():
-            if self.left > 0:  # inside a chunk's data
-                take = min(self.left, n - pos)
+        while pos < n:
+            if left > 0:  # inside a chunk's data
+                take = min(left, n - pos)
                 out.append(data[pos : pos + take])
                 pos += take
-                self.left -= take
-                if self.left == 0:
-                    self.left = -1  # its CRLF next
+                left -= take
+                if left == 0:
+                    left = -1  # its CRLF next
                 continue
-            buf = self.chunk_buf + data[pos:]
-            eol = buf.find(b"\r\n")
+            eol = data.find(b"\r\n", pos)
             if eol < 0:
-                self.chunk_buf, pos = buf, n
+                self.chunk_buf, pos = data[pos:], n
                 break
-            line, consumed = buf[:eol], eol + 2 - len(self.chunk_buf)
-            self.chunk_buf = b""
-            pos += consumed
-            if self.left == -1:  # the CRLF after a chunk's data
+            line, pos = data[pos:eol], eol + 2
+            if left == -1:  # the CRLF after a chunk's data
                 if line:
                     self.fail(aiohttp.ClientPayloadError("malformed chunked body"))
                     return
-                self.left = 0
+                left = 0
                 continue
-            if self.left == -2:  # a trailer line; the empty one ends the body
+            if left == -2:  # a trailer line; the empty one ends the body
                 if not line:
+                    self.left = left
                     if out:
-                        self._body(b"".join(out), t)
+                        self._body(out[0] if len(out) == 1 else b"".join(out), t)
                     self.finish(t)
                     return
                 continue
@@ -207,11 +212,15 @@ class _Response:
                 self.fail(aiohttp.ClientPayloadError(f"bad chunk size {line[:40]!r}"))
                 return
             if size == 0:
-                self.left = -2
+                left = -2
+            elif data[pos + size : pos + size + 2] == b"\r\n":  # the whole chunk and its CRLF: the usual read
+                out.append(data[pos : pos + size])
+                pos += size + 2
             else:
-                self.left = size
+                left = size
+        self.left = left
         if out:
-            self._body(b"".join(out), t)
+            self._body(out[0] if len(out) == 1 else b"".join(out), t)
 
     def finish(self, t: float) -> None:
         if not self.done.done():
