@@ -172,3 +172,24 @@ async def test_a_malformed_chunked_body_is_a_payload_error(body):
         assert not pool.idle  # the connection is not reused
         await asyncio.sleep(0.02)  # the server sees the connection close before the loop ends
     await asyncio.sleep(0.02)
+
+
+async def test_header_names_in_any_case_and_the_last_line_of_a_field_wins():
+    # issue 27: the fields are found in the lowered head; their values keep their own case
+    reply = (
+        b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\nTRANSFER-ENCODING: Chunked\r\nConnection: keep-alive\r\n"
+        b"connection: Close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+    )
+    server, port = await _server(reply)
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        assert await _exchange(pool) == (200, b"abc", None, False)
+        assert not pool.idle  # Connection: close, the last line: not kept
+        await asyncio.sleep(0.02)
+    server, port = await _server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Encoding: GZip\r\n\r\nxx")
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        with pytest.raises(aiohttp.ClientPayloadError, match="'GZip' not asked for"):
+            await _exchange(pool)
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.02)

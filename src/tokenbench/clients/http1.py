@@ -126,30 +126,33 @@ class _Response:
             self._body(data, t)
 
     def _headers(self, head: bytes, t: float) -> bool:
-        lines = head.split(b"\r\n")
-        parts = lines[0].split(b" ", 2)
+        eol = head.find(b"\r\n")
+        first = head if eol < 0 else head[:eol]
+        parts = first.split(b" ", 2)
         try:
             self.status = int(parts[1])
         except (IndexError, ValueError):
-            self.fail(aiohttp.ClientResponseError(_info(), (), message=f"bad status line {lines[0][:80]!r}"))
+            self.fail(aiohttp.ClientResponseError(_info(), (), message=f"bad status line {first[:80]!r}"))
             return False
-        length = None
-        chunked = False
         version_10 = parts[0] == b"HTTP/1.0"
         self.keep_alive = not version_10
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            key = name.strip().lower()
-            if key == b"content-length":
-                length = int(value.strip())
-            elif key == b"transfer-encoding":
-                chunked = b"chunked" in value.lower()
-            elif key == b"connection":
-                v = value.strip().lower()
-                self.keep_alive = v == b"keep-alive" if version_10 else v != b"close"
-            elif key == b"content-encoding" and value.strip().lower() not in (b"identity", b""):
-                self.fail(aiohttp.ClientPayloadError(f"Content-Encoding {value.strip().decode()!r} not asked for"))
-                return False
+        # the four fields read, each its last line's value (issue 27: found in the lowered head,
+        # not by splitting every line: ~3x less work a response)
+        fields = head[eol:] if eol >= 0 else b""
+        lowered = fields.lower()
+        length = None
+        chunked = False
+        if (value := _field(fields, lowered, b"\r\ncontent-length:")) is not None:
+            length = int(value)
+        if (value := _field(fields, lowered, b"\r\ntransfer-encoding:")) is not None:
+            chunked = b"chunked" in value.lower()
+        if (value := _field(fields, lowered, b"\r\nconnection:")) is not None:
+            v = value.lower()
+            self.keep_alive = v == b"keep-alive" if version_10 else v != b"close"
+        value = _field(fields, lowered, b"\r\ncontent-encoding:")
+        if value is not None and value.lower() not in (b"identity", b""):
+            self.fail(aiohttp.ClientPayloadError(f"Content-Encoding {value.decode()!r} not asked for"))
+            return False
         if self.status in (204, 304) or 100 <= self.status < 200:
             self.mode, self.left = "length", 0
         elif chunked:
@@ -207,7 +210,7 @@ class _Response:
                     return
                 continue
             try:
-                size = int(line.split(b";", 1)[0], 16)
+                size = int(line.split(b";", 1)[0] if b";" in line else line, 16)
             except ValueError:
                 self.fail(aiohttp.ClientPayloadError(f"bad chunk size {line[:40]!r}"))
                 return
@@ -246,6 +249,18 @@ class _Response:
                 self.fail(aiohttp.ServerDisconnectedError())
         else:
             self.fail(aiohttp.ClientPayloadError("Response payload is not completed"))
+
+
+def _field(fields: bytes, lowered: bytes, name: bytes) -> bytes | None:
+    """The value of the last header line ``name`` (``\\r\\nname:``, lower case) starts in
+    ``fields`` (the head after its status line; ``lowered``: the same, lower case), stripped;
+    None without one."""
+    start = lowered.rfind(name)
+    if start < 0:
+        return None
+    start += len(name)
+    end = fields.find(b"\r\n", start)
+    return (fields[start:end] if end >= 0 else fields[start:]).strip()
 
 
 def _info() -> aiohttp.RequestInfo:
