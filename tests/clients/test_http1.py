@@ -193,3 +193,31 @@ async def test_header_names_in_any_case_and_the_last_line_of_a_field_wins():
             await _exchange(pool)
         await asyncio.sleep(0.02)
     await asyncio.sleep(0.02)
+
+
+async def test_the_timeouts_fire_on_time_from_the_pools_one_timer():
+    # issue 27: one timer of the pool's checks every request in flight, a tick = a 20th of the
+    # shorter timeout: the read timeout after that much silence, the whole request's even
+    # while bytes keep coming; each never early
+    trickle = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1\r\nx\r\n" * 400
+    server, port = await _server(trickle, pieces=400)  # a chunk every ~2 ms for ~0.8 s
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 0.5, 0.3)
+        assert pool.tick_s == pytest.approx(0.015)
+        t0 = time.perf_counter()
+        with pytest.raises(TimeoutError) as caught:
+            await _exchange(pool)
+        assert not isinstance(caught.value, aiohttp.SocketTimeoutError)  # the whole request's
+        assert 0.3 <= time.perf_counter() - t0 < 0.7  # (a loaded machine runs late)
+        assert not pool.in_flight
+        await asyncio.sleep(0.02)
+    server, port = await _server(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 0.2, 30)
+        assert pool.tick_s == pytest.approx(0.01)
+        t0 = time.perf_counter()
+        with pytest.raises(aiohttp.SocketTimeoutError):
+            await _exchange(pool)
+        assert 0.2 <= time.perf_counter() - t0 < 0.6
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.02)
