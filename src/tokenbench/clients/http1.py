@@ -31,6 +31,10 @@ import aiohttp
 from aiohttp.client_reqrep import ConnectionKey
 
 BodySink = Callable[[bytes, float], bool]  # body bytes and when they arrived -> False: stop reading
+# chunk-size lines as read, by their bytes (issue 27: a dict look-up, not an int() a chunk; a
+# server's events are a few sizes), up to this many
+SIZES_KEPT = 4096
+_SIZES: dict[bytes, int] = {}
 
 
 class _Stamps(Protocol):
@@ -209,11 +213,15 @@ class _Response:
                     self.finish(t)
                     return
                 continue
-            try:
-                size = int(line.split(b";", 1)[0] if b";" in line else line, 16)
-            except ValueError:
-                self.fail(aiohttp.ClientPayloadError(f"bad chunk size {line[:40]!r}"))
-                return
+            size = _SIZES.get(line)
+            if size is None:
+                try:
+                    size = int(line.split(b";", 1)[0] if b";" in line else line, 16)
+                except ValueError:
+                    self.fail(aiohttp.ClientPayloadError(f"bad chunk size {line[:40]!r}"))
+                    return
+                if len(_SIZES) < SIZES_KEPT:
+                    _SIZES[line] = size
             if size == 0:
                 left = -2
             elif data[pos + size : pos + size + 2] == b"\r\n":  # the whole chunk and its CRLF: the usual read
