@@ -230,8 +230,13 @@ class _Response:
             else:
                 left = size
         self.left = left
-        if out:
-            self._body(out[0] if len(out) == 1 else b"".join(out), t)
+        if out:  # (_body inlined: once a read; nothing above ended the response)
+            body = out[0] if len(out) == 1 else b"".join(out)
+            if self.error_body is not None:
+                self.error_body += body
+            elif not self.on_body(body, t):  # the caller stops reading: the connection cannot be reused
+                self.keep_alive = False
+                self.finish(t)
 
     def finish(self, t: float) -> None:
         if not self.done.done():
@@ -283,6 +288,7 @@ class _Conn(asyncio.Protocol):
 
     def __init__(self, pool: Http1Pool) -> None:
         self.pool = pool
+        self.clock = pool.loop.time  # the loop's clock: the read timeout's
         self.transport: asyncio.Transport | None = None
         self.response: _Response | None = None
         self.closed = False
@@ -296,7 +302,7 @@ class _Conn(asyncio.Protocol):
         if response is None:  # bytes nobody asked for: this connection is not reusable
             self.close()
             return
-        self.last_read = self.pool.loop.time()
+        self.last_read = self.clock()
         response.feed(data)
 
     def eof_received(self) -> bool:
