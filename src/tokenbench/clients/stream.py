@@ -267,10 +267,10 @@ class StreamingClient:
     def body(self, request: Request) -> bytes:
         """``request``'s body as sent: JSON-encoded once per request (a Request is frozen), then
         the same bytes each time it is sent again."""
-        data = self._sent(request)
+        data = self.sent_bytes(request)
         return data[data.index(b"\r\n\r\n") + 4 :] if self._plain else data
 
-    def _sent(self, request: Request) -> bytes:
+    def sent_bytes(self, request: Request) -> bytes:
         """What ``send`` writes of ``request`` after its headers, made once per request: an
         http:// target's the Content-Length line, the blank line and the body (http1 writes
         them after the head as they are); another's the body."""
@@ -286,7 +286,7 @@ class StreamingClient:
         return data
 
     async def send(self, request: Request, record: RequestRecord) -> None:
-        data = self._sent(request)
+        data = self.sent_bytes(request)
         stream = self._wire.new_stream()
         stream.for_request(request)
         if self._chunk_usage:
@@ -359,7 +359,7 @@ class StreamingClient:
     ) -> None:
         """One HTTP exchange over clients/http1.py (an http:// target): the same stamps as
         ``_exchange`` (a body's bytes stamped as they arrive, not when a task resumes). ``data``:
-        what follows the head (_sent); ``extra``: header lines after the target's own."""
+        what follows the head (sent_bytes); ``extra``: header lines after the target's own."""
         now = self._now
         record = attempt.record
         pool = self._http1()
@@ -369,7 +369,7 @@ class StreamingClient:
         attempt.reused = record.conn_reused = reused
         if not reused:
             record.connect_s = now() - mark
-        # data: the Content-Length line, the blank line and the body, made once (_sent)
+        # data: the Content-Length line, the blank line and the body, made once (sent_bytes)
         head = self._head if self._head is not None and headers is self._headers else pool.head(headers)
         request = b"".join((head, extra, data))
         decoder = self._decoder()
