@@ -7,8 +7,13 @@ floor, tokenbench), each run's CPU read over [first send, last end]. Prints per 
 request, achieved req/s, TTFT error (a whole answer: latency error) mean/p99 against what the mock
 logged, the client's CPU (of one core), and tokenbench's cost over the floor's in the same round.
 
-    python benchmarks/request_overhead.py            # all four replies, two rounds (~1.5 min)
-    python benchmarks/request_overhead.py --quick    # 4 tokens, one round
+    python benchmarks/request_overhead.py               # all four replies, two rounds (~1.5 min)
+    python benchmarks/request_overhead.py --quick       # 4 tokens, one round
+    python benchmarks/request_overhead.py --rounds 5    # more rounds (with --quick: of 4 tokens)
+
+On a machine others use, one round's ratio moves with their load (the floor's CPU per request
+itself moved 106-171 µs between minutes here): the verdict reads the median of the rounds' ratios
+(each round's floor and tokenbench back to back), and prints every round's.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import tempfile
 import urllib.request
 from collections.abc import Coroutine
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from floor_client import FloorRecord, run_floor
@@ -86,7 +92,7 @@ def _run(coro: Coroutine[Any, Any, list[FloorRecord]]) -> list[FloorRecord]:
 def main() -> None:
     quick = "--quick" in sys.argv
     cases = [CASES[1]] if quick else CASES
-    rounds = 1 if quick else 2
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 1 if quick else 2
     table = Table(title=f"per-request client cost, {USERS} streams, mock TTFT 50 ms / ITL 10 ms (floor = bare socket)")
     for col in (
         "reply",
@@ -135,13 +141,15 @@ def main() -> None:
                     )
     console = Console(width=200)
     console.print(table)
+    for label, each in ratios.items():
+        console.print(
+            f"{label}: tokenbench / floor CPU per request, median {median(each):.2f} (each round: {', '.join(f'{r:.2f}' for r in each)})"
+        )
     four = ratios.get("4 tokens", [])
     if four:
-        ok = max(four) <= TARGET
+        ok = median(four) <= TARGET
         verdict = "[green]ok[/]" if ok else "[red]MISSED[/]"
-        console.print(
-            f"4 tokens: tokenbench / floor CPU per request {', '.join(f'{r:.2f}' for r in four)} (target ≤ {TARGET}) {verdict}"
-        )
+        console.print(f"4 tokens: median {median(four):.2f} (target ≤ {TARGET}) {verdict}")
 
 
 def _ratio(tb: RequestCost, floor: RequestCost) -> float | None:

@@ -78,13 +78,13 @@ def test_an_open_loop_point_the_client_cannot_send_on_time_says_so(mock_url, tmp
     from tokenbench.clients.stream import StreamingClient
     from tokenbench.config import RateLoad
 
-    body = StreamingClient.body
+    body = StreamingClient.sent_bytes  # what each send writes after the head
 
     def slow_body(self, request):
         time.sleep(0.030)
         return body(self, request)
 
-    monkeypatch.setattr(StreamingClient, "body", slow_body)
+    monkeypatch.setattr(StreamingClient, "sent_bytes", slow_body)
     load = RateLoad(rate_per_s=60, arrival="constant")
     result = run(config(mock_url, tmp_path, [load], StopConfig(duration_s=1.5)), quiet())
     client = Client.model_validate(result.results["points"][0]["client"])

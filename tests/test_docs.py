@@ -44,6 +44,7 @@ OTHER_TOOLS = {
     "--in-memory": "benchmarks/summarize.py",
     "--full": "benchmarks/soak.py",
     "--quick": "benchmarks/request_overhead.py, benchmarks/client_overhead.py",
+    "--rounds": "benchmarks/request_overhead.py",
     "--scheduling-policy": "vLLM's serve",
     "--lora-paths": "SGLang's launch_server",
     "--max-loras-per-batch": "SGLang's launch_server",

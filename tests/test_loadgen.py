@@ -1,6 +1,8 @@
 """The load generator: who gets which request, when requests start under open and closed loop,
 and that every request created is one record."""
 
+import asyncio
+
 import pytest
 from run_helpers import config, quiet, records_of
 
@@ -212,3 +214,35 @@ async def test_a_point_the_breaker_stops_in_its_warm_up_has_an_empty_window_wher
     run_, written, _ = await _failing_point(UsersLoad(users=4, ramp_up_s=0.2), stop)
     assert run_.stopped_early is not None and len(written) == 20
     assert run_.window_start_s == run_.load_end_s == run_.stopped_early.at_s  # never a negative window
+
+
+class _OneSlowUserClient(_FailingClient):
+    """User 0's requests take 0.5 s and succeed; every other user's fail at once."""
+
+    async def send(self, request: Request, record: RequestRecord) -> None:
+        if record.user != 0:
+            return await super().send(request, record)
+        self.sent += 1
+        record.sent_s = self.clock.now()
+        await asyncio.sleep(0.5)
+        record.closed_s = record.end_s = self.clock.now()
+        record.outcome, record.status = Outcome.OK, 200
+
+
+async def test_the_breaker_lets_a_request_in_flight_finish_and_its_user_sends_no_more():
+    """issue 27: a closed-loop user sends inline; when the breaker trips (4 failing users reach 20
+    failures at ~0.3 s) user 0's request in flight drains to its own end, not cancelled, and
+    user 0 sends nothing after it; the users backing off stop at once."""
+    from tokenbench.loadgen import LoadGenerator
+    from tokenbench.records import RunClock
+
+    clock = RunClock.start()
+    client, written = _OneSlowUserClient(clock), []
+    gen = LoadGenerator(client, clock, written.append)
+    run_ = await gen.run_point(0, UsersLoad(users=5), StopConfig(duration_s=10.0), RequestSource(_prompts(3)), seed=0)
+    assert run_.stopped_early is not None and run_.stopped_early.at_s < run_.start_s + 0.45
+    assert client.sent == len(written) == 21
+    slow = [r for r in written if r.user == 0]
+    assert [r.outcome for r in slow] == [Outcome.OK]  # drained, not cancelled
+    assert 0.45 < run_.end_s - run_.start_s < 1.5  # the point waited for it, and no longer
+    assert gen.stats.in_flight == 0 and gen.stats.active_users == 0

@@ -138,3 +138,34 @@ def test_an_out_that_is_a_file_says_so(tmp_path):
     f.write_text("x")
     with pytest.raises(OutDirError, match=r"is a file: give a directory"):
         check_out_dir(f)
+
+
+async def test_records_reach_the_disk_within_the_flush_delay_on_a_loop(tmp_path):
+    # issue 27: no flush per record on the run's loop, but on disk within FLUSH_S of a write
+    import asyncio
+
+    from tokenbench.rundir import FLUSH_S
+
+    writer = RunWriter(tmp_path / "run")
+    path = tmp_path / "run" / "records.jsonl"
+    records = [RequestRecord(point=0, id=i, scheduled_s=0.0, error="bad key sk-12345678901234567890") for i in range(3)]
+    writer.write_records(records[:1])
+    writer.write_records(records[1:])
+    writer.write_records(())
+    assert path.read_bytes() == b""  # buffered: the flush is due
+    await asyncio.sleep(FLUSH_S + 0.05)
+    lines = path.read_bytes().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [0, 1, 2]
+    assert "sk-1234" not in path.read_text()  # masked as before
+    writer.write_record(RequestRecord(point=0, id=3, scheduled_s=0.0))
+    assert len(read_records(tmp_path / "run")) == 3  # not yet on disk ...
+    assert [r.id for r in writer.records_since(0)] == [0, 1, 2, 3]  # ... but read back whole
+    writer.close()
+
+
+def test_records_off_a_loop_are_on_disk_at_once(tmp_path):
+    writer = RunWriter(tmp_path / "run")
+    writer.write_record(RequestRecord(point=0, id=7, scheduled_s=0.0, chunk_times_s=[1.5]))
+    line = (tmp_path / "run" / "records.jsonl").read_bytes()
+    assert line == orjson.dumps(RequestRecord(point=0, id=7, scheduled_s=0.0, chunk_times_s=[1.5]).to_json()) + b"\n"
+    writer.close()

@@ -279,8 +279,12 @@ class LoadGenerator:
         elif (point.tripped.is_set() or halted is not None) and not self.interrupted:
             # The breaker (or precise figures): nothing new is issued (a user waiting or backing
             # off stops), and the requests in flight drain as they would at the deadline.
-            issue_task.cancel()
-            await asyncio.gather(issue_task, return_exceptions=True)
+            if point.user_tasks is not None:  # closed loop: a user sends inline (_users)
+                for user in [t for t in point.user_tasks if t not in tasks]:
+                    user.cancel()  # waiting: it stops; one sending ends after its request
+            else:
+                issue_task.cancel()
+                await asyncio.gather(issue_task, return_exceptions=True)
             await self._drain(tasks, stop.drain_timeout_s)
         elif not isinstance(load, UsersLoad) and not self.interrupted:
             await self._drain(tasks, stop.drain_timeout_s)
@@ -370,55 +374,78 @@ class LoadGenerator:
         interrupt_task.cancel()
 
     async def _users(self, point: PointState, load: UsersLoad, source: RequestSource) -> None:
-        run, deadline, budget, tasks = point.run, point.deadline_s, point.budget, point.tasks
+        users = point.user_tasks = set()
 
-        # Each user's requests run as tasks of their own so cancelling at the end marks them
-        # cancelled records; the user loop just waits on its current request.
+        # A user sends its requests itself, one at a time (issue 27: no task, and no shield, of
+        # its own per request). While it sends, its task is in ``tasks``, the point's requests in
+        # flight: cancelled at the end (a cancelled record), left to drain when the breaker or the
+        # point's own figures stop the point (_issue_until_stopped then cancels only the users
+        # waiting; one sending stops after its request).
         async def user(u: int, offset_s: float) -> None:
-            if not await self.sleep_until(run.start_s + offset_s):
-                return
-            began = self._clock.now()
-            self.stats.active_users += 1
-            scheduled = began
-            backoff = Backoff()
+            me = asyncio.current_task()
+            assert me is not None
+            users.add(me)
             try:
-                while (deadline is None or self._clock.now() < deadline) and not point.tripped.is_set():
-                    if not budget.take():
-                        break
-                    rid, request = source.take()
-                    record = self.new_record(
-                        point=run.index,
-                        id=rid,
-                        scheduled_s=scheduled,
-                        user=u,
-                        dataset_prompt_tokens=request.expected_prompt_tokens,
-                        inputs=request.input_count,
-                        **group_fields(request),
-                    )
-                    task = asyncio.ensure_future(self.send(request, record))
-                    tasks.add(task)
-                    await asyncio.shield(task)
-                    tasks.discard(task)
-                    # after failures in a row the user waits longer than it thinks (failfast.Backoff)
-                    wait_s = max(load.think_time_s, backoff.after(record.outcome))
-                    scheduled = self._clock.now() + wait_s
-                    if wait_s and not await self.sleep_until(_before(scheduled, deadline)):
-                        break
+                if await self.sleep_until(point.run.start_s + offset_s):
+                    await self._user_sends(point, load, source, u, me)
             finally:
-                self.stats.active_users -= 1
-                run.user_spans.append((began, self._clock.now()))
+                users.discard(me)
 
         await self.run_users(load, point.share, user)
+
+    async def _user_sends(
+        self, point: PointState, load: UsersLoad, source: RequestSource, u: int, me: asyncio.Task[Any]
+    ) -> None:
+        """User ``u``'s requests, one after another from its start (``me``: its task)."""
+        run, deadline, budget, tasks = point.run, point.deadline_s, point.budget, point.tasks
+        began = self._clock.now()
+        self.stats.active_users += 1
+        scheduled = began
+        backoff = Backoff()
+        try:
+            while (deadline is None or self._clock.now() < deadline) and not point.tripped.is_set():
+                if not budget.take():
+                    break
+                rid, request = source.take()
+                record = self.new_record(
+                    point=run.index,
+                    id=rid,
+                    scheduled_s=scheduled,
+                    user=u,
+                    dataset_prompt_tokens=request.expected_prompt_tokens,
+                    inputs=request.input_count,
+                    **group_fields(request),
+                )
+                tasks.add(me)
+                try:
+                    await self.send(request, record)
+                finally:
+                    tasks.discard(me)
+                if point.tripped.is_set() or point.halted.is_set():
+                    break  # the point stops issuing: the breaker, or its own figures
+                # after failures in a row the user waits longer than it thinks (failfast.Backoff)
+                wait_s = max(load.think_time_s, backoff.after(record.outcome))
+                scheduled = self._clock.now() + wait_s
+                if wait_s and not await self.sleep_until(_before(scheduled, deadline)):
+                    break
+        finally:
+            self.stats.active_users -= 1
+            run.user_spans.append((began, self._clock.now()))
 
     @staticmethod
     async def run_users(load: UsersLoad, share: Share, user: Callable[[int, float], Awaitable[None]]) -> None:
         """Every user of a closed-loop point (of ``share``) at once (``user(index, start offset)``:
         the global index and ramp time), until all end; the ones still running when this is
-        cancelled are cancelled with it."""
+        cancelled are cancelled with it, and so are the others when one fails. A user cancelled
+        alone (a waiting one, when the breaker stops the point) just ends: the others go on."""
         starts = enumerate(user_start_times(load))
         users = [asyncio.ensure_future(user(u, off)) for u, off in starts if share.mine(u)]
         try:
-            await asyncio.gather(*users)
+            if users:
+                done, _ = await asyncio.wait(users, return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    if not task.cancelled() and (exc := task.exception()) is not None:
+                        raise exc
         finally:
             for task in users:
                 task.cancel()
@@ -575,3 +602,5 @@ class PointState:
     tripped: asyncio.Event = field(default_factory=asyncio.Event)  # set when the breaker trips
     monitor: PointMonitor | None = None  # issue 25: judges the point by its own figures (autostop.py)
     halted: asyncio.Event = field(default_factory=asyncio.Event)  # set when the monitor stops the point
+    # a closed loop's users (_users), each sending inline; None: the point's sends are tasks of their own
+    user_tasks: set[asyncio.Task[Any]] | None = None

@@ -1,4 +1,4 @@
-"""The run directory: config.json, records.jsonl (appended and flushed as requests finish),
+"""The run directory: config.json, records.jsonl (appended as requests finish, flushed within 50 ms),
 results.json (rewritten after each point, so a crash keeps every finished point).
 
 Every JSON file is written through ``write_json``, which masks credentials (redact.py); records'
@@ -8,11 +8,13 @@ anything starts: it must be new or empty, writable, and have room (``MIN_FREE_BY
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -96,6 +98,12 @@ def remove_failed_start(path: Path, made: bool) -> None:
             path.rmdir()  # only when empty
 
 
+# records.jsonl's writes: flushed this long after a write at most, through a buffer that holds
+# that long's records at thousands of requests a second (a point's end flushes before reading)
+FLUSH_S = 0.05
+RECORDS_BUFFER = 1 << 18
+
+
 class RunWriter:
     def __init__(self, out_dir: Path, keep_text: bool = False) -> None:
         self.dir = Path(out_dir)
@@ -103,7 +111,9 @@ class RunWriter:
         for stale in self.dir.iterdir():  # a failed start's engine logs: this run writes its own
             stale.unlink()
         self._keep_text = keep_text
-        self._records = open(self.dir / "records.jsonl", "a", encoding="utf-8")
+        # binary, a large buffer, flushed within FLUSH_S of a write (issue 27: not once a record)
+        self._records = open(self.dir / "records.jsonl", "ab", buffering=RECORDS_BUFFER)
+        self._flush_by = 0.0  # a flush is due (time.monotonic() before this)
         self._manifest: RunManifest | None = None
 
     def write_config(self, manifest: RunManifest) -> None:
@@ -121,13 +131,38 @@ class RunWriter:
         self.write_records((record,))
 
     def write_records(self, records: Iterable[RequestRecord]) -> None:
-        """Records as they ended (one, or a worker's batch), flushed once."""
+        """Records as they ended (one, or a worker's batch): on disk within ``FLUSH_S`` (at
+        once off an event loop), and whenever the records are read back or the writer closes."""
+        lines = []
         for record in records:
             data = record.to_json(self._keep_text)
             if data.get("error"):
                 data["error"] = mask_text(data["error"])
-            self._records.write(orjson.dumps(data).decode() + "\n")
-        self._records.flush()
+            lines.append(orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE))
+        if not lines:
+            return
+        self._records.write(lines[0] if len(lines) == 1 else b"".join(lines))
+        self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        """One flush a while after the first write since the last: a run of 1,000 requests/s
+        makes ~20 writes to the file a second, not 1,000 (a flush per record was ~3% of the
+        client's CPU per request at 4-token replies)."""
+        now = time.monotonic()
+        if now < self._flush_by:  # one is due (asked for under a second ago: its loop runs it)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to flush later on: now
+            self._records.flush()
+            return
+        self._flush_by = now + 1.0  # (a loop closed with the flush due never runs it: ask again then)
+        loop.call_later(FLUSH_S, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_by = 0.0
+        if not self._records.closed:
+            self._records.flush()
 
     def has_records(self) -> bool:
         """A record was written (a run that fails before its first has measured nothing)."""

@@ -132,3 +132,92 @@ async def test_failures_are_aiohttps_types():
 
     with pytest.raises(aiohttp.ClientConnectorError):
         await _exchange(Http1Pool(f"http://127.0.0.1:{free_port()}", 5, 5, 30))
+
+
+# issue 27: whole chunks in one read take a shortcut; these take every other branch
+ODD_CHUNKS = (
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"5;ext=1\r\nhello\r\n"  # a chunk extension
+    b"0006\r\n world\r\n"  # a size with leading zeros
+    b"1\r\n!\r\n2\r\n!!\r\n"  # two chunks in a row
+    b"0\r\nX-Trailer: 1\r\n\r\n"  # a trailer
+)
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 5, len(ODD_CHUNKS)])
+async def test_chunk_extensions_trailers_and_chunks_across_reads(pieces):
+    server, port = await _server(ODD_CHUNKS, pieces)
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        for i in range(2):  # the trailer read whole: the connection is reused
+            assert await _exchange(pool) == (200, b"hello world!!!", None, i == 1)
+        pool.close()
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"5\r\nhelloXX\r\n0\r\n\r\n",  # a chunk's data not followed by its CRLF
+        b"zz\r\nhello\r\n0\r\n\r\n",  # a size that is not hex
+    ],
+)
+async def test_a_malformed_chunked_body_is_a_payload_error(body):
+    reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+    server, port = await _server(reply)
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        with pytest.raises(aiohttp.ClientPayloadError):
+            await _exchange(pool)
+        assert not pool.idle  # the connection is not reused
+        await asyncio.sleep(0.02)  # the server sees the connection close before the loop ends
+    await asyncio.sleep(0.02)
+
+
+async def test_header_names_in_any_case_and_the_last_line_of_a_field_wins():
+    # issue 27: the fields are found in the lowered head; their values keep their own case
+    reply = (
+        b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\nTRANSFER-ENCODING: Chunked\r\nConnection: keep-alive\r\n"
+        b"connection: Close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+    )
+    server, port = await _server(reply)
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        assert await _exchange(pool) == (200, b"abc", None, False)
+        assert not pool.idle  # Connection: close, the last line: not kept
+        await asyncio.sleep(0.02)
+    server, port = await _server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Encoding: GZip\r\n\r\nxx")
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        with pytest.raises(aiohttp.ClientPayloadError, match="'GZip' not asked for"):
+            await _exchange(pool)
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.02)
+
+
+async def test_the_timeouts_fire_on_time_from_the_pools_one_timer():
+    # issue 27: one timer of the pool's checks every request in flight, a tick = a 20th of the
+    # shorter timeout: the read timeout after that much silence, the whole request's even
+    # while bytes keep coming; each never early
+    trickle = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1\r\nx\r\n" * 400
+    server, port = await _server(trickle, pieces=400)  # a chunk every ~2 ms for ~0.8 s
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 0.5, 0.3)
+        assert pool.tick_s == pytest.approx(0.015)
+        t0 = time.perf_counter()
+        with pytest.raises(TimeoutError) as caught:
+            await _exchange(pool)
+        assert not isinstance(caught.value, aiohttp.SocketTimeoutError)  # the whole request's
+        assert 0.3 <= time.perf_counter() - t0 < 0.7  # (a loaded machine runs late)
+        assert not pool.in_flight
+        await asyncio.sleep(0.02)
+    server, port = await _server(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 0.2, 30)
+        assert pool.tick_s == pytest.approx(0.01)
+        t0 = time.perf_counter()
+        with pytest.raises(aiohttp.SocketTimeoutError):
+            await _exchange(pool)
+        assert 0.2 <= time.perf_counter() - t0 < 0.6
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.02)

@@ -74,3 +74,16 @@ def test_binary_garbage_does_not_raise():
     garbage = bytes(range(256)) * 10
     decode_all([garbage])  # no exception; content is whatever the lines say
     assert decode_all([b"\xff\xfe\n\ndata: ok\n\n"]) == [SSEEvent(b"ok")]
+
+
+def test_feed_data_gives_the_payloads_feed_gives_for_any_split():
+    # issue 27: feed_data's fast path (whole one-line "data: " events) and its fallback
+    stream = b'data: {"a": 1}\n\ndata:  two spaces\n\ndata: [DONE]\n\n' + STREAM
+    for size in (1, 7, 16, 17, len(stream)):
+        pieces = [stream[i : i + size] for i in range(0, len(stream), size)]
+        dec = SSEDecoder()
+        got = [p for piece in pieces for p in dec.feed_data(piece)] + [e.data for e in dec.close()]
+        assert got == [e.data for e in decode_all(pieces)]
+    assert SSEDecoder().feed_data(b'data: {"a": 1}\n\ndata: [DONE]\n\n') == [b'{"a": 1}', b"[DONE]"]
+    assert SSEDecoder().feed_data(b"data:  x\n\n") == [b" x"]  # one space dropped, not two
+    assert SSEDecoder().feed_data(b": ping\n\ndata: y\n\n") == [b"y"]  # a comment: the full decoder

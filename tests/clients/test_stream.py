@@ -206,3 +206,46 @@ async def test_a_refused_connect_is_never_resent():
 
     record = await _send_once(f"http://127.0.0.1:{free_port()}")
     assert record.outcome is Outcome.CONNECT_ERROR and record.retries == 0
+
+
+async def test_a_request_is_sent_as_its_json_body_with_its_length_and_keys():
+    # issue 27: an http:// request's Content-Length line and body are made once, its head too;
+    # what reaches the server is one well-formed request each time, the same body each time
+    from tokenbench.spans.keys import JoinKeys
+
+    seen: list[bytes] = []
+    event = b'data: {"choices":[{"delta":{"content":"a"}}]}\n\n'
+    reply = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(event), event)
+
+    async def handle(reader, writer):
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = [int(x.split(b":")[1]) for x in head.split(b"\r\n") if x.startswith(b"Content-Length")]
+                seen.append(head + await reader.readexactly(length[0]))
+                writer.write(reply)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        target = TargetConfig(url=f"http://127.0.0.1:{port}", model="m", api="chat", read_timeout_s=5)
+        clock = RunClock.start()
+        async with make_session(target, clock.now) as session:
+            client = StreamingClient(session, target, OpenAIWire(chat=True), clock.now, keys=JoinKeys("ab" * 8))
+            request = Request(prompt="hello", max_tokens=3)
+            for i in range(2):
+                record = RequestRecord(point=0, id=i, scheduled_s=0.0)
+                await client.send(request, record)
+                assert record.outcome is Outcome.OK and len(record.chunk_times_s) == 1
+            client.close()
+            await asyncio.sleep(0.02)
+    body = json.dumps(client.payload(request)).encode()
+    assert client.body(request) == body
+    for i, sent in enumerate(seen):
+        head, _, rest = sent.partition(b"\r\n\r\n")
+        assert rest == body and f"Content-Length: {len(body)}".encode() in head.split(b"\r\n")
+        assert f"X-Request-Id: {'ab' * 8}0000ffff{i:08x}".encode() in head.split(b"\r\n")
+    assert len(seen) == 2

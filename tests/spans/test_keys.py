@@ -85,3 +85,12 @@ def test_http_phases_on_every_record(mock_server, tmp_path):
         # the mock answers its headers at once and its first content 150 ms later
         assert r["chunk_times_s"][0] - r["response_headers_s"] >= 0.075
         assert r["response_headers_s"] - r["sent_s"] < 0.075
+
+
+def test_a_requests_key_is_its_own_whatever_key_came_before():
+    # issue 27: the run/point/worker part is made once per (point, worker), then reused
+    keys = JoinKeys(run_key(1.0))
+    for point, id, worker in [(0, 1, None), (0, 2, 0), (1, 2, 0), (0, 2, 0), (0, 0xFFFFFFFF + 3, None)]:
+        traceparent, request_id = keys.headers(point, id, worker)
+        assert request_id == keys.trace_id(point, id, worker)
+        assert traceparent == f"00-{request_id}-{keys.run[:8]}{id & 0xFFFFFFFF:08x}-01"

@@ -60,6 +60,21 @@ class SSEDecoder:
         self._scan_from = max(0, len(buf) - 1)
         return events
 
+    def feed_data(self, data: bytes) -> list[bytes]:
+        """``feed`` as the events' ``data`` payloads only (the client's loop reads no names).
+
+        Fast path (issue 27, ~1 µs a read where ``feed`` costs ~5): nothing held from an earlier
+        read and ``data`` is whole events, each one ``data: `` line with ``\\n`` line ends, as
+        vLLM, llama.cpp and the mock send them; anything else goes through ``feed``."""
+        if not self._buf and not self._held_cr and data.endswith(b"\n\n") and b"\r" not in data:
+            blocks = data[:-2].split(b"\n\n")
+            for block in blocks:
+                if not block.startswith(b"data: ") or b"\n" in block:
+                    break
+            else:
+                return [block[6:] for block in blocks]
+        return [e.data for e in self.feed(data)]
+
     def close(self) -> list[SSEEvent]:
         """End of stream: a final event without its blank line is still dispatched."""
         tail = bytes(self._buf)

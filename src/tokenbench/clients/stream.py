@@ -267,17 +267,26 @@ class StreamingClient:
     def body(self, request: Request) -> bytes:
         """``request``'s body as sent: JSON-encoded once per request (a Request is frozen), then
         the same bytes each time it is sent again."""
+        data = self.sent_bytes(request)
+        return data[data.index(b"\r\n\r\n") + 4 :] if self._plain else data
+
+    def sent_bytes(self, request: Request) -> bytes:
+        """What ``send`` writes of ``request`` after its headers, made once per request: an
+        http:// target's the Content-Length line, the blank line and the body (http1 writes
+        them after the head as they are); another's the body."""
         kept = self._bodies.get(id(request))
         if kept is not None and kept[0] is request:
             return kept[1]
         data = json.dumps(self.payload(request)).encode()
+        if self._plain:
+            data = b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
         if len(self._bodies) >= BODY_CACHE:
             self._bodies.clear()
         self._bodies[id(request)] = (request, data)
         return data
 
     async def send(self, request: Request, record: RequestRecord) -> None:
-        data = self.body(request)
+        data = self.sent_bytes(request)
         stream = self._wire.new_stream()
         stream.for_request(request)
         if self._chunk_usage:
@@ -349,7 +358,8 @@ class StreamingClient:
         self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream, extra: bytes = b""
     ) -> None:
         """One HTTP exchange over clients/http1.py (an http:// target): the same stamps as
-        ``_exchange`` (a body's bytes stamped as they arrive, not when a task resumes)."""
+        ``_exchange`` (a body's bytes stamped as they arrive, not when a task resumes). ``data``:
+        what follows the head (sent_bytes); ``extra``: header lines after the target's own."""
         now = self._now
         record = attempt.record
         pool = self._http1()
@@ -359,8 +369,9 @@ class StreamingClient:
         attempt.reused = record.conn_reused = reused
         if not reused:
             record.connect_s = now() - mark
-        head = self._head + extra if self._head is not None and headers is self._headers else pool.head(headers)
-        request = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(data), data)
+        # data: the Content-Length line, the blank line and the body, made once (sent_bytes)
+        head = self._head if self._head is not None and headers is self._headers else pool.head(headers)
+        request = b"".join((head, extra, data))
         decoder = self._decoder()
         chunk_times = record.chunk_times()
         handle = stream.handle

@@ -275,16 +275,11 @@ class WholeBody:
         return [body] if body.strip() else []
 
 
-class SSEPayloads:
-    """SSEDecoder seen as a stream of ``data`` payloads, the shape the client loop reads."""
+class SSEPayloads(SSEDecoder):
+    """SSEDecoder seen as a stream of ``data`` payloads, the shape the client loop reads
+    (``feed_data``: SSEDecoder's own, with its fast path for whole ``data:`` events)."""
 
-    __slots__ = ("_decoder",)
-
-    def __init__(self) -> None:
-        self._decoder = SSEDecoder()
-
-    def feed_data(self, data: bytes) -> list[Payload]:
-        return [e.data for e in self._decoder.feed(data)]
+    __slots__ = ()
 
     def close_data(self) -> list[Payload]:
-        return [e.data for e in self._decoder.close()]
+        return [e.data for e in self.close()]

@@ -27,11 +27,13 @@ def run_key(origin_unix_s: float) -> str:
 class JoinKeys:
     """A run's join keys: ``trace_id(point, id, worker)`` and the two headers of a request."""
 
-    __slots__ = ("run", "_span")
+    __slots__ = ("run", "_span", "_of", "_prefix")
 
     def __init__(self, run: str) -> None:
         self.run = run
         self._span = run[:8]
+        self._of: tuple[int, int | None] | None = None  # the (point, worker) of _prefix
+        self._prefix = ""  # the trace id's first 24 hex digits for that point and worker
 
     def trace_id(self, point: int, id: int, worker: int | None) -> str:
         return (
@@ -40,9 +42,12 @@ class JoinKeys:
 
     def headers(self, point: int, id: int, worker: int | None) -> tuple[str, str]:
         """(traceparent, X-Request-Id) of one request."""
-        i = id & 0xFFFFFFFF  # (trace_id's format inlined: this runs once a request)
-        trace = f"{self.run}{point & 0xFFFF:04x}{NO_WORKER if worker is None else worker & 0xFFFF:04x}{i:08x}"
-        return f"00-{trace}-{self._span}{i:08x}-01", trace
+        if self._of != (point, worker):  # (trace_id's format, its run, point and worker made once)
+            self._of = (point, worker)
+            self._prefix = f"{self.run}{point & 0xFFFF:04x}{NO_WORKER if worker is None else worker & 0xFFFF:04x}"
+        i = f"{id & 0xFFFFFFFF:08x}"
+        trace = self._prefix + i
+        return f"00-{trace}-{self._span}{i}-01", trace
 
 
 def parse_trace_id(trace_id: str, run: str) -> tuple[int, int, int | None] | None:
