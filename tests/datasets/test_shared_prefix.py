@@ -50,7 +50,6 @@ def test_prompts_are_prefix_then_own_suffix_with_exact_lengths():
 
 
 @pytest.mark.e2e  # needs make vllm-cpu's conversion of SmolLM2 (make test runs it first; make check does not)
-@pytest.mark.engines
 def test_exact_with_a_bpe_tokenizer_and_different_first_tokens():
     """With SmolLM2's BPE tokenizer: 40 + 9 tokens exactly, and a prompt's first 40 token ids are
     its group's prefix (what a prefix cache matches), different across groups from the first id."""

@@ -20,7 +20,7 @@ from tokenbench.config import BackendConfig, DatasetConfig, EngineKnobs, RunConf
 from tokenbench.rundir import read_records
 from tokenbench.runner import pooling_launch, run
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engines]  # engines: reads what `make engines` puts in .cache/
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"

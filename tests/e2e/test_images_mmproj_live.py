@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engines]  # engines: reads what `make engines` puts in .cache/
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"  # has the gguf package

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engines]  # engines: reads what `make engines` puts in .cache/
+pytestmark = pytest.mark.e2e
 
 
 def _run(out, *args, output_tokens=24):

@@ -12,7 +12,7 @@ from preset_helpers import ROOT, experiment
 
 from tokenbench.experiments import presets
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engines]  # engines: reads what `make engines` puts in .cache/
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")

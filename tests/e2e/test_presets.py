@@ -14,7 +14,7 @@ import sys
 import pytest
 from preset_helpers import ROOT, experiment, tokenbench
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engines]  # engines: reads what `make engines` puts in .cache/
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")

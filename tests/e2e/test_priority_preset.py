@@ -9,7 +9,7 @@ import os
 import pytest
 from preset_helpers import ROOT, experiment
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engines]  # engines: reads what `make engines` puts in .cache/
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")

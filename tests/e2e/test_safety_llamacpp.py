@@ -17,7 +17,7 @@ import pytest
 import yaml
 from safety_helpers import _descendants, _events, _recompute, _wait_for, assert_all_gone
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engines]  # engines: reads what `make engines` puts in .cache/
+pytestmark = pytest.mark.e2e
 
 HF = "hf_PlantedSecretValue0123456789"
 API_KEY = "sk-planted-api-key-0123456789abcdef"

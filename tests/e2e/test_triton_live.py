@@ -15,7 +15,7 @@ from tokenbench.backends.base import LaunchSpec
 from tokenbench.config import EngineKnobs
 from tokenbench.procs import free_port, stop, wait_http
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engines]  # engines: reads what `make engines` puts in .cache/
+pytestmark = pytest.mark.e2e
 
 OUTPUT_TOKENS = 16
 

@@ -36,7 +36,7 @@ from tokenbench.config import (
 )
 from tokenbench.runner import run
 
-pytestmark = [pytest.mark.e2e, pytest.mark.engines]  # engines: reads what `make engines` puts in .cache/
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"

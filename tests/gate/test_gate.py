@@ -85,7 +85,6 @@ def compare(*args: str) -> tuple[int, str]:
     return result.exit_code, "\n".join(lines) if lines else result.output
 
 
-@pytest.mark.serial  # the mock's 300 vs 330 ms at p90: beside make test's e2e tier (at nice 19) the base read 424 ms
 def test_real_mock_runs_slowdown_fails_and_an_unchanged_run_passes(mock_runs: dict[str, Path]) -> None:
     base, slow = str(mock_runs["base"]), str(mock_runs["slow"])
     code, text = compare(base, slow, "--fail-on", "ttft:p90:+5%")
@@ -96,7 +95,6 @@ def test_real_mock_runs_slowdown_fails_and_an_unchanged_run_passes(mock_runs: di
     assert code == 0 and text.count("not significant (p=1") == 2, text
 
 
-@pytest.mark.serial  # the mock's 300 vs 330 ms at p90: beside make test's e2e tier (at nice 19) the base read 424 ms
 def test_untested_gate_exits_5_and_bad_spec_exits_2(mock_runs: dict[str, Path]) -> None:
     base, slow = str(mock_runs["base"]), str(mock_runs["slow"])
     # a 1 s run has no whole time-series window: throughput cannot be tested on one trial
@@ -124,7 +122,6 @@ def _trials_run(src: Path, dest: Path, p90s: list[float]) -> Path:
     return dest
 
 
-@pytest.mark.serial  # the mock's 300 vs 330 ms at p90: beside make test's e2e tier (at nice 19) the base read 424 ms
 def test_trials_are_tested_by_welch_over_trials(mock_runs: dict[str, Path], tmp_path: Path) -> None:
     base = _trials_run(mock_runs["base"], tmp_path / "a", [0.050, 0.051, 0.049])
     slow = _trials_run(mock_runs["base"], tmp_path / "b", [0.056, 0.055, 0.057])
