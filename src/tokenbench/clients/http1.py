@@ -230,13 +230,8 @@ class _Response:
             else:
                 left = size
         self.left = left
-        if out:  # (_body inlined: once a read; nothing above ended the response)
-            body = out[0] if len(out) == 1 else b"".join(out)
-            if self.error_body is not None:
-                self.error_body += body
-            elif not self.on_body(body, t):  # the caller stops reading: the connection cannot be reused
-                self.keep_alive = False
-                self.finish(t)
+        if out:
+            self._body(out[0] if len(out) == 1 else b"".join(out), t)
 
     def finish(self, t: float) -> None:
         if not self.done.done():

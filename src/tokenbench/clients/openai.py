@@ -15,8 +15,6 @@ chat_completion/serving.py DeltaToolCall) is output too: a chunk, kept apart (``
 
 from __future__ import annotations
 
-from orjson import loads as _loads
-
 from ..config import TargetConfig
 from ..images import chat_messages
 from ..records import Request
@@ -90,14 +88,9 @@ class OpenAIStream(Stream):
             return False
         if not data:
             return False
-        try:  # (json_object's happy path inlined: this runs once an event)
-            obj = _loads(data)
-        except ValueError:
-            obj = None
-        if type(obj) is not dict or "error" in obj:
-            obj = self.json_object(data)  # fails the stream with the reason
-            if obj is None:
-                return False
+        obj = self.json_object(data)
+        if obj is None:
+            return False
         if self.response_id is None:
             self.response_id = obj.get("id")
         usage = obj.get("usage")
