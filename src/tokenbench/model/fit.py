@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import BadInput
 from .engine import Cluster, Seq
@@ -467,10 +468,16 @@ def robust_mean(x: FloatArray) -> float:
     in the mean of a handful of unloaded requests it set the overhead 0.166 s for a 0.05 s TTFT."""
     if not len(x):
         return 0.0
+    return float(x[_inliers(x)].mean())
+
+
+def _inliers(x: FloatArray) -> npt.NDArray[np.bool_]:
+    """Which of ``x`` lie within OUTLIER_SDS robust standard deviations (1.4826 x the median
+    absolute deviation, at least 0.1 ms) of its median."""
     mid = float(np.median(x))
     sd = max(1.4826 * float(np.median(np.abs(x - mid))), 1e-4)
-    kept = x[np.abs(x - mid) <= OUTLIER_SDS * sd]
-    return float(kept.mean())
+    keep: npt.NDArray[np.bool_] = np.abs(x - mid) <= OUTLIER_SDS * sd
+    return keep
 
 
 def _wait_share(model: ServerModel, runs: list[RunObs], slots: float) -> Param:
@@ -492,9 +499,7 @@ def _wait_share(model: ServerModel, runs: list[RunObs], slots: float) -> Param:
     d = np.concatenate(gaps) if gaps else np.zeros(0)
     w = np.concatenate(waits) if waits else np.zeros(0)
     if len(d):
-        mid = float(np.median(d))
-        sd = max(1.4826 * float(np.median(np.abs(d - mid))), 1e-4)
-        keep = np.abs(d - mid) <= OUTLIER_SDS * sd  # a client's stall is not a server's phase
+        keep = _inliers(d)  # a client's stall is not a server's phase
         d, w = d[keep], w[keep]
     step = model.value("step_base_s") or 0.0
     waited = int((w > 0.05 * step).sum())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import BadInput
 from ..manifest import load_manifest
 from ..records import RequestRecord
+from ..results import RunResults
 from ..rundir import RecordSlice, point_ranges
 from ..telemetry.sampler import SamplesFile
 
@@ -98,15 +99,10 @@ def _client_limited(path: Path) -> dict[int, bool]:
     """Per point index, whether results.json says the client was limited (no file, or a run from
     before the client was sampled: none)."""
     try:
-        data = json.loads((path / "results.json").read_text())
+        results = RunResults.from_json(json.loads((path / "results.json").read_text()))
     except (OSError, ValueError):
         return {}
-    out = {}
-    for point in data.get("points") or []:
-        client = point.get("client") or {}
-        if isinstance(point.get("index"), int):
-            out[point["index"]] = bool(client.get("limited"))
-    return out
+    return {p.index: p.client is not None and p.client.limited for p in results.points}
 
 
 def read_run(path: Path) -> RunObs:
@@ -133,8 +129,10 @@ def read_run(path: Path) -> RunObs:
 
             label = describe(event.load)
         inside = [(t, u) for t, u in kv if sent[0] <= t <= last.max()]
-        obs = PointObs(path.name, index, label, sent, first, last, chunks, prompt, output, inside, extra)
-        points.append(replace(obs, client_limited=limited.get(index, False)))
+        limited_here = limited.get(index, False)
+        points.append(
+            PointObs(path.name, index, label, sent, first, last, chunks, prompt, output, inside, extra, limited_here)
+        )
     backend = manifest.backend.to_json() if manifest.backend is not None else {}
     knobs = dict(backend.get("knobs") or {})
     if manifest.config.backend is not None:  # the knobs the run was told to launch with

@@ -25,8 +25,6 @@ from ..metrics.stats import distribution
 from ..records import RequestRecord
 from ..results.run import ClockOffset, ServerPhases, SlowestPhases
 from .keys import parse_trace_id, run_key
-
-# the span attributes' names live with the engines' span shapes (shapes.py); re-exported here
 from .shapes import ServerSpan, SpanPart, combine, read_part
 
 # Spans are awaited this long after a point ends (the runner); one received later is late
