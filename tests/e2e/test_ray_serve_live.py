@@ -84,4 +84,8 @@ def test_telemetry_scraped_ray_serve_series(serve_run):
     server = json.loads((serve_run / "results.json").read_text())["points"][0]["server"]
     # the Serve replica's in-flight gauge: the users' requests, never more
     assert 0 < server["running"]["max"] <= USERS
-    assert server["waiting"]["max"] == 0  # max_ongoing_requests 1e9: nothing queues in Serve
+    # max_ongoing_requests 1e9: no backlog builds in Serve. Ray's router still counts a request as
+    # queued while it picks a replica (router.py wrap_queued_request: a probe of the replica's queue
+    # length, milliseconds on a busy box), so a scrape can catch one in transit (CI saw max 1 of 2)
+    assert server["waiting"]["max"] <= USERS - 1
+    assert server["waiting"]["mean"] < server["running"]["mean"] / 2
