@@ -17,6 +17,7 @@ from rich.console import Console
 
 from tokenbench.backends.server import server_under_test
 from tokenbench.config import BackendConfig, DatasetConfig, EngineKnobs, RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
 from tokenbench.rundir import read_records
 from tokenbench.runner import pooling_launch, run
 
@@ -56,9 +57,8 @@ def runs(tmp_path_factory):
         executable=f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
         knobs=EngineKnobs(
             max_num_seqs=8,
-            max_model_len=512,
-            engine_args=("--enforce-eager", f"--kv-cache-memory-bytes={KV_CACHE_BYTES}"),
-            engine_env={"HF_HUB_OFFLINE": "1"},
+            engine_args=(*VLLM_CPU_ARGS, f"--kv-cache-memory-bytes={KV_CACHE_BYTES}"),
+            engine_env=VLLM_CPU_ENV,
         ),
         ready_timeout_s=300,
     )

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,8 +46,9 @@ def capacities(tmp_path_factory):
         out = base / f"seqs{seqs}"
         engine = ["--backend", "vllm", "--model", str(MODEL), "--served-model-name", "smollm2"]
         engine += ["--engine-bin", f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry"]
-        engine += ["--max-num-seqs", str(seqs), "--max-model-len", "512", "--engine-arg=--enforce-eager"]
-        engine += [f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}", "--engine-env", "HF_HUB_OFFLINE=1"]
+        engine += ["--max-num-seqs", str(seqs), *(f"--engine-arg={a}" for a in VLLM_CPU_ARGS)]
+        engine += [f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}"]
+        engine += [f"--engine-env={k}={v}" for k, v in VLLM_CPU_ENV.items()]
         engine += ["--ready-timeout", "300", "--api", "completions"]
         search = ["--slo", SLO, "--variable", "users", "--saturate-users", "16", "--max-probes", "4"]
         load = ["--duration", DURATION_S[seqs], *LOAD, "--ignore-eos", "--out", str(out), "--no-live"]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
 from tokenbench.records import RequestRecord
 from tokenbench.spans.phases import SpanIndex, joined_phases
 
@@ -67,12 +68,9 @@ def sweep(tmp_path_factory):
                 f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
                 "--max-num-seqs",
                 str(seqs),
-                "--max-model-len",
-                "512",
-                "--engine-arg=--enforce-eager",
+                *(f"--engine-arg={a}" for a in VLLM_CPU_ARGS),
                 f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}",
-                "--engine-env",
-                "HF_HUB_OFFLINE=1",
+                *(f"--engine-env={k}={v}" for k, v in VLLM_CPU_ENV.items()),
                 "--ready-timeout",
                 "300",
                 "--api",

@@ -34,6 +34,7 @@ from tokenbench.config import (
     StopConfig,
     TargetConfig,
 )
+from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
 from tokenbench.runner import run
 
 pytestmark = pytest.mark.e2e
@@ -92,10 +93,9 @@ def runs(tmp_path_factory):
         executable=f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
         knobs=EngineKnobs(
             max_num_seqs=4,
-            max_model_len=512,
             prefix_caching=True,
-            engine_args=("--enforce-eager", f"--kv-cache-memory-bytes={KV_CACHE_BYTES}"),
-            engine_env={"HF_HUB_OFFLINE": "1"},
+            engine_args=(*VLLM_CPU_ARGS, f"--kv-cache-memory-bytes={KV_CACHE_BYTES}"),
+            engine_env=VLLM_CPU_ENV,
         ),
         ready_timeout_s=300,
         metrics_interval_s=0.5,
