@@ -412,8 +412,11 @@ class Http1Pool:
         conn.response = response
         conn.last_read = loop.time()
         assert conn.transport is not None
-        conn.transport.write(data)
+        # stamped before the write, which copies the whole request into the socket (a 2 MB image
+        # request: ~1 ms, more if this process loses its core meanwhile); the server's clock may start
+        # before the write returns (a flaky TTFT bound in test_images_runs read 4 ms short)
         stamps.headers_sent_s = stamps.sent_s = now()
+        conn.transport.write(data)
         response.expires = conn.last_read + self.total_timeout_s
         in_flight = self.in_flight
         in_flight.add(response)
