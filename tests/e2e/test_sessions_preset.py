@@ -1,5 +1,5 @@
-"""The sessions study's preset at ci scale on the embedded llama.cpp server (its own module: make test
-runs it beside the other presets, tests/e2e/test_presets.py), then its report's TTFT by turn."""
+"""The sessions study's preset at ci scale on the embedded llama.cpp server (a module apart from
+the other presets' tests/e2e/test_presets.py), then its report's TTFT by turn."""
 
 import json
 
