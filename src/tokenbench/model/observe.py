@@ -22,7 +22,7 @@ from ..rundir import RecordSlice, point_ranges
 from ..telemetry.sampler import SamplesFile
 
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
-# A limited client's lag that is this share of a point's median TTFT or more may be in its TTFTs
+# A limited client's lag over this share of a point's median TTFT may be in its TTFTs
 LAG_SHARE = 0.05
 PREDICTED_URL = "model:"  # a prediction's resolved target URL: model:<the model file>
 
