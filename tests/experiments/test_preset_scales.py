@@ -8,8 +8,8 @@ from tokenbench.experiments.spec import ExperimentError
 
 
 def _without_points(doc: dict) -> dict:
-    """The study but its name, its points' length, its users' ramp and its rates."""
-    load = {k: v for k, v in doc["load"].items() if k not in ("ramp_up_s", "rates")}
+    """The study but its name, its points' length, its users' ramp, its rates and its user counts."""
+    load = {k: v for k, v in doc["load"].items() if k not in ("ramp_up_s", "rates", "users")}
     stop = {k: v for k, v in doc["stop"].items() if k not in ("duration_s", "drain_timeout_s")}
     return {**doc, "name": None, "load": load, "stop": stop}
 
@@ -54,6 +54,9 @@ def test_ci_is_small_with_shorter_points(name, vllm_cpu_set_up):
     if "rates" in small["load"]:  # a rate study runs some of its rates, the highest among them
         assert set(ci["load"]["rates"]) <= set(small["load"]["rates"]) and ci["load"]["rates"]
         assert max(ci["load"]["rates"]) == max(small["load"]["rates"])
+    if "users" in small["load"]:  # a users study runs some of its user counts, the highest among them
+        assert set(ci["load"]["users"]) <= set(small["load"]["users"]) and ci["load"]["users"]
+        assert max(ci["load"]["users"]) == max(small["load"]["users"])
     assert preset(name, "ci").trials == preset(name, "small").trials  # it parses as a user's file would
 
 

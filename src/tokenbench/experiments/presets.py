@@ -31,7 +31,8 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
   model, 1/8/32 users. Small: vLLM's CPU build (as the throughput study's), 2 users.
 
 Each preset also has a ``ci`` scale: the small one's servers, variants and trials with shorter
-points, and a rate study at its highest rate only (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
+points, a rate study at its highest rate only and the sessions study at its highest user count only
+(``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
 study holds of it (each load still reaches its regime: the throughput study's preemptions
 included).
 
@@ -513,12 +514,13 @@ PRESETS = {
 
 class CiStop(NamedTuple):
     """The ci scale's points: seconds of load, the users' ramp-up, the drain after a point, and,
-    for a study that sweeps rates, the rates CI runs (None: small's)."""
+    for a study that sweeps rates or users, the rates or user counts CI runs (None: small's)."""
 
     duration_s: float
     ramp_up_s: float
     drain_timeout_s: float
     rates: tuple[float, ...] | None = None
+    users: tuple[int, ...] | None = None
 
 
 # Small's points are 20 s (6 s for server-overhead, kept) with a 4 s ramp and a 10 s drain. 10 s at
@@ -527,14 +529,17 @@ class CiStop(NamedTuple):
 # more of them). Sessions keep a 10 s window after the ramp: one user's second conversation (its
 # turn 0) must start in it on a slow machine. The rate studies keep one rate, their highest: the
 # low rates' points (2.5 requests in 10 s at 0.25 req/s) proved nothing the high one does not, at
-# half of each study's time (throughput: 6 of 12 points; server-overhead: 6 of 12).
+# half of each study's time (throughput: 6 of 12 points; server-overhead: 6 of 12). The sessions
+# study keeps its highest user count too: the users study (the same backend, the same 1/2/4 users)
+# proves the sweep; sessions at ci prove conversations on a real engine (turns, its prompt cache),
+# which the 4-user point shows alone, in a third of the time (2 of 6 points, ~55 s of make test).
 CI_STOPS: dict[str, CiStop] = {
     "users": CiStop(8.0, 2.0, 10.0),
-    "sessions": CiStop(12.0, 2.0, 10.0),
+    "sessions": CiStop(12.0, 2.0, 10.0, users=(4,)),
     "throughput": CiStop(10.0, 0.0, 5.0, rates=(1.0,)),
     "server-overhead": CiStop(6.0, 0.0, 10.0, rates=(2.0,)),
     "lora": CiStop(6.0, 0.0, 5.0),
-    "priority": CiStop(6.0, 0.0, 30.0),  # 36 requests: 24 s to serve at 1.5 req/s
+    "priority": CiStop(4.0, 0.0, 30.0),  # 24 requests (6 high): 16 s to serve at 1.5 req/s
     # one point per variant: the e2e test's budget is ~60 s with vLLM's ~30 s start
     "structured-output": CiStop(4.0, 0.0, 10.0),
 }
@@ -551,14 +556,16 @@ def preset_data(name: str, scale: Scale) -> Doc:
 
 
 def _for_ci(small: Doc, ci: CiStop) -> Doc:
-    """The small study with shorter points (and ramps), and for a rate study fewer rates: the same
-    servers, variants and trials."""
+    """The small study with shorter points (and ramps), and for a rate or users study fewer rates or
+    user counts: the same servers, variants and trials."""
     stop = {**_doc(small["stop"]), "duration_s": ci.duration_s, "drain_timeout_s": ci.drain_timeout_s}
     load = _doc(small["load"])
     if "ramp_up_s" in load:
         load = {**load, "ramp_up_s": ci.ramp_up_s}
     if ci.rates is not None:
         load = {**load, "rates": list(ci.rates)}
+    if ci.users is not None:
+        load = {**load, "users": list(ci.users)}
     name = str(small["name"]).replace("-small", "-ci")
     return {**small, "name": name, "stop": stop, "load": load}
 
