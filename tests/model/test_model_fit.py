@@ -34,9 +34,21 @@ def runs(tmp_path_factory):
             ("held", RateLoad(rate_per_s=8)),
             ("sat", UsersLoad(users=8)),
         ):
-            cfg = config(url, base / name, [load], StopConfig(duration_s=2), output_tokens=OUT)
-            dirs[name] = run(cfg, quiet()).run_dir
+            for attempt in range(3):
+                cfg = config(url, base / f"{name}{attempt}", [load], StopConfig(duration_s=2), output_tokens=OUT)
+                dirs[name] = run(cfg, quiet()).run_dir
+                # The unloaded TTFT below needs the low run's TTFT rows, and the fit drops a point's
+                # rows when its client was limited (model/observe.py lag_in_ttft). In make check's
+                # serial tier a neighbour stalled this process 54 ms once: 6 requests, send lag p99
+                # 40 ms, and a fit from the saturated run alone put overhead + step at 45.9 ms.
+                if name != "low" or not _client_limited(dirs[name]):
+                    break
     return dirs
+
+
+def _client_limited(run_dir) -> bool:
+    point = json.loads((run_dir / "results.json").read_text())["points"][0]
+    return bool((point.get("client") or {}).get("limited"))
 
 
 @pytest.fixture(scope="module")
