@@ -51,12 +51,10 @@ def test_ci_is_small_with_shorter_points(name, vllm_cpu_set_up):
     assert ci["stop"]["duration_s"] == shorter.duration_s <= small["stop"]["duration_s"]
     assert ci["stop"]["drain_timeout_s"] == shorter.drain_timeout_s <= small["stop"]["drain_timeout_s"]
     assert ci["load"].get("ramp_up_s", 0.0) in (0.0, shorter.ramp_up_s)
-    if "rates" in small["load"]:  # a rate study runs some of its rates, the highest among them
-        assert set(ci["load"]["rates"]) <= set(small["load"]["rates"]) and ci["load"]["rates"]
-        assert max(ci["load"]["rates"]) == max(small["load"]["rates"])
-    if "users" in small["load"]:  # a users study runs some of its user counts, the highest among them
-        assert set(ci["load"]["users"]) <= set(small["load"]["users"]) and ci["load"]["users"]
-        assert max(ci["load"]["users"]) == max(small["load"]["users"])
+    for swept in ("rates", "users"):  # a study runs some of its rates or user counts, the highest among them
+        if swept in small["load"]:
+            assert set(ci["load"][swept]) <= set(small["load"][swept]) and ci["load"][swept]
+            assert max(ci["load"][swept]) == max(small["load"][swept])
     assert preset(name, "ci").trials == preset(name, "small").trials  # it parses as a user's file would
 
 

@@ -12,6 +12,7 @@ from run_helpers import config, mock_process, quiet
 
 from tokenbench.config import RateLoad, StopConfig, UsersLoad
 from tokenbench.model.fit import fit
+from tokenbench.model.observe import lag_in_ttft
 from tokenbench.model.params import ServerModel
 from tokenbench.model.predict import predict
 from tokenbench.model.validate import validate
@@ -36,19 +37,15 @@ def runs(tmp_path_factory):
         ):
             for attempt in range(3):
                 cfg = config(url, base / f"{name}{attempt}", [load], StopConfig(duration_s=2), output_tokens=OUT)
-                dirs[name] = run(cfg, quiet()).run_dir
-                # The unloaded TTFT below needs the low run's TTFT rows, and the fit drops a point's
-                # rows when its client was limited (model/observe.py lag_in_ttft). In make check's
-                # serial tier a neighbour stalled this process 54 ms once: 6 requests, send lag p99
-                # 40 ms, and a fit from the saturated run alone put overhead + step at 45.9 ms.
-                if name != "low" or not _client_limited(dirs[name]):
+                done = run(cfg, quiet())
+                dirs[name] = done.run_dir
+                # The unloaded TTFT below needs the low run's TTFT rows, which the fit drops where the
+                # client's lag may be in them (lag_in_ttft). In make check's serial tier a neighbour
+                # stalled this process 54 ms once: 6 requests, send lag p99 40 ms, and a fit from the
+                # saturated run alone put overhead + step at 45.9 ms.
+                if name != "low" or not lag_in_ttft(RunResults.from_json(done.results).points[0]):
                     break
     return dirs
-
-
-def _client_limited(run_dir) -> bool:
-    point = json.loads((run_dir / "results.json").read_text())["points"][0]
-    return bool((point.get("client") or {}).get("limited"))
 
 
 @pytest.fixture(scope="module")

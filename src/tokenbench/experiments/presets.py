@@ -494,7 +494,7 @@ def _priority(scale: Scale) -> Doc:
         "load": load,
         "stop": stop,
         "dataset": dataset,
-        # small: 2 s, under the low class's queue (p50 2.6-3.4 s at 3.3-3.6 req/s served) and well
+        # small: 2 s, under the low class's queue (p50 2.6-4.1 s at 3.2-3.6 req/s served) and well
         # above the high class's TTFT (p90 0.3-0.4 s)
         "mix": _priority_mix(2.0 if scale != "full" else 0.5),
         "api": "completions",
