@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 
 import pytest
 from aiohttp import web
+from run_helpers import mock_command
 
 from tokenbench.procs import free_port, stop, wait_http
 
@@ -69,10 +69,7 @@ def _mock_processes() -> Iterator[Callable[..., str]]:
 
     def start(**knobs) -> str:
         port = free_port()
-        cmd = [sys.executable, "-m", "tokenbench", "mock", "--port", str(port)]
-        for key, value in knobs.items():
-            cmd += [f"--{key.replace('_', '-')}", str(value)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(mock_command(port, **knobs), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"
         wait_http(url + "/health", 20.0, proc)

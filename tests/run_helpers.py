@@ -76,15 +76,25 @@ def records_of(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
 
 
-@contextlib.contextmanager
-def mock_process(**knobs) -> Iterator[str]:
-    """A ``tokenbench mock`` child process (knobs as its flags: ttft_ms=10 -> --ttft-ms 10) on a
-    free loopback port: its base URL while the block runs, stopped after."""
-    port = free_port()
+def mock_command(port: int, **knobs) -> list[str]:
+    """``tokenbench mock`` on ``port`` with knobs as its flags: ttft_ms=10 -> --ttft-ms 10,
+    priority_queue=True -> --priority-queue (False: --no-priority-queue)."""
     cmd = [sys.executable, "-m", "tokenbench", "mock", "--port", str(port)]
     for key, value in knobs.items():
-        cmd += [f"--{key.replace('_', '-')}", str(value)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        flag = key.replace("_", "-")
+        if isinstance(value, bool):
+            cmd.append(f"--{flag}" if value else f"--no-{flag}")
+        else:
+            cmd += [f"--{flag}", str(value)]
+    return cmd
+
+
+@contextlib.contextmanager
+def mock_process(**knobs) -> Iterator[str]:
+    """A ``tokenbench mock`` child process (``mock_command``'s knobs) on a free loopback port: its
+    base URL while the block runs, stopped after."""
+    port = free_port()
+    proc = subprocess.Popen(mock_command(port, **knobs), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(url + "/health", 20.0, proc)

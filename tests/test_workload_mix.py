@@ -205,11 +205,12 @@ def _overload(url, tmp_path):
     return result, json.loads((result.run_dir / "results.json").read_text())
 
 
-# the three priority tests time an in-process mock at 1.7x its capacity (a high-class p90 under 150
-# ms): beside make test's engine installs one read 301 ms (CI, fresh clone), so they run alone
-@pytest.mark.serial
-def test_priority_keeps_the_high_class_ttft_under_overload(mock_server, tmp_path):
-    url = mock_server(ttft_ms=5, itl_ms=2, max_streams=1, priority_queue=True, record_requests=True)
+# the three priority tests time the mock at 1.7x its capacity (a high-class p90 under 150 ms), in a
+# process of its own (start_mock: serial). In this process's threads, beside make test's engine
+# installs one read 301 ms (CI, fresh clone), and five serial tests at a time the capacity search's
+# first probe read 166 ms: the client and the mock took turns at one GIL.
+def test_priority_keeps_the_high_class_ttft_under_overload(start_mock, tmp_path):
+    url = start_mock(ttft_ms=5, itl_ms=2, max_streams=1, priority_queue=True, record_requests=True)
     result, data = _overload(url, tmp_path)
     point = data["points"][0]
     high, low = point["by_class"]["high"], point["by_class"]["low"]
@@ -244,23 +245,21 @@ def test_priority_keeps_the_high_class_ttft_under_overload(mock_server, tmp_path
     assert "## By adapter, class and tenant" in report and "| tenant | acme |" in report
 
 
-@pytest.mark.serial
-def test_without_priority_the_high_class_queues_with_the_rest(mock_server, tmp_path):
-    url = mock_server(ttft_ms=5, itl_ms=2, max_streams=1)
+def test_without_priority_the_high_class_queues_with_the_rest(start_mock, tmp_path):
+    url = start_mock(ttft_ms=5, itl_ms=2, max_streams=1)
     _, data = _overload(url, tmp_path)
     high = data["points"][0]["by_class"]["high"]
     assert high["ttft_s"]["p90"] > 0.4
 
 
-@pytest.mark.serial
-def test_a_capacity_search_passes_a_load_only_when_every_class_meets_its_own(mock_server, tmp_path):
+def test_a_capacity_search_passes_a_load_only_when_every_class_meets_its_own(start_mock, tmp_path):
     """One stream served by priority: the high class's TTFT stays low at any rate, the low class's
     grows with the rate, so the low class's own objective decides every failing load."""
     from typer.testing import CliRunner
 
     from tokenbench.cli import app
 
-    url = mock_server(ttft_ms=5, itl_ms=2, max_streams=1, priority_queue=True)
+    url = start_mock(ttft_ms=5, itl_ms=2, max_streams=1, priority_queue=True)
     mix = tmp_path / "mix.yaml"
     mix.write_text(
         "classes:\n"

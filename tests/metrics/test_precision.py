@@ -4,13 +4,15 @@ import math
 
 import numpy as np
 import pytest
-from scipy.signal import lfilter
 
 from tokenbench.metrics.precision import BATCHES, batch_means, quantile_bound
 
 
 def ar1(rng: np.random.Generator, n: int, phi: float, mean: float = 10.0) -> np.ndarray:
     """A stationary AR(1) series around ``mean`` (unit innovations): correlated like a queue's figures."""
+    # imported here: scipy.signal loads scipy.stats, 0.5 s of every xdist worker's collection
+    from scipy.signal import lfilter
+
     e = rng.standard_normal(n)
     e[0] /= math.sqrt(1 - phi * phi)  # started in its stationary law
     return mean + lfilter([1.0], [1.0, -phi], e)
