@@ -93,7 +93,10 @@ def test_attached_backend_reports_server_metrics_with_known_answers(start_mock, 
         assert point["server"]["ttft_s_mean"] == pytest.approx(0.080, abs=0.01)
         assert point["ttft_s"]["mean"] == pytest.approx(point["server"]["ttft_s_mean"], abs=0.02)
         matched = point["server"]["client_ttft_s_matched"]
-        assert matched["count"] == point["server"]["ttft_count"]  # the very same requests
+        # the very same requests, but for the first chunks that reached the client within 0.1 s of a
+        # bracketing scrape's answer (uncertain: the mock counts one before the client reads it).
+        # Five serial tests at a time: 44 matched of the server's 46, 2 uncertain
+        assert abs(matched["count"] - point["server"]["ttft_count"]) <= matched["uncertain"] <= point["load"]["users"]
         assert matched["mean"] == pytest.approx(point["server"]["ttft_s_mean"], abs=0.01)
     assert low["server"]["preemptions"] == 0  # 2 users never exceed 2 slots
     assert high["server"]["preemptions"] > 0  # 4 users do
