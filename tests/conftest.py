@@ -39,6 +39,9 @@ SERIAL_MODULES = frozenset(
         # bytes held per chunk over the load: beside neighbours half the chunks arrived, and the
         # in-flight state's ~100 KB swing read as 4.0 bytes a chunk (the bound is < 4)
         "test_memory.py",
+        # a regression gate's verdict on a 10% slower mock: beside make test's engine installs the
+        # 300 ms base read 322.7 ms at the p90 and the slower run passed the +5% gate
+        "test_gate.py",
     }
 )
 
