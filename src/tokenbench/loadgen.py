@@ -163,7 +163,7 @@ class LoadGenerator:
     def _finish(self, record: RequestRecord) -> None:
         if not self.open.close(record):
             return
-        self.stats.record_done(record)
+        # counted where the live view reads (the driver's pool: workers.pool._done), not here too
         self._sink(record)
         point = self._point
         if point is not None and point.monitor is not None:

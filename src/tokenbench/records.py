@@ -413,8 +413,10 @@ class RequestRecord:
         data["chunk_tokens"] = (
             (counts.tolist() if type(counts) is array else list(counts)) if counts is not None else None
         )
-        data["outcome"] = self.outcome.value
-        data["output_tokens_source"] = self.output_tokens_source.value if self.output_tokens_source else None
+        # _value_: the member's value without the enum property's Python-level __get__ (two a record)
+        data["outcome"] = self.outcome._value_
+        source = self.output_tokens_source
+        data["output_tokens_source"] = source._value_ if source else None
         if not keep_text:
             data.pop("output_text")
         data.pop("tool_messages")  # a conversation's carrier, not a fact of the record
@@ -434,6 +436,7 @@ class RequestRecord:
         return cls(**data)  # chunk_times_s: a list, held as an array (__post_init__)
 
 
+_perf_counter = time.perf_counter  # RunClock.now, ~10 a request: a global, not a module's attribute
 _RECORD_FIELDS = tuple(RequestRecord.__dataclass_fields__)
 _record_values = attrgetter(*_RECORD_FIELDS)
 
@@ -450,4 +453,4 @@ class RunClock:
         return cls(time.perf_counter(), time.time())
 
     def now(self) -> float:
-        return time.perf_counter() - self.origin_monotonic_s
+        return _perf_counter() - self.origin_monotonic_s

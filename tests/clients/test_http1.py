@@ -19,8 +19,9 @@ CHUNKED = (
 )
 
 
-async def _server(reply: bytes, pieces: int = 1, close: bool = False, seen: list[bytes] | None = None):
-    """A server answering each request head with ``reply``, written in ``pieces`` parts."""
+async def _server(reply: bytes | list[bytes], pieces: int = 1, close: bool = False, seen: list[bytes] | None = None):
+    """A server answering each request head with ``reply``, written in ``pieces`` parts (a list:
+    each of its parts written apart, 2 ms after the one before: a read each)."""
 
     async def handle(reader, writer):
         try:
@@ -30,9 +31,13 @@ async def _server(reply: bytes, pieces: int = 1, close: bool = False, seen: list
                 body = await reader.readexactly(length[0]) if length else b""
                 if seen is not None:
                     seen.append(head + body)
-                step = max(1, -(-len(reply) // pieces))
-                for i in range(0, len(reply), step):
-                    writer.write(reply[i : i + step])
+                if isinstance(reply, list):
+                    parts = reply
+                else:
+                    step = max(1, -(-len(reply) // pieces))
+                    parts = [reply[i : i + step] for i in range(0, len(reply), step)]
+                for part in parts:
+                    writer.write(part)
                     await writer.drain()
                     await asyncio.sleep(0.002)
                 if close:
@@ -127,6 +132,12 @@ async def test_failures_are_aiohttps_types():
     async with server:
         with pytest.raises(aiohttp.SocketTimeoutError):
             await _exchange(Http1Pool(f"http://127.0.0.1:{port}", 5, 0.1, 30))
+    # a head that cannot be read: an error of the response, not an exception in the protocol
+    server, port = await _server(b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n", close=True)
+    async with server:
+        with pytest.raises(aiohttp.ClientResponseError, match="Content-Length"):
+            await _exchange(Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30))
+        await asyncio.sleep(0.02)  # the server sees the connection close before the loop ends
     # nobody listening
     from tokenbench.procs import free_port
 
@@ -151,6 +162,61 @@ async def test_chunk_extensions_trailers_and_chunks_across_reads(pieces):
         pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
         for i in range(2):  # the trailer read whole: the connection is reused
             assert await _exchange(pool) == (200, b"hello world!!!", None, i == 1)
+        pool.close()
+        await asyncio.sleep(0.02)
+
+
+# a stream's chunks each in a read of its own: _Response.feed's one-whole-chunk path (issue 27),
+# with sizes first seen and seen before, an upper-case size, and a read that is not one chunk
+WHOLE_CHUNKS = [
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b"b\r\ndata: one\n\n\r\n",
+    b"b\r\ndata: two\n\n\r\n",
+    b"1F\r\ndata: a longer event than two\n\n\r\n",
+    b"b\r\ndata: six\n\n\r\nb\r\ndata: ten\n\n\r\n",  # two chunks: the chunk loop
+    b"b\r\ndata: 3rd",  # a chunk cut by a read, then its rest and the last chunk
+    b"\n\n\r\n0\r\n\r\n",
+]
+
+
+async def test_chunks_each_read_whole_reach_the_sink_as_they_are():
+    server, port = await _server(WHOLE_CHUNKS)
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        for i in range(2):
+            status, body, error, reused = await _exchange(pool)
+            assert (status, error, reused) == (200, None, i == 1)
+            assert body == b"".join(
+                [b"data: one\n\n", b"data: two\n\n", b"data: a longer event than two\n\n"]
+                + [b"data: six\n\n", b"data: ten\n\n", b"data: 3rd\n\n"]
+            )
+        pool.close()
+        await asyncio.sleep(0.02)
+
+
+async def test_a_sink_that_stops_on_a_whole_chunk_ends_the_exchange_and_the_connection():
+    server, port = await _server(WHOLE_CHUNKS)
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        got: list[bytes] = []
+
+        def on_body(raw: bytes, _t: float) -> bool:
+            got.append(raw)
+            return len(got) < 2
+
+        conn, _ = await pool.acquire()
+        request = pool.head({}) + b"Content-Length: 2\r\n\r\n{}"
+        assert await pool.exchange(conn, request, lambda *_: True, on_body, time.perf_counter, _Stamps()) is None
+        assert got == [b"data: one\n\n", b"data: two\n\n"] and conn.closed and not pool.idle
+        await asyncio.sleep(0.02)
+
+
+async def test_an_error_status_keeps_its_chunked_body_read_a_chunk_at_a_time():
+    head = b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n"
+    server, port = await _server([head, b"4\r\nbusy\r\n", b"5\r\n, try\r\n", b"0\r\n\r\n"])
+    async with server:
+        pool = Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30)
+        assert await _exchange(pool) == (503, b"", b"busy, try", False)
         pool.close()
         await asyncio.sleep(0.02)
 

@@ -87,3 +87,9 @@ def test_feed_data_gives_the_payloads_feed_gives_for_any_split():
     assert SSEDecoder().feed_data(b'data: {"a": 1}\n\ndata: [DONE]\n\n') == [b'{"a": 1}', b"[DONE]"]
     assert SSEDecoder().feed_data(b"data:  x\n\n") == [b" x"]  # one space dropped, not two
     assert SSEDecoder().feed_data(b": ping\n\ndata: y\n\n") == [b"y"]  # a comment: the full decoder
+    # one event a read: the one-event path, and what it must leave to the others
+    assert SSEDecoder().feed_data(b"data: z\n\n") == [b"z"]
+    assert SSEDecoder().feed_data(b"data: a\rdata: b\n\n") == [b"a\nb"]  # a CR line end: the full decoder
+    assert SSEDecoder().feed_data(b"event: x\n\n") == []  # no data line
+    held = SSEDecoder()
+    assert held.feed_data(b"data: p") == [] and held.feed_data(b"q\n\n") == [b"pq"]  # a held part first

@@ -15,6 +15,8 @@ chat_completion/serving.py DeltaToolCall) is output too: a chunk, kept apart (``
 
 from __future__ import annotations
 
+from orjson import loads as _loads  # payloads are parsed on the hot path
+
 from ..config import TargetConfig
 from ..images import chat_messages
 from ..records import Request
@@ -88,12 +90,18 @@ class OpenAIStream(Stream):
             return False
         if not data:
             return False
-        obj = self.json_object(data)
-        if obj is None:
-            return False
+        try:  # json_object's usual answer without its call (issue 27: eight events a short reply)
+            obj = _loads(data)
+        except ValueError:
+            obj = None
+        if type(obj) is not dict or "error" in obj:
+            obj = self.json_object(data)  # fails the stream with the reason
+            if obj is None:
+                return False
         if self.response_id is None:
             self.response_id = obj.get("id")
-        usage = obj.get("usage")
+        # ``in`` before a look-up of the keys most events lack (issue 27: a method call fewer each)
+        usage = obj["usage"] if "usage" in obj else None
         if usage:
             self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
             self.completion_tokens = usage.get("completion_tokens", self.completion_tokens)
@@ -103,7 +111,7 @@ class OpenAIStream(Stream):
             details = usage.get("prompt_tokens_details")
             if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
                 self.cached_prompt_tokens = details["cached_tokens"]
-        timings = obj.get("timings")  # llama.cpp's own per-request timings (ms), kept verbatim
+        timings = obj["timings"] if "timings" in obj else None  # llama.cpp's per-request timings (ms), verbatim
         if isinstance(timings, dict):
             self.server_timings = timings
             if self.cached_prompt_tokens is None and isinstance(timings.get("cache_n"), int):
@@ -127,7 +135,7 @@ class OpenAIStream(Stream):
         if self.chat:
             delta = choice.get("delta") or {}
             piece = delta.get("content")
-            calls = delta.get("tool_calls")
+            calls = delta["tool_calls"] if "tool_calls" in delta else None
             if calls and self.tool_delta(calls, bool(piece)) and not piece:
                 if self.first_output_chunk is None:  # a tool call is output: every chunk before was reasoning
                     self.first_output_chunk = self.reasoning_chunks

@@ -67,6 +67,8 @@ class SSEDecoder:
         read and ``data`` is whole events, each one ``data: `` line with ``\\n`` line ends, as
         vLLM, llama.cpp and the mock send them; anything else goes through ``feed``."""
         if not self._buf and not self._held_cr and data.endswith(b"\n\n") and b"\r" not in data:
+            if data.find(b"\n") == len(data) - 2 and data.startswith(b"data: "):  # one event: the usual read
+                return [data[6:-2]]
             blocks = data[:-2].split(b"\n\n")
             for block in blocks:
                 if not block.startswith(b"data: ") or b"\n" in block:

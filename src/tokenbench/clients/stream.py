@@ -365,9 +365,10 @@ class StreamingClient:
         pool = self._http1()
         record.http_start_s = mark = now()
         record.pool_wait_s = 0.0  # the pool has no limit: nothing waits for a connection
-        conn, reused = await pool.acquire()
-        attempt.reused = record.conn_reused = reused
-        if not reused:
+        conn = pool.take_idle()
+        attempt.reused = record.conn_reused = conn is not None
+        if conn is None:
+            conn = await pool.connect()
             record.connect_s = now() - mark
         # data: the Content-Length line, the blank line and the body, made once (sent_bytes)
         head = self._head if self._head is not None and headers is self._headers else pool.head(headers)
