@@ -47,6 +47,19 @@ def test_a_step_costs_per_decoding_sequence():
     assert seqs[0].token_times == pytest.approx([0.010, 0.025, 0.055])
 
 
+def test_a_fitted_intercept_below_zero_is_simulated_as_fitted():
+    # a fit may put the intercept below 0 (llama.cpp here: -4 ms with 10.2 ms a sequence): the
+    # simulated step is the fitted line, kept above 0, not the line with its intercept raised to 0
+    # (that had the fit's own 1-user points at +60% TPOT)
+    seq = Seq(key=0, arrival_s=0.0, prompt_tokens=10, output_tokens=4)
+    _run(_model(step_base_s=-0.004, step_per_seq_s=0.010, step_per_prefill_token_s=0.001), [seq])
+    # prefill: -4 + 10 * 1 = 6 ms; then a decode of one sequence: -4 + 10 = 6 ms a token
+    assert seq.token_times == pytest.approx([0.006, 0.012, 0.018, 0.024])
+    alone = Seq(key=1, arrival_s=0.0, prompt_tokens=1, output_tokens=1)
+    _run(_model(step_base_s=-0.004, step_per_prefill_token_s=0.001), [alone])
+    assert 0.0 < alone.token_times[0] < 1e-5  # -4 + 1 ms: a step still takes some time
+
+
 def test_slots_queue_the_rest_fcfs():
     seqs = [Seq(key=i, arrival_s=0.0, prompt_tokens=1, output_tokens=2) for i in range(4)]
     _run(_model(max_num_seqs=2), seqs)

@@ -77,7 +77,7 @@ class Costs:
             return default if value is None else float(value)
 
         return cls(
-            base=max(v("step_base_s", 0.0), 1e-6),  # a step takes time, or virtual time never moves
+            base=v("step_base_s", 0.0),  # the fitted intercept as fitted, even below 0 (the step is kept above 0)
             per_seq=v("step_per_seq_s", 0.0),
             per_prefill_token=v("step_per_prefill_token_s", 0.0),
             per_kv_token=v("step_per_kv_token_s", 0.0),
@@ -161,8 +161,9 @@ class Engine:
             self._decodes, self._prefills = [], []
             return
         prefill_tokens = sum(n for _, n in prefills)
-        duration = (
-            c.base + c.per_seq * len(decodes) + c.per_prefill_token * prefill_tokens + c.per_kv_token * self.kv_in_use
+        duration = max(  # a step takes time, or virtual time never moves
+            c.base + c.per_seq * len(decodes) + c.per_prefill_token * prefill_tokens + c.per_kv_token * self.kv_in_use,
+            1e-6,
         )
         for s, _ in prefills:
             if s.preemptions == 0 and not s.token_times and s.prefill_left == s.prompt_tokens:
