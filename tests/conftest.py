@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from aiohttp import web
-from run_helpers import mock_command
+from run_helpers import spawn_mock
 
-from tokenbench.procs import free_port, stop, wait_http
+from tokenbench.procs import stop
 
 # Tests whose assertions a busy neighbour would change run alone: `make check` runs every other test
 # side by side (pytest-xdist), then these one at a time (``-m serial``). They are the tests that time a
@@ -71,11 +71,8 @@ def _mock_processes() -> Iterator[Callable[..., str]]:
     procs: list[subprocess.Popen] = []
 
     def start(**knobs) -> str:
-        port = free_port()
-        proc = subprocess.Popen(mock_command(port, **knobs), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc, url = spawn_mock(**knobs)
         procs.append(proc)
-        url = f"http://127.0.0.1:{port}"
-        wait_http(url + "/health", 20.0, proc)
         start.procs = procs  # type: ignore[attr-defined]
         return url
 

@@ -89,15 +89,25 @@ def mock_command(port: int, **knobs) -> list[str]:
     return cmd
 
 
-@contextlib.contextmanager
-def mock_process(**knobs) -> Iterator[str]:
-    """A ``tokenbench mock`` child process (``mock_command``'s knobs) on a free loopback port: its
-    base URL while the block runs, stopped after."""
+def spawn_mock(**knobs) -> tuple[subprocess.Popen, str]:
+    """A ``tokenbench mock`` child process (``mock_command``'s knobs) on a free loopback port,
+    answering: the process (the caller stops it) and its base URL."""
     port = free_port()
     proc = subprocess.Popen(mock_command(port, **knobs), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(url + "/health", 20.0, proc)
+    except BaseException:
+        stop(proc, grace_s=10)
+        raise
+    return proc, url
+
+
+@contextlib.contextmanager
+def mock_process(**knobs) -> Iterator[str]:
+    """``spawn_mock``'s base URL while the block runs, the process stopped after."""
+    proc, url = spawn_mock(**knobs)
+    try:
         yield url
     finally:
         stop(proc, grace_s=10)
