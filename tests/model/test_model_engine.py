@@ -42,9 +42,39 @@ def test_one_request_first_token_after_overhead_and_its_prefill_step_then_one_pe
 def test_a_step_costs_per_decoding_sequence():
     seqs = [Seq(key=i, arrival_s=0.0, prompt_tokens=1, output_tokens=3) for i in range(4)]
     _run(_model(step_per_seq_s=0.005), seqs)
-    # the first arrival starts a step alone (prefill, 10 ms); the next step decodes it and
-    # prefills the other three (10 + 1 * 5 = 15 ms); then four decode: 10 + 4 * 5 = 30 ms
-    assert seqs[0].token_times == pytest.approx([0.010, 0.025, 0.055])
+    # the four arrivals of one instant are prefilled in one step (10 ms); then four decode: 10 + 4 * 5 = 30 ms
+    assert all(s.token_times == pytest.approx([0.010, 0.040, 0.070]) for s in seqs)
+    later = Seq(key=9, arrival_s=0.015, prompt_tokens=1, output_tokens=2)
+    again = [Seq(key=i, arrival_s=0.0, prompt_tokens=1, output_tokens=3) for i in range(4)]
+    _run(_model(step_per_seq_s=0.005), [*again, later])
+    # one arriving during the second step joins the third: four decodes and its prefill (30 ms);
+    # then it decodes alone (15 ms)
+    assert later.token_times == pytest.approx([0.070, 0.085])
+    assert again[0].token_times == pytest.approx([0.010, 0.040, 0.070])
+
+
+def test_arrivals_of_one_instant_are_prefilled_together_with_no_overhead():
+    # llama.cpp's fits have no overhead: the first arrival of an instant started a step alone and
+    # lockstep users drifted apart (a simulated ITL p99 of 335 ms where the real one was 19 ms)
+    users = [Seq(key=i, arrival_s=0.5, prompt_tokens=10, output_tokens=4) for i in range(3)]
+    _run(_model(step_base_s=0.0, step_per_seq_s=0.010, step_per_prefill_token_s=0.004), users)
+    # one prefill of 30 tokens (120 ms), then three decode: 30 ms a step
+    assert all(u.token_times == pytest.approx([0.620, 0.650, 0.680, 0.710]) for u in users)
+
+
+def test_a_prompts_cached_tokens_are_not_prefilled_but_held_in_kv():
+    # llama.cpp reuses the chat template's tokens from a slot's last prompt: 94 tokens, 24 of them cached
+    seq = Seq(key=0, arrival_s=0.0, prompt_tokens=94, output_tokens=3, cached_tokens=24)
+    _run(
+        _model(step_base_s=0.0, step_per_seq_s=0.010, step_per_prefill_token_s=0.004, step_per_kv_token_s=0.0001), [seq]
+    )
+    # prefill: 70 tokens (280 ms) + the KV in use at its start (94 tokens: 9.4 ms)
+    assert seq.token_times[0] == pytest.approx(0.280 + 0.0094)
+    # a decode: 10 ms + 95 tokens in KV
+    assert seq.token_times[1] - seq.token_times[0] == pytest.approx(0.010 + 0.0095)
+    whole = Seq(key=1, arrival_s=0.0, prompt_tokens=5, output_tokens=1, cached_tokens=5)
+    _run(_model(step_base_s=0.0, step_per_prefill_token_s=0.004), [whole])
+    assert whole.token_times == pytest.approx([0.004])  # all of it cached: its last token is still run
 
 
 def test_a_fitted_intercept_below_zero_is_simulated_as_fitted():
@@ -63,11 +93,11 @@ def test_a_fitted_intercept_below_zero_is_simulated_as_fitted():
 def test_slots_queue_the_rest_fcfs():
     seqs = [Seq(key=i, arrival_s=0.0, prompt_tokens=1, output_tokens=2) for i in range(4)]
     _run(_model(max_num_seqs=2), seqs)
-    # the first is alone in the first step; the second takes the other slot, prefilled in the next
+    # the first two take the slots and are prefilled together; the other two wait for them to end (20 ms)
     assert seqs[0].token_times == pytest.approx([0.010, 0.020])
-    assert seqs[1].token_times == pytest.approx([0.020, 0.030])
-    assert seqs[2].token_times == pytest.approx([0.030, 0.040])  # a slot when the first ended (20 ms)
-    assert seqs[3].token_times == pytest.approx([0.040, 0.050])  # and when the second did (30 ms)
+    assert seqs[1].token_times == pytest.approx([0.010, 0.020])
+    assert seqs[2].token_times == pytest.approx([0.030, 0.040])
+    assert seqs[3].token_times == pytest.approx([0.030, 0.040])
 
 
 def test_the_chunked_prefill_budget_splits_a_long_prompt_over_steps():

@@ -48,6 +48,12 @@ def _fit_report(model: ServerModel) -> None:
         by = (", ".join(Path(r).name for r in p.by) or "-") if p.constrained else "[yellow]not constrained[/]"
         params.add_row(name, value, se, by, p.note or "")
     err.print(params)
+    # what a predicted request's prefill computes: the dataset's prompt, plus what the server adds
+    # (chat template), less what it reuses from its cache (as the runs' server said)
+    err.print(
+        f"prompt tokens: the server counts {model.prompt_tokens_extra:g} more than the dataset and reuses "
+        f"{model.prompt_tokens_cached:g} from its cache (medians; a prediction prefills the rest)"
+    )
     points = Table(
         title="each fitted point predicted from its run's own settings (error: model vs measured)", title_justify="left"
     )

@@ -91,7 +91,10 @@ class PointDriver:
         if user is not None:
             self._user_of[key] = user
         self._in_flight += 1
-        self.cluster.submit(Seq(key=key, arrival_s=sent_s, prompt_tokens=prompt, output_tokens=out))
+        cached = min(round(self.model.prompt_tokens_cached), prompt - 1)  # what its server reuses
+        self.cluster.submit(
+            Seq(key=key, arrival_s=sent_s, prompt_tokens=prompt, output_tokens=out, cached_tokens=cached)
+        )
 
     def _take(self) -> tuple[int, Request] | None:
         if self.issued >= self.budget:

@@ -7,6 +7,9 @@ budget (``max_batched_tokens``: a long prompt is prefilled over several steps). 
     base + per_seq * decode sequences + per_prefill_token * prefill tokens + per_kv_token * KV in use
 
 and at its end each decode emits a token and each sequence whose prefill completed emits its first.
+A prompt's prefill computes its tokens less those the server reuses from its cache (``cached_tokens``:
+the fit's median of what the runs' server said); its KV holds them all. Arrivals of one instant are
+all queued before the next step is composed.
 Admission (on arrival, or at a step's start once a slot frees) is FCFS into at most ``max_num_seqs`` slots while the KV budget (prompt + generated tokens
 of the running sequences) has room; when the decodes would overflow it, the youngest running
 sequence is preempted (recompute: it goes back to the head of the queue and prefills its prompt and
@@ -43,6 +46,7 @@ class Seq:
     prompt_tokens: int
     output_tokens: int
     priority: int = 0
+    cached_tokens: int = 0  # prompt tokens the server reuses from its cache: not prefilled (held in KV)
     ready_s: float = 0.0  # admitted + overhead: when its prefill may be scheduled
     prefill_left: int = 0  # prompt (plus recomputed output after a preemption) still to prefill
     generated: int = 0
@@ -54,6 +58,11 @@ class Seq:
     @property
     def kv_tokens(self) -> int:
         return self.prompt_tokens + self.generated
+
+    @property
+    def prefill_tokens(self) -> int:
+        """The prompt tokens its first prefill computes (at least one: the last is always run)."""
+        return max(1, self.prompt_tokens - self.cached_tokens)
 
 
 @dataclass(frozen=True)
@@ -109,9 +118,13 @@ class Engine:
         return len(self.waiting) + len(self.running)
 
     def add(self, seq: Seq, now: float) -> None:
-        seq.prefill_left = seq.prompt_tokens
+        """Queue an arrival; ``wake`` then starts a step if the engine is idle (after every arrival
+        of the instant is in: users answered by one step send together and are prefilled together)."""
+        seq.prefill_left = seq.prefill_tokens
         self.waiting.append(seq)
         self._admit(now)  # a free slot takes it at once: its overhead runs while a step is in flight
+
+    def wake(self, now: float) -> None:
         if not self._decodes and not self._prefills:  # idle, or only waiting out an overhead
             self.start_step(now)
 
@@ -166,7 +179,7 @@ class Engine:
             1e-6,
         )
         for s, _ in prefills:
-            if s.preemptions == 0 and not s.token_times and s.prefill_left == s.prompt_tokens:
+            if s.preemptions == 0 and not s.token_times and s.prefill_left == s.prefill_tokens:
                 # its first prefill step: the wait for the step that was in flight when it became
                 # ready (a wait for the prefill budget is a queue, not this step's phase)
                 s.step_wait_s = now - s.ready_s if s.ready_s >= self.step_start_s else 0.0
@@ -233,8 +246,17 @@ class Cluster:
             if min(next_arrival, engine.step_end_s) > until_s or (next_arrival == engine.step_end_s == math.inf):
                 return
             if next_arrival <= engine.step_end_s:
-                t, _, seq = heapq.heappop(self._arrivals)
-                self._route().add(seq, t)
+                # every arrival of this instant before a step is composed: taking the first alone
+                # (an overhead of 0, as llama.cpp's fits) split lockstep users, and each one's
+                # prompt then stalled the others' decode (+47% TPOT on a fitted 2-user point)
+                woken: dict[int, Engine] = {}
+                while self._arrivals and self._arrivals[0][0] == next_arrival:
+                    _, _, seq = heapq.heappop(self._arrivals)
+                    routed = self._route()
+                    routed.add(seq, next_arrival)
+                    woken[id(routed)] = routed
+                for routed in woken.values():
+                    routed.wake(next_arrival)
                 continue
             t, done = engine.end_step()
             for seq in done:

@@ -117,7 +117,7 @@ def _same_step(p: PointObs) -> float:
 
 
 def prefill_during_decode(p: PointObs) -> FloatArray:
-    """Per request, the prompt tokens prefilled during its decode, per decode step: the prompts of
+    """Per request, the prompt tokens prefilled during its decode, per decode step: the prefills of
     the requests whose first token came out after its own first token's step and by its last. A
     request whose first token came out in the same step (users sent together, prefilled in one
     batch) was prefilled before this decode began, not during it: counting it (as a first token read
@@ -125,7 +125,7 @@ def prefill_during_decode(p: PointObs) -> FloatArray:
     same = _same_step(p)
     steps = np.maximum(p.chunks - 1, 1)
     during = (p.first[None, :] > p.first[:, None] + same) & (p.first[None, :] <= p.last[:, None])
-    out: FloatArray = (during * p.prompt[None, :]).sum(axis=1) / steps
+    out: FloatArray = (during * p.prefilled[None, :]).sum(axis=1) / steps
     return out
 
 
@@ -141,16 +141,17 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows, ttft: bool = True) -
         output=p.output[keep],
         kv_scrapes=[],
         prompt_extra=p.prompt_extra[keep],
+        cached=p.cached[keep] if p.cached is not None else None,
     )
     first, last, steps = sub.first, sub.last, np.maximum(sub.chunks - 1, 1)
     dur = last - first
     # rows this close in time share the server's steps and the client's stalls: one cluster each
     window = max(CLUSTER_S, float(np.median(last - sub.sent)))
     ov = _overlap(first, last)
-    prefilled = prefill_during_decode(sub)
+    during = prefill_during_decode(sub)
     for i in np.flatnonzero((sub.chunks >= 3) & (dur > 0)):
         batch = ov[i].sum() / dur[i]
-        pf = float(prefilled[i])
+        pf = float(during[i])
         mid = (np.maximum(first, first[i]) + np.minimum(last, last[i])) / 2
         frac = np.clip((mid - first) / np.maximum(dur, 1e-9), 0, 1)
         kv = float(((sub.prompt + frac * sub.output) * ov[i]).sum() / dur[i])
@@ -164,15 +165,17 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows, ttft: bool = True) -
     in_flight = _in_flight_at_send(sub)
     decoding = _decoding_at(sub.sent, sub)
     kv_at = _kv_at(sub.sent, sub)
-    # the prompt tokens prefilled in a request's first step: its own and those of the requests whose
-    # first token came out with it (one step, to within a tenth of the shortest decode gap)
+    # the prompt tokens prefilled in a request's first step (less what the server reused from its
+    # cache): its own and those of the requests whose first token came out with it (one step, to
+    # within a tenth of the shortest decode gap)
     together = np.abs(first[:, None] - first[None, :]) <= _same_step(sub)
-    step_prompt = (together * sub.prompt[None, :]).sum(axis=1)
+    prefilled = sub.prefilled
+    step_prompt = (together * prefilled[None, :]).sum(axis=1)
     # and the prompts ahead of it: sent no later, still without a first token when it was sent, and
     # prefilled in an earlier step (it waits for those steps)
     sent = sub.sent
     ahead = (sent[None, :] <= sent[:, None]) & (first[None, :] > sent[:, None]) & (first[None, :] < first[:, None])
-    step_prompt = step_prompt + ((ahead & ~together) * sub.prompt[None, :]).sum(axis=1)
+    step_prompt = step_prompt + ((ahead & ~together) * prefilled[None, :]).sum(axis=1)
     for i in np.flatnonzero(in_flight < slots):
         h = 0.5 if decoding[i] > 0 else 0.0
         rows.x.append([1 + h, (1 + h) * decoding[i], float(step_prompt[i]), (1 + h) * kv_at[i], 1.0])
@@ -407,8 +410,15 @@ def point_stats(sent: FloatArray, first: FloatArray, last: FloatArray, chunks: F
 def _simulate(model: ServerModel, p: PointObs) -> list[Seq]:
     """The point's own sends (times, prompt and output tokens) through the model, in send order."""
     cluster = Cluster(model)
+    cached = p.prompt - p.prefilled
     seqs = [
-        Seq(key=i, arrival_s=float(p.sent[i]), prompt_tokens=int(p.prompt[i]), output_tokens=max(1, int(p.chunks[i])))
+        Seq(
+            key=i,
+            arrival_s=float(p.sent[i]),
+            prompt_tokens=int(p.prompt[i]),
+            output_tokens=max(1, int(p.chunks[i])),
+            cached_tokens=int(cached[i]),
+        )
         for i in range(p.n)
     ]
     for s in seqs:
@@ -586,6 +596,9 @@ def fit_runs(runs: list[RunObs], knobs: dict[str, float | None] | None = None) -
     outputs = np.concatenate([p.output for r in runs for p in r.points])
     extra = np.concatenate([p.prompt_extra for r in runs for p in r.points])
     extra = extra[~np.isnan(extra)]
+    reported = [p.cached for r in runs for p in r.points if p.cached is not None]
+    cached = np.concatenate(reported) if reported else np.zeros(0)
+    cached = cached[~np.isnan(cached)]
     server = {k: v for k, v in runs[0].server.items() if k in ("backend", "engine", "engine_version", "model", "knobs")}
     model = ServerModel(
         server=server,
@@ -593,6 +606,7 @@ def fit_runs(runs: list[RunObs], knobs: dict[str, float | None] | None = None) -
         prompt_tokens_mean=float(prompts.mean()),
         output_tokens_mean=float(outputs.mean()),
         prompt_tokens_extra=float(np.median(extra)) if len(extra) else 0.0,
+        prompt_tokens_cached=float(np.median(cached)) if len(cached) else 0.0,
         runs=names,
         residual_sd={"tpot_s": sol.sd.get(0, 0.0), "ttft_s": sol.sd.get(1, 0.0)},
     )

@@ -77,6 +77,10 @@ class ServerModel(_Part):
     # the server counts this many prompt tokens more than the dataset says (chat template, BOS):
     # added to a predicted request's prompt
     prompt_tokens_extra: float = 0.0
+    # the server reused this many of a request's prompt tokens from its cache (the median of what the
+    # fitted runs' servers said: llama.cpp's chat template from a slot's last prompt): a predicted
+    # request prefills its prompt less these
+    prompt_tokens_cached: float = 0.0
     output_tokens_mean: float | None = None  # a request without max_tokens generates this many
     runs: list[str] = []
     points: list[PointFit] = []
