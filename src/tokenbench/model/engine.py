@@ -73,6 +73,7 @@ class Costs:
     per_seq: float
     per_prefill_token: float
     per_kv_token: float
+    per_prefill_attention: float
     overhead: float
     max_num_seqs: float
     kv_capacity: float
@@ -90,6 +91,7 @@ class Costs:
             per_seq=v("step_per_seq_s", 0.0),
             per_prefill_token=v("step_per_prefill_token_s", 0.0),
             per_kv_token=v("step_per_kv_token_s", 0.0),
+            per_prefill_attention=v("step_per_prefill_attention_s", 0.0),
             overhead=v(OVERHEAD, 0.0),
             max_num_seqs=v("max_num_seqs", math.inf),
             kv_capacity=v("kv_capacity_tokens", math.inf),
@@ -174,8 +176,14 @@ class Engine:
             self._decodes, self._prefills = [], []
             return
         prefill_tokens = sum(n for _, n in prefills)
+        # each chunk's tokens attend to the prompt before them (cached or prefilled) and to each other
+        pairs = sum(n * (s.kv_tokens - s.prefill_left + n / 2) for s, n in prefills) if c.per_prefill_attention else 0.0
         duration = max(  # a step takes time, or virtual time never moves
-            c.base + c.per_seq * len(decodes) + c.per_prefill_token * prefill_tokens + c.per_kv_token * self.kv_in_use,
+            c.base
+            + c.per_seq * len(decodes)
+            + c.per_prefill_token * prefill_tokens
+            + c.per_kv_token * self.kv_in_use
+            + c.per_prefill_attention * pairs,
             1e-6,
         )
         for s, _ in prefills:

@@ -39,6 +39,7 @@ WHAT_VARIES = {
     "step_per_seq_s": "the batch size (sequences decoding at once)",
     "step_per_prefill_token_s": "the prompt tokens prefilled (prompt length, or arrivals during a decode)",
     "step_per_kv_token_s": "the KV tokens in use apart from the batch size (prompt lengths at one batch size)",
+    "step_per_prefill_attention_s": "the prompt lengths prefilled apart from their tokens (short and long prompts)",
     OVERHEAD: "always (the TTFT rows' intercept)",
 }
 # a column whose part apart from the others is under 5% of it: not constrained. At one prompt length the
@@ -55,6 +56,11 @@ MIN_TTFT_ROWS = 20  # free-slot requests of points whose client kept up, before 
 MIN_WAIT_ROWS = 20  # free-slot requests (half of them ready during a step) that the wait share needs
 MAX_WAIT_SHARE_SE = 0.2  # a wait share less certain than this is not constrained
 WAIT_SHARE_SES = 3.0  # standard errors that tell a wait share from 1 (step-synchronous)
+# a share fitted further outside 0..1 than this many standard errors (and WAIT_SHARE_SLACK) is a
+# misfit, not a share: vLLM's TTFTs fell as the simulated wait grew (-0.51 ± 0.17), and clamped to 0
+# the share put a 3 req/s point's TTFT p90 at -37%; the mock's flat TTFT fits -0.05 ± 0.015 (its 0)
+WAIT_SHARE_MISFIT_SES = 2.0
+WAIT_SHARE_SLACK = 0.1
 METRICS = ("ttft_mean_s", "ttft_p90_s", "tpot_mean_s", "output_tokens_per_s")
 
 
@@ -136,6 +142,14 @@ def prefill_during_decode(p: PointObs) -> FloatArray:
     return out
 
 
+def attention_pairs(prefilled: FloatArray, prompt: FloatArray) -> FloatArray:
+    """A prefill's attention pairs: each computed token times the tokens it attends to (those
+    before it in the prompt, cached or not, and itself)."""
+    before = prompt - prefilled
+    out: FloatArray = prefilled * (before + prefilled / 2)
+    return out
+
+
 def _rows(p: PointObs, run: int, slots: float, rows: _Rows, ttft: bool = True) -> None:
     keep = _subsample(p)
     sub = replace(
@@ -156,13 +170,15 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows, ttft: bool = True) -
     window = max(CLUSTER_S, float(np.median(last - sub.sent)))
     ov = _overlap(first, last)
     during = prefill_during_decode(sub)
+    pairs = attention_pairs(sub.prefilled, sub.prompt)
+    pairs_during = prefill_during_decode(replace(sub, prompt=pairs, cached=None))
     for i in np.flatnonzero((sub.chunks >= 3) & (dur > 0)):
         batch = ov[i].sum() / dur[i]
         pf = float(during[i])
         mid = (np.maximum(first, first[i]) + np.minimum(last, last[i])) / 2
         frac = np.clip((mid - first) / np.maximum(dur, 1e-9), 0, 1)
         kv = float(((sub.prompt + frac * sub.output) * ov[i]).sum() / dur[i])
-        rows.x.append([1.0, batch, pf, kv, 0.0])
+        rows.x.append([1.0, batch, pf, kv, float(pairs_during[i]), 0.0])
         rows.y.append(dur[i] / steps[i])
         rows.kind.append(0)
         rows.run.append(run)
@@ -183,9 +199,12 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows, ttft: bool = True) -
     sent = sub.sent
     ahead = (sent[None, :] <= sent[:, None]) & (first[None, :] > sent[:, None]) & (first[None, :] < first[:, None])
     step_prompt = step_prompt + ((ahead & ~together) * prefilled[None, :]).sum(axis=1)
+    step_pairs = ((together | ahead) * pairs[None, :]).sum(axis=1)
     for i in np.flatnonzero(in_flight < slots):
         h = 0.5 if decoding[i] > 0 else 0.0
-        rows.x.append([1 + h, (1 + h) * decoding[i], float(step_prompt[i]), (1 + h) * kv_at[i], 1.0])
+        rows.x.append(
+            [1 + h, (1 + h) * decoding[i], float(step_prompt[i]), (1 + h) * kv_at[i], float(step_pairs[i]), 1.0]
+        )
         rows.y.append(float(first[i] - sub.sent[i]))
         rows.kind.append(1)
         rows.run.append(run)
@@ -273,7 +292,7 @@ def _solve(rows: _Rows) -> _Solution:
     # relative scale per row kind, refined from the residuals
     sd = {k: max(float(np.std(y[kind == k])), 1e-6) for k in (0, 1) if (kind == k).any()}
     w = np.array([1.0 / sd[k] for k in kind])
-    for j in (3, 2, 1):  # the terms most often confounded first
+    for j in (4, 3, 2, 1):  # the terms most often confounded first
         if _independent_part(x, w, j, active) < MIN_INDEPENDENT:
             active.remove(j)
             notes[j] = f"not constrained: the runs never varied {WHAT_VARIES[COLUMNS[j]]}"
@@ -296,8 +315,10 @@ def _solve(rows: _Rows) -> _Solution:
     groups = np.array(rows.group, dtype=float).reshape(len(y), -1)
     while True:
         se = _cluster_se(x, y, w, active, beta, cov, groups)
-        t = {j: beta[j] / se[j] for j in active if j in (1, 2, 3) and se[j] > 0}
+        t = {j: beta[j] / se[j] for j in active if j in (1, 2, 3, 4) and se[j] > 0}
         weak = [j for j, tj in t.items() if tj < MIN_T]
+        if 4 in active:  # the cost per prefill token stays while its square's term does (that goes first)
+            weak = [j for j in weak if j != 2]
         if not weak:
             break
         j = min(weak, key=lambda k: t[k])
@@ -531,6 +552,10 @@ def _wait_share(model: ServerModel, runs: list[RunObs], slots: float) -> Param:
     fitted = f"fitted {share:.2f} ± {se:.2g} over {len(d)} requests"
     if se > MAX_WAIT_SHARE_SE:
         return Param(value=1.0, constrained=False, note=f"not constrained: {fitted} (step-synchronous assumed)")
+    slack = max(WAIT_SHARE_MISFIT_SES * se, WAIT_SHARE_SLACK)
+    if share < -slack or share > 1.0 + slack:
+        note = f"not constrained: {fitted}, outside 0-1: the TTFTs do not follow the wait (step-synchronous assumed)"
+        return Param(value=1.0, constrained=False, note=note)
     if abs(share - 1.0) < WAIT_SHARE_SES * se:
         return Param(value=1.0, se=se, constrained=True, note=f"{fitted}: not told from 1 (step-synchronous)")
     value = min(1.0, max(0.0, share))

@@ -18,8 +18,16 @@ MODEL_KIND = "tokenbench-server-model"
 MODEL_VERSION = 1
 
 # The step-time terms: an engine step lasts base + per_seq * decode sequences + per_prefill_token *
-# prefill tokens in the step + per_kv_token * KV tokens in use.
-STEP_TERMS = ("step_base_s", "step_per_seq_s", "step_per_prefill_token_s", "step_per_kv_token_s")
+# prefill tokens in the step + per_kv_token * KV tokens in use + per_prefill_attention * the prefill's
+# attention pairs (each prefill token times the prompt tokens before it and itself: n * (before + n / 2)
+# for a chunk of n tokens after ``before``; the part of a prefill that grows with the prompt's square).
+STEP_TERMS = (
+    "step_base_s",
+    "step_per_seq_s",
+    "step_per_prefill_token_s",
+    "step_per_kv_token_s",
+    "step_per_prefill_attention_s",
+)
 # Latency a request spends in its slot before its prefill is scheduled (API, tokenization, the
 # stream's own path): it holds the slot but not the engine.
 OVERHEAD = "first_token_overhead_s"
