@@ -5,12 +5,10 @@ the simulated engine and from points it made, read back by the fit."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
+from model_helpers import engine_point, run_seqs
 
-from tokenbench.model.engine import Cluster, Seq
+from tokenbench.model.engine import Seq
 from tokenbench.model.fit import fit_runs
 from tokenbench.model.observe import PointObs, RunObs
 from tokenbench.model.params import Param, ServerModel
@@ -35,9 +33,7 @@ def _model(**values: float | None) -> ServerModel:
 
 
 def _first_token(model: ServerModel, seq: Seq) -> float:
-    cluster = Cluster(model)
-    cluster.submit(seq)
-    cluster.run(lambda s, t: None)
+    run_seqs(model, [seq])
     return seq.token_times[0]
 
 
@@ -54,24 +50,10 @@ def test_a_prefill_pays_each_token_times_the_tokens_it_attends_to():
 
 
 def _point(index: int, prompt: int, every_s: float) -> PointObs:
-    """One request every ``every_s`` (the engine idle between), and a pair sent together at each
-    half-period, read with 0.2 ms of jitter."""
-    rng = np.random.default_rng(index)
+    """One request every ``every_s`` (the engine idle between), and a pair sent together at each."""
     sends = sorted([every_s * k for k in range(10)] * 2)
     seqs = [Seq(key=i, arrival_s=t, prompt_tokens=prompt, output_tokens=OUT) for i, t in enumerate(sends)]
-    cluster = Cluster(_model())
-    for s in seqs:
-        cluster.submit(s)
-    cluster.run(lambda seq, t: None)
-    jitter = rng.normal(0, 2e-4, len(seqs))
-    first = np.array([s.token_times[0] for s in seqs]) + jitter
-    last = np.array([s.token_times[-1] for s in seqs]) + jitter
-    n = len(seqs)
-    chunks = np.full(n, float(OUT))
-    return PointObs(
-        "r", index, f"{prompt} tokens", np.array(sends), first, last, chunks, np.full(n, float(prompt)), chunks,
-        [], np.full(n, math.nan),
-    )  # fmt: skip
+    return engine_point(_model(), seqs, index, f"{prompt} tokens")
 
 
 def test_the_cost_a_token_and_a_pair_are_recovered_from_short_and_long_prompts():

@@ -6,14 +6,12 @@ Known answers from points the simulated engine itself made, read back by the fit
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
+from model_helpers import engine_point
 from run_helpers import config
 
 from tokenbench.config import StopConfig, UsersLoad
-from tokenbench.model.engine import Cluster, Seq
+from tokenbench.model.engine import Seq
 from tokenbench.model.fit import fit_runs
 from tokenbench.model.observe import PointObs, RunObs
 from tokenbench.model.params import Param, ServerModel
@@ -38,28 +36,13 @@ def _truth() -> ServerModel:
 
 def _point(index: int, prompt: int, together: int, gap_s: float, said: bool = True) -> PointObs:
     """``together`` requests sent at once every ``gap_s`` (the engine idle in between), the first of
-    each slot with nothing cached; read with 0.2 ms of jitter."""
-    rng = np.random.default_rng(index)
+    each slot with nothing cached."""
     seqs = [
         Seq(key=i, arrival_s=(i // together) * gap_s, prompt_tokens=prompt, output_tokens=OUT,
             cached_tokens=0 if i < together else CACHED)
         for i in range(12 * together)
     ]  # fmt: skip
-    cluster = Cluster(_truth())
-    for s in seqs:
-        cluster.submit(s)
-    cluster.run(lambda seq, t: None)
-    jitter = rng.normal(0, 2e-4, len(seqs))
-    first = np.array([s.token_times[0] for s in seqs]) + jitter
-    last = np.array([s.token_times[-1] for s in seqs]) + jitter
-    n = len(seqs)
-    chunks = np.full(n, float(OUT))
-    cached = np.array([float(s.cached_tokens) for s in seqs]) if said else None
-    sent = np.array([s.arrival_s for s in seqs])
-    return PointObs(
-        "r", index, f"{together} users", sent, first, last, chunks, np.full(n, float(prompt)), chunks, [],
-        np.full(n, math.nan), False, cached,
-    )  # fmt: skip
+    return engine_point(_truth(), seqs, index, f"{together} users", cached=said)
 
 
 def _fit(said: bool = True) -> ServerModel:
