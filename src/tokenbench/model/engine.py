@@ -5,6 +5,7 @@ decode token each) and, FCFS, the prefill of the sequences admitted next, up to 
 budget (``max_batched_tokens``: a long prompt is prefilled over several steps). It lasts
 
     base + per_seq * decode sequences + per_prefill_token * prefill tokens + per_kv_token * KV in use
+         + per_prefill_attention * attention pairs (each prefill token times the tokens it attends to)
 
 and at its end each decode emits a token and each sequence whose prefill completed emits its first.
 A prompt's prefill computes its tokens less those the server reuses from its cache (``cached_tokens``:

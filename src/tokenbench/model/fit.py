@@ -3,11 +3,14 @@ request, the batch limits from the launch knobs or from what the runs show, and 
 replayed through the model for its residuals.
 
 The regression. Each request with 3+ chunks gives a TPOT row: its mean gap between tokens is the
-mean step time over its decode, ``base + per_seq * B + per_prefill_token * Pf + per_kv_token * K``
-with B the sequences decoding beside it (time-averaged, itself included), Pf the prompt tokens of
-the requests whose first token came during its decode, per step, and K the KV tokens in use
+mean step time over its decode, ``base + per_seq * B + per_prefill_token * Pf + per_kv_token * K
++ per_prefill_attention * A`` with B the sequences decoding beside it (time-averaged, itself
+included), Pf the prompt tokens prefilled for the requests whose first token came during its
+decode, per step (a prompt less what the server said it reused from its cache), A those prefills'
+attention pairs (each computed token times the tokens it attends to), and K the KV tokens in use
 (time-averaged). Each request that found a free slot gives a TTFT row: the overhead, the wait for
-the step in flight (half a step when the engine was busy) and its own prefill step. A term whose
+the step in flight (half a step when the engine was busy) and its own prefill step, with the
+prefills of the requests prefilled with or ahead of it. A term whose
 column the runs never varied apart from the others is "not constrained": fixed at 0 and said so.
 The overhead is then set by simulation (the unloaded requests' TTFT, far outliers left out: a
 client's stall), and the share of the step in flight that a request waits for before its first
