@@ -249,3 +249,42 @@ async def test_the_breaker_lets_a_request_in_flight_finish_and_its_user_sends_no
     assert [r.outcome for r in slow] == [Outcome.OK]  # drained, not cancelled
     assert 0.45 < run_.end_s - run_.start_s < 1.5  # the point waited for it, and no longer
     assert gen.stats.in_flight == 0 and gen.stats.active_users == 0
+
+
+class _BusyOnceClient:
+    """The first send holds the event loop 150 ms (a busy client); every request ends at once."""
+
+    def __init__(self, clock) -> None:
+        self.clock = clock
+        self.sends = 0
+
+    async def send(self, request: Request, record: RequestRecord) -> None:
+        import time
+
+        self.sends += 1
+        if self.sends == 1:
+            time.sleep(0.15)
+        record.sent_s = record.closed_s = self.clock.now()
+        record.outcome = Outcome.OK
+
+
+async def test_a_user_that_wakes_late_for_its_ramp_time_shows_the_lag_as_queue_delay():
+    """Two users ramped over 0.2 s: the second is due 0.1 s in, but the loop is busy until 0.15 s.
+    Its first request is scheduled at its ramp time, so the 50 ms show as queue delay (they were
+    hidden when a user's first request was scheduled when it woke)."""
+    from tokenbench.loadgen import LoadGenerator
+    from tokenbench.records import RunClock
+
+    clock = RunClock.start()
+    written: list[RequestRecord] = []
+    gen = LoadGenerator(_BusyOnceClient(clock), clock, written.append)
+    run_ = await gen.run_point(
+        0,
+        UsersLoad(users=2, ramp_up_s=0.2, think_time_s=0.1),
+        StopConfig(duration_s=0.3),
+        RequestSource(_prompts(3)),
+        0,
+    )
+    second = next(r for r in written if r.user == 1)
+    assert second.scheduled_s - run_.start_s == pytest.approx(0.1, abs=1e-6)
+    assert second.sent_s - second.scheduled_s >= 0.045

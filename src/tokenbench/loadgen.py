@@ -386,21 +386,23 @@ class LoadGenerator:
             assert me is not None
             users.add(me)
             try:
-                if await self.sleep_until(point.run.start_s + offset_s):
-                    await self._user_sends(point, load, source, u, me)
+                start_s = point.run.start_s + offset_s
+                if await self.sleep_until(start_s):
+                    await self._user_sends(point, load, source, u, me, start_s)
             finally:
                 users.discard(me)
 
         await self.run_users(load, point.share, user)
 
     async def _user_sends(
-        self, point: PointState, load: UsersLoad, source: RequestSource, u: int, me: asyncio.Task[Any]
+        self, point: PointState, load: UsersLoad, source: RequestSource, u: int, me: asyncio.Task[Any], start_s: float
     ) -> None:
-        """User ``u``'s requests, one after another from its start (``me``: its task)."""
+        """User ``u``'s requests, one after another from its start (``me``: its task; ``start_s``:
+        its ramp time, when its first request is scheduled: a late wake is queue delay, not hidden)."""
         run, deadline, budget, tasks = point.run, point.deadline_s, point.budget, point.tasks
         began = self._clock.now()
         self.stats.active_users += 1
-        scheduled = began
+        scheduled = start_s
         backoff = Backoff()
         try:
             while (deadline is None or self._clock.now() < deadline) and not point.tripped.is_set():

@@ -223,9 +223,10 @@ async def _users(gen: Driver, point: Point, load: UsersLoad) -> None:
     assert isinstance(source, SessionSource)
 
     async def user(u: int, offset_s: float) -> None:
-        if not await gen.sleep_until(run.start_s + offset_s):
+        scheduled = run.start_s + offset_s  # its ramp time: a late wake is queue delay, not hidden
+        if not await gen.sleep_until(scheduled):
             return
-        began = scheduled = gen.now()
+        began = gen.now()
         gen.stats.active_users += 1
         rng = random.Random(f"{point.seed}-{u}")
         backoff = Backoff()
