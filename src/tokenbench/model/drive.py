@@ -91,7 +91,7 @@ class PointDriver:
         if user is not None:
             self._user_of[key] = user
         self._in_flight += 1
-        cached = min(round(self.model.prompt_tokens_cached), prompt - 1)  # what its server reuses
+        cached = round(self.model.prompt_tokens_cached)  # what its server reuses (Seq keeps one token to prefill)
         self.cluster.submit(
             Seq(key=key, arrival_s=sent_s, prompt_tokens=prompt, output_tokens=out, cached_tokens=cached)
         )

@@ -132,16 +132,18 @@ def _same_step(p: PointObs) -> float:
     return 0.1 * float(gaps.min()) if len(gaps) else 1e-3
 
 
-def prefill_during_decode(p: PointObs) -> FloatArray:
+def prefill_during_decode(p: PointObs, amounts: FloatArray | None = None) -> FloatArray:
     """Per request, the prompt tokens prefilled during its decode, per decode step: the prefills of
     the requests whose first token came out after its own first token's step and by its last. A
     request whose first token came out in the same step (users sent together, prefilled in one
     batch) was prefilled before this decode began, not during it: counting it (as a first token read
-    a millisecond later) made lockstep users look like prefills that cost nothing."""
+    a millisecond later) made lockstep users look like prefills that cost nothing. ``amounts``: another
+    figure of each request's prefill to sum instead of its tokens (its attention pairs)."""
     same = _same_step(p)
     steps = np.maximum(p.chunks - 1, 1)
     during = (p.first[None, :] > p.first[:, None] + same) & (p.first[None, :] <= p.last[:, None])
-    out: FloatArray = (during * p.prefilled[None, :]).sum(axis=1) / steps
+    per_request = p.prefilled if amounts is None else amounts
+    out: FloatArray = (during * per_request[None, :]).sum(axis=1) / steps
     return out
 
 
@@ -174,7 +176,7 @@ def _rows(p: PointObs, run: int, slots: float, rows: _Rows, ttft: bool = True) -
     ov = _overlap(first, last)
     during = prefill_during_decode(sub)
     pairs = attention_pairs(sub.prefilled, sub.prompt)
-    pairs_during = prefill_during_decode(replace(sub, prompt=pairs, cached=None))
+    pairs_during = prefill_during_decode(sub, pairs)
     for i in np.flatnonzero((sub.chunks >= 3) & (dur > 0)):
         batch = ov[i].sum() / dur[i]
         pf = float(during[i])
@@ -478,16 +480,17 @@ def _calibrate_overhead(model: ServerModel, runs: list[RunObs], slots: float) ->
     if not param.constrained or param.value is None:
         return model
     value = param.value
+    points = [p for r in runs for p in r.points]
+    in_flight = [in_flight_at_send(p) for p in points]  # the same each round: counted once
     for _ in range(8):
         trial = model.model_copy(
             update={"params": {**model.params, OVERHEAD: param.model_copy(update={"value": value})}}
         )
         idle_gaps, free_gaps = [], []
-        for r in runs:
-            for p in r.points:
-                first, _, _ = replay(trial, p)
-                idle_gaps.append((first - p.first)[in_flight_at_send(p) == 0])
-                free_gaps.append((first - p.first)[in_flight_at_send(p) < slots])
+        for p, others in zip(points, in_flight, strict=True):
+            first, _, _ = replay(trial, p)
+            idle_gaps.append((first - p.first)[others == 0])
+            free_gaps.append((first - p.first)[others < slots])
         idle = np.concatenate(idle_gaps) if idle_gaps else np.zeros(0)
         joined = idle if len(idle) >= MIN_IDLE else np.concatenate(free_gaps) if free_gaps else np.zeros(0)
         if not len(joined):
