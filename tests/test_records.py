@@ -9,9 +9,11 @@ import pytest
 from tokenbench.records import ChunkEnds, Outcome, Request, RequestRecord, TokenSource
 
 
-def _record(**fields) -> RequestRecord:
+def _record(output_text: str | None = None, **fields) -> RequestRecord:
     base = dict(point=1, id=7, scheduled_s=1.0, sent_s=1.5, chunk_times_s=[2.0, 2.25, 2.5], end_s=2.5, closed_s=2.6)
-    return RequestRecord(**{**base, **fields})
+    record = RequestRecord(**{**base, **fields})
+    record.output_text = output_text  # carried, not a field of the line (RequestRecord._output_text)
+    return record
 
 
 def test_a_record_survives_its_json_line_unchanged():
@@ -31,6 +33,30 @@ def test_a_record_survives_its_json_line_unchanged():
     assert type(back.chunk_times_s) is array and back.chunk_times_s.tolist() == [2.0, 2.25, 2.5]
     assert back.outcome is Outcome.OK and back.output_tokens_source is TokenSource.SERVER
     assert "output_text" not in record.to_json()  # text only when asked for
+
+
+def test_a_records_line_written_by_orjson_from_its_fields_is_its_json():
+    """issue 27: to_line (orjson straight from the fields) writes what to_json builds, key for key
+    and in the same order; the carried text and tool calls are never in it."""
+    record = _record(
+        outcome=Outcome.OK,
+        output_tokens=3,
+        output_tokens_source=TokenSource.SERVER,
+        server_timings={"cache_n": 24, "prompt_ms": 1.5},
+        chunk_tokens=[1, 1, 1],
+        output_text="abc",
+        x_request_id="0af7",
+    )
+    record.tool_messages = ({"role": "assistant"},)
+    line = record.to_line()
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    data = json.loads(line)
+    assert list(data.items()) == list(record.to_json().items())
+    assert data["outcome"] == "ok" and data["chunk_tokens"] == [1, 1, 1] and data["chunk_times_s"] == [2.0, 2.25, 2.5]
+    assert "output_text" not in data and "tool_messages" not in data and not any(k.startswith("_") for k in data)
+    assert RequestRecord.from_json(data).output_text is None
+    with pytest.raises(ValueError, match="cannot be written"):
+        record.without_chunks().to_line()
 
 
 def test_older_and_newer_record_lines_are_read():

@@ -134,8 +134,12 @@ class RunWriter:
         """Records as they ended (one, or a worker's batch): on disk within ``FLUSH_S`` (at
         once off an event loop), and whenever the records are read back or the writer closes."""
         lines = []
+        keep_text = self._keep_text
         for record in records:
-            data = record.to_json(self._keep_text)
+            if not record.error and not keep_text:  # the usual record: orjson from its fields
+                lines.append(record.to_line())
+                continue
+            data = record.to_json(keep_text)
             if data.get("error"):
                 data["error"] = mask_text(data["error"])
             lines.append(orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE))

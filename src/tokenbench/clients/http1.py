@@ -337,6 +337,12 @@ class _Conn(asyncio.Protocol):
         if response is not None:
             response.lost(exc)
 
+    def reading(self, response: _Response) -> bool:
+        """``response`` is the one this connection reads. (A method, not ``conn.response is
+        response`` inline: after ``conn.response = response`` mypy narrows the attribute, and the
+        mypyc-compiled module then checks its type on the read: TypeError when it is None.)"""
+        return self.response is response
+
     def exchange_ended(self, response: _Response) -> None:
         if self.response is response:
             self.response = None
@@ -460,7 +466,7 @@ class Http1Pool:
             await done
         finally:
             in_flight.discard(response)
-            if not done.done() or conn.response is response:  # cancelled mid-response
+            if not done.done() or conn.reading(response):  # cancelled mid-response
                 conn.response = None
                 conn.close()
         self.release(conn)
