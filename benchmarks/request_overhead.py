@@ -42,6 +42,7 @@ from tokenbench.calibrate import (
     pinned_mock,
     request_cost,
 )
+from tokenbench.clients import COMPILED
 
 USERS = 128
 # (label, api, output tokens, requests per run)
@@ -93,7 +94,11 @@ def main() -> None:
     quick = "--quick" in sys.argv
     cases = [CASES[1]] if quick else CASES
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 1 if quick else 2
-    table = Table(title=f"per-request client cost, {USERS} streams, mock TTFT 50 ms / ITL 10 ms (floor = bare socket)")
+    client = "compiled with mypyc" if COMPILED == "compiled" else "from its sources"
+    table = Table(
+        title=f"per-request client cost, {USERS} streams, mock TTFT 50 ms / ITL 10 ms (floor = bare socket; "
+        f"tokenbench's client {client}: `make compiled` / `make uncompiled`)"
+    )
     for col in (
         "reply",
         "round",

@@ -217,4 +217,7 @@ def test_request_ceiling_and_the_workers_a_target_needs():
     assert ceiling.measured_requests_per_s == 800.0
     text = ceiling_text(CalibrationSpec(users=128, requests=1024, output_tokens=4), ceiling)
     assert "2,000 requests/s of 4-token streamed replies" in text and "needs --workers 3" in text
+    from tokenbench.clients import COMPILED
+
+    assert ("the client compiled with mypyc" in text) == (COMPILED == "compiled")  # which client measured it
     assert request_ceiling(RequestCost(1, None, None, None, None, None, None)) is None

@@ -454,12 +454,21 @@ def request_ceiling(cost: RequestCost, target_per_s: float | None = None) -> Req
     return RequestCeiling(cost.cpu_us_per_request, per_s, cost.requests_per_s, target_per_s, workers)
 
 
+def _client_build() -> str:
+    """Which client measured it (issue 27: the compiled one costs ~20% less a short request)."""
+    from .clients import COMPILED
+
+    if COMPILED == "compiled":
+        return "the client compiled with mypyc"
+    return "the client from its sources: `make compiled` builds the faster one"
+
+
 def ceiling_text(spec: CalibrationSpec, ceiling: RequestCeiling) -> str:
     reply = f"{spec.output_tokens}-token streamed replies" if spec.streaming else "whole embeddings answers"
     text = (
         f"one client process sustains about {ceiling.requests_per_s:,.0f} requests/s of {reply} "
         f"({ceiling.cpu_us_per_request:.0f} µs of CPU per request at {spec.users} streams; "
-        f"{CPU_LIMIT:.0%} of a core is where a point becomes client-limited)"
+        f"{CPU_LIMIT:.0%} of a core is where a point becomes client-limited; {_client_build()})"
     )
     if ceiling.target_per_s is not None and ceiling.workers is not None:
         text += (
