@@ -288,37 +288,3 @@ async def test_a_user_that_wakes_late_for_its_ramp_time_shows_the_lag_as_queue_d
     second = next(r for r in written if r.user == 1)
     assert second.scheduled_s - run_.start_s == pytest.approx(0.1, abs=1e-6)
     assert second.sent_s - second.scheduled_s >= 0.045
-
-
-class _HeapClient:
-    """Notes, at each send, how many objects the collector keeps frozen (gc.get_freeze_count)."""
-
-    def __init__(self, clock) -> None:
-        self.clock = clock
-        self.frozen: list[int] = []
-
-    async def send(self, request: Request, record: RequestRecord) -> None:
-        import gc
-
-        self.frozen.append(gc.get_freeze_count())
-        record.sent_s = record.closed_s = self.clock.now()
-        record.outcome = Outcome.OK
-
-
-async def test_a_point_runs_with_the_heap_it_started_with_out_of_the_collectors_reach():
-    """issue 27: while a point runs, the objects alive at its start are frozen (full collections
-    had traversed all of them: 12% of the client's CPU a short request); when it ends they are
-    back in reach, so a process that runs many points collects them as before."""
-    import gc
-
-    from tokenbench.loadgen import LoadGenerator
-    from tokenbench.records import RunClock
-
-    assert gc.get_freeze_count() == 0
-    clock = RunClock.start()
-    client, written = _HeapClient(clock), []
-    gen = LoadGenerator(client, clock, written.append)
-    await gen.run_point(0, UsersLoad(users=2), StopConfig(max_requests=6), RequestSource(_prompts(3)), 0)
-    assert len(client.frozen) == len(written) == 6
-    assert min(client.frozen) > 1000  # this process's heap: the imports, the test session
-    assert gc.get_freeze_count() == 0

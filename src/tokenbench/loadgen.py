@@ -28,9 +28,7 @@ Multi-turn sessions (session_load.py) run under the same loads and stopping rule
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -240,8 +238,7 @@ class LoadGenerator:
         point.monitor = monitor if monitor.active else None
         self._point = point
         try:
-            with _heap_kept_out():
-                await self._issue_until_stopped(point)
+            await self._issue_until_stopped(point)
             now = self._clock.now()
             self._finish_unsent(now)
             self._end(point, now)
@@ -536,23 +533,6 @@ def new_run(index: int, load: LoadPoint, stop: StopConfig, start: float) -> Poin
         load_end_s=start,
         end_s=start,
     )
-
-
-@contextmanager
-def _heap_kept_out() -> Iterator[None]:
-    """While a point runs, every object alive when it started (the imports, the config, the
-    dataset: ~90,000 in a run) is in the permanent generation (``gc.freeze``), out of the cyclic
-    collector's reach (issue 27). Its full collections had traversed them all, ~55 ms each: 12% of
-    the client's CPU in a point of 4-token replies at 128 streams (perf, in-process: 30.6 -> 26.9 µs
-    a request). AIPerf's timing-critical services freeze their heap (and turn the collector off), vLLM
-    freezes its heap after warm-up (``freeze_gc_heap``). Freezing and unfreezing
-    only move lists (no collection: the point starts when it would have); at the end the objects
-    are back in reach, so a process that runs many points (the tests) collects them as before."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def _deadline_s(run: PointRun, stop: StopConfig) -> float | None:
