@@ -424,8 +424,8 @@ class RequestRecord:
 
     def to_line(self) -> bytes:
         """This record's records.jsonl line, newline included, without its text: the same keys
-        and values as ``to_json()``, written by orjson straight from the fields (issue 27: ~1.5 µs
-        less a record than building the dict). Its "_" fields are left out by orjson's rule."""
+        and values as ``to_json()``, written by orjson straight from the fields, its "_" fields left
+        out by orjson's rule (issue 27: 2.85 µs a record, where the dict and its dump took 3.7)."""
         if type(self.chunk_times_s) is not array:
             raise ValueError("a record whose chunk times were dropped (ChunkEnds) cannot be written")
         return orjson.dumps(self, default=_json_array, option=orjson.OPT_APPEND_NEWLINE)
