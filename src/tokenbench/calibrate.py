@@ -455,7 +455,7 @@ def request_ceiling(cost: RequestCost, target_per_s: float | None = None) -> Req
 
 
 def _client_build() -> str:
-    """Which client measured it (issue 27: the compiled one costs ~20% less a short request)."""
+    """Which client measured it (issue 27: the compiled one costs ~10% less CPU a short request)."""
     from .clients import COMPILED
 
     if COMPILED == "compiled":

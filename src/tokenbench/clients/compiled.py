@@ -1,10 +1,10 @@
 """The client's hot path compiled with mypyc (issue 27), and the guard that keeps a stale build
 from shadowing its sources.
 
-In-process (no sockets), a 4-token streamed reply costs the client ~38 µs of CPU from these
-modules' sources and ~28 µs compiled: mypyc compiles them, unchanged, to C extensions. Live against
-the mock, where the kernel's share is the same for both, that is ~125 -> ~112 µs a request and
-tokenbench's CPU over a bare-socket client's from ~1.5x to ~1.4x (benchmarks/request_overhead.py,
+In-process (no sockets), a 4-token streamed reply costs the client ~42 µs of CPU from these
+modules' sources and ~31 µs compiled: mypyc compiles them, unchanged, to C extensions. Live against
+the mock, where the kernel's share is the same for both, that is ~114 -> ~104 µs a request, and
+tokenbench's CPU over a bare-socket client's 1.49x -> 1.38x (benchmarks/request_overhead.py,
 docs/measurement.md). Nothing needs it: without a build, the sources run as they are.
 
 ``make compiled`` (``build()``) builds them in place, beside their sources, and writes which
