@@ -11,7 +11,7 @@ UV     := VIRTUAL_ENV=$(abspath $(VENV)) UV_COMPILE_BYTECODE=1 $(BIN)/uv pip
 unexport PYTHONDONTWRITEBYTECODE
 # The tests run the client's sources even where `make compiled` built it in place (issue 27:
 # clients/compiled.py); compiled-tests runs them against a build of its own.
-TESTS_ENV := TOKENBENCH_COMPILED=0
+TESTS_ENV := env TOKENBENCH_COMPILED=0
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 
 # Tests in tiers (issue 21). Lint and every test that may run side by side (pytest-xdist, $(JOBS)
