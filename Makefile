@@ -69,9 +69,9 @@ triton:
 	scripts/setup_triton.sh
 
 # The main job runs the client compiled (issue 27: ~10% less CPU a short request; built once, and
-# again when a client source changes; without mypy's compiler or a C compiler the sources run).
+# again when a source changes; without mypy's compiler or a C compiler the sources run).
 CLIENT_BUILD := src/tokenbench/clients/compiled.json
-$(CLIENT_BUILD): $(STAMP) $(wildcard src/tokenbench/clients/*.py)
+$(CLIENT_BUILD): $(STAMP) $(shell find src/tokenbench -name '*.py')
 	$(BIN)/python -c "from tokenbench.clients.compiled import build; build()" \
 		|| echo "tokenbench: the client could not be compiled (make compiled says why): its sources run"
 

@@ -8,10 +8,10 @@ tokenbench's CPU over a bare-socket client's 1.49x -> 1.38x (benchmarks/request_
 docs/measurement.md). Nothing needs it: without a build, the sources run as they are.
 
 ``make compiled`` (``build()``) builds them in place, beside their sources, and writes which
-sources it built from (``compiled.json``); ``make run`` builds them once, when it can. A build
-shadows its source on import (Python prefers an extension module), so an edit after a build would
-not run: ``guard()`` (called first thing by ``tokenbench.clients``) checks the sources' hashes, and
-on any difference runs the sources and warns once. ``make uncompiled`` (``clean()``) removes a
+sources it built from (``compiled.json``: a hash of every source of the package); ``make run``
+builds them once, when it can. A build shadows its source on import (Python prefers an extension
+module), so an edit after a build would not run: ``guard()`` (called first thing by
+``tokenbench.clients``) checks that hash, and on any difference runs the sources and warns once. ``make uncompiled`` (``clean()``) removes a
 build. ``make test`` builds one in a copy of src/ and runs the client tests against it
 (``compiled-tests``)."""
 
@@ -38,8 +38,14 @@ MANIFEST = HERE / "compiled.json"
 _warned: list[bool] = []
 
 
-def _digest(name: str, here: Path = HERE) -> str:
-    return hashlib.sha1((here / f"{name}.py").read_bytes()).hexdigest()
+def fingerprint(here: Path = HERE) -> str:
+    """One hash of every source of the package above ``here`` (tokenbench/): a build is of all of
+    them, not only of MODULES (mypyc reads its imports' types, and may inline their constants)."""
+    root = here.parent
+    digest = hashlib.sha1()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _extensions(here: Path = HERE) -> list[Path]:
@@ -55,7 +61,7 @@ def state(here: Path = HERE) -> str:
         built = json.loads((here / MANIFEST.name).read_text())["sources"]
     except (OSError, ValueError, KeyError, TypeError):
         return "stale"
-    return "compiled" if all(built.get(name) == _digest(name, here) for name in MODULES) else "stale"
+    return "compiled" if built == fingerprint(here) else "stale"
 
 
 class _Sources(importlib.abc.MetaPathFinder):
@@ -72,16 +78,15 @@ class _Sources(importlib.abc.MetaPathFinder):
 
 def guard() -> str:
     """Before the client's modules are imported: a stale build is not run (its sources are, with
-    a warning), nor a build while ``TOKENBENCH_COMPILED=0`` (make check and make test's tiers:
+    a warning), nor any build while ``TOKENBENCH_COMPILED=0`` (make check's and make test's tiers:
     they test the sources, compiled-tests the build). Returns ``state()``, "off" for the latter."""
     now = state()
-    if now == "source":
-        return now
-    if now == "compiled" and os.environ.get("TOKENBENCH_COMPILED") != "0":
+    off = os.environ.get("TOKENBENCH_COMPILED") == "0"
+    if now == "source" or (now == "compiled" and not off):
         return now
     if not any(isinstance(f, _Sources) for f in sys.meta_path):
         sys.meta_path.insert(0, _Sources())
-    if now == "compiled":
+    if off:
         return "off"
     if not _warned:
         _warned.append(True)
@@ -102,7 +107,7 @@ def build() -> None:
     clean()
     with tempfile.TemporaryDirectory() as tmp:
         script = (
-            "import sys; from setuptools import setup; from mypyc.build import mypycify; "
+            "from setuptools import setup; from mypyc.build import mypycify; "
             f"setup(name='tokenbench-clients', ext_modules=mypycify({[f'tokenbench/clients/{m}.py' for m in MODULES]!r}, "
             f"opt_level='3', group_name={GROUP!r}), script_args=['build_ext', '--inplace', '--build-temp', {tmp!r}])"
         )
@@ -112,7 +117,7 @@ def build() -> None:
         except BaseException:
             clean()  # no half build: the sources run, without a warning
             raise
-    MANIFEST.write_text(json.dumps({"sources": {name: _digest(name) for name in MODULES}}, indent=1) + "\n")
+    MANIFEST.write_text(json.dumps({"sources": fingerprint()}) + "\n")
     print(f"compiled {', '.join(MODULES)} in {HERE}")
 
 
