@@ -71,8 +71,9 @@ triton:
 # The main job runs the client compiled (issue 27: ~10% less CPU a short request; built once, and
 # again when a source changes; without mypy's compiler or a C compiler the sources run).
 CLIENT_BUILD := src/tokenbench/clients/compiled.json
+BUILD_CLIENT := $(BIN)/python -c "from tokenbench.clients.compiled import build; build()"
 $(CLIENT_BUILD): $(STAMP) $(shell find src/tokenbench -name '*.py')
-	$(BIN)/python -c "from tokenbench.clients.compiled import build; build()" \
+	$(BUILD_CLIENT) \
 		|| echo "tokenbench: the client could not be compiled (make compiled says why): its sources run"
 
 run: setup $(CLIENT_BUILD)
@@ -107,7 +108,7 @@ test: setup
 # one in a copy of src/ and runs the client and load generator tests, and their mock runs, against it.
 COMPILED_SRC := .cache/compiled/src
 compiled: setup
-	$(BIN)/python -c "from tokenbench.clients.compiled import build; build()"
+	$(BUILD_CLIENT)
 
 uncompiled: setup
 	$(BIN)/python -c "from tokenbench.clients.compiled import clean; clean()"
@@ -115,7 +116,7 @@ uncompiled: setup
 compiled-tests: setup
 	@if ! command -v cc >/dev/null; then echo "compiled-tests: NOT RUN: no C compiler (cc) here, so no build to test"; else \
 	  set -ex; rm -rf $(COMPILED_SRC) && mkdir -p $(dir $(COMPILED_SRC)) && cp -r src $(COMPILED_SRC); \
-	  PYTHONPATH=$(abspath $(COMPILED_SRC)) $(BIN)/python -c "from tokenbench.clients.compiled import build; build()"; \
+	  PYTHONPATH=$(abspath $(COMPILED_SRC)) $(BUILD_CLIENT); \
 	  TOKENBENCH_EXPECT_COMPILED=1 PYTHONPATH=$(abspath $(COMPILED_SRC)) $(PYTEST_ANY) -m "not e2e" -n 2 -p no:cacheprovider \
 	    tests/clients tests/test_loadgen.py tests/test_compiled.py; fi
 

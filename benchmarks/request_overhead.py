@@ -38,11 +38,11 @@ from tokenbench.calibrate import (
     RequestCost,
     RequestTimes,
     calibrate_against,
+    client_build,
     mock_deliveries,
     pinned_mock,
     request_cost,
 )
-from tokenbench.clients import COMPILED
 
 USERS = 128
 # (label, api, output tokens, requests per run)
@@ -94,10 +94,9 @@ def main() -> None:
     quick = "--quick" in sys.argv
     cases = [CASES[1]] if quick else CASES
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 1 if quick else 2
-    client = "compiled with mypyc" if COMPILED == "compiled" else "from its sources"
     table = Table(
         title=f"per-request client cost, {USERS} streams, mock TTFT 50 ms / ITL 10 ms (floor = bare socket; "
-        f"tokenbench's client {client}: `make compiled` / `make uncompiled`)"
+        f"tokenbench: {client_build()})"
     )
     for col in (
         "reply",

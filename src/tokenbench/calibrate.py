@@ -454,8 +454,8 @@ def request_ceiling(cost: RequestCost, target_per_s: float | None = None) -> Req
     return RequestCeiling(cost.cpu_us_per_request, per_s, cost.requests_per_s, target_per_s, workers)
 
 
-def _client_build() -> str:
-    """Which client measured it (issue 27: the compiled one costs ~10% less CPU a short request)."""
+def client_build() -> str:
+    """Which client measures (issue 27: the compiled one costs ~10% less CPU a short request)."""
     from .clients import COMPILED
 
     if COMPILED == "compiled":
@@ -468,7 +468,7 @@ def ceiling_text(spec: CalibrationSpec, ceiling: RequestCeiling) -> str:
     text = (
         f"one client process sustains about {ceiling.requests_per_s:,.0f} requests/s of {reply} "
         f"({ceiling.cpu_us_per_request:.0f} µs of CPU per request at {spec.users} streams; "
-        f"{CPU_LIMIT:.0%} of a core is where a point becomes client-limited; {_client_build()})"
+        f"{CPU_LIMIT:.0%} of a core is where a point becomes client-limited; {client_build()})"
     )
     if ceiling.target_per_s is not None and ceiling.workers is not None:
         text += (

@@ -11,9 +11,9 @@ docs/measurement.md). Nothing needs it: without a build, the sources run as they
 sources it built from (``compiled.json``: a hash of every source of the package); ``make run``
 builds them once, when it can. A build shadows its source on import (Python prefers an extension
 module), so an edit after a build would not run: ``guard()`` (called first thing by
-``tokenbench.clients``) checks that hash, and on any difference runs the sources and warns once. ``make uncompiled`` (``clean()``) removes a
-build. ``make test`` builds one in a copy of src/ and runs the client tests against it
-(``compiled-tests``)."""
+``tokenbench.clients``) checks that hash, and on any difference runs the sources and warns once.
+``make uncompiled`` (``clean()``) removes a build. ``make test`` builds one in a copy of src/ and
+runs the client tests against it (``compiled-tests``)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ HERE = Path(__file__).resolve().parent
 MODULES = ("sse", "http1", "wire", "openai", "tgi", "ollama", "triton", "embeddings", "stream")
 GROUP = "tokenbench_clients"  # the build's shared library: <src>/tokenbench_clients__mypyc*.so
 MANIFEST = HERE / "compiled.json"
-_warned: list[bool] = []
 
 
 def fingerprint(here: Path = HERE) -> str:
@@ -79,22 +78,19 @@ class _Sources(importlib.abc.MetaPathFinder):
 def guard() -> str:
     """Before the client's modules are imported: a stale build is not run (its sources are, with
     a warning), nor any build while ``TOKENBENCH_COMPILED=0`` (make check's and make test's tiers:
-    they test the sources, compiled-tests the build). Returns ``state()``, "off" for the latter."""
-    now = state()
-    off = os.environ.get("TOKENBENCH_COMPILED") == "0"
-    if now == "source" or (now == "compiled" and not off):
-        return now
-    if not any(isinstance(f, _Sources) for f in sys.meta_path):
+    they test the sources, compiled-tests the build; no hash is taken then, ~5 ms a process).
+    Returns ``state()``, "off" for the latter."""
+    if not _extensions():
+        return "source"
+    now = "off" if os.environ.get("TOKENBENCH_COMPILED") == "0" else state()
+    if now != "compiled" and not any(isinstance(f, _Sources) for f in sys.meta_path):
         sys.meta_path.insert(0, _Sources())
-    if off:
-        return "off"
-    if not _warned:
-        _warned.append(True)
-        warnings.warn(
-            f"the compiled client in {HERE} is older than its sources: running the sources "
-            "(`make compiled` builds it again, `make uncompiled` removes it)",
-            stacklevel=2,
-        )
+        if now == "stale":
+            warnings.warn(
+                f"the compiled client in {HERE} is older than its sources: running the sources "
+                "(`make compiled` builds it again, `make uncompiled` removes it)",
+                stacklevel=2,
+            )
     return now
 
 
