@@ -118,7 +118,7 @@ compiled-tests: setup
 	  set -ex; rm -rf $(COMPILED_SRC) && mkdir -p $(dir $(COMPILED_SRC)) && cp -r src $(COMPILED_SRC); \
 	  PYTHONPATH=$(abspath $(COMPILED_SRC)) $(BUILD_CLIENT); \
 	  TOKENBENCH_EXPECT_COMPILED=1 PYTHONPATH=$(abspath $(COMPILED_SRC)) $(PYTEST_ANY) -m "not e2e" -n 2 -p no:cacheprovider \
-	    tests/clients tests/test_loadgen.py tests/test_compiled.py; fi
+	    tests/clients tests/loadgen/test_loadgen.py tests/test_compiled.py; fi
 
 engines: rayllm-cpu triton
 

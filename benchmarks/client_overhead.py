@@ -16,7 +16,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from tokenbench.calibrate import CalibrationSpec, calibrate, calibration_table
+from tokenbench.run.calibrate import CalibrationSpec, calibrate, calibration_table
 
 LOADS = [(32, 400), (256, 2048)]
 # Targets on 2 cores (issue 2): (TTFT err mean ms, TTFT err p99 ms, CPU µs/token or None, full rate)

@@ -25,9 +25,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from tokenbench.common.procs import free_port, stop, wait_http
 from tokenbench.config import DatasetConfig, ReplayLoad, RunConfig, StopConfig, TargetConfig
-from tokenbench.procs import free_port, stop, wait_http
-from tokenbench.runner import run
+from tokenbench.run import run
 
 RATE_PER_S = 50.0
 TARGET_P99_MS = 5.0

@@ -32,7 +32,7 @@ from floor_client import FloorRecord, run_floor
 from rich.console import Console
 from rich.table import Table
 
-from tokenbench.calibrate import (
+from tokenbench.run.calibrate import (
     CalibrationSpec,
     CpuSampler,
     RequestCost,

@@ -18,7 +18,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from tokenbench.calibrate import CalibrationResult, CalibrationSpec, calibrate
+from tokenbench.run.calibrate import CalibrationResult, CalibrationSpec, calibrate
 
 # (workers, ray) configurations; streams and requests per stream count
 SETUPS = [(1, False), (2, False), (4, False), (2, True)]

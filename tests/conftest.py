@@ -14,42 +14,19 @@ import pytest
 from aiohttp import web
 from run_helpers import spawn_mock
 
-from tokenbench.procs import stop
+from tokenbench.common.procs import stop
 
 # Tests whose assertions a busy neighbour would change run alone: `make check` runs every other test
-# side by side (pytest-xdist), then these one at a time (``-m serial``). They are the tests that time a
-# mock process to the millisecond (``start_mock``, see its docstring), and the modules named here.
+# side by side (pytest-xdist), then the `serial` ones one at a time (``-m serial``). A module says so
+# itself (``pytestmark = pytest.mark.serial``, with why); a test that times a mock process to the
+# millisecond says so by asking for ``start_mock`` (see its docstring).
 SERIAL_FIXTURES = frozenset({"start_mock"})
-SERIAL_MODULES = frozenset(
-    {
-        # asserts that the client itself was not CPU-limited (loop lag, CPU): beside other tests it is
-        "test_client_health_runs.py",
-        # a serving layer's TTFT overhead to the millisecond (+40 ms): a neighbour's CPU moved it to +36
-        "test_server_overhead_preset.py",
-        # kills a worker a set time into its requests: a busy neighbour delayed the run past the kill
-        "test_worker_faults.py",
-        # a users capacity of exactly 2 under a 100 ms TTFT objective (a busy neighbour made it 1)
-        "test_capacity_mock.py",
-        # issue 26: a model fitted on mock runs recovers their step time and slots within 5%
-        "test_model_fit.py",
-        "test_model_predict.py",
-        # cost over the measured throughput, and users' ramp times, to within 10%
-        "test_cost_runs.py",
-        "test_schedule_share.py",
-        # bytes held per chunk over the load: beside neighbours half the chunks arrived, and the
-        # in-flight state's ~100 KB swing read as 4.0 bytes a chunk (the bound is < 4)
-        "test_memory.py",
-        # a regression gate's verdict on a 10% slower mock: beside make test's engine installs the
-        # 300 ms base read 322.7 ms at the p90 and the slower run passed the +5% gate
-        "test_gate.py",
-    }
-)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if SERIAL_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name in SERIAL_MODULES:
+        if SERIAL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.serial)
 
 
@@ -96,7 +73,8 @@ def module_mock_server() -> Iterator[Callable[..., str]]:
 
 
 def _mock_threads() -> Iterator[Callable[..., str]]:
-    from tokenbench.mock import MockServer, MockSettings
+    from tokenbench.mock import MockServer
+    from tokenbench.mock.settings import MockSettings
 
     servers: list[tuple[asyncio.AbstractEventLoop, web.AppRunner, threading.Thread]] = []
 

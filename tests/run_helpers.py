@@ -13,8 +13,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from tokenbench.common.procs import free_port, stop, wait_http
 from tokenbench.config import DatasetConfig, RunConfig, TargetConfig
-from tokenbench.procs import free_port, stop, wait_http
 
 # config.json's settings keys added since the 0.2.1 run directories in tests/fixtures/rundirs were
 # written (additive: an older file reads each as RunConfig's default). A new settings key goes here.

@@ -8,7 +8,7 @@ import pytest
 from run_helpers import config, quiet
 
 from tokenbench.config import RateLoad, SessionConfig, StopConfig, UsersLoad
-from tokenbench.runner import run
+from tokenbench.run import run
 
 LOOSE = StopConfig(duration_s=15, duration_auto=True, precision=0.25, min_requests=40, drain_timeout_s=5)
 

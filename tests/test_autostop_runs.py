@@ -18,7 +18,7 @@ import urllib.request
 from rich.console import Console
 
 from tokenbench.config import DatasetConfig, RateLoad, RunConfig, StopConfig, TargetConfig
-from tokenbench.runner import run
+from tokenbench.run import run
 
 WINDOW_S = 1.0
 SLOW_S, JITTER, TTFT_MS = 2.0, 0.3, 100.0

@@ -12,11 +12,15 @@ from rich.console import Console
 from run_helpers import config, mock_process, quiet
 
 from tokenbench.config import StopConfig, UsersLoad
-from tokenbench.derive import recompute_run
-from tokenbench.report.console import summary_table
+from tokenbench.console.tables import summary_table
 from tokenbench.results import Client, RunResults
-from tokenbench.runner import run
+from tokenbench.run import run
+from tokenbench.rundir.derive import recompute_run
 from tokenbench.telemetry.client_health import LOOP_LAG_LIMIT_S
+
+# Serial (run alone, never beside other tests): asserts that the client itself was not CPU-limited
+# (loop lag, CPU): beside other tests it is.
+pytestmark = pytest.mark.serial
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,13 @@ import pytest
 from run_helpers import config, quiet
 
 from tokenbench.config import RateLoad, StopConfig
-from tokenbench.cost import CostConfig
+from tokenbench.config.cost import CostConfig
 from tokenbench.results import SCHEMA_PATH
-from tokenbench.runner import run
+from tokenbench.run import run
 from tokenbench.telemetry.gpu import GPUSampler
+
+# Serial (run alone, never beside other tests): cost over the measured throughput to within 10%.
+pytestmark = pytest.mark.serial
 
 
 @pytest.fixture(scope="module")

@@ -99,7 +99,7 @@ def commands() -> dict[str, object]:
 
 
 def cli_flags() -> set[str]:
-    from tokenbench.vllm_flags import aliases
+    from tokenbench.cli.vllm_flags import aliases
 
     flags = {name for command in commands().values() for option in _options(command) for name in option}
     return flags | set(aliases()) | {"--help"}  # --help: click's own, on every command

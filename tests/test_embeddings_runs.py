@@ -18,7 +18,7 @@ from run_helpers import quiet, records_of
 from tokenbench.capacity import CapacitySettings, parse_objectives, search
 from tokenbench.capacity.objectives import ObjectiveError
 from tokenbench.config import DatasetConfig, RateLoad, ReplayLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
-from tokenbench.runner import run
+from tokenbench.run import run
 
 WORDS = 5  # each prompt's words: the mock's tokens
 
@@ -181,7 +181,7 @@ def test_a_pooling_setting_in_the_wrong_place_is_one_line_naming_the_flag(args, 
 def test_the_parquet_export_has_the_pooling_columns(mock_server, tmp_path):
     import pyarrow.parquet as pq
 
-    from tokenbench.export import export
+    from tokenbench.history.export import export
 
     url = mock_server(ttft_ms=1, input_ms=1)
     result = run(_config(url, tmp_path, "embeddings", 2, [UsersLoad(users=1)], StopConfig(max_requests=3)), quiet())

@@ -27,13 +27,13 @@ def test_bad_input_in_a_validator_is_a_validation_error():
 def test_the_domain_errors_of_bad_input_are_bad_input():
     from tokenbench.capacity.objectives import ObjectiveError
     from tokenbench.cli.common import UsageError
+    from tokenbench.cli.vllm_flags import FlagError
     from tokenbench.datasets.traces import TraceError
-    from tokenbench.derive import RecomputeError
     from tokenbench.experiments.spec import ExperimentError
-    from tokenbench.export import ExportError
-    from tokenbench.report.files import ReportInputError
+    from tokenbench.history.export import ExportError
     from tokenbench.rundir import OutDirError
-    from tokenbench.vllm_flags import FlagError
+    from tokenbench.rundir.derive import RecomputeError
+    from tokenbench.rundir.read import ReportInputError
 
     kinds = (ObjectiveError, UsageError, TraceError, RecomputeError, ExperimentError, ExportError)
     for kind in (*kinds, ReportInputError, OutDirError, FlagError):
@@ -42,7 +42,7 @@ def test_the_domain_errors_of_bad_input_are_bad_input():
 
 
 def test_bad_input_raised_where_the_input_is_read():
-    from tokenbench.units import parse_duration_s
+    from tokenbench.common.units import parse_duration_s
 
     with pytest.raises(BadInput, match="cannot read a duration from 'soon'"):
         parse_duration_s("soon")

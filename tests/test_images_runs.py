@@ -11,11 +11,11 @@ import pytest
 from run_helpers import config, quiet, records_of
 
 from tokenbench.config import DatasetConfig, RateLoad, SessionConfig, StopConfig, UsersLoad
-from tokenbench.export import export
+from tokenbench.history.export import export
 from tokenbench.report import write_report
 from tokenbench.report.run_dir import image_rows
 from tokenbench.results import RunResults
-from tokenbench.runner import run
+from tokenbench.run import run
 
 MOCK = {"ttft_ms": 20, "itl_ms": 5, "image_ms": 80, "image_tokens": 50}
 TOL_S = 0.025  # client and scheduling slack on a shared 2-core machine

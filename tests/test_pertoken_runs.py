@@ -14,7 +14,7 @@ import pytest
 from run_helpers import config, quiet, records_of
 
 from tokenbench.config import BackendConfig, DeadlinesConfig, StopConfig, TargetConfig, UsersLoad
-from tokenbench.runner import run
+from tokenbench.run import run
 
 MOCK = {"ttft_ms": 50, "itl_ms": 20, "tokens_per_chunk": 4}
 DEADLINES = DeadlinesConfig(ttft_s=0.1, tbt_s=0.006)

@@ -9,7 +9,7 @@ import pytest
 from run_helpers import quiet
 
 from tokenbench.config import BackendConfig, DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
-from tokenbench.runner import run
+from tokenbench.run import run
 
 
 def _config(url, tmp_path, mode, backend=None, points=1, requests=10) -> RunConfig:
@@ -66,7 +66,7 @@ def test_reset_empties_the_cache_between_points_and_keep_does_not(mock_server, t
 
 
 def test_recompute_gives_the_same_prefix_cache_from_the_runs_files(mock_server, tmp_path):
-    from tokenbench.derive import recompute_run
+    from tokenbench.rundir.derive import recompute_run
 
     url = mock_server(ttft_ms=1, itl_ms=1, cache_block_tokens=4)
     result = run(_config(url, tmp_path, "reset", BackendConfig(name="vllm", metrics_interval_s=0.1)), quiet())

@@ -7,9 +7,10 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from tokenbench.config import DatasetConfig, RunConfig, SLOConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.config.slo import SLOConfig
 from tokenbench.results import SCHEMA_PATH, SCHEMA_VERSION, PointResult, RunResults, schema
-from tokenbench.runner import run
+from tokenbench.run import run
 
 # Every key results.json may have (dotted; [] is a list's items; {} a mapping's values). Adding a
 # key adds a line here; removing or renaming one needs a migration and a note (docs/results.md).
@@ -188,7 +189,7 @@ def written(tmp_path_factory):
     import subprocess
     import sys
 
-    from tokenbench.procs import free_port, stop, wait_http
+    from tokenbench.common.procs import free_port, stop, wait_http
 
     port = free_port()
     mock = subprocess.Popen(

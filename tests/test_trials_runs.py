@@ -10,10 +10,10 @@ from run_helpers import config
 
 from tokenbench.cli.flags import run_options
 from tokenbench.cli.run_flags import run_config
+from tokenbench.compare import comparison
 from tokenbench.config import StopConfig, UsersLoad
-from tokenbench.report.compare import comparison
 from tokenbench.report.run_dir import read_run
-from tokenbench.runner import repeated, run
+from tokenbench.run import repeated, run
 
 
 def test_the_flag_reaches_the_settings_and_the_capacity_search_keeps_its_own():

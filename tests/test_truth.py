@@ -19,17 +19,9 @@ import urllib.request
 import pytest
 from rich.console import Console
 
-from tokenbench.config import (
-    BackendConfig,
-    DatasetConfig,
-    RateLoad,
-    RunConfig,
-    SLOConfig,
-    StopConfig,
-    TargetConfig,
-    UsersLoad,
-)
-from tokenbench.runner import run
+from tokenbench.config import BackendConfig, DatasetConfig, RateLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.config.slo import SLOConfig
+from tokenbench.run import run
 
 TTFT_S, ITL_S, TOKENS = 0.050, 0.020, 20
 SERVICE_S = TTFT_S + (TOKENS - 1) * ITL_S

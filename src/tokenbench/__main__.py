@@ -1,3 +1,3 @@
-from .cli import app
+from tokenbench.cli import app
 
 app()

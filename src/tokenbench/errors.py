@@ -20,3 +20,7 @@ BUG_EXIT = 70  # EX_SOFTWARE (sysexits.h): an internal error, not the user's inp
 
 class BadInput(ValueError):
     """Bad input: the message names what to change (exit 2, one line)."""
+
+
+class BackendError(Exception):
+    """A backend could not be launched as asked; the message says what to change (exit 3)."""

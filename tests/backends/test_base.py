@@ -8,18 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tokenbench.backends.base import (
-    BackendError,
-    Launch,
-    LaunchSpec,
-    MetricNames,
-    Profile,
-    docker_run,
-    exe,
-    in_container,
-    knob_flags,
-)
+from tokenbench.backends.base import Launch, LaunchSpec, MetricNames, Profile, docker_run, exe, in_container, knob_flags
 from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 
 def _spec(model: str = "org/model", executable: str | None = None, **knobs) -> LaunchSpec:

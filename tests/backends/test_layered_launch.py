@@ -14,8 +14,8 @@ from tokenbench.backends import EMBEDDED, BackendError
 from tokenbench.backends import server as server_mod
 from tokenbench.backends.base import Launch, LaunchSpec, Profile
 from tokenbench.backends.server import check_launch, engine_profile, server_under_test, upstream_config
+from tokenbench.common.procs import port_in_use
 from tokenbench.config import BackendConfig, EngineKnobs
-from tokenbench.procs import port_in_use
 
 
 def _mock(spec: LaunchSpec) -> Launch:

@@ -8,8 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from tokenbench.backends import get_profile
-from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.base import LaunchSpec
 from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 LORA = dict(lora_modules=("sql=/a/sql", "chat=/a/chat"), max_loras=2, max_lora_rank=16)
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from tokenbench.backends import lmdeploy
-from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.base import LaunchSpec
 from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 
 class _FutureKnobs(EngineKnobs):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tokenbench.backends import mlc
-from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.base import LaunchSpec
 from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 PROFILE = mlc.PROFILE
 

@@ -3,8 +3,9 @@
 import pytest
 
 from tokenbench.backends import ollama
-from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.base import LaunchSpec
 from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 MODEL = "llama3.2:3b"
 

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from tokenbench.backends import ray as ray_profile
-from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.base import LaunchSpec
 from tokenbench.backends.ray_serve_app import ServeConfig
 from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 

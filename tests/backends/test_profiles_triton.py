@@ -4,8 +4,9 @@ with the fill_template.py command that sets them in config.pbtxt."""
 import pytest
 
 from tokenbench.backends import triton
-from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.base import LaunchSpec
 from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 
 def spec(model="/srv/repo", port=8000, **knobs) -> LaunchSpec:

@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from tokenbench.backends import trtllm
-from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.base import LaunchSpec
 from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tokenbench.backends import PROFILES, vllm
-from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.base import LaunchSpec
 from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 PROFILE = vllm.PROFILE
 

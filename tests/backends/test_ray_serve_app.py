@@ -10,8 +10,9 @@ import pytest
 from aiohttp import web
 
 from tokenbench.backends.ray_serve_app import RelayConfig, ServeConfig, batched, make_app
-from tokenbench.mock import MockServer, MockSettings
-from tokenbench.procs import free_port
+from tokenbench.common.procs import free_port
+from tokenbench.mock import MockServer
+from tokenbench.mock.settings import MockSettings
 
 uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("fastapi")

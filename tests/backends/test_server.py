@@ -15,7 +15,7 @@ from tokenbench.config import (
     TargetConfig,
     UsersLoad,
 )
-from tokenbench.runner import _launch
+from tokenbench.run import _launch
 
 
 def test_attach_to_a_server_tokenbench_knows_nothing_of(tmp_path):
@@ -67,8 +67,8 @@ def test_a_launched_servers_facts_are_what_config_json_says_of_it(tmp_path):
     """Before it starts (no version, no cold start yet): every key results.json's target spreads."""
     from tokenbench.backends import get_profile
     from tokenbench.backends.server import ManagedServer
-    from tokenbench.manifest import ServerFacts
-    from tokenbench.redact import mask_argv
+    from tokenbench.common.redact import mask_argv
+    from tokenbench.results.manifest import ServerFacts
 
     server = ManagedServer(get_profile("vllm"), BackendConfig(name="vllm", model="org/m", port=18999), tmp_path / "log")
     facts = server.describe()

@@ -5,18 +5,14 @@ point it probes (bounded requests), and the search still ends with an answer and
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
+from report_synthetic import point, results
 from run_helpers import config, quiet
 
 from tokenbench.capacity import CapacitySettings, parse_objectives, search
 from tokenbench.config import RateLoad, StopConfig, UsersLoad
 from tokenbench.results import PointResult, RunResults
-from tokenbench.runner import fixed_plan
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
-from report_synthetic import point, results
+from tokenbench.run import fixed_plan
 
 
 def test_a_search_against_a_server_failing_everything_ends_with_a_reason(mock_server, tmp_path):

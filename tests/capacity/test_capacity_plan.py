@@ -3,17 +3,12 @@ the ceiling, trials judged on their mean, the evidence and the console's answer 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from report_synthetic import point, results
 
 from tokenbench.capacity import CapacityPlan, CapacitySettings, parse_objectives
 from tokenbench.config import RateLoad, UsersLoad
 from tokenbench.results import PointResult, RunResults
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
-from report_synthetic import point, results
 
 
 def _empty() -> RunResults:

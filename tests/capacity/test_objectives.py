@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from report_synthetic import point
 
 from tokenbench.capacity.objectives import ObjectiveError, check, check_mean, goodput_slo, measure, parse_objectives
-from tokenbench.config import SLOConfig
+from tokenbench.config.slo import SLOConfig
 from tokenbench.results import PointResult
 from tokenbench.results.capacity import Objective
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
-from report_synthetic import point
 
 
 def test_the_issue_example_parses_in_seconds_and_fractions():

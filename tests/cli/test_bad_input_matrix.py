@@ -314,7 +314,7 @@ def test_duration_flags_parse_units(monkeypatch, flag, text, seconds):
 
 
 def test_run_slo_takes_le_as_equals():
-    from tokenbench.units import parse_slo
+    from tokenbench.config.slo import parse_slo
 
     assert parse_slo("ttft<=500ms,tpot=50ms") == parse_slo("ttft=500ms,tpot=50ms")
     assert parse_slo("ttft<=500ms").ttft_s == 0.5

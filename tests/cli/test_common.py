@@ -91,13 +91,13 @@ def test_bad_input_found_deep_in_a_run_exits_2_with_one_line(mock_server, tmp_pa
 
 
 def test_an_expected_failure_keeps_its_exit_code(monkeypatch, tmp_path):
-    import tokenbench.runner
+    import tokenbench.run
     from tokenbench.workers.pool import AllWorkersLost
 
     def lost(*_a, **_k):
         raise AllWorkersLost("every worker died")
 
-    monkeypatch.setattr(tokenbench.runner, "run", lost)
+    monkeypatch.setattr(tokenbench.run, "run", lost)
     result = CliRunner().invoke(app, [*_RUN, "--url", "http://127.0.0.1:9", "--out", str(tmp_path / "run")])
     assert result.exit_code == 1, result.output
     assert "error: every worker died; what was measured is on disk" in result.output
@@ -106,13 +106,13 @@ def test_an_expected_failure_keeps_its_exit_code(monkeypatch, tmp_path):
 @pytest.mark.parametrize("exc", [RuntimeError("boom"), ValueError("an internal invariant broke"), KeyError("k")])
 def test_anything_else_is_a_bug_with_its_traceback_and_exit_70(monkeypatch, tmp_path, exc):
     """A ValueError from our own code is a bug too, never "bad input" (exit 2)."""
-    import tokenbench.runner
+    import tokenbench.run
     from tokenbench.errors import BUG_EXIT
 
     def broken(*_a, **_k):
         raise exc
 
-    monkeypatch.setattr(tokenbench.runner, "run", broken)
+    monkeypatch.setattr(tokenbench.run, "run", broken)
     result = CliRunner().invoke(app, [*_RUN, "--url", "http://127.0.0.1:9", "--out", str(tmp_path / "run")])
     assert result.exit_code == BUG_EXIT == 70, result.output
     assert "Traceback" in result.output and "in broken" in result.output

@@ -24,7 +24,7 @@ from tokenbench.cli.flags import (
     run_options,
 )
 from tokenbench.config import DatasetConfig, EngineKnobs, ReplayLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
-from tokenbench.flags import Flag, SetBy
+from tokenbench.config.flags import Flag, SetBy
 
 ENV = {"COLUMNS": "200"}
 

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tokenbench.cli import app
-from tokenbench.procs import free_port
+from tokenbench.common.procs import free_port
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,7 @@ def test_a_server_that_fails_every_request_is_not_flooded_its_error_is_shown_and
     Recompute derives the same errors_seen and stopped_early from the run's files."""
     import json
 
-    from tokenbench.derive import recompute_run
+    from tokenbench.rundir.derive import recompute_run
 
     url = mock_server(ttft_ms=1, itl_ms=1, fault="http_400")
     out = tmp_path / "run"

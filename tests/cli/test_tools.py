@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-import tokenbench.calibrate
 import tokenbench.mock
-from tokenbench.calibrate import CalibrationResult, CalibrationSpec
+import tokenbench.run.calibrate
 from tokenbench.cli import app
-from tokenbench.mock import MockSettings
+from tokenbench.mock.settings import MockSettings
+from tokenbench.run.calibrate import CalibrationResult, CalibrationSpec
 
 ENV = {"COLUMNS": "200"}
 
@@ -66,7 +66,7 @@ def measured(monkeypatch) -> list[CalibrationSpec]:
         specs.append(spec)
         return CalibrationResult(spec, 8, 8, *([1.25] * 6), 2.0, 3.0, 4.0, 0.5, 1000.0, 2000.0, "dir")
 
-    monkeypatch.setattr(tokenbench.calibrate, "calibrate", fake)
+    monkeypatch.setattr(tokenbench.run.calibrate, "calibrate", fake)
     return specs
 
 
@@ -94,13 +94,13 @@ def test_calibrate_refuses_bad_input(measured):
 def test_calibrate_says_the_request_rate_one_process_sustains(monkeypatch):
     """issue 27: 450 µs of CPU per request -> 0.9 / 450e-6 = 2,000 requests/s per process, and
     --target-rate 5000 needs 3 of them."""
-    from tokenbench.calibrate import RequestCost
+    from tokenbench.run.calibrate import RequestCost
 
     def fake(spec: CalibrationSpec) -> CalibrationResult:
         cost = RequestCost(64, 450.0, 900.0, 1.0, 2.0, 0.4, 0.3)
         return CalibrationResult(spec, 8, 8, *([1.25] * 6), 2.0, 3.0, 4.0, 0.5, 1000.0, 2000.0, "dir", cost=cost)
 
-    monkeypatch.setattr(tokenbench.calibrate, "calibrate", fake)
+    monkeypatch.setattr(tokenbench.run.calibrate, "calibrate", fake)
     args = ["calibrate", "--output-tokens", "4", "--target-rate", "5000", "--api", "embeddings"]
     result = CliRunner().invoke(app, args, env={**ENV, "COLUMNS": "300"})
     assert result.exit_code == 0, result.output

@@ -9,14 +9,15 @@ import pytest
 from pydantic import ValidationError
 
 from tokenbench.backends import llamacpp, sglang, vllm
-from tokenbench.backends.base import BackendError, LaunchSpec
+from tokenbench.backends.base import LaunchSpec
 from tokenbench.clients import wire_for
 from tokenbench.clients.embeddings import PoolingAnswer
 from tokenbench.clients.wire import WholeBody
 from tokenbench.config import BackendConfig, EngineKnobs, TargetConfig
 from tokenbench.datasets.pooling import pooling_requests
+from tokenbench.errors import BackendError
 from tokenbench.records import Request
-from tokenbench.runner import pooling_launch
+from tokenbench.run import pooling_launch
 
 TARGET = TargetConfig(url="http://h:1", model="m", api="embeddings")
 BATCH = Request(prompt="a\n\nb", inputs=("a b c", "d e"), query="q w")
@@ -140,6 +141,6 @@ def test_a_pooling_api_launches_an_embedding_server_unless_told_not_to():
     ],
 )
 def test_vllm_bench_serve_spells_the_pooling_benchmarks_its_own_way(vllm_args, ours):
-    from tokenbench.vllm_flags import translate
+    from tokenbench.cli.vllm_flags import translate
 
     assert translate(vllm_args.split()) == ours.split()

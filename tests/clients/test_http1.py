@@ -139,7 +139,7 @@ async def test_failures_are_aiohttps_types():
             await _exchange(Http1Pool(f"http://127.0.0.1:{port}", 5, 5, 30))
         await asyncio.sleep(0.02)  # the server sees the connection close before the loop ends
     # nobody listening
-    from tokenbench.procs import free_port
+    from tokenbench.common.procs import free_port
 
     with pytest.raises(aiohttp.ClientConnectorError):
         await _exchange(Http1Pool(f"http://127.0.0.1:{free_port()}", 5, 5, 30))

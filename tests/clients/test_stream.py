@@ -15,7 +15,7 @@ from tokenbench.clients.openai import OpenAIWire
 from tokenbench.clients.stream import StreamingClient, make_session
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.records import Outcome, Request, RequestRecord, RunClock
-from tokenbench.runner import run
+from tokenbench.run import run
 
 
 def run_against(url, tmp_path, requests=6, read_timeout_s=120.0, duration_s=None):
@@ -202,7 +202,7 @@ async def test_a_fresh_connection_reset_is_a_failure_not_a_resend():
 
 async def test_a_refused_connect_is_never_resent():
     """aiohttp's ClientConnectorError subclasses ClientOSError; it must not be re-sent."""
-    from tokenbench.procs import free_port
+    from tokenbench.common.procs import free_port
 
     record = await _send_once(f"http://127.0.0.1:{free_port()}")
     assert record.outcome is Outcome.CONNECT_ERROR and record.retries == 0

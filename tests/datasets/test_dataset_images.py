@@ -8,9 +8,9 @@ import pytest
 from tokenbench.config import DatasetConfig
 from tokenbench.datasets import build_requests
 from tokenbench.datasets import images as dataset_images
+from tokenbench.datasets.chat_images import data_url, synthetic_image
 from tokenbench.datasets.images import check_api
 from tokenbench.errors import BadInput
-from tokenbench.images import data_url, synthetic_image
 
 
 def build(**kw):

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from tokenbench.common.procs import free_port
 from tokenbench.datasets.tokenizers import HFTokenizer, RemoteTokenizer
-from tokenbench.procs import free_port
 
 
 def _word_level_tokenizer(path):

@@ -18,8 +18,8 @@ from rich.console import Console
 from tokenbench.backends.server import server_under_test
 from tokenbench.config import BackendConfig, DatasetConfig, EngineKnobs, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
+from tokenbench.run import pooling_launch, run
 from tokenbench.rundir import read_records
-from tokenbench.runner import pooling_launch, run
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,6 @@ a KV cache twice as large, 2 trials. Then `tokenbench report` on both experiment
 
 import json
 import os
-import sys
 
 import pytest
 from preset_helpers import ROOT, experiment, tokenbench
@@ -77,7 +76,6 @@ def test_report_of_both_studies_renders_in_chromium(users_study, throughput_stud
     assert "users-study-ci" in html and "throughput-study-ci" in html
     assert len(list((out / "charts").glob("*.png"))) >= 6
     assert "Verdict" in (out / "report.md").read_text() or "verdict" in (out / "report.md").read_text().lower()
-    sys.path.insert(0, str(ROOT / "tests" / "report"))
     from browser_check import check_in_chromium
 
     check = check_in_chromium(out / "report.html", tmp_path / "screenshot.png")

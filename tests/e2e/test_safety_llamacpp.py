@@ -153,7 +153,7 @@ def _tokenizer() -> Path:
 
 
 def test_a_stale_server_on_the_port_is_named_not_reused(gguf, tmp_path):
-    from tokenbench.procs import free_port
+    from tokenbench.common.procs import free_port
 
     port = free_port()
     stale = subprocess.Popen(
@@ -162,7 +162,7 @@ def test_a_stale_server_on_the_port_is_named_not_reused(gguf, tmp_path):
         stderr=subprocess.DEVNULL,
     )
     try:
-        from tokenbench.procs import wait_http
+        from tokenbench.common.procs import wait_http
 
         wait_http(f"http://127.0.0.1:{port}/health", 20, stale)
         proc = _spawn(

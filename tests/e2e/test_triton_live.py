@@ -12,8 +12,8 @@ from run_helpers import mock_process
 
 from tokenbench.backends import triton
 from tokenbench.backends.base import LaunchSpec
+from tokenbench.common.procs import free_port, stop, wait_http
 from tokenbench.config import EngineKnobs
-from tokenbench.procs import free_port, stop, wait_http
 
 pytestmark = pytest.mark.e2e
 

@@ -35,7 +35,7 @@ from tokenbench.config import (
     TargetConfig,
 )
 from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
-from tokenbench.runner import run
+from tokenbench.run import run
 
 pytestmark = pytest.mark.e2e
 

@@ -4,17 +4,14 @@ variant and point, every metric of the catalogue's aggregates view as mean ± 95
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-from tokenbench.catalogue import shown_in
-from tokenbench.experiments.aggregate import aggregate
-from tokenbench.results import CellRow, Experiment, ServerRow
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from report_synthetic import point, results, write_run
+
+from tokenbench.experiments.aggregate import aggregate
+from tokenbench.metrics.catalogue import shown_in
+from tokenbench.results import CellRow, Experiment, ServerRow
 
 
 def _experiment(tmp_path: Path, rates: dict[str, float | None]) -> Experiment:

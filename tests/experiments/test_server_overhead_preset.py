@@ -14,6 +14,10 @@ import yaml
 from tokenbench.experiments.presets import preset, preset_data
 from tokenbench.experiments.spec import ExperimentError, expand, parse_spec
 
+# Serial (run alone, never beside other tests): a serving layer's TTFT overhead to the millisecond
+# (+40 ms): a neighbour's CPU moved it to +36.
+pytestmark = pytest.mark.serial
+
 
 def _plan(scale: str) -> dict[str, tuple]:
     """label -> (backend, upstream, api, trials, rates) of every server configuration."""

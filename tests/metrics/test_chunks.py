@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from metric_records import rec, users
 
-from tokenbench.config import SLOConfig
+from tokenbench.config.slo import SLOConfig
 from tokenbench.metrics import (
     PointSpan,
     Window,

@@ -3,10 +3,10 @@ class's own SLO, and no keys at all for a point without groups."""
 
 import pytest
 
-from tokenbench.config import SLOConfig
+from tokenbench.config.mix import WorkloadMix
+from tokenbench.config.slo import SLOConfig
 from tokenbench.metrics.groups import group_breakdowns, jain
 from tokenbench.records import Outcome, RequestRecord
-from tokenbench.workload_mix import WorkloadMix
 
 
 def test_jains_index():

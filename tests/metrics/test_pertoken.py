@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from metric_records import users
 
-from tokenbench.config import DeadlinesConfig, SLOConfig
+from tokenbench.config import DeadlinesConfig
+from tokenbench.config.slo import SLOConfig
 from tokenbench.metrics import ChunkTally, summarize_point
 from tokenbench.metrics.pertoken import FROM_CHUNKS, FROM_COUNTS, TokenTally, deadline_misses, token_chunks
 from tokenbench.records import Outcome, RequestRecord, TokenSource

@@ -4,7 +4,7 @@
 import pytest
 from metric_records import rates, rec, served, users
 
-from tokenbench.config import SLOConfig
+from tokenbench.config.slo import SLOConfig
 from tokenbench.metrics import Window, concurrency, summarize_point
 from tokenbench.records import Outcome, RequestRecord
 

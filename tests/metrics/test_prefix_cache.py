@@ -2,10 +2,10 @@
 
 import pytest
 
-from tokenbench.manifest import PrefixCacheReset
 from tokenbench.metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from tokenbench.records import Outcome, RequestRecord
 from tokenbench.results import DatasetFacts, Server
+from tokenbench.results.manifest import PrefixCacheReset
 
 
 def _rec(i, cached=None, prompt=None, timings=None, outcome=Outcome.OK, scheduled_s=1.0) -> RequestRecord:

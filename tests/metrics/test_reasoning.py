@@ -13,7 +13,7 @@ from rich.console import Console
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.metrics.reasoning import reasoning_metrics
 from tokenbench.records import Outcome, RequestRecord
-from tokenbench.runner import run
+from tokenbench.run import run
 
 
 def _record(i: int, reasoning: int, tokens: int | None, outcome: Outcome = Outcome.OK) -> RequestRecord:

@@ -17,7 +17,11 @@ from tokenbench.model.params import ServerModel
 from tokenbench.model.predict import predict
 from tokenbench.model.validate import validate
 from tokenbench.results import RunResults
-from tokenbench.runner import run
+from tokenbench.run import run
+
+# Serial (run alone, never beside other tests): a model fitted on mock runs recovers their step time
+# and slots within 5%.
+pytestmark = pytest.mark.serial
 
 TTFT_S, ITL_S, SLOTS, OUT = 0.050, 0.010, 4, 32
 # a slot is held from admission to the last chunk: TTFT + (OUT - 1) * ITL

@@ -15,7 +15,11 @@ from tokenbench.config import DatasetConfig, RateLoad, ReplayLoad, RunConfig, St
 from tokenbench.model.fit import fit
 from tokenbench.model.params import WAIT_SHARE
 from tokenbench.model.validate import figures, validate
-from tokenbench.runner import run
+from tokenbench.run import run
+
+# Serial (run alone, never beside other tests): a model fitted on mock runs predicts their figures
+# within 5%.
+pytestmark = pytest.mark.serial
 
 ROWS, BLOCK = 1000, 16
 TRACE_SPAN_MS, SPEED = (

@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from report_synthetic import point, write_experiment
 
-from tokenbench.catalogue import METRICS
+from tokenbench.metrics.catalogue import METRICS
 from tokenbench.report import write_report
-from tokenbench.report.console import layer_study
 from tokenbench.report.data import ExperimentHeader, PointRow, ReportData
-from tokenbench.report.layers import baselines, difference, layer_lines, overheads, verdict
+from tokenbench.report.layers import baselines, difference, layer_lines, layer_study, overheads, verdict
 from tokenbench.report.load import load_inputs
 from tokenbench.results import TrialStat, mean_ci95
 

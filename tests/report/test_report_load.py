@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tokenbench.report import write_report
-from tokenbench.report.files import ReportInputError
 from tokenbench.report.load import load_inputs
+from tokenbench.rundir.read import ReportInputError
 
 
 def test_experiment_reads_cells_outcomes(rate_experiment: Path) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from report_synthetic import point, results, write_run
 
-from tokenbench.report.files import StaleLayoutError
 from tokenbench.report.run_dir import dataset_text, facts_text, load_value, read_run
 from tokenbench.results import DatasetFacts, RunResults
+from tokenbench.rundir.read import StaleLayoutError
 
 
 def test_dataset_text_names_only_what_was_not_the_default():

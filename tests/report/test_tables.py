@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tokenbench.console.fmt import NULL_TEXT
 from tokenbench.report import write_report
-from tokenbench.report.fmt import NULL_TEXT
 from tokenbench.report.load import load_inputs
 from tokenbench.report.tables import headline_table
 

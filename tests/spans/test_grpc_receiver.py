@@ -12,11 +12,11 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from rich.console import Console
 
+from tokenbench.common.procs import free_port
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.errors import BadInput
-from tokenbench.procs import free_port
 from tokenbench.records import RequestRecord
-from tokenbench.runner import run
+from tokenbench.run import run
 from tokenbench.spans import receiver as receiver_module
 from tokenbench.spans.otlp import PROTOBUF, encode_protobuf
 from tokenbench.spans.receiver import SpanReceiver
@@ -152,7 +152,7 @@ def test_spans_sent_over_grpc_join_to_their_records(mock_server, tmp_path):
     ]
     with urllib.request.urlopen(url + "/mock/deliveries") as resp:
         waits = {d["traceparent"]: d["wait_s"] for d in json.load(resp).values()}
-    from tokenbench.export import run_tables
+    from tokenbench.history.export import run_tables
 
     rows = run_tables(result.run_dir)["records"]
     assert len(rows) == len(records) == 6

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.report import write_report
-from tokenbench.runner import run
+from tokenbench.run import run
 from tokenbench.spans.keys import JoinKeys, parse_trace_id, run_key
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")

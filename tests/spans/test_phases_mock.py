@@ -9,13 +9,13 @@ import urllib.request
 import pytest
 from rich.console import Console
 
+from tokenbench.common.procs import free_port
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
-from tokenbench.derive import recompute_run
-from tokenbench.export import run_tables as export_tables
-from tokenbench.procs import free_port
+from tokenbench.history.export import run_tables as export_tables
 from tokenbench.records import RequestRecord
 from tokenbench.report import write_report
-from tokenbench.runner import run
+from tokenbench.run import run
+from tokenbench.rundir.derive import recompute_run
 from tokenbench.spans.phases import SpanIndex, joined_phases
 
 TOL_S = 0.002

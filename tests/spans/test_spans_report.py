@@ -10,8 +10,8 @@ import urllib.request
 import pytest
 from rich.console import Console
 
+from tokenbench.common.procs import free_port
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
-from tokenbench.procs import free_port
 from tokenbench.report import write_report
 from tokenbench.report.charts import PHASE_SEGMENTS, phases_chart
 from tokenbench.report.load import load_inputs
@@ -19,8 +19,8 @@ from tokenbench.report.outline import build_outline
 from tokenbench.report.run_dir import SLOWEST_REQUESTS
 from tokenbench.report.tables import slowest_table
 from tokenbench.report.verdict import decide
+from tokenbench.run import run
 from tokenbench.rundir import read_records
-from tokenbench.runner import run
 
 TTFT_MS, SLOW = 10, 20  # the first request: 200 ms of prefill
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tokenbench.procs import free_port
+from tokenbench.common.procs import free_port
 from tokenbench.telemetry.sampler import Sampler, SamplesFile
 
 

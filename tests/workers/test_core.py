@@ -11,8 +11,8 @@ import pytest
 
 from tokenbench.config import RateLoad, StopConfig, TargetConfig, UsersLoad
 from tokenbench.datasets.tokenizers import RemoteTokenizer
-from tokenbench.load import Share
 from tokenbench.loadgen import LoadGenerator, PointRun
+from tokenbench.loadgen.schedule import Share
 from tokenbench.records import Request, RequestRecord, RunClock
 from tokenbench.workers.core import Batch, LocalWorker, Order, Setup, WorkerCore, WorkerInfo, choose_tokenizer
 

@@ -8,9 +8,9 @@ import asyncio
 from typing import Any
 
 from tokenbench.config import RateLoad, StopConfig, TargetConfig, UsersLoad
-from tokenbench.live import LiveStats
-from tokenbench.load import Share
 from tokenbench.loadgen import PointRun, new_run
+from tokenbench.loadgen.schedule import Share
+from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import Outcome, Request, RequestRecord, RunClock
 from tokenbench.workers import WorkerLost
 from tokenbench.workers.core import Batch, LocalWorker, Order, Setup, WorkerInfo

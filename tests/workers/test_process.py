@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tokenbench.config import StopConfig, TargetConfig, UsersLoad
-from tokenbench.load import Share
+from tokenbench.loadgen.schedule import Share
 from tokenbench.records import Request, RequestRecord, RunClock
 from tokenbench.workers import WorkerLost
 from tokenbench.workers.core import Batch, Order, Setup, WorkerInfo

@@ -9,10 +9,13 @@ from array import array
 import pytest
 
 from tokenbench.config import RateLoad, ReplayLoad, StopConfig, UsersLoad
-from tokenbench.load import Share
 from tokenbench.loadgen import LoadGenerator, Part, PointRun
+from tokenbench.loadgen.schedule import Share
+from tokenbench.loadgen.source import RequestSource
 from tokenbench.records import Outcome, Request, RequestRecord, RunClock
-from tokenbench.request_source import RequestSource
+
+# Serial (run alone, never beside other tests): users' ramp times to within 10%.
+pytestmark = pytest.mark.serial
 
 
 class _Instant:

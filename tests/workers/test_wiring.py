@@ -9,11 +9,11 @@ import pickle
 
 from tokenbench.config import RunConfig, SessionConfig, StopConfig, TargetConfig, UsersLoad, WorkersConfig
 from tokenbench.datasets.sessions import Conversation, Turn
-from tokenbench.live import LiveStats
-from tokenbench.load import Share
+from tokenbench.loadgen.schedule import Share
+from tokenbench.loadgen.sessions import SessionSource
+from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import Request, RunClock
-from tokenbench.request_source import RequestSource
-from tokenbench.session_load import SessionSource
 from tokenbench.workers.clock import Offset
 from tokenbench.workers.core import LocalWorker, Setup, WorkerInfo
 from tokenbench.workers.pool import SAME_CLOCK, WorkerPool

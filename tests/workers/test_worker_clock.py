@@ -7,8 +7,8 @@ import time
 import pytest
 
 from tokenbench.config import TargetConfig
-from tokenbench.live import LiveStats
-from tokenbench.load import Share
+from tokenbench.loadgen.schedule import Share
+from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import RunClock
 from tokenbench.workers.clock import Offset, estimate, measure
 from tokenbench.workers.core import Setup, WorkerInfo

@@ -9,7 +9,12 @@ import os
 import signal
 import time
 
+import pytest
 from safety_helpers import _deliveries, _descendants, _tokenbench, _wait_for, assert_all_gone
+
+# Serial (run alone, never beside other tests): kills a worker a set time into its requests: a busy
+# neighbour delayed the run past the kill.
+pytestmark = pytest.mark.serial
 
 
 def _workers_of(pid: int) -> dict[int, int]:

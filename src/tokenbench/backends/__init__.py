@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from . import llamacpp, lmdeploy, mlc, ollama, ray, sglang, tgi, triton, trtllm, vllm
-from .base import BackendError, Profile
+from tokenbench.backends import llamacpp, lmdeploy, mlc, ollama, ray, sglang, tgi, triton, trtllm, vllm
+from tokenbench.backends.base import Profile
+from tokenbench.errors import BackendError
 
 __all__ = ["EMBEDDED", "PROFILES", "BackendError", "Profile", "get_profile"]
 

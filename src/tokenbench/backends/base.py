@@ -11,19 +11,13 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from ..config import BackendConfig, EngineKnobs
-from ..telemetry.prom import MetricNames
-from .cache_control import ResetHook
-
-if TYPE_CHECKING:
-    from .lora import LoraFlags
-
-
-class BackendError(Exception):
-    """A backend could not be launched as asked; the message says what to change."""
+from tokenbench.backends.cache_control import ResetHook
+from tokenbench.backends.lora import LoraFlags, lora_flags
+from tokenbench.config import BackendConfig, EngineKnobs
+from tokenbench.errors import BackendError
+from tokenbench.telemetry.prom import MetricNames
 
 
 @dataclass(frozen=True)
@@ -125,7 +119,6 @@ def knob_flags(
     ``switches``: knob -> (flag when True, flag when False); ``lora``: the engine's LoRA flags
     (backends/lora.py). A knob that is set but that this engine has no flag for raises
     BackendError naming the pass-through."""
-    from .lora import lora_flags  # lora.py imports this module
 
     argv: list[str] = []
     if lora is not None:

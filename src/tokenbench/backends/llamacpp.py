@@ -27,11 +27,12 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-from ..config import BackendConfig
-from ..telemetry.prom import MetricNames
-from .base import BackendError, Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
-from .cache_control import reset_llamacpp
-from .lora import LLAMACPP
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
+from tokenbench.backends.cache_control import reset_llamacpp
+from tokenbench.backends.lora import LLAMACPP
+from tokenbench.config import BackendConfig
+from tokenbench.errors import BackendError
+from tokenbench.telemetry.prom import MetricNames
 
 IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
 

@@ -41,9 +41,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from ..telemetry.prom import MetricNames
-from .base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
-from .lora import LMDEPLOY
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
+from tokenbench.backends.lora import LMDEPLOY
+from tokenbench.telemetry.prom import MetricNames
 
 IMAGE = "openmmlab/lmdeploy:latest"
 COMMAND = ["lmdeploy", "serve", "api_server"]

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import EngineKnobs
-from .base import BackendError
+from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
 
 
 @dataclass(frozen=True)

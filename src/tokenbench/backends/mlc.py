@@ -45,7 +45,8 @@ Facts and their sources:
 
 from __future__ import annotations
 
-from .base import BackendError, Launch, LaunchSpec, Profile, exe, knob_flags
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, exe, knob_flags
+from tokenbench.errors import BackendError
 
 # cli/serve.py EngineConfigOverride field per knob.
 OVERRIDES = {

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .base import BackendError, Launch, LaunchSpec, Profile, docker_run, exe, unsupported
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, unsupported
+from tokenbench.errors import BackendError
 
 IMAGE = "ollama/ollama:latest"
 MODELS_VOLUME = ["-v", "ollama:/root/.ollama"]  # docs/docker.mdx: the named volume holds pulled models

@@ -59,9 +59,10 @@ import json
 import sys
 from dataclasses import replace
 
-from ..telemetry.prom import MetricNames
-from .base import BackendError, Launch, LaunchSpec, Profile, docker_run, exe, in_container
-from .ray_serve_app import READY_PATH, RelayConfig, ServeConfig
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container
+from tokenbench.backends.ray_serve_app import READY_PATH, RelayConfig, ServeConfig
+from tokenbench.errors import BackendError
+from tokenbench.telemetry.prom import MetricNames
 
 RELAY_MODULE = "tokenbench.backends.ray_serve_app"
 # --layer-arg key for the streamed-response batch interval (ms), on both paths (module docstring)

@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import procs, redact
-from ..config import BackendConfig, EngineKnobs
-from ..manifest import ServerFacts
-from . import EMBEDDED, PROFILES, get_profile
-from .base import BackendError, Launch, LaunchSpec, Profile
+from tokenbench.backends import EMBEDDED, PROFILES, get_profile
+from tokenbench.backends.base import Launch, LaunchSpec, Profile
+from tokenbench.common import procs, redact
+from tokenbench.config import BackendConfig, EngineKnobs
+from tokenbench.errors import BackendError
+from tokenbench.results.manifest import ServerFacts
 
 HOST = "127.0.0.1"
 

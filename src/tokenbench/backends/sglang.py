@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..telemetry.prom import MetricNames
-from .base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
-from .cache_control import reset_sglang
-from .lora import SGLANG
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
+from tokenbench.backends.cache_control import reset_sglang
+from tokenbench.backends.lora import SGLANG
+from tokenbench.telemetry.prom import MetricNames
 
 IMAGE = "lmsysorg/sglang:latest"
 MODULE = ["-m", "sglang.launch_server"]

@@ -37,8 +37,8 @@ Facts and their sources:
 
 from __future__ import annotations
 
-from ..telemetry.prom import MetricNames
-from .base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
+from tokenbench.telemetry.prom import MetricNames
 
 IMAGE = "ghcr.io/huggingface/text-generation-inference:latest"
 HF_CACHE = "/root/.cache/huggingface"  # where base.in_container mounts the host's HF cache

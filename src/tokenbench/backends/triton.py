@@ -70,9 +70,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..config import EngineKnobs
-from ..telemetry.prom import MetricNames
-from .base import BackendError, Launch, LaunchSpec, Profile, docker_run, exe, in_container
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container
+from tokenbench.config import EngineKnobs
+from tokenbench.errors import BackendError
+from tokenbench.telemetry.prom import MetricNames
 
 IMAGE = "nvcr.io/nvidia/tritonserver:25.06-trtllm-python-py3"  # NGC tags are yy.mm; pin yours
 TEMPLATE = "tensorrt_llm/config.pbtxt"  # relative to the model repository

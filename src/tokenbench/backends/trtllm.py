@@ -35,9 +35,10 @@ Facts and their sources (NVIDIA/TensorRT-LLM unless a URL is given):
 
 from __future__ import annotations
 
-from ..telemetry.prom import MetricNames
-from .base import BackendError, Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
-from .lora import TRTLLM
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
+from tokenbench.backends.lora import TRTLLM
+from tokenbench.errors import BackendError
+from tokenbench.telemetry.prom import MetricNames
 
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.2.1"  # NGC publishes versioned tags; pin yours
 

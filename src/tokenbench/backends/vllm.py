@@ -20,10 +20,10 @@ Facts and their sources:
 
 from __future__ import annotations
 
-from ..telemetry.prom import MetricNames
-from .base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
-from .cache_control import reset_vllm
-from .lora import VLLM
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
+from tokenbench.backends.cache_control import reset_vllm
+from tokenbench.backends.lora import VLLM
+from tokenbench.telemetry.prom import MetricNames
 
 IMAGE = "vllm/vllm-openai:latest"
 

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import RateLoad, RunConfig, UsersLoad
-from ..errors import BadInput
-from ..results.capacity import CAPACITY_FILE, CapacityResult, Objective
-from .objectives import ObjectiveError, goodput_slo, parse_objectives
-from .plan import CapacityPlan, CapacitySettings
+from tokenbench.capacity.objectives import ObjectiveError, goodput_slo, parse_objectives
+from tokenbench.capacity.plan import CapacityPlan, CapacitySettings
+from tokenbench.config import RateLoad, RunConfig, UsersLoad
+from tokenbench.errors import BadInput
+from tokenbench.results.capacity import CapacityResult, Objective
+from tokenbench.results.layout import CAPACITY
 
 # issue 23 embeddings: the objectives only a streamed reply has (a pooling answer is whole)
 STREAMED_OBJECTIVES = ("ttft", "tpot", "itl")
@@ -25,7 +26,7 @@ STREAMED_OBJECTIVES = ("ttft", "tpot", "itl")
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..backends.server import ServerUnderTest
+    from tokenbench.backends.server import ServerUnderTest
 
 __all__ = [
     "CapacityPlan",
@@ -35,7 +36,7 @@ __all__ = [
     "parse_objectives",
     "prepare",
     "search",
-    "CAPACITY_FILE",
+    "CAPACITY",
 ]
 
 
@@ -51,7 +52,7 @@ def search(
     users are replaced by each probe's value). ``server``: a server the caller holds (as
     runner.run). The run directory is ``config.out_dir`` (default runs/<timestamp>); the answer
     is returned and written there as capacity.json, after every point."""
-    from ..runner import run
+    from tokenbench.run import run
 
     streamed = [o.name for o in objectives if o.name in STREAMED_OBJECTIVES]
     if config.target.pooling and streamed:  # issue 23 embeddings: a pooling answer has no stream
@@ -83,7 +84,7 @@ class Prepared:
 def prepare(config: RunConfig, objectives: list[Objective], settings: CapacitySettings) -> Prepared:
     """The plan and the run's config for a search of ``config.loads[0]``: what a live search
     (``search``) and a predicted one (model/capacity.py) run the same way."""
-    from ..rundir import default_run_dir
+    from tokenbench.rundir import default_run_dir
 
     template = _template(config, objectives, settings)
     out = config.out_dir or default_run_dir()
@@ -97,9 +98,9 @@ def prepare(config: RunConfig, objectives: list[Objective], settings: CapacitySe
 
 
 def _write(out: Path, result: CapacityResult) -> None:
-    from ..rundir import write_json
+    from tokenbench.rundir import write_json
 
-    write_json(out / CAPACITY_FILE, result.to_json())
+    write_json(out / CAPACITY, result.to_json())
 
 
 def _template(config: RunConfig, objectives: list[Objective], settings: CapacitySettings) -> RateLoad | UsersLoad:

@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..results.capacity import StoppedBy, Variable
+from tokenbench.results.capacity import StoppedBy, Variable
 
 GROWTH = 1.25
 ALL_PASSING = 2.0

@@ -24,12 +24,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..config import SLOConfig
-from ..errors import BadInput
-from ..results.capacity import Objective, ObjectiveCheck
-from ..results.run import Distribution, PointResult
-from ..units import parse_duration_s
-from ..workload_mix import WorkloadMix
+from tokenbench.common.units import parse_duration_s
+from tokenbench.config.mix import WorkloadMix
+from tokenbench.config.slo import SLOConfig
+from tokenbench.errors import BadInput
+from tokenbench.results.capacity import Objective, ObjectiveCheck
+from tokenbench.results.run import Distribution, PointResult
 
 LATENCIES = ("ttft", "tpot", "itl", "e2e", "queue")
 STATS = ("mean", "p50", "p90", "p95", "p99")

@@ -13,10 +13,12 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ..config import LoadPoint, RateLoad, UsersLoad
-from ..flags import SEARCH, Flag
-from ..frozen import FrozenModel
-from ..results.capacity import (
+from tokenbench.capacity.decide import Bracket, Verdict, next_step
+from tokenbench.capacity.objectives import check, check_mean, measure
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.config import LoadPoint, RateLoad, UsersLoad
+from tokenbench.config.flags import SEARCH, Flag
+from tokenbench.results.capacity import (
     AtAnswer,
     CapacityResult,
     Ceiling,
@@ -26,10 +28,8 @@ from ..results.capacity import (
     StoppedBy,
     Variable,
 )
-from ..results.run import PointResult, RunResults
-from ..results.trials import mean_ci95
-from .decide import Bracket, Verdict, next_step
-from .objectives import check, check_mean, measure
+from tokenbench.results.run import PointResult, RunResults
+from tokenbench.results.trials import mean_ci95
 
 
 class CapacitySettings(FrozenModel):

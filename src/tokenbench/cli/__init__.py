@@ -15,9 +15,9 @@ import typer
 import typer.core
 from pydantic import ValidationError
 
-from ..errors import BadInput
-from . import backends, capacity, experiment, files, model, run, tools
-from .common import bad_input, bug
+from tokenbench.cli import backends, capacity, experiment, files, model, run, tools
+from tokenbench.cli.common import bad_input, bug
+from tokenbench.errors import BadInput
 
 
 class Commands(typer.core.TyperGroup):
@@ -37,7 +37,7 @@ class Commands(typer.core.TyperGroup):
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__  # read only when asked: the package metadata costs every start ~20 ms
+        from tokenbench import __version__  # read only when asked: the package metadata costs every start ~20 ms
 
         typer.echo(f"tokenbench {__version__}")
         raise typer.Exit()

@@ -7,10 +7,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ..config import BackendConfig
-from .common import err, fail
-from .engine import SHOW_OPTIONS, knobs
-from .flags import FlagCommand
+from tokenbench.cli.common import err, fail
+from tokenbench.cli.engine import SHOW_OPTIONS, knobs
+from tokenbench.cli.flags import FlagCommand
+from tokenbench.config import BackendConfig
 
 app = typer.Typer(help="Backend profiles: list them, or show the exact launch command.", invoke_without_command=True)
 
@@ -20,8 +20,8 @@ def backends_list(ctx: typer.Context) -> None:
     """List the backend profiles."""
     if ctx.invoked_subcommand is not None:
         return
-    from ..backends import PROFILES
-    from ..report.console import backends_table
+    from tokenbench.backends import PROFILES
+    from tokenbench.console.tables import backends_table
 
     Console().print(backends_table(PROFILES.values()))
 
@@ -38,10 +38,10 @@ def backends_show(
     options are `run`'s."""
     import shlex
 
-    from ..backends import get_profile
-    from ..backends.base import BackendError
-    from ..backends.server import launch_spec
-    from ..report.console import profile_panel
+    from tokenbench.backends import get_profile
+    from tokenbench.backends.server import launch_spec
+    from tokenbench.console.tables import profile_panel
+    from tokenbench.errors import BackendError
 
     try:
         profile = get_profile(name)
@@ -57,7 +57,7 @@ def backends_show(
         launch = (profile.container if container else profile.local)(spec)
     except BackendError as exc:  # here only the profile's refusal of these options: bad input
         fail(str(exc), 2)
-    from ..redact import mask, mask_argv
+    from tokenbench.common.redact import mask, mask_argv
 
     # credentials masked here too: the command is for reading and copying, not for leaking
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in mask(dict(launch.env)).items())

@@ -10,12 +10,13 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from ..capacity.plan import CapacitySettings
-from ..config import LoadSweep, ReplayLoad, RunConfig
-from ..flags import SEARCH, TRACE
-from ..results.capacity import Objective
-from .common import UsageError, err, exit_codes, validation_message
-from .flags import RUN_FLAGS, FlagCommand, Option, Params, flag_of, given_fields, options, run_options
+from tokenbench.capacity.plan import CapacitySettings
+from tokenbench.cli.common import UsageError, err, exit_codes, validation_message
+from tokenbench.cli.flags import RUN_FLAGS, FlagCommand, Option, Params, flag_of, given_fields, options, run_options
+from tokenbench.config import LoadSweep, ReplayLoad, RunConfig
+from tokenbench.config.flags import SEARCH, TRACE
+from tokenbench.results.capacity import Objective
+from tokenbench.results.layout import CAPACITY
 
 DEFAULT_DURATION_S = 20.0  # per probe, when neither --duration nor --max-requests is given
 
@@ -64,13 +65,13 @@ def capacity(
     saturating probe estimates the ceiling, then bracket and bisect to --tolerance. Every probe
     is a point of one run directory; the answer and the evidence go to capacity.json. A server
     that meets the SLO at no load is an answer too (exit 0)."""
-    from ..procs import Interrupts
+    from tokenbench.common.procs import Interrupts
 
     Interrupts.install()
     config, objectives, settings = _settings(ctx.params)
     if predict is not None:  # issue 26: the model's answer (cli/model.py)
-        from ..rundir import default_run_dir
-        from .model import predicted_capacity
+        from tokenbench.cli.model import predicted_capacity
+        from tokenbench.rundir import default_run_dir
 
         config = config.model_copy(update={"out_dir": config.out_dir or default_run_dir()})
         predicted_capacity(predict, config, objectives, settings, replicas)
@@ -86,9 +87,9 @@ command = FlagCommand(capacity, OPTIONS)
 def _settings(a: Params) -> tuple[RunConfig, list[Objective], CapacitySettings]:
     """The run's settings (with the probed load's template), the objectives and the search's
     settings; bad input raises, naming the flag to fix."""
-    from ..capacity import parse_objectives
-    from ..capacity.objectives import class_objectives
-    from .run_flags import run_config
+    from tokenbench.capacity import parse_objectives
+    from tokenbench.capacity.objectives import class_objectives
+    from tokenbench.cli.run_flags import run_config
 
     if a.get("variable") not in (None, "rate", "users"):
         raise UsageError(f"--variable must be rate or users, got {a['variable']!r}")
@@ -113,15 +114,15 @@ def _settings(a: Params) -> tuple[RunConfig, list[Objective], CapacitySettings]:
 
 def _search(config: RunConfig, objectives: list[Objective], settings: CapacitySettings) -> None:
     """Run it; a failure exits 3 (the server) or 2 (bad input), an interrupt with its signal's code."""
-    from ..capacity import CAPACITY_FILE, search
-    from ..procs import Interrupts
-    from ..rundir import default_run_dir
+    from tokenbench.capacity import search
+    from tokenbench.common.procs import Interrupts
+    from tokenbench.rundir import default_run_dir
 
     config = config.model_copy(update={"out_dir": config.out_dir or default_run_dir()})
     run_dir = config.out_dir
     with exit_codes("interrupted before the search finished"):
         result = search(config, objectives, settings, console=err)
-    err.print(f"capacity: {run_dir}/{CAPACITY_FILE}  results: {run_dir}/results.json")
+    err.print(f"capacity: {run_dir}/{CAPACITY}  results: {run_dir}/results.json")
     if result.stopped_by == "interrupted":
         err.print("[yellow]interrupted: the answer is what the probes so far showed[/]")
         err.print(result.answer)

@@ -10,9 +10,9 @@ from typing import Any, NoReturn
 import typer
 from pydantic import ValidationError
 
-from ..errors import BAD_INPUT_EXIT, BUG_EXIT, BadInput
-from ..terminal import console
-from .flags import RUN_FLAGS
+from tokenbench.cli.flags import RUN_FLAGS
+from tokenbench.console.terminal import console
+from tokenbench.errors import BAD_INPUT_EXIT, BUG_EXIT, BadInput
 
 err = console(stderr=True, soft_wrap=True)  # wide when piped: tables are not cut to 80 columns
 
@@ -24,7 +24,7 @@ class UsageError(BadInput):
 def fail(message: str, code: int) -> NoReturn:
     """The one way a command reports bad input or a failure: a red line (credentials masked), then
     the exit code (2: bad input, 3: the server)."""
-    from ..redact import mask_text
+    from tokenbench.common.redact import mask_text
 
     err.print(f"[bold red]error:[/] {mask_text(message)}")
     raise typer.Exit(code)
@@ -65,10 +65,10 @@ def exit_codes(interrupted: str) -> Iterator[None]:
     bad input (a path that is not there, or is in the way, included), 1 every worker lost
     (--workers); an interrupt before the work finished says ``interrupted`` and exits with its
     signal's code (130, 143): what was measured is on disk. Anything else is a bug (cli/__init__)."""
-    from ..backends.base import BackendError
-    from ..clients.stream import TargetUnreachable
-    from ..procs import Interrupts
-    from ..workers.pool import AllWorkersLost
+    from tokenbench.clients.stream import TargetUnreachable
+    from tokenbench.common.procs import Interrupts
+    from tokenbench.errors import BackendError
+    from tokenbench.workers.pool import AllWorkersLost
 
     try:
         yield
@@ -92,7 +92,7 @@ def bad_input(exc: BaseException) -> NoReturn:
 def bug(exc: BaseException) -> NoReturn:
     """Anything a command did not expect is a bug in tokenbench: the traceback, a line asking for
     a report, and EX_SOFTWARE (never 2: the user's input was not the problem)."""
-    from .. import __version__
+    from tokenbench import __version__
 
     err.print_exception(show_locals=False)
     err.print(

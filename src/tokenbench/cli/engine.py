@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import BackendConfig, EngineKnobs
-from .common import UsageError
-from .flags import Option, Params, flagged, options
+from tokenbench.cli.common import UsageError
+from tokenbench.cli.flags import Option, Params, flagged, options
+from tokenbench.config import BackendConfig, EngineKnobs
 
 # `backends show`'s engine options: the knobs and the executable (its other options are its own).
 SHOW_OPTIONS: list[Option] = [
@@ -47,7 +47,7 @@ def backend_config(a: Params) -> BackendConfig | None:
                     "engine knobs (--max-num-seqs, --engine-arg, ...) need a launched "
                     "backend: drop --url and pass --backend NAME --model M"
                 )
-            from ..backends import EMBEDDED
+            from tokenbench.backends import EMBEDDED
 
             # the embedded default backend takes the knobs too
             embedded = {k: v for k, v in fields.items() if k in _EMBEDDED_FIELDS}
@@ -65,9 +65,9 @@ def backend_config(a: Params) -> BackendConfig | None:
 def _check_backend(config: BackendConfig, launch: bool) -> None:
     """Bad input before anything starts: an unknown profile, a knob it cannot map, an API it
     does not serve."""
-    from ..backends import get_profile
-    from ..backends.base import BackendError
-    from ..backends.server import check_launch
+    from tokenbench.backends import get_profile
+    from tokenbench.backends.server import check_launch
+    from tokenbench.errors import BackendError
 
     try:
         profile = get_profile(config.name or "")

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated, cast, get_args
 
 import typer
 
-from ..errors import BadInput
-from .common import err, fail
+from tokenbench.cli.common import err, fail
+from tokenbench.errors import BadInput
 
 app = typer.Typer(
     help="Experiments: backends x knobs x loads x trials from a YAML file or a preset.", no_args_is_help=True
@@ -43,16 +43,16 @@ def experiment_run(
 ) -> None:
     """Run an experiment: each server configuration launched once, one run directory per cell,
     trials aggregated; finished cells are skipped when resumed."""
-    from ..procs import Interrupts
+    from tokenbench.common.procs import Interrupts
 
     Interrupts.install()
-    from ..experiments.runner import run_experiment
-    from ..experiments.spec import load_spec
+    from tokenbench.experiments.runner import run_experiment
+    from tokenbench.experiments.spec import load_spec
 
     if file is not None and preset is None:
         spec = load_spec(file)
     elif file is None and preset is not None:
-        from ..experiments.presets import preset as load_preset
+        from tokenbench.experiments.presets import preset as load_preset
 
         spec = load_preset(preset, _scale(scale))
     else:
@@ -77,10 +77,10 @@ def experiment_presets(
     """List the built-in experiments, or print one as YAML."""
     import yaml  # type: ignore[import-untyped,unused-ignore]  # PyYAML ships no types
 
-    from ..experiments.presets import PRESETS, preset_data
+    from tokenbench.experiments.presets import PRESETS, preset_data
 
     if show is None:
-        from ..experiments import presets as module
+        from tokenbench.experiments import presets as module
 
         typer.echo((module.__doc__ or "").strip())
         typer.echo("\npresets: " + ", ".join(PRESETS))
@@ -89,12 +89,12 @@ def experiment_presets(
 
 
 if TYPE_CHECKING:
-    from ..experiments.presets import Scale
+    from tokenbench.experiments.presets import Scale
 
 
 def _scale(text: str) -> Scale:
     """--scale's value, or bad input naming the choices (experiments.presets.Scale)."""
-    from ..experiments.presets import Scale
+    from tokenbench.experiments.presets import Scale
 
     if text not in get_args(Scale):
         raise BadInput(f"--scale must be {', '.join(get_args(Scale))}, got {text!r}")

@@ -11,19 +11,19 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
-from ..errors import BadInput
-from ..terminal import console
-from .common import err, fail
+from tokenbench.cli.common import err, fail
+from tokenbench.console.terminal import console
+from tokenbench.errors import BadInput
 
 if TYPE_CHECKING:
-    from ..export import Format
+    from tokenbench.history.export import Format
 
 # A directory's files that cannot be read as a run's: bad input, named with the directory.
 _UNREADABLE = (BadInput, OSError, ValidationError, json.JSONDecodeError, UnicodeDecodeError)
 
 
 def _require_result_dirs(dirs: list[Path]) -> None:
-    from ..report.files import is_experiment_dir, is_run_dir
+    from tokenbench.rundir.read import is_experiment_dir, is_run_dir
 
     for d in dirs:
         if not (is_run_dir(d) or is_experiment_dir(d)):
@@ -38,12 +38,12 @@ def report(
     ] = None,
 ) -> None:
     """Write a self-contained HTML report (plus PNG charts and a Markdown summary)."""
-    from ..report import write_report
+    from tokenbench.report import write_report
 
     _require_result_dirs(dirs)
     files = write_report(dirs, out or dirs[0])
-    from ..report.console import layer_study
-    from ..report.files import is_experiment_dir
+    from tokenbench.report.layers import layer_study
+    from tokenbench.rundir.read import is_experiment_dir
 
     for d in dirs:  # a serving-layer study: each layer's overhead and where it helped, in the terminal too
         for renderable in layer_study(d) if is_experiment_dir(d) else []:
@@ -59,10 +59,10 @@ def recompute(
     """Derive results.json again from a run's records.jsonl, samples.jsonl and config.json (after
     a crash, or after an upgrade that fixed a metric), with this version's definitions; for an
     experiment, every cell and then the aggregates. The previous file is kept as *.previous.json."""
-    from ..derive import recompute_run
-    from ..experiments.recompute import recompute_experiment
-    from ..report.console import summary_table
-    from ..report.files import is_experiment_dir
+    from tokenbench.console.tables import summary_table
+    from tokenbench.experiments.recompute import recompute_experiment
+    from tokenbench.rundir.derive import recompute_run
+    from tokenbench.rundir.read import is_experiment_dir
 
     for d in dirs:
         try:
@@ -93,7 +93,7 @@ def export(
 ) -> None:
     """Write records, points and time series as tables (records.parquet, points.parquet,
     timeseries.parquet, or .csv): one row per request / point / window, the run's facts as columns."""
-    from ..export import export as export_dir
+    from tokenbench.history.export import export as export_dir
 
     fmt = cast("Format", format)  # export() refuses any other, naming --format
     for d in dirs:
@@ -123,13 +123,13 @@ def compare(
     Exit codes: 0 no gate failed (or no --fail-on), 1 a gate failed, 2 bad input (a directory,
     the --fail-on spec), 5 no gate failed but one could not be tested (too few trials or values).
     """
-    from ..report import compare as cmp
+    from tokenbench import compare as cmp
 
     if len(dirs) < 2:
         fail("compare needs at least two directories", 2)
     gates = None
     if fail_on is not None:
-        from .. import gate
+        from tokenbench.compare import gate
 
         gates = gate.parse_fail_on(fail_on)  # a bad spec: BadInput, exit 2, before anything is read
     _require_result_dirs(dirs)
@@ -139,7 +139,7 @@ def compare(
         out.write_text(cmp.compare_markdown(result))
         err.print(f"comparison: {out}")
     if gates is not None:
-        from .. import gate
+        from tokenbench.compare import gate
 
         results = gate.gate_dirs(dirs, gates)
         for r in results:
@@ -165,7 +165,7 @@ def history(
     trial, keyed by engine, version, model, knobs, dataset, load and date, every headline metric a
     column) and a trend page (history.html): each headline metric over time per configuration,
     change points marked (binary segmentation on the mean, BIC-style penalty; docs/usage.md)."""
-    from ..history import history as gather_history
+    from tokenbench.history import history as gather_history
 
     try:
         made = gather_history(dirs, out)

@@ -1,5 +1,5 @@
 """The commands' options, built from the settings' own flags: a config field that the command
-line sets says so once (``Flag`` in its annotation, tokenbench/flags.py), and from that one
+line sets says so once (``Flag`` in its annotation, tokenbench/config/flags.py), and from that one
 declaration come the option (name, type, choices, help, panel, default shown), its value back
 as the field's (``flagged``) and the flag named in a validation error (``flag_of``).
 
@@ -22,7 +22,7 @@ import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from ..config import (
+from tokenbench.config import (
     BackendConfig,
     DatasetConfig,
     EngineKnobs,
@@ -36,8 +36,8 @@ from ..config import (
     UsersLoad,
     WorkersConfig,
 )
-from ..cost import CostConfig
-from ..flags import Flag, SetBy
+from tokenbench.config.cost import CostConfig
+from tokenbench.config.flags import Flag, SetBy
 
 AUTO = "auto"  # the value of a duration option that takes it (Flag.auto): the tool decides (issue 25)
 Params = Mapping[str, Any]  # a command's values by parameter name (ctx.params); None: not given
@@ -134,7 +134,7 @@ class Option:
 
 def _duration(text: str) -> float:
     """A duration option's text -> seconds; click names the option in the error (exit 2)."""
-    from ..units import parse_duration_s
+    from tokenbench.common.units import parse_duration_s
 
     try:
         return parse_duration_s(text)

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .common import UsageError, err
-from .flags import FlagCommand, run_options
-from .run_flags import run_config
+from tokenbench.cli.common import UsageError, err
+from tokenbench.cli.flags import FlagCommand, run_options
+from tokenbench.cli.run_flags import run_config
 
 if TYPE_CHECKING:
-    from ..capacity.plan import CapacitySettings
-    from ..config import RunConfig
-    from ..model.params import ServerModel
-    from ..results.capacity import Objective
+    from tokenbench.capacity.plan import CapacitySettings
+    from tokenbench.config import RunConfig
+    from tokenbench.model.params import ServerModel
+    from tokenbench.results.capacity import Objective
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -87,8 +87,8 @@ def fit(
     """Fit a model of one server configuration from its runs: the engine's step time by batch,
     its batch limits and the per-request overhead, each with its uncertainty and the runs that
     constrained it (or "not constrained")."""
-    from ..model.fit import fit as fit_model
-    from ..model.params import parse_knobs
+    from tokenbench.model.fit import fit as fit_model
+    from tokenbench.model.params import parse_knobs
 
     model = fit_model(runs, parse_knobs(knob))
     path = out or runs[0] / MODEL_FILE
@@ -98,7 +98,7 @@ def fit(
 
 
 def _routing(value: str) -> Any:
-    from ..model.engine import ROUTINGS
+    from tokenbench.model.engine import ROUTINGS
 
     if value not in ROUTINGS:
         raise UsageError(f"--routing must be one of {', '.join(ROUTINGS)}, got {value!r}")
@@ -106,7 +106,7 @@ def _routing(value: str) -> Any:
 
 
 def _load_model(path: Path, knobs: list[str] | None) -> ServerModel:
-    from ..model.params import ServerModel, parse_knobs
+    from tokenbench.model.params import ServerModel, parse_knobs
 
     return ServerModel.load(path).with_knobs(parse_knobs(knobs))
 
@@ -129,9 +129,9 @@ def predict(
     """Predict a run: `tokenbench run`'s load flags (--rate, --users, --dataset, --duration, ...)
     simulated against the model in virtual time; writes a run directory whose results.json is
     marked `predicted` (report, compare and capacity read it as any run)."""
-    from ..model.predict import predict as predict_run
-    from ..report.console import summary_table
-    from ..rundir import default_run_dir
+    from tokenbench.console.tables import summary_table
+    from tokenbench.model.predict import predict as predict_run
+    from tokenbench.rundir import default_run_dir
 
     server = _load_model(model_file, knob)
     config = run_config(ctx.params)
@@ -171,9 +171,9 @@ def validate(
     validation, which every later prediction carries. `tokenbench report RUN OUT` draws both."""
     from rich.table import Table
 
-    from ..model.params import ServerModel
-    from ..model.validate import FIGURES
-    from ..model.validate import validate as validate_model
+    from tokenbench.model.params import ServerModel
+    from tokenbench.model.validate import FIGURES
+    from tokenbench.model.validate import validate as validate_model
 
     server = ServerModel.load(model)
     result = validate_model(_load_model(model, knob), str(model), run, out or run / "predicted")
@@ -210,7 +210,7 @@ def predicted_capacity(
 ) -> None:
     """`tokenbench capacity --predict MODEL`: the search's own plan (CapacityPlan), each probe
     simulated; capacity.json and results.json as a real search writes them."""
-    from ..model.capacity import search
+    from tokenbench.model.capacity import search
 
     server = _load_model(model_path, knobs)
     result, wall_s = search(server, str(model_path), config, objectives, settings, replicas, _routing(routing))

@@ -9,12 +9,12 @@ from typing import Any
 import typer
 import typer.core
 
-from ..config import RunConfig
-from ..errors import SERVER_FAILED_EXIT
-from ..vllm_flags import FlagError, aliases, translate
-from .common import err, exit_codes, fail
-from .flags import FlagCommand, run_options
-from .run_flags import run_config
+from tokenbench.cli.common import err, exit_codes, fail
+from tokenbench.cli.flags import FlagCommand, run_options
+from tokenbench.cli.run_flags import run_config
+from tokenbench.cli.vllm_flags import FlagError, aliases, translate
+from tokenbench.config import RunConfig
+from tokenbench.errors import SERVER_FAILED_EXIT
 
 VLLM_PANEL = "vllm bench serve's flags (rewritten as tokenbench's)"
 
@@ -51,7 +51,7 @@ def run(ctx: typer.Context) -> None:
 
     Ctrl-C or SIGTERM stops the run, keeps every record and exits with 130 or 143; a second
     signal exits at once (`tokenbench recompute DIR` then derives results.json)."""
-    from ..procs import Interrupts
+    from tokenbench.common.procs import Interrupts
 
     Interrupts.install()
     _benchmark(run_config(ctx.params))
@@ -63,8 +63,8 @@ command = FlagCommand(run, run_options())
 def _benchmark(config: RunConfig) -> None:
     """Run it; a failure exits 3 (the server unreachable) or 2 (bad input), an interrupt with its
     signal's code; a run whose server failed a point (results.failures) exits 4."""
-    from ..procs import Interrupts
-    from ..runner import run as run_benchmark
+    from tokenbench.common.procs import Interrupts
+    from tokenbench.run import run as run_benchmark
 
     with exit_codes("interrupted before the load started or finished"):  # children are stopped by then
         result = run_benchmark(config, err)

@@ -12,7 +12,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import (
+from tokenbench.cli.common import UsageError, err, given, numbers
+from tokenbench.cli.engine import backend_config
+from tokenbench.cli.flags import AUTO, Params, flag_names, flagged, options
+from tokenbench.cli.vllm_flags import FlagError, json_object
+from tokenbench.common.units import parse_duration_s
+from tokenbench.config import (
     DEFAULT_MAX_DURATION_S,
     BackendConfig,
     DatasetConfig,
@@ -22,20 +27,15 @@ from ..config import (
     ReplayLoad,
     RunConfig,
     SessionConfig,
-    SLOConfig,
     StopConfig,
     TargetConfig,
     UsersLoad,
     WorkersConfig,
 )
-from ..cost import CostConfig
-from ..flags import TRACE
-from ..units import parse_duration_s, parse_slo
-from ..vllm_flags import FlagError, json_object
-from ..workload_mix import load_mix, parse_lora_mix
-from .common import UsageError, err, given, numbers
-from .engine import backend_config
-from .flags import AUTO, Params, flag_names, flagged, options
+from tokenbench.config.cost import CostConfig
+from tokenbench.config.flags import TRACE
+from tokenbench.config.mix import load_mix, parse_lora_mix
+from tokenbench.config.slo import SLOConfig, parse_slo
 
 # The embedded default scenario (about a minute): a small ramp of chat users.
 DEFAULT_USERS = 4

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from .common import err, fail
+from tokenbench.cli.common import err, fail
 
 
 def mock(
@@ -113,7 +113,8 @@ def mock(
     ] = "http/protobuf",
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
-    from ..mock import FAULTS, MockSettings, is_fault, serve
+    from tokenbench.mock import serve
+    from tokenbench.mock.settings import FAULTS, MockSettings, is_fault
 
     if otlp_protocol not in ("http/protobuf", "grpc"):
         fail("--otlp-protocol must be http/protobuf or grpc", 2)
@@ -172,8 +173,8 @@ def calibrate(
 ) -> None:
     """Measure the client's own overhead floor at a load, against the mock server: its error, its
     CPU per token and per request, and the highest request rate one client process sustains."""
-    from ..calibrate import CalibrationSpec, calibration_table, ceiling_text, request_ceiling
-    from ..calibrate import calibrate as run_calibration
+    from tokenbench.run.calibrate import CalibrationSpec, calibration_table, ceiling_text, request_ceiling
+    from tokenbench.run.calibrate import calibrate as run_calibration
 
     if api not in ("chat", "embeddings"):
         fail(f"--api {api}: calibrate runs chat or embeddings against the mock", 2)

@@ -4,17 +4,17 @@ line in ``WIRES`` (the values of ``--api``)."""
 from collections.abc import Callable
 from typing import Protocol
 
-from . import compiled
+from tokenbench.clients import compiled
 
 COMPILED = compiled.guard()  # first: a build older than its sources never runs (clients/compiled.py)
 
-from ..records import Request, RequestRecord  # noqa: E402
-from .embeddings import PoolingWire  # noqa: E402
-from .ollama import OllamaWire  # noqa: E402
-from .openai import OpenAIWire  # noqa: E402
-from .tgi import TGIWire  # noqa: E402
-from .triton import TritonWire  # noqa: E402
-from .wire import Wire  # noqa: E402
+from tokenbench.clients.embeddings import PoolingWire  # noqa: E402
+from tokenbench.clients.ollama import OllamaWire  # noqa: E402
+from tokenbench.clients.openai import OpenAIWire  # noqa: E402
+from tokenbench.clients.tgi import TGIWire  # noqa: E402
+from tokenbench.clients.triton import TritonWire  # noqa: E402
+from tokenbench.clients.wire import Wire  # noqa: E402
+from tokenbench.records import Request, RequestRecord  # noqa: E402
 
 
 class Client(Protocol):

@@ -24,9 +24,9 @@ from typing import Literal
 
 from orjson import loads as _loads
 
-from ..config import TargetConfig
-from ..records import Request
-from .wire import ERROR_BODY_CHARS, Body, Framing, Payload, Stream
+from tokenbench.clients.wire import ERROR_BODY_CHARS, Body, Framing, Payload, Stream
+from tokenbench.config import TargetConfig
+from tokenbench.records import Request
 
 PoolingApi = Literal["embeddings", "rerank", "score"]
 

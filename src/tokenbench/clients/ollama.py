@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..config import TargetConfig
-from ..errors import BadInput
-from ..records import Request
-from .wire import Body, Framing, Payload, Stream
+from tokenbench.clients.wire import Body, Framing, Payload, Stream
+from tokenbench.config import TargetConfig
+from tokenbench.errors import BadInput
+from tokenbench.records import Request
 
 # Top-level fields of api/types.go GenerateRequest. extra_body keys among them go to the top level;
 # every other key is a model option (num_ctx, top_k, seed, ...), Ollama's native parameters object.

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from orjson import loads as _loads  # payloads are parsed on the hot path
 
-from ..config import TargetConfig
-from ..images import chat_messages
-from ..records import Request
-from ..structured import request_fields
-from .wire import Body, Framing, JsonObject, Payload, Stream
+from tokenbench.clients.structured import request_fields
+from tokenbench.clients.wire import Body, Framing, JsonObject, Payload, Stream
+from tokenbench.config import TargetConfig
+from tokenbench.datasets.chat_images import chat_messages
+from tokenbench.records import Request
 
 
 class OpenAIWire:

@@ -18,12 +18,12 @@ from types import SimpleNamespace
 
 import aiohttp
 
-from ..config import TargetConfig
-from ..records import Outcome, Request, RequestRecord, TokenSource
-from ..spans.keys import REQUEST_ID, TRACEPARENT, JoinKeys
-from ..structured import arguments_parse, reply_check
-from .http1 import Http1Pool
-from .wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
+from tokenbench.clients.http1 import Http1Pool
+from tokenbench.clients.structured import arguments_parse, reply_check
+from tokenbench.clients.wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
+from tokenbench.config import TargetConfig
+from tokenbench.records import Outcome, Request, RequestRecord, TokenSource
+from tokenbench.spans.keys import REQUEST_ID, TRACEPARENT, JoinKeys
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
 # Bodies kept, encoded, by request (issue 27: a prompt's body is built once, not per send; a

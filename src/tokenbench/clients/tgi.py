@@ -24,10 +24,10 @@ Not supported by TGI, so never sent: ``ignore_eos`` (router/src/validation.rs bu
 
 from __future__ import annotations
 
-from ..config import TargetConfig
-from ..records import Request
-from ..structured import fields_of
-from .wire import Body, Framing, Payload, Stream
+from tokenbench.clients.structured import fields_of
+from tokenbench.clients.wire import Body, Framing, Payload, Stream
+from tokenbench.config import TargetConfig
+from tokenbench.records import Request
 
 
 class TGIWire:

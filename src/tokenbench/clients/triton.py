@@ -39,9 +39,9 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from ..config import TargetConfig
-from ..records import Request
-from .wire import Body, Framing, Payload, Stream
+from tokenbench.clients.wire import Body, Framing, Payload, Stream
+from tokenbench.config import TargetConfig
+from tokenbench.records import Request
 
 
 class TritonWire:

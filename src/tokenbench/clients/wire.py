@@ -11,9 +11,9 @@ from typing import Any, Literal, Protocol
 
 from orjson import loads as _loads  # payloads are parsed on the hot path
 
-from ..config import TargetConfig
-from ..records import ABORT_REASONS, Request
-from .sse import SSEDecoder
+from tokenbench.clients.sse import SSEDecoder
+from tokenbench.config import TargetConfig
+from tokenbench.records import ABORT_REASONS, Request
 
 ERROR_BODY_CHARS = 500
 

@@ -12,15 +12,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypedDict
 
-from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
-from ..errors import BadInput
-from ..records import Request
-from ..results import DatasetFacts, SharedPrefixFacts, TraceFacts
-from . import dolly, jsonl, shared_prefix, sharegpt
-from .images import with_synthetic_images
-from .synthetic import synthetic_prompts
-from .tokenizers import Tokenizer
-from .trace_requests import TraceSelection, trace_requests
+from tokenbench.config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
+from tokenbench.datasets import dolly, jsonl, shared_prefix, sharegpt
+from tokenbench.datasets.images import with_synthetic_images
+from tokenbench.datasets.synthetic import synthetic_prompts
+from tokenbench.datasets.tokenizers import Tokenizer
+from tokenbench.datasets.trace_requests import TraceSelection, trace_requests
+from tokenbench.errors import BadInput
+from tokenbench.records import Request
+from tokenbench.results import DatasetFacts, SharedPrefixFacts, TraceFacts
 
 DatasetInfo = DatasetFacts  # what results.json says of the dataset (run_facts imports it from here)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Required, TypedDict
 
-from ..errors import BadInput
+from tokenbench.errors import BadInput
 
 HUB_ID = "databricks/databricks-dolly-15k"
 

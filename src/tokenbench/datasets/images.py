@@ -23,10 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import DatasetConfig
-from ..errors import BadInput
-from ..images import data_url, image_file, is_url, parse_image_count, parse_image_sizes, synthetic_image
-from ..records import Request
+from tokenbench.config import DatasetConfig
+from tokenbench.config.images import parse_image_count, parse_image_sizes
+from tokenbench.datasets.chat_images import data_url, image_file, is_url, synthetic_image
+from tokenbench.errors import BadInput
+from tokenbench.records import Request
 
 IMAGE_BYTES_BUDGET = 256 * 2**20  # distinct synthetic images' data URLs held at most (bytes)
 

@@ -7,9 +7,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import BadInput
-from ..records import Request
-from .images import row_images
+from tokenbench.datasets.images import row_images
+from tokenbench.errors import BadInput
+from tokenbench.records import Request
 
 
 def json_lines(path: Path, error: type[BadInput] = BadInput) -> Iterator[tuple[int, object]]:

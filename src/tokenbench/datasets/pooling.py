@@ -10,7 +10,7 @@ next rows' texts after it. A request's expected prompt tokens are its texts' (th
 
 from __future__ import annotations
 
-from ..records import Request
+from tokenbench.records import Request
 
 
 def pooling_requests(requests: list[Request], api: str, batch_size: int) -> list[Request]:

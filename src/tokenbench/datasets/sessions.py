@@ -17,14 +17,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, SessionConfig
-from ..errors import BadInput
-from ..records import Group
-from ..results import DatasetFacts, SessionFacts
-from . import check_path, read_system_prompt, sharegpt
-from .images import synthetic_image_sets
-from .synthetic import synthetic_prompts
-from .tokenizers import Tokenizer
+from tokenbench.config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, SessionConfig
+from tokenbench.datasets import check_path, read_system_prompt, sharegpt
+from tokenbench.datasets.images import synthetic_image_sets
+from tokenbench.datasets.synthetic import synthetic_prompts
+from tokenbench.datasets.tokenizers import Tokenizer
+from tokenbench.errors import BadInput
+from tokenbench.records import Group
+from tokenbench.results import DatasetFacts, SessionFacts
 
 _USER_ROLES = ("human", "user")
 

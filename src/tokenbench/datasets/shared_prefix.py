@@ -25,10 +25,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..errors import BadInput
-from ..results import ExpectedReuse, SharedPrefixFacts
-from .synthetic import prompt_words
-from .tokenizers import Tokenizer
+from tokenbench.datasets.synthetic import prompt_words
+from tokenbench.datasets.tokenizers import Tokenizer
+from tokenbench.errors import BadInput
+from tokenbench.results import ExpectedReuse, SharedPrefixFacts
 
 SUFFIX_SEPARATOR = "\n"
 

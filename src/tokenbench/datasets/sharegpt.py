@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import BadInput
+from tokenbench.errors import BadInput
 
 
 def default_path() -> Path:

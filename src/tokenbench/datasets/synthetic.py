@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from .tokenizers import Tokenizer
+from tokenbench.datasets.tokenizers import Tokenizer
 
 # Short, common words: nearly all are one token (with a leading space) in BPE vocabularies, so a
 # prompt of N words is close to N tokens before the exact adjustment below.

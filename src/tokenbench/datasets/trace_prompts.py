@@ -8,11 +8,11 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import BadInput
-from ..results import ExpectedReuse
-from .synthetic import prompt_words  # the same short, one-token words as synthetic prompts
-from .tokenizers import TokenIds, Tokenizer
-from .traces import TraceRow, num_blocks
+from tokenbench.datasets.synthetic import prompt_words  # the same short, one-token words as synthetic prompts
+from tokenbench.datasets.tokenizers import TokenIds, Tokenizer
+from tokenbench.datasets.traces import TraceRow, num_blocks
+from tokenbench.errors import BadInput
+from tokenbench.results import ExpectedReuse
 
 # --- prompts from hash ids ----------------------------------------------------------------------
 

@@ -22,8 +22,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal, NoReturn, get_args
 
-from ..errors import BadInput
-from .jsonl import json_lines
+from tokenbench.datasets.jsonl import json_lines
+from tokenbench.errors import BadInput
 
 TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
 FORMATS: tuple[TraceFormat, ...] = get_args(TraceFormat)

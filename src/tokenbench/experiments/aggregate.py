@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..capacity import CAPACITY_FILE
-from ..catalogue import shown_in
-from ..results import AggregateRow, Experiment, PointResult, RunResults, mean_ci95
-from ..results.capacity import CapacityResult
-from ..results.experiment import CapacityRow
+from tokenbench.metrics.catalogue import shown_in
+from tokenbench.results import AggregateRow, Experiment, PointResult, RunResults, mean_ci95
+from tokenbench.results.capacity import CapacityResult
+from tokenbench.results.experiment import CapacityRow
+from tokenbench.results.layout import CAPACITY, RESULTS
+from tokenbench.rundir.read import read_results
 
 
 def aggregate(experiment_dir: Path, state: Experiment) -> list[AggregateRow]:
@@ -49,10 +50,10 @@ def _finished_trials(experiment_dir: Path, state: Experiment) -> dict[tuple[str,
     """(server, variant) -> the results of its cells that finished ok, in the state's order."""
     groups: dict[tuple[str, str], list[RunResults]] = {}
     for cell in state.cells.values():
-        results_path = experiment_dir / cell.run_dir / "results.json"
+        results_path = experiment_dir / cell.run_dir / RESULTS
         if cell.status != "ok" or not results_path.exists():
             continue
-        results = RunResults.from_json(json.loads(results_path.read_text()))
+        results = read_results(results_path.parent)
         groups.setdefault((cell.server, cell.variant), []).append(results)
     return groups
 
@@ -61,7 +62,7 @@ def capacity_rows(experiment_dir: Path, state: Experiment) -> list[CapacityRow]:
     """One row per search cell that finished ok: its capacity.json in short."""
     rows = []
     for cell in state.cells.values():
-        path = experiment_dir / cell.run_dir / CAPACITY_FILE
+        path = experiment_dir / cell.run_dir / CAPACITY
         if cell.status != "ok" or not path.exists():
             continue
         result = CapacityResult.model_validate(json.loads(path.read_text()))

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from ..results import AggregateRow, TrialsRow, TrialStat
-from .spec import AutoTrials
+from tokenbench.experiments.spec import AutoTrials
+from tokenbench.results import AggregateRow, TrialsRow, TrialStat
 
 Group = tuple[str, str]  # (server configuration, variant)
 

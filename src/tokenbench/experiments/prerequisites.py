@@ -9,10 +9,10 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 
-from ..backends import get_profile
-from ..backends.base import BackendError
-from ..backends.server import check_launch
-from .spec import ExperimentError, ServerPlan
+from tokenbench.backends import get_profile
+from tokenbench.backends.server import check_launch
+from tokenbench.errors import BackendError
+from tokenbench.experiments.spec import ExperimentError, ServerPlan
 
 # Where the repository's setup scripts put an engine's venv -> the make target that builds it.
 _MAKE = {

@@ -9,11 +9,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..derive import computed_by, recompute_run
-from ..results import Experiment
-from ..rundir import write_json
-from .aggregate import aggregate
-from .runner import STATE
+from tokenbench.experiments.aggregate import aggregate
+from tokenbench.experiments.runner import STATE
+from tokenbench.results import Experiment
+from tokenbench.results.layout import CONFIG, RECORDS
+from tokenbench.rundir import write_json
+from tokenbench.rundir.derive import computed_by, recompute_run
 
 
 def recompute_experiment(experiment_dir: Path) -> dict[str, Any]:  # experiment.json as written (JSON)
@@ -24,7 +25,7 @@ def recompute_experiment(experiment_dir: Path) -> dict[str, Any]:  # experiment.
     state: dict[str, Any] = json.loads(state_path.read_text())
     for cell in state.get("cells", {}).values():
         cell_dir = experiment_dir / cell["run_dir"]
-        if (cell_dir / "records.jsonl").is_file() and (cell_dir / "config.json").is_file():
+        if (cell_dir / RECORDS).is_file() and (cell_dir / CONFIG).is_file():
             results = recompute_run(cell_dir)
             if cell.get("status") == "running":  # killed while it ran: what it measured is kept
                 cell["status"] = "interrupted"

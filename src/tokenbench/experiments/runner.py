@@ -19,27 +19,28 @@ from typing import TypedDict
 from pydantic import ValidationError
 from rich.console import Console
 
-from .. import __version__
-from ..backends import BackendError, get_profile
-from ..backends.server import ServerUnderTest, engine_profile, server_under_test
-from ..capacity import search
-from ..clients.stream import TargetUnreachable
-from ..config import BackendConfig, RunConfig
-from ..procs import free_port
-from ..redact import mask
-from ..results import CellRow, Experiment, ServerRow, Tool, TrialsRow
-from ..results.experiment import CellStatus
-from ..rundir import OutDirError, check_out_dir, write_json
-from ..runner import pooling_launch, resettable
-from ..runner import run as run_cell
-from ..spans.launch import traced_launch
-from ..spans.receiver import TRACES_PATH
-from .aggregate import aggregate, capacity_rows
-from .auto_trials import verdicts
-from .prerequisites import check_prerequisites
-from .spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand, trial_cell
+from tokenbench import __version__
+from tokenbench.backends import BackendError, get_profile
+from tokenbench.backends.server import ServerUnderTest, engine_profile, server_under_test
+from tokenbench.capacity import search
+from tokenbench.clients.stream import TargetUnreachable
+from tokenbench.common.procs import free_port
+from tokenbench.common.redact import mask
+from tokenbench.config import BackendConfig, RunConfig
+from tokenbench.experiments.aggregate import aggregate, capacity_rows
+from tokenbench.experiments.auto_trials import verdicts
+from tokenbench.experiments.prerequisites import check_prerequisites
+from tokenbench.experiments.spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand, trial_cell
+from tokenbench.results import CellRow, Experiment, ServerRow, Tool, TrialsRow
+from tokenbench.results.experiment import CellStatus
+from tokenbench.results.layout import EXPERIMENT
+from tokenbench.run import pooling_launch, resettable
+from tokenbench.run import run as run_cell
+from tokenbench.rundir import OutDirError, check_out_dir, write_json
+from tokenbench.spans.launch import traced_launch
+from tokenbench.spans.receiver import TRACES_PATH
 
-STATE = "experiment.json"
+STATE = EXPERIMENT
 
 
 @dataclass
@@ -332,7 +333,8 @@ def _finish(
         state.capacity = capacity_rows(out_dir, state)
     state.complete = not interrupted and all(_done(state, cell_id) for cell_id in planned)
     _save(out_dir, state)
-    from ..report.console import experiment_table, layer_study
+    from tokenbench.console.tables import experiment_table
+    from tokenbench.report.layers import layer_study
 
     console.print(experiment_table(state))
     if any(s.upstream for s in state.servers):  # a serving-layer study: each layer vs the engine alone

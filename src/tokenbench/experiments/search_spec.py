@@ -13,10 +13,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from ..capacity import CapacitySettings, ObjectiveError, parse_objectives
-from ..config import RateLoad, UsersLoad
-from ..frozen import FrozenModel
-from ..results.capacity import Objective, Variable
+from tokenbench.capacity import CapacitySettings, ObjectiveError, parse_objectives
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.config import RateLoad, UsersLoad
+from tokenbench.results.capacity import Objective, Variable
 
 
 class SearchSpec(FrozenModel):

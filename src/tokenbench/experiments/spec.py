@@ -16,7 +16,9 @@ from typing import Annotated, Any, Literal
 import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML is not a dependency)
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from ..config import (
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.common.slug import slug
+from tokenbench.config import (
     Api,
     BackendConfig,
     DatasetConfig,
@@ -28,16 +30,14 @@ from ..config import (
     PrefixCacheMode,
     RunConfig,
     SessionConfig,
-    SLOConfig,
     StopConfig,
     TargetConfig,
 )
-from ..cost import CostConfig
-from ..errors import BadInput
-from ..frozen import FrozenModel
-from ..slug import slug
-from ..workload_mix import DEFAULT_TENANT_HEADER, WorkloadMix
-from .search_spec import SearchSpec
+from tokenbench.config.cost import CostConfig
+from tokenbench.config.mix import DEFAULT_TENANT_HEADER, WorkloadMix
+from tokenbench.config.slo import SLOConfig
+from tokenbench.errors import BadInput
+from tokenbench.experiments.search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
 
@@ -157,7 +157,7 @@ class AutoTrials(FrozenModel):
     @field_validator("metric")
     @classmethod
     def _known(cls, value: str) -> str:
-        from ..catalogue import shown_in
+        from tokenbench.metrics.catalogue import shown_in
 
         keys = [m.key for m in shown_in("aggregates")]
         if value not in keys:

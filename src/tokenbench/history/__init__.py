@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .changepoints import ChangePoint, change_points
-from .page import Change, changes, render
-from .table import KEY_COLUMNS, gather, write_parquet
+from tokenbench.history.changepoints import ChangePoint, change_points
+from tokenbench.history.page import Change, changes, render
+from tokenbench.history.table import KEY_COLUMNS, gather, write_parquet
 
 __all__ = ["KEY_COLUMNS", "Change", "ChangePoint", "History", "change_points", "changes", "history"]
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type hints
 import plotly.offline  # type: ignore[import-untyped]
 
-from ..catalogue import Metric, shown_in
-from ..report.fmt import esc
-from ..report.plotly_chart import plot_text
-from ..slug import slug
-from .changepoints import ChangePoint, change_points
-from .table import CONFIG_COLUMNS, Row
+from tokenbench.common.slug import slug
+from tokenbench.console.fmt import esc
+from tokenbench.history.changepoints import ChangePoint, change_points
+from tokenbench.history.table import CONFIG_COLUMNS, Row
+from tokenbench.metrics.catalogue import Metric, shown_in
+from tokenbench.report.plotly_chart import plot_text
 
 TREND_METRICS: tuple[Metric, ...] = shown_in("compare")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")

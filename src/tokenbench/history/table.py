@@ -14,11 +14,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..catalogue import Metric, shown_in
-from ..errors import BadInput
-from ..report.files import is_experiment_dir, is_run_dir, read_typed
-from ..report.run_dir import load_value
-from ..results import Experiment, RunResults
+from tokenbench.errors import BadInput
+from tokenbench.metrics.catalogue import Metric, shown_in
+from tokenbench.report.run_dir import load_value
+from tokenbench.results import RunResults
+from tokenbench.results.layout import RESULTS
+from tokenbench.rundir.read import is_experiment_dir, is_run_dir, read_experiment, read_results
 
 # The columns that say what was measured (a configuration is all of them but version and date: a
 # configuration's line over time shows its versions).
@@ -53,7 +54,7 @@ def _walk(d: Path) -> Iterator[Path]:
 
 def _date(results: RunResults, source: Path) -> dt.datetime:
     """When the run started (its clock's origin); a run without a clock: when results.json was written."""
-    unix_s = results.clock.origin_unix_s if results.clock is not None else (source / "results.json").stat().st_mtime
+    unix_s = results.clock.origin_unix_s if results.clock is not None else (source / RESULTS).stat().st_mtime
     return dt.datetime.fromtimestamp(float(unix_s), tz=dt.UTC)
 
 
@@ -102,15 +103,15 @@ def gather(dirs: Sequence[Path]) -> list[Row]:
     rows: list[Row] = []
     for d in find_inputs(dirs):
         if is_experiment_dir(d):
-            exp = read_typed(d / "experiment.json", Experiment.from_json)
+            exp = read_experiment(d)
             for cell in exp.cells.values():
                 cell_dir = d / cell.run_dir
-                if cell.status != "ok" or not (cell_dir / "results.json").is_file():
+                if cell.status != "ok" or not (cell_dir / RESULTS).is_file():
                     continue
-                results = read_typed(cell_dir / "results.json", RunResults.from_json)
+                results = read_results(cell_dir)
                 rows += _rows(results, cell_dir, "experiment", exp.name, cell.server, cell.trial)
         else:
-            results = read_typed(d / "results.json", RunResults.from_json)
+            results = read_results(d)
             rows += _rows(results, d, "run", None, results.target.backend or "run", None)
     rows.sort(key=lambda r: (r["date"], r["source"], r["point"]))
     return rows

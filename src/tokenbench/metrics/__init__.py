@@ -32,9 +32,8 @@ from chunk times: ChunkTally), ``pertoken`` (per-token ITL and the fluidity inde
 tokens), ``point`` (summarize_point), ``timeseries``, ``sessions`` (by turn). Import from here.
 """
 
-from ..results import Distribution
-from .chunks import TALLY_BATCH_CHUNKS, ChunkTally, inter_chunk_gaps, output_tokens_in
-from .point import (
+from tokenbench.metrics.chunks import TALLY_BATCH_CHUNKS, ChunkTally, inter_chunk_gaps, output_tokens_in
+from tokenbench.metrics.point import (
     MIN_THIRD,
     POPULATIONS,
     backlog_growth_s,
@@ -45,10 +44,11 @@ from .point import (
     summarize_point,
     token_counts,
 )
-from .sessions import by_turn, session_expected_reuse
-from .span import PointSpan, Window, series_edges, started_s, tokens_per_chunk
-from .stats import P999_MIN_COUNT, PERCENTILES, distribution
-from .timeseries import timeseries
+from tokenbench.metrics.sessions import by_turn, session_expected_reuse
+from tokenbench.metrics.span import PointSpan, Window, series_edges, started_s, tokens_per_chunk
+from tokenbench.metrics.stats import P999_MIN_COUNT, PERCENTILES, distribution
+from tokenbench.metrics.timeseries import timeseries
+from tokenbench.results import Distribution
 
 __all__ = [
     "MIN_THIRD",

@@ -9,10 +9,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..config import DeadlinesConfig
-from ..records import ChunkEnds, Outcome, RequestRecord
-from .pertoken import TokenTally
-from .span import PointSpan, Window, as_sequence, started_s, tokens_per_chunk, window_of
+from tokenbench.config import DeadlinesConfig
+from tokenbench.metrics.pertoken import TokenTally
+from tokenbench.metrics.span import PointSpan, Window, as_sequence, started_s, tokens_per_chunk, window_of
+from tokenbench.records import ChunkEnds, Outcome, RequestRecord
 
 
 def _chunk_times(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:

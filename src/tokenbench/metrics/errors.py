@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..records import RequestRecord, failed
-from ..redact import mask_text
-from ..results.failures import ERROR_TEXT_CHARS, ERRORS_SEEN, ErrorSeen
+from tokenbench.common.redact import mask_text
+from tokenbench.records import RequestRecord, failed
+from tokenbench.results.failures import ERROR_TEXT_CHARS, ERRORS_SEEN, ErrorSeen
 
 
 def error_text(text: str | None) -> str:

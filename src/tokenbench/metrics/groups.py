@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..config import SLOConfig
-from ..records import UNFINISHED, Outcome, RequestRecord, failed
-from ..results.run import Fairness, GroupSlo, GroupStats
-from ..workload_mix import WorkloadMix
-from .point import meets_slo
-from .stats import distribution
+from tokenbench.config.mix import WorkloadMix
+from tokenbench.config.slo import SLOConfig
+from tokenbench.metrics.point import meets_slo
+from tokenbench.metrics.stats import distribution
+from tokenbench.records import UNFINISHED, Outcome, RequestRecord, failed
+from tokenbench.results.run import Fairness, GroupSlo, GroupStats
 
 
 def _slo_for(mix: WorkloadMix | None, run_slo: SLOConfig) -> Callable[[RequestRecord], SLOConfig]:

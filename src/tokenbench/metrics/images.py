@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..records import Outcome, RequestRecord
-from ..results import Images
-from .stats import distribution
+from tokenbench.metrics.stats import distribution
+from tokenbench.records import Outcome, RequestRecord
+from tokenbench.results import Images
 
 
 def image_metrics(population: Sequence[RequestRecord], requests_per_s: float | None) -> dict[str, Any]:

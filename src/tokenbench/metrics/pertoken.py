@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from ..records import ChunkEnds, RequestRecord
-from ..results import Distribution, Fluidity
-from .stats import WeightedValues, distribution
+from tokenbench.metrics.stats import WeightedValues, distribution
+from tokenbench.records import ChunkEnds, RequestRecord
+from tokenbench.results import Distribution, Fluidity
 
 FROM_COUNTS = "chunk_tokens"  # fluidity's tokens_from: the server's count per chunk
 FROM_CHUNKS = "one_per_chunk"  # no counts: one token a chunk

@@ -10,17 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from ..config import SLOConfig
-from ..records import UNFINISHED, Outcome, RequestRecord
-from ..results import Concurrency, Populations, Requests, ServerVsClient, Tokens, WindowSpan
-from ..results.run import PointMetrics
-from .chunks import CancelledOutput, ChunkTally
-from .images import image_metrics
-from .pooling import is_pooling, pooling_metrics
-from .reasoning import reasoning_metrics
-from .span import PointSpan, Window, lifetimes, tokens_per_chunk
-from .stats import distribution
-from .validity import validity_metrics
+from tokenbench.config.slo import SLOConfig
+from tokenbench.metrics.chunks import CancelledOutput, ChunkTally
+from tokenbench.metrics.images import image_metrics
+from tokenbench.metrics.pooling import is_pooling, pooling_metrics
+from tokenbench.metrics.reasoning import reasoning_metrics
+from tokenbench.metrics.span import PointSpan, Window, lifetimes, tokens_per_chunk
+from tokenbench.metrics.stats import distribution
+from tokenbench.metrics.validity import validity_metrics
+from tokenbench.records import UNFINISHED, Outcome, RequestRecord
+from tokenbench.results import Concurrency, Populations, Requests, ServerVsClient, Tokens, WindowSpan
+from tokenbench.results.run import PointMetrics
 
 # The backlog growth of an open-loop point is estimated from the medians of its first and last
 # thirds only with at least this many requests in each: with one or two, a single long reply

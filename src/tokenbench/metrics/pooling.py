@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..records import Outcome, RequestRecord
-from ..results import Pooling
+from tokenbench.records import Outcome, RequestRecord
+from tokenbench.results import Pooling
 
 POPULATION = (
     "successful requests as request rate counts them (closed loop: each by its share of life in the window; "

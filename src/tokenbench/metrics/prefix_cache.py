@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..manifest import PrefixCacheReset
-from ..records import Outcome, RequestRecord
-from ..results import DatasetFacts, PrefixCache, Server
+from tokenbench.records import Outcome, RequestRecord
+from tokenbench.results import DatasetFacts, PrefixCache, Server
+from tokenbench.results.manifest import PrefixCacheReset
 
 
 class CacheTally:

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..records import Outcome, RequestRecord
-from ..results import Reasoning
-from .stats import distribution
+from tokenbench.metrics.stats import distribution
+from tokenbench.records import Outcome, RequestRecord
+from tokenbench.results import Reasoning
 
 
 def reasoning_metrics(population: Sequence[RequestRecord]) -> dict[str, Any]:

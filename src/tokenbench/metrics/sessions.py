@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ..records import RequestRecord
-from ..results import TurnStats
-from .point import prompt_tokens
-from .stats import distribution
+from tokenbench.metrics.point import prompt_tokens
+from tokenbench.metrics.stats import distribution
+from tokenbench.records import RequestRecord
+from tokenbench.results import TurnStats
 
 
 def by_turn(population: Iterable[RequestRecord]) -> list[TurnStats]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..records import RequestRecord
+from tokenbench.records import RequestRecord
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..results import Distribution
+from tokenbench.results import Distribution
 
 PERCENTILES = (50, 90, 95, 99, 99.9)
 # p99.9 of fewer samples is the maximum by another name (numpy's linear rank n*0.999 is within one

@@ -47,7 +47,7 @@ import numpy as np
 # of every `tokenbench run`'s start (the runner imports this module)
 from scipy.special import stdtrit  # type: ignore[import-untyped]  # scipy-stubs is not a dependency
 
-from ..config import BACKLOG_SPAN_S
+from tokenbench.config import BACKLOG_SPAN_S
 
 STEADY_WINDOWS = 4  # K: complete windows without drift that make a steady start
 DRIFT_FLOOR = 0.02  # a change below 2% of the figure is no drift

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..records import UNFINISHED, Outcome, RequestRecord, failed
-from ..results.run import WindowClient
-from .chunks import tokens_by_window
-from .span import as_sequence, lifetimes, series_edges, window_of
+from tokenbench.metrics.chunks import tokens_by_window
+from tokenbench.metrics.span import as_sequence, lifetimes, series_edges, window_of
+from tokenbench.records import UNFINISHED, Outcome, RequestRecord, failed
+from tokenbench.results.run import WindowClient
 
 
 def timeseries(

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..records import Outcome, RequestRecord
-from ..results.run import StructuredOutput, ToolCalls
-from .stats import distribution
+from tokenbench.metrics.stats import distribution
+from tokenbench.records import Outcome, RequestRecord
+from tokenbench.results.run import StructuredOutput, ToolCalls
 
 
 def validity_metrics(population: Sequence[RequestRecord]) -> dict[str, Any]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import time
 
-from ..capacity import CapacitySettings, prepare
-from ..config import RunConfig
-from ..results.capacity import CapacityResult, Objective
-from .engine import Routing
-from .params import ServerModel
-from .predict import predict
+from tokenbench.capacity import CapacitySettings, prepare
+from tokenbench.config import RunConfig
+from tokenbench.model.engine import Routing
+from tokenbench.model.params import ServerModel
+from tokenbench.model.predict import predict
+from tokenbench.results.capacity import CapacityResult, Objective
 
 
 def search(

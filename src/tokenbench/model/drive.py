@@ -13,14 +13,14 @@ from collections import deque
 from dataclasses import dataclass
 from itertools import count
 
-from ..config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
-from ..datasets.sessions import estimate_tokens
-from ..load import arrival_times, ramp_up_s, replay_offsets, user_start_times
-from ..manifest import PointEnd
-from ..records import Outcome, Request, RequestRecord, TokenSource
-from ..request_source import RequestSource
-from .engine import Cluster, Routing, Seq
-from .params import ServerModel
+from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from tokenbench.datasets.sessions import estimate_tokens
+from tokenbench.loadgen.schedule import arrival_times, ramp_up_s, replay_offsets, user_start_times
+from tokenbench.loadgen.source import RequestSource
+from tokenbench.model.engine import Cluster, Routing, Seq
+from tokenbench.model.params import ServerModel
+from tokenbench.records import Outcome, Request, RequestRecord, TokenSource
+from tokenbench.results.manifest import PointEnd
 
 DEFAULT_OUTPUT_TOKENS = 128
 

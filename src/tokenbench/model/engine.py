@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .params import OVERHEAD, WAIT_SHARE, ServerModel
+from tokenbench.model.params import OVERHEAD, WAIT_SHARE, ServerModel
 
 Routing = Literal["round-robin", "least-loaded"]
 ROUTINGS: tuple[Routing, ...] = ("round-robin", "least-loaded")

@@ -31,10 +31,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import BadInput
-from .engine import Cluster, Seq
-from .observe import FloatArray, PointObs, RunObs, read_run, run_dirs
-from .params import LIMITS, OVERHEAD, STEP_TERMS, WAIT_SHARE, Param, PointFit, ServerModel
+from tokenbench.errors import BadInput
+from tokenbench.model.engine import Cluster, Seq
+from tokenbench.model.observe import FloatArray, PointObs, RunObs, read_run, run_dirs
+from tokenbench.model.params import LIMITS, OVERHEAD, STEP_TERMS, WAIT_SHARE, Param, PointFit, ServerModel
+from tokenbench.results.layout import RESULTS
 
 COLUMNS = (*STEP_TERMS, OVERHEAD)
 WHAT_VARIES = {
@@ -676,9 +677,9 @@ def _point_fits(model: ServerModel, run: RunObs) -> list[PointFit]:
     """Each of the run's points predicted from its own settings (as validate does: a closed loop's
     users wait for the model's replies) and compared with its results.json; a run without one
     (killed), its requests' sends replayed through the model instead."""
-    from .validate import compare_run
+    from tokenbench.model.validate import compare_run
 
-    if (Path(run.name) / "results.json").is_file():
+    if (Path(run.name) / RESULTS).is_file():
         with tempfile.TemporaryDirectory() as tmp:
             checks = compare_run(model, "fit", Path(run.name), Path(tmp) / "predicted")
         return [

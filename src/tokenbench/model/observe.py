@@ -6,7 +6,6 @@ every cell's run directory)."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BadInput
-from ..manifest import load_manifest
-from ..records import RequestRecord
-from ..results import PointResult, RunResults
-from ..rundir import RecordSlice, point_ranges
-from ..telemetry.sampler import SamplesFile
+from tokenbench.errors import BadInput
+from tokenbench.records import RequestRecord
+from tokenbench.results import PointResult
+from tokenbench.results.layout import CONFIG, RECORDS, SAMPLES
+from tokenbench.results.manifest import load_manifest
+from tokenbench.rundir import RecordSlice, point_ranges
+from tokenbench.rundir.read import read_results
+from tokenbench.telemetry.sampler import SamplesFile
 
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 # A limited client's lag over this share of a point's median TTFT may be in its TTFTs
@@ -77,10 +78,10 @@ def run_dirs(paths: list[Path]) -> list[Path]:
     for path in paths:
         if not path.exists():
             raise BadInput(f"{path}: no such directory (give run or experiment directories)")
-        if (path / "records.jsonl").is_file() and (path / "config.json").is_file():
+        if (path / RECORDS).is_file() and (path / CONFIG).is_file():
             found.append(path)
             continue
-        found += sorted(p.parent for p in path.rglob("records.jsonl") if (p.parent / "config.json").is_file())
+        found += sorted(p.parent for p in path.rglob(RECORDS) if (p.parent / CONFIG).is_file())
     found = [d for d in found if not _predicted(d)]
     if not found:
         raise BadInput(f"no run directory (config.json + records.jsonl) in {', '.join(map(str, paths))}")
@@ -90,10 +91,10 @@ def run_dirs(paths: list[Path]) -> list[Path]:
 def _predicted(run_dir: Path) -> bool:
     """A model's prediction (model predict / validate: its target is ``model:FILE``), never fitted on."""
     try:
-        target = json.loads((run_dir / "config.json").read_text()).get("resolved_target") or {}
+        target = load_manifest(run_dir / CONFIG).resolved_target
     except (OSError, ValueError):
         return False
-    return str(target.get("url") or "").startswith(PREDICTED_URL)
+    return str(target.url or "").startswith(PREDICTED_URL)
 
 
 def _arrays(records: list[RequestRecord]) -> tuple[FloatArray, ...]:
@@ -116,7 +117,7 @@ def _client_limited(path: Path) -> dict[int, bool]:
     """Per point index, whether results.json says the client was limited in a way its TTFTs show
     (no file, or a run from before the client was sampled: none)."""
     try:
-        results = RunResults.from_json(json.loads((path / "results.json").read_text()))
+        results = read_results(path)
     except (OSError, ValueError):
         return {}
     return {p.index: lag_in_ttft(p) for p in results.points}
@@ -139,8 +140,8 @@ def lag_in_ttft(point: PointResult) -> bool:
 
 
 def read_run(path: Path) -> RunObs:
-    manifest = load_manifest(path / "config.json")
-    samples = SamplesFile(path / "samples.jsonl") if (path / "samples.jsonl").is_file() else None
+    manifest = load_manifest(path / CONFIG)
+    samples = SamplesFile(path / SAMPLES) if (path / SAMPLES).is_file() else None
     ends = {e.index: e for e in samples.point_ends()} if samples is not None else {}
     scrapes = samples.scrapes() if samples is not None else []
     kv = [
@@ -150,7 +151,7 @@ def read_run(path: Path) -> RunObs:
     ]
     limited = _client_limited(path)
     points = []
-    records_path = path / "records.jsonl"
+    records_path = path / RECORDS
     for index, ranges in sorted(point_ranges(records_path).items()):
         sent, first, last, chunks, prompt, output, extra, cached = _arrays(list(RecordSlice(records_path, ranges)))
         if len(sent) == 0:
@@ -158,7 +159,7 @@ def read_run(path: Path) -> RunObs:
         event = ends.get(index)
         label = f"point {index}"
         if event is not None:
-            from ..load import describe
+            from tokenbench.loadgen.schedule import describe
 
             label = describe(event.load)
         inside = [(t, u) for t, u in kv if sent[0] <= t <= last.max()]

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import BadInput
-from ..rundir import write_json
+from tokenbench.errors import BadInput
+from tokenbench.rundir import write_json
 
 MODEL_KIND = "tokenbench-server-model"
 MODEL_VERSION = 1

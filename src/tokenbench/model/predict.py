@@ -17,20 +17,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__
-from ..config import LoadPoint, RunConfig
-from ..datasets import build_requests
-from ..derive import point_result, results_header
-from ..errors import BadInput
-from ..manifest import PointStart, ResolvedTarget, RunManifest, ServerFacts
-from ..request_source import RequestSource
-from ..results import Clock, Predicted, RunResults, Tool
-from ..rundir import write_json
-from ..telemetry.sampler import SamplesFile
-from .drive import PointDriver
-from .engine import Routing
-from .observe import PREDICTED_URL
-from .params import LIMITS, ServerModel
+from tokenbench import __version__
+from tokenbench.config import LoadPoint, RunConfig
+from tokenbench.datasets import build_requests
+from tokenbench.errors import BadInput
+from tokenbench.loadgen.source import RequestSource
+from tokenbench.model.drive import PointDriver
+from tokenbench.model.engine import Routing
+from tokenbench.model.observe import PREDICTED_URL
+from tokenbench.model.params import LIMITS, ServerModel
+from tokenbench.results import Clock, Predicted, RunResults, Tool
+from tokenbench.results.layout import CONFIG, RECORDS, RESULTS, SAMPLES
+from tokenbench.results.manifest import PointStart, ResolvedTarget, RunManifest, ServerFacts
+from tokenbench.rundir import write_json
+from tokenbench.rundir.derive import point_result, results_header
+from tokenbench.telemetry.sampler import SamplesFile
 
 Plan = Callable[[RunResults], LoadPoint | None]
 GAP_S = 1.0  # virtual seconds between two points (the server idle, as between a run's points)
@@ -68,7 +69,7 @@ def predict(
         raise BadInput(f"--api {config.target.api}: the model predicts streamed generation only")
     began = time.perf_counter()
     run_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("records.jsonl", "samples.jsonl"):
+    for name in (RECORDS, SAMPLES):
         if (run_dir / name).exists():
             raise BadInput(f"--out {run_dir} already holds a run ({name}): choose a new directory")
     requests, info = build_requests(config.dataset, None, config.seed)
@@ -88,15 +89,15 @@ def predict(
         tool=Tool(name="tokenbench", version=__version__),
         clock=Clock(origin_monotonic_s=0.0, origin_unix_s=time.time(), unit="s (virtual)"),
     )
-    write_json(run_dir / "config.json", manifest.to_json())
-    samples_path = run_dir / "samples.jsonl"
+    write_json(run_dir / CONFIG, manifest.to_json())
+    samples_path = run_dir / SAMPLES
     samples_path.touch()
     samples = SamplesFile(samples_path)
     results = results_header(manifest, "run")
     loads = iter(config.loads)
     choose: Plan = plan if plan is not None else (lambda _: next(loads, None))
     start_s, preemptions, index = 0.0, 0, 0
-    with (run_dir / "records.jsonl").open("w") as records_file, samples_path.open("a") as samples_file:
+    with (run_dir / RECORDS).open("w") as records_file, samples_path.open("a") as samples_file:
         while (load := choose(results)) is not None:
             source.start_point(load, config.seed)
             seed = config.seed + index  # a point's arrivals: the seed plus its index, as runner.run draws them
@@ -132,5 +133,5 @@ def predict(
         preemptions=preemptions,
     )
     results = results.finished(False).model_copy(update={"predicted": predicted})
-    write_json(run_dir / "results.json", results.to_json())
+    write_json(run_dir / RESULTS, results.to_json())
     return Prediction(results, run_dir, time.perf_counter() - began)

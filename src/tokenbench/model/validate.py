@@ -5,16 +5,17 @@ model file), which every later prediction carries in results.json."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BadInput
-from ..manifest import load_manifest
-from ..results import PointResult, RunResults
-from ..telemetry.sampler import SamplesFile
-from .params import ServerModel, Validation
-from .predict import predict
+from tokenbench.errors import BadInput
+from tokenbench.model.params import ServerModel, Validation
+from tokenbench.model.predict import predict
+from tokenbench.results import PointResult
+from tokenbench.results.layout import CONFIG, RESULTS, SAMPLES
+from tokenbench.results.manifest import load_manifest
+from tokenbench.rundir.read import read_results
+from tokenbench.telemetry.sampler import SamplesFile
 
 # the figures compared: key, title
 FIGURES: tuple[tuple[str, str], ...] = (
@@ -61,18 +62,18 @@ def _relative(predicted: float | None, measured: float | None) -> float | None:
 def compare_run(model: ServerModel, model_name: str, run_dir: Path, out_dir: Path) -> list[PointCheck]:
     """Predict ``run_dir``'s own points (its config.json, its points' loads) into ``out_dir`` and
     compare each with what the run measured."""
-    results_path = run_dir / "results.json"
+    results_path = run_dir / RESULTS
     if not results_path.is_file():
         raise BadInput(f"{run_dir}: no results.json (a prediction is compared with a finished run)")
-    measured = {p.index: p for p in RunResults.from_json(json.loads(results_path.read_text())).points}
-    manifest = load_manifest(run_dir / "config.json")
+    measured = {p.index: p for p in read_results(results_path.parent).points}
+    manifest = load_manifest(run_dir / CONFIG)
     config = manifest.config.model_copy(update={"out_dir": out_dir})
     # the run's own launch knobs where it says them (a run at another max-num-seqs is predicted at its own)
     launched = manifest.backend.knobs if manifest.backend is not None and manifest.backend.knobs else {}
     if launched.get("max_num_seqs"):
         model = model.with_knobs({"max_num_seqs": float(launched["max_num_seqs"])})
     # the run's own loads as its points ran them (a capacity search's probes are its points)
-    events = [e for e in sorted(SamplesFile(run_dir / "samples.jsonl").point_ends(), key=lambda e: e.index)]
+    events = [e for e in sorted(SamplesFile(run_dir / SAMPLES).point_ends(), key=lambda e: e.index)]
     events = [e for e in events if e.index in measured]
     loads = iter([e.load for e in events])
     prediction = predict(config, model, model_name, out_dir, plan=lambda _: next(loads, None))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import ReportInputError
+from tokenbench.rundir.read import ReportInputError
 
 __all__ = ["ReportFiles", "ReportInputError", "write_report"]
 
@@ -33,13 +33,13 @@ def write_report(dirs: list[Path], out_dir: Path) -> ReportFiles:
     """Read ``dirs`` (run or experiment directories, in this order) and write ``out_dir``/
     report.html, report.md and charts/<chart>.png (files of the same name are overwritten)."""
     # Imported here: `tokenbench run` imports report.console, and need not load plotly or matplotlib.
-    from .charts import build_charts
-    from .html import render_html
-    from .load import load_inputs
-    from .markdown import render_markdown
-    from .outline import build_outline
-    from .png import write_pngs
-    from .verdict import decide
+    from tokenbench.report.charts import build_charts
+    from tokenbench.report.html import render_html
+    from tokenbench.report.load import load_inputs
+    from tokenbench.report.markdown import render_markdown
+    from tokenbench.report.outline import build_outline
+    from tokenbench.report.png import write_pngs
+    from tokenbench.report.verdict import decide
 
     data = load_inputs([Path(d) for d in dirs])
     verdict = decide(data)

@@ -15,13 +15,13 @@ value failed, else the objective closest to its limit, both relative to the limi
 
 from __future__ import annotations
 
-from ..results import TrialStat
-from ..results.capacity import CapacityResult, Decision, ObjectiveCheck
-from . import fmt
-from .chart_spec import PALETTE, Chart, Mark, Panel, Series
-from .data import CapacityEntry
-from .fmt import NULL_TEXT
-from .tables import Table
+from tokenbench.console import fmt
+from tokenbench.console.fmt import NULL_TEXT
+from tokenbench.report.chart_spec import PALETTE, Chart, Mark, Panel, Series
+from tokenbench.report.data import CapacityEntry
+from tokenbench.report.tables import Table
+from tokenbench.results import TrialStat
+from tokenbench.results.capacity import CapacityResult, Decision, ObjectiveCheck
 
 CAPACITY_CAPTION = (
     "Highest load whose point met every objective (max passing) and the lowest that failed; "

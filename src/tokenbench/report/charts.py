@@ -11,14 +11,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..catalogue import OUTPUT_TOKENS_PER_S, REQUESTS_PER_S, SERVER_PREEMPTIONS, TTFT_MEAN, TTFT_P50, Metric
-from ..slug import slug
-from .capacity import attainment_chart
-from .chart_spec import MAX_TIMESERIES_CHARTS, OUTCOME_COLORS, PALETTE, Chart, Panel, Series
-from .data import PhaseRow, PointRow, ReportData
-from .fmt import num, scaled
-from .timeseries_chart import timeseries_chart
-from .verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict
+from tokenbench.common.slug import slug
+from tokenbench.console.fmt import num, scaled
+from tokenbench.metrics.catalogue import (
+    OUTPUT_TOKENS_PER_S,
+    REQUESTS_PER_S,
+    SERVER_PREEMPTIONS,
+    TTFT_MEAN,
+    TTFT_P50,
+    Metric,
+)
+from tokenbench.report.capacity import attainment_chart
+from tokenbench.report.chart_spec import MAX_TIMESERIES_CHARTS, OUTCOME_COLORS, PALETTE, Chart, Panel, Series
+from tokenbench.report.data import PhaseRow, PointRow, ReportData
+from tokenbench.report.timeseries_chart import timeseries_chart
+from tokenbench.report.verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict
 
 
 def config_colors(data: ReportData) -> dict[str, str]:

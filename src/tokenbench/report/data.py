@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..results import ErrorSeen, StoppedEarly, TimeWindow, TrialStat
-from ..results.capacity import CapacityResult
+from tokenbench.results import ErrorSeen, StoppedEarly, TimeWindow, TrialStat
+from tokenbench.results.capacity import CapacityResult
 
 LoadKey = tuple[str, float | str]  # (load kind, users or rate; the label when it has no number)
 Slo = dict[str, float | None]  # objective ("ttft_s", "tpot_s", "e2e_s") -> seconds, None when not set

@@ -8,11 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..catalogue import SLO_DISTRIBUTIONS, shown_in
-from ..results import NO_TRIALS, Experiment, RunResults
-from .data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo, SlowRow
-from .files import ReportInputError, StaleLayoutError, read_typed
-from .run_dir import (
+from tokenbench.metrics.catalogue import SLO_DISTRIBUTIONS, shown_in
+from tokenbench.report.data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo, SlowRow
+from tokenbench.report.run_dir import (
     SLOWEST_REQUESTS,
     dataset_text,
     facts_text,
@@ -25,6 +23,9 @@ from .run_dir import (
     slow_rows,
     turn_rows,
 )
+from tokenbench.results import NO_TRIALS, Experiment, RunResults
+from tokenbench.results.layout import RESULTS
+from tokenbench.rundir.read import ReportInputError, StaleLayoutError, read_experiment, read_results
 
 # experiment.json's spec (or a part of it): the user's YAML document as given, any shape (a true
 # edge); the header reads a few keys of it when no cell has results.
@@ -37,7 +38,7 @@ Outcomes = dict[tuple[str, str, int], dict[str, int]]  # (server, variant, point
 
 
 def read_experiment_dir(path: Path) -> Part:
-    exp = read_typed(path / "experiment.json", Experiment.from_json)
+    exp = read_experiment(path)
     name = exp.name or str(exp.spec.get("name") or path.name)
     many_variants = len({c.variant for c in exp.cells.values()} | {a.variant for a in exp.aggregates}) > 1
     cell_results = _cell_results(path, exp)
@@ -80,9 +81,9 @@ def _cell_results(path: Path, exp: Experiment) -> dict[str, RunResults]:
     """Each cell's results.json that exists: time series, outcomes and header facts."""
     out = {}
     for cell_id, cell in exp.cells.items():
-        if (path / cell.run_dir / "results.json").is_file():
+        if (path / cell.run_dir / RESULTS).is_file():
             try:
-                out[cell_id] = read_typed(path / cell.run_dir / "results.json", RunResults.from_json)
+                out[cell_id] = read_results(path / cell.run_dir)
             except StaleLayoutError:
                 raise
             except ReportInputError:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..results import ErrorSeen, PointResult, StoppedEarly, point_failed
-from ..results.failures import FAILED_SHARE, UNFINISHED_OUTCOMES
-from .data import PointRow
+from tokenbench.report.data import PointRow
+from tokenbench.results import ErrorSeen, PointResult, StoppedEarly, point_failed
+from tokenbench.results.failures import FAILED_SHARE, UNFINISHED_OUTCOMES
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ import datetime as _dt
 
 import plotly.offline  # type: ignore[import-untyped]  # plotly ships no type hints
 
-from .fmt import esc
-from .outline import Block, ReportOutline, Section
-from .plotly_chart import figure_html
-from .tables import Table
+from tokenbench.console.fmt import esc
+from tokenbench.report.outline import Block, ReportOutline, Section
+from tokenbench.report.plotly_chart import figure_html
+from tokenbench.report.tables import Table
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1200px;

@@ -26,14 +26,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
-from ..catalogue import METRICS, Metric
-from ..results import NO_TRIALS, TrialStat, mean_ci95
-from . import fmt
-from .data import PointRow, ReportData
-from .fmt import NULL_TEXT
-from .tables import Table
+from rich.console import RenderableType
+from rich.table import Table as RichTable
+
+from tokenbench.console import fmt
+from tokenbench.console.fmt import NULL_TEXT
+from tokenbench.metrics.catalogue import (
+    METRICS,
+    Metric,
+)
+from tokenbench.report.data import PointRow, ReportData
+from tokenbench.report.tables import Table
+from tokenbench.results import NO_TRIALS, TrialStat, mean_ci95
 
 Verdict = Literal["helped", "hurt", "no difference", "unknown"]
 
@@ -316,3 +323,26 @@ def layers_table(data: ReportData) -> Table | None:
     ]
     headers = ["configuration", "layer", "engine", "load", "trials"] + [m.label for m in metrics]
     return Table(headers, rows, numeric=tuple(range(4, 5 + len(metrics))))
+
+
+def layer_study(experiment_dir: Path) -> list[RenderableType]:
+    """An experiment with serving layers (servers with an upstream): the overhead of each layer
+    over the engine alone per load and metric, then where each helped or hurt; [] without layers."""
+    from rich.text import Text
+
+    from tokenbench.metrics.catalogue import METRICS
+    from tokenbench.report.load import load_inputs
+
+    data = load_inputs([experiment_dir])
+    if not any(r.upstream for r in data.rows):
+        return []
+    items = overheads(data)
+    table = RichTable(title="serving layers: overhead = layer − engine alone (mean ± 95% CI over trials)")
+    for header in ("layer", "load", "metric", "overhead", "%", "verdict"):
+        table.add_column(header, justify="right" if header in ("overhead", "%") else "left")
+    for o in items:
+        metric = METRICS[o.metric]
+        shift = delta_text(metric, o.diff)
+        cells = (o.layer, short_load(o), metric.title, f"{shift} {metric.unit}".rstrip(), pct_text(o.diff), o.verdict)
+        table.add_row(*(Text(c) for c in cells))
+    return [table, *(Text(line) for line in layer_lines(items, data))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from .data import (
+from tokenbench.report.data import (
     CapacityEntry,
     ExperimentHeader,
     GroupRow,
@@ -27,9 +27,9 @@ from .data import (
     SlowRow,
     TurnRow,
 )
-from .experiment_dir import read_experiment_dir
-from .files import ReportInputError, is_experiment_dir, is_run_dir
-from .run_dir import read_run
+from tokenbench.report.experiment_dir import read_experiment_dir
+from tokenbench.report.run_dir import read_run
+from tokenbench.rundir.read import ReportInputError, is_experiment_dir, is_run_dir
 
 __all__ = ["ReportInputError", "is_experiment_dir", "is_run_dir", "load_inputs"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .fmt import md
-from .outline import Block, ReportOutline, Section
-from .tables import Table
+from tokenbench.console.fmt import md
+from tokenbench.report.outline import Block, ReportOutline, Section
+from tokenbench.report.tables import Table
 
 
 def table_md(table: Table | None) -> str:

@@ -13,15 +13,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .capacity import ATTAINMENT_CAPTION, CAPACITY_CAPTION, attainment_table, capacity_lines, capacity_table
-from .chart_spec import MAX_TIMESERIES_CHARTS, Chart
-from .data import ReportData
-from .layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
-from .pooling import POOLING_CAPTION, pooling_table
-from .run_dir import SLOWEST_REQUESTS
-from .stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
-from .structured import STRUCTURED_CAPTION, structured_table
-from .tables import (
+from tokenbench.report.capacity import (
+    ATTAINMENT_CAPTION,
+    CAPACITY_CAPTION,
+    attainment_table,
+    capacity_lines,
+    capacity_table,
+)
+from tokenbench.report.chart_spec import MAX_TIMESERIES_CHARTS, Chart
+from tokenbench.report.data import ReportData
+from tokenbench.report.layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
+from tokenbench.report.pooling import POOLING_CAPTION, pooling_table
+from tokenbench.report.run_dir import SLOWEST_REQUESTS
+from tokenbench.report.stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
+from tokenbench.report.structured import STRUCTURED_CAPTION, structured_table
+from tokenbench.report.tables import (
     Table,
     best_table,
     experiment_facts,
@@ -39,7 +45,7 @@ from .tables import (
     turns_table,
     verdict_lines,
 )
-from .verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict, slo_text
+from tokenbench.report.verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict, slo_text
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type hints
 from plotly.subplots import make_subplots  # type: ignore[import-untyped]
 
-from .chart_spec import Chart, Panel, Series
-from .fmt import esc
+from tokenbench.console.fmt import esc
+from tokenbench.report.chart_spec import Chart, Panel, Series
 
 _PLOTLY_SYMBOLS = {"circle": "circle", "x": "x", "star": "star"}
 

@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter, ScalarFormatter
 
-from .chart_spec import Chart, Panel, y_bounds
+from tokenbench.report.chart_spec import Chart, Panel, y_bounds
 
 Y_MARGIN = 0.05  # room above the highest point of a zero-based axis (matplotlib's own margin)
 _MARKERS = {"circle": "o", "x": "X", "star": "*"}

@@ -5,10 +5,10 @@ of every row (a run's points, an experiment's cells): shown only when some row h
 
 from __future__ import annotations
 
-from ..catalogue import METRICS, Metric
-from . import fmt
-from .data import ReportData
-from .tables import Table
+from tokenbench.console import fmt
+from tokenbench.metrics.catalogue import METRICS, Metric
+from tokenbench.report.data import ReportData
+from tokenbench.report.tables import Table
 
 POOLING_CAPTION = (
     "Pooling requests (embeddings, rerank, score) are answered whole, not streamed: latency is E2E, from "

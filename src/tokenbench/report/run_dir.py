@@ -6,18 +6,12 @@ serve the experiment reader too, whose cells are run directories."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..catalogue import SLO_DISTRIBUTIONS, shown_in
-from ..results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
-from ..results.capacity import CAPACITY_FILE, CapacityResult
-from ..rundir import RecordSlice, point_ranges
-from ..spans.phases import GRACE_S, PHASES, SpanIndex, slowest_requests
-from ..spans.receiver import SPANS_FILE
-from .data import (
+from tokenbench.metrics.catalogue import SLO_DISTRIBUTIONS, shown_in
+from tokenbench.report.data import (
     CapacityEntry,
     GroupRow,
     ImageRow,
@@ -31,7 +25,13 @@ from .data import (
     SlowRow,
     TurnRow,
 )
-from .files import ReportInputError, read_json, read_typed
+from tokenbench.results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
+from tokenbench.results.capacity import CapacityResult
+from tokenbench.results.layout import CAPACITY, RECORDS, SPANS
+from tokenbench.results.trials import trial_groups
+from tokenbench.rundir import RecordSlice, point_ranges
+from tokenbench.rundir.read import ReportInputError, read_json, read_results
+from tokenbench.spans.phases import GRACE_S, PHASES, SpanIndex, slowest_requests
 
 
 def load_value(load: Load) -> float | None:
@@ -104,15 +104,6 @@ def _header(path: Path, results: RunResults, config: str) -> RunHeader:
     )
 
 
-def trial_groups(points: Sequence[PointResult]) -> list[list[PointResult]]:
-    """The points by load, in the order the loads first ran: the points at one load (the same
-    kind, value and settings) are its trials (--trials N runs each load N times in a row)."""
-    groups: dict[str, list[PointResult]] = {}
-    for p in points:
-        groups.setdefault(p.load.model_dump_json(), []).append(p)
-    return list(groups.values())
-
-
 def _outcomes(points: list[PointResult]) -> dict[str, int]:
     summed: dict[str, int] = {}
     for p in points:
@@ -123,7 +114,7 @@ def _outcomes(points: list[PointResult]) -> dict[str, int]:
 
 def read_run(path: Path) -> Part:
     """A run directory: one row per load, its points the trials (one point: one trial)."""
-    results = read_typed(path / "results.json", RunResults.from_json)
+    results = read_results(path)
     config = results.target.backend or "run"
     rows = [
         PointRow(
@@ -182,8 +173,8 @@ def slow_rows(path: Path, results: RunResults, config: str, n: int = SLOWEST_REQ
     joined to server_spans.jsonl by the results' own join (spans.phases), each point's spans due
     at its end + the grace, as derive.py has them. None without server spans (no --server-traces).
     Read point by point; only the ``n`` are kept."""
-    spans_file = path / SPANS_FILE
-    records_file = path / "records.jsonl"
+    spans_file = path / SPANS
+    records_file = path / RECORDS
     if results.clock is None or not spans_file.is_file() or not records_file.is_file():
         return []
     if all(p.server_phases is None for p in results.points):
@@ -214,7 +205,7 @@ def slow_rows(path: Path, results: RunResults, config: str, n: int = SLOWEST_REQ
 
 def read_capacity(path: Path, config: str) -> list[CapacityEntry]:
     """The run's capacity search (capacity.json beside results.json), if it was one."""
-    file = path / CAPACITY_FILE
+    file = path / CAPACITY
     if not file.is_file():
         return []
     try:

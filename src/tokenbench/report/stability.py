@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..results import TimeWindow, TrialStat, mean_ci95
-from .data import LoadKey, PointRow, PointSpan, RunSeries, load_key
+from tokenbench.report.data import LoadKey, PointRow, PointSpan, RunSeries, load_key
+from tokenbench.results import TimeWindow, TrialStat, mean_ci95
 
 # Steady-state output rate falling by more than this share from start to end is flagged.
 DEGRADATION_THRESHOLD = 0.05

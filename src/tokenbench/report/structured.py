@@ -5,10 +5,10 @@ for structure (the catalogue's optional ``valid_fraction``)."""
 
 from __future__ import annotations
 
-from ..catalogue import METRICS
-from . import fmt
-from .data import ReportData
-from .tables import Table
+from tokenbench.console import fmt
+from tokenbench.metrics.catalogue import METRICS
+from tokenbench.report.data import ReportData
+from tokenbench.report.tables import Table
 
 VALID = METRICS["valid_fraction"]
 COLUMNS = (METRICS["ttft_s_mean"], METRICS["ttft_s_p99"], METRICS["tpot_s_mean"], METRICS["output_tokens_per_s"])

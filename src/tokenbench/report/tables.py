@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..catalogue import GOOD_FRACTION, GOODPUT_PER_S, shown_in
-from ..results import TrialStat
-from ..telemetry.client_health import CPU_LIMIT, LAG_MARGIN, LOOP_LAG_LIMIT_S, advice_for
-from . import fmt
-from .data import ExperimentHeader, ReportData
-from .fmt import NULL_TEXT
-from .stability import DEGRADATION_THRESHOLD
-from .verdict import (
+from tokenbench.console import fmt
+from tokenbench.console.fmt import NULL_TEXT
+from tokenbench.metrics.catalogue import GOOD_FRACTION, GOODPUT_PER_S, shown_in
+from tokenbench.report.data import ExperimentHeader, ReportData
+from tokenbench.report.stability import DEGRADATION_THRESHOLD
+from tokenbench.report.verdict import (
     CACHE_REUSE_TOLERANCE,
     SLO_ATTAINMENT,
     CacheFlag,
@@ -22,6 +20,8 @@ from .verdict import (
     Verdict,
     slo_text,
 )
+from tokenbench.results import TrialStat
+from tokenbench.telemetry.client_health import CPU_LIMIT, LAG_MARGIN, LOOP_LAG_LIMIT_S, advice_for
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ steady-state change (stability.py)."""
 
 from __future__ import annotations
 
-from .chart_spec import PALETTE, Chart, Mark, Panel, Series, Span
-from .data import RunSeries
-from .fmt import scaled
-from .stability import Stability, run_stabilities
+from tokenbench.console.fmt import scaled
+from tokenbench.report.chart_spec import PALETTE, Chart, Mark, Panel, Series, Span
+from tokenbench.report.data import RunSeries
+from tokenbench.report.stability import Stability, run_stabilities
 
 # The time series' panels: (panel title, ((field of a results.json time-series window, series
 # name, stored unit -> shown unit), ...)). The report draws one panel per entry, one line per field.

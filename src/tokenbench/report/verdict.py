@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..catalogue import (
+from tokenbench.metrics.catalogue import (
     CLIENT_LIMITED,
     GOOD_FRACTION,
     GOODPUT_PER_S,
@@ -24,15 +24,10 @@ from ..catalogue import (
     USD_PER_MILLION_OUTPUT_TOKENS,
     Metric,
 )
-from ..results import NO_TRIALS, TrialStat
-from .data import LoadKey, PointRow, ReportData, load_key
-from .failures import FailedPoint
-from .stability import (
-    Stability,
-    StabilitySummary,
-    run_stabilities,
-    summarize_stability,
-)
+from tokenbench.report.data import LoadKey, PointRow, ReportData, load_key
+from tokenbench.report.failures import FailedPoint
+from tokenbench.report.stability import Stability, StabilitySummary, run_stabilities, summarize_stability
+from tokenbench.results import NO_TRIALS, TrialStat
 
 # A point is saturated once its median TTFT has grown past this multiple of the lowest rate's...
 SATURATION_TTFT_FACTOR = 2.0

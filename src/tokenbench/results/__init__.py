@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import Number
-from .client import Client, WindowHealth, WorkerClock, WorkerLoss, Workers
-from .cost import Cost, Energy
-from .experiment import AggregateRow, CapacityRow, CellRow, Experiment, ServerRow, TrialsRow
-from .failures import ErrorSeen, StoppedEarly, point_failed
-from .run import (
+from tokenbench.results.base import Number
+from tokenbench.results.client import Client, WindowHealth, WorkerClock, WorkerLoss, Workers
+from tokenbench.results.cost import Cost, Energy
+from tokenbench.results.experiment import AggregateRow, CapacityRow, CellRow, Experiment, ServerRow, TrialsRow
+from tokenbench.results.failures import ErrorSeen, StoppedEarly, point_failed
+from tokenbench.results.run import (
     SCHEMA_VERSION,
     Clock,
     ComputedBy,
@@ -48,8 +48,15 @@ from .run import (
     TurnStats,
     WindowSpan,
 )
-from .trials import NO_TRIALS, TrialStat, mean_ci95
-from .workload import DatasetFacts, ExpectedReuse, PrefixCache, SessionFacts, SharedPrefixFacts, TraceFacts
+from tokenbench.results.trials import NO_TRIALS, TrialStat, mean_ci95
+from tokenbench.results.workload import (
+    DatasetFacts,
+    ExpectedReuse,
+    PrefixCache,
+    SessionFacts,
+    SharedPrefixFacts,
+    TraceFacts,
+)
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "results.schema.json"
 

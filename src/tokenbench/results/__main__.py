@@ -5,8 +5,8 @@ import json
 import sys
 from pathlib import Path
 
-from . import SCHEMA_PATH, schema
-from .capacity import capacity_schema
+from tokenbench.results import SCHEMA_PATH, schema
+from tokenbench.results.capacity import capacity_schema
 
 path = Path(sys.argv[1]) if len(sys.argv) > 1 else SCHEMA_PATH
 path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,12 +12,11 @@ from typing import Any, Literal
 
 from pydantic import SerializerFunctionWrapHandler, model_serializer
 
-from ..frozen import FrozenModel
-from .base import Number
-from .trials import TrialStat
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.results.base import Number
+from tokenbench.results.trials import TrialStat
 
 CAPACITY_SCHEMA_VERSION = 1
-CAPACITY_FILE = "capacity.json"  # in the search's run directory
 
 Variable = Literal["rate", "users"]
 ObjectiveName = Literal["ttft", "tpot", "itl", "e2e", "queue", "errors"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..frozen import FrozenModel
-from .base import Number
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.results.base import Number
 
 
 class Client(FrozenModel):

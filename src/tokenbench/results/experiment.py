@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..frozen import FrozenModel
-from .base import Number
-from .capacity import StoppedBy, Variable
-from .run import ComputedBy, Load, Tool
-from .trials import TrialStat
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.results.base import Number
+from tokenbench.results.capacity import StoppedBy, Variable
+from tokenbench.results.run import ComputedBy, Load, Tool
+from tokenbench.results.trials import TrialStat
 
 ServerStatus = Literal["pending", "ok", "failed"]
 CellStatus = Literal["running", "ok", "failed", "interrupted"]

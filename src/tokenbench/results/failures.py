@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..frozen import FrozenModel
-from ..records import UNFINISHED
-from .base import Number
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.records import UNFINISHED
+from tokenbench.results.base import Number
 
 FAILED_SHARE = 0.5  # a point fails when more of its finished requests than this failed
 ERRORS_SEEN = 5  # the distinct error texts a point keeps (the first ones, in the order they ended)

@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..frozen import FrozenModel
-from .base import Number
-from .client import Client, WindowHealth, WorkerLoss, Workers
-from .cost import Cost, Energy
-from .failures import ErrorSeen, StoppedEarly
-from .stopping import AutoStop, OverSaturated, SteadyState
-from .workload import DatasetFacts, PrefixCache
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.results.base import Number
+from tokenbench.results.client import Client, WindowHealth, WorkerLoss, Workers
+from tokenbench.results.cost import Cost, Energy
+from tokenbench.results.failures import ErrorSeen, StoppedEarly
+from tokenbench.results.stopping import AutoStop, OverSaturated, SteadyState
+from tokenbench.results.workload import DatasetFacts, PrefixCache
 
 SCHEMA_VERSION = 1
 

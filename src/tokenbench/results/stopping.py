@@ -5,8 +5,8 @@ with the precision its window reached, and the evidence of a backlog growing wit
 
 from __future__ import annotations
 
-from ..frozen import FrozenModel
-from .base import Number
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.results.base import Number
 
 
 class FigurePrecision(FrozenModel):

@@ -4,9 +4,13 @@ makes it (``mean_ci95``), used by experiment.json's aggregates, the report and c
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from ..frozen import FrozenModel
+from tokenbench.common.frozen import FrozenModel
+
+if TYPE_CHECKING:
+    from tokenbench.results.run import PointResult
 
 
 class TrialStat(FrozenModel):
@@ -39,3 +43,12 @@ def mean_ci95(values: Iterable[float | None]) -> TrialStat:
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     half = float(stdtrit(n - 1, 0.975)) * sd / math.sqrt(n)
     return TrialStat(mean=mean, ci95=half, n=n, values=xs)
+
+
+def trial_groups(points: Sequence[PointResult]) -> list[list[PointResult]]:
+    """The points by load, in the order the loads first ran: the points at one load (the same
+    kind, value and settings) are its trials (--trials N runs each load N times in a row)."""
+    groups: dict[str, list[PointResult]] = {}
+    for p in points:
+        groups.setdefault(p.load.model_dump_json(), []).append(p)
+    return list(groups.values())

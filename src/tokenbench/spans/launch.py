@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import asdict
 
-from ..backends import get_profile
-from ..config import BackendConfig
-from .phases import GRACE_S, SpanIndex
-from .receiver import SpanReceiver
+from tokenbench.backends import get_profile
+from tokenbench.config import BackendConfig
+from tokenbench.spans.phases import GRACE_S, SpanIndex
+from tokenbench.spans.receiver import SpanReceiver
 
 QUIET_S = 0.5  # no new span for this long after a point ends: its spans are in
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..metrics.stats import distribution
-from ..records import RequestRecord
-from ..results.run import ClockOffset, ServerPhases, SlowestPhases
-from .keys import parse_trace_id, run_key
-from .shapes import ServerSpan, SpanPart, combine, read_part
+from tokenbench.metrics.stats import distribution
+from tokenbench.records import RequestRecord
+from tokenbench.results.run import ClockOffset, ServerPhases, SlowestPhases
+from tokenbench.spans.keys import parse_trace_id, run_key
+from tokenbench.spans.shapes import ServerSpan, SpanPart, combine, read_part
 
 # Spans are awaited this long after a point ends (the runner); one received later is late
 GRACE_S = 2.0

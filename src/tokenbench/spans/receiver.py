@@ -27,10 +27,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import BadInput
-from .otlp import JSON, PROTOBUF, OtlpError, decode
+from tokenbench.errors import BadInput
+from tokenbench.results.layout import SPANS
+from tokenbench.spans.otlp import JSON, PROTOBUF, OtlpError, decode
 
-SPANS_FILE = "server_spans.jsonl"
 TRACES_PATH = "/v1/traces"
 # opentelemetry/proto/collector/trace/v1/trace_service.proto: service TraceService { rpc Export }
 # (trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name; trace_service_pb2_grpc
@@ -65,7 +65,7 @@ class SpanReceiver:
         max_spans: int = MAX_SPANS,
         grpc_port: int | None = 0,
     ) -> None:
-        self.path = Path(run_dir) / SPANS_FILE
+        self.path = Path(run_dir) / SPANS
         self._now = now
         self._max = max_spans
         self._port = port

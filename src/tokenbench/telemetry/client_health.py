@@ -38,8 +38,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..results import PointResult
-from ..results.client import Client, WindowHealth
+from tokenbench.results import PointResult
+from tokenbench.results.client import Client, WindowHealth
 
 LOOP_LAG_LIMIT_S = 0.005
 LAG_MARGIN = 1.2  # the p99 must exceed the limit by 20%

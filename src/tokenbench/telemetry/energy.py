@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Any
 
-from ..results.cost import Energy, EnergySource
+from tokenbench.results.cost import Energy, EnergySource
 
 # One line of samples.jsonl (the header, or a scrape) as read back: JSON whose keys the sampler
 # chose (prom.py's names), so any value (an edge: read key by key).

@@ -30,13 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from .. import procs
-from ..redact import mask_text
-from .gpu import GPUSampler
-from .prom import MetricNames, flat, normalize, parse
+from tokenbench.common import procs
+from tokenbench.common.redact import mask_text
+from tokenbench.telemetry.gpu import GPUSampler
+from tokenbench.telemetry.prom import MetricNames, flat, normalize, parse
 
 if TYPE_CHECKING:  # the sampler's own process never reads them: it copies event lines as they come
-    from ..manifest import PointEnd, PointStart
+    from tokenbench.results.manifest import PointEnd, PointStart
 
 
 class Event(Protocol):
@@ -225,13 +225,13 @@ class SamplesFile:
 
     def point_starts(self) -> list[PointStart]:
         """The ``point_start`` events: each point as it started."""
-        from ..manifest import PointStart
+        from tokenbench.results.manifest import PointStart
 
         return [PointStart.from_json(e) for e in self.events("point_start")]
 
     def point_ends(self) -> list[PointEnd]:
         """The ``point`` events: each finished point's span."""
-        from ..manifest import PointEnd
+        from tokenbench.results.manifest import PointEnd
 
         return [PointEnd.from_json(e) for e in self.events("point")]
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Any
 
-from ..results import Gauge, Gpu, MatchedTtft, Server
-from ..results.run import WindowServer
+from tokenbench.results import Gauge, Gpu, MatchedTtft, Server
+from tokenbench.results.run import WindowServer
 
 # One line of samples.jsonl (telemetry.sampler) as read back: JSON whose keys are prom.py's, so any
 # value (an edge: read key by key).

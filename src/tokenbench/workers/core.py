@@ -20,20 +20,20 @@ from typing import Any
 
 import aiohttp
 
-from .. import redact
-from ..clients import wire_for
-from ..clients.stream import StreamingClient, make_session
-from ..config import LoadPoint, SessionConfig, StopConfig, TargetConfig
-from ..datasets.sessions import Conversation, estimate_tokens
-from ..datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
-from ..live import LiveStats
-from ..load import Share
-from ..loadgen import LoadGenerator, Part, PointRun
-from ..records import Request, RequestRecord, RunClock
-from ..request_source import RequestSource
-from ..session_load import SessionSource
-from ..spans.keys import JoinKeys, run_key
-from ..telemetry.client_monitor import ClientMonitor, Sample
+from tokenbench.clients import wire_for
+from tokenbench.clients.stream import StreamingClient, make_session
+from tokenbench.common import redact
+from tokenbench.config import LoadPoint, SessionConfig, StopConfig, TargetConfig
+from tokenbench.datasets.sessions import Conversation, estimate_tokens
+from tokenbench.datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
+from tokenbench.loadgen import LoadGenerator, Part, PointRun
+from tokenbench.loadgen.schedule import Share
+from tokenbench.loadgen.sessions import SessionSource
+from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.stats import LiveStats
+from tokenbench.records import Request, RequestRecord, RunClock
+from tokenbench.spans.keys import JoinKeys, run_key
+from tokenbench.telemetry.client_monitor import ClientMonitor, Sample
 
 
 def choose_tokenizer(path: str | None, target: TargetConfig) -> Tokenizer | None:

@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..config import LoadPoint, StopConfig, WorkersConfig
-from ..live import LiveStats
-from ..load import Share
-from ..loadgen import OpenRecords, PointRun, new_run, stopped_window
-from ..records import Outcome, RequestRecord, RunClock
-from ..results.client import WorkerLoss
-from ..session_load import SessionTally
-from ..telemetry.client_monitor import Sample
-from . import WorkerLost
-from .clock import Offset, measure
-from .core import Batch, LocalWorker, Order, Setup, WorkerInfo
+from tokenbench.config import LoadPoint, StopConfig, WorkersConfig
+from tokenbench.loadgen import OpenRecords, PointRun, new_run, stopped_window
+from tokenbench.loadgen.schedule import Share
+from tokenbench.loadgen.sessions import SessionTally
+from tokenbench.loadgen.stats import LiveStats
+from tokenbench.records import Outcome, RequestRecord, RunClock
+from tokenbench.results.client import WorkerLoss
+from tokenbench.telemetry.client_monitor import Sample
+from tokenbench.workers import WorkerLost
+from tokenbench.workers.clock import Offset, measure
+from tokenbench.workers.core import Batch, LocalWorker, Order, Setup, WorkerInfo
 
 POLL_S = 0.1  # how often each worker is asked for its records
 ANSWER_TIMEOUT_S = 30.0  # a worker silent this long is lost
@@ -268,10 +268,10 @@ async def start_workers(config: WorkersConfig, run_dir: Path) -> list[Handle]:
     if not config.distributed:
         return [LocalWorker()]
     if config.on_ray:
-        from .ray_actor import RayWorker
+        from tokenbench.workers.ray_actor import RayWorker
 
         return [RayWorker(i, config.cpus_per_worker) for i in range(config.count)]
-    from .process import ProcessWorker
+    from tokenbench.workers.process import ProcessWorker
 
     return list(
         await asyncio.gather(*(ProcessWorker.start(i, run_dir / f"worker-{i}.log") for i in range(config.count)))
@@ -284,7 +284,7 @@ async def ray_session(config: WorkersConfig) -> AsyncIterator[None]:
     if not config.on_ray:
         yield
         return
-    from .ray_actor import start_ray, stop_ray
+    from tokenbench.workers.ray_actor import start_ray, stop_ray
 
     started = start_ray(config.ray_address, config.count, config.cpus_per_worker)
     try:

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from . import WorkerLost
-from .core import WorkerCore
+from tokenbench.workers import WorkerLost
+from tokenbench.workers.core import WorkerCore
 
 _HEADER = struct.Struct("!I")
 

@@ -13,9 +13,9 @@ import asyncio
 import os
 from typing import Any
 
-from ..errors import BadInput
-from . import WorkerLost
-from .core import WorkerCore
+from tokenbench.errors import BadInput
+from tokenbench.workers import WorkerLost
+from tokenbench.workers.core import WorkerCore
 
 
 class _Actor:

@@ -8,16 +8,16 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-from ..config import RunConfig, TargetConfig
-from ..live import LiveStats
-from ..load import Share
-from ..records import RequestRecord, RunClock
-from ..request_source import RequestSource
-from ..results.client import WorkerClock, Workers
-from ..session_load import SessionSource
-from ..telemetry.client_monitor import Sample
-from .core import Setup
-from .pool import Handle, WorkerPool, ray_session, start_workers
+from tokenbench.config import RunConfig, TargetConfig
+from tokenbench.loadgen.schedule import Share
+from tokenbench.loadgen.sessions import SessionSource
+from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.stats import LiveStats
+from tokenbench.records import RequestRecord, RunClock
+from tokenbench.results.client import WorkerClock, Workers
+from tokenbench.telemetry.client_monitor import Sample
+from tokenbench.workers.core import Setup
+from tokenbench.workers.pool import Handle, WorkerPool, ray_session, start_workers
 
 # where the pool's records, client samples and messages go (the run's writer, sampler and console)
 PoolIO = tuple[Callable[[list[RequestRecord]], None], Callable[[Sample], None], Callable[[str], None]]

@@ -1,0 +1,164 @@
+"""What a gate tests, read from run and experiment directories: each configuration's trials at
+each load (``Cell``), and for a cell of one trial the values its single figure summarizes: the
+per-request values of a distribution (records.jsonl, the same population as results.json's:
+successful requests sent in the window, open loop: scheduled in it) or the time series' windows
+of a rate (each window inside the measurement window is one batch mean).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tokenbench.metrics.catalogue import Metric
+from tokenbench.records import Outcome, RequestRecord
+from tokenbench.report.run_dir import load_value
+from tokenbench.results import PointResult
+from tokenbench.results.layout import RECORDS, RESULTS
+from tokenbench.results.trials import trial_groups
+from tokenbench.rundir import RecordSlice, point_ranges
+from tokenbench.rundir.read import is_experiment_dir, is_run_dir, read_experiment, read_results
+
+LoadKey = tuple[str, float | str]
+
+
+def _tpot_speed(r: RequestRecord) -> float | None:
+    tpot = r.tpot_s
+    return None if tpot is None or tpot <= 0 else 1.0 / tpot
+
+
+# A distribution's per-request value (its results.json key -> the record's), and whether only
+# successful requests count (queue delay counts every request sent).
+REQUEST_VALUES: dict[str, tuple[Callable[[RequestRecord], float | None], bool]] = {
+    "ttft_s": (lambda r: r.ttft_s, True),
+    "ttfo_s": (lambda r: r.ttfo_s, True),
+    "tpot_s": (lambda r: r.tpot_s, True),
+    "e2e_s": (lambda r: r.e2e_s, True),
+    "decode_speed_tokens_per_s": (_tpot_speed, True),
+    "queue_s": (lambda r: r.queue_s, False),
+}
+# Rates the time series has per window (results.json's window keys).
+WINDOW_RATES = frozenset({"output_tokens_per_s", "requests_per_s"})
+
+
+@dataclass(frozen=True)
+class Trial:
+    run_dir: Path
+    point: PointResult
+
+
+@dataclass
+class Cell:
+    """One configuration at one load of one input, with its trials."""
+
+    source: str
+    config: str
+    key: LoadKey
+    label: str
+    trials: list[Trial] = field(default_factory=list)
+
+
+def read_cells(d: Path) -> list[Cell]:
+    """A run directory's loads (its points at one load are trials), or an experiment's
+    (configuration, load) cells over its finished trials."""
+    d = Path(d)
+    if is_experiment_dir(d):
+        return _experiment_cells(d)
+    if is_run_dir(d):
+        results = read_results(d)
+        config = results.target.backend or "run"
+        return [
+            Cell(d.name, config, _key(group[0]), group[0].label, [Trial(d, p) for p in group])
+            for group in trial_groups(results.points)
+        ]
+    from tokenbench.errors import BadInput
+
+    raise BadInput(f"{d}: not a run directory (results.json) or an experiment directory (experiment.json)")
+
+
+def _key(p: PointResult) -> LoadKey:
+    value = load_value(p.load)
+    return (p.load.kind, value if value is not None else p.label)
+
+
+def _experiment_cells(d: Path) -> list[Cell]:
+    exp = read_experiment(d)
+    many_variants = len({c.variant for c in exp.cells.values()}) > 1
+    cells: dict[tuple[str, str], Cell] = {}
+    for cell in exp.cells.values():
+        run_dir = d / cell.run_dir
+        if cell.status != "ok" or not (run_dir / RESULTS).is_file():
+            continue
+        results = read_results(run_dir)
+        config = f"{cell.server} · {cell.variant}" if many_variants else cell.server
+        for p in results.points:
+            c = cells.setdefault((config, p.load.model_dump_json()), Cell(exp.name or d.name, config, _key(p), p.label))
+            c.trials.append(Trial(run_dir, p))
+    return list(cells.values())
+
+
+class Samples:
+    """Per-request and per-window values, read once per (run directory, point, metric)."""
+
+    def __init__(self) -> None:
+        self._ranges: dict[Path, dict[int, list[tuple[int, int]]]] = {}
+        self._values: dict[tuple[Path, int, str], np.ndarray | None] = {}
+
+    def of(self, metric: Metric, trials: list[Trial]) -> tuple[np.ndarray, str] | None:
+        """The values pooled over the trials and what they are ("requests", "windows"); None
+        when this metric has none (or a trial's records are gone)."""
+        parts: list[np.ndarray] = []
+        for t in trials:
+            values = self._one(metric, t)
+            if values is None:
+                return None
+            parts.append(values)
+        unit = "windows" if metric.key in WINDOW_RATES else "requests"
+        return (np.concatenate(parts) if parts else np.empty(0)), unit
+
+    def _one(self, metric: Metric, t: Trial) -> np.ndarray | None:
+        key = (t.run_dir, t.point.index, metric.key)
+        if key not in self._values:
+            self._values[key] = self._read(metric, t)
+        return self._values[key]
+
+    def _read(self, metric: Metric, t: Trial) -> np.ndarray | None:
+        p = t.point
+        if metric.key in WINDOW_RATES:
+            w = p.window
+            return np.array(
+                [
+                    float(getattr(x, metric.key))
+                    for x in p.timeseries
+                    if not x.ramp and x.start_s >= w.start_s and x.end_s <= w.end_s
+                ]
+            )
+        dist = metric.distribution
+        if dist is None or dist.key not in REQUEST_VALUES:
+            return None
+        get, ok_only = REQUEST_VALUES[dist.key]
+        path = t.run_dir / RECORDS
+        if not path.is_file():
+            return None
+        if t.run_dir not in self._ranges:
+            self._ranges[t.run_dir] = point_ranges(path)
+        ranges = self._ranges[t.run_dir].get(p.index)
+        if ranges is None:
+            return np.empty(0)
+        open_loop = p.load.kind in ("rate", "replay")
+        lo, hi = p.window.start_s, p.window.end_s
+        out: list[float] = []
+        for r in RecordSlice(path, ranges):
+            if ok_only and r.outcome is not Outcome.OK:
+                continue
+            when = r.scheduled_s if open_loop or r.sent_s is None else r.sent_s
+            if not lo <= when < hi:
+                continue
+            v = get(r)
+            if v is not None and math.isfinite(v):
+                out.append(v)
+        return np.array(out, dtype=np.float64)

@@ -1,0 +1,1146 @@
+"""One typed tree of settings and the one home of every default, and of every flag.
+
+A field the command line sets says so once, in its annotation: ``Annotated[T, Flag("--name",
+"help")]`` (the option's name, help and help panel; its type, default and choices come from the
+field). ``cli/flags.py`` builds `run`'s and `capacity`'s options from these and names the flag
+in a validation error; a field set from another field's flag (a sweep's ``--users`` becomes each
+``UsersLoad.users``) says ``SetBy("--users")``. Everything downstream receives typed config.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from tokenbench.common.frozen import FrozenModel as _Model
+from tokenbench.common.units import seconds
+from tokenbench.config.constraints import (
+    TOOL_CHOICES,
+    ConstraintKind,
+    Dialect,
+    check_schema,
+    load_tools,
+    parse_constraint,
+    tool_names,
+)
+from tokenbench.config.cost import CostConfig
+from tokenbench.config.flags import ENGINE, IMAGES, PREFIXES, SCALE, SESSIONS, TRACE, Flag, SetBy
+from tokenbench.config.mix import DEFAULT_TENANT_HEADER, WorkloadMix, check_header, check_weights
+from tokenbench.config.slo import SLOConfig
+
+# the values of --api (clients.WIRES); issue 23 embeddings: the pooling APIs (POOLING_APIS) at the end
+Api = Literal["chat", "completions", "tgi", "triton", "ollama", "embeddings", "rerank", "score"]
+# issue 23 embeddings: the APIs that send inputs and get one non-streamed answer (clients/embeddings.py)
+POOLING_APIS = ("embeddings", "rerank", "score")
+Arrival = Literal["constant", "poisson", "gamma"]
+# --prefix-cache: "reset" empties the server's prefix cache before every load point through the
+# engine's own control (backends/cache_control.py); "keep" leaves it as the last point left it.
+PrefixCacheMode = Literal["reset", "keep"]
+DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace"]
+# The trace formats datasets.traces reads (its TraceFormat; config cannot import datasets: a cycle).
+TraceFormatName = Literal["mooncake", "azure", "burstgpt", "bailian"]
+
+SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
+
+
+# issue 23 structured output: --response-format as the settings hold it (structured.py sends and checks it)
+class OutputConstraint(_Model):
+    """What a reply must be: ``json_object``, ``json_schema`` (the schema itself, read from its file),
+    ``choice``, ``regex`` or ``grammar`` (its text). Written as ``--response-format``'s text
+    (``json_schema:FILE``) on the command line and in an experiment file, or as these fields."""
+
+    kind: ConstraintKind
+    json_schema: dict[str, Any] | None = None
+    choices: list[str] | None = None
+    pattern: str | None = None
+    grammar: str | None = None
+    source: str | None = None  # the file the schema or grammar was read from
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        if isinstance(value, str):
+            return parse_constraint(value)
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> OutputConstraint:
+        need = {"json_schema": self.json_schema, "choice": self.choices, "regex": self.pattern, "grammar": self.grammar}
+        if self.kind in need and not need[self.kind]:
+            raise ValueError(f"--response-format {self.kind} needs its argument (json_schema:FILE, choice:A,B, ...)")
+        if self.json_schema is not None:
+            check_schema(self.json_schema)
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"--response-format regex:{self.pattern}: {exc}") from None
+        return self
+
+
+class TargetConfig(_Model):
+    """The server under test. ``url`` None means: start the embedded default backend."""
+
+    url: Annotated[
+        str | None,
+        Flag("--url", "Server base URL, e.g. http://127.0.0.1:8000. Omit to start the embedded llama.cpp backend."),
+    ] = None
+    # model name sent in requests; for the embedded backend, a .gguf path
+    model: Annotated[
+        str | None,
+        Flag(
+            "--model",
+            "Model name to request (default: the first of /v1/models). Without --url: a .gguf path for the embedded server.",
+        ),
+    ] = None
+    api: Annotated[
+        Api | None,
+        Flag(
+            "--api",
+            "chat, completions (OpenAI), or native: tgi, triton, ollama; embeddings, rerank, score (pooling: "
+            "non-streamed, --batch-size inputs a request). Default: the backend's first API, else chat.",
+        ),
+    ] = None  # None: the backend profile's first API, else chat
+    # read at send time; the key itself is never stored
+    api_key_env: Annotated[str, Flag("--api-key-env", "Environment variable holding the API key.", default=True)] = (
+        "OPENAI_API_KEY"
+    )
+    # whole request, first byte to end of stream
+    request_timeout_s: Annotated[
+        float,
+        Flag(
+            "--request-timeout",
+            "Seconds a whole request may take, from its send to the end of its stream; one that takes longer is "
+            "recorded with outcome timeout.",
+            default=True,
+            aliases=("--timeout",),
+        ),
+    ] = 600.0
+    # longest silence between two reads of one stream
+    read_timeout_s: Annotated[
+        float, Flag("--read-timeout", "Seconds of silence allowed within a stream.", default=True)
+    ] = 120.0
+    connect_timeout_s: Annotated[
+        float, Flag("--connect-timeout", "Seconds to open a connection to the server.", default=True)
+    ] = Field(default=10.0, gt=0)
+    ignore_eos: Annotated[bool, Flag("--ignore-eos", "Ask the server to ignore EOS (fixed output lengths).")] = False
+    include_usage: bool = True
+    # usage on every chunk; None: as the backend profile says
+    continuous_usage: Annotated[
+        bool | None,
+        Flag(
+            "--continuous-usage",
+            "Ask for usage on every chunk (per-token ITL).",
+            default="where the --backend gives it",
+        ),
+    ] = None
+    temperature: float | None = 0.0
+    extra_body: Annotated[
+        dict[str, Any],
+        Flag(
+            "--extra-body",
+            "JSON object merged into every request body (sampling parameters, e.g. '{\"temperature\": 0}').",
+        ),
+    ] = Field(default_factory=dict)
+    # sent with every request (--header "Name: value"); values are masked in every file written
+    headers: Annotated[
+        dict[str, str],
+        Flag(
+            "--header",
+            "'Name: value' sent with every request (repeat); values are masked in every file tokenbench writes.",
+            repeat=True,
+        ),
+    ] = Field(default_factory=dict)
+
+    # issue 23 embeddings
+    batch_size: Annotated[
+        int | None,
+        Flag(
+            "--batch-size",
+            "Inputs per request of --api embeddings (strings), rerank and score (documents scored against one "
+            "query). Default 1.",
+        ),
+    ] = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _batch_size(self) -> TargetConfig:
+        if self.batch_size is not None and self.api not in POOLING_APIS:
+            raise ValueError(
+                f"--batch-size {self.batch_size} sets the inputs of a pooling request: add --api embeddings, "
+                f"rerank or score (or drop --batch-size with --api {self.api or 'chat'})"
+            )
+        return self
+
+    @property
+    def pooling(self) -> bool:
+        """The API sends inputs and gets one answer (embeddings, rerank, score): no stream."""
+        return self.api in POOLING_APIS
+
+    # issue 23 structured output and tool calls (structured.py)
+    response_format: Annotated[
+        OutputConstraint | None,
+        Flag(
+            "--response-format",
+            "Structured output: json_object, json_schema:FILE, choice:A,B,C, regex:PATTERN or grammar:FILE, sent in "
+            "the engine's own fields (--backend); each reply is checked (valid_fraction).",
+        ),
+    ] = None
+    tools: Annotated[
+        tuple[dict[str, Any], ...] | None,
+        Flag("--tools", "Tool calls (chat): a JSON file of OpenAI tool definitions sent with every request."),
+    ] = None
+    tool_choice: Annotated[
+        str | None,
+        Flag("--tool-choice", "With --tools: auto, required, none, or a tool's NAME (forces that tool)."),
+    ] = None
+    # how the engine takes --response-format (Profile.structured; the runner sets it): None = openai
+    structured_dialect: Dialect | None = None
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools(cls, v: object) -> object:
+        return None if v is None else load_tools(v)
+
+    @model_validator(mode="after")
+    def _tool_choice(self) -> TargetConfig:
+        if self.tool_choice is None:
+            return self
+        if not self.tools:
+            raise ValueError("--tool-choice needs --tools FILE (the tool definitions)")
+        names = tool_names(self.tools)
+        if self.tool_choice not in TOOL_CHOICES and self.tool_choice not in names:
+            raise ValueError(
+                f"--tool-choice {self.tool_choice}: write auto, required, none or one of the tools: {', '.join(names)}"
+            )
+        return self
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^https?://[^/]+", v):
+            raise ValueError(f"--url must look like http://HOST:PORT, got {v!r}")
+        if v is not None and re.search(r"/v1/?$", v):
+            # the API paths (/v1/models, /v1/chat/completions) are tokenbench's to add
+            raise ValueError(f"drop the /v1 from {v}: --url is the server's base URL, e.g. {v.rstrip('/')[:-3]}")
+        return v.rstrip("/") if v else v
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
+
+
+class EngineKnobs(_Model):
+    """The settings every backend profile maps to its own native flags (backends/*.py). None means
+    "the engine's default"; a knob an engine has no flag for is an error naming --engine-arg."""
+
+    max_num_seqs: Annotated[
+        int | None, Flag("--max-num-seqs", "Engine: max concurrent sequences (batch size).", ENGINE)
+    ] = Field(default=None, gt=0)
+    kv_memory: Annotated[
+        float | None,
+        Flag("--kv-memory", "Engine: fraction (0..1] of accelerator memory for weights + KV cache.", ENGINE),
+    ] = Field(default=None, gt=0, le=1)
+    max_model_len: Annotated[
+        int | None, Flag("--max-model-len", "Engine: max model length (prompt + output tokens).", ENGINE)
+    ] = Field(default=None, gt=0)
+    prefix_caching: Annotated[
+        bool | None, Flag("--prefix-caching", "Engine: prefix caching on/off (default: the engine's).", ENGINE)
+    ] = None
+    quantization: Annotated[
+        str | None, Flag("--quantization", "Engine: quantization method, in the engine's own words.", ENGINE)
+    ] = None
+    tensor_parallel: Annotated[int | None, Flag("--tensor-parallel", "Engine: tensor-parallel size.", ENGINE)] = Field(
+        default=None, gt=0
+    )
+    # passed through verbatim after the mapped flags
+    engine_args: Annotated[
+        tuple[str, ...],
+        Flag(
+            "--engine-arg",
+            "Engine: a native flag passed through verbatim (repeat; use --engine-arg=--flag).",
+            ENGINE,
+            repeat=True,
+        ),
+    ] = ()
+    engine_env: Annotated[
+        dict[str, str],
+        Flag("--engine-env", "Engine: KEY=VALUE set in the engine's environment (repeat).", ENGINE, repeat=True),
+    ] = Field(default_factory=dict)
+    # issue 23 embeddings: serve the model as an embedding model (vLLM --runner pooling --convert
+    # embed, llama.cpp --embedding --pooling mean); set by --api embeddings|rerank|score on a launch
+    embedding: Annotated[
+        bool | None,
+        Flag(
+            "--embedding",
+            "Engine: serve the model as an embedding model (vLLM --runner pooling --convert embed, llama.cpp "
+            "--embedding --pooling mean). Default: on with --api embeddings, rerank or score.",
+            ENGINE,
+        ),
+    ] = None
+    # issue 23 routing: LoRA adapters the engine serves (backends/lora.py maps them per engine)
+    lora_modules: Annotated[
+        tuple[str, ...] | None,
+        Flag(
+            "--lora-modules",
+            "Engine: a LoRA adapter to serve, NAME=PATH (repeat; implies --enable-lora); requests reach it "
+            "with --lora-mix NAME=WEIGHT.",
+            ENGINE,
+            repeat=True,
+        ),
+    ] = None  # None, not (): a profile that dumps its set knobs (Ray, Triton) sees none
+    enable_lora: Annotated[bool | None, Flag("--enable-lora", "Engine: LoRA serving on (vLLM, SGLang).", ENGINE)] = None
+    max_loras: Annotated[
+        int | None, Flag("--max-loras", "Engine: LoRA adapters in one batch (vLLM, SGLang).", ENGINE)
+    ] = Field(default=None, gt=0)
+    max_lora_rank: Annotated[
+        int | None, Flag("--max-lora-rank", "Engine: the largest LoRA rank served (vLLM, SGLang).", ENGINE)
+    ] = Field(default=None, gt=0)
+
+    @field_validator("lora_modules", mode="before")
+    @classmethod
+    def _lora_modules(cls, v: object) -> object:
+        """NAME=PATH each (a comma-separated list in one value too)."""
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list | tuple):
+            items = [p.strip() for item in v for p in str(item).split(",") if p.strip()]
+            for item in items:
+                name, eq, path = item.partition("=")
+                if not eq or not name.strip() or not path.strip():
+                    raise ValueError(f"--lora-modules {item!r}: write NAME=PATH (an adapter's name and its directory)")
+            return tuple(items)
+        return v
+
+
+class BackendConfig(_Model):
+    """A server tokenbench launches (``--backend NAME --model M``) or attaches to (``--url`` with
+    ``--backend NAME``: only its metric names and quirks are used)."""
+
+    # a profile in backends.PROFILES; None: unknown engine (raw samples only)
+    name: Annotated[
+        str | None,
+        Flag(
+            "--backend",
+            "Backend profile (tokenbench backends). With --model and no --url: launch it, benchmark, stop it. "
+            "With --url: use its metric names.",
+            ENGINE,
+        ),
+    ] = None
+    model: Annotated[str | None, SetBy("--model")] = None  # what the engine loads: hub id or local path
+    # name sent in requests; defaults per engine
+    served_model_name: Annotated[
+        str | None, Flag("--served-model-name", "Engine: the model name requests use (default from --model).", ENGINE)
+    ] = None
+    knobs: EngineKnobs = Field(default_factory=EngineKnobs)
+    # overrides the engine's command (e.g. a venv's bin/vllm)
+    executable: Annotated[
+        str | None,
+        Flag(
+            "--engine-bin",
+            "Engine: the executable to run instead of the profile's command (e.g. a venv's bin/vllm).",
+            ENGINE,
+        ),
+    ] = None
+    # None: a free port on 127.0.0.1
+    port: Annotated[
+        int | None,
+        Flag(
+            "--engine-port",
+            "Engine: port on 127.0.0.1 for the launched server (default: a free one). A port that already answers "
+            "is an error naming its holder.",
+            ENGINE,
+        ),
+    ] = Field(default=None, gt=0, lt=65536)
+    # includes downloads/conversion/compilation
+    ready_timeout_s: Annotated[
+        float,
+        Flag(
+            "--ready-timeout",
+            "Engine: seconds to wait for it to be ready (includes conversion/compilation).",
+            ENGINE,
+            default=True,
+        ),
+    ] = Field(default=900.0, gt=0)
+    # /metrics scrape period
+    metrics_interval_s: Annotated[
+        float, Flag("--metrics-interval", "Seconds between /metrics scrapes.", ENGINE, default=True)
+    ] = Field(default=1.0, gt=0)
+    # default: the target URL + the profile's metrics path
+    metrics_url: Annotated[
+        str | None,
+        Flag("--metrics-url", "Scrape this URL instead of the server URL + the profile's metrics path.", ENGINE),
+    ] = None
+    # A serving layer (triton, ray) in front of an engine: the engine profile it serves from
+    # (llamacpp, vllm), launched first on its own port.
+    upstream: Annotated[
+        str | None,
+        Flag(
+            "--upstream",
+            "Serving layer (--backend triton/ray): the engine it serves from, launched first on its own port "
+            "with --model and the engine options (llamacpp = the embedded llama.cpp server, vllm, ...). "
+            "Default for triton: llamacpp; 'none': the layer's own engine (Triton + TensorRT-LLM).",
+            ENGINE,
+        ),
+    ] = None
+    # A serving layer's own settings (--layer-arg KEY=VALUE; its profile says which), apart from
+    # the engine's knobs (which go to the upstream engine).
+    layer_args: Annotated[
+        tuple[str, ...],
+        Flag(
+            "--layer-arg",
+            "Serving layer (--backend ray/triton): one of the layer's own settings, KEY=VALUE (repeat), apart "
+            "from its engine's. ray: stream_batching_interval_ms=MS (Ray Serve LLM's response batcher, default 50; "
+            "the CPU relay's, default 0) and max_ongoing_requests=N (per replica, default 1e9).",
+            ENGINE,
+            repeat=True,
+        ),
+    ] = ()
+
+
+class UsersLoad(_Model):
+    """Closed loop: ``users`` users spawned evenly over ``ramp_up_s``; each sends its next request
+    ``think_time_s`` after the previous one ends."""
+
+    kind: Literal["users"] = "users"
+    users: Annotated[int, SetBy("--users")] = Field(gt=0)
+    ramp_up_s: Annotated[float, SetBy("--ramp-up")] = Field(default=0.0, ge=0)
+    think_time_s: Annotated[float, SetBy("--think-time")] = Field(default=0.0, ge=0)
+
+
+class RateLoad(_Model):
+    """Open loop: arrivals at ``rate_per_s`` regardless of responses."""
+
+    kind: Literal["rate"] = "rate"
+    # finite: results.json is JSON (--rate inf is run as users all at once: cli/run_flags.py)
+    rate_per_s: Annotated[float, SetBy("--rate")] = Field(gt=0, allow_inf_nan=False)
+    arrival: Annotated[Arrival, SetBy("--arrival")] = "poisson"
+    burstiness: Annotated[float, SetBy("--burstiness")] = Field(default=1.0, gt=0)  # gamma shape; 1.0 = poisson
+    max_concurrency: Annotated[int | None, SetBy("--max-concurrency")] = Field(default=None, gt=0)
+
+
+class ReplayLoad(_Model):
+    """Open loop from a trace (``--dataset trace``): each row is sent at its trace time divided by
+    ``speed`` (2 = twice as fast), from the first row in ``[start_s, end_s)`` of trace time,
+    whatever the responses; ``jitter_s`` (trace seconds, opt-in) spreads a gridded trace's bursts
+    (load.replay_offsets). ``max_concurrency`` caps it as for a rate: the wait is queue delay."""
+
+    kind: Literal["replay"] = "replay"
+    speed: Annotated[
+        float, Flag("--replay-speed", "Trace: divide trace times by this (2 = twice as fast).", TRACE, default=True)
+    ] = Field(default=1.0, gt=0)
+    start_s: Annotated[float | None, Flag("--replay-start", "Trace: replay rows from this trace time (s).", TRACE)] = (
+        Field(default=None, ge=0)
+    )
+    end_s: Annotated[float | None, Flag("--replay-end", "Trace: replay rows before this trace time (s).", TRACE)] = (
+        Field(default=None, gt=0)
+    )
+    jitter_s: Annotated[
+        float,
+        Flag(
+            "--replay-jitter",
+            "Trace: move each row later by a seeded uniform draw in [0, S) trace seconds (spreads gridded bursts).",
+            TRACE,
+        ),
+    ] = Field(default=0.0, ge=0)
+    max_concurrency: Annotated[int | None, SetBy("--max-concurrency")] = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _window(self) -> ReplayLoad:
+        if self.start_s is not None and self.end_s is not None and self.end_s <= self.start_s:
+            raise ValueError(f"--replay-end {self.end_s:g} must be after --replay-start {self.start_s:g}")
+        return self
+
+
+LoadPoint = UsersLoad | RateLoad | ReplayLoad
+
+
+class ReplaySweep(_Model):
+    """``load: {replay: ...}`` of an experiment file: the trace (``dataset: {name: trace}``)
+    replayed once per speed, over the same window of trace time (ReplayLoad's fields)."""
+
+    speeds: list[float] = Field(default_factory=lambda: [1.0], min_length=1)
+    start_s: float | None = Field(default=None, ge=0)
+    end_s: float | None = Field(default=None, gt=0)
+    jitter_s: float = Field(default=0.0, ge=0)
+
+    @field_validator("speeds")
+    @classmethod
+    def _positive(cls, v: list[float]) -> list[float]:
+        if any(s <= 0 for s in v):
+            raise ValueError(f"replay speeds must be > 0, got {v}")
+        return v
+
+
+class LoadSweep(_Model):
+    """The load points of a run, one per value, everything else equal: ``--users 10,50`` (or
+    ``--rate 1,2,4``) on the command line and ``load:`` in an experiment file (where ``replay:``
+    replays a trace at one or more speeds). Defaults are the load types' own."""
+
+    FLAGS: ClassVar[str] = "--users/--rate"  # named in an error about the whole sweep
+
+    users: Annotated[
+        list[int] | None, Flag("--users", "Closed loop: concurrent users, a list runs one point each: 10,50,100.")
+    ] = None
+    rates: Annotated[
+        list[float] | None, Flag("--rate", "Open loop: requests/s, a list runs one point each: 1,2,4,8.")
+    ] = None
+    replay: ReplaySweep | None = None
+    ramp_up_s: Annotated[float, Flag("--ramp-up", "Seconds over which users are spawned evenly.", default=True)] = (
+        Field(default=UsersLoad.model_fields["ramp_up_s"].default, ge=0)
+    )
+    think_time_s: Annotated[
+        float,
+        Flag("--think-time", "Seconds a user waits after a reply before its next request.", default=True),
+    ] = Field(default=UsersLoad.model_fields["think_time_s"].default, ge=0)
+    arrival: Annotated[Arrival, Flag("--arrival", "Open-loop arrivals: constant, poisson (default) or gamma.")] = (
+        RateLoad.model_fields["arrival"].default
+    )
+    burstiness: Annotated[
+        float,
+        Flag(
+            "--burstiness",
+            "Gamma shape (1 = poisson, <1 burstier); other than 1 without --arrival: gamma, as in vllm bench serve.",
+        ),
+    ] = Field(default=RateLoad.model_fields["burstiness"].default, gt=0)
+    max_concurrency: Annotated[
+        int | None,
+        Flag(
+            "--max-concurrency",
+            "Open loop and replay: at most this many in flight; the wait is recorded as queue delay.",
+        ),
+    ] = Field(default=None, gt=0)
+
+    _durations = field_validator("ramp_up_s", "think_time_s", mode="before")(seconds)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gamma_when_bursty(cls, data: object) -> object:
+        """A burstiness other than 1 means gamma arrivals (vllm bench serve's meaning); with
+        another arrival process named it would be ignored: an error."""
+        if isinstance(data, dict) and data.get("burstiness") not in (None, 1, 1.0):
+            arrival = data.get("arrival")
+            if arrival is None:
+                return {**data, "arrival": "gamma"}
+            if arrival != "gamma":
+                raise ValueError(
+                    f"burstiness {data['burstiness']} shapes gamma arrivals; with arrival {arrival} it would be "
+                    f"ignored: drop one, or use --arrival gamma (in a file, arrival: gamma)"
+                )
+        return data
+
+    @model_validator(mode="after")
+    def _one(self) -> LoadSweep:
+        if self.users and self.rates:
+            raise ValueError("give users (closed loop) or rates (open loop), not both")
+        if sum(bool(x) for x in (self.users, self.rates, self.replay)) != 1:
+            raise ValueError("give users (closed loop), rates (open loop) or replay (a trace): exactly one")
+        return self
+
+    def points(self) -> list[LoadPoint]:
+        if self.users:
+            return [UsersLoad(users=u, ramp_up_s=self.ramp_up_s, think_time_s=self.think_time_s) for u in self.users]
+        if self.replay is not None:
+            r = self.replay
+            return [
+                ReplayLoad(
+                    speed=s, start_s=r.start_s, end_s=r.end_s, jitter_s=r.jitter_s, max_concurrency=self.max_concurrency
+                )
+                for s in r.speeds
+            ]
+        return [
+            RateLoad(
+                rate_per_s=r, arrival=self.arrival, burstiness=self.burstiness, max_concurrency=self.max_concurrency
+            )
+            for r in self.rates or []
+        ]
+
+
+DEFAULT_PRECISION = 0.02  # --duration auto: ±2%
+DEFAULT_MAX_DURATION_S = 300.0  # --duration auto: the ceiling without --max-duration
+DEFAULT_MIN_REQUESTS = 100  # --duration auto: the floor (20 batches of 5)
+BACKLOG_SPAN_S = 4.0  # --stop-oversaturated: the backlog is judged once a point lasted this long (metrics.steady)
+
+
+class StopConfig(_Model):
+    duration_s: Annotated[
+        float | None,
+        Flag(
+            "--duration",
+            "Seconds of load per point; auto: until its figures are precise (--precision), at most --max-duration "
+            "(a trace replay ignores auto: the trace ends it).",
+            auto=True,
+        ),
+    ] = Field(default=None, gt=0)
+    max_requests: Annotated[int | None, Flag("--max-requests", "Stop a point after this many requests.")] = Field(
+        default=None, gt=0
+    )
+    # after ramp-up; excluded from metrics
+    warmup_s: Annotated[
+        float,
+        Flag(
+            "--warmup",
+            "Seconds after ramp-up excluded from metrics; auto: from where steady state began (no drift in TTFT "
+            "and tok/s over 4 windows).",
+            default=True,
+            auto=True,
+        ),
+    ] = Field(default=0.0, ge=0)
+    # wait for in-flight requests at the end
+    drain_timeout_s: Annotated[
+        float,
+        Flag("--drain-timeout", "Seconds in-flight requests may finish after the load stops.", default=True),
+    ] = Field(default=60.0, ge=0)
+    # The loads' own schedule ends each point (trace replay: its last row), so neither a duration
+    # nor a request count is needed; RunConfig allows it only when every load is a replay.
+    schedule_ends: bool = False
+    # issue 25 (autostop.py, metrics/steady.py, metrics/precision.py). Each is None unless set, and
+    # then not written to config.json (ADDED_WHEN_SET). --warmup auto: the window starts where
+    # steady state began; --duration auto: a point ends once its headline figures are precise,
+    # --duration then holding the ceiling (--max-duration)
+    warmup_auto: bool | None = None  # --warmup auto (cli/run_flags.py)
+    duration_auto: bool | None = None  # --duration auto
+    precision: Annotated[
+        float | None,
+        Flag(
+            "--precision",
+            "With --duration auto: stop a point once the 95% CI half-width of mean TTFT, mean TPOT, output tok/s "
+            "and TTFT p90 is within this fraction of each (batch means; p90 by an order-statistic bound). "
+            "Trace replay ignores it (a trace has its own end).",
+            default=f"{DEFAULT_PRECISION}",
+        ),
+    ] = Field(default=None, gt=0, lt=1)
+    max_duration_s: Annotated[
+        float | None,
+        Flag(
+            "--max-duration", "With --duration auto: the ceiling of each point.", default=f"{DEFAULT_MAX_DURATION_S:g}s"
+        ),
+    ] = Field(default=None, gt=0)
+    min_requests: Annotated[
+        int | None,
+        Flag(
+            "--min-requests",
+            "With --duration auto: a point never stops as precise before this many requests in its window.",
+            default=f"{DEFAULT_MIN_REQUESTS}",
+        ),
+    ] = Field(default=None, ge=20)
+    stop_oversaturated: Annotated[
+        bool | None,
+        Flag(
+            "--stop-oversaturated",
+            "Open loop: stop a point whose backlog grows without bound (its slope's 95% CI above 0 and its growth "
+            f"at least its mean, judged from {BACKLOG_SPAN_S:g}s on), marked over_saturated (capacity probes: on "
+            "unless --no-stop-oversaturated).",
+        ),
+    ] = None
+    # the run's --window: the steady-state rule's windows (the runner copies it in for the workers)
+    window_s: float | None = Field(default=None, gt=0)
+
+    _durations = field_validator("duration_s", "warmup_s", "drain_timeout_s", "max_duration_s", mode="before")(seconds)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_words(cls, data: Any) -> Any:
+        """An experiment file's ``duration_s: auto`` and ``warmup_s: auto`` read as the flags'
+        ``--duration auto`` and ``--warmup auto`` do (cli/run_flags.py): the duration becomes the
+        ceiling (``max_duration_s``, else 300 s), the warm-up is found per point."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if _is_auto(data.get("duration_s")):
+            data["duration_s"] = data.get("max_duration_s") or DEFAULT_MAX_DURATION_S
+            data["duration_auto"] = True
+        if _is_auto(data.get("warmup_s")):
+            del data["warmup_s"]
+            data["warmup_auto"] = True
+        return data
+
+    @property
+    def auto_precision(self) -> float:
+        return self.precision if self.precision is not None else DEFAULT_PRECISION
+
+    @property
+    def auto_min_requests(self) -> int:
+        return self.min_requests if self.min_requests is not None else DEFAULT_MIN_REQUESTS
+
+    @model_validator(mode="after")
+    def _auto(self) -> StopConfig:
+        if not self.duration_auto:
+            for value, flag in ((self.precision, "--precision"), (self.max_duration_s, "--max-duration")):
+                if value is not None:
+                    raise ValueError(f"{flag} goes with --duration auto: add it, or drop {flag}")
+            if self.min_requests is not None:
+                raise ValueError("--min-requests goes with --duration auto: add it, or drop --min-requests")
+        return self
+
+    @model_validator(mode="after")
+    def _some_stop(self) -> StopConfig:
+        if self.duration_s is None and self.max_requests is None and not self.schedule_ends:
+            raise ValueError("set --duration and/or --max-requests so the load stops by itself")
+        return self
+
+
+def _is_auto(value: object) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "auto"
+
+
+class DatasetConfig(_Model):
+    name: Annotated[
+        DatasetName,
+        Flag(
+            "--dataset",
+            "synthetic, sharegpt, dolly, jsonl, or trace (replays --dataset-path on its own schedule).",
+            default=True,
+        ),
+    ] = "synthetic"
+    path: Annotated[
+        Path | None, Flag("--dataset-path", "Dataset file (sharegpt JSON, dolly JSONL, your JSONL, a trace).")
+    ] = None
+    # synthetic prompt length
+    input_tokens: Annotated[
+        int,
+        Flag(
+            "--input-tokens", "Synthetic prompt length in tokens (with --prefix-groups: the suffix after the prefix)."
+        ),
+    ] = Field(default=128, gt=0)
+    # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
+    output_tokens: Annotated[
+        int | None,
+        Flag("--output-tokens", "max_tokens per request (default: dataset's reply length; synthetic 128)."),
+    ] = Field(default=None, gt=0)
+    # prompts loaded, then cycled
+    num_prompts: Annotated[
+        int,
+        Flag(
+            "--num-prompts",
+            "Distinct prompts to load (default 1000), cycled until --duration/--max-requests; with neither, each is "
+            "sent once (as vllm bench serve).",
+        ),
+    ] = Field(default=1000, gt=0)
+    # filter (dolly, sharegpt)
+    min_prompt_tokens: Annotated[
+        int | None, Flag("--min-prompt-tokens", "Keep prompts with at least this many tokens.")
+    ] = None
+    max_prompt_tokens: Annotated[
+        int | None, Flag("--max-prompt-tokens", "Keep prompts with at most this many tokens.")
+    ] = None
+    system_prompt: Annotated[str | None, Flag("--system-prompt", "System prompt TEXT or @FILE.")] = None
+    unique_prefix: Annotated[
+        bool, Flag("--unique-prefix", "Prefix every prompt uniquely to defeat prefix caching across requests and runs.")
+    ] = False
+    # HF tokenizer.json path or folder; default: the target's /tokenize
+    tokenizer: Annotated[
+        str | None,
+        Flag("--tokenizer", "HF tokenizer.json (or folder) for exact lengths; default: the server's /tokenize."),
+    ] = None
+    # --dataset trace: the file's format (None: detected), tokens per hash id (None: the format's),
+    # BurstGPT's Model and Log Type filters
+    trace_format: Annotated[
+        TraceFormatName | None,
+        Flag("--trace-format", "Trace: mooncake, azure, burstgpt or bailian (default: detected from the file).", TRACE),
+    ] = None
+    block_size: Annotated[
+        int | None, Flag("--block-size", "Trace: tokens per hash id (default: Mooncake 512, Bailian 16).", TRACE)
+    ] = Field(default=None, gt=0)
+    trace_model: Annotated[
+        str | None, Flag("--trace-model", "BurstGPT: keep rows of this Model (e.g. GPT-4).", TRACE)
+    ] = None
+    trace_log_type: Annotated[
+        str | None,
+        Flag("--trace-log-type", "BurstGPT: keep rows of this Log Type (e.g. 'Conversation log').", TRACE),
+    ] = None
+    # --dataset synthetic in shared-prefix groups (datasets.shared_prefix): G prefixes of P tokens
+    # before each request's own input_tokens; the group drawn uniformly or by a Zipf exponent
+    prefix_groups: Annotated[
+        int | None,
+        Flag(
+            "--prefix-groups",
+            "Synthetic: G shared prefixes; each request takes one, then its own --input-tokens "
+            "(as vllm bench's --random-prefix-len: the prefix is extra).",
+            PREFIXES,
+        ),
+    ] = Field(default=None, gt=0)
+    prefix_tokens: Annotated[
+        int | None, Flag("--prefix-tokens", "Synthetic: tokens in each shared prefix.", PREFIXES)
+    ] = Field(default=None, gt=0)
+    prefix_skew: Annotated[
+        float | None,
+        Flag(
+            "--prefix-skew",
+            "Synthetic: Zipf exponent S of the group choice (group k weighs 1/(k+1)^S; default uniform).",
+            PREFIXES,
+        ),
+    ] = Field(default=None, gt=0)
+    # issue 23 images: synthetic images per chat request (datasets/images.py); a jsonl row's own
+    # "images" list is sent as it is
+    images: Annotated[
+        str | None,
+        Flag(
+            "--images",
+            "Chat: synthetic images per request, N or LO-HI (a seeded uniform draw per request), sent as "
+            "base64 data URLs in image_url content parts.",
+            IMAGES,
+        ),
+    ] = None
+    image_size: Annotated[
+        str,
+        Flag(
+            "--image-size",
+            "Synthetic images' WxH, or a list drawn per image (seeded): 512x512,1024x768.",
+            IMAGES,
+            default=True,
+        ),
+    ] = "512x512"
+    image_format: Annotated[
+        Literal["png", "jpeg"], Flag("--image-format", "Synthetic images' encoding.", IMAGES, default=True)
+    ] = "png"
+
+    @model_validator(mode="after")
+    def _images(self) -> DatasetConfig:
+        from tokenbench.config.images import parse_image_count, parse_image_sizes
+
+        if self.images is not None:
+            parse_image_count(self.images)
+            if self.name not in ("synthetic", "sharegpt", "dolly", "jsonl"):
+                raise ValueError(f"--images adds images to prompts: not with --dataset {self.name}")
+        parse_image_sizes(self.image_size)
+        return self
+
+    @model_validator(mode="after")
+    def _range(self) -> DatasetConfig:
+        lo, hi = self.min_prompt_tokens, self.max_prompt_tokens
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(f"--min-prompt-tokens {lo} is above --max-prompt-tokens {hi}")
+        return self
+
+    @model_validator(mode="after")
+    def _trace(self) -> DatasetConfig:
+        if self.name == "trace" and self.path is None:
+            raise ValueError("--dataset trace needs --dataset-path FILE (a Mooncake, Azure, BurstGPT or Bailian trace)")
+        trace_only = [f for f in ("trace_format", "block_size", "trace_model", "trace_log_type") if getattr(self, f)]
+        if self.name != "trace" and trace_only:
+            flags = ", ".join("--" + f.replace("_", "-") for f in trace_only)
+            raise ValueError(f"{flags} describe a trace: use them with --dataset trace")
+        if self.name == "trace" and self.unique_prefix:
+            # A prefix no other request has would defeat the trace's shared prefixes, and the
+            # expected reuse results state (from its hash ids) would no longer be the workload's.
+            raise ValueError("--unique-prefix would break the trace's shared prefixes: drop it with --dataset trace")
+        return self
+
+    @model_validator(mode="after")
+    def _shared_prefix(self) -> DatasetConfig:
+        groups, tokens = self.prefix_groups is not None, self.prefix_tokens is not None
+        if groups != tokens:
+            raise ValueError("--prefix-groups and --prefix-tokens go together: give both")
+        if self.prefix_skew is not None and not groups:
+            raise ValueError("--prefix-skew needs --prefix-groups G --prefix-tokens P")
+        if groups and self.name != "synthetic":
+            raise ValueError(f"--prefix-groups builds synthetic prompts: drop it with --dataset {self.name}")
+        if groups and self.unique_prefix:
+            # A prefix no other request has, in front of the user text, would defeat the groups'
+            # shared prefixes and the expected reuse results state.
+            raise ValueError("--unique-prefix would break the shared prefixes: drop it with --prefix-groups")
+        return self
+
+
+class SessionConfig(_Model):
+    """Multi-turn sessions (``--multi-turn``): each conversation's turns are sent one after another,
+    turn k carrying the whole history (earlier user turns and the server's own replies). Closed
+    loop: a user runs one conversation at a time, ``think_time_s`` between its conversations;
+    open loop: ``--rate`` is the rate at which new conversations start. ``turn_think_time_s``:
+    the pause between a reply and the next turn (fixed, or exponential with that mean)."""
+
+    turns: Annotated[int | None, Flag("--turns", "Synthetic conversations: user turns each.", SESSIONS)] = Field(
+        default=None, gt=0
+    )
+    turn_think_time_s: Annotated[
+        float,
+        Flag("--turn-think-time", "Seconds between a reply and the conversation's next turn.", SESSIONS, default=True),
+    ] = Field(default=0.0, ge=0)
+    turn_think_dist: Annotated[
+        Literal["fixed", "exponential"],
+        Flag("--turn-think-dist", "fixed (default) or exponential (with --turn-think-time as its mean).", SESSIONS),
+    ] = "fixed"
+    # a turn whose prompt (history + new user text) would exceed this ends its conversation
+    max_history_tokens: Annotated[
+        int | None,
+        Flag(
+            "--max-history-tokens",
+            "End a conversation whose next prompt (history + user turn) would exceed this; counted in results.",
+            SESSIONS,
+        ),
+    ] = Field(default=None, gt=0)
+    # issue 23 tool calls: a turn whose reply called tools gets this canned result back (a ``tool``
+    # message per call) before the conversation's next user turn; None: the calls are not answered
+    tool_result: Annotated[
+        str | None,
+        Flag(
+            "--tool-result",
+            "With --tools: after a reply that called tools, send this TEXT back as each call's tool message "
+            "before the next turn.",
+            SESSIONS,
+        ),
+    ] = None
+    # carries the conversation's id on each of its requests
+    header: Annotated[
+        str,
+        Flag(
+            "--session-header", "Header carrying the conversation id on each of its requests.", SESSIONS, default=True
+        ),
+    ] = "X-Session-ID"
+
+    @field_validator("header")
+    @classmethod
+    def _header(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", v):
+            raise ValueError(f"--session-header {v!r} is not an HTTP header name (e.g. X-Session-ID)")
+        return v
+
+
+class DeadlinesConfig(_Model):  # --deadlines: the fluidity index's (metrics/fluidity.py), Etalon's defaults
+    ttft_s: float = Field(default=0.1, gt=0)  # the first token, from the request's send
+    tbt_s: float = Field(default=0.05, gt=0)  # each later token, after the one before
+
+
+class WorkersConfig(_Model):
+    """Where the load runs (``--workers``, ``--ray``, ``--ray-address``, ``--ray-cpus-per-worker``):
+    one process, ``count`` local worker processes, or ``count`` Ray actors; one global schedule
+    dealt to them (the workers package's docstring says how they work)."""
+
+    count: Annotated[
+        int,
+        Flag(
+            "--workers",
+            "Send the load from N processes (each its own event loop and connections; with --ray, N Ray "
+            "actors). One global schedule is dealt to them: the same load whatever N.",
+            SCALE,
+            default=True,
+        ),
+    ] = Field(default=1, ge=1, le=1024)
+    ray: Annotated[
+        bool,
+        Flag(
+            "--ray", "Run the --workers as Ray actors on a local Ray instance (pip install 'tokenbench\\[ray]').", SCALE
+        ),
+    ] = False
+    # ADDR or "auto"; implies Ray
+    ray_address: Annotated[
+        str | None, Flag("--ray-address", "Attach to a Ray cluster (ADDR or 'auto'); implies --ray.", SCALE)
+    ] = None
+    cpus_per_worker: Annotated[
+        float,
+        Flag(
+            "--ray-cpus-per-worker",
+            "Ray CPUs each worker actor reserves (0: place more actors than cores).",
+            SCALE,
+            default=True,
+        ),
+    ] = Field(default=1.0, ge=0)
+
+    @property
+    def on_ray(self) -> bool:
+        return self.ray or self.ray_address is not None
+
+    @property
+    def distributed(self) -> bool:  # else the run's own process sends the load
+        return self.count > 1 or self.on_ray
+
+
+# Settings keys (by RunConfig section) written to config.json only when set (RunConfig.redacted).
+ADDED_WHEN_SET: dict[str, tuple[str, ...]] = {
+    "target": ("response_format", "tools", "tool_choice", "structured_dialect"),  # issue 23 structured output
+    "sessions": ("tool_result",),  # issue 23 tool calls
+    "dataset": ("images",),  # issue 23 images
+    # issue 25 steady state and stopping rules
+    "stop": (
+        "warmup_auto",
+        "duration_auto",
+        "precision",
+        "max_duration_s",
+        "min_requests",
+        "stop_oversaturated",
+        "window_s",
+    ),
+}
+
+
+class RunConfig(_Model):
+    target: TargetConfig = TargetConfig()
+    loads: list[LoadPoint] = Field(min_length=1)
+    stop: StopConfig
+    dataset: DatasetConfig = DatasetConfig()
+    backend: BackendConfig | None = None
+    slo: Annotated[SLOConfig, Flag("--slo", "Goodput objectives, e.g. ttft=500ms,tpot=50ms.")] = SLOConfig()
+    # --deadlines: the fluidity index's
+    deadlines: Annotated[
+        DeadlinesConfig,
+        Flag(
+            "--deadlines",
+            "Fluidity index deadlines: first token, then each later one.",
+            default="ttft=100ms,tbt=50ms",
+        ),
+    ] = DeadlinesConfig()
+    seed: Annotated[int, Flag("--seed", "Seed for prompts and arrivals.", default=True)] = 0
+    # each load point run this many times in a row (trials): mean ± 95% CI per load, and compare's tests
+    trials: Annotated[
+        int,
+        Flag(
+            "--trials",
+            "Run each load point N times in a row: the summary gives mean ± 95% CI per load, and "
+            "compare tests the differences (as an experiment's trials).",
+            default=True,
+        ),
+    ] = Field(default=1, ge=1)
+    # time-series window
+    window_s: Annotated[float, Flag("--window", "Time-series window in seconds.", default=True)] = Field(
+        default=5.0, gt=0
+    )
+    out_dir: Annotated[Path | None, Flag("--out", "Run directory (default runs/<timestamp>).")] = None
+    # store generated text in records.jsonl
+    keep_text: Annotated[bool, Flag("--keep-text", "Store generated text in records.jsonl.")] = False
+    # issue 24: an OTLP/HTTP receiver for the server's own spans, joined to the records
+    server_traces: Annotated[
+        bool,
+        Flag(
+            "--server-traces",
+            "Receive the server's OpenTelemetry spans (OTLP/HTTP and OTLP/gRPC on 127.0.0.1; a launched vLLM, "
+            "SGLang, TGI or TensorRT-LLM is pointed at it, an attached server by you: the console prints both "
+            "endpoints) and join them to the records: each request's server queue, prefill and decode in "
+            "results.json.",
+        ),
+    ] = False
+    server_traces_port: Annotated[
+        int,
+        Flag(
+            "--server-traces-port",
+            "With --server-traces: the receiver's port on 127.0.0.1 (0: any free one; an attached server's "
+            "exporter needs a fixed one, e.g. 4318, OTLP/HTTP's own).",
+        ),
+    ] = Field(default=0, ge=0, le=65535)
+    server_traces_grpc_port: Annotated[
+        int,
+        Flag(
+            "--server-traces-grpc-port",
+            "With --server-traces: the OTLP/gRPC receiver's port on 127.0.0.1 (0: any free one; an attached "
+            "server whose exporter speaks gRPC needs a fixed one, e.g. 4317, OTLP/gRPC's own).",
+        ),
+    ] = Field(default=0, ge=0, le=65535)
+    live: Annotated[bool, Flag("--live", "Show the live view.", default="live")] = True
+    # --multi-turn: conversations instead of single prompts
+    sessions: Annotated[
+        SessionConfig | None,
+        Flag(
+            "--multi-turn",
+            "Multi-turn sessions: each conversation's turns in order, each carrying the history with the server's "
+            "own replies. --users: one conversation at a time per user; --rate: conversations started per second.",
+            SESSIONS,
+            switch=True,
+        ),
+    ] = None
+    # before every point: reset the server's cache, or keep it
+    prefix_cache: Annotated[
+        PrefixCacheMode,
+        Flag(
+            "--prefix-cache",
+            "Before every load point: 'reset' empties the server's prefix cache through the engine's own "
+            "control (vLLM, SGLang, llama.cpp slots), 'keep' leaves it warm.",
+            default=True,
+        ),
+    ] = "keep"
+    cost: CostConfig | None = None  # --cost-per-hour, --gpus: each point's cost per million tokens
+    workers: WorkersConfig = WorkersConfig()  # --workers, --ray, --ray-address
+    # issue 23 routing: LoRA adapters, classes and tenants (workload_mix.py)
+    lora_mix: Annotated[
+        dict[str, float] | None,
+        Flag(
+            "--lora-mix",
+            "LoRA adapters: send model=NAME by a seeded draw in proportion to the weights, name=weight,... "
+            "(e.g. a=1,b=1) or a YAML file of name: weight. The engine must serve each adapter.",
+        ),
+    ] = None
+    mix: Annotated[
+        WorkloadMix | None,
+        Flag(
+            "--mix",
+            "Workload mix YAML: classes, each with a share, and optionally its own dataset, slo, priority "
+            "(sent as the request's priority field) and tenant (sent in --tenant-header). Results by_class.",
+        ),
+    ] = None
+    tenant_header: Annotated[
+        str, Flag("--tenant-header", "Header carrying a class's tenant on each of its requests.", default=True)
+    ] = DEFAULT_TENANT_HEADER
+
+    _tenant_header = field_validator("tenant_header")(check_header)
+
+    @field_validator("lora_mix")
+    @classmethod
+    def _lora_weights(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        return check_weights(v, "--lora-mix") if v is not None else v
+
+    @model_validator(mode="after")
+    def _groups(self) -> RunConfig:
+        if self.mix is not None and self.sessions is not None and any(c.dataset for c in self.mix.classes):
+            raise ValueError("--mix: a class's own dataset is not taken with --multi-turn: drop its dataset:")
+        return self
+
+    @model_validator(mode="after")
+    def _replay_needs_trace(self) -> RunConfig:
+        """A trace is a schedule: it is replayed, and only a trace is; the schedule may end a point."""
+        replays = [isinstance(load, ReplayLoad) for load in self.loads]
+        if self.dataset.name == "trace" and not all(replays):
+            raise ValueError("--dataset trace replays the trace's own schedule: drop --users/--rate")
+        if any(replays) and self.dataset.name != "trace":
+            raise ValueError("a replay load needs a trace: --dataset trace --dataset-path FILE")
+        if self.stop.schedule_ends and not all(replays):
+            raise ValueError("only a trace replay ends by its schedule: set --duration and/or --max-requests")
+        return self
+
+    @model_validator(mode="after")
+    def _pooling_slo(self) -> RunConfig:
+        """A pooling answer (issue 23 embeddings) has no first token or decode: only E2E bounds it."""
+        if self.target.pooling and (self.slo.ttft_s is not None or self.slo.tpot_s is not None):
+            raise ValueError(f"--api {self.target.api} answers whole, with no TTFT or TPOT: bound e2e in --slo instead")
+        return self
+
+    @model_validator(mode="after")
+    def _sessions(self) -> RunConfig:
+        if self.sessions is None:
+            return self
+        if self.target.pooling:  # issue 23 embeddings
+            raise ValueError(f"--multi-turn sends conversations: drop it with --api {self.target.api}")
+        if any(isinstance(load, ReplayLoad) for load in self.loads):
+            raise ValueError("--multi-turn runs conversations under --users or --rate: not with a trace replay")
+        if self.dataset.name not in ("synthetic", "sharegpt", "jsonl"):
+            raise ValueError(
+                f"--multi-turn reads conversations from synthetic, sharegpt or jsonl, not {self.dataset.name}"
+            )
+        if self.dataset.unique_prefix:
+            raise ValueError(
+                "--unique-prefix would break each conversation's shared history: drop it with --multi-turn"
+            )
+        if self.sessions.tool_result is not None and not self.target.tools:  # issue 23
+            raise ValueError("--tool-result answers tool calls: give --tools FILE too")
+        if self.sessions.turns is not None and self.dataset.name != "synthetic":
+            raise ValueError("--turns sets synthetic conversations' length: the dataset's conversations have theirs")
+        return self
+
+    def redacted(self) -> dict[str, Any]:
+        """The settings with every credential masked (redact.py): engine environment values and
+        arguments named like credentials, header values, extra_body keys like ``api_key``. The
+        API key itself is never in the settings (read from the env var ``api_key_env`` names)."""
+        from tokenbench.common.redact import MASK, mask
+
+        data = self.model_dump(mode="json")
+        data["target"]["headers"] = {k: MASK for k in self.target.headers}
+        # issue 23: settings added since 0.2 that a plain run leaves unset are not written (its
+        # config.json keeps its keys; a missing key reads back as the default)
+        for section, keys in ADDED_WHEN_SET.items():
+            part = data.get(section)
+            if isinstance(part, dict):
+                for key in keys:
+                    if part.get(key) is None:
+                        part.pop(key, None)
+        masked: dict[str, Any] = mask(data)
+        return masked

@@ -1,0 +1,140 @@
+"""Load profiles turned into schedules: when each user starts, when each open-loop request arrives.
+
+Pure and seeded: the same load and seed give the same times. Times are seconds from the start of
+the load point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import numpy as np
+
+from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from tokenbench.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Share:
+    """The part of a point's one global schedule a worker runs (``--workers``): item ``i`` (a user,
+    an arrival, a conversation's start) is worker ``index``'s of ``count`` when ``i % count ==
+    index``. Every worker computes the same global schedule from the same seed and keeps its own
+    items, so the schedule is the same whatever the count; the whole is ``Share()``."""
+
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"worker {self.index} of {self.count}")
+
+    def mine(self, i: int) -> bool:
+        return i % self.count == self.index
+
+    def of(self, total: int | None) -> int | None:
+        """How many of items ``0..total-1`` are this worker's (None: unbounded)."""
+        return None if total is None else max(0, (total - self.index + self.count - 1) // self.count)
+
+
+def user_start_times(load: UsersLoad) -> list[float]:
+    """Users spawned evenly over the ramp: user i starts at i * ramp / users (the first at 0)."""
+    step = load.ramp_up_s / load.users
+    return [i * step for i in range(load.users)]
+
+
+def arrival_times(load: RateLoad, seed: int, stop: StopConfig) -> Iterator[float]:
+    """Open-loop arrival times, ending before ``stop.duration_s`` or after ``stop.max_requests``.
+
+    constant: every 1/rate s, the first at 0. poisson: exponential gaps with mean 1/rate. gamma:
+    gaps with shape ``burstiness`` and mean 1/rate (burstiness < 1 is burstier than poisson, > 1
+    smoother; the same convention as vLLM's ``--burstiness``). For poisson and gamma the first
+    gap is drawn too (a renewal process started at 0): an arrival pinned at t = 0 would add one
+    request to the expected rate x duration.
+    """
+    rng = np.random.default_rng(seed)
+    mean_gap = 1.0 / load.rate_per_s
+
+    def gap() -> float:
+        if load.arrival == "poisson":
+            return float(rng.exponential(mean_gap))
+        return float(rng.gamma(load.burstiness, mean_gap / load.burstiness))
+
+    t = 0.0 if load.arrival == "constant" else gap()
+    n = 0
+    while stop.max_requests is None or n < stop.max_requests:
+        if stop.duration_s is not None and t >= stop.duration_s:
+            return
+        yield t
+        n += 1
+        t = n * mean_gap if load.arrival == "constant" else t + gap()  # constant: no float drift
+
+
+def ramp_up_s(load: LoadPoint) -> float:
+    return load.ramp_up_s if isinstance(load, UsersLoad) else 0.0
+
+
+def describe(load: LoadPoint) -> str:
+    if isinstance(load, UsersLoad):
+        return f"{load.users} users" + (f", ramp {load.ramp_up_s:g}s" if load.ramp_up_s else "")
+    cap = f", max {load.max_concurrency} in flight" if load.max_concurrency else ""
+    if isinstance(load, ReplayLoad):
+        end = "end" if load.end_s is None else f"{load.end_s:g}s"
+        window = "" if load.start_s is None and load.end_s is None else f" {load.start_s or 0:g}s-{end}"
+        jitter = f", jitter {load.jitter_s:g}s" if load.jitter_s else ""
+        return f"trace replay x{load.speed:g}{window}{jitter}{cap}"
+    return f"{load.rate_per_s:g} req/s {load.arrival}{cap}"
+
+
+# --- trace replay ---------------------------------------------------------------------------------
+
+
+class _Timestamped(Protocol):
+    @property
+    def timestamp_s(self) -> float: ...
+
+
+RowT = TypeVar("RowT", bound=_Timestamped)
+
+
+@dataclass(frozen=True)
+class ReplaySend(Generic[RowT]):
+    """One row of a trace and when to send it, in seconds from the start of the load point."""
+
+    offset_s: float
+    row: RowT
+
+
+def replay_offsets(
+    rows: Sequence[RowT],
+    speed: float = 1.0,
+    start_s: float | None = None,
+    end_s: float | None = None,
+    jitter_s: float = 0.0,
+    seed: int = 0,
+) -> list[ReplaySend[RowT]]:
+    """The trace as a schedule, in send order: a row's offset is its trace time divided by
+    ``speed`` (2 = twice as fast, 0.5 = half; one meaning, where vLLM, AIPerf, guidellm and SGLang
+    differ), measured from the first row used.
+
+    ``start_s``/``end_s`` select rows by trace time (``start_s <= timestamp_s < end_s``, before the
+    speed division). ``jitter_s`` (trace seconds, opt-in) moves each row later by an independent
+    uniform draw in [0, jitter_s), seeded: a gridded trace (Mooncake's conversation trace puts
+    arrivals on a 3 s grid) then spreads each grid instant's burst over the bucket after it
+    instead of sending it at once. Offset 0 stays the first used row's unjittered time.
+    """
+    if speed <= 0:
+        raise BadInput(f"replay speed must be > 0 (2 = twice as fast), got {speed:g}")
+    if jitter_s < 0:
+        raise BadInput(f"replay jitter must be >= 0 s, got {jitter_s:g}")
+    used = [
+        r for r in rows if (start_s is None or r.timestamp_s >= start_s) and (end_s is None or r.timestamp_s < end_s)
+    ]
+    if not used:
+        window = f"[{start_s if start_s is not None else 'start'}, {end_s if end_s is not None else 'end'})"
+        raise BadInput(f"no trace rows in the replay window {window} s of trace time")
+    t0 = min(r.timestamp_s for r in used)
+    shifts = np.random.default_rng(seed).uniform(0.0, jitter_s, len(used)) if jitter_s else np.zeros(len(used))
+    sends = [ReplaySend((r.timestamp_s + float(u) - t0) / speed, r) for r, u in zip(used, shifts)]
+    return sorted(sends, key=lambda s: s.offset_s)  # stable: rows at one time keep the trace's order

@@ -1,0 +1,465 @@
+"""`tokenbench run`, top to bottom: target -> dataset -> load points -> records -> metrics -> files.
+
+Each load point runs with everything else equal; results.json is rewritten after every point and
+records are flushed as they finish, so an interrupted run keeps everything it measured. Records
+are not kept in memory: when a point ends its records are read back from records.jsonl and its
+span (logged in samples.jsonl) and the config.json written at the start give its results through
+derive.point_result, the path `tokenbench recompute` takes, so memory stays flat over a long run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from rich.console import Console
+
+from tokenbench.backends import EMBEDDED, get_profile
+from tokenbench.backends.base import Profile
+from tokenbench.backends.cache_control import NOT_REQUESTED, CacheReset, reset_prefix_cache
+from tokenbench.backends.server import ServerUnderTest, engine_profile, server_under_test
+from tokenbench.clients import wire_for
+from tokenbench.clients.stream import TargetUnreachable, make_session, probe, served_max_model_len
+from tokenbench.clients.structured import with_structure
+from tokenbench.clients.wire import Wire
+from tokenbench.common import redact
+from tokenbench.common.procs import Interrupts
+from tokenbench.config import (
+    SYNTHETIC_OUTPUT_TOKENS,
+    BackendConfig,
+    DatasetConfig,
+    LoadPoint,
+    PrefixCacheMode,
+    ReplayLoad,
+    RunConfig,
+    TargetConfig,
+    UsersLoad,
+)
+from tokenbench.config.mix import mixed_conversations, mixed_requests
+from tokenbench.console.live import LiveView
+from tokenbench.console.tables import summary_table, trials_table, workload_text
+from tokenbench.console.terminal import console as wide_console
+from tokenbench.datasets import build_requests, check_path
+from tokenbench.datasets.images import check_api as check_image_api
+from tokenbench.datasets.pooling import pooling_requests
+from tokenbench.datasets.sessions import build_conversations, estimate_tokens
+from tokenbench.errors import BadInput
+from tokenbench.loadgen import PointRun
+from tokenbench.loadgen.schedule import describe
+from tokenbench.loadgen.sessions import SessionSource
+from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.stats import LiveStats
+from tokenbench.records import Request, RunClock
+from tokenbench.report.failures import failed_points, failure_lines
+from tokenbench.results import PointResult, RunResults
+from tokenbench.results.layout import SAMPLES, SERVER_LOG
+from tokenbench.results.manifest import ServerFacts
+from tokenbench.run.facts import config_json, point_facts, start_facts
+from tokenbench.rundir import RunWriter, default_run_dir, fresh_out_dir, remove_failed_start
+from tokenbench.rundir.derive import point_result, results_header
+from tokenbench.spans.launch import point_spans, traced_launch
+from tokenbench.spans.receiver import SpanReceiver
+from tokenbench.telemetry.sampler import Sampler
+from tokenbench.workers.core import choose_tokenizer
+from tokenbench.workers.pool import AllWorkersLost, WorkerPool
+from tokenbench.workers.wiring import worker_pool, workers_facts
+
+try:
+    import uvloop
+except ImportError:  # pragma: no cover
+    uvloop = None  # type: ignore[assignment]  # optional: asyncio's own loop then
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    results: dict[str, Any]  # results.json as written (RunResults.to_json)
+    interrupted: bool
+    # the labels of the points the server failed (results.failures' rule): the run exits non-zero
+    failed: tuple[str, ...] = ()
+
+
+OPENAI_APIS = ("chat", "completions")  # the APIs whose /v1/models lists what requests may name
+
+# The next load point given the results so far (None: the run is done). A fixed list of points
+# is one plan; a capacity search (capacity.plan) chooses each point from the previous ones.
+Plan = Callable[[RunResults], LoadPoint | None]
+
+
+def fixed_plan(loads: list[LoadPoint]) -> Plan:
+    """``loads`` one after another (``config.loads``: the run's own list), ending after a point the
+    circuit breaker stopped (the server failed everything: its next points would only flood it).
+    A capacity search's plan reads such a point as a failed probe instead (capacity.plan)."""
+
+    def plan(results: RunResults) -> LoadPoint | None:
+        done = results.points
+        if len(done) >= len(loads) or (done and done[-1].stopped_early is not None):
+            return None
+        return loads[len(done)]
+
+    return plan
+
+
+def repeated(loads: list[LoadPoint], trials: int) -> list[LoadPoint]:
+    """Each load ``trials`` times in a row (--trials): 4, 8 users x 3 -> 4, 4, 4, 8, 8, 8. Each
+    repeat is a point of its own (its own seeds for arrivals: seed + index)."""
+    return [load for load in loads for _ in range(trials)]
+
+
+def run(
+    config: RunConfig,
+    console: Console | None = None,
+    server: ServerUnderTest | None = None,
+    plan: Plan | None = None,
+) -> RunResult:
+    """Benchmark ``config``'s target: ``server``, a server the caller holds (experiments launch
+    one per server configuration and run several cells against it), else --url or the backend
+    launched for the run's duration. The points are ``plan``'s (default: ``config.loads``)."""
+    console = console or wide_console(stderr=True)
+    Interrupts.ensure()
+    redact.register(*redact.secrets_of(headers=config.target.headers), config.target.api_key())
+    check_path(config.dataset)  # before anything is made: a dataset file that is not there
+    # before anything starts: a bad --out fails here, with no request sent
+    out = Path(config.out_dir or default_run_dir())
+    # a start that fails removes what it wrote there (no mess: --out may be given again)
+    fresh, made = fresh_out_dir(out), not out.exists()
+    writer = RunWriter(out, keep_text=config.keep_text)
+    clock = RunClock.start()
+    measured = False
+    # issue 24: the receiver of the server's spans, before the server starts (it is told where)
+    receiver = (
+        SpanReceiver(writer.dir, clock.now, config.server_traces_port, grpc_port=config.server_traces_grpc_port)
+        if config.server_traces
+        else None
+    )
+    try:
+        launch = _launch(config) if server is None else None  # a server the caller holds is never launched here
+        if receiver is not None:
+            endpoint = receiver.start()
+            if server is None:  # a server the caller holds was pointed at the port by the caller (experiments)
+                attached = config.target.url is not None
+                launch = traced_launch(launch, endpoint, attached, console.print, receiver.grpc_endpoint)
+        held = (
+            contextlib.nullcontext(server)
+            if server is not None
+            else server_under_test(launch, config.target.url, writer.dir / SERVER_LOG, console.print)
+        )
+        with held as sut:
+            target = config.target.model_copy(update={"url": sut.url, "model": config.target.model or sut.model})
+            target = _with_api(target, sut.profile)
+            with _sampler(config, sut, writer.dir, clock) as sampler:
+                runner = uvloop.run if uvloop is not None else asyncio.run
+                bench = _Bench(
+                    config, writer, clock, sampler, plan or fixed_plan(repeated(config.loads, config.trials)), receiver
+                )
+                reach = _Reach(target, sut.profile, sut.fresh, attached=sut.model is None)
+                result = runner(_run_points(bench, reach, sut.facts, console))
+                measured = True
+                return result
+    finally:
+        if receiver is not None:
+            receiver.stop()
+        measured = measured or writer.has_records()
+        writer.close()
+        if fresh and not measured:
+            remove_failed_start(out, made)
+
+
+def _launch(config: RunConfig) -> BackendConfig | None:
+    """The backend to launch (None with --url): --backend, or with neither the embedded llama.cpp
+    server with the default GGUF (--model a .gguf), with the profile's own defaults."""
+    if config.target.url is not None:
+        return config.backend
+    backend = config.backend or BackendConfig(name=EMBEDDED)
+    backend = backend.model_copy(update={"model": backend.model or config.target.model})
+    backend = pooling_launch(backend, config.target)
+    # a serving layer's knobs are its upstream engine's: the engine's own launch defaults apply
+    profile = engine_profile(get_profile(backend.name or EMBEDDED), backend)
+    backend = profile.prepare(backend, _max_users(config)) if profile.prepare else backend
+    return resettable(profile, backend, config.prefix_cache)
+
+
+def pooling_launch(backend: BackendConfig, target: TargetConfig) -> BackendConfig:
+    """An embedding server for a pooling API (issue 23 embeddings), unless --no-embedding said."""
+    if not target.pooling or backend.knobs.embedding is not None:
+        return backend
+    return backend.model_copy(update={"knobs": backend.knobs.model_copy(update={"embedding": True})})
+
+
+def resettable(profile: Profile, backend: BackendConfig, mode: PrefixCacheMode) -> BackendConfig:
+    """With --prefix-cache reset, the launch the engine's reset needs to be complete."""
+    return profile.reset_launch(backend) if mode == "reset" and profile.reset_launch else backend
+
+
+def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
+    """The API (the profile's first by default), and usage on every chunk where the engine gives
+    it (Profile.continuous_usage) unless --continuous-usage said."""
+    if target.continuous_usage is None:
+        usage = bool(profile and profile.continuous_usage and target.api in (None, "chat", "completions"))
+        target = target.model_copy(update={"continuous_usage": usage})
+    if target.api is None:
+        target = target.model_copy(update={"api": profile.default_api if profile else "chat"})
+    elif profile is not None and target.api not in profile.apis:
+        raise BadInput(f"--api {target.api}: {profile.title} serves {', '.join(profile.apis)}")
+    return with_structure(target, profile.structured if profile else None)
+
+
+def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunClock) -> Sampler:
+    """Scrapes the server's /metrics (when its profile or --metrics-url says where) and the GPU."""
+    return Sampler(
+        run_dir / SAMPLES,
+        clock.origin_monotonic_s,
+        sut.metrics_url,
+        sut.profile.name if sut.profile else None,
+        (config.backend or BackendConfig()).metrics_interval_s,
+        sut.profile.metrics if sut.profile else None,
+    )
+
+
+def _concurrency_hint(load: LoadPoint) -> int:
+    """Connections to open before a point: its users, or its concurrency cap (open loop)."""
+    return min((load.users if isinstance(load, UsersLoad) else load.max_concurrency) or 1, 1024)
+
+
+def _max_users(config: RunConfig) -> int:
+    users = [getattr(p, "users", 0) or getattr(p, "max_concurrency", 0) or 0 for p in config.loads]
+    return min(max(users + [4]), 64)
+
+
+@dataclass(frozen=True)
+class _Bench:
+    """What the whole run shares: its settings, its directory, its clock and its sampler."""
+
+    config: RunConfig
+    writer: RunWriter
+    clock: RunClock
+    sampler: Sampler
+    plan: Plan
+    receiver: SpanReceiver | None = None  # --server-traces
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """The target's settings and what tokenbench knows of its engine (None: nothing)."""
+
+    config: TargetConfig
+    profile: Profile | None
+    fresh: bool = False  # a server started for this run: nothing cached before its first point
+    attached: bool = False  # a server the user runs (--url): its /v1/models is checked against --model
+
+
+async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, console: Console) -> RunResult:
+    """The load points one after another against the target, through the run's pool of workers
+    (one on this loop unless --workers or --ray); results.json rewritten after each."""
+    assert reach.config.api is not None, "_with_api resolves it"
+    wire = wire_for(reach.config.api)
+    async with make_session(reach.config, bench.clock.now) as session:
+        target = await _resolve_model(session, reach.config, wire, check=reach.attached)
+        # a session's history limit, when the server states its context length
+        max_len = await served_max_model_len(session, target, wire) if bench.config.sessions else None
+        reached = _Target(session, target, wire, reach.profile, reach.fresh)
+        source = _source(bench, reached, backend, max_len)
+        stats = LiveStats()
+        io = (bench.writer.write_records, bench.sampler.event, console.print)
+        async with worker_pool(bench.config, target, source, bench.clock, bench.writer.dir, io, stats) as pool:
+            driver = _Driver(bench, reached, stats, pool)
+            _note_workers(bench, pool)  # how the load runs, and the workers' clock offsets
+            results = await _points(bench, driver, console)
+        _note_workers(bench, pool)  # the offsets checked at the end, into results' header too
+        results = results_header(bench.writer.manifest(), "run").model_copy(update={"points": results.points})
+    results = results.finished(driver.interrupted)
+    bench.writer.write_results(results)
+    console.print(summary_table(results, _workload(bench.config)))
+    if (trials := trials_table(results)) is not None:
+        console.print(trials)
+    for line in failure_lines(results.points):  # what the server said, never markup
+        console.print(line, markup=False, highlight=False, style="red" if line.startswith("FAILED") else None)
+    if not pool.alive():
+        raise AllWorkersLost("every worker was lost: " + "; ".join(f"{h.describe}: {h.lost}" for h in pool.handles))
+    failed = tuple(f.label for f in failed_points(results.points))
+    return RunResult(bench.writer.dir, results.to_json(), driver.interrupted, failed)
+
+
+def _workload(config: RunConfig) -> str:
+    """The console summary's workload: the dataset and the lengths asked for (synthetic: its
+    input and output tokens; another dataset: its own lengths unless --output-tokens)."""
+    d = config.dataset
+    synthetic = d.name == "synthetic"
+    output = d.output_tokens if d.output_tokens is not None or not synthetic else SYNTHETIC_OUTPUT_TOKENS
+    text = workload_text(d.name, d.input_tokens if synthetic else None, output)
+    if config.target.pooling:  # issue 23 embeddings: inputs, no output
+        inputs = d.input_tokens if synthetic else "the dataset's"
+        text = f"{d.name}: {config.target.batch_size or 1} inputs of {inputs} tokens a request ({config.target.api})"
+    return text
+
+
+def _note_workers(bench: _Bench, pool: WorkerPool) -> None:
+    """config.json's ``workers_facts`` (how the load ran, each worker's clock) for a scale-out
+    (--workers, --ray); a run from its own process has none, as before there were workers."""
+    if bench.config.workers.distributed:
+        bench.writer.write_config(bench.writer.manifest().with_workers(workers_facts(bench.config, pool)))
+
+
+async def _points(bench: _Bench, driver: _Driver, console: Console) -> RunResults:
+    """The plan's points one after another; results.json rewritten after each."""
+    results = results_header(bench.writer.manifest(), "run")
+    await bench.sampler.wait_past(bench.clock.now())  # a baseline scrape before the first point
+    loop = asyncio.get_running_loop()
+    with (
+        Interrupts.during(lambda: _soon(loop, driver.interrupt)),
+        LiveView(driver.stats, bench.clock.now, console, enabled=bench.config.live),
+    ):
+        while (load := bench.plan(results)) is not None:
+            results = results.with_point(await driver.run_point(len(results.points), load))
+            bench.writer.write_results(results)
+            if results.points[-1].interrupted or not driver.pool.alive():
+                break
+    return results
+
+
+def _soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+    """``callback`` on the run's loop, from a signal handler."""
+    loop.call_soon_threadsafe(callback)
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The target as the run reaches it: a session, its resolved settings, its wire."""
+
+    session: aiohttp.ClientSession
+    config: TargetConfig
+    wire: Wire
+    profile: Profile | None = None  # its engine's controls (prefix-cache reset, token-id prompts)
+    fresh: bool = False  # started for this run (ServerUnderTest.fresh)
+
+
+@dataclass(frozen=True)
+class _Driver:
+    """Runs one load point after another over the run's pool of workers."""
+
+    bench: _Bench
+    target: _Target
+    stats: LiveStats
+    pool: WorkerPool
+
+    def interrupt(self) -> None:
+        self.pool.interrupt()
+
+    @property
+    def interrupted(self) -> bool:
+        return self.pool.interrupted
+
+    async def run_point(self, index: int, load: LoadPoint) -> PointResult:
+        """One point: its records go to disk as they end, then are read back for its results."""
+        config, writer, sampler = self.bench.config, self.bench.writer, self.bench.sampler
+        self.stats.label = describe(load)
+        first = writer.records_offset()
+        reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.fresh)
+
+        # the reset in both events: a point the run never finished is derived from its start
+        def started(run: PointRun) -> None:
+            sampler.event(start_facts(run, reset))
+
+        seeds, hint = (config.seed, config.seed + index), _concurrency_hint(load)
+        stop = config.stop.model_copy(update={"window_s": config.window_s})  # issue 25: the steady rule's windows
+        point_run, samples, losses = await self.pool.run_point(index, load, stop, seeds, hint, started)
+        facts = point_facts(point_run, reset, losses)
+        sampler.event(facts)
+        if not point_run.interrupted:
+            await sampler.wait_past(point_run.end_s)  # bracket the point's counters
+        records = writer.records_since(first)  # streamed from disk, never all in memory
+        receiver, clock = self.bench.receiver, self.bench.clock
+        spans = None
+        if receiver is not None:  # issue 24: the point's spans, once in
+            spans = await point_spans(receiver, point_run.end_s, clock.now, clock.origin_unix_s)
+        # the monitor's samples as emitted: the sampler may not have copied the last one to disk yet
+        return point_result(writer.manifest(), facts, records, sampler.file, samples, spans=spans)
+
+    async def _prefix_cache(self, mode: PrefixCacheMode, fresh: bool) -> CacheReset:
+        """--prefix-cache reset: empty the server's cache through its engine's own control, after
+        the previous point drained and before this one's connections are opened. A server started
+        for this run has nothing cached before its first point, control or not."""
+        if mode != "reset":
+            return NOT_REQUESTED
+        assert self.target.config.url is not None
+        hook = self.target.profile.reset_prefix_cache if self.target.profile else None
+        if hook is None and fresh:
+            return CacheReset("done", "a freshly started server: nothing cached yet")
+        return await reset_prefix_cache(hook, self.target.session, self.target.config.url)
+
+
+def _source(
+    bench: _Bench, target: _Target, backend: ServerFacts, served_max_len: int | None = None
+) -> RequestSource | SessionSource:
+    """The dataset built (the requests, or the conversations, every worker draws from) and
+    config.json written."""
+    config, writer = bench.config, bench.writer
+    tokenizer, window = choose_tokenizer(config.dataset.tokenizer, target.config), _trace_window(config.loads)
+    source: RequestSource | SessionSource
+    if config.sessions is not None:
+        conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
+        if config.mix is not None or config.lora_mix:  # issue 23 routing: each conversation's group
+            conversations = mixed_conversations(
+                conversations, config.mix, config.lora_mix, config.tenant_header, config.seed
+            )
+        counter = tokenizer.count if tokenizer is not None else estimate_tokens
+        knobs = config.backend.knobs if config.backend is not None else None
+        max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
+        source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
+        check_image_api([], target.config.api, config.dataset.images)  # issue 23 images
+    else:
+        requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
+        if target.config.pooling:  # issue 23 embeddings: --batch-size inputs a request
+            assert target.config.api is not None
+            requests = pooling_requests(requests, target.config.api, target.config.batch_size or 1)
+        check_image_api(requests, target.config.api)  # issue 23 images
+        if config.mix is not None or config.lora_mix:  # issue 23 routing: each request's group
+
+            def build(overrides: dict[str, Any]) -> list[Request]:
+                dataset = DatasetConfig.model_validate({**config.dataset.model_dump(), **overrides})
+                return build_requests(dataset, tokenizer, config.seed, window, _token_ids(target))[0]
+
+            requests = mixed_requests(requests, config.mix, config.lora_mix, config.tenant_header, config.seed, build)
+        nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
+        source = RequestSource(requests, unique_nonce=nonce)
+    writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))
+    return source
+
+
+def _token_ids(target: _Target) -> bool:
+    """Prompts may go as token ids: the engine takes them (its profile says so) on completions."""
+    return bool(target.profile and target.profile.token_id_prompts and target.config.api == "completions")
+
+
+def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:
+    """The trace time the replay points cover, so only those rows are built (and counted in the
+    expected reuse); points with different windows get the whole trace."""
+    windows = {(load.start_s, load.end_s) for load in loads if isinstance(load, ReplayLoad)}
+    return windows.pop() if len(windows) == 1 else (None, None)
+
+
+async def _resolve_model(
+    session: aiohttp.ClientSession, target: TargetConfig, wire: Wire, check: bool = False
+) -> TargetConfig:
+    """The model requests name: --model, else the first the server lists. With ``check`` (a server
+    the user runs), an OpenAI-compatible server that lists its models must list --model: otherwise
+    BadInput before any load, naming what it serves (every request would fail). A server launched
+    here serves the name its profile gave it, and other APIs name models their own way: unchecked."""
+    models = await probe(session, target, wire)  # raises TargetUnreachable before any load
+    if check and target.model is not None and models and target.api in OPENAI_APIS and target.model not in models:
+        served = ", ".join(models[:10]) + (f" (and {len(models) - 10} more)" if len(models) > 10 else "")
+        raise BadInput(
+            f"--model {target.model}: {target.url}{wire.probe_path} serves {served}; "
+            "pass one of them as --model (or leave --model out to use the first)"
+        )
+    if target.model is None:
+        if not models:
+            raise TargetUnreachable(f"{target.url}{wire.probe_path} names no model; pass --model NAME")
+        target = target.model_copy(update={"model": models[0]})
+    return target

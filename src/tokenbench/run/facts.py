@@ -1,0 +1,86 @@
+"""What a run writes of itself beside its records, made from the run's live objects: config.json
+(``RunManifest``: the settings and every resolved fact results are derived from) and each point's
+span (``PointStart`` and ``PointEnd``, the ``point_start`` and ``point`` events of samples.jsonl),
+so ``tokenbench recompute`` derives results.json exactly as the run did."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from tokenbench import __version__
+from tokenbench.backends.cache_control import CacheReset
+from tokenbench.config import RunConfig, TargetConfig
+from tokenbench.loadgen import PointRun
+from tokenbench.records import RunClock
+from tokenbench.results import Clock, DatasetFacts, SessionCounts, StoppedEarly, Telemetry, Tool
+from tokenbench.results.client import WorkerLoss
+from tokenbench.results.manifest import PointEnd, PointStart, PrefixCacheReset, ResolvedTarget, RunManifest, ServerFacts
+from tokenbench.telemetry.sampler import Sampler
+
+
+def config_json(
+    config: RunConfig, target: TargetConfig, backend: ServerFacts, info: DatasetFacts, clock: RunClock, sampler: Sampler
+) -> RunManifest:
+    """config.json: the settings and every resolved fact results.json is derived from (with the
+    records and samples): the target, the server, the dataset, the clock, where telemetry went."""
+    return RunManifest(
+        config=config,
+        resolved_target=ResolvedTarget(
+            url=target.url,
+            model=target.model,
+            api=target.api,
+            continuous_usage=target.continuous_usage,  # usage on every chunk was asked for
+            **({"structured_dialect": target.structured_dialect} if target.structured_dialect else {}),
+        ),
+        backend=backend,
+        dataset_info=info,
+        tool=Tool(name="tokenbench", version=__version__),
+        clock=Clock(
+            origin_monotonic_s=clock.origin_monotonic_s,
+            origin_unix_s=clock.origin_unix_s,
+            unit="seconds since origin, time.perf_counter()",
+        ),
+        telemetry=Telemetry(samples=sampler.out.name, metrics_url=sampler.metrics_url, interval_s=sampler.interval_s),
+    )
+
+
+def start_facts(run: PointRun, reset: CacheReset) -> PointStart:
+    """A point's ``point_start`` event, with the prefix-cache reset done before it."""
+    return PointStart(
+        index=run.index,
+        load=run.load,
+        start_s=run.start_s,
+        ramp_end_s=run.ramp_end_s,
+        window_start_s=run.window_start_s,
+        prefix_cache_reset=_reset(reset),
+    )
+
+
+def point_facts(run: PointRun, reset: CacheReset, lost: Sequence[WorkerLoss] = ()) -> PointEnd:
+    """A finished point's span as written to samples.jsonl (the ``point`` event): with the
+    point's records, all its results need (derive.point_result). ``lost``: the workers that died
+    during it (none: no such key)."""
+    span = {
+        "load_end_s": run.load_end_s,
+        "end_s": run.end_s,
+        "user_spans": list(run.user_spans),
+        "interrupted": run.interrupted,
+        "num_records": run.num_records,
+        "last_arrival_s": run.last_arrival_s,
+    }
+    # keys only a --multi-turn point, or one during which a worker died, has (only keys given are written)
+    if run.sessions is not None:
+        span["sessions"] = SessionCounts(**dataclasses.asdict(run.sessions))
+    if lost:
+        span["workers_lost"] = list(lost)
+    if run.stopped_early is not None:
+        span["stopped_early"] = StoppedEarly(**dataclasses.asdict(run.stopped_early))
+    if run.stopping is not None:  # issue 25: a point that judged itself (autostop.py)
+        span["auto_stop"] = run.stopping
+    started = {name: value for name, value in start_facts(run, reset) if name != "kind"}
+    return PointEnd.model_validate({**started, **span})
+
+
+def _reset(reset: CacheReset) -> PrefixCacheReset:
+    return PrefixCacheReset(status=reset.status, detail=reset.detail)
