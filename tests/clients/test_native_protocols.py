@@ -263,6 +263,6 @@ async def test_probe_paths(wire, path, answer, ids):
     try:
         tgt = TargetConfig(url=url, model="m")
         async with make_session(tgt) as session:
-            assert await probe(session, tgt, wire) == ids
+            assert await probe(session, tgt, url, wire) == ids
     finally:
         await runner.cleanup()

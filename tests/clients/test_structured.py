@@ -10,9 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 from tokenbench.clients.openai import OpenAIStream, OpenAIWire
-from tokenbench.clients.structured import ReplyCheck, arguments_parse, with_structure
+from tokenbench.clients.structured import ReplyCheck, arguments_parse, structured_dialect
 from tokenbench.clients.tgi import TGIWire
 from tokenbench.config import DatasetConfig, OutputConstraint, RateLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.errors import BadInput
 from tokenbench.mock.structured import instance, pieces, scripted_deltas
 from tokenbench.records import Request
@@ -54,6 +55,15 @@ def _body(target: TargetConfig, chat: bool = True) -> dict:
     return OpenAIWire(chat).payload(Request(prompt="hi"), target)
 
 
+def _resolved(settings: TargetConfig, dialect: str | None) -> ResolvedTarget:
+    """The target a run resolves from ``settings`` on an engine of this dialect (run.resolve_target)."""
+    api = settings.api or "chat"
+    chosen = structured_dialect(settings, api, dialect)
+    return ResolvedTarget.of(
+        settings, url="http://h:1", model="m", api=api, continuous_usage=False, structured_dialect=chosen
+    )
+
+
 def test_response_format_text_reads_the_schema_file(schema_file):
     c = OutputConstraint.model_validate(f"json_schema:{schema_file}")
     assert (c.kind, c.json_schema, c.source) == ("json_schema", SCHEMA, str(schema_file))
@@ -87,11 +97,11 @@ def test_a_schema_that_is_not_a_json_schema_is_refused(tmp_path):
 def test_each_dialect_sends_the_schema_in_its_own_field(schema_file):
     target = TargetConfig(url="http://h:1", model="m", response_format=f"json_schema:{schema_file}")
     openai = {"type": "json_schema", "json_schema": {"name": "tokenbench", "schema": SCHEMA}}
-    assert _body(with_structure(target, None))["response_format"] == openai
-    assert _body(with_structure(target, "vllm"))["response_format"] == openai
-    llama = _body(with_structure(target, "llamacpp"))
+    assert _body(_resolved(target, None))["response_format"] == openai
+    assert _body(_resolved(target, "vllm"))["response_format"] == openai
+    llama = _body(_resolved(target, "llamacpp"))
     assert llama["json_schema"] == SCHEMA and "response_format" not in llama
-    tgi = TGIWire().payload(Request(prompt="hi"), with_structure(target.model_copy(update={"api": "tgi"}), "tgi"))
+    tgi = TGIWire().payload(Request(prompt="hi"), _resolved(target.model_copy(update={"api": "tgi"}), "tgi"))
     assert tgi["parameters"]["grammar"] == {"type": "json", "value": SCHEMA}
 
 
@@ -99,22 +109,22 @@ def test_choice_regex_and_grammar_go_where_each_engine_takes_them(tmp_path):
     grammar = tmp_path / "g.gbnf"
     grammar.write_text('root ::= "a"')
     target = TargetConfig(url="http://h:1", model="m", response_format="choice:yes,no")
-    assert _body(with_structure(target, "vllm"))["structured_outputs"] == {"choice": ["yes", "no"]}
-    assert _body(with_structure(target, "sglang"))["regex"] == "(yes|no)"
-    assert _body(with_structure(target, "llamacpp"))["grammar"] == 'root ::= "yes" | "no"'
+    assert _body(_resolved(target, "vllm"))["structured_outputs"] == {"choice": ["yes", "no"]}
+    assert _body(_resolved(target, "sglang"))["regex"] == "(yes|no)"
+    assert _body(_resolved(target, "llamacpp"))["grammar"] == 'root ::= "yes" | "no"'
     regex = target.model_copy(update={"response_format": OutputConstraint(kind="regex", pattern=r"\d+")})
-    assert _body(with_structure(regex, "vllm"))["structured_outputs"] == {"regex": r"\d+"}
+    assert _body(_resolved(regex, "vllm"))["structured_outputs"] == {"regex": r"\d+"}
     g = TargetConfig(url="http://h:1", model="m", response_format=f"grammar:{grammar}")
-    assert _body(with_structure(g, "sglang"))["ebnf"] == 'root ::= "a"'
+    assert _body(_resolved(g, "sglang"))["ebnf"] == 'root ::= "a"'
     with pytest.raises(BadInput, match="--response-format choice: this server's API has no field"):
-        with_structure(target, None)  # no --backend: only response_format's kinds
+        _resolved(target, None)  # no --backend: only response_format's kinds
     with pytest.raises(BadInput, match="--response-format regex"):
-        with_structure(regex, "llamacpp")
+        _resolved(regex, "llamacpp")
 
 
 def test_tools_and_a_named_tool_choice(tools_file):
     target = TargetConfig(url="http://h:1", model="m", tools=str(tools_file), tool_choice="get_weather")
-    body = _body(with_structure(target, "vllm"))
+    body = _body(_resolved(target, "vllm"))
     assert body["tools"] == TOOLS
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
     auto = target.model_copy(update={"tool_choice": "required"})
@@ -124,7 +134,7 @@ def test_tools_and_a_named_tool_choice(tools_file):
     with pytest.raises(ValidationError, match="--tool-choice needs --tools"):
         TargetConfig(tool_choice="auto")
     with pytest.raises(BadInput, match="--tools: tool calls go on the chat API"):
-        with_structure(target.model_copy(update={"api": "completions"}), "vllm")
+        _resolved(target.model_copy(update={"api": "completions"}), "vllm")
 
 
 def test_plain_requests_are_unchanged():

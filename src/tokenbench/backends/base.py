@@ -16,6 +16,7 @@ from urllib.parse import quote
 from tokenbench.backends.cache_control import ResetHook
 from tokenbench.backends.lora import LoraFlags, lora_flags
 from tokenbench.config import BackendConfig, EngineKnobs
+from tokenbench.config.constraints import Dialect
 from tokenbench.errors import BackendError
 from tokenbench.telemetry.prom import MetricNames
 
@@ -88,7 +89,7 @@ class Profile:
     default_served_name: str | None = None  # the name requests use unless --served-model-name says
     # issue 23 structured output: how its API takes --response-format (structured.py's dialects:
     # openai = response_format only; vllm, sglang, llamacpp, tgi add choice/regex/grammar fields)
-    structured: str = "openai"
+    structured: Dialect = "openai"
     # issue 24 --server-traces: the engine's flags and environment that send its spans to an OTLP
     # endpoint (None: the engine exports no per-request spans tokenbench can join), the protocol its
     # exporter is pointed at ("http": the receiver's OTLP/HTTP URL; "grpc": its OTLP/gRPC endpoint,

@@ -25,7 +25,7 @@ from typing import Literal
 from orjson import loads as _loads
 
 from tokenbench.clients.wire import ERROR_BODY_CHARS, Body, Framing, Payload, Stream
-from tokenbench.config import TargetConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.records import Request
 
 PoolingApi = Literal["embeddings", "rerank", "score"]
@@ -50,10 +50,10 @@ class PoolingWire:
     def __init__(self, api: PoolingApi) -> None:
         self.api = api
 
-    def url(self, target: TargetConfig) -> str:
+    def url(self, target: ResolvedTarget) -> str:
         return f"{target.url}{PATHS[self.api]}"
 
-    def payload(self, request: Request, target: TargetConfig) -> Body:
+    def payload(self, request: Request, target: ResolvedTarget) -> Body:
         query, inputs = inputs_of(request)
         body: Body = {"model": target.model}
         if self.api == "embeddings":

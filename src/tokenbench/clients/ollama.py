@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tokenbench.clients.wire import Body, Framing, Payload, Stream
-from tokenbench.config import TargetConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.errors import BadInput
 from tokenbench.records import Request
 
@@ -63,10 +63,10 @@ class OllamaWire:
     framing: Framing = "ndjson"
     probe_path = "/api/tags"  # {"models": [{"name": "smollm2:135m", ...}]} (api/types.go ListResponse)
 
-    def url(self, target: TargetConfig) -> str:
+    def url(self, target: ResolvedTarget) -> str:
         return f"{target.url}/api/generate"
 
-    def payload(self, request: Request, target: TargetConfig) -> Body:
+    def payload(self, request: Request, target: ResolvedTarget) -> Body:
         body: Body = {
             "model": target.model,
             "prompt": request.as_prompt_text(),

@@ -19,7 +19,7 @@ from orjson import loads as _loads  # payloads are parsed on the hot path
 
 from tokenbench.clients.structured import request_fields
 from tokenbench.clients.wire import Body, Framing, JsonObject, Payload, Stream
-from tokenbench.config import TargetConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.datasets.chat_images import chat_messages
 from tokenbench.records import Request
 
@@ -31,10 +31,10 @@ class OpenAIWire:
     def __init__(self, chat: bool) -> None:
         self.chat = chat
 
-    def url(self, target: TargetConfig) -> str:
+    def url(self, target: ResolvedTarget) -> str:
         return f"{target.url}{'/v1/chat/completions' if self.chat else '/v1/completions'}"
 
-    def payload(self, request: Request, target: TargetConfig) -> Body:
+    def payload(self, request: Request, target: ResolvedTarget) -> Body:
         # a LoRA adapter is its own model name (vLLM, SGLang, LMDeploy, llama.cpp's router)
         body: Body = {"model": request.adapter or target.model, "stream": True}
         if self.chat:

@@ -22,6 +22,7 @@ from tokenbench.clients.http1 import Http1Pool
 from tokenbench.clients.structured import arguments_parse, reply_check
 from tokenbench.clients.wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 from tokenbench.config import TargetConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.records import Outcome, Request, RequestRecord, TokenSource
 from tokenbench.spans.keys import REQUEST_ID, TRACEPARENT, JoinKeys
 
@@ -143,10 +144,10 @@ def make_session(target: TargetConfig, now: Callable[[], float] | None = None) -
     return aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=1 << 20, trace_configs=traces)
 
 
-async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire) -> list[str]:
-    """Check the target answers before any load; return the model ids it lists."""
-    assert target.url is not None
-    url = target.url + wire.probe_path
+async def probe(session: aiohttp.ClientSession, target: TargetConfig, base_url: str, wire: Wire) -> list[str]:
+    """Check the server at ``base_url`` answers before any load (with the settings' credentials);
+    return the model ids it lists."""
+    url = base_url + wire.probe_path
     try:
         async with session.get(url, headers=auth_headers(target), timeout=aiohttp.ClientTimeout(total=15)) as resp:
             if resp.status != 200:
@@ -158,7 +159,7 @@ async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire
             text = await resp.text()
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         raise TargetUnreachable(
-            f"cannot reach {target.url} ({type(exc).__name__}: {exc}). Is the server running, and is --url right?"
+            f"cannot reach {base_url} ({type(exc).__name__}: {exc}). Is the server running, and is --url right?"
         ) from exc
     try:
         data = json.loads(text)
@@ -167,10 +168,9 @@ async def probe(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire
     return wire.model_ids(data)
 
 
-async def served_max_model_len(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire) -> int | None:
+async def served_max_model_len(session: aiohttp.ClientSession, target: ResolvedTarget, wire: Wire) -> int | None:
     """The model's context length as the server lists it (vLLM's /v1/models ``max_model_len``),
     None when it does not say (or cannot be asked): a session's history limit when known."""
-    assert target.url is not None
     try:
         async with session.get(target.url + wire.probe_path, headers=auth_headers(target)) as resp:
             data = await resp.json(content_type=None) if resp.status == 200 else None
@@ -183,11 +183,10 @@ async def served_max_model_len(session: aiohttp.ClientSession, target: TargetCon
     return None
 
 
-async def warm_connections(session: aiohttp.ClientSession, target: TargetConfig, wire: Wire, count: int) -> int:
+async def warm_connections(session: aiohttp.ClientSession, target: ResolvedTarget, wire: Wire, count: int) -> int:
     """Open ``count`` keep-alive connections before a load point (concurrent GETs of the probe
     path), so the first wave of requests does not pay TCP set-up inside its TTFT: 256 simultaneous
     connects added ~24 ms to the first requests' TTFT here. Returns how many succeeded."""
-    assert target.url is not None
     url = target.url + wire.probe_path
     headers = auth_headers(target)
 
@@ -208,7 +207,7 @@ class StreamingClient:
     def __init__(
         self,
         session: aiohttp.ClientSession,
-        target: TargetConfig,
+        target: ResolvedTarget,
         wire: Wire,
         now: Callable[[], float],
         count_tokens: Callable[[str], int] | None = None,

@@ -41,7 +41,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tokenbench.config.constraints import JSON_KINDS, TOOL_CHOICES, JsonDict
+from tokenbench.config.constraints import JSON_KINDS, TOOL_CHOICES, Dialect, JsonDict
 from tokenbench.errors import BadInput
 
 if TYPE_CHECKING:
@@ -180,18 +180,16 @@ def reply_check(target: TargetConfig) -> ReplyCheck | None:
     return ReplyCheck(c.kind, c.json_schema, c.choices or (), c.pattern)
 
 
-def with_structure(target: TargetConfig, dialect: str | None) -> TargetConfig:
-    """The target with its engine's dialect (``Profile.structured``; None: openai), once its API is
-    known; BadInput before any load when the API or the engine cannot take what was asked."""
-    if target.response_format is None and not target.tools:
-        return target
-    api = target.api or "chat"
-    if target.tools and api != "chat":
+def structured_dialect(settings: TargetConfig, api: str, dialect: Dialect | None) -> Dialect | None:
+    """The fields --response-format goes in on ``api`` with this engine's dialect
+    (``Profile.structured``; None: openai), None when nothing was asked for; BadInput before any
+    load when the API or the engine cannot take what was asked."""
+    if settings.tools and api != "chat":
         raise BadInput(f"--tools: tool calls go on the chat API, not --api {api}: drop --api {api} or use --api chat")
-    if target.response_format is not None:
-        if api not in ("chat", "completions", "tgi"):
-            raise BadInput(f"--response-format: --api {api} has no structured-output field here; use --api chat")
-        dialect = "tgi" if api == "tgi" else dialect or "openai"
-        fields_of(target.response_format, dialect)  # BadInput now if the engine has no field for it
-        target = target.model_copy(update={"structured_dialect": dialect})
-    return target
+    if settings.response_format is None:
+        return None
+    if api not in ("chat", "completions", "tgi"):
+        raise BadInput(f"--response-format: --api {api} has no structured-output field here; use --api chat")
+    chosen: Dialect = "tgi" if api == "tgi" else dialect or "openai"
+    fields_of(settings.response_format, chosen)  # BadInput now if the engine has no field for it
+    return chosen

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from tokenbench.clients.structured import fields_of
 from tokenbench.clients.wire import Body, Framing, Payload, Stream
-from tokenbench.config import TargetConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.records import Request
 
 
@@ -35,11 +35,11 @@ class TGIWire:
     # GET /info answers {"model_id": "...", ...} (router/src/lib.rs Info); any 200 proves the router.
     probe_path = "/info"
 
-    def url(self, target: TargetConfig) -> str:
+    def url(self, target: ResolvedTarget) -> str:
         # TGI serves one model; the name in --model is a label only (the route has no model field).
         return f"{target.url}/generate_stream"
 
-    def payload(self, request: Request, target: TargetConfig) -> Body:
+    def payload(self, request: Request, target: ResolvedTarget) -> Body:
         # details=true is what makes the final event carry generated_tokens and input_length
         # (server.rs builds StreamDetails only `if details`). decoder_input_details must stay
         # false: TGI rejects it on the streaming route (ValidationError::PrefillDetailsStream).

@@ -40,7 +40,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from tokenbench.clients.wire import Body, Framing, Payload, Stream
-from tokenbench.config import TargetConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.records import Request
 
 
@@ -48,11 +48,10 @@ class TritonWire:
     framing: Framing = "sse"
     probe_path = "/v2/health/ready"
 
-    def url(self, target: TargetConfig) -> str:
-        assert target.model is not None
+    def url(self, target: ResolvedTarget) -> str:
         return f"{target.url}/v2/models/{quote(target.model, safe='')}/generate_stream"
 
-    def payload(self, request: Request, target: TargetConfig) -> Body:
+    def payload(self, request: Request, target: ResolvedTarget) -> Body:
         params: Body = {
             # Without stream=true a decoupled TRT-LLM/vLLM model sends the whole reply as one
             # response and TTFT would equal E2E.

@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 from orjson import loads as _loads  # payloads are parsed on the hot path
 
 from tokenbench.clients.sse import SSEDecoder
-from tokenbench.config import TargetConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.records import ABORT_REASONS, Request
 
 ERROR_BODY_CHARS = 500
@@ -225,9 +225,9 @@ class Wire(Protocol):
     framing: Framing
     probe_path: str  # GET before any load: must answer 200
 
-    def url(self, target: TargetConfig) -> str: ...
+    def url(self, target: ResolvedTarget) -> str: ...
 
-    def payload(self, request: Request, target: TargetConfig) -> Body: ...
+    def payload(self, request: Request, target: ResolvedTarget) -> Body: ...
 
     def new_stream(self) -> Stream: ...
 

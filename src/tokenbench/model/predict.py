@@ -28,7 +28,7 @@ from tokenbench.model.observe import PREDICTED_URL
 from tokenbench.model.params import LIMITS, ServerModel
 from tokenbench.results import Clock, Predicted, RunResults, Tool
 from tokenbench.results.layout import CONFIG, RECORDS, RESULTS, SAMPLES
-from tokenbench.results.manifest import PointStart, ResolvedTarget, RunManifest, ServerFacts
+from tokenbench.results.manifest import PointStart, RunManifest, ServerFacts, TargetFacts
 from tokenbench.rundir import write_json
 from tokenbench.rundir.derive import point_result, results_header
 from tokenbench.telemetry.sampler import SamplesFile
@@ -77,7 +77,7 @@ def predict(
     server = model.server
     manifest = RunManifest(
         config=config,
-        resolved_target=ResolvedTarget(
+        resolved_target=TargetFacts(
             url=f"{PREDICTED_URL}{model_name}", model=server.get("model"), api=config.target.api
         ),
         backend=ServerFacts(

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer, f
 
 from tokenbench.common.frozen import FrozenModel
 from tokenbench.config import Api, LoadPoint, RunConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.errors import BadInput
 from tokenbench.results import Clock, DatasetFacts, SessionCounts, StoppedEarly, Telemetry, Tool
 from tokenbench.results.base import Number
@@ -38,9 +39,10 @@ class ManifestError(BadInput):
     """A config.json that is not a tokenbench run's: the message names the file and what is wrong."""
 
 
-class ResolvedTarget(FrozenModel):
-    """The target as the run reached it: its URL, the model requests named and the API they used;
-    every key None in a config.json that did not say (before 0.2)."""
+class TargetFacts(FrozenModel):
+    """What config.json says of the resolved target (config.target.ResolvedTarget, made by
+    ``of``): its URL, the model requests named, the API they used; every key None in a
+    config.json that did not say (before 0.2)."""
 
     url: str | None = None
     model: str | None = None
@@ -48,6 +50,13 @@ class ResolvedTarget(FrozenModel):
     continuous_usage: bool | None = None  # usage on every chunk was asked for; absent before it existed
     # issue 23: the fields --response-format went in (structured.py's dialect); only when it was given
     structured_dialect: str | None = None
+
+    @classmethod
+    def of(cls, target: ResolvedTarget) -> TargetFacts:
+        dialect = {"structured_dialect": target.structured_dialect} if target.structured_dialect else {}
+        return cls(
+            url=target.url, model=target.model, api=target.api, continuous_usage=target.continuous_usage, **dialect
+        )
 
 
 class ServerFacts(FrozenModel):
@@ -98,7 +107,7 @@ class RunManifest(FrozenModel):
     A key absent from an older config.json takes the default declared here (or RunConfig's)."""
 
     config: RunConfig  # the settings as the run was given them, credentials masked
-    resolved_target: ResolvedTarget = ResolvedTarget()
+    resolved_target: TargetFacts = TargetFacts()
     backend: ServerFacts | None = None  # None: a config.json from before server facts were written
     dataset_info: DatasetFacts | None = None
     tool: Tool = Tool(name="tokenbench", version=None)

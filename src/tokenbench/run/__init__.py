@@ -26,8 +26,7 @@ from tokenbench.backends.cache_control import NOT_REQUESTED, CacheReset, reset_p
 from tokenbench.backends.server import ServerUnderTest, engine_profile, server_under_test
 from tokenbench.clients import wire_for
 from tokenbench.clients.stream import TargetUnreachable, make_session, probe, served_max_model_len
-from tokenbench.clients.structured import with_structure
-from tokenbench.clients.wire import Wire
+from tokenbench.clients.structured import structured_dialect
 from tokenbench.common import redact
 from tokenbench.common.procs import Interrupts
 from tokenbench.config import (
@@ -42,6 +41,7 @@ from tokenbench.config import (
     UsersLoad,
 )
 from tokenbench.config.mix import mixed_conversations, mixed_requests
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.console.live import LiveView
 from tokenbench.console.tables import summary_table, trials_table, workload_text
 from tokenbench.console.terminal import console as wide_console
@@ -151,15 +151,12 @@ def run(
             else server_under_test(launch, config.target.url, writer.dir / SERVER_LOG, console.print)
         )
         with held as sut:
-            target = config.target.model_copy(update={"url": sut.url, "model": config.target.model or sut.model})
-            target = _with_api(target, sut.profile)
             with _sampler(config, sut, writer.dir, clock) as sampler:
                 runner = uvloop.run if uvloop is not None else asyncio.run
                 bench = _Bench(
                     config, writer, clock, sampler, plan or fixed_plan(repeated(config.loads, config.trials)), receiver
                 )
-                reach = _Reach(target, sut.profile, sut.fresh, attached=sut.model is None)
-                result = runner(_run_points(bench, reach, sut.facts, console))
+                result = runner(_run_points(bench, sut, console))
                 measured = True
                 return result
     finally:
@@ -197,17 +194,18 @@ def resettable(profile: Profile, backend: BackendConfig, mode: PrefixCacheMode) 
     return profile.reset_launch(backend) if mode == "reset" and profile.reset_launch else backend
 
 
-def _with_api(target: TargetConfig, profile: Profile | None) -> TargetConfig:
-    """The API (the profile's first by default), and usage on every chunk where the engine gives
-    it (Profile.continuous_usage) unless --continuous-usage said."""
-    if target.continuous_usage is None:
-        usage = bool(profile and profile.continuous_usage and target.api in (None, "chat", "completions"))
-        target = target.model_copy(update={"continuous_usage": usage})
-    if target.api is None:
-        target = target.model_copy(update={"api": profile.default_api if profile else "chat"})
-    elif profile is not None and target.api not in profile.apis:
-        raise BadInput(f"--api {target.api}: {profile.title} serves {', '.join(profile.apis)}")
-    return with_structure(target, profile.structured if profile else None)
+def _decided(settings: TargetConfig, profile: Profile | None) -> dict[str, Any]:
+    """What the engine decides of the settings: the API (the profile's first by default), usage
+    on every chunk where the engine gives it (Profile.continuous_usage) unless --continuous-usage
+    said, and the fields --response-format goes in."""
+    api = settings.api or (profile.default_api if profile else "chat")
+    if settings.api is not None and profile is not None and api not in profile.apis:
+        raise BadInput(f"--api {api}: {profile.title} serves {', '.join(profile.apis)}")
+    usage = settings.continuous_usage
+    if usage is None:
+        usage = bool(profile and profile.continuous_usage and settings.api in (None, *OPENAI_APIS))
+    dialect = structured_dialect(settings, api, profile.structured if profile else None)
+    return {"api": api, "continuous_usage": usage, "structured_dialect": dialect}
 
 
 def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunClock) -> Sampler:
@@ -244,27 +242,16 @@ class _Bench:
     receiver: SpanReceiver | None = None  # --server-traces
 
 
-@dataclass(frozen=True)
-class _Reach:
-    """The target's settings and what tokenbench knows of its engine (None: nothing)."""
-
-    config: TargetConfig
-    profile: Profile | None
-    fresh: bool = False  # a server started for this run: nothing cached before its first point
-    attached: bool = False  # a server the user runs (--url): its /v1/models is checked against --model
-
-
-async def _run_points(bench: _Bench, reach: _Reach, backend: ServerFacts, console: Console) -> RunResult:
+async def _run_points(bench: _Bench, sut: ServerUnderTest, console: Console) -> RunResult:
     """The load points one after another against the target, through the run's pool of workers
     (one on this loop unless --workers or --ray); results.json rewritten after each."""
-    assert reach.config.api is not None, "_with_api resolves it"
-    wire = wire_for(reach.config.api)
-    async with make_session(reach.config, bench.clock.now) as session:
-        target = await _resolve_model(session, reach.config, wire, check=reach.attached)
+    async with make_session(bench.config.target, bench.clock.now) as session:
+        target = await resolve_target(session, bench.config.target, sut)
+        wire = wire_for(target.api)
         # a session's history limit, when the server states its context length
         max_len = await served_max_model_len(session, target, wire) if bench.config.sessions else None
-        reached = _Target(session, target, wire, reach.profile, reach.fresh)
-        source = _source(bench, reached, backend, max_len)
+        reached = _Target(session, target, sut.profile)
+        source = _source(bench, reached, sut.facts, max_len)
         stats = LiveStats()
         io = (bench.writer.write_records, bench.sampler.event, console.print)
         async with worker_pool(bench.config, target, source, bench.clock, bench.writer.dir, io, stats) as pool:
@@ -330,13 +317,12 @@ def _soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None
 
 @dataclass(frozen=True)
 class _Target:
-    """The target as the run reaches it: a session, its resolved settings, its wire."""
+    """The target as the run reaches it: its session, the resolved target, and its engine's
+    controls (prefix-cache reset, token-id prompts; None: a server tokenbench knows nothing of)."""
 
     session: aiohttp.ClientSession
-    config: TargetConfig
-    wire: Wire
-    profile: Profile | None = None  # its engine's controls (prefix-cache reset, token-id prompts)
-    fresh: bool = False  # started for this run (ServerUnderTest.fresh)
+    config: ResolvedTarget
+    profile: Profile | None = None
 
 
 @dataclass(frozen=True)
@@ -360,7 +346,7 @@ class _Driver:
         config, writer, sampler = self.bench.config, self.bench.writer, self.bench.sampler
         self.stats.label = describe(load)
         first = writer.records_offset()
-        reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.fresh)
+        reset = await self._prefix_cache(config.prefix_cache, fresh=index == 0 and self.target.config.fresh)
 
         # the reset in both events: a point the run never finished is derived from its start
         def started(run: PointRun) -> None:
@@ -387,7 +373,6 @@ class _Driver:
         for this run has nothing cached before its first point, control or not."""
         if mode != "reset":
             return NOT_REQUESTED
-        assert self.target.config.url is not None
         hook = self.target.profile.reset_prefix_cache if self.target.profile else None
         if hook is None and fresh:
             return CacheReset("done", "a freshly started server: nothing cached yet")
@@ -416,7 +401,6 @@ def _source(
     else:
         requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
         if target.config.pooling:  # issue 23 embeddings: --batch-size inputs a request
-            assert target.config.api is not None
             requests = pooling_requests(requests, target.config.api, target.config.batch_size or 1)
         check_image_api(requests, target.config.api)  # issue 23 images
         if config.mix is not None or config.lora_mix:  # issue 23 routing: each request's group
@@ -444,22 +428,29 @@ def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:
     return windows.pop() if len(windows) == 1 else (None, None)
 
 
-async def _resolve_model(
-    session: aiohttp.ClientSession, target: TargetConfig, wire: Wire, check: bool = False
-) -> TargetConfig:
-    """The model requests name: --model, else the first the server lists. With ``check`` (a server
-    the user runs), an OpenAI-compatible server that lists its models must list --model: otherwise
-    BadInput before any load, naming what it serves (every request would fail). A server launched
-    here serves the name its profile gave it, and other APIs name models their own way: unchecked."""
-    models = await probe(session, target, wire)  # raises TargetUnreachable before any load
-    if check and target.model is not None and models and target.api in OPENAI_APIS and target.model not in models:
+async def resolve_target(
+    session: aiohttp.ClientSession, settings: TargetConfig, sut: ServerUnderTest
+) -> ResolvedTarget:
+    """The target resolved once, before any load: the server's URL, what its engine decides
+    (``_decided``) and the model requests name: --model, else the name a launched server was given,
+    else the first the server lists. A server the user runs (attached) that lists its models on an
+    OpenAI-compatible API must list --model: otherwise BadInput before any load, naming what it
+    serves (every request would fail). A server launched here serves the name its profile gave
+    it, and other APIs name models their own way: unchecked."""
+    decided = _decided(settings, sut.profile)
+    wire = wire_for(decided["api"])
+    models = await probe(session, settings, sut.url, wire)  # raises TargetUnreachable before any load
+    model = settings.model or sut.model
+    attached = sut.model is None
+    if attached and model is not None and models and decided["api"] in OPENAI_APIS and model not in models:
         served = ", ".join(models[:10]) + (f" (and {len(models) - 10} more)" if len(models) > 10 else "")
         raise BadInput(
-            f"--model {target.model}: {target.url}{wire.probe_path} serves {served}; "
+            f"--model {model}: {sut.url}{wire.probe_path} serves {served}; "
             "pass one of them as --model (or leave --model out to use the first)"
         )
-    if target.model is None:
+    if model is None:
         if not models:
-            raise TargetUnreachable(f"{target.url}{wire.probe_path} names no model; pass --model NAME")
-        target = target.model_copy(update={"model": models[0]})
-    return target
+            raise TargetUnreachable(f"{sut.url}{wire.probe_path} names no model; pass --model NAME")
+        model = models[0]
+    backend = sut.profile.name if sut.profile else None
+    return ResolvedTarget.of(settings, url=sut.url, model=model, backend=backend, fresh=sut.fresh, **decided)

@@ -10,29 +10,29 @@ from collections.abc import Sequence
 
 from tokenbench import __version__
 from tokenbench.backends.cache_control import CacheReset
-from tokenbench.config import RunConfig, TargetConfig
+from tokenbench.config import RunConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.loadgen import PointRun
 from tokenbench.records import RunClock
 from tokenbench.results import Clock, DatasetFacts, SessionCounts, StoppedEarly, Telemetry, Tool
 from tokenbench.results.client import WorkerLoss
-from tokenbench.results.manifest import PointEnd, PointStart, PrefixCacheReset, ResolvedTarget, RunManifest, ServerFacts
+from tokenbench.results.manifest import PointEnd, PointStart, PrefixCacheReset, RunManifest, ServerFacts, TargetFacts
 from tokenbench.telemetry.sampler import Sampler
 
 
 def config_json(
-    config: RunConfig, target: TargetConfig, backend: ServerFacts, info: DatasetFacts, clock: RunClock, sampler: Sampler
+    config: RunConfig,
+    target: ResolvedTarget,
+    backend: ServerFacts,
+    info: DatasetFacts,
+    clock: RunClock,
+    sampler: Sampler,
 ) -> RunManifest:
     """config.json: the settings and every resolved fact results.json is derived from (with the
     records and samples): the target, the server, the dataset, the clock, where telemetry went."""
     return RunManifest(
         config=config,
-        resolved_target=ResolvedTarget(
-            url=target.url,
-            model=target.model,
-            api=target.api,
-            continuous_usage=target.continuous_usage,  # usage on every chunk was asked for
-            **({"structured_dialect": target.structured_dialect} if target.structured_dialect else {}),
-        ),
+        resolved_target=TargetFacts.of(target),
         backend=backend,
         dataset_info=info,
         tool=Tool(name="tokenbench", version=__version__),

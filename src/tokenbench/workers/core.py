@@ -23,7 +23,8 @@ import aiohttp
 from tokenbench.clients import wire_for
 from tokenbench.clients.stream import StreamingClient, make_session
 from tokenbench.common import redact
-from tokenbench.config import LoadPoint, SessionConfig, StopConfig, TargetConfig
+from tokenbench.config import LoadPoint, SessionConfig, StopConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.datasets.sessions import Conversation, estimate_tokens
 from tokenbench.datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from tokenbench.loadgen import LoadGenerator, Part, PointRun
@@ -36,12 +37,11 @@ from tokenbench.spans.keys import JoinKeys, run_key
 from tokenbench.telemetry.client_monitor import ClientMonitor, Sample
 
 
-def choose_tokenizer(path: str | None, target: TargetConfig) -> Tokenizer | None:
+def choose_tokenizer(path: str | None, target: ResolvedTarget) -> Tokenizer | None:
     """The run's tokenizer: ``--tokenizer``'s file, else the server's /tokenize when it has one
     (None: neither; prompts and histories are then estimated)."""
     if path:
         return HFTokenizer(path)
-    assert target.url is not None, "the driver resolves the target"
     return RemoteTokenizer.available(target.url, target.model)
 
 
@@ -54,7 +54,7 @@ class Setup:
     lane: Share  # its ids: lane.index, + lane.count, ... (apart from every other worker's)
     origin_monotonic_s: float  # the driver's run origin on this worker's clock (+ the offset)
     origin_unix_s: float
-    target: TargetConfig  # resolved (url, model, api)
+    target: ResolvedTarget
     keep_text: bool = False
     tokenizer: str | None = None  # --tokenizer: counts output tokens client-side
     requests: list[Request] | None = None
@@ -108,7 +108,7 @@ class _Running:
 
     lane: Share
     clock: RunClock
-    target: TargetConfig
+    target: ResolvedTarget
     session: aiohttp.ClientSession
     source: RequestSource | SessionSource
     gen: LoadGenerator
@@ -147,7 +147,6 @@ class WorkerCore:
         redact.register(*setup.secrets)
         clock = RunClock(setup.origin_monotonic_s, setup.origin_unix_s)
         target = setup.target
-        assert target.api is not None, "the driver resolves the API"
         session = make_session(target, clock.now)
         count = HFTokenizer(setup.tokenizer).count if setup.tokenizer else None
         keys = JoinKeys(run_key(setup.origin_unix_s))  # issue 24: every request's traceparent
@@ -163,7 +162,6 @@ class WorkerCore:
         """Before the point: this worker's place in the prompts, and its connections open."""
         state = self._running
         state.source.start_point(order.load, order.seed, order.share)
-        assert state.target.api is not None
         await state.client.warm(order.warm)
 
     def start(self, order: Order) -> None:

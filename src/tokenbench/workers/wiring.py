@@ -8,7 +8,8 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-from tokenbench.config import RunConfig, TargetConfig
+from tokenbench.config import RunConfig
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.loadgen.schedule import Share
 from tokenbench.loadgen.sessions import SessionSource
 from tokenbench.loadgen.source import RequestSource
@@ -26,7 +27,7 @@ PoolIO = tuple[Callable[[list[RequestRecord]], None], Callable[[Sample], None], 
 @contextlib.asynccontextmanager
 async def worker_pool(
     config: RunConfig,
-    target: TargetConfig,
+    target: ResolvedTarget,
     source: RequestSource | SessionSource,
     clock: RunClock,
     run_dir: Path,
@@ -51,7 +52,7 @@ async def worker_pool(
 
 def _setup(
     config: RunConfig,
-    target: TargetConfig,
+    target: ResolvedTarget,
     source: RequestSource | SessionSource,
     clock: RunClock,
     lane: Share,
