@@ -9,12 +9,12 @@ UV     := VIRTUAL_ENV=$(abspath $(VENV)) UV_COMPILE_BYTECODE=1 $(BIN)/uv pip
 # module again in each xdist worker: about 30% of the side-by-side tier's CPU (py-spy over the tier;
 # 243 -> 172 CPU-s, 151 -> 108 s). Bytecode goes to __pycache__/ (git-ignored), Python's default.
 unexport PYTHONDONTWRITEBYTECODE
-# The tests run the client's sources even where `make compiled` built it in place (issue 27:
-# clients/compiled.py); compiled-tests runs them against a build of its own.
+# The tests run the client's sources even where `make compiled` built it in place
+# (clients/compiled.py); compiled-tests runs them against a build of its own.
 TESTS_ENV := env TOKENBENCH_COMPILED=0
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile | sha1sum | cut -c1-12)
 
-# Tests in tiers (issue 21). Lint and every test that may run side by side (pytest-xdist, $(JOBS)
+# Tests in tiers. Lint and every test that may run side by side (pytest-xdist, $(JOBS)
 # workers: most wait on a mock or a child process, so more workers than cores pays) first, at nice 10;
 # then the `serial` tests (tests/conftest.py: they time a mock to the millisecond) $(SERIAL_JOBS) at
 # a time, alone. Run beside the side-by-side tests (at nice 10, or under SCHED_IDLE) they failed in 5
@@ -68,7 +68,7 @@ rayllm-cpu: vllm-cpu
 triton:
 	scripts/setup_triton.sh
 
-# The main job runs the client compiled (issue 27: ~10% less CPU a short request; built once, and
+# The main job runs the client compiled (~10% less CPU a short request; built once, and
 # again when a source changes; without mypy's compiler or a C compiler the sources run).
 CLIENT_BUILD := src/tokenbench/clients/compiled.json
 BUILD_CLIENT := $(BIN)/python -c "from tokenbench.clients.compiled import build; build()"
@@ -103,7 +103,7 @@ test: setup
 	$(MAKE) --no-print-directory compiled-tests
 	$(E2E_TESTS)
 
-# issue 27: the client's hot path compiled with mypyc, in place (src/tokenbench/clients/compiled.py:
+# The client's hot path compiled with mypyc, in place (src/tokenbench/clients/compiled.py:
 # ~25 s; a build older than its sources is not run); `uncompiled` removes it. compiled-tests builds
 # one in a copy of src/ and runs the client and load generator tests, and their mock runs, against it.
 COMPILED_SRC := .cache/compiled/src

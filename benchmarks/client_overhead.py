@@ -19,7 +19,7 @@ from rich.table import Table
 from tokenbench.run.calibrate import CalibrationSpec, calibrate, calibration_table
 
 LOADS = [(32, 400), (256, 2048)]
-# Targets on 2 cores (issue 2): (TTFT err mean ms, TTFT err p99 ms, CPU µs/token or None, full rate)
+# Targets on 2 cores (the client's timing budget): (TTFT err mean ms, TTFT err p99 ms, CPU µs/token or None, full rate)
 TARGETS = {32: (1.0, 4.0, None, False), 256: (5.0, 30.0, 30.0, True)}
 
 

@@ -1,5 +1,5 @@
 """How long `tokenbench model predict` takes for loads far longer than any run (a program, not a
-test; issue 26: "a prediction of a load 10x longer than any run takes seconds").
+test; the server model: "a prediction of a load 10x longer than any run takes seconds").
 
 A model with known parameters (the mock's: 10 ms steps, 40 ms overhead, 4 or 64 slots; or a
 vLLM-like one whose step grows with the batch and the prompt) predicts open-loop and closed-loop

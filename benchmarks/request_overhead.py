@@ -1,4 +1,4 @@
-"""Per-request client cost against `tokenbench mock` (issue 27): tokenbench vs a bare-socket floor.
+"""Per-request client cost against `tokenbench mock`: tokenbench vs a bare-socket floor.
 
 For each reply (1, 4 and 128 streamed tokens, and a whole embeddings answer): one mock (TTFT
 50 ms, ITL 10 ms) pinned to one core, the client to the other; 128 closed-loop streams; the floor

@@ -7,7 +7,7 @@
 Prints a table of the load generator's resident memory against the chunks streamed so far (read
 from records.jsonl as it grows), the bytes per chunk since the first sample, then the peak
 (the run's rusage), which includes summarizing the point at its end (every record read back from disk).
-Targets (issue 9): <= 16 bytes of resident memory per streamed chunk, RSS flat during the load.
+Targets (memory budget): <= 16 bytes of resident memory per streamed chunk, RSS flat during the load.
 Run it alone: two measurements on two cores disturb each other.
 """
 

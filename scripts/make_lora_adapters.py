@@ -1,4 +1,4 @@
-"""LoRA adapters for a Hugging Face causal LM, made from random weights (tokenbench issue 23: the
+"""LoRA adapters for a Hugging Face causal LM, made from random weights (tokenbench the
 `lora` preset and tests/e2e/test_lora_live.py measure serving cost, not quality).
 
 PEFT's layout, one directory per name: adapter_config.json + adapter_model.safetensors, rank R on

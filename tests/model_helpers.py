@@ -1,5 +1,5 @@
 """Points the simulated engine itself made, read back as a fit reads a run: known answers for the
-server model's tests (issue 26)."""
+server model's tests."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from tokenbench.config import DatasetConfig, RunConfig, TargetConfig
 
 # config.json's settings keys added since the 0.2.1 run directories in tests/fixtures/rundirs were
 # written (additive: an older file reads each as RunConfig's default). A new settings key goes here.
-# A nested key is dotted ("target.batch_size": issue 23 embeddings).
+# A nested key is dotted ("target.batch_size": embeddings).
 SETTINGS_ADDED_SINCE_FIXTURES = {
     "trials": 1,
     "target.batch_size": None,
@@ -27,9 +27,9 @@ SETTINGS_ADDED_SINCE_FIXTURES = {
     "tenant_header": "X-Tenant",
     "dataset.image_size": "512x512",
     "dataset.image_format": "png",
-    "server_traces": False,  # issue 24
+    "server_traces": False,
     "server_traces_port": 0,
-    "server_traces_grpc_port": 0,  # issue 24: the OTLP/gRPC receiver
+    "server_traces_grpc_port": 0,  # server spans: the OTLP/gRPC receiver
 }
 
 

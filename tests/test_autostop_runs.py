@@ -1,4 +1,4 @@
-"""Issue 25 against the scripted mock (a process of its own: these time it, so they are serial).
+"""autostop: against the scripted mock (a process of its own: these time it, so they are serial).
 
 - A warm-up transient (TTFT 3x slower for the mock's first 2 s) at 80 req/s with --warmup auto and
   --duration auto --precision 0.02: steady state is found within one window of the transient's

@@ -76,7 +76,7 @@ def _printed(results: RunResults) -> str:
 
 
 def test_an_open_loop_point_the_client_cannot_send_on_time_says_so(mock_url, tmp_path, monkeypatch):
-    """issue 27: each send holds the client's loop 30 ms (its body built slowly), so at 60
+    """the compiled client: each send holds the client's loop 30 ms (its body built slowly), so at 60
     requests/s (one due every 16.7 ms) the sends fall further behind the schedule: the point is
     client-limited by send lag, its p99 far over 10 ms, and the console says so."""
     from tokenbench.clients.stream import StreamingClient

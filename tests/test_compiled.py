@@ -1,4 +1,4 @@
-"""issue 27: the client's hot path compiled with mypyc (clients/compiled.py). A build older than its
+"""the compiled client: the client's hot path compiled with mypyc (clients/compiled.py). A build older than its
 sources never runs; in make test's compiled tier (TOKENBENCH_EXPECT_COMPILED=1) the build is what runs."""
 
 import importlib.machinery

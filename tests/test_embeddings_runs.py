@@ -1,4 +1,4 @@
-"""--api embeddings|rerank|score run top to bottom against the mock (issue 23 embeddings): an
+"""--api embeddings|rerank|score run top to bottom against the mock: an
 answer with N inputs is written whole at admitted + TTFT + N x input_ms, so U closed-loop users
 sending B inputs a request get U x B / (TTFT + B x input_ms) inputs/s, and prompt tokens are the
 inputs' words (each prompt here is 5 words). Every load kind carries the requests: users, rates,

@@ -1,4 +1,4 @@
-"""Images end to end against the scripted mock (issue 23 images): each image_url part costs the
+"""Images end to end against the scripted mock: each image_url part costs the
 mock ``image_ms`` of prefill before the first chunk and ``image_tokens`` of prompt, so a known
 answer holds per request: TTFT = ttft + images x image_ms, prompt tokens = the text run's +
 images x image_tokens. Timed to the millisecond: the mock runs in its own process (start_mock)."""

@@ -36,7 +36,7 @@ def test_a_record_survives_its_json_line_unchanged():
 
 
 def test_a_records_line_written_by_orjson_from_its_fields_is_its_json():
-    """issue 27: to_line (orjson straight from the fields) writes what to_json builds, key for key
+    """the compiled client: to_line (orjson straight from the fields) writes what to_json builds, key for key
     and in the same order; the carried text and tool calls are never in it."""
     record = _record(
         outcome=Outcome.OK,

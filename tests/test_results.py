@@ -80,10 +80,10 @@ PUBLIC_KEYS += [
 # --multi-turn runs only (datasets.sessions, metrics.sessions, session_load)
 PUBLIC_KEYS += "dataset.sessions.conversations dataset.sessions.turns dataset.sessions.history_tokens".split()
 PUBLIC_KEYS += [f"points[].by_turn[].{k}" for k in ("turn_index", "count")]
-# issue 23 routing: per-group breakdowns (dicts keyed by adapter, class, tenant) and fairness
+# routing: per-group breakdowns (dicts keyed by adapter, class, tenant) and fairness
 PUBLIC_KEYS += "points[].by_adapter points[].by_class points[].by_tenant".split()
 PUBLIC_KEYS += [f"points[].fairness.{k}" for k in ("jain_index", "over", "tenants", "values")]
-# issue 24: the client's HTTP phases (every run) and the server's phases from its spans (--server-traces)
+# server spans: the client's HTTP phases (every run) and the server's phases from its spans (--server-traces)
 PUBLIC_KEYS += ["points[].http_phases"]
 SERVER_PHASES = """requests joined joined_share spans failed_with_span late_spans unknown_spans unknown_attributes
 receiver phases clock.offset_s clock.low_s clock.high_s clock.method slowest.requests slowest.ttft_from_s
@@ -107,7 +107,7 @@ PUBLIC_KEYS += [f"points[].fluidity.{k}" for k in ("ttft_deadline_s", "tbt_deadl
 PUBLIC_KEYS += [f"points[].fluidity.index.{k}" for k in DISTRIBUTION]
 # the client's own health (telemetry.client_health): per point and per time-series window
 CLIENT = """workers period_s samples ticks cpu_util_max cpu_util_mean loop_lag_p99_s loop_lag_max_s
-connections_max limited limited_by send_lag_p99_s""".split()  # send_lag_p99_s: issue 27
+connections_max limited limited_by send_lag_p99_s""".split()  # send_lag_p99_s: the compiled client's
 PUBLIC_KEYS += [f"points[].client.{k}" for k in CLIENT]
 # a run whose load came from several workers (--workers, --ray), and a point during which one died
 PUBLIC_KEYS += "workers.mode workers.count workers.ray_address workers.cpus_per_worker".split()
@@ -118,7 +118,7 @@ PUBLIC_KEYS += [
 PUBLIC_KEYS += [f"points[].workers_lost[].{k}" for k in ("worker", "at_s", "reason", "in_flight")]
 PUBLIC_KEYS += [f"points[].errors_seen[].{k}" for k in ("outcome", "status", "text", "count")]
 PUBLIC_KEYS += [f"points[].stopped_early.{k}" for k in ("by", "reason", "at_s")]
-# issue 25: steady state, how a point that judged itself stopped, an over-saturated point's evidence
+# autostop: steady state, how a point that judged itself stopped, an over-saturated point's evidence
 PUBLIC_KEYS += [f"points[].steady_state.{k}" for k in ("reached", "start_s", "windows", "window_s", "window_start")]
 PUBLIC_KEYS += [f"points[].auto_stop.{k}" for k in ("reason", "at_s", "precision_target", "precision", "precise")]
 PUBLIC_KEYS += [f"points[].over_saturated.{k}" for k in ("at_s",)]
@@ -128,14 +128,14 @@ PUBLIC_KEYS += [
 PUBLIC_KEYS += [
     f"points[].timeseries[].{k}" for k in ("client_cpu_util", "client_loop_lag_max_s", "client_connections_max")
 ]
-# issue 23 embeddings: a pooling point (--api embeddings, rerank, score; metrics.pooling)
+# pooling APIs: a pooling point (--api embeddings, rerank, score; metrics.pooling)
 POOLING = "population requests inputs inputs_per_request inputs_per_s prompt_tokens_per_s prompt_tokens_source"
 PUBLIC_KEYS += [f"points[].pooling.{k}" for k in POOLING.split()]
-# issue 23 images: only on a point where some request carried images (metrics.images)
+# images: only on a point where some request carried images (metrics.images)
 IMAGES = "requests images images_per_request image_pixels pixels_per_image images_per_s ok_requests".split()
 PUBLIC_KEYS += [f"points[].images.{k}" for k in IMAGES]
 PUBLIC_KEYS += [f"points[].images.prompt_tokens.{k}" for k in DISTRIBUTION]
-# issue 23 structured output and tool calls (only on a point that asked for structure / offered tools)
+# structured output: (only on a point that asked for structure / offered tools)
 PUBLIC_KEYS += [
     f"points[].structured.{k}" for k in ("kind", "requests", "checked", "parsed", "valid", "valid_fraction")
 ]

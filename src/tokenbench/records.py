@@ -84,15 +84,15 @@ class Request:
     # profile accepts them (vLLM, SGLang): the server's blocks are then exactly the trace's.
     # ``prompt`` holds a text rendering of the same request for everything else.
     prompt_token_ids: tuple[int, ...] | None = None
-    # issue 23 embeddings: a pooling request's inputs (--api embeddings: the strings to embed;
+    # pooling APIs: a pooling request's inputs (--api embeddings: the strings to embed;
     # rerank and score: the documents scored against ``query``), ``prompt`` holding them joined
     inputs: tuple[str, ...] | None = None
     query: str | None = None
-    # issue 23 images: image URLs (data: or http(s):) sent as chat image_url parts after the last
+    # images: image URLs (data: or http(s):) sent as chat image_url parts after the last
     # user text (images.chat_messages), and their pixels in all (None: some image's are unknown)
     images: tuple[str, ...] = ()
     image_pixels: int | None = None
-    # issue 23 routing: the group it belongs to (workload_mix.py): the LoRA adapter it is sent to
+    # routing: the group it belongs to (workload_mix.py): the LoRA adapter it is sent to
     # (its ``model``), its class, its tenant (also in ``headers``) and the priority it carries.
     adapter: str | None = None
     request_class: str | None = None
@@ -107,7 +107,7 @@ class Request:
 
     @property
     def input_count(self) -> int | None:
-        """A pooling request's inputs (issue 23 embeddings); None for a generative request."""
+        """A pooling request's inputs; None for a generative request."""
         return len(self.inputs) if self.inputs is not None else None
 
     def as_prompt_text(self) -> str:
@@ -124,7 +124,7 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """A request's group as drawn (workload_mix.py; issue 23 routing): a multi-turn conversation
+    """A request's group as drawn (workload_mix.py; routing): a multi-turn conversation
     carries one, which every turn's request takes (``apply``)."""
 
     adapter: str | None = None
@@ -145,7 +145,7 @@ class Group:
 
 
 def group_fields(request: Request) -> dict[str, Any]:
-    """A request's group as its record's fields (issue 23 routing): none when it has no group."""
+    """A request's group as its record's fields: none when it has no group."""
     if request.adapter is None and request.request_class is None:
         return {}
     return {
@@ -247,19 +247,19 @@ class RequestRecord:
     chunk_tokens: array[int] | None = None
     first_chunk_tokens: int | None = None
     worker: int | None = None  # the worker process or Ray actor that sent it (--workers); None: one process
-    # issue 23 embeddings: the inputs a pooling request sent (strings embedded, documents scored);
+    # pooling APIs: the inputs a pooling request sent (strings embedded, documents scored);
     # None: a generative request. Such a record has no chunks: end_s is when the answer completed.
     inputs: int | None = None
-    # issue 23 images: how many images the request carried and their pixels in all (None: text
+    # images: how many images the request carried and their pixels in all (None: text
     # only, or some image's size unknown: a URL sent as given)
     images: int | None = None
     image_pixels: int | None = None
-    # issue 23 routing: Request.adapter, request_class, tenant, priority (workload_mix.py)
+    # routing: Request.adapter, request_class, tenant, priority (workload_mix.py)
     adapter: str | None = None
     request_class: str | None = None
     tenant: str | None = None
     priority: int | None = None
-    # issue 23 structured output and tool calls (structured.py): the constraint the request asked for
+    # structured output: (structured.py): the constraint the request asked for
     # (--response-format's kind; None: unconstrained), whether the reply parsed as JSON (the JSON
     # kinds) and met the constraint (schema, choice, regex; None: not checkable, e.g. a grammar, or
     # no reply); with --tools, the calls the reply made, whether every call's arguments parsed as a
@@ -273,11 +273,11 @@ class RequestRecord:
     first_tool_call_s: float | None = None
     tool_call_chunks: int = 0
     tool_args_tokens: int | None = None
-    # issue 24: the join key the request carried (spans/keys.py): its W3C traceparent header and
+    # server spans: the join key the request carried (spans/keys.py): its W3C traceparent header and
     # its X-Request-Id (the trace id); a server's span for the request has the same trace id.
     traceparent: str | None = None
     x_request_id: str | None = None
-    # issue 24: the HTTP phases as the client saw them, on the run's clock (the last attempt's):
+    # server spans: the HTTP phases as the client saw them, on the run's clock (the last attempt's):
     # http_start_s the client asked aiohttp to send; pool_wait_s seconds waited for a connection
     # from the pool (0: none waited); conn_reused a kept-alive connection was handed out, else
     # connect_s the seconds a new connection took to open; headers_sent_s the request's headers
@@ -425,14 +425,14 @@ class RequestRecord:
     def to_line(self) -> bytes:
         """This record's records.jsonl line, newline included, without its text: the same keys
         and values as ``to_json()``, written by orjson straight from the fields, its "_" fields left
-        out by orjson's rule (issue 27: 2.85 µs a record, where the dict and its dump took 3.7)."""
+        out by orjson's rule (2.85 µs a record, where the dict and its dump took 3.7)."""
         if type(self.chunk_times_s) is not array:
             raise ValueError("a record whose chunk times were dropped (ChunkEnds) cannot be written")
         return orjson.dumps(self, default=_json_array, option=orjson.OPT_APPEND_NEWLINE)
 
     def to_json(self, keep_text: bool = False) -> dict[str, Any]:  # a records.jsonl line: field -> JSON value
         # Not dataclasses.asdict: it deep-copies every chunk list (measured ~3% of client CPU at
-        # 256 streams with py-spy); every field read at once in C (issue 27: a dict comprehension
+        # 256 streams with py-spy); every field read at once in C (a dict comprehension
         # of getattr was ~3 µs a record)
         data = dict(zip(_RECORD_FIELDS, _record_values(self), strict=True))
         if isinstance(self.chunk_times_s, ChunkEnds):

@@ -1,4 +1,4 @@
-"""LoRA knobs -> each engine's own flags (issue 23 routing): vLLM, SGLang, LMDeploy and llama.cpp
+"""LoRA knobs -> each engine's own flags: vLLM, SGLang, LMDeploy and llama.cpp
 render theirs; a knob an engine has no flag for, and any LoRA knob for an engine without LoRA, is
 refused naming --engine-arg; --lora-modules wants NAME=PATH."""
 

@@ -112,7 +112,7 @@ async def test_request_model_is_the_engines_and_a_plain_reply_passes_through():
 
 
 async def test_the_join_key_goes_on_to_the_engine():
-    """issue 24: traceparent, tracestate and X-Request-Id reach the engine, so its spans join the
+    """server spans: traceparent, tracestate and X-Request-Id reach the engine, so its spans join the
     client's records through the layer; other request headers do not."""
     seen: list[dict] = []
     headers: list[dict] = []

@@ -113,7 +113,7 @@ def test_a_users_search_starts_from_littles_law_at_the_unqueued_service_time():
 
 
 def test_an_over_saturated_probe_fails_and_the_answer_says_why():
-    """issue 25: a probe stopped over-saturated fails even where its few seconds met every objective;
+    """autostop: a probe stopped over-saturated fails even where its few seconds met every objective;
     its decision says so, and the answer line names it instead of an empty reason."""
     slo = parse_objectives("ttft:p90<=500ms")
     plan = CapacityPlan(RateLoad(rate_per_s=1), slo, CapacitySettings(max_probes=2))

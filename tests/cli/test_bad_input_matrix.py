@@ -1,4 +1,4 @@
-"""Every bad input a new user met (issue 22), table-driven: each row's argv (and file content) ->
+"""Every bad input a new user met (a new user's session), table-driven: each row's argv (and file content) ->
 its exit code, a fragment of its one-line message, no traceback, no --out folder left behind and
 no request sent to the server (the in-process mock's /mock/deliveries stays empty).
 

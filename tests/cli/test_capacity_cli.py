@@ -44,7 +44,7 @@ def test_it_takes_runs_options_but_the_load_values_and_runs_slo():
     run = {o for p in commands["run"].params for o in p.opts}
     capacity = {o for p in commands["capacity"].params for o in p.opts}
     own = {"--slo", "--variable", "--tolerance", "--trials", "--max-probes", "--saturate-users"}
-    own |= {"--predict", "--replicas"}  # issue 26: search a server model instead (cli/model.py)
+    own |= {"--predict", "--replicas"}  # the server model: search a server model instead (cli/model.py)
     trace = {"--replay-speed", "--replay-start", "--replay-end", "--replay-jitter", "--trace-format", "--block-size"}
     trace |= {"--trace-model", "--trace-log-type"}
     # --slo and --trials: run has its own of each (--trials: each point N times; the search's: per probed value)

@@ -92,7 +92,7 @@ def test_calibrate_refuses_bad_input(measured):
 
 
 def test_calibrate_says_the_request_rate_one_process_sustains(monkeypatch):
-    """issue 27: 450 µs of CPU per request -> 0.9 / 450e-6 = 2,000 requests/s per process, and
+    """the compiled client: 450 µs of CPU per request -> 0.9 / 450e-6 = 2,000 requests/s per process, and
     --target-rate 5000 needs 3 of them."""
     from tokenbench.run.calibrate import RequestCost
 

@@ -1,4 +1,4 @@
-"""The pooling APIs (issue 23 embeddings) without a server: each API's body (vLLM's request
+"""The pooling APIs without a server: each API's body (vLLM's request
 models), the answer read whole (one result per input, usage's prompt tokens, errors), the
 dataset's prompts batched into requests, --batch-size refused with a generative API, and the
 --embedding knob rendered as each engine's own flags."""

@@ -1,4 +1,4 @@
-"""clients/http1.py (issue 27): the plain-HTTP/1.1 pool parses what a server may answer, split at
+"""clients/http1.py: the plain-HTTP/1.1 pool parses what a server may answer, split at
 any byte, and fails with aiohttp's own exception types (stream.py's outcomes read them)."""
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ async def test_failures_are_aiohttps_types():
         await _exchange(Http1Pool(f"http://127.0.0.1:{free_port()}", 5, 5, 30))
 
 
-# issue 27: whole chunks in one read take a shortcut; these take every other branch
+# the compiled client: whole chunks in one read take a shortcut; these take every other branch
 ODD_CHUNKS = (
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
     b"5;ext=1\r\nhello\r\n"  # a chunk extension
@@ -166,7 +166,7 @@ async def test_chunk_extensions_trailers_and_chunks_across_reads(pieces):
         await asyncio.sleep(0.02)
 
 
-# a stream's chunks each in a read of its own: _Response.feed's one-whole-chunk path (issue 27),
+# a stream's chunks each in a read of its own: _Response.feed's one-whole-chunk path,
 # with sizes first seen and seen before, an upper-case size, and a read that is not one chunk
 WHOLE_CHUNKS = [
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -241,7 +241,7 @@ async def test_a_malformed_chunked_body_is_a_payload_error(body):
 
 
 async def test_header_names_in_any_case_and_the_last_line_of_a_field_wins():
-    # issue 27: the fields are found in the lowered head; their values keep their own case
+    # the compiled client: the fields are found in the lowered head; their values keep their own case
     reply = (
         b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\nTRANSFER-ENCODING: Chunked\r\nConnection: keep-alive\r\n"
         b"connection: Close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
@@ -262,7 +262,7 @@ async def test_header_names_in_any_case_and_the_last_line_of_a_field_wins():
 
 
 async def test_the_timeouts_fire_on_time_from_the_pools_one_timer():
-    # issue 27: one timer of the pool's checks every request in flight, a tick = a 20th of the
+    # the compiled client: one timer of the pool's checks every request in flight, a tick = a 20th of the
     # shorter timeout: the read timeout after that much silence, the whole request's even
     # while bytes keep coming; each never early
     trickle = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1\r\nx\r\n" * 400

@@ -77,7 +77,7 @@ def test_binary_garbage_does_not_raise():
 
 
 def test_feed_data_gives_the_payloads_feed_gives_for_any_split():
-    # issue 27: feed_data's fast path (whole one-line "data: " events) and its fallback
+    # the compiled client: feed_data's fast path (whole one-line "data: " events) and its fallback
     stream = b'data: {"a": 1}\n\ndata:  two spaces\n\ndata: [DONE]\n\n' + STREAM
     for size in (1, 7, 16, 17, len(stream)):
         pieces = [stream[i : i + size] for i in range(0, len(stream), size)]

@@ -209,7 +209,7 @@ async def test_a_refused_connect_is_never_resent():
 
 
 async def test_a_request_is_sent_as_its_json_body_with_its_length_and_keys():
-    # issue 27: an http:// request's Content-Length line and body are made once, its head too;
+    # the compiled client: an http:// request's Content-Length line and body are made once, its head too;
     # what reaches the server is one well-formed request each time, the same body each time
     from tokenbench.spans.keys import JoinKeys
 

@@ -1,4 +1,4 @@
-"""Structured output and tool calls (issue 23 parts 1 and 2): each engine's fields, the reply
+"""Structured output and tool calls: each engine's fields, the reply
 checks, and known answers from the scripted mock (every N-th structured reply made invalid)."""
 
 from __future__ import annotations

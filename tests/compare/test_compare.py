@@ -89,7 +89,7 @@ def test_holm_bonferroni_adjusts_many_tests() -> None:
 
 
 def test_points_match_by_load_and_unmatched_ones_are_named(tmp_path: Path) -> None:
-    """Issue 22: a point with no match was a row 'attached vs –'; runs were named 'attached'."""
+    """A new user's report: a point with no match was a row 'attached vs –'; runs were named 'attached'."""
     a = write_run(
         tmp_path / "a",
         results([point(0, "users", 2), point(1, "users", 4, tokens_per_s=100.0)], backend="attached", model="m1"),

@@ -1,4 +1,4 @@
-"""Workload mixes (issue 23 routing): the seeded, stratified draw of each request's adapter and
+"""Workload mixes: the seeded, stratified draw of each request's adapter and
 class, the flags' and the mix file's bad input, and known answers against the scripted mock: the
 adapter goes out as ``model`` in the drawn shares and each adapter's scripted cost shows in its
 ``by_adapter`` TTFT; under overload a priority queue keeps the high class's TTFT low while the low

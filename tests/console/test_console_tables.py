@@ -82,7 +82,7 @@ def _queueing_experiment(slo: bool) -> Experiment:
 
 
 def test_experiment_table_shows_ttft_mean_p99_and_good_beside_p50() -> None:
-    """Issue 22: a queueing server showed only TTFT p50 53 ms; its mean was 147, p99 251, 52% good."""
+    """A new user's report: a queueing server showed only TTFT p50 53 ms; its mean was 147, p99 251, 52% good."""
     text = _text(experiment_table(_queueing_experiment(slo=True)))
     for label, value in (("TTFT mean (ms)", "147.0"), ("TTFT p50 (ms)", "53.0"), ("TTFT p99 (ms)", "251.0")):
         assert label in text and value in text
@@ -92,7 +92,7 @@ def test_experiment_table_shows_ttft_mean_p99_and_good_beside_p50() -> None:
 
 
 def _interrupted_run() -> RunResults:
-    """Issue 22: Ctrl-C 2.6 s into 4 users; four cancelled streams had 124 tokens each."""
+    """A new user's report: Ctrl-C 2.6 s into 4 users; four cancelled streams had 124 tokens each."""
     p = point(0, "users", 4, tokens_per_s=386.0, rps=1.53, outcomes={"ok": 4, "timeout": 1, "cancelled": 4})
     p.update(cancelled_output_tokens=496.0, cancelled_streams=4)
     return RunResults.from_json(results([p]))

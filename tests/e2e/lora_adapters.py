@@ -1,4 +1,4 @@
-"""LoRA adapters for SmolLM2-135M made at test time (issue 23 routing) by
+"""LoRA adapters for SmolLM2-135M made at test time by
 scripts/make_lora_adapters.py, run with the vLLM venv's Python (it has torch and safetensors; the
 main venv does not): rank 8 on q_proj and v_proj of every layer, small random weights (the tests
 measure serving cost, not quality)."""

@@ -1,4 +1,4 @@
-"""Pooling requests (issue 23 embeddings) against vLLM's CPU build serving SmolLM2-135M as an
+"""Pooling requests against vLLM's CPU build serving SmolLM2-135M as an
 embedding model: one launch (``--api embeddings`` turns on the --embedding knob: vLLM's ``--runner
 pooling --convert embed``), then one short closed-loop run per API on it: /v1/embeddings,
 /v1/rerank and /v1/score (vLLM serves scoring for any "embed" model: cosine of the two vectors).

@@ -1,4 +1,4 @@
-"""Pooling requests (issue 23 embeddings) against the embedded llama.cpp server (xllamacpp +
+"""Pooling requests against the embedded llama.cpp server (xllamacpp +
 SmolLM2-135M GGUF) that tokenbench launches itself: ``--api embeddings`` turns on its --embedding
 knob (llama-server's ``--embedding --pooling mean``). One short closed-loop run of /v1/embeddings:
 every answer holds one vector per input, its prompt tokens are llama.cpp's usage, and the streamed

@@ -1,4 +1,4 @@
-"""The lora preset at ci scale on vLLM CPU (issue 23 routing): one vLLM launch serving four random
+"""The lora preset at ci scale on vLLM CPU: one vLLM launch serving four random
 rank-8 adapters (made where the preset looks for them when they are not there yet), the same load
 sent to one adapter and spread over four; by_adapter breaks each cell out. (What test_lora_live.py
 asserted on a launch of its own is folded in here: the profile's LoRA flags, every token generated.)"""

@@ -1,4 +1,4 @@
-"""The priority preset at ci scale on vLLM CPU (issue 23 routing): the same engine with and without
+"""The priority preset at ci scale on vLLM CPU: the same engine with and without
 --scheduling-policy priority under the same overload; with it the high class's TTFT stays below
 the low class's, and below the high class's without it. (What test_priority_live.py asserted on
 two launches of its own, folded in here: one pair of vLLM starts in make test, not two.)"""

@@ -86,7 +86,7 @@ def sweep(tmp_path_factory):
                 "--output-tokens",
                 "128",
                 "--ignore-eos",
-                "--server-traces",  # issue 24: vLLM's llm_request spans, joined to the records
+                "--server-traces",  # server spans: vLLM's llm_request spans, joined to the records
                 "--out",
                 str(out),
                 "--no-live",
@@ -176,7 +176,7 @@ def test_kill_9_of_a_run_stops_vllm_and_its_engine_core(sweep):
 
 
 def test_vllm_spans_join_every_request_and_the_client_ttft_is_never_below_the_servers(sweep):
-    """issue 24 live: vLLM launched with --server-traces sends each request's llm_request span (its
+    """server spans: live: vLLM launched with --server-traces sends each request's llm_request span (its
     traceparent honoured) to tokenbench's receiver; recompute joins every ok request of the point."""
     out, r, _ = sweep[4]
     server = r["points"][0]["server_phases"]

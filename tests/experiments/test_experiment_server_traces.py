@@ -1,4 +1,4 @@
-"""issue 24 --server-traces where the server is launched for more than one run: an experiment's
+"""--server-traces: where the server is launched for more than one run: an experiment's
 launched engine (vLLM's profile, its command replaced by the mock with its OTLP exporter) is
 pointed at the receiver once, every cell's run listens on that port in turn, and every point of
 every cell gets its server phases; a capacity search launching its own engine the same."""

@@ -1,4 +1,4 @@
-"""Experiment files carry images (issue 23 images): in the dataset, or per variant beside a text one."""
+"""Experiment files carry images: in the dataset, or per variant beside a text one."""
 
 import pytest
 

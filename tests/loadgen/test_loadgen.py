@@ -233,7 +233,7 @@ class _OneSlowUserClient(_FailingClient):
 
 
 async def test_the_breaker_lets_a_request_in_flight_finish_and_its_user_sends_no_more():
-    """issue 27: a closed-loop user sends inline; when the breaker trips (4 failing users reach 20
+    """the compiled client: a closed-loop user sends inline; when the breaker trips (4 failing users reach 20
     failures at ~0.3 s) user 0's request in flight drains to its own end, not cancelled, and
     user 0 sends nothing after it; the users backing off stop at once."""
     from tokenbench.loadgen import LoadGenerator

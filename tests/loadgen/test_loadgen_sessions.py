@@ -197,7 +197,7 @@ def test_completions_api_sends_the_history_as_one_prompt(mock_server, tmp_path):
     cfg = _config(url, tmp_path, [UsersLoad(users=1)], StopConfig(max_requests=2), sessions, api="completions")
     run(cfg, quiet())
     first, second = _deliveries(url)
-    # the session's header, the same on both turns (X-Request-Id: each request's own, issue 24)
+    # the session's header, the same on both turns (X-Request-Id: each request's own)
     affinity = [{k: v for k, v in d["headers"].items() if k.lower() != "x-request-id"} for d in (first, second)]
     assert affinity[0] == affinity[1] and set(affinity[0]) == {"X-Affinity"}
     user_1 = second["prompt"].split("\n\n")[-1]

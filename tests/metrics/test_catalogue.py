@@ -96,7 +96,7 @@ def _record(i: int, sent: float, itl: float, reasoning: int = 0, structured: boo
         reasoning_chunks=reasoning,
         reasoning_tokens=reasoning or None,
         chunk_tokens=[1] * 11,  # usage on every chunk: per-token ITL is the ITL
-        # issue 23: asked for a JSON schema; every 4th reply (0, 4, 8) invalid: valid_fraction 0.7
+        # asked for a JSON schema; every 4th reply (0, 4, 8) invalid: valid_fraction 0.7
         structured="json_schema" if structured else None,
         output_parsed=True if structured else None,
         output_valid=(i % 4 != 0) if structured else None,
@@ -165,7 +165,7 @@ def sample_point(
             joules_per_output_token=55.0 / 11.0,
         ),
         client=CLIENT,
-        # issue 23 embeddings: a pooling point's rates (metrics.pooling), read by their getters
+        # pooling APIs: a pooling point's rates (metrics.pooling), read by their getters
         **({"pooling": POOLING} if pooling else {}),
     )
 

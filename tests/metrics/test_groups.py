@@ -1,4 +1,4 @@
-"""Per-group breakdowns (issue 23 routing): Jain's index by its formula, each request judged by its
+"""Per-group breakdowns: Jain's index by its formula, each request judged by its
 class's own SLO, and no keys at all for a point without groups."""
 
 import pytest

@@ -209,7 +209,7 @@ def test_a_replay_is_open_loop_with_the_rates_populations():
 
 
 def test_cancelled_streams_tokens_are_counted_in_tok_s_and_stated_apart():
-    """Issue 22: 4 users stopped 2.6 s in. Two requests of 128 tokens completed; four streams had
+    """A new user's report: 4 users stopped 2.6 s in. Two requests of 128 tokens completed; four streams had
     124 of their 128 tokens when cancelled. Output throughput counts all 4 x 124 + 2 x 128 tokens,
     request rate the two completed requests only: cancelled_output_tokens says which is which."""
     ok = [rec(i, sent=0.0, ttft=0.05, n_chunks=128, itl=0.01) for i in range(2)]

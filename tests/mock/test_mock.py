@@ -192,10 +192,10 @@ def test_deliveries_log_what_was_written(mock_server):
         "headers",
         "messages",
         "prompt",
-        "images",  # issue 23 images: image_url parts counted
+        "images",  # images: image_url parts counted
         "model",
         "priority",
-        "traceparent",  # issue 24: the request's W3C traceparent (None: it sent none)
+        "traceparent",  # server spans: the request's W3C traceparent (None: it sent none)
     }
     assert ok["headers"] is None  # logged only with record_requests
     assert ok["fault"] is None and aborted["fault"] == "abort"

@@ -1,4 +1,4 @@
-"""A prefill's cost that grows with the prompt's square (issue 26): vLLM CPU's prompt tokens cost
+"""A prefill's cost that grows with the prompt's square: vLLM CPU's prompt tokens cost
 ~0.26 ms each in 64-token prompts, ~0.33 in 256 and ~0.42 in 448 (the attention inside a prompt).
 One cost a token fitted on 64 and 256 put a held-out 448-token TTFT at -34%. Known answers from
 the simulated engine and from points it made, read back by the fit."""

@@ -1,4 +1,4 @@
-"""A burst reaches the server's slots in the server's order, not the client's (issue 26). Twelve
+"""A burst reaches the server's slots in the server's order, not the client's. Twelve
 users sent to vLLM's 8 slots within 0.8 ms: the first four sent got their first token last (1.0 s,
 the last four sent 0.24 s). Counted as requests that found a free slot (fewer than 8 sent before
 them), their wait for a slot went into the fit's TTFT rows: on that run a 171 ms overhead and a

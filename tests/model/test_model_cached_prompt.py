@@ -1,4 +1,4 @@
-"""Prompt tokens the server reuses from its cache (issue 26): llama.cpp reuses the chat template's
+"""Prompt tokens the server reuses from its cache: llama.cpp reuses the chat template's
 ~24 tokens from a slot's last prompt and says so (``timings.cache_n``). A prefill costs its computed
 tokens: fitted on whole prompts, one prompt a step looked 24 tokens dearer than it was and three
 prompts prefilled together 48 tokens cheaper than the fit said (a held-out 3-user TTFT +22%).

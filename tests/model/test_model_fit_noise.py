@@ -1,4 +1,4 @@
-"""A busy client is not a server cost (issue 26): the fit runs of two trace-test misses on a busy
+"""A busy client is not a server cost: the fit runs of two trace-test misses on a busy
 machine (the mock: flat TTFT 20 ms, ITL 5 ms, no prefill cost, 64 streams, never saturated), as the
 fit reads them (tests/fixtures/model/trace_fit_runs.json). Before, the first gave a prefill cost
 of 18 µs a token at 4 plain standard errors (TPOT +54% on a replay with 131-token prompts), the

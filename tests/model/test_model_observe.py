@@ -1,4 +1,4 @@
-"""Which points' TTFTs the fit reads (issue 26): a client flagged limited is left out only where
+"""Which points' TTFTs the fit reads: a client flagged limited is left out only where
 its lag may be in its TTFTs (short of CPU, or a lag p99 over LAG_SHARE of the median TTFT)."""
 
 from __future__ import annotations

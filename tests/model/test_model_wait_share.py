@@ -1,4 +1,4 @@
-"""The first token's wait for the step in flight (issue 26): a step-synchronous engine's request that
+"""The first token's wait for the step in flight: a step-synchronous engine's request that
 came while a step ran waits for its end; a server whose streams run on their own clocks (the mock:
 a flat TTFT beside any load) does not. Known answers from points the simulated engine itself made,
 read back by the fit: the share recovered (0 and 1), the overhead not moved by one stalled read."""

@@ -67,7 +67,7 @@ def _tick_texts(chart: Chart) -> list[str]:
 
 
 def test_log_ticks_are_plain_numbers_not_raw_tex():
-    """Issue 22: with text.parse_math off, log ticks printed '$\\mathdefault{8\\times10^{1}}$'."""
+    """A new user's report: with text.parse_math off, log ticks printed '$\\mathdefault{8\\times10^{1}}$'."""
     chart = Chart(
         "t", "TTFT", "users", [Panel("TTFT p99 (ms)", [Series("a", [1, 2, 4], [80.0, 120.0, 290.0])], log_y=True)]
     )
@@ -77,7 +77,7 @@ def test_log_ticks_are_plain_numbers_not_raw_tex():
 
 
 def test_a_flat_series_is_drawn_flat_on_a_zero_based_axis():
-    """Issue 22: 386 -> 388.5 tok/s (+0.6%) filled the panel's height; the axis now starts at 0."""
+    """A new user's report: 386 -> 388.5 tok/s (+0.6%) filled the panel's height; the axis now starts at 0."""
     from tokenbench.report.chart_spec import y_bounds
     from tokenbench.report.png import drawn
 

@@ -157,7 +157,9 @@ def test_a_point_the_client_limited_is_flagged_in_the_verdict(tmp_path: Path) ->
     assert [(f.label, f.share, f.cpu_util_max, f.loop_lag_p99_s) for f in flags] == [("2 users", 1.0, 0.95, 0.012)]
     [line] = [line for line in verdict_lines(decide(data), data) if "the client, not the server" in line]
     assert line.startswith(f"{flags[0].config} at 2 users: the client, not the server, set these numbers")
-    assert "client CPU max 95% of a core, loop lag p99 12.0 ms; limits 90%, 6 ms" in line  # issue 22: the margin
+    assert (
+        "client CPU max 95% of a core, loop lag p99 12.0 ms; limits 90%, 6 ms" in line
+    )  # A new user's report: the margin
     assert line.endswith(
         "rerun with fewer users (or a lower rate) per client process, or spread the load over processes with --workers N."
     )

@@ -184,7 +184,7 @@ def _sampler(points: list[tuple[float, float, float]]) -> CpuSampler:
 
 
 def test_request_cost_by_hand():
-    """issue 27: 4 requests over [10.0, 12.0] s (first send, last end) while this process spent
+    """the compiled client: 4 requests over [10.0, 12.0] s (first send, last end) while this process spent
     0.002 s of CPU (1 ms/s) and the mock 1.0 s: 500 µs per request, 2 requests/s, 0.1% and 50%
     of a core. TTFT errors: (10.06-10.0)-(0.05) = +10 ms and (11.03-11.0)-(0.02) = +10 ms; a
     whole answer: latency (12.0-11.5)-(0.48) = +20 ms; the fourth has no delivery: skipped."""

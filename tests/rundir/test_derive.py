@@ -148,7 +148,7 @@ def test_a_0_2_run_directory_recomputes_to_the_results_it_wrote(name, tmp_path):
     written = json.loads((run_dir / "results.json").read_text())
     recomputed = recompute_run(run_dir).to_json()
     assert recomputed["computed_by"]["how"] == "recompute"
-    # But for one verdict issue 22 changed: these points were "client-limited" on a loop-lag p99
+    # But for one verdict A new user's report changed: these points were "client-limited" on a loop-lag p99
     # of 5.4-9.9 ms over 42-69 ticks with one or two slow ticks, at 2-8% CPU (the old rule: p99 > 5
     # ms alone); the rule now needs 3 ticks over 5 ms and a p99 over 6 ms.
     flipped = [p["client"] for p in written["points"] if p["client"]["limited"]]
@@ -156,9 +156,9 @@ def test_a_0_2_run_directory_recomputes_to_the_results_it_wrote(name, tmp_path):
     for c in flipped:
         c.update(limited=False, limited_by=[])
     on_disk = json.loads((run_dir / "results.json").read_text())
-    for point in recomputed["points"] + on_disk["points"]:  # issue 25: a key every point has since (additive)
+    for point in recomputed["points"] + on_disk["points"]:  # autostop: a key every point has since (additive)
         assert point.pop("steady_state")["windows"] == 4
-    for point in recomputed["points"]:  # issue 27: an open-loop point's send lag (additive), on time here
+    for point in recomputed["points"]:  # the compiled client: an open-loop point's send lag (additive), on time here
         lag = point["client"].pop("send_lag_p99_s", None)
         assert lag is None or (point["load"]["kind"] == "rate" and lag < 0.010)
     assert _without_computed_by(recomputed) == _without_computed_by(written)

@@ -141,7 +141,7 @@ def test_an_out_that_is_a_file_says_so(tmp_path):
 
 
 async def test_records_reach_the_disk_within_the_flush_delay_on_a_loop(tmp_path):
-    # issue 27: no flush per record on the run's loop, but on disk within FLUSH_S of a write
+    # the compiled client: no flush per record on the run's loop, but on disk within FLUSH_S of a write
     import asyncio
 
     from tokenbench.rundir import FLUSH_S

@@ -1,4 +1,4 @@
-"""issue 24 for SGLang, TGI and TensorRT-LLM: each launch profile's trace flags and environment
+"""server spans: for SGLang, TGI and TensorRT-LLM: each launch profile's trace flags and environment
 (from the engines' own source: see each backend module's ``traces`` docstring), and each engine's
 request spans, built exactly as its source emits them, joined to a record with known phases.
 None of these engines runs on the test machine: the spans are shaped by hand from their code."""

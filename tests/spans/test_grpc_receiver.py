@@ -1,4 +1,4 @@
-"""issue 24: the OTLP/gRPC side of the receiver. A real grpcio client (trace_service_pb2_grpc's
+"""server spans: the OTLP/gRPC side of the receiver. A real grpcio client (trace_service_pb2_grpc's
 TraceServiceStub) exports to TraceService/Export: the spans land in server_spans.jsonl beside the
 HTTP ones, decoded the same; a bad or too-large export is refused and counted; a taken port is one
 line. End to end: the in-process mock exporting over gRPC, every span joined to its record."""

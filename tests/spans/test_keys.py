@@ -1,4 +1,4 @@
-"""issue 24 parts 1 and 4: the join key every request carries, and the HTTP phases on its record."""
+"""server spans: parts 1 and 4: the join key every request carries, and the HTTP phases on its record."""
 
 import io
 import json
@@ -88,7 +88,7 @@ def test_http_phases_on_every_record(mock_server, tmp_path):
 
 
 def test_a_requests_key_is_its_own_whatever_key_came_before():
-    # issue 27: the run/point/worker part is made once per (point, worker), then reused
+    # the compiled client: the run/point/worker part is made once per (point, worker), then reused
     keys = JoinKeys(run_key(1.0))
     for point, id, worker in [(0, 1, None), (0, 2, 0), (1, 2, 0), (0, 2, 0), (0, 0xFFFFFFFF + 3, None)]:
         traceparent, request_id = keys.headers(point, id, worker)

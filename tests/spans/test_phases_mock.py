@@ -1,4 +1,4 @@
-"""issue 24 parts 3-5 against the mock's own OTLP exporter: every server phase equals what the
+"""server spans: parts 3-5 against the mock's own OTLP exporter: every server phase equals what the
 mock logged it did (its script as run) within 2 ms; missing spans leave null phases, not 0;
 unknown attributes are counted; recompute derives the same from server_spans.jsonl."""
 

@@ -1,4 +1,4 @@
-"""issue 24: the OTLP/HTTP receiver (JSON and protobuf, refusals and drops counted), the launch
+"""server spans: the OTLP/HTTP receiver (JSON and protobuf, refusals and drops counted), the launch
 of a traced engine, and the join's counts of late, unknown and failed spans (pure)."""
 
 import json

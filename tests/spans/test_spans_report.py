@@ -1,4 +1,4 @@
-"""issue 24 part 5, the report: a stacked breakdown of the server phases per load point and the
+"""server spans: part 5, the report: a stacked breakdown of the server phases per load point and the
 run's slowest requests with their phases, against the mock's own OTLP exporter. The mock's script
 makes one request slow on purpose (its first: TTFT x20, all of it prefill) and the second point
 queue (4 users, one stream at a time); without --server-traces neither is shown."""

@@ -41,7 +41,7 @@ def test_a_point_from_scripted_samples_by_hand() -> None:
     assert client.cpu_util_max == pytest.approx(0.8) and client.cpu_util_mean == pytest.approx(0.5)
     assert (client.workers, client.samples, client.ticks, client.connections_max) == (1, 2, 10, 5)
     assert client.period_s == [1.0, 2.0]
-    # Issue 22 changed this answer: the p99 of 10 ticks is one tick, and one slow tick (20 ms) is
+    # A new user's report changed this answer: the p99 of 10 ticks is one tick, and one slow tick (20 ms) is
     # no verdict (the old rule, p99 > 5 ms alone, said limited): 3 ticks over 5 ms are needed.
     assert client.limited is False and client.limited_by == []
     assert client_limited(_point(client)) == 0.0
@@ -58,7 +58,7 @@ def test_three_slow_ticks_over_the_margin_limit_the_point() -> None:
 
 
 def test_a_p99_just_over_the_limit_on_a_hundred_ticks_is_not_a_verdict() -> None:
-    """Issue 22: 'client-limited' at 2 req/s on a 5.04 ms p99 over 95 ticks (two slow ticks)."""
+    """A new user's report: 'client-limited' at 2 req/s on a 5.04 ms p99 over 95 ticks (two slow ticks)."""
     ticks = [0.0005] * 93 + [0.0050, 0.0070]
     samples = [_sample(1.0 + 0.5 * i, 0.05, ticks[i * 10 : i * 10 + 10]) for i in range(10)]
     client = point_client(samples, 1.0, 6.0)
@@ -129,7 +129,7 @@ def _point(client):
 
 
 def test_sends_late_against_an_open_loop_schedule_limit_the_point() -> None:
-    """issue 27: quiet ticks and a light CPU, but 3 of 100 sends began 30 ms after they were due:
+    """the compiled client: quiet ticks and a light CPU, but 3 of 100 sends began 30 ms after they were due:
     p99 30 ms > 10 ms with 3 late sends, so the client did not send the offered rate on time."""
     quiet = [_sample(i * 0.5, 0.1, [0.001] * 10) for i in range(4)]
     lags = [0.001] * 97 + [0.030] * 3

@@ -34,10 +34,10 @@ def main() -> None:
     ap.add_argument("--slot-save-path", default=None, help="enables POST /slots/{id}?action=erase (and save)")
     ap.add_argument("--cache-ram", type=int, default=None, help="host-RAM prompt cache in MiB (0: off)")
     ap.add_argument("--api-key", action="append", default=[], help="require this bearer key (repeat)")
-    # issue 23 embeddings: llama-server's --embedding and --pooling (common/arg.cpp)
+    # pooling APIs: llama-server's --embedding and --pooling (common/arg.cpp)
     ap.add_argument("--embedding", "--embeddings", action="store_true", help="serve /v1/embeddings")
     ap.add_argument("--pooling", choices=POOLING, default=None, help="how an input's tokens become one vector")
-    # issue 23 images: a multimodal projector GGUF (llama-server's --mmproj): image_url parts accepted
+    # images: a multimodal projector GGUF (llama-server's --mmproj): image_url parts accepted
     ap.add_argument("--mmproj", default=None, help="multimodal projector GGUF (images)")
     args = ap.parse_args()
 

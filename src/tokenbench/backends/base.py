@@ -87,10 +87,10 @@ class Profile:
     layer: bool = False
     default_upstream: str | None = None  # the engine a layer serves from when --upstream is not given
     default_served_name: str | None = None  # the name requests use unless --served-model-name says
-    # issue 23 structured output: how its API takes --response-format (structured.py's dialects:
+    # structured output: how its API takes --response-format (structured.py's dialects:
     # openai = response_format only; vllm, sglang, llamacpp, tgi add choice/regex/grammar fields)
     structured: Dialect = "openai"
-    # issue 24 --server-traces: the engine's flags and environment that send its spans to an OTLP
+    # --server-traces: the engine's flags and environment that send its spans to an OTLP
     # endpoint (None: the engine exports no per-request spans tokenbench can join), the protocol its
     # exporter is pointed at ("http": the receiver's OTLP/HTTP URL; "grpc": its OTLP/gRPC endpoint,
     # for an exporter that speaks only gRPC), and what the console adds about its spans (one line)
@@ -145,7 +145,7 @@ def _set_knobs(knobs: EngineKnobs) -> dict[str, object]:
     return {k: v for k, v in data.items() if v is not None}
 
 
-LORA_KNOBS = ("lora_modules", "enable_lora", "max_loras", "max_lora_rank")  # issue 23 routing
+LORA_KNOBS = ("lora_modules", "enable_lora", "max_loras", "max_lora_rank")  # routing
 
 
 def _fmt(value: object) -> str:
@@ -160,7 +160,7 @@ KNOB_FLAGS = {
     "prefix_caching": "--prefix-caching/--no-prefix-caching",
     "quantization": "--quantization",
     "tensor_parallel": "--tensor-parallel",
-    "embedding": "--embedding/--no-embedding",  # issue 23 embeddings
+    "embedding": "--embedding/--no-embedding",  # embeddings
 }
 
 

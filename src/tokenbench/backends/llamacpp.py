@@ -62,7 +62,7 @@ def default_gguf() -> Path:
     return files[0]
 
 
-# issue 23 embeddings: /v1/embeddings (common/arg.cpp --embedding, --pooling {none,mean,cls,last,
+# pooling APIs: /v1/embeddings (common/arg.cpp --embedding, --pooling {none,mean,cls,last,
 # rank}); mean pooling gives a text model (SmolLM2) one vector per input. A reranker GGUF needs
 # --pooling rank (--reranking) instead: pass it with --engine-arg.
 EMBEDDING_ARGS = ("--embedding", "--pooling", "mean")
@@ -160,7 +160,7 @@ _profile = partial(
     docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
     reset_prefix_cache=reset_llamacpp,  # erase every slot; answers 501 without --slot-save-path
     reset_launch=resettable,
-    # issue 23: --response-format in its own fields (json_schema, grammar: tools/server/README.md)
+    # --response-format in its own fields (json_schema, grammar: tools/server/README.md)
     structured="llamacpp",
 )
 

@@ -1,4 +1,4 @@
-"""LoRA serving knobs (issue 23 routing) -> each engine's own flags: ``--lora-modules NAME=PATH``
+"""LoRA serving knobs -> each engine's own flags: ``--lora-modules NAME=PATH``
 (repeat), ``--enable-lora``, ``--max-loras``, ``--max-lora-rank``. An engine without a flag for a
 knob that is set refuses it, naming ``--engine-arg``.
 

@@ -43,7 +43,7 @@ RELAYED = ("/v1/chat/completions", "/v1/completions")
 READY_PATH = "/tokenbench/ready"  # the ray profile's ready_path on both its paths
 # hop-by-hop or recomputed headers: never copied from the engine's reply
 _DROP_HEADERS = {"content-length", "transfer-encoding", "connection", "content-encoding", "date", "server"}
-# issue 24: the request's join key goes on to the engine, so its spans join the client's records
+# server spans: the request's join key goes on to the engine, so its spans join the client's records
 # through the layer (W3C trace context and the request id; the relay keeps no trace of its own)
 JOIN_HEADERS = ("traceparent", "tracestate", "x-request-id")
 

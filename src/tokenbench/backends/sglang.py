@@ -96,7 +96,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
 
 
 def traces(endpoint: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    """issue 24: SGLang's spans to ``endpoint``. --enable-trace and --otlp-traces-endpoint
+    """server spans: SGLang's spans to ``endpoint``. --enable-trace and --otlp-traces-endpoint
     (python/sglang/srt/server_args.py; the endpoint's default localhost:4317 is gRPC's); the
     exporter's protocol from OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, grpc unless "http/protobuf", which
     takes the full URL (python/sglang/srt/observability/trace.py get_otlp_span_exporter; both
@@ -159,5 +159,5 @@ PROFILE = Profile(
     token_id_prompts=True,  # CompletionRequest.prompt takes a list of ids (entrypoints/openai/protocol.py)
     continuous_usage=True,  # StreamOptions.continuous_usage_stats (entrypoints/openai/serving_chat.py)
     traces=traces,
-    structured="sglang",  # issue 23: --response-format in its own fields (regex/ebnf: sglang/srt/entrypoints/openai/protocol.py)
+    structured="sglang",  # --response-format in its own fields (regex/ebnf: sglang/srt/entrypoints/openai/protocol.py)
 )

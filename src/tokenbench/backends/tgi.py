@@ -85,7 +85,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
 
 
 def traces(endpoint: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    """issue 24: TGI's spans to ``endpoint``, an OTLP/gRPC one: --otlp-endpoint (launcher/src/
+    """server spans: TGI's spans to ``endpoint``, an OTLP/gRPC one: --otlp-endpoint (launcher/src/
     main.rs Args, passed on to the router and every shard). The router exports over gRPC only
     (router/src/logging.rs init_logging: opentelemetry_otlp's tonic exporter, AlwaysOn sampler),
     the shards too (server/text_generation_server/tracing.py: the gRPC OTLPSpanExporter). Both
@@ -154,5 +154,5 @@ PROFILE = Profile(
     traces_note="its handler span times validation, queue and inference (prefill and decode together), but no "
     "first token: prefill, decode and delivery stay null; its batch spans are traces of their own, counted as "
     "unknown spans",
-    structured="tgi",  # issue 23: --response-format in its own fields (parameters.grammar: TGI router/src/lib.rs GrammarType)
+    structured="tgi",  # --response-format in its own fields (parameters.grammar: TGI router/src/lib.rs GrammarType)
 )

@@ -103,7 +103,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
 
 
 def traces(endpoint: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    """issue 24: TensorRT-LLM's spans to ``endpoint``. --otlp_traces_endpoint (tensorrt_llm/
+    """server spans: TensorRT-LLM's spans to ``endpoint``. --otlp_traces_endpoint (tensorrt_llm/
     commands/serve.py: "Target URL to which OpenTelemetry traces will be sent", passed to the LLM
     args); the exporter's protocol from OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, grpc unless
     "http/protobuf" (tensorrt_llm/llmapi/tracing.py get_span_exporter, adapted from vLLM's); a

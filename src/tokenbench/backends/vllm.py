@@ -43,7 +43,7 @@ METRICS = MetricNames(
 )
 
 
-# issue 23 embeddings: the model served as an embedding model (vllm/engine/arg_utils.py --runner,
+# pooling APIs: the model served as an embedding model (vllm/engine/arg_utils.py --runner,
 # --convert; config/model.py RunnerOption, ConvertType): /v1/embeddings, /v1/rerank and /v1/score
 # (vllm/entrypoints/pooling/embed and scoring/api_router.py; scoring is on for an "embed" task).
 EMBEDDING_ARGS = ("--runner", "pooling", "--convert", "embed")
@@ -88,7 +88,7 @@ DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
 
 
 def traces(endpoint: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    """issue 24: vLLM's spans to ``endpoint``. --otlp-traces-endpoint (vllm/engine/arg_utils.py);
+    """server spans: vLLM's spans to ``endpoint``. --otlp-traces-endpoint (vllm/engine/arg_utils.py);
     the exporter's protocol from OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, grpc unless "http/protobuf"
     (vllm/tracing/otel.py get_span_exporter); a BatchSpanProcessor exports every
     OTEL_BSP_SCHEDULE_DELAY ms (OpenTelemetry SDK, default 5000): 200 so a point's spans are in
@@ -138,5 +138,5 @@ PROFILE = Profile(
     token_id_prompts=True,  # CompletionRequest.prompt: str | list[int] (vllm/entrypoints/openai/protocol.py)
     continuous_usage=True,  # StreamOptions.continuous_usage_stats (chat_completion/serving.py)
     traces=traces,
-    structured="vllm",  # issue 23: --response-format in its own fields (StructuredOutputsParams: vllm/sampling_params.py)
+    structured="vllm",  # --response-format in its own fields (StructuredOutputsParams: vllm/sampling_params.py)
 )

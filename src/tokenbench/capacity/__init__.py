@@ -20,7 +20,7 @@ from tokenbench.errors import BadInput
 from tokenbench.results.capacity import CapacityResult, Objective
 from tokenbench.results.layout import CAPACITY
 
-# issue 23 embeddings: the objectives only a streamed reply has (a pooling answer is whole)
+# pooling APIs: the objectives only a streamed reply has (a pooling answer is whole)
 STREAMED_OBJECTIVES = ("ttft", "tpot", "itl")
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def search(
     from tokenbench.run import run
 
     streamed = [o.name for o in objectives if o.name in STREAMED_OBJECTIVES]
-    if config.target.pooling and streamed:  # issue 23 embeddings: a pooling answer has no stream
+    if config.target.pooling and streamed:  # pooling APIs: a pooling answer has no stream
         raise ObjectiveError(
             f"--slo {streamed[0]}: --api {config.target.api} answers whole, with no {streamed[0]}: "
             "bound e2e (send to the answer), queue or errors instead"

@@ -122,7 +122,7 @@ def goodput_slo(objectives: Sequence[Objective]) -> SLOConfig:
 
 def measure(point: PointResult, objective: Objective) -> float | None:
     """The objective's statistic over the point; None when it has nothing to measure it on."""
-    if objective.request_class is not None:  # a class's own (issue 23 routing)
+    if objective.request_class is not None:  # a class's own
         group = (point.by_class or {}).get(objective.request_class)
         if group is None:
             return None

@@ -116,7 +116,7 @@ class CapacityPlan:
         assert self.value is not None
         trial = sum(1 for p in self.probes if p.value == self.value)
         checks = [check(o, measure(point, o)) for o in self.objectives]
-        # issue 25: a probe whose backlog grew without bound (--stop-oversaturated) fails, however
+        # autostop: a probe whose backlog grew without bound (--stop-oversaturated) fails, however
         # its few seconds measured
         passed = all(c.passed for c in checks) and point.over_saturated is None
         self.probes.append(

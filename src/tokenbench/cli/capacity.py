@@ -69,7 +69,7 @@ def capacity(
 
     Interrupts.install()
     config, objectives, settings = _settings(ctx.params)
-    if predict is not None:  # issue 26: the model's answer (cli/model.py)
+    if predict is not None:  # the server model: the model's answer (cli/model.py)
         from tokenbench.cli.model import predicted_capacity
         from tokenbench.rundir import default_run_dir
 
@@ -106,7 +106,7 @@ def _settings(a: Params) -> tuple[RunConfig, list[Objective], CapacitySettings]:
     template[settings.variable] = "1"  # the template; each probe sets its own
     if a.get("duration") is None and a.get("max_requests") is None:
         template["duration"] = DEFAULT_DURATION_S
-    if a.get("stop_oversaturated") is None:  # issue 25: a probe past capacity stops in seconds
+    if a.get("stop_oversaturated") is None:  # autostop: a probe past capacity stops in seconds
         template["stop_oversaturated"] = True
     config = run_config(template)
     return config, objectives + class_objectives(config.mix), settings

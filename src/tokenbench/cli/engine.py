@@ -25,7 +25,7 @@ def knobs(a: Params) -> EngineKnobs:
         if not eq or not key:
             raise UsageError(f"--engine-env takes KEY=VALUE, got {item!r}")
         env[key] = value
-    lora: dict[str, Any] = {"lora_modules": tuple(a["lora_modules"])} if a.get("lora_modules") else {}  # issue 23
+    lora: dict[str, Any] = {"lora_modules": tuple(a["lora_modules"])} if a.get("lora_modules") else {}
     return EngineKnobs(**flagged(EngineKnobs, a), **lora, engine_args=tuple(a.get("engine_arg") or ()), engine_env=env)
 
 

@@ -39,7 +39,7 @@ from tokenbench.config import (
 from tokenbench.config.cost import CostConfig
 from tokenbench.config.flags import Flag, SetBy
 
-AUTO = "auto"  # the value of a duration option that takes it (Flag.auto): the tool decides (issue 25)
+AUTO = "auto"  # the value of a duration option that takes it (Flag.auto): the tool decides
 Params = Mapping[str, Any]  # a command's values by parameter name (ctx.params); None: not given
 
 # The settings `run` takes flags for, in the order --help lists them (panels in first-seen order).
@@ -143,7 +143,7 @@ def _duration(text: str) -> float:
 
 
 def _duration_or_auto(text: str) -> float | str:
-    """A duration, or the word ``auto`` (issue 25: --duration auto, --warmup auto) as it is."""
+    """A duration, or the word ``auto`` (--duration auto, --warmup auto) as it is."""
     return AUTO if text.strip().lower() == AUTO else _duration(text)
 
 

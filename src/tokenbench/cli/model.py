@@ -1,4 +1,4 @@
-"""`tokenbench model fit|predict|validate` (issue 26): a server model from runs already made, a
+"""`tokenbench model fit|predict|validate`: a server model from runs already made, a
 prediction of a load nobody ran (run's own flags), and the model checked against a run it was not
 fitted on. `tokenbench capacity --predict MODEL` (cli/capacity.py) calls ``predicted_capacity``."""
 

@@ -119,7 +119,7 @@ def _flag(name: str) -> str:
 def _scenario(a: Params) -> _Scenario:
     users, rates = numbers(a.get("users"), "--users", int), numbers(a.get("rate"), "--rate")
     duration, max_requests, ramp_up = a.get("duration"), a.get("max_requests"), a.get("ramp_up")
-    if duration == AUTO:  # issue 25: the ceiling is the deadline; a replay's trace ends it (auto ignored)
+    if duration == AUTO:  # autostop: the ceiling is the deadline; a replay's trace ends it (auto ignored)
         duration = None if a.get("dataset") == "trace" else a.get("max_duration") or DEFAULT_MAX_DURATION_S
     if a.get("dataset") == "trace":
         # the flags that shape another schedule: a trace is its own
@@ -187,7 +187,7 @@ def _loads(a: Params, scenario: _Scenario) -> list[LoadPoint]:
 def _stop(a: Params, scenario: _Scenario) -> StopConfig:
     """The flags' stop, with the scenario's duration and request count (its defaults, --num-prompts)."""
     fields = {**flagged(StopConfig, a), "duration_s": scenario.duration_s, "max_requests": scenario.max_requests}
-    # issue 25: --duration auto and --warmup auto (a replay ignores --duration auto: its trace ends it)
+    # autostop: --duration auto and --warmup auto (a replay ignores --duration auto: its trace ends it)
     if a.get("warmup") == AUTO:
         fields.update(warmup_s=None, warmup_auto=True)
     if a.get("duration") == AUTO:
@@ -292,9 +292,7 @@ def _target(a: Params, backend: BackendConfig | None) -> TargetConfig:
     fields = flagged(TargetConfig, a)
     if backend and not a.get("url"):
         fields.pop("model", None)
-    structure = given(
-        response_format=a.get("response_format"), tools=a.get("tools")
-    )  # issue 23: parsed by the settings
+    structure = given(response_format=a.get("response_format"), tools=a.get("tools"))  # parsed by the settings
     return TargetConfig(
         **fields, **structure, headers=_headers(a.get("header")), extra_body=_json_body(a.get("extra_body"))
     )

@@ -46,7 +46,7 @@ def _endpoint(value: str) -> list[str]:
     """/v1/completions, /v1/chat/completions (/v1/embeddings, /v1/rerank, /v1/score): as --api completions, chat
     (embeddings, rerank, score)"""
     apis = {"/v1/completions": "completions", "/v1/chat/completions": "chat"}
-    apis |= {"/v1/embeddings": "embeddings", "/v1/rerank": "rerank", "/v1/score": "score"}  # issue 23 embeddings
+    apis |= {"/v1/embeddings": "embeddings", "/v1/rerank": "rerank", "/v1/score": "score"}  # embeddings
     if value not in apis:
         raise FlagError(
             f"--endpoint {value}: tokenbench picks the path from --api (chat, completions, tgi, triton, ollama)"
@@ -57,7 +57,7 @@ def _endpoint(value: str) -> list[str]:
 def _backend(value: str) -> list[str]:
     # vLLM's --backend names the request format; tokenbench's names the engine's profile
     apis = {"openai": "completions", "openai-chat": "chat", "openai-completions": "completions"}
-    apis |= {"openai-embeddings": "embeddings", "vllm-rerank": "rerank"}  # issue 23 embeddings
+    apis |= {"openai-embeddings": "embeddings", "vllm-rerank": "rerank"}  # embeddings
     return ["--api", apis[value]] if value in apis else ["--backend", value]
 
 
@@ -199,7 +199,7 @@ WITH_VALUE: dict[str, Callable[[str], list[str]]] = {
         "or --dataset jsonl with your lengths",
     ),
     "--random-prefix-len": _shared_prefix,
-    "--random-batch-size": _rename("--batch-size"),  # issue 23 embeddings: inputs per request
+    "--random-batch-size": _rename("--batch-size"),  # pooling APIs: inputs per request
     "--lora-assignment": _lora_assignment,
 }
 WITH_VALUES: dict[str, Callable[[list[str]], list[str]]] = {

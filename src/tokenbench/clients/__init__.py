@@ -28,7 +28,7 @@ WIRES: dict[str, Callable[[], Wire]] = {
     "tgi": TGIWire,
     "triton": TritonWire,
     "ollama": OllamaWire,
-    # issue 23 embeddings: the pooling APIs (config.POOLING_APIS)
+    # the pooling APIs (config.POOLING_APIS)
     "embeddings": lambda: PoolingWire("embeddings"),
     "rerank": lambda: PoolingWire("rerank"),
     "score": lambda: PoolingWire("score"),

@@ -1,4 +1,4 @@
-"""The client's hot path compiled with mypyc (issue 27), and the guard that keeps a stale build
+"""The client's hot path compiled with mypyc, and the guard that keeps a stale build
 from shadowing its sources.
 
 In-process (no sockets), a 4-token streamed reply costs the client ~42 µs of CPU from these

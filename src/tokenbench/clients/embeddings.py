@@ -1,4 +1,4 @@
-"""The pooling APIs (issue 23 embeddings): one JSON answer per request, never streamed.
+"""The pooling APIs: one JSON answer per request, never streamed.
 
 - ``embeddings``: OpenAI ``POST /v1/embeddings`` ``{"model", "input": [str, ...]}`` ->
   ``{"data": [{"index", "embedding"}, ...], "usage": {"prompt_tokens", "total_tokens"}}``

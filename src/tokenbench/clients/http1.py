@@ -1,4 +1,4 @@
-"""A plain-HTTP/1.1 keep-alive client for the request path (issue 27): what aiohttp does per
+"""A plain-HTTP/1.1 keep-alive client for the request path: what aiohttp does per
 request, less its per-request set-up.
 
 A profile of 128 streams of 4-token replies put aiohttp's request set-up and reads at ~40-55% of
@@ -31,11 +31,11 @@ import aiohttp
 from aiohttp.client_reqrep import ConnectionKey
 
 BodySink = Callable[[bytes, float], bool]  # body bytes and when they arrived -> False: stop reading
-# chunk-size lines as read, by their bytes (issue 27: a dict look-up, not an int() a chunk; a
+# chunk-size lines as read, by their bytes (a dict look-up, not an int() a chunk; a
 # server's events are a few sizes), up to this many
 SIZES_KEPT = 4096
 _SIZES: dict[bytes, int] = {}
-# response heads as read, by their bytes (issue 27: ~1.4 µs a response to parse, a look-up to
+# response heads as read, by their bytes (~1.4 µs a response to parse, a look-up to
 # find again; a server's heads differ by their Date line, a second apart), up to this many
 HEADS_KEPT = 64
 _HEADS: dict[bytes, tuple[int, str, int, bool]] = {}
@@ -97,7 +97,7 @@ class _Response:
         if self.mode == "chunked":  # a stream's reads after its headers: the hot path
             if self.left == 0 and not self.chunk_buf:
                 # the usual read: one whole chunk (a server's event) to the body, without the
-                # chunk loop (issue 27: ~0.5 µs of each of a 4-token reply's five body reads)
+                # chunk loop (~0.5 µs of each of a 4-token reply's five body reads)
                 eol = data.find(b"\r\n")
                 size = _SIZES.get(data[:eol]) if eol > 0 else None
                 if size and len(data) == eol + size + 4 and data.endswith(b"\r\n"):
@@ -259,7 +259,7 @@ def _read_head(head: bytes) -> tuple[int, str, int, bool] | Exception:
         return aiohttp.ClientResponseError(_info(), (), message=f"bad status line {first[:80]!r}")
     version_10 = parts[0] == b"HTTP/1.0"
     keep_alive = not version_10
-    # the four fields read, each its last line's value (issue 27: found in the lowered head,
+    # the four fields read, each its last line's value (found in the lowered head,
     # not by splitting every line: ~3x less work a response)
     fields = head[eol:] if eol >= 0 else b""
     lowered = fields.lower()
@@ -377,7 +377,7 @@ class Http1Pool:
         self.read_timeout_s = read_timeout_s
         self.total_timeout_s = total_timeout_s
         self.idle: list[_Conn] = []
-        # issue 27: the timeouts are checked by one timer of the pool's every TICK, not two
+        # the compiled client: the timeouts are checked by one timer of the pool's every TICK, not two
         # timers a request (set and cancelled: ~6% of the client's Python time a 4-token reply);
         # a timeout fires up to a tick late (a 20th of the shorter timeout, 5 ms to 1 s)
         self.in_flight: set[_Response] = set()
@@ -403,7 +403,7 @@ class Http1Pool:
         return (conn, True) if conn is not None else (await self.connect(), False)
 
     def take_idle(self) -> _Conn | None:
-        """A kept-alive connection still open, None without one (issue 27: the usual case needs
+        """A kept-alive connection still open, None without one (the usual case needs
         no coroutine of ``acquire``'s)."""
         idle = self.idle
         while idle:

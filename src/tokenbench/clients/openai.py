@@ -60,9 +60,9 @@ class OpenAIWire:
             body["ignore_eos"] = True
         if target.temperature is not None:
             body["temperature"] = target.temperature
-        if request.priority is not None:  # vLLM's and SGLang's request field (issue 23 routing)
+        if request.priority is not None:  # vLLM's and SGLang's request field
             body["priority"] = request.priority
-        if target.response_format is not None or target.tools:  # issue 23: in the engine's own fields
+        if target.response_format is not None or target.tools:  # in the engine's own fields
             body.update(request_fields(target))
         body.update(target.extra_body)
         return body
@@ -90,7 +90,7 @@ class OpenAIStream(Stream):
             return False
         if not data:
             return False
-        try:  # json_object's usual answer without its call (issue 27: eight events a short reply)
+        try:  # json_object's usual answer without its call (eight events a short reply)
             obj = _loads(data)
         except ValueError:
             obj = None
@@ -100,7 +100,7 @@ class OpenAIStream(Stream):
                 return False
         if self.response_id is None:
             self.response_id = obj.get("id")
-        # ``in`` before a look-up of the keys most events lack (issue 27: a method call fewer each)
+        # ``in`` before a look-up of the keys most events lack (a method call fewer each)
         usage = obj["usage"] if "usage" in obj else None
         if usage:
             self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)

@@ -27,7 +27,7 @@ from tokenbench.records import Outcome, Request, RequestRecord, TokenSource
 from tokenbench.spans.keys import REQUEST_ID, TRACEPARENT, JoinKeys
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
-# Bodies kept, encoded, by request (issue 27: a prompt's body is built once, not per send; a
+# Bodies kept, encoded, by request (a prompt's body is built once, not per send; a
 # dataset cycles its requests). Past this many distinct requests (sessions, unique prefixes: each
 # send a new request) the book starts again, so it never grows without bound.
 BODY_CACHE = 4096
@@ -60,7 +60,7 @@ def _stamp_sent(now: Callable[[], float]) -> aiohttp.TraceConfig:
     requests the gap between the two grew to ~8 ms median / 40 ms p99 at 256 streams
     (benchmarks/client_overhead.py); that lag belongs to queue delay (sent - scheduled), not TTFT.
     Also notes whether the attempt got a reused connection (only such a one is re-sent), and
-    stamps the HTTP phases aiohttp alone sees (issue 24): the wait for a pooled connection, a new
+    stamps the HTTP phases aiohttp alone sees: the wait for a pooled connection, a new
     connection's set-up, the headers written. A hook is one coroutine call per request (~1 µs),
     not per chunk.
     """
@@ -214,7 +214,7 @@ class StreamingClient:
         keep_text: bool = False,
         keys: JoinKeys | None = None,
     ) -> None:
-        """``keys``: the run's join keys (issue 24): each request then carries a traceparent and
+        """``keys``: the run's join keys: each request then carries a traceparent and
         an X-Request-Id, kept on its record."""
         if target.url is None or target.model is None:
             raise ValueError("a client needs a resolved target url and model")
@@ -230,11 +230,11 @@ class StreamingClient:
         self._decoder = decoders.get(wire.framing, SSEPayloads)
         # usage on every chunk asked for (the wire sends continuous_usage_stats only with usage)
         self._chunk_usage = bool(target.continuous_usage and target.include_usage)
-        self._check = reply_check(target)  # issue 23: --response-format's check of each reply
+        self._check = reply_check(target)  # --response-format's check of each reply
         self._tools = bool(target.tools)
         self._keys = keys
         self._bodies: dict[int, tuple[Request, bytes]] = {}  # by id(request), the request kept alive
-        # issue 27: http:// targets over clients/http1.py's pool (made on the loop, at first use)
+        # the compiled client: http:// targets over clients/http1.py's pool (made on the loop, at first use)
         self._plain = self._url.startswith("http://")
         self._pool: Http1Pool | None = None
         self._head: bytes | None = None  # the head for the target's own headers, made once
@@ -294,7 +294,7 @@ class StreamingClient:
         # a request's own headers (a session's X-Session-ID) on top of the target's
         extra = b""  # http1: header lines after the target's own
         keys = self._keys
-        if keys is not None:  # issue 24: the join key (one f-string; the run's part precomputed)
+        if keys is not None:  # server spans: the join key (one f-string; the run's part precomputed)
             traceparent, request_id = keys.headers(record.point, record.id, record.worker)
             record.traceparent, record.x_request_id = traceparent, request_id
             if self._keys_apart and not request.headers:  # http1: two lines after the head made once
@@ -444,7 +444,7 @@ class StreamingClient:
         if stream.failed:
             record.error = stream.error
             return Outcome.STREAM_ERROR
-        if not stream.chunked:  # a pooling answer: ok when it was whole (issue 23 embeddings)
+        if not stream.chunked:  # a pooling answer: ok when it was whole
             if stream.done:
                 return Outcome.OK
             record.error = "the answer ended without its results"
@@ -455,7 +455,7 @@ class StreamingClient:
         return Outcome.OK
 
     def _structure(self, record: RequestRecord, stream: Stream) -> None:
-        """issue 23: the reply against --response-format, and the tool calls it made."""
+        """the reply against --response-format, and the tool calls it made."""
         check = self._check
         if check is not None:
             record.structured = check.kind

@@ -1,4 +1,4 @@
-"""Structured output and tool calls (issue 23 parts 1 and 2): what a request asks for, in each
+"""Structured output and tool calls: what a request asks for, in each
 engine's own words, and whether the reply kept to it.
 
 ``--response-format`` is an ``OutputConstraint`` (config.py): ``json_object``, ``json_schema:FILE``,

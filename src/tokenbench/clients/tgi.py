@@ -57,7 +57,7 @@ class TGIWire:
                 # NextTokenChooser (server/text_generation_server/utils/tokens.py), so temperature 0
                 # is do_sample=false with no temperature at all.
                 params["do_sample"] = False
-        if target.response_format is not None:  # issue 23: parameters.grammar (structured.py)
+        if target.response_format is not None:  # parameters.grammar (structured.py)
             params.update(fields_of(target.response_format, "tgi"))
         params.update(target.extra_body)  # TGI's native parameters object (GenerateParameters)
         return {"inputs": request.as_prompt_text(), "parameters": params}

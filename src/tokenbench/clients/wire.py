@@ -17,7 +17,7 @@ from tokenbench.records import ABORT_REASONS, Request
 
 ERROR_BODY_CHARS = 500
 
-Framing = Literal["sse", "ndjson", "json"]  # json: one whole body, no stream (issue 23 embeddings)
+Framing = Literal["sse", "ndjson", "json"]  # json: one whole body, no stream
 # One decoded payload of a framing: bytes, or the bytearray a line was split from (never copied).
 Payload = bytes | bytearray
 # A JSON object as a server sent it: a true edge, any shape. Each Stream reads the fields its
@@ -49,7 +49,7 @@ class ToolCallParts:
 class Stream:
     """What one response stream said so far. Subclasses implement ``handle``."""
 
-    # issue 23 embeddings: False for an answer read whole (clients/embeddings.py): it has no
+    # pooling APIs: False for an answer read whole (clients/embeddings.py): it has no
     # chunks, it is ok when ``done``, and its record ends when the body did
     chunked = True
 
@@ -99,7 +99,7 @@ class Stream:
         # a list): the cumulative completion_tokens each content chunk carried, None for a chunk
         # without. None: not tracked (a protocol without per-chunk usage never appends).
         self.chunk_usage: list[int | None] | None = None
-        # issue 23 tool calls: the calls streamed so far by their index (OpenAI chat's
+        # tool calls: the calls streamed so far by their index (OpenAI chat's
         # delta.tool_calls), the chunks that carried only a call's name or arguments, and the index
         # among all content chunks of the first that carried one (None: no call)
         self.tool_calls: dict[int, ToolCallParts] = {}
@@ -258,7 +258,7 @@ class LineDecoder:
 
 
 class WholeBody:
-    """No framing (a pooling API's one JSON answer, issue 23 embeddings): the body as one payload
+    """No framing (a pooling API's one JSON answer, embeddings): the body as one payload
     once it has all arrived."""
 
     __slots__ = ("_buf",)

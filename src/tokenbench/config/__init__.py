@@ -32,9 +32,9 @@ from tokenbench.config.flags import ENGINE, IMAGES, PREFIXES, SCALE, SESSIONS, T
 from tokenbench.config.mix import DEFAULT_TENANT_HEADER, WorkloadMix, check_header, check_weights
 from tokenbench.config.slo import SLOConfig
 
-# the values of --api (clients.WIRES); issue 23 embeddings: the pooling APIs (POOLING_APIS) at the end
+# the values of --api (clients.WIRES); the pooling APIs (POOLING_APIS) at the end
 Api = Literal["chat", "completions", "tgi", "triton", "ollama", "embeddings", "rerank", "score"]
-# issue 23 embeddings: the APIs that send inputs and get one non-streamed answer (clients/embeddings.py)
+# pooling APIs: the APIs that send inputs and get one non-streamed answer (clients/embeddings.py)
 POOLING_APIS = ("embeddings", "rerank", "score")
 Arrival = Literal["constant", "poisson", "gamma"]
 # --prefix-cache: "reset" empties the server's prefix cache before every load point through the
@@ -47,7 +47,7 @@ TraceFormatName = Literal["mooncake", "azure", "burstgpt", "bailian"]
 SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
 
 
-# issue 23 structured output: --response-format as the settings hold it (structured.py sends and checks it)
+# structured output: --response-format as the settings hold it (structured.py sends and checks it)
 class OutputConstraint(_Model):
     """What a reply must be: ``json_object``, ``json_schema`` (the schema itself, read from its file),
     ``choice``, ``regex`` or ``grammar`` (its text). Written as ``--response-format``'s text
@@ -156,7 +156,7 @@ class TargetConfig(_Model):
         ),
     ] = Field(default_factory=dict)
 
-    # issue 23 embeddings
+    # embeddings
     batch_size: Annotated[
         int | None,
         Flag(
@@ -180,7 +180,7 @@ class TargetConfig(_Model):
         """The API sends inputs and gets one answer (embeddings, rerank, score): no stream."""
         return self.api in POOLING_APIS
 
-    # issue 23 structured output and tool calls (structured.py)
+    # structured output: (structured.py)
     response_format: Annotated[
         OutputConstraint | None,
         Flag(
@@ -269,7 +269,7 @@ class EngineKnobs(_Model):
         dict[str, str],
         Flag("--engine-env", "Engine: KEY=VALUE set in the engine's environment (repeat).", ENGINE, repeat=True),
     ] = Field(default_factory=dict)
-    # issue 23 embeddings: serve the model as an embedding model (vLLM --runner pooling --convert
+    # pooling APIs: serve the model as an embedding model (vLLM --runner pooling --convert
     # embed, llama.cpp --embedding --pooling mean); set by --api embeddings|rerank|score on a launch
     embedding: Annotated[
         bool | None,
@@ -280,7 +280,7 @@ class EngineKnobs(_Model):
             ENGINE,
         ),
     ] = None
-    # issue 23 routing: LoRA adapters the engine serves (backends/lora.py maps them per engine)
+    # routing: LoRA adapters the engine serves (backends/lora.py maps them per engine)
     lora_modules: Annotated[
         tuple[str, ...] | None,
         Flag(
@@ -596,7 +596,7 @@ class StopConfig(_Model):
     # The loads' own schedule ends each point (trace replay: its last row), so neither a duration
     # nor a request count is needed; RunConfig allows it only when every load is a replay.
     schedule_ends: bool = False
-    # issue 25 (autostop.py, metrics/steady.py, metrics/precision.py). Each is None unless set, and
+    # autostop: (autostop.py, metrics/steady.py, metrics/precision.py). Each is None unless set, and
     # then not written to config.json (ADDED_WHEN_SET). --warmup auto: the window starts where
     # steady state began; --duration auto: a point ends once its headline figures are precise,
     # --duration then holding the ceiling (--max-duration)
@@ -773,7 +773,7 @@ class DatasetConfig(_Model):
             PREFIXES,
         ),
     ] = Field(default=None, gt=0)
-    # issue 23 images: synthetic images per chat request (datasets/images.py); a jsonl row's own
+    # images: synthetic images per chat request (datasets/images.py); a jsonl row's own
     # "images" list is sent as it is
     images: Annotated[
         str | None,
@@ -872,7 +872,7 @@ class SessionConfig(_Model):
             SESSIONS,
         ),
     ] = Field(default=None, gt=0)
-    # issue 23 tool calls: a turn whose reply called tools gets this canned result back (a ``tool``
+    # tool calls: a turn whose reply called tools gets this canned result back (a ``tool``
     # message per call) before the conversation's next user turn; None: the calls are not answered
     tool_result: Annotated[
         str | None,
@@ -950,10 +950,10 @@ class WorkersConfig(_Model):
 
 # Settings keys (by RunConfig section) written to config.json only when set (RunConfig.redacted).
 ADDED_WHEN_SET: dict[str, tuple[str, ...]] = {
-    "target": ("response_format", "tools", "tool_choice", "structured_dialect"),  # issue 23 structured output
-    "sessions": ("tool_result",),  # issue 23 tool calls
-    "dataset": ("images",),  # issue 23 images
-    # issue 25 steady state and stopping rules
+    "target": ("response_format", "tools", "tool_choice", "structured_dialect"),  # structured output
+    "sessions": ("tool_result",),  # tool calls
+    "dataset": ("images",),  # images
+    # steady state: and stopping rules
     "stop": (
         "warmup_auto",
         "duration_auto",
@@ -1000,7 +1000,7 @@ class RunConfig(_Model):
     out_dir: Annotated[Path | None, Flag("--out", "Run directory (default runs/<timestamp>).")] = None
     # store generated text in records.jsonl
     keep_text: Annotated[bool, Flag("--keep-text", "Store generated text in records.jsonl.")] = False
-    # issue 24: an OTLP/HTTP receiver for the server's own spans, joined to the records
+    # server spans: an OTLP/HTTP receiver for the server's own spans, joined to the records
     server_traces: Annotated[
         bool,
         Flag(
@@ -1051,7 +1051,7 @@ class RunConfig(_Model):
     ] = "keep"
     cost: CostConfig | None = None  # --cost-per-hour, --gpus: each point's cost per million tokens
     workers: WorkersConfig = WorkersConfig()  # --workers, --ray, --ray-address
-    # issue 23 routing: LoRA adapters, classes and tenants (workload_mix.py)
+    # routing: LoRA adapters, classes and tenants (workload_mix.py)
     lora_mix: Annotated[
         dict[str, float] | None,
         Flag(
@@ -1099,7 +1099,7 @@ class RunConfig(_Model):
 
     @model_validator(mode="after")
     def _pooling_slo(self) -> RunConfig:
-        """A pooling answer (issue 23 embeddings) has no first token or decode: only E2E bounds it."""
+        """A pooling answer has no first token or decode: only E2E bounds it."""
         if self.target.pooling and (self.slo.ttft_s is not None or self.slo.tpot_s is not None):
             raise ValueError(f"--api {self.target.api} answers whole, with no TTFT or TPOT: bound e2e in --slo instead")
         return self
@@ -1108,7 +1108,7 @@ class RunConfig(_Model):
     def _sessions(self) -> RunConfig:
         if self.sessions is None:
             return self
-        if self.target.pooling:  # issue 23 embeddings
+        if self.target.pooling:  # embeddings
             raise ValueError(f"--multi-turn sends conversations: drop it with --api {self.target.api}")
         if any(isinstance(load, ReplayLoad) for load in self.loads):
             raise ValueError("--multi-turn runs conversations under --users or --rate: not with a trace replay")
@@ -1120,7 +1120,7 @@ class RunConfig(_Model):
             raise ValueError(
                 "--unique-prefix would break each conversation's shared history: drop it with --multi-turn"
             )
-        if self.sessions.tool_result is not None and not self.target.tools:  # issue 23
+        if self.sessions.tool_result is not None and not self.target.tools:
             raise ValueError("--tool-result answers tool calls: give --tools FILE too")
         if self.sessions.turns is not None and self.dataset.name != "synthetic":
             raise ValueError("--turns sets synthetic conversations' length: the dataset's conversations have theirs")
@@ -1134,7 +1134,7 @@ class RunConfig(_Model):
 
         data = self.model_dump(mode="json")
         data["target"]["headers"] = {k: MASK for k in self.target.headers}
-        # issue 23: settings added since 0.2 that a plain run leaves unset are not written (its
+        # settings added since 0.2 that a plain run leaves unset are not written (its
         # config.json keeps its keys; a missing key reads back as the default)
         for section, keys in ADDED_WHEN_SET.items():
             part = data.get(section)

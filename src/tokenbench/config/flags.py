@@ -13,7 +13,7 @@ PREFIXES = "Shared prefixes"
 SESSIONS = "Sessions"
 COST = "Cost"
 SCALE = "Scale-out"
-IMAGES = "Images"  # issue 23 images
+IMAGES = "Images"  # images
 SEARCH = "Capacity search"  # `tokenbench capacity --help` (capacity/plan.py: CapacitySettings)
 
 
@@ -32,7 +32,7 @@ class Flag:
     repeat: bool = False
     aliases: tuple[str, ...] = ()
     switch: bool = False  # a --x/--no-x option for a field that is not a bool (--multi-turn: sessions)
-    auto: bool = False  # a duration option that also takes the word ``auto`` (issue 25: --duration, --warmup)
+    auto: bool = False  # a duration option that also takes the word ``auto`` (--duration, --warmup)
 
 
 @dataclass(frozen=True)

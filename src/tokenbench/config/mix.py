@@ -1,4 +1,4 @@
-"""Who a request belongs to (issue 23: LoRA adapters, classes and tenants): the settings of a
+"""Who a request belongs to (LoRA adapters, classes and tenants): the settings of a
 workload mix and the seeded draw that gives each request its group.
 
 ``--lora-mix a=1,b=3`` (or a YAML file of ``name: weight``) sends ``model=<adapter>`` on a share of

@@ -184,7 +184,7 @@ def _metric_rows(row: _Row, points: list[PointResult]) -> None:
             row(m.label, _metric_cell(m))
             if m is OUTPUT_TOKENS_PER_S and any(p.cancelled_streams for p in points):
                 row("  incl. tokens of cancelled streams", cancelled_tokens_text)
-    pooling = all(p.pooling is not None for p in points)  # issue 23 embeddings: no streamed metrics
+    pooling = all(p.pooling is not None for p in points)  # pooling APIs: no streamed metrics
     for d in dict.fromkeys(m.distribution for m in metrics if m.distribution is not None):
         if pooling and d.key in STREAMED:
             continue

@@ -221,7 +221,7 @@ def build_requests(
         raise _read_error(cfg, exc) from exc
     if not built.requests:
         raise BadInput(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
-    if cfg.images is not None:  # issue 23 images: synthetic images on every dataset's prompts
+    if cfg.images is not None:  # images: synthetic images on every dataset's prompts
         built = replace(built, requests=with_synthetic_images(built.requests, cfg, seed))
     # only a trace's (or shared prefixes') facts add the key: other datasets' results.json keep their shape
     workload = _Workload()
@@ -244,7 +244,7 @@ def build_requests(
 
 def with_prefix(request: Request, prefix: str) -> Request:
     """The same request with ``prefix`` before its (last) user text: defeats prefix caching."""
-    if request.inputs is not None:  # a pooling request (issue 23 embeddings): every input's
+    if request.inputs is not None:  # a pooling request: every input's
         inputs = tuple(prefix + text for text in request.inputs)
         return replace(request, prompt=prefix + (request.prompt or ""), inputs=inputs)
     if request.prompt is not None:

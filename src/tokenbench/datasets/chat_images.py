@@ -1,4 +1,4 @@
-"""Images in chat requests (issue 23 images): the flags' values, synthetic images, data URLs, and
+"""Images in chat requests: the flags' values, synthetic images, data URLs, and
 the chat message that carries them.
 
 A request's images (``Request.images``) are URLs: ``data:image/...;base64,...`` for images made

@@ -1,4 +1,4 @@
-"""Images on a dataset's requests (issue 23 images): synthetic ones (``--images``, ``--image-size``,
+"""Images on a dataset's requests: synthetic ones (``--images``, ``--image-size``,
 ``--image-format``) or a JSONL row's own ``images`` list.
 
 Synthetic: request i draws its count (uniform in ``--images LO-HI``) and each image's size (one of

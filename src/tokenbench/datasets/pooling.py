@@ -1,4 +1,4 @@
-"""A dataset's prompts as pooling requests (issue 23 embeddings: --api embeddings, rerank, score).
+"""A dataset's prompts as pooling requests (--api embeddings, rerank, score).
 
 Each request carries ``batch_size`` inputs, taken in the dataset's order (each prompt's text,
 chat messages flattened): ``embeddings`` embeds them; ``rerank`` and ``score`` take one text more

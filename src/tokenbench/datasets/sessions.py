@@ -36,7 +36,7 @@ class Turn:
     text: str
     tokens: int
     max_tokens: int
-    # issue 23 images: the turn's own images (data URLs) and their pixels (--images)
+    # images: the turn's own images (data URLs) and their pixels (--images)
     images: tuple[str, ...] = ()
     image_pixels: int | None = None
 
@@ -46,7 +46,7 @@ class Conversation:
     turns: tuple[Turn, ...]
     system: str | None = None
     system_tokens: int = 0
-    group: Group | None = None  # issue 23 routing: every turn's adapter, class, tenant, priority
+    group: Group | None = None  # routing: every turn's adapter, class, tenant, priority
 
 
 def estimate_tokens(text: str) -> int:
@@ -78,7 +78,7 @@ def build_conversations(
     conversations = [_sized(c, count, cfg.output_tokens, system) for c in raw[: cfg.num_prompts]]
     if not conversations:
         raise BadInput(f"dataset {cfg.name!r} gave no conversation with a user turn (check --dataset-path)")
-    if cfg.images is not None:  # issue 23 images: each turn's user message carries its own
+    if cfg.images is not None:  # images: each turn's user message carries its own
         conversations = _with_images(conversations, cfg, seed)
     facts = DatasetFacts(
         name=cfg.name,

@@ -24,7 +24,7 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
 - ``priority``: priority scheduling on vs off under overload: the same engine with
   ``--scheduling-policy priority`` and with its default, a high class (priority 0) and a low one
   (priority 10) in one open loop above capacity (by_class). Small: vLLM CPU, max-num-seqs 2, 3 req/s.
-- ``structured-output``: what a JSON schema costs on an engine (issue 23): the same closed-loop load
+- ``structured-output``: what a JSON schema costs on an engine: the same closed-loop load
   unconstrained, with ``response_format: json_schema`` and with a forced (named) tool call (three
   variants of one launch), TTFT/TPOT side by side, the schema's ``valid_fraction`` and the calls'
   ``args_parsed_fraction``. Full: vLLM and SGLang on the users study's
@@ -385,7 +385,7 @@ def _structured_output(scale: Scale) -> Doc:
 # (no llama-server binary; a layer's upstream "llamacpp" is that server too).
 _ALONE = {"llamacpp": "xllamacpp"}
 
-# issue 23 routing: what adapters and priority scheduling cost on this engine
+# routing: what adapters and priority scheduling cost on this engine
 LORA_ADAPTERS = ("l0", "l1", "l2", "l3")
 VLLM_CPU_LORA_DIR = Path(".cache/lora/SmolLM2-135M-Instruct")  # scripts/make_lora_adapters.py
 LORA_RANK = 8

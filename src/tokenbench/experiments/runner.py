@@ -166,7 +166,7 @@ def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: Exper
 def _backend(plan: ServerPlan, cells: list[Cell]) -> BackendConfig | None:
     """What to launch (None: attach to the entry's URL, naming its profile when given)."""
     if plan.backend is not None:
-        launch = pooling_launch(plan.backend, cells[0].config.target)  # issue 23 embeddings
+        launch = pooling_launch(plan.backend, cells[0].config.target)  # embeddings
         profile = engine_profile(get_profile(launch.name), launch) if launch.name else None
         return resettable(profile, launch, cells[0].config.prefix_cache) if profile else launch
     if plan.entry.backend or plan.entry.metrics_url:
@@ -177,7 +177,7 @@ def _backend(plan: ServerPlan, cells: list[Cell]) -> BackendConfig | None:
 def _traced(
     backend: BackendConfig | None, plan: ServerPlan, cells: list[Cell], console: Console
 ) -> tuple[BackendConfig | None, list[Cell]]:
-    """issue 24 --server-traces: one receiver port for the server configuration (its cells' runs
+    """--server-traces: one receiver port for the server configuration (its cells' runs
     each listen there in turn), and the launched engine pointed at it as ``tokenbench run`` points
     its own (spans.launch.traced_launch); an attached server: the console says where."""
     if not cells or not cells[0].config.server_traces:

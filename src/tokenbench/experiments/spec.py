@@ -112,16 +112,16 @@ class Variant(FrozenModel):
     prefix_groups: int | None = Field(default=None, gt=0)
     prefix_tokens: int | None = Field(default=None, gt=0)
     prefix_skew: float | None = Field(default=None, gt=0)
-    # issue 23 embeddings: this variant's inputs per pooling request (over the experiment's batch_size)
+    # pooling APIs: this variant's inputs per pooling request (over the experiment's batch_size)
     batch_size: int | None = Field(default=None, gt=0)
-    # issue 23 images: a variant with images beside one without shows what they cost
+    # images: a variant with images beside one without shows what they cost
     images: str | None = None
     image_size: str | None = None
     image_format: Literal["png", "jpeg"] | None = None
-    # issue 23 routing: a variant's own LoRA mix and workload mix (not dataset fields)
+    # routing: a variant's own LoRA mix and workload mix (not dataset fields)
     lora_mix: dict[str, float] | None = None
     mix: WorkloadMix | None = None
-    # issue 23 structured output and tool calls: the request's constraint and tools (TargetConfig's
+    # structured output: the request's constraint and tools (TargetConfig's
     # fields, over the experiment's own; a variant without them beside one with shows their cost)
     response_format: OutputConstraint | None = None
     tools: str | tuple[dict[str, Any], ...] | None = None  # a file, or the definitions (TargetConfig reads it)
@@ -190,17 +190,17 @@ class ExperimentSpec(FrozenModel):
     metrics_interval_s: float = Field(default=1.0, gt=0)
     seed: int = 0
     sessions: SessionConfig | None = None  # multi-turn sessions (``--multi-turn``'s settings)
-    # issue 23 embeddings: inputs per request of api embeddings, rerank, score (``--batch-size``)
+    # pooling APIs: inputs per request of api embeddings, rerank, score (``--batch-size``)
     batch_size: int | None = Field(default=None, gt=0)
-    # issue 23 routing: --lora-mix, --mix and --tenant-header for every cell (a variant's own win)
+    # routing: --lora-mix, --mix and --tenant-header for every cell (a variant's own win)
     lora_mix: dict[str, float] | None = None
     mix: WorkloadMix | None = None
     tenant_header: str = DEFAULT_TENANT_HEADER
-    # issue 23 structured output and tool calls: every variant's, unless it names its own
+    # structured output: every variant's, unless it names its own
     response_format: OutputConstraint | None = None
     tools: str | tuple[dict[str, Any], ...] | None = None
     tool_choice: str | None = None
-    # issue 24: every cell receives the server's spans (``--server-traces``); a launched engine is
+    # server spans: every cell receives the server's spans (``--server-traces``); a launched engine is
     # pointed at one receiver port for its lifetime (0: a free one), an attached one by the user
     server_traces: bool = False
     server_traces_port: int = Field(default=0, ge=0, le=65535)
@@ -450,7 +450,7 @@ def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, tri
 
 
 def _structure(spec: ExperimentSpec, variant: Variant) -> dict[str, Any]:
-    """issue 23: the variant's response_format / tools / tool_choice, else the experiment's."""
+    """the variant's response_format / tools / tool_choice, else the experiment's."""
     fields = ("response_format", "tools", "tool_choice")
     return {f: getattr(variant, f) if getattr(variant, f) is not None else getattr(spec, f) for f in fields}
 

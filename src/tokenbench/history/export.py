@@ -6,7 +6,7 @@ no parser of ours:
   derived from it (``ttft_s``, ``ttfo_s``, ``e2e_s``, ``tpot_s``, ``queue_s``, ``chunks``, ``streamed_tokens``,
   ``ttftc_s``; structured output's ``structured``, ``output_parsed``, ``output_valid`` and the tool
   calls' ``tool_calls``, ``tool_args_parsed`` ... are records.jsonl fields; the HTTP phases
-  ``pool_wait_s``, ``connect_s``, ``response_headers_s`` ... too); with server spans (issue 24,
+  ``pool_wait_s``, ``connect_s``, ``response_headers_s`` ... too); with server spans (
   --server-traces) each request's server phases: ``server_arrival_s``, ``server_network_s``, ``server_frontend_s``,
   ``server_queue_s``, ``server_prefill_s``, ``server_ttft_s``, ``server_first_token_s``,
   ``server_delivery_s``, ``server_decode_s``, ``server_finish_s``, ``client_minus_server_ttft_s``
@@ -101,7 +101,7 @@ def run_tables(run_dir: Path, extra: Row | None = None) -> dict[str, list[Row]]:
                     QUEUE.key: r.queue_s,
                     "chunks": len(r.chunk_times_s),
                     "streamed_tokens": r.streamed_tokens,
-                    "ttftc_s": r.ttftc_s,  # issue 23: time to the first tool-call token (None without a call)
+                    "ttftc_s": r.ttftc_s,  # time to the first tool-call token (None without a call)
                 }
             )
             if joiner is not None:
@@ -120,7 +120,7 @@ def run_tables(run_dir: Path, extra: Row | None = None) -> dict[str, list[Row]]:
 
 
 class _ServerPhases:
-    """issue 24: a record's server phases as results.json derived them: its point's clock offset,
+    """server spans: a record's server phases as results.json derived them: its point's clock offset,
     and spans received after the point's results were due left out (late)."""
 
     def __init__(self, spans: SpanIndex, origin_unix_s: float, points: dict[int, tuple[float, float]]) -> None:

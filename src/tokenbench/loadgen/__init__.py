@@ -15,7 +15,7 @@ A failing server is not flooded (failfast.py): a closed-loop user backs off afte
 row, and a point's circuit breaker stops it early (no new request; those in flight drain as at the
 deadline) once the server failed every request for a while (``PointRun.stopped_early``).
 
-A point can also stop by its own figures (autostop.py, issue 25): ``--duration auto`` once they are
+A point can also stop by its own figures (autostop.py): ``--duration auto`` once they are
 precise (its requests in flight drain as at the deadline), ``--stop-oversaturated`` once its
 backlog grows without bound (those in flight are cancelled at once: draining an unbounded queue
 would take what the stop saves); ``--warmup auto`` moves its window's start to where steady state
@@ -76,8 +76,8 @@ class PointRun:
     last_arrival_s: float | None = None  # open loop: the last scheduled arrival
     sessions: SessionTally | None = None  # a --multi-turn point's conversations (session_load)
     stopped_early: Trip | None = None  # the circuit breaker stopped the point (failfast.py)
-    auto_stop: AutoStop | None = None  # issue 25: the point stopped by its own figures (autostop.py)
-    stopping: AutoStopFacts | None = None  # issue 25: a point that judged itself: why it stopped, its precision
+    auto_stop: AutoStop | None = None  # autostop: the point stopped by its own figures (autostop.py)
+    stopping: AutoStopFacts | None = None  # autostop: a point that judged itself: why it stopped, its precision
 
 
 RecordSink = Callable[[RequestRecord], None]
@@ -196,7 +196,7 @@ class LoadGenerator:
     async def send(self, request: Request, record: RequestRecord) -> None:
         """Send through the client; the record is written when it ends (or is cancelled). One
         issued as the circuit breaker tripped is never sent (a never-sent record)."""
-        if request.images:  # issue 23 images
+        if request.images:  # images
             record.images, record.image_pixels = len(request.images), request.image_pixels
         point = self._point
         if point is not None and point.tripped.is_set():
@@ -376,7 +376,7 @@ class LoadGenerator:
     async def _users(self, point: PointState, load: UsersLoad, source: RequestSource) -> None:
         users = point.user_tasks = set()
 
-        # A user sends its requests itself, one at a time (issue 27: no task, and no shield, of
+        # A user sends its requests itself, one at a time (no task, and no shield, of
         # its own per request). While it sends, its task is in ``tasks``, the point's requests in
         # flight: cancelled at the end (a cancelled record), left to drain when the breaker or the
         # point's own figures stop the point (_issue_until_stopped then cancels only the users
@@ -602,7 +602,7 @@ class PointState:
     tasks: set[asyncio.Future[Any]] = field(default_factory=set)  # requests in flight
     breaker: CircuitBreaker = field(default_factory=CircuitBreaker)  # stops a point the server fails
     tripped: asyncio.Event = field(default_factory=asyncio.Event)  # set when the breaker trips
-    monitor: PointMonitor | None = None  # issue 25: judges the point by its own figures (autostop.py)
+    monitor: PointMonitor | None = None  # autostop: judges the point by its own figures (autostop.py)
     halted: asyncio.Event = field(default_factory=asyncio.Event)  # set when the monitor stops the point
     # a closed loop's users (_users), each sending inline; None: the point's sends are tasks of their own
     user_tasks: set[asyncio.Task[Any]] | None = None

@@ -1,4 +1,4 @@
-"""A point's stopping rules that read its own figures while it runs (issue 25; pure: the load
+"""A point's stopping rules that read its own figures while it runs ( pure: the load
 generator feeds it records and backlog counts and asks it at each tick, with the clock's time).
 
 - ``--warmup auto``: the measured window starts where steady state began (metrics.steady's rule,

@@ -329,7 +329,7 @@ async def _converse(gen: Driver, point: Point, conv: _Conv, scheduled_s: float, 
 
 
 def _tool_result(conv: _Conv, calls: tuple[dict[str, object], ...], result: str, source: SessionSource) -> int:
-    """issue 23: the reply's tool calls on its assistant message, then one ``tool`` message per call
+    """the reply's tool calls on its assistant message, then one ``tool`` message per call
     with the canned --tool-result (OpenAI's shape): the next turn continues after them. The tokens
     the history grew by (the calls' arguments and the results)."""
     conv.history[-1] = {**conv.history[-1], "content": conv.history[-1]["content"] or None, "tool_calls": list(calls)}
@@ -351,10 +351,10 @@ async def _turn(gen: Driver, point: Point, conv: _Conv, k: int, scheduled_s: flo
         turn_index=k,
         history_tokens=conv.history_tokens,
         headers=((source.settings.header, conv.sid),),
-        images=turn.images,  # issue 23 images: this turn's own
+        images=turn.images,  # images: this turn's own
         image_pixels=turn.image_pixels,
     )
-    if conv.conversation.group is not None:  # issue 23 routing: the conversation's group
+    if conv.conversation.group is not None:  # routing: the conversation's group
         request = conv.conversation.group.apply(request)
     record = gen.new_record(
         point=point.run.index,

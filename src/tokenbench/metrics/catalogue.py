@@ -152,7 +152,7 @@ QUEUE = Distribution(
     "requests sent in the window (open loop: scheduled in it; one never sent counts its wait to the point's end)",
 )
 
-# issue 23 embeddings: the distributions a pooling request (one answer, no stream) never has;
+# pooling APIs: the distributions a pooling request (one answer, no stream) never has;
 # tables of pooling points only leave them out
 STREAMED = frozenset({TTFT.key, TTFO.key, TPOT.key, DECODE_SPEED.key, ITL.key, ITL_PER_TOKEN.key})
 
@@ -193,7 +193,7 @@ _METRICS: tuple[Metric, ...] = (
         get=path("requests_per_s"),
         views=_ALL,
     ),
-    # issue 23 embeddings: a pooling point's throughput (metrics.pooling), beside its request rate
+    # pooling APIs: a pooling point's throughput (metrics.pooling), beside its request rate
     Metric(
         key="inputs_per_s",
         title="input rate",
@@ -311,7 +311,7 @@ _METRICS: tuple[Metric, ...] = (
         get=path("good_fraction"),
         views=_views("aggregates", "console", "experiment", "report"),  # the experiment's: where an SLO is set
     ),
-    # issue 23 structured output: replies that met --response-format (metrics/validity.py)
+    # structured output: replies that met --response-format (metrics/validity.py)
     Metric(
         key="valid_fraction",
         title="valid",

@@ -1,4 +1,4 @@
-"""A point's requests by group (issue 23 routing): by LoRA adapter, by class, by tenant, and
+"""A point's requests by group: by LoRA adapter, by class, by tenant, and
 Jain's fairness index across tenants.
 
 Population: the point's window population (the records its own distributions read). Each group's

@@ -1,4 +1,4 @@
-"""Images sent in chat requests (issue 23 images) over a point's population.
+"""Images sent in chat requests over a point's population.
 
 Counted from the records (``RequestRecord.images``, ``image_pixels``): the requests that carried
 images, their images and pixels, and images served per second by the request rate's own rule:

@@ -192,7 +192,7 @@ def summarize_point(
     )
     rates = _rates(basis, population, slo, span.open_loop, chunks.in_population)
     tpots = [r.tpot_s for r in ok if r.tpot_s is not None]
-    pooling = is_pooling(records)  # issue 23 embeddings: no output tokens, so no token rates
+    pooling = is_pooling(records)  # pooling APIs: no output tokens, so no token rates
     return PointMetrics(
         window_s=window.length_s,
         window=WindowSpan(start_s=window.start_s, end_s=window.end_s),
@@ -225,8 +225,8 @@ def summarize_point(
         tokens=token_counts(population),
         **reasoning_metrics(population),  # only when reasoning streamed: keeps the shape otherwise
         **(pooling_metrics(basis.rated, basis.weight, basis.period_s, prompt_tokens) if pooling else {}),
-        **image_metrics(population, rates.requests_per_s),  # issue 23 images: only when some carried images
-        **validity_metrics(population),  # issue 23: only when structure or tools were asked for
+        **image_metrics(population, rates.requests_per_s),  # images: only when some carried images
+        **validity_metrics(population),  # only when structure or tools were asked for
     )
 
 

@@ -1,4 +1,4 @@
-"""Pooling points (issue 23 embeddings: --api embeddings, rerank, score): inputs and prompt tokens
+"""Pooling points (--api embeddings, rerank, score): inputs and prompt tokens
 per second.
 
 A pooling request sends ``inputs`` strings (embedded, or documents scored against a query) and

@@ -1,4 +1,4 @@
-"""How precise a point's figures are (issue 25, ``--duration auto``): 95% confidence intervals that
+"""How precise a point's figures are (``--duration auto``): 95% confidence intervals that
 stay valid when the samples are correlated, as a load point's are (pure, numpy + scipy).
 
 Means (TTFT, TPOT): **batch means**. The series, in the order the requests were sent, is cut into

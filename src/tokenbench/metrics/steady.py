@@ -1,4 +1,4 @@
-"""When a point's figures stopped drifting, and when its queue grows without bound (issue 25; pure).
+"""When a point's figures stopped drifting, and when its queue grows without bound ( pure).
 
 **Steady state** (``steady_start``). The point after its ramp-up is cut into fixed windows (the
 run's ``--window``). Steady state begins at the start of the earliest window *i* such that, over

@@ -24,14 +24,14 @@ of ``delta.content``, on the same schedule, and the usage says ``completion_toke
 chunk is chunk K: TTFO = TTFT + K * ITL, as scripted. Asked for usage on every chunk (``stream_options.
 continuous_usage_stats``), the mock sends it as vLLM: role chunk 0, content chunk i (i + 1) * tokens_per_chunk.
 
-Groups (issue 23 routing): with ``priority_queue`` the requests waiting for capacity are admitted
+Groups: with ``priority_queue`` the requests waiting for capacity are admitted
 by their ``priority`` field (lower first, vLLM's rule; absent counts as 0), then in arrival order,
 so under overload the high class's TTFT stays near the scripted one while the low class queues.
 ``adapters`` ("a=20,b=40": LoRA adapter names and each one's extra TTFT in ms) lists them in
 /v1/models beside the base model, adds each one's cost to a request with ``model`` = its name, and
 answers 404 for a model it does not serve (as vLLM does). Each delivery logs the request's
 ``model`` and ``priority``.
-Structured output and tool calls (issue 23, mock_structured.py): a request asking for a JSON schema
+Structured output and tool calls (mock_structured.py): a request asking for a JSON schema
 (any dialect tokenbench sends) gets the schema's smallest instance, one offering tools one call of
 the named (else first) tool, on the same schedule; ``invalid_every`` N makes every N-th such reply
 invalid (a known valid_fraction).
@@ -44,7 +44,7 @@ after ``fault_after_chunks`` with ``finish_reason: "abort"``, usage and ``[DONE]
 request its engine aborted), no_end (the content, then the stream closes cleanly with neither a
 finish reason nor ``[DONE]``, as a proxy that cuts a stream at a chunk boundary would).
 
-Images (chat ``image_url`` content parts, issue 23 images): accepted on any chat request; each
+Images (chat ``image_url`` content parts, images): accepted on any chat request; each
 adds ``image_ms`` to the reply's TTFT (chunk i at ``admitted + ttft + images * image_ms + i * itl``)
 and ``image_tokens`` to its usage's prompt_tokens, which are otherwise those of the same request
 with the image parts left out (its text parts joined). A delivery logs the count (``images``).
@@ -168,7 +168,7 @@ class MockServer:
         if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
             self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", names, registry=reg).labels(model)
             self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", names, registry=reg).labels(model)
-        self._first_received: float | None = None  # issue 25: the scripted warm-up starts here
+        self._first_received: float | None = None  # autostop: the scripted warm-up starts here
         self._jitter = random.Random(settings.jitter_seed)
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         if self._exporter is not None:
@@ -183,7 +183,7 @@ class MockServer:
                 web.post("/tokenize", self._tokenize),
                 web.get("/mock/deliveries", self._deliveries),
                 web.get("/metrics", self._metrics),
-                *(web.post(path, self._pool) for path in POOLING_PATHS),  # issue 23 embeddings
+                *(web.post(path, self._pool) for path in POOLING_PATHS),  # embeddings
             ]
         )
 
@@ -332,14 +332,14 @@ class MockServer:
         reply.scripted = self._scripted(body, n_chunks, rid)
         if await self._write_chunks(reply, n_chunks, admitted, received):
             await self._write_end(reply, body, n_chunks)
-            if self._exporter is not None:  # issue 24: the reply's span, as vLLM would send it
+            if self._exporter is not None:  # server spans: the reply's span, as vLLM would send it
                 prompt = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
                 completion = n_chunks * self.s.tokens_per_chunk
                 self._exporter.export(self._exporter.span(delivery, rid, prompt, completion))
         return resp
 
     def _scripted(self, body: Body, n_chunks: int, rid: str) -> tuple[list[Event], str] | None:
-        """issue 23: a structured reply's or tool call's deltas and finish reason (mock_structured)."""
+        """a structured reply's or tool call's deltas and finish reason (mock_structured)."""
         if not (body.get("response_format") or body.get("structured_outputs") or body.get("json_schema")):
             if not body.get("tools"):
                 return None
@@ -366,7 +366,7 @@ class MockServer:
             if delay > 0:
                 await asyncio.sleep(delay)
             delivery.chunk_times_s.append(time.perf_counter())
-            if reply.scripted is not None:  # issue 23: structured output or a tool call
+            if reply.scripted is not None:  # structured output or a tool call
                 await resp.write(reply.event(reply.delta(reply.scripted[0][i]), reply.usage_so_far((i + 1) * k)))
             elif reply.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
                 await resp.write(reply.event(reply.content(text, i < reasoning), reply.usage_so_far((i + 1) * k)))
@@ -378,7 +378,7 @@ class MockServer:
         return True
 
     def _ttft_ms(self, received: float) -> float:
-        """The scripted TTFT (issue 25): slower while the warm-up lasts, then jittered."""
+        """The scripted TTFT: slower while the warm-up lasts, then jittered."""
         if self._first_received is None:
             self._first_received = received
         ttft = self.s.ttft_ms
@@ -463,9 +463,9 @@ class _Reply:
     model: str
     fault: str | None
     continuous: bool = False  # the request asked for usage on every chunk
-    images: int = 0  # issue 23 images: the request's image parts
+    images: int = 0  # images: the request's image parts
     created: int = field(default_factory=lambda: int(time.time()))
-    scripted: tuple[list[Event], str] | None = None  # issue 23: each chunk's delta, the finish reason
+    scripted: tuple[list[Event], str] | None = None  # each chunk's delta, the finish reason
 
     def usage_so_far(self, completion: int) -> Event | None:
         """vLLM's usage on every chunk (continuous_usage_stats): the completion tokens so far."""
@@ -495,7 +495,7 @@ class _Reply:
         return {"index": 0, "text": text, "finish_reason": None}
 
     def delta(self, delta: Event) -> Event:
-        """A scripted chunk (issue 23): a chat delta, or a completion's ``{"text": ...}``."""
+        """A scripted chunk: a chat delta, or a completion's ``{"text": ...}``."""
         if self.chat:
             return {"index": 0, "delta": delta, "finish_reason": None}
         return {"index": 0, **delta, "finish_reason": None}

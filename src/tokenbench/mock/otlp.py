@@ -1,4 +1,4 @@
-"""The mock's OTLP exporter (issue 24): after each reply, one ``llm_request`` span as vLLM sends
+"""The mock's OTLP exporter: after each reply, one ``llm_request`` span as vLLM sends
 it (vllm/v1/engine/output_processor.py do_tracing: started at the request's arrival, vLLM's
 ``gen_ai.*`` attribute names, seconds), posted as OTLP/HTTP protobuf to ``--otlp-endpoint``, in
 the trace of the request's incoming traceparent (or, with ``otlp_protocol="grpc"``, as an OTLP/gRPC

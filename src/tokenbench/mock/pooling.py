@@ -1,4 +1,4 @@
-"""The mock's pooling answers (issue 23 embeddings): ``/v1/embeddings``, ``/v1/rerank`` and
+"""The mock's pooling answers: ``/v1/embeddings``, ``/v1/rerank`` and
 ``/v1/score`` in vLLM's shapes (clients/embeddings.py cites them), on a scripted cost.
 
 An answer with N inputs is written whole at ``admitted + ttft_ms + N * input_ms`` (the same

@@ -51,19 +51,19 @@ class MockSettings:
     # > 0: a prefix cache of blocks of this many prompt tokens (see PrefixCache); 0: none, and no
     # cached_tokens in the usage
     cache_block_tokens: int = 0
-    # issue 23 embeddings: a pooling answer's cost per input (mock_pooling.py: ttft_ms + N * input_ms)
+    # pooling APIs: a pooling answer's cost per input (mock_pooling.py: ttft_ms + N * input_ms)
     input_ms: float = 5.0
-    # issue 23 images: each image_url part's prefill cost (added to TTFT) and prompt tokens
+    # images: each image_url part's prefill cost (added to TTFT) and prompt tokens
     image_ms: float = 0.0
     image_tokens: int = 0
-    # issue 23 routing (see the module doc)
+    # routing: (see the module doc)
     priority_queue: bool = False
     adapters: str = ""
 
-    # issue 23: every N-th request asking for structure or offering tools gets invalid output
+    # every N-th request asking for structure or offering tools gets invalid output
     # (mock_structured.py); 0: all valid
     invalid_every: int = 0
-    # issue 25 a scripted warm-up transient and jitter: a request received within warmup_slow_s of
+    # autostop: a scripted warm-up transient and jitter: a request received within warmup_slow_s of
     # the first one has its TTFT times warmup_factor; every TTFT is then times 1 + ttft_jitter * U
     # (U uniform on [-1, 1], drawn from random.Random(jitter_seed) in the order requests arrive:
     # a TTFT's relative standard deviation is ttft_jitter / sqrt(3))
@@ -71,7 +71,7 @@ class MockSettings:
     warmup_factor: float = 1.0
     ttft_jitter: float = 0.0
     jitter_seed: int = 0
-    # issue 24: an OTLP/HTTP endpoint to post each reply's span to (mock_otlp.py; "": none), and its
+    # server spans: an OTLP/HTTP endpoint to post each reply's span to (mock_otlp.py; "": none), and its
     # robustness knobs: every N-th span never sent, each sent this late, an unknown attribute
     otlp_endpoint: str = ""
     otlp_skip_every: int = 0
@@ -101,7 +101,7 @@ class Delivery:
     headers: dict[str, str] | None = None  # record_requests: the request's X-* headers
     messages: object = None  # record_requests: the chat messages sent
     prompt: str | None = None  # record_requests: the completions prompt sent
-    images: int = 0  # issue 23 images: image_url parts in the request's messages
+    images: int = 0  # images: image_url parts in the request's messages
     model: str | None = None  # the request's model (a LoRA adapter's name)
     priority: float | None = None  # the request's priority field
-    traceparent: str | None = None  # issue 24: the W3C traceparent the request carried
+    traceparent: str | None = None  # server spans: the W3C traceparent the request carried

@@ -1,4 +1,4 @@
-"""The mock's structured output and tool calls (issue 23): what a scripted reply says when the
+"""The mock's structured output and tool calls: what a scripted reply says when the
 request asks for structure or offers tools, on the mock's usual schedule (one piece per chunk).
 
 Structure is read from every dialect structured.py sends: OpenAI's ``response_format``

@@ -1,4 +1,4 @@
-"""What if (issue 26): a model of one server configuration, calibrated from runs already made,
+"""What if: a model of one server configuration, calibrated from runs already made,
 that predicts loads nobody ran.
 
 params.py (the fitted model as JSON: each parameter's value, uncertainty and which runs constrained

@@ -1,4 +1,4 @@
-"""Runs -> a ServerModel (issue 26): the step time by weighted least squares over every finished
+"""Runs -> a ServerModel: the step time by weighted least squares over every finished
 request, the batch limits from the launch knobs or from what the runs show, and each fitted point
 replayed through the model for its residuals.
 

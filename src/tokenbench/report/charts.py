@@ -311,7 +311,7 @@ def error_chart(data: ReportData) -> list[Chart]:
 
 
 # ---------------------------------------------------------------------------------------------
-# server spans (issue 24)
+# server spans
 
 # The stacked breakdown's segments, in the order a request meets them: the client's own delay
 # (scheduled -> sent), sent -> server arrival, the server's frontend, queue and prefill, its first

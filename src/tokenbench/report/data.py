@@ -152,7 +152,7 @@ class TurnRow:
 
 @dataclass(frozen=True)
 class ImageRow:
-    """One point that sent images (results' ``images``; issue 23 images): what they cost."""
+    """One point that sent images (results' ``images``; images): what they cost."""
 
     config: str
     label: str  # the point's
@@ -166,7 +166,7 @@ class ImageRow:
 
 @dataclass(frozen=True)
 class PhaseRow:
-    """Where one point's requests spent their time (results' ``server_phases``; issue 24): the
+    """Where one point's requests spent their time (results' ``server_phases``): the
     share joined to a server span, each phase's median, and its mean over the slowest 1%."""
 
     config: str
@@ -186,7 +186,7 @@ class PhaseRow:
 @dataclass(frozen=True)
 class SlowRow:
     """One of a run's slowest requests by client TTFT (records.jsonl joined to server_spans.jsonl,
-    issue 24), with its phases; a phase is None where no span joined or the span lacks it."""
+    ), with its phases; a phase is None where no span joined or the span lacks it."""
 
     config: str
     label: str  # its point's
@@ -199,7 +199,7 @@ class SlowRow:
 @dataclass(frozen=True)
 class GroupRow:
     """One adapter's, class's or tenant's share of one point (results' by_adapter, by_class,
-    by_tenant; issue 23 routing), with the point's Jain's index on a tenant's row."""
+    by_tenant; routing), with the point's Jain's index on a tenant's row."""
 
     config: str
     label: str  # the point's
@@ -235,10 +235,10 @@ class ReportData:
     slos: tuple[Slo, ...] = field(default=())  # distinct SLOs of the inputs
     turns: tuple[TurnRow, ...] = ()  # multi-turn session runs' points, by turn index
     capacities: tuple[CapacityEntry, ...] = ()  # capacity searches (capacity.json), in input order
-    images: tuple[ImageRow, ...] = ()  # issue 23 images: the points that sent images
-    groups: tuple[GroupRow, ...] = ()  # points' requests by adapter, class and tenant (issue 23 routing)
-    phases: tuple[PhaseRow, ...] = ()  # issue 24: points with server spans
-    slowest: tuple[SlowRow, ...] = ()  # issue 24: each run's slowest requests with their phases
+    images: tuple[ImageRow, ...] = ()  # images: the points that sent images
+    groups: tuple[GroupRow, ...] = ()  # points' requests by adapter, class and tenant
+    phases: tuple[PhaseRow, ...] = ()  # server spans: points with server spans
+    slowest: tuple[SlowRow, ...] = ()  # server spans: each run's slowest requests with their phases
 
 
 @dataclass
@@ -253,10 +253,10 @@ class Part:
     slos: list[Slo]
     turns: list[TurnRow] = field(default_factory=list)
     capacities: list[CapacityEntry] = field(default_factory=list)
-    images: list[ImageRow] = field(default_factory=list)  # issue 23 images
-    groups: list[GroupRow] = field(default_factory=list)  # issue 23 routing
-    phases: list[PhaseRow] = field(default_factory=list)  # issue 24 server spans
-    slowest: list[SlowRow] = field(default_factory=list)  # issue 24: the slowest requests
+    images: list[ImageRow] = field(default_factory=list)  # images
+    groups: list[GroupRow] = field(default_factory=list)  # routing
+    phases: list[PhaseRow] = field(default_factory=list)  # server spans: server spans
+    slowest: list[SlowRow] = field(default_factory=list)  # server spans: the slowest requests
 
     def configs(self) -> list[str]:
         seen: list[str] = []

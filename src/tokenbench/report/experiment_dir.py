@@ -51,9 +51,9 @@ def read_experiment_dir(path: Path) -> Part:
             config = _config(cell.server, cell.variant, many_variants)
             rows_of_cell = turn_rows(cell_results[cell_id], config)
             part.turns += [replace(t, label=f"{t.label} · trial {cell.trial}") for t in rows_of_cell]
-            image_rows_of_cell = image_rows(cell_results[cell_id], config)  # issue 23 images
+            image_rows_of_cell = image_rows(cell_results[cell_id], config)  # images
             part.images += [replace(i, label=f"{i.label} · trial {cell.trial}") for i in image_rows_of_cell]
-            # issue 24 server spans: each cell's points, and its slowest requests (kept below per configuration)
+            # server spans: each cell's points, and its slowest requests (kept below per configuration)
             part.phases += [
                 replace(p, label=f"{p.label} · trial {cell.trial}") for p in phase_rows(cell_results[cell_id], config)
             ]

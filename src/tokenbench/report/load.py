@@ -47,9 +47,9 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     slos: list[Slo] = []
     turns: list[TurnRow] = []
     capacities: list[CapacityEntry] = []
-    images: list[ImageRow] = []  # issue 23 images
+    images: list[ImageRow] = []  # images
     groups: list[GroupRow] = []
-    phases: list[PhaseRow] = []  # issue 24
+    phases: list[PhaseRow] = []
     slowest: list[SlowRow] = []
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]

@@ -167,7 +167,7 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
         ),
     ]
     sections += _layer_sections(data)
-    pooling = pooling_table(data)  # issue 23 embeddings: only with pooling points
+    pooling = pooling_table(data)  # pooling APIs: only with pooling points
     if pooling is not None:
         sections.append(
             Section("pooling", "Embeddings, rerank and score", (Block(table=pooling),), caption=POOLING_CAPTION)
@@ -177,10 +177,10 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
         sections.append(
             Section("turns", "TTFT by turn (multi-turn sessions)", (Block(table=turns),), caption=TURNS_CAPTION)
         )
-    images = images_table(data)  # issue 23 images: only when some point sent images
+    images = images_table(data)  # images: only when some point sent images
     if images is not None:
         sections.append(Section("images", "Images", (Block(table=images),), caption=IMAGES_CAPTION))
-    phases = phases_table(data)  # issue 24: only when some point was joined to server spans
+    phases = phases_table(data)  # server spans: only when some point was joined to server spans
     if phases is not None:
         blocks = [Block(table=phases)]
         slowest = slowest_table(data)
@@ -195,12 +195,12 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
                 charts=tuple(c for c in charts if c.section == "phases"),
             )
         )
-    groups = groups_table(data)  # issue 23 routing
+    groups = groups_table(data)  # routing
     if groups is not None:
         sections.append(
             Section("groups", "By adapter, class and tenant", (Block(table=groups),), caption=GROUPS_CAPTION)
         )
-    structured = structured_table(data)  # issue 23: only when some point asked for structure
+    structured = structured_table(data)  # only when some point asked for structure
     if structured is not None:
         sections.append(
             Section("structured", "Structured output", (Block(table=structured),), caption=STRUCTURED_CAPTION)

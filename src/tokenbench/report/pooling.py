@@ -1,4 +1,4 @@
-"""The report's section for pooling points (issue 23 embeddings: --api embeddings, rerank, score):
+"""The report's section for pooling points (--api embeddings, rerank, score):
 per configuration and load, the inputs per request, inputs/s and prompt tokens/s beside the
 request rate and the latency (sent -> the answer complete). Built from the catalogue's aggregates
 of every row (a run's points, an experiment's cells): shown only when some row has inputs/s."""

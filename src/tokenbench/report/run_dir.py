@@ -140,8 +140,8 @@ def read_run(path: Path) -> Part:
     part.turns = turn_rows(results, config)
     part.groups = group_rows(results, config)
     part.capacities = read_capacity(path, config)
-    part.images = image_rows(results, config)  # issue 23 images
-    part.phases = phase_rows(results, config)  # issue 24 server spans
+    part.images = image_rows(results, config)  # images
+    part.phases = phase_rows(results, config)  # server spans: server spans
     part.slowest = slow_rows(path, results, config)
     return part
 
@@ -247,7 +247,7 @@ def _float(value: float | None) -> float | None:
 
 
 def group_rows(results: RunResults, config: str) -> list[GroupRow]:
-    """A run's points by adapter, class and tenant (issue 23 routing; none for other runs)."""
+    """A run's points by adapter, class and tenant (routing; none for other runs)."""
     rows = []
     for p in results.points:
         jain = p.fairness.jain_index if p.fairness is not None else None

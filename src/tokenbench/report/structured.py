@@ -1,4 +1,4 @@
-"""The report's structured-output section (issue 23): per configuration and load, the share of
+"""The report's structured-output section: per configuration and load, the share of
 replies that met --response-format beside TTFT and TPOT, so a constrained point reads against an
 unconstrained one (preset ``structured-output`` runs both as variants). Only when some point asked
 for structure (the catalogue's optional ``valid_fraction``)."""

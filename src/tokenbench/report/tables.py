@@ -166,7 +166,7 @@ def turns_table(data: ReportData) -> Table | None:
 
 
 def images_table(data: ReportData) -> Table | None:
-    """Points that sent images (issue 23 images): per configuration and load, the images a
+    """Points that sent images: per configuration and load, the images a
     request, their size, images/s, the server's prompt tokens and TTFT; None without any."""
     if not data.images:
         return None
@@ -208,7 +208,7 @@ PHASE_COLUMNS: tuple[tuple[str, str], ...] = (
 
 
 def phases_table(data: ReportData) -> Table | None:
-    """Where the time went (issue 24: points joined to server spans): per configuration and load,
+    """Where the time went (points joined to server spans): per configuration and load,
     the share joined, each phase's median and, beside it, its mean over the slowest 1% by TTFT
     (a rising queue share under load is visible down the column); None without any."""
     if not data.phases:
@@ -228,7 +228,7 @@ def phases_table(data: ReportData) -> Table | None:
 
 
 def slowest_table(data: ReportData) -> Table | None:
-    """The slowest requests by client TTFT (issue 24), each with its phases in ms (– where no
+    """The slowest requests by client TTFT, each with its phases in ms (– where no
     span joined); None without server spans."""
     if not data.slowest:
         return None
@@ -244,7 +244,7 @@ def slowest_table(data: ReportData) -> Table | None:
 
 
 def groups_table(data: ReportData) -> Table | None:
-    """Points by LoRA adapter, class and tenant (issue 23 routing): per group its share, TTFT,
+    """Points by LoRA adapter, class and tenant: per group its share, TTFT,
     TPOT, E2E, output throughput and SLO attainment, Jain's index on the tenants' rows; None
     without groups."""
     if not data.groups:

@@ -33,7 +33,7 @@ class Objective(FrozenModel):
     name: ObjectiveName
     stat: ObjectiveStat  # "fraction" for errors
     limit: Number  # seconds, or a fraction of requests for errors
-    # issue 23 routing: a workload mix class's own objective, measured on its by_class figures
+    # routing: a workload mix class's own objective, measured on its by_class figures
     # (absent from capacity.json when None: a search without classes keeps its shape)
     request_class: str | None = None
 
@@ -87,7 +87,7 @@ class Decision(FrozenModel):
     passed: bool
     point_indices: list[int]
     objectives: list[ObjectiveCheck]
-    # issue 25: True when a trial of this value was stopped over-saturated (its backlog grew without
+    # autostop: True when a trial of this value was stopped over-saturated (its backlog grew without
     # bound), which fails the value whatever its objectives measured; absent before it existed
     over_saturated: bool | None = None
 

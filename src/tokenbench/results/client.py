@@ -18,7 +18,7 @@ class Client(FrozenModel):
     requests in flight at a tick (each streaming request holds one connection). Over several
     workers each figure is the worst worker's. ``limited``: a worker's loop lag p99 > 6 ms with at
     least 3 ticks over 5 ms, or at least 10% of its samples over 90% of a core
-    (telemetry.client_health's rule), or (issue 27) an open-loop point's sends ran late against
+    (telemetry.client_health's rule), or an open-loop point's sends ran late against
     their schedule (send lag p99 > 10 ms with at least 3 sends over it); ``limited_by`` says which.
     ``send_lag_p99_s``: that p99 (an open-loop point without --max-concurrency only)."""
 

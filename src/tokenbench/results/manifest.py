@@ -48,7 +48,7 @@ class TargetFacts(FrozenModel):
     model: str | None = None
     api: Api | None = None
     continuous_usage: bool | None = None  # usage on every chunk was asked for; absent before it existed
-    # issue 23: the fields --response-format went in (structured.py's dialect); only when it was given
+    # the fields --response-format went in (structured.py's dialect); only when it was given
     structured_dialect: str | None = None
 
     @classmethod
@@ -228,7 +228,7 @@ class PointEnd(_PointEvent):
     sessions: SessionCounts | None = None  # a --multi-turn point the process finished
     workers_lost: list[WorkerLoss] | None = None  # only a point during which a worker died
     stopped_early: StoppedEarly | None = None  # only a point the circuit breaker stopped (failfast.py)
-    auto_stop: AutoStopFacts | None = None  # issue 25: only a point that judged itself (autostop.py)
+    auto_stop: AutoStopFacts | None = None  # autostop: only a point that judged itself (autostop.py)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PointEnd:

@@ -168,7 +168,7 @@ class Reasoning(FrozenModel):
 
 
 class Pooling(FrozenModel):
-    """A pooling point's work (issue 23 embeddings: --api embeddings, rerank, score; metrics.pooling).
+    """A pooling point's work (--api embeddings, rerank, score; metrics.pooling).
     Latency is ``e2e_s`` (sent -> the answer complete); the generative metrics are absent."""
 
     population: str  # which requests the rates count, and over which period
@@ -181,7 +181,7 @@ class Pooling(FrozenModel):
 
 
 class Images(FrozenModel):
-    """Images sent in chat content parts over a point's population (metrics.images; issue 23
+    """Images sent in chat content parts over a point's population (metrics.images
     images; only on a point where some request carried images)."""
 
     requests: int  # requests of the population that carried images
@@ -197,7 +197,7 @@ class Images(FrozenModel):
     prompt_tokens: Distribution
 
 
-# issue 23 structured output and tool calls (metrics/validity.py)
+# structured output: (metrics/validity.py)
 class StructuredOutput(FrozenModel):
     """Replies under --response-format over a point's population (only on a point where some
     request asked for structure). valid_fraction's population: the successful requests that asked
@@ -398,11 +398,11 @@ class PointMetrics(FrozenModel):
     # only on a point where reasoning streamed (a run without keeps its results.json shape)
     ttfo_s: Distribution | None = None
     reasoning: Reasoning | None = None
-    # issue 23 embeddings: only on a point of pooling requests (a run without keeps its shape)
+    # pooling APIs: only on a point of pooling requests (a run without keeps its shape)
     pooling: Pooling | None = None
-    # issue 23 images: only on a point where some request carried images
+    # images: only on a point where some request carried images
     images: Images | None = None
-    # issue 23 structured output and tool calls: only on a point where a request asked for structure /
+    # structured output: only on a point where a request asked for structure /
     # offered tools (a run without keeps its results.json shape); ttftc_s: time to the first
     # tool-call token, over the successful requests whose reply made a call
     structured: StructuredOutput | None = None
@@ -413,7 +413,7 @@ class PointMetrics(FrozenModel):
 # A point's parts are declared once, where they are computed. Pydantic puts a base's fields before
 # its subclass's and the last base's first: results.json's key order is PointHead's, PointMetrics',
 # then the server's and the GPU's figures and the time series (derive.point_result joins them).
-# issue 23 routing: a point's requests by group (metrics/groups.py)
+# routing: a point's requests by group (metrics/groups.py)
 class GroupSlo(FrozenModel):
     """The per-request objectives a group's goodput counts (a class's own, else the run's --slo)."""
 
@@ -457,7 +457,7 @@ class Fairness(FrozenModel):
     values: dict[str, Number | None]
 
 
-# issue 24: a point's per-request phases: the client's HTTP phases (every run) and the server's own,
+# server spans: a point's per-request phases: the client's HTTP phases (every run) and the server's own,
 # joined from its spans (--server-traces)
 class ClockOffset(FrozenModel):
     """How a server's wall-clock time was placed on the run's clock: run time = server unix time -
@@ -515,24 +515,24 @@ class PointResult(PointMetrics, PointHead):
     # only on a point with failed requests: the first distinct error texts (results.failures)
     errors_seen: list[ErrorSeen] | None = None
     stopped_early: StoppedEarly | None = None  # only on a point the circuit breaker stopped
-    # issue 23 routing: only on a point whose requests had adapters, classes or tenants
+    # routing: only on a point whose requests had adapters, classes or tenants
     by_adapter: dict[str, GroupStats] | None = None
     by_class: dict[str, GroupStats] | None = None
     by_tenant: dict[str, GroupStats] | None = None
     fairness: Fairness | None = None
-    # issue 25 (results/stopping.py): where the figures stopped drifting (every point since), how a
+    # autostop: (results/stopping.py): where the figures stopped drifting (every point since), how a
     # point that judged itself stopped, and an over-saturated point's evidence (only such points)
     steady_state: SteadyState | None = None
     auto_stop: AutoStop | None = None
     over_saturated: OverSaturated | None = None
-    # issue 24: distributions of the client's HTTP phases (absent from runs before them), and the
+    # server spans: distributions of the client's HTTP phases (absent from runs before them), and the
     # server's phases joined from its spans (only a --server-traces run)
     http_phases: dict[str, Distribution] | None = None
     server_phases: ServerPhases | None = None
 
 
 class Predicted(FrozenModel):
-    """A results.json that no server produced: a model's prediction (issue 26, tokenbench.model).
+    """A results.json that no server produced: a model's prediction (tokenbench.model).
     ``interval``: the relative half-width of the prediction interval the model gives its mean
     figures (its fit's residuals and its last validation, whichever is larger); ``validation_error``:
     the largest relative error of its last validation against a run it was not fitted on (None:
@@ -563,7 +563,7 @@ class RunResults(FrozenModel):
     workers: Workers | None = None  # only a run whose load came from several workers
     points: list[PointResult]
     interrupted: bool | None = None  # None while the run goes on
-    predicted: Predicted | None = None  # issue 26: only a model's prediction (tokenbench model predict)
+    predicted: Predicted | None = None  # the server model: only a model's prediction (tokenbench model predict)
 
     def with_point(self, point: PointResult) -> RunResults:
         """These results with one more point, as it finished."""

@@ -1,4 +1,4 @@
-"""Issue 25 in results: when a point's figures stopped drifting (``steady_state``), how and why it
+"""autostop: in results: when a point's figures stopped drifting (``steady_state``), how and why it
 stopped when it judged itself (``auto_stop``: --duration auto, --warmup auto, --stop-oversaturated)
 with the precision its window reached, and the evidence of a backlog growing without bound
 (``over_saturated``). The rules are autostop.py's and metrics/steady.py's, metrics/precision.py's."""

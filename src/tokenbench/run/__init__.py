@@ -132,7 +132,7 @@ def run(
     writer = RunWriter(out, keep_text=config.keep_text)
     clock = RunClock.start()
     measured = False
-    # issue 24: the receiver of the server's spans, before the server starts (it is told where)
+    # server spans: the receiver of the server's spans, before the server starts (it is told where)
     receiver = (
         SpanReceiver(writer.dir, clock.now, config.server_traces_port, grpc_port=config.server_traces_grpc_port)
         if config.server_traces
@@ -183,7 +183,7 @@ def _launch(config: RunConfig) -> BackendConfig | None:
 
 
 def pooling_launch(backend: BackendConfig, target: TargetConfig) -> BackendConfig:
-    """An embedding server for a pooling API (issue 23 embeddings), unless --no-embedding said."""
+    """An embedding server for a pooling API, unless --no-embedding said."""
     if not target.pooling or backend.knobs.embedding is not None:
         return backend
     return backend.model_copy(update={"knobs": backend.knobs.model_copy(update={"embedding": True})})
@@ -280,7 +280,7 @@ def _workload(config: RunConfig) -> str:
     synthetic = d.name == "synthetic"
     output = d.output_tokens if d.output_tokens is not None or not synthetic else SYNTHETIC_OUTPUT_TOKENS
     text = workload_text(d.name, d.input_tokens if synthetic else None, output)
-    if config.target.pooling:  # issue 23 embeddings: inputs, no output
+    if config.target.pooling:  # pooling APIs: inputs, no output
         inputs = d.input_tokens if synthetic else "the dataset's"
         text = f"{d.name}: {config.target.batch_size or 1} inputs of {inputs} tokens a request ({config.target.api})"
     return text
@@ -353,7 +353,7 @@ class _Driver:
             sampler.event(start_facts(run, reset))
 
         seeds, hint = (config.seed, config.seed + index), _concurrency_hint(load)
-        stop = config.stop.model_copy(update={"window_s": config.window_s})  # issue 25: the steady rule's windows
+        stop = config.stop.model_copy(update={"window_s": config.window_s})  # autostop: the steady rule's windows
         point_run, samples, losses = await self.pool.run_point(index, load, stop, seeds, hint, started)
         facts = point_facts(point_run, reset, losses)
         sampler.event(facts)
@@ -362,7 +362,7 @@ class _Driver:
         records = writer.records_since(first)  # streamed from disk, never all in memory
         receiver, clock = self.bench.receiver, self.bench.clock
         spans = None
-        if receiver is not None:  # issue 24: the point's spans, once in
+        if receiver is not None:  # server spans: the point's spans, once in
             spans = await point_spans(receiver, point_run.end_s, clock.now, clock.origin_unix_s)
         # the monitor's samples as emitted: the sampler may not have copied the last one to disk yet
         return point_result(writer.manifest(), facts, records, sampler.file, samples, spans=spans)
@@ -389,7 +389,7 @@ def _source(
     source: RequestSource | SessionSource
     if config.sessions is not None:
         conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
-        if config.mix is not None or config.lora_mix:  # issue 23 routing: each conversation's group
+        if config.mix is not None or config.lora_mix:  # routing: each conversation's group
             conversations = mixed_conversations(
                 conversations, config.mix, config.lora_mix, config.tenant_header, config.seed
             )
@@ -397,13 +397,13 @@ def _source(
         knobs = config.backend.knobs if config.backend is not None else None
         max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
         source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
-        check_image_api([], target.config.api, config.dataset.images)  # issue 23 images
+        check_image_api([], target.config.api, config.dataset.images)  # images
     else:
         requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
-        if target.config.pooling:  # issue 23 embeddings: --batch-size inputs a request
+        if target.config.pooling:  # pooling APIs: --batch-size inputs a request
             requests = pooling_requests(requests, target.config.api, target.config.batch_size or 1)
-        check_image_api(requests, target.config.api)  # issue 23 images
-        if config.mix is not None or config.lora_mix:  # issue 23 routing: each request's group
+        check_image_api(requests, target.config.api)  # images
+        if config.mix is not None or config.lora_mix:  # routing: each request's group
 
             def build(overrides: dict[str, Any]) -> list[Request]:
                 dataset = DatasetConfig.model_validate({**config.dataset.model_dump(), **overrides})

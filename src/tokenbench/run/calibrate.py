@@ -86,7 +86,7 @@ class CalibrationResult:
     # own (their CPU / the tokens they received, the mean over workers), and their loop lag p99.
     worker_cpu_us_per_token: float | None = None
     loop_lag_p99_ms: float | None = None
-    # Per request (issue 27): this process's CPU over [first send, last end] / the requests sent
+    # Per request: this process's CPU over [first send, last end] / the requests sent
     # in it, and those requests over that time; a whole answer's error is its latency's.
     cost: RequestCost | None = None
     client_limited_by: tuple[str, ...] = ()  # the run's own verdict on its client (results' client)
@@ -181,7 +181,7 @@ class RequestTimes:
 
 @dataclass(frozen=True)
 class RequestCost:
-    """A client's cost per request over a run (issue 27): its CPU over [first send, last end]
+    """A client's cost per request over a run: its CPU over [first send, last end]
     divided by the requests, the requests per second over that time, and its error on each
     request's TTFT (a whole answer: its latency) against what the mock logged."""
 
@@ -442,7 +442,7 @@ def _steady(
 
 @dataclass(frozen=True)
 class RequestCeiling:
-    """The request rate one client process sustains at a calibration's reply length (issue 27):
+    """The request rate one client process sustains at a calibration's reply length:
     ``CPU_LIMIT`` of a core (past it a point is client-limited: telemetry.client_health) over its
     CPU per request, and the processes (``--workers``, one core each) a target rate needs."""
 
@@ -465,7 +465,7 @@ def request_ceiling(cost: RequestCost, target_per_s: float | None = None) -> Req
 
 
 def client_build() -> str:
-    """Which client measures (issue 27: the compiled one costs ~10% less CPU a short request)."""
+    """Which client measures (the compiled one costs ~10% less CPU a short request)."""
     from tokenbench.clients import COMPILED
 
     if COMPILED == "compiled":

@@ -76,7 +76,7 @@ def point_facts(run: PointRun, reset: CacheReset, lost: Sequence[WorkerLoss] = (
         span["workers_lost"] = list(lost)
     if run.stopped_early is not None:
         span["stopped_early"] = StoppedEarly(**dataclasses.asdict(run.stopped_early))
-    if run.stopping is not None:  # issue 25: a point that judged itself (autostop.py)
+    if run.stopping is not None:  # autostop: a point that judged itself (autostop.py)
         span["auto_stop"] = run.stopping
     started = {name: value for name, value in start_facts(run, reset) if name != "kind"}
     return PointEnd.model_validate({**started, **span})

@@ -112,7 +112,7 @@ class RunWriter:
         for stale in self.dir.iterdir():  # a failed start's engine logs: this run writes its own
             stale.unlink()
         self._keep_text = keep_text
-        # binary, a large buffer, flushed within FLUSH_S of a write (issue 27: not once a record)
+        # binary, a large buffer, flushed within FLUSH_S of a write (not once a record)
         self._records = open(self.dir / RECORDS, "ab", buffering=RECORDS_BUFFER)
         self._flush_by = 0.0  # a flush is due (time.monotonic() before this)
         self._manifest: RunManifest | None = None

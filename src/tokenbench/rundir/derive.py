@@ -118,7 +118,7 @@ def point_result(
     dropped, so a point of any length is summarized in memory that does not grow with its chunks
     beyond its ITL gaps (metrics.ChunkTally). ``client_samples``: the run's own ``client`` samples
     as it wrote them (maybe not on disk yet); by default samples.jsonl's. ``spans``: the server's
-    spans (server_spans.jsonl, issue 24), joined to the records for the server's phases."""
+    spans (server_spans.jsonl), joined to the records for the server's phases."""
     config, load = manifest.config, event.load
     start_s, end_s = event.start_s, event.end_s
     window = Window(event.window_start_s, event.load_end_s)
@@ -167,24 +167,24 @@ def point_result(
         "workers_lost": event.workers_lost or None,  # only a point during which a worker died
         "errors_seen": errors_seen(kept) or None,  # only a point with failed requests
         "stopped_early": event.stopped_early,  # only a point the circuit breaker stopped
-        # issue 25: every point's steady start; a point that judged itself: its stop (and evidence)
+        # autostop: every point's steady start; a point that judged itself: its stop (and evidence)
         "steady_state": _steady_state(kept, event, config.window_s, _tolist(chunks.series_tokens), config.stop),
         "auto_stop": _auto_stop(event),
         "over_saturated": _over_saturated(event),
-        "http_phases": _http_phases(population),  # issue 24: the client's HTTP phases
+        "http_phases": _http_phases(population),  # server spans: the client's HTTP phases
         "server_phases": point_server_phases(
             event.index, population, kept, spans, manifest.clock.origin_unix_s, start_s, end_s
         )
         if spans is not None and manifest.clock is not None
         else None,
     }
-    # issue 23 routing: by adapter, class and tenant, and fairness (only when requests had groups)
+    # routing: by adapter, class and tenant, and fairness (only when requests had groups)
     parts.update(group_breakdowns(population, metrics.rate_period_s or metrics.window_s, config.slo, config.mix))
     return point.model_copy(update={key: part for key, part in parts.items() if part is not None})
 
 
 def _send_lags(load: LoadPoint, records: Sequence[RequestRecord], window: Window) -> list[float] | None:
-    """An open-loop point's send lags (issue 27): each request due in the window, how late its
+    """An open-loop point's send lags: each request due in the window, how late its
     exchange began (``http_start_s - scheduled_s``); None for a closed-loop point and one whose
     sends wait for a slot (``--max-concurrency``: that wait is the server's, queue delay)."""
     if not isinstance(load, RateLoad | ReplayLoad) or load.max_concurrency is not None:
@@ -247,7 +247,7 @@ def _over_saturated(event: PointEnd) -> OverSaturated | None:
 
 
 def _http_phases(records: Sequence[RequestRecord]) -> dict[str, Distribution] | None:
-    """issue 24: the population's HTTP phases (None: records from before they were stamped)."""
+    """server spans: the population's HTTP phases (None: records from before they were stamped)."""
     phases = http_phases(records)
     return {name: distribution(v) for name, v in phases.items()} if phases["ttfb"] else None
 

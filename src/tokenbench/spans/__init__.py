@@ -1,4 +1,4 @@
-"""issue 24: server spans joined to the client's records.
+"""server spans: server spans joined to the client's records.
 
 keys.py (the join key each request carries: W3C traceparent and X-Request-Id), otlp.py (OTLP
 JSON/protobuf -> flat spans), receiver.py (the OTLP/HTTP and OTLP/gRPC receiver writing

@@ -1,4 +1,4 @@
-"""The join key every request carries (issue 24): a W3C ``traceparent`` and an ``X-Request-Id``.
+"""The join key every request carries: a W3C ``traceparent`` and an ``X-Request-Id``.
 
 The trace id is the run's 16 hex digits (a hash of the run clock's wall-time origin, which every
 worker shares: unique per run and reproducible from config.json's clock) followed by the request's point (4 hex), worker (4 hex, ffff

@@ -1,4 +1,4 @@
-"""What one engine span says about its request (issue 24): each engine's span shape read into the
+"""What one engine span says about its request: each engine's span shape read into the
 same seconds (pure). phases.py combines the parts of one request's trace into its ServerSpan.
 
 A part is the request's own span (``request``: its start is the server's arrival, its attributes

@@ -9,7 +9,7 @@ percentiles pool the ticks of the worker's samples (numpy's linear percentile, a
 distribution). Over workers: the worst worker's figure (a point is as limited as its busiest
 worker).
 
-The rule (issue 13, made robust in issue 22): a point is ``limited`` when, for some worker,
+The rule (client health): a point is ``limited`` when, for some worker,
 
 - loop lag: its ticks' p99 exceeds ``LOOP_LAG_LIMIT_S`` (5 ms: its chunk timestamps may be that
   late) by the margin ``LAG_MARGIN`` (p99 > 6 ms) *and* at least ``MIN_SLOW_TICKS`` (3) of its
@@ -19,7 +19,7 @@ The rule (issue 13, made robust in issue 22): a point is ``limited`` when, for s
 - CPU: its busiest sample exceeds ``CPU_LIMIT`` (90% of a core: its loop has no room left) and at
   least ``CPU_SHARE`` (10%) of its samples do, so one busy half-second of a long point is not one;
 
-- send lag (issue 27): an open-loop point without ``--max-concurrency`` (a rate or a replay: its
+- send lag: an open-loop point without ``--max-concurrency`` (a rate or a replay: its
   sends are due on the schedule whatever the server does) whose requests' send lag (the exchange
   begun - the time it was due, ``http_start_s - scheduled_s``) has a p99 over ``SEND_LAG_LIMIT_S``
   (10 ms) with at least ``MIN_SLOW_TICKS`` sends later than that: the client did not send the
@@ -109,7 +109,7 @@ def point_client(
         limited_by.append("cpu")
     if send_lags is not None and send_limited(send_lags):
         limited_by.append("send_lag")
-    # an open-loop point's send lag (issue 27): only where it has one (absent elsewhere, as before)
+    # an open-loop point's send lag: only where it has one (absent elsewhere, as before)
     send = {"send_lag_p99_s": _p99(list(send_lags))} if send_lags else {}
     return Client(
         **send,

@@ -149,7 +149,7 @@ class WorkerCore:
         target = setup.target
         session = make_session(target, clock.now)
         count = HFTokenizer(setup.tokenizer).count if setup.tokenizer else None
-        keys = JoinKeys(run_key(setup.origin_unix_s))  # issue 24: every request's traceparent
+        keys = JoinKeys(run_key(setup.origin_unix_s))  # server spans: every request's traceparent
         client = StreamingClient(
             session, target, wire_for(target.api), clock.now, count, keep_text=setup.keep_text, keys=keys
         )

@@ -246,7 +246,7 @@ def _merge(run: PointRun, parts: list[PointRun], now: float, interrupted: bool) 
     run.last_arrival_s = max(arrivals) if arrivals else None
     trips = sorted((p.stopped_early for p in parts if p.stopped_early is not None), key=lambda t: t.at_s)
     run.stopped_early = trips[0] if trips else None  # the first worker whose breaker tripped
-    # issue 25: each worker judged its own share: the point's window starts at the latest steady
+    # autostop: each worker judged its own share: the point's window starts at the latest steady
     # start; the first worker that stopped by its figures says why (its precision: its share's)
     run.window_start_s = max([run.window_start_s, *(p.window_start_s for p in parts)])
     halts = sorted((p.auto_stop for p in parts if p.auto_stop is not None), key=lambda h: h.at_s)
