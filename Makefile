@@ -131,10 +131,10 @@ parallel-tests: setup
 serial-tests: setup
 	$(SERIAL_TESTS)
 
+# The checks are .pre-commit-config.yaml's hooks (ruff, ruff format, mypy --strict, the import
+# order, end of files), run over every tracked file: a commit's hooks and CI run the same list.
 lint: setup
-	$(LOW) $(BIN)/ruff check src tests benchmarks
-	$(LOW) $(BIN)/ruff format --check src tests benchmarks
-	$(LOW) $(BIN)/mypy --strict src/tokenbench
+	$(LOW) env PRE_COMMIT_HOME=$(abspath .cache/pre-commit) $(BIN)/pre-commit run --all-files --show-diff-on-failure
 
 # Re-resolve pyproject's dependencies from the registries into constraints.txt (then commit it).
 lock:
