@@ -4,12 +4,20 @@ recorders: nothing listens, nothing runs)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from typing import Literal, get_args, get_origin
+
 import pytest
+import typer
+from pydantic import ValidationError
+from run_helpers import mock_command
 from typer.testing import CliRunner
 
 import tokenbench.mock
 import tokenbench.run.calibrate
 from tokenbench.cli import app
+from tokenbench.cli.flags import options
 from tokenbench.mock.settings import MockSettings
 from tokenbench.run.calibrate import CalibrationResult, CalibrationSpec
 
@@ -45,11 +53,76 @@ def test_mock_flags_become_settings(served):
     ]
 
 
+def test_every_settings_flag_is_an_option_of_mock_and_reaches_the_settings(served):
+    """MockSettings declares `tokenbench mock`'s flags: each is an option of the command, named as
+    its field (tests/run_helpers.mock_command's knobs: ttft_ms -> --ttft-ms), and a value other
+    than the default given on the command line is the settings' value."""
+    command = typer.main.get_command(app).commands["mock"]
+    names = {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
+    found = options(MockSettings)
+    assert {o.field for o in found} == set(MockSettings.model_fields) - NOT_FLAGS
+    knobs = {}
+    for option in found:
+        assert option.name == "--" + option.field.replace("_", "-"), option.name
+        assert option.name in names
+        knobs[option.field] = _another_value(option.field)
+    args = mock_command(9123, **knobs)[3:]  # from "mock" on
+    result = CliRunner().invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    assert served == [(MockSettings(**knobs), {"port": 9123})]
+    assert all(getattr(served[0][0], field) != MockSettings.model_fields[field].default for field in knobs)
+
+
+# MockSettings' fields no flag sets: the tests that serve it in their own process set them.
+NOT_FLAGS = {"word", "model", "record_deliveries", "max_model_len"}
+
+
+def _another_value(field: str) -> object:
+    """A value of the field that is not its default."""
+    info = MockSettings.model_fields[field]
+    kind, was = info.annotation, info.default
+    if get_origin(kind) is Literal:
+        return next(v for v in get_args(kind) if v != was)
+    if kind is bool:
+        return not was
+    if kind is str:
+        return "a=5,b=7" if field == "adapters" else f"{field}-value"
+    return kind(was + 3)
+
+
+def test_mock_with_no_flags_serves_the_default_settings(served):
+    result = CliRunner().invoke(app, ["mock"], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert served == [(MockSettings(), {"port": 9000})]
+
+
+def test_the_cli_starts_without_loading_the_server():
+    """`tokenbench mock`'s options come from MockSettings; the server (aiohttp) loads only when a
+    command serves it."""
+    code = "import sys, typer; from tokenbench.cli import app; typer.main.get_command(app); "
+    code += "print(sorted({'aiohttp', 'prometheus_client', 'tokenbench.mock.server'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_mock_refuses_an_unknown_fault(served):
     result = CliRunner().invoke(app, ["mock", "--fault", "explode"], env=ENV)
     assert result.exit_code == 2
-    assert "--fault must be one of none, http_500" in result.output and "no_end" in result.output
+    text = " ".join(result.output.split())
+    assert "--fault: Input should be 'none', 'http_500'" in text and "'no_end'" in text
     assert served == []  # nothing was served
+
+
+def test_mock_refuses_an_unknown_otlp_protocol(served):
+    result = CliRunner().invoke(app, ["mock", "--otlp-protocol", "http"], env=ENV)
+    assert result.exit_code == 2
+    assert "--otlp-protocol: Input should be 'http/protobuf' or 'grpc'" in " ".join(result.output.split())
+    assert served == []
+
+
+def test_mock_settings_refuse_an_unknown_field():
+    with pytest.raises(ValidationError, match="ttft_sm"):
+        MockSettings(ttft_sm=5)
 
 
 def test_mock_refuses_a_non_number(served):

@@ -4,9 +4,10 @@ declaration come the option (name, type, choices, help, panel, default shown), i
 as the field's (``flagged``) and the flag named in a validation error (``flag_of``).
 
 `run` takes every flag of ``RUN_MODELS``; `capacity` the same but the load values and the
-trace's (cli/capacity.py), plus its own; `backends show` the engine's. A command is a function
-that reads the values from ``ctx.params``; ``FlagCommand`` gives Typer its signature: the
-function's own parameters, then one keyword per flag.
+trace's (cli/capacity.py), plus its own; `backends show` the engine's; `mock` MockSettings'
+(cli/tools.py). A command is a function that reads the values from ``ctx.params``;
+``FlagCommand`` gives Typer its signature: the function's own parameters, then one keyword per
+flag.
 """
 
 from __future__ import annotations
@@ -222,20 +223,22 @@ RUN_FLAGS = flag_of([o for model in (*RUN_MODELS, *NAMED_MODELS) for o in option
 class FlagCommand:
     """A command function with options built from flags after its own parameters. Typer reads
     ``__signature__`` and calls this with every value; the function gets its own parameters and
-    reads the flags' values from ``ctx.params`` (by ``Option.param``)."""
+    reads the flags' values from ``ctx.params`` (by ``Option.param``). ``name``: the function's
+    name for Typer (the command's name, where the command is registered without one)."""
 
     def __init__(
         self,
         function: Callable[..., None],
         found: Sequence[Option],
         extra: Sequence[inspect.Parameter] = (),
+        name: str | None = None,
     ) -> None:
         own = inspect.signature(function, eval_str=True)
         self._function = function
         self._own = set(own.parameters)
         params = [*own.parameters.values(), *(o.parameter() for o in found), *extra]
         self.__signature__ = own.replace(parameters=params)
-        self.__name__ = function.__name__
+        self.__name__ = name or function.__name__
         self.__doc__ = function.__doc__
         self.__annotations__: dict[str, Any] = {}  # typing.get_type_hints: the signature holds the types
 

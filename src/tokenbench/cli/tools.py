@@ -1,159 +1,46 @@
-"""The scripted mock server and the client-overhead calibration."""
+"""The scripted mock server (its options: MockSettings' flags, mock/settings.py) and the
+client-overhead calibration."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
-from tokenbench.cli.common import err, fail
+from tokenbench.cli.common import UsageError, err, fail, validation_message
+from tokenbench.cli.flags import FlagCommand, Params, flag_of, given_fields, options
+from tokenbench.mock.settings import MockSettings
+
+# MockSettings' fields that `tokenbench mock` sets, and the flag each names in an error.
+MOCK_OPTIONS = options(MockSettings)
+MOCK_FLAGS = flag_of(MOCK_OPTIONS)
 
 
-def mock(
+def _mock(
+    ctx: typer.Context,
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 9000,
-    ttft_ms: Annotated[float, typer.Option(help="Time to first content chunk.")] = 50.0,
-    itl_ms: Annotated[float, typer.Option(help="Gap between content chunks.")] = 10.0,
-    output_tokens: Annotated[int, typer.Option(help="Chunks per reply when a request sets no max_tokens.")] = 128,
-    tokens_per_chunk: Annotated[int, typer.Option(help="Tokens each chunk stands for.")] = 1,
-    fault: Annotated[
-        str,
-        typer.Option(
-            help="none, http_500, http_429, http_400, disconnect, malformed, error_event, no_content, stall, abort, no_end.",
-            metavar="FAULT",
-        ),
-    ] = "none",
-    fault_every: Annotated[int, typer.Option(help="Apply the fault to every N-th request.")] = 1,
-    fault_after_chunks: Annotated[int, typer.Option(help="Mid-stream faults happen after this many chunks.")] = 3,
-    kv_slots: Annotated[
-        int,
-        typer.Option(
-            help="Count a vllm:num_preemptions_total for each request arriving above this many in flight (0: never)."
-        ),
-    ] = 0,
-    max_streams: Annotated[
-        int,
-        typer.Option(help="Capacity: at most this many requests generate at once; the rest wait FIFO (0: no limit)."),
-    ] = 0,
-    reasoning_chunks: Annotated[
-        int,
-        typer.Option(
-            help="Chat: the first K chunks of each reply are reasoning_content (TTFO = TTFT + K * ITL), "
-            "and usage gives reasoning_tokens."
-        ),
-    ] = 0,
-    record_requests: Annotated[
-        bool, typer.Option(help="Log each request's X-* headers and messages/prompt in /mock/deliveries.")
-    ] = False,
-    cache_block_tokens: Annotated[
-        int,
-        typer.Option(
-            help="A prefix cache of blocks of N prompt tokens (words, or token ids): usage reports cached_tokens, "
-            "/metrics vLLM's prefix_cache counters, POST /reset_prefix_cache empties it (0: none)."
-        ),
-    ] = 0,
-    input_ms: Annotated[
-        float,
-        typer.Option(help="/v1/embeddings, /v1/rerank, /v1/score: each input's cost (answer at TTFT + N * this)."),
-    ] = 5.0,
-    image_ms: Annotated[
-        float, typer.Option(help="Chat: each image_url part adds this to the reply's TTFT (prefill cost).")
-    ] = 0.0,
-    image_tokens: Annotated[int, typer.Option(help="Chat: each image_url part adds this to usage.prompt_tokens.")] = 0,
-    priority_queue: Annotated[
-        bool,
-        typer.Option(help="With --max-streams: admit waiting requests by their priority field (lower first)."),
-    ] = False,
-    adapters: Annotated[
-        str,
-        typer.Option(help="LoRA adapters served, NAME=MS,...: each one's extra TTFT; other model names get 404."),
-    ] = "",
-    invalid_every: Annotated[
-        int,
-        typer.Option(
-            help="Structured output and tool calls: every N-th request asking for structure (or offering tools) "
-            "gets invalid JSON (0: all valid)."
-        ),
-    ] = 0,
-    warmup_slow_s: Annotated[
-        float,
-        typer.Option(
-            "--warmup-slow-s",
-            help="A scripted warm-up transient: requests received within N s of the first one have their TTFT "
-            "times --warmup-factor.",
-        ),
-    ] = 0.0,
-    warmup_factor: Annotated[float, typer.Option(help="TTFT multiplier during --warmup-slow-s.")] = 1.0,
-    ttft_jitter: Annotated[
-        float,
-        typer.Option(
-            help="Each TTFT times 1 + J * U, U uniform on [-1, 1] (seeded by --jitter-seed): relative SD J/sqrt(3)."
-        ),
-    ] = 0.0,
-    jitter_seed: Annotated[int, typer.Option(help="Seed of --ttft-jitter's draws.")] = 0,
-    otlp_endpoint: Annotated[
-        str,
-        typer.Option(
-            help="After each reply, post an llm_request span with vLLM's gen_ai.* attributes and the script's "
-            "queue/prefill/decode times to this OTLP/HTTP URL (protobuf), in the request's traceparent's trace.",
-            metavar="URL",
-        ),
-    ] = "",
-    otlp_skip_every: Annotated[int, typer.Option(help="With --otlp-endpoint: never send every N-th span.")] = 0,
-    otlp_delay_ms: Annotated[float, typer.Option(help="With --otlp-endpoint: send each span this late.")] = 0.0,
-    otlp_extra_attribute: Annotated[
-        str, typer.Option(help="With --otlp-endpoint: add this attribute (one vLLM never sets) to each span.")
-    ] = "",
-    otlp_protocol: Annotated[
-        str,
-        typer.Option(
-            help="With --otlp-endpoint: http/protobuf (POST to the URL) or grpc (TraceService/Export to the "
-            "endpoint's host:port)."
-        ),
-    ] = "http/protobuf",
 ) -> None:
     """Serve a scripted OpenAI-compatible streaming endpoint on 127.0.0.1."""
     from tokenbench.mock import serve
-    from tokenbench.mock.settings import FAULTS, MockSettings, is_fault
 
-    if otlp_protocol not in ("http/protobuf", "grpc"):
-        fail("--otlp-protocol must be http/protobuf or grpc", 2)
-    if not is_fault(fault):  # checked here, not by Typer: the CLI does not load the mock (aiohttp) to start
-        fail(f"--fault must be one of {', '.join(FAULTS)}", 2)
-    try:
-        settings = MockSettings(
-            ttft_ms=ttft_ms,
-            itl_ms=itl_ms,
-            output_tokens=output_tokens,
-            tokens_per_chunk=tokens_per_chunk,
-            fault=fault,
-            fault_every=fault_every,
-            fault_after_chunks=fault_after_chunks,
-            kv_slots=kv_slots,
-            max_streams=max_streams,
-            reasoning_chunks=reasoning_chunks,
-            record_requests=record_requests,
-            cache_block_tokens=cache_block_tokens,
-            input_ms=input_ms,
-            image_ms=image_ms,
-            image_tokens=image_tokens,
-            priority_queue=priority_queue,
-            adapters=adapters,
-            invalid_every=invalid_every,
-            warmup_slow_s=warmup_slow_s,
-            warmup_factor=warmup_factor,
-            ttft_jitter=ttft_jitter,
-            jitter_seed=jitter_seed,
-            otlp_endpoint=otlp_endpoint,
-            otlp_skip_every=otlp_skip_every,
-            otlp_delay_ms=otlp_delay_ms,
-            otlp_extra_attribute=otlp_extra_attribute,
-            otlp_protocol=otlp_protocol,
-        )
-    except (TypeError, ValueError) as exc:
-        fail(str(exc), 2)
-    err.print(f"mock server on http://127.0.0.1:{port} (TTFT {ttft_ms} ms, ITL {itl_ms} ms)")
+    settings = mock_settings(ctx.params)
+    err.print(f"mock server on http://127.0.0.1:{port} (TTFT {settings.ttft_ms} ms, ITL {settings.itl_ms} ms)")
     serve(settings, port=port)
+
+
+def mock_settings(a: Params) -> MockSettings:
+    """The flags given as MockSettings (every other field its default); bad input raises, naming
+    the flag to fix."""
+    try:
+        return MockSettings(**given_fields(MOCK_OPTIONS, a))
+    except ValidationError as exc:
+        raise UsageError(validation_message(exc, MOCK_FLAGS)) from None
+
+
+# `tokenbench mock`: the port, then MockSettings' flags (settings.py declares them and their defaults).
+mock = FlagCommand(_mock, MOCK_OPTIONS, name="mock")
 
 
 def calibrate(

@@ -4,7 +4,10 @@ each request it served (Delivery): the known answers the tests compare results w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, TypeGuard, get_args
+from typing import Annotated, Literal
+
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.config.flags import Flag
 
 Fault = Literal[
     "none",
@@ -19,67 +22,178 @@ Fault = Literal[
     "abort",
     "no_end",
 ]
+OtlpProtocol = Literal["http/protobuf", "grpc"]  # how the spans go (mock/otlp.py)
 
 
-FAULTS: tuple[str, ...] = get_args(Fault)
+class MockSettings(FrozenModel):
+    """What the server scripts. A field `tokenbench mock` sets declares its flag (``Flag``: name,
+    help, default shown; cli/tools.py builds the command's options from them), named as the
+    field (``ttft_ms``: ``--ttft-ms``, the knobs of tests/run_helpers.py's ``mock_command``); the
+    others are set by the tests that serve it in their own process."""
 
-
-def is_fault(value: str) -> TypeGuard[Fault]:
-    """``value`` names a fault (the command line gives text; MockSettings takes a Fault)."""
-    return value in FAULTS
-
-
-@dataclass(frozen=True)
-class MockSettings:
-    ttft_ms: float = 50.0
-    itl_ms: float = 10.0
-    output_tokens: int = 128  # chunks per reply when the request sets no max_tokens
-    tokens_per_chunk: int = 1
+    ttft_ms: Annotated[float, Flag("--ttft-ms", "Time to first content chunk.", default=True)] = 50.0
+    itl_ms: Annotated[float, Flag("--itl-ms", "Gap between content chunks.", default=True)] = 10.0
+    output_tokens: Annotated[
+        int, Flag("--output-tokens", "Chunks per reply when a request sets no max_tokens.", default=True)
+    ] = 128
+    tokens_per_chunk: Annotated[int, Flag("--tokens-per-chunk", "Tokens each chunk stands for.", default=True)] = 1
     word: str = "hi"
     model: str = "mock-model"
-    fault: Fault = "none"
-    fault_every: int = 1
-    fault_after_chunks: int = 3
+    fault: Annotated[
+        Fault, Flag("--fault", "The fault scripted on every --fault-every-th request (none: no fault).", default=True)
+    ] = "none"
+    fault_every: Annotated[int, Flag("--fault-every", "Apply the fault to every N-th request.", default=True)] = 1
+    fault_after_chunks: Annotated[
+        int, Flag("--fault-after-chunks", "Mid-stream faults happen after this many chunks.", default=True)
+    ] = 3
     record_deliveries: bool = True
-    kv_slots: int = 0  # > 0: a request arriving above this many in flight counts a "preemption"
-    max_streams: int = 0  # > 0: at most this many generate at once, the rest wait (FIFO)
-    reasoning_chunks: int = 0  # chat: the first K content chunks are reasoning (see module doc)
+    # > 0: a request arriving above this many in flight counts a "preemption"
+    kv_slots: Annotated[
+        int,
+        Flag(
+            "--kv-slots",
+            "Count a vllm:num_preemptions_total for each request arriving above this many in flight (0: never).",
+            default=True,
+        ),
+    ] = 0
+    # > 0: at most this many generate at once, the rest wait (FIFO)
+    max_streams: Annotated[
+        int,
+        Flag(
+            "--max-streams",
+            "Capacity: at most this many requests generate at once; the rest wait FIFO (0: no limit).",
+            default=True,
+        ),
+    ] = 0
+    # chat: the first K content chunks are reasoning (see the server's doc)
+    reasoning_chunks: Annotated[
+        int,
+        Flag(
+            "--reasoning-chunks",
+            "Chat: the first K chunks of each reply are reasoning_content (TTFO = TTFT + K * ITL), "
+            "and usage gives reasoning_tokens.",
+            default=True,
+        ),
+    ] = 0
     # log each request's X-* headers and its messages (or prompt) in its delivery (tests of what
     # a client sent, e.g. a session's history and X-Session-ID)
-    record_requests: bool = False
+    record_requests: Annotated[
+        bool,
+        Flag(
+            "--record-requests",
+            "Log each request's X-* headers and messages/prompt in /mock/deliveries.",
+            default="no-record-requests",
+        ),
+    ] = False
     max_model_len: int = 0  # > 0: listed in /v1/models as vLLM does (a session's history limit)
     # > 0: a prefix cache of blocks of this many prompt tokens (see PrefixCache); 0: none, and no
     # cached_tokens in the usage
-    cache_block_tokens: int = 0
-    # pooling APIs: a pooling answer's cost per input (mock_pooling.py: ttft_ms + N * input_ms)
-    input_ms: float = 5.0
+    cache_block_tokens: Annotated[
+        int,
+        Flag(
+            "--cache-block-tokens",
+            "A prefix cache of blocks of N prompt tokens (words, or token ids): usage reports cached_tokens, "
+            "/metrics vLLM's prefix_cache counters, POST /reset_prefix_cache empties it (0: none).",
+            default=True,
+        ),
+    ] = 0
+    # embeddings, rerank, score: a pooling answer's cost per input (pooling.py: ttft_ms + N * input_ms)
+    input_ms: Annotated[
+        float,
+        Flag(
+            "--input-ms",
+            "/v1/embeddings, /v1/rerank, /v1/score: each input's cost (answer at TTFT + N * this).",
+            default=True,
+        ),
+    ] = 5.0
     # images: each image_url part's prefill cost (added to TTFT) and prompt tokens
-    image_ms: float = 0.0
-    image_tokens: int = 0
-    # routing: (see the module doc)
-    priority_queue: bool = False
-    adapters: str = ""
-
+    image_ms: Annotated[
+        float,
+        Flag("--image-ms", "Chat: each image_url part adds this to the reply's TTFT (prefill cost).", default=True),
+    ] = 0.0
+    image_tokens: Annotated[
+        int, Flag("--image-tokens", "Chat: each image_url part adds this to usage.prompt_tokens.", default=True)
+    ] = 0
+    # routing by priority and by LoRA adapter (see the server's doc)
+    priority_queue: Annotated[
+        bool,
+        Flag(
+            "--priority-queue",
+            "With --max-streams: admit waiting requests by their priority field (lower first).",
+            default="no-priority-queue",
+        ),
+    ] = False
+    adapters: Annotated[
+        str,
+        Flag("--adapters", "LoRA adapters served, NAME=MS,...: each one's extra TTFT; other model names get 404."),
+    ] = ""
     # every N-th request asking for structure or offering tools gets invalid output
-    # (mock_structured.py); 0: all valid
-    invalid_every: int = 0
-    # autostop: a scripted warm-up transient and jitter: a request received within warmup_slow_s of
-    # the first one has its TTFT times warmup_factor; every TTFT is then times 1 + ttft_jitter * U
+    # (structured.py); 0: all valid
+    invalid_every: Annotated[
+        int,
+        Flag(
+            "--invalid-every",
+            "Structured output and tool calls: every N-th request asking for structure (or offering tools) "
+            "gets invalid JSON (0: all valid).",
+            default=True,
+        ),
+    ] = 0
+    # a scripted warm-up transient and jitter: a request received within warmup_slow_s of the
+    # first one has its TTFT times warmup_factor; every TTFT is then times 1 + ttft_jitter * U
     # (U uniform on [-1, 1], drawn from random.Random(jitter_seed) in the order requests arrive:
     # a TTFT's relative standard deviation is ttft_jitter / sqrt(3))
-    warmup_slow_s: float = 0.0
-    warmup_factor: float = 1.0
-    ttft_jitter: float = 0.0
-    jitter_seed: int = 0
-    # server spans: an OTLP/HTTP endpoint to post each reply's span to (mock_otlp.py; "": none), and its
-    # robustness knobs: every N-th span never sent, each sent this late, an unknown attribute
-    otlp_endpoint: str = ""
-    otlp_skip_every: int = 0
-    otlp_delay_ms: float = 0.0
-    otlp_extra_attribute: str = ""
+    warmup_slow_s: Annotated[
+        float,
+        Flag(
+            "--warmup-slow-s",
+            "A scripted warm-up transient: requests received within N s of the first one have their TTFT "
+            "times --warmup-factor.",
+            default=True,
+        ),
+    ] = 0.0
+    warmup_factor: Annotated[
+        float, Flag("--warmup-factor", "TTFT multiplier during --warmup-slow-s.", default=True)
+    ] = 1.0
+    ttft_jitter: Annotated[
+        float,
+        Flag(
+            "--ttft-jitter",
+            "Each TTFT times 1 + J * U, U uniform on [-1, 1] (seeded by --jitter-seed): relative SD J/sqrt(3).",
+            default=True,
+        ),
+    ] = 0.0
+    jitter_seed: Annotated[int, Flag("--jitter-seed", "Seed of --ttft-jitter's draws.", default=True)] = 0
+    # an OTLP endpoint to send each reply's span to (otlp.py; "": none), and its robustness
+    # knobs: every N-th span never sent, each sent this late, an unknown attribute
+    otlp_endpoint: Annotated[
+        str,
+        Flag(
+            "--otlp-endpoint",
+            "After each reply, post an llm_request span with vLLM's gen_ai.* attributes and the script's "
+            "queue/prefill/decode times to this OTLP/HTTP URL (protobuf), in the request's traceparent's trace.",
+        ),
+    ] = ""
+    otlp_skip_every: Annotated[
+        int, Flag("--otlp-skip-every", "With --otlp-endpoint: never send every N-th span.", default=True)
+    ] = 0
+    otlp_delay_ms: Annotated[
+        float, Flag("--otlp-delay-ms", "With --otlp-endpoint: send each span this late.", default=True)
+    ] = 0.0
+    otlp_extra_attribute: Annotated[
+        str,
+        Flag("--otlp-extra-attribute", "With --otlp-endpoint: add this attribute (one vLLM never sets) to each span."),
+    ] = ""
     # how the spans go: "http/protobuf" (a POST to the URL) or "grpc" (TraceService/Export to the
     # host:port, as an exporter left at OTEL_EXPORTER_OTLP_TRACES_PROTOCOL's default does)
-    otlp_protocol: str = "http/protobuf"
+    otlp_protocol: Annotated[
+        OtlpProtocol,
+        Flag(
+            "--otlp-protocol",
+            "With --otlp-endpoint: http/protobuf (POST to the URL) or grpc (TraceService/Export to the "
+            "endpoint's host:port).",
+            default=True,
+        ),
+    ] = "http/protobuf"
 
     def adapter_costs_ms(self) -> dict[str, float]:
         """``adapters`` as {name: extra TTFT ms}."""
@@ -101,7 +215,7 @@ class Delivery:
     headers: dict[str, str] | None = None  # record_requests: the request's X-* headers
     messages: object = None  # record_requests: the chat messages sent
     prompt: str | None = None  # record_requests: the completions prompt sent
-    images: int = 0  # images: image_url parts in the request's messages
+    images: int = 0  # image_url parts in the request's messages
     model: str | None = None  # the request's model (a LoRA adapter's name)
     priority: float | None = None  # the request's priority field
-    traceparent: str | None = None  # server spans: the W3C traceparent the request carried
+    traceparent: str | None = None  # the W3C traceparent the request carried

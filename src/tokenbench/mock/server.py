@@ -1,0 +1,540 @@
+"""The scripted OpenAI-compatible streaming server of `tokenbench mock` (self-checks and tests).
+
+Timing is scripted and absolute: content chunk i of a request is written at
+``admitted + ttft + i * itl`` (admitted = received unless ``max_streams`` queues it; no drift from sleep overshoot adding up). The mock logs what it
+actually delivered - when each request arrived and when each chunk was written, on the machine's
+monotonic clock - at ``GET /mock/deliveries`` so a benchmark can compare what the client measured
+with what was really sent.
+
+Capacity (``max_streams`` > 0): at most that many requests generate at once; the others wait in
+FIFO order, and a request's timing starts when it is admitted (chunk i at ``admitted + ttft +
+i * itl``). Each delivery logs ``received_s``, ``admitted_s`` and ``wait_s``, so a test knows the
+server-side queueing exactly. With 0 (the default) every request is admitted at once.
+
+``GET /metrics`` speaks vLLM's metric names (backends/vllm.py) so ``--backend vllm`` attached to
+the mock exercises the whole telemetry path with known answers: running (generating) and
+waiting (queued for capacity) requests, generated tokens, the TTFT from arrival in
+``vllm:time_to_first_token_seconds``, and ``vllm:num_preemptions_total`` counting each request
+that arrives while more than ``kv_slots`` are in flight (0: never).
+
+Reasoning (``reasoning_chunks`` K > 0, chat only): the first K chunks of a reply carry
+``delta.reasoning_content`` (SGLang's and DeepSeek's field; vLLM sends it beside ``reasoning``) instead
+of ``delta.content``, on the same schedule, and the usage says ``completion_tokens_details:
+{"reasoning_tokens": K * tokens_per_chunk}`` (K capped at the reply's chunks). So the first output
+chunk is chunk K: TTFO = TTFT + K * ITL, as scripted. Asked for usage on every chunk (``stream_options.
+continuous_usage_stats``), the mock sends it as vLLM: role chunk 0, content chunk i (i + 1) * tokens_per_chunk.
+
+Groups: with ``priority_queue`` the requests waiting for capacity are admitted
+by their ``priority`` field (lower first, vLLM's rule; absent counts as 0), then in arrival order,
+so under overload the high class's TTFT stays near the scripted one while the low class queues.
+``adapters`` ("a=20,b=40": LoRA adapter names and each one's extra TTFT in ms) lists them in
+/v1/models beside the base model, adds each one's cost to a request with ``model`` = its name, and
+answers 404 for a model it does not serve (as vLLM does). Each delivery logs the request's
+``model`` and ``priority``.
+Structured output and tool calls (mock_structured.py): a request asking for a JSON schema
+(any dialect tokenbench sends) gets the schema's smallest instance, one offering tools one call of
+the named (else first) tool, on the same schedule; ``invalid_every`` N makes every N-th such reply
+invalid (a known valid_fraction).
+
+Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
+http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
+(a non-JSON event mid-stream), error_event (an ``{"error": ...}`` event), no_content (role-only
+and usage, no content), stall (stops sending mid-stream and holds the connection), abort (ends
+after ``fault_after_chunks`` with ``finish_reason: "abort"``, usage and ``[DONE]``, as vLLM ends a
+request its engine aborted), no_end (the content, then the stream closes cleanly with neither a
+finish reason nor ``[DONE]``, as a proxy that cuts a stream at a chunk boundary would).
+
+Images (chat ``image_url`` content parts, images): accepted on any chat request; each
+adds ``image_ms`` to the reply's TTFT (chunk i at ``admitted + ttft + images * image_ms + i * itl``)
+and ``image_tokens`` to its usage's prompt_tokens, which are otherwise those of the same request
+with the image parts left out (its text parts joined). A delivery logs the count (``images``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import json
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from tokenbench.mock.otlp import MockExporter
+from tokenbench.mock.pooling import PATHS as POOLING_PATHS
+from tokenbench.mock.pooling import pooling_answer, pooling_inputs
+from tokenbench.mock.settings import Delivery, MockSettings
+from tokenbench.mock.structured import scripted_deltas
+
+# aiohttp refuses bodies over 1 MiB by default (HTTP 413); requests with images run to megabytes
+MAX_BODY_BYTES = 256 * 2**20
+
+# A request's JSON body as the client sent it: a true edge, any shape (the mock reads only the fields it knows).
+Body = dict[str, Any]
+# An event or usage object the mock writes as JSON.
+Event = dict[str, object]
+
+
+class PriorityGate:
+    """At most ``slots`` holders; waiters admitted lowest ``priority`` first, then in arrival order."""
+
+    def __init__(self, slots: int) -> None:
+        self._free = slots
+        self._waiting: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = 0
+
+    async def acquire(self, priority: float) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, self._seq, fut))
+        self._seq += 1
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # admitted as it was cancelled: pass the slot on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            _, _, fut = heapq.heappop(self._waiting)
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self._free += 1
+
+
+class PrefixCache:
+    """A known-answer prefix cache, as vLLM's: a prompt's tokens (its token ids, or the words of its
+    text) in whole blocks of ``block_tokens``; a block hits when the same prefix up to its end was
+    seen before, and nothing after the first miss does. The prompt's last token is always computed
+    (at most ``len - 1`` tokens hit, whole blocks). Every whole block is then remembered.
+    ``POST /reset_prefix_cache`` empties it (answers vLLM's ``{"success": true}``)."""
+
+    def __init__(self, block_tokens: int) -> None:
+        self.block_tokens = block_tokens
+        self._seen: set[tuple[object, ...]] = set()
+
+    @staticmethod
+    def tokens(body: Body) -> Sequence[object]:
+        prompt = body.get("prompt")
+        if isinstance(prompt, list):
+            return list(prompt)
+        if prompt is None:
+            prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+        return str(prompt).split()
+
+    def lookup(self, tokens: Sequence[object]) -> int:
+        """Prompt tokens served from the cache; the prompt's whole blocks are cached after."""
+        b = self.block_tokens
+        full = len(tokens) // b
+        hit = 0
+        for i in range(1, full + 1):
+            if tuple(tokens[: i * b]) not in self._seen or i * b > len(tokens) - 1:
+                break
+            hit = i * b
+        self._seen.update(tuple(tokens[: i * b]) for i in range(1, full + 1))
+        return hit
+
+    def reset(self) -> None:
+        self._seen.clear()
+
+
+class MockServer:
+    def __init__(self, settings: MockSettings) -> None:
+        self.s = settings
+        self.deliveries: dict[str, Delivery] = {}
+        self._count = 0
+        self._structured = 0  # requests that asked for structure or offered tools (invalid_every)
+        self._in_flight = 0
+        self._registry = CollectorRegistry()
+        reg, names, model = self._registry, ["model_name"], settings.model
+        self._running = Gauge("vllm:num_requests_running", "in flight", names, registry=reg).labels(model)
+        self._waiting = Gauge("vllm:num_requests_waiting", "queued for capacity", names, registry=reg).labels(model)
+        self._slots = asyncio.Semaphore(settings.max_streams) if settings.max_streams else None
+        self._gate = PriorityGate(settings.max_streams) if settings.max_streams and settings.priority_queue else None
+        self._adapters = settings.adapter_costs_ms()
+        self._generated = Counter("vllm:generation_tokens", "generated", names, registry=reg).labels(model)
+        self._preempted = Counter("vllm:num_preemptions", "over kv_slots", names, registry=reg).labels(model)
+        self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", names, registry=reg).labels(model)
+        self.cache = PrefixCache(settings.cache_block_tokens) if settings.cache_block_tokens else None
+        self._exporter = MockExporter(settings) if settings.otlp_endpoint else None
+        if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
+            self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", names, registry=reg).labels(model)
+            self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", names, registry=reg).labels(model)
+        self._first_received: float | None = None  # autostop: the scripted warm-up starts here
+        self._jitter = random.Random(settings.jitter_seed)
+        self.app = web.Application(client_max_size=MAX_BODY_BYTES)
+        if self._exporter is not None:
+            self.app.on_cleanup.append(self._exporter.close)
+        self.app.add_routes(
+            [
+                web.post("/reset_prefix_cache", self._reset_prefix_cache),
+                web.get("/health", self._health),
+                web.get("/v1/models", self._models),
+                web.post("/v1/chat/completions", self._chat),
+                web.post("/v1/completions", self._completions),
+                web.post("/tokenize", self._tokenize),
+                web.get("/mock/deliveries", self._deliveries),
+                web.get("/metrics", self._metrics),
+                *(web.post(path, self._pool) for path in POOLING_PATHS),  # embeddings
+            ]
+        )
+
+    async def _reset_prefix_cache(self, _: web.Request) -> web.Response:
+        if self.cache is None:
+            return web.json_response({"detail": "Not Found"}, status=404)
+        self.cache.reset()
+        return web.json_response({"success": True})
+
+    async def _health(self, _: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _models(self, _: web.Request) -> web.Response:
+        card: Event = {"id": self.s.model, "object": "model"}
+        if self.s.max_model_len:
+            card["max_model_len"] = self.s.max_model_len
+        # LoRA adapters as vLLM lists them: their own cards, with the base model as parent
+        lora: list[Event] = [{"id": a, "object": "model", "parent": self.s.model} for a in self._adapters]
+        return web.json_response({"object": "list", "data": [card, *lora]})
+
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        text = body.get("content") or body.get("prompt") or ""
+        tokens = list(range(len(text.split())))
+        return web.json_response({"tokens": tokens, "count": len(tokens)})
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(self._registry), content_type="text/plain")
+
+    async def _deliveries(self, _: web.Request) -> web.Response:
+        return web.json_response({k: d.__dict__ for k, d in self.deliveries.items()})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._stream(request, chat=True)
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._stream(request, chat=False)
+
+    async def _pool(self, request: web.Request) -> web.Response:
+        """A pooling answer (mock_pooling.py), whole at admitted + ttft + inputs * input_ms."""
+        received = time.perf_counter()
+        body = await request.json()
+        api = POOLING_PATHS[request.path]
+        asked = pooling_inputs(api, body)
+        if asked is None:
+            return web.json_response({"error": {"message": f"no inputs for {api}", "code": 400}}, status=400)
+        if self._slots is not None:
+            self._waiting.inc()
+            try:
+                await self._slots.acquire()
+            finally:
+                self._waiting.dec()
+        try:
+            admitted = time.perf_counter()
+            fault = self._fault_for_this()
+            rid = f"mock-{self._count}"
+            if (failed := _scripted_failure(fault)) is not None:
+                return failed
+            delivery = Delivery(received, admitted, admitted - received, fault=fault)
+            if self.s.record_deliveries:
+                self.deliveries[rid] = delivery
+            query, inputs = asked
+            due = admitted + (self.s.ttft_ms + len(inputs) * self.s.input_ms) / 1000.0
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            answer = web.json_response(pooling_answer(api, query, inputs, rid, self.s.model))
+            delivery.finished_s = time.perf_counter()
+            return answer
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+
+    def _fault_for_this(self) -> str | None:
+        self._count += 1
+        if self.s.fault == "none" or self._count % self.s.fault_every:
+            return None
+        return self.s.fault
+
+    async def _stream(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        received = time.perf_counter()
+        body = await request.json()
+        model = body.get("model")
+        if self._adapters and model != self.s.model and model not in self._adapters:
+            message = f"The model `{model}` does not exist."  # vLLM's answer
+            return web.json_response({"error": {"message": message, "code": 404}}, status=404)
+        if self._gate is not None:
+            priority = body.get("priority")
+            self._waiting.inc()
+            try:
+                await self._gate.acquire(priority if isinstance(priority, int | float) else 0)
+            finally:
+                self._waiting.dec()
+            try:
+                return await self._generate(request, chat, body, received)
+            finally:
+                self._gate.release()
+        if self._slots is None:
+            return await self._generate(request, chat, body, received)
+        self._waiting.inc()
+        try:
+            await self._slots.acquire()  # asyncio.Semaphore wakes waiters in FIFO order
+        finally:
+            self._waiting.dec()
+        try:
+            return await self._generate(request, chat, body, received)
+        finally:
+            self._slots.release()
+
+    async def _generate(self, request: web.Request, chat: bool, body: Body, received: float) -> web.StreamResponse:
+        self._in_flight += 1
+        self._running.set(self._in_flight)
+        if self.s.kv_slots and self._in_flight > self.s.kv_slots:
+            self._preempted.inc()
+        try:
+            return await self._reply(request, chat, body, received)
+        finally:
+            self._in_flight -= 1
+            self._running.set(self._in_flight)
+
+    async def _reply(self, request: web.Request, chat: bool, body: Body, received: float) -> web.StreamResponse:
+        admitted = time.perf_counter()
+        fault = self._fault_for_this()
+        rid = f"mock-{self._count}"
+        if (failed := _scripted_failure(fault)) is not None:
+            return failed
+        n_chunks = int(body.get("max_tokens") or self.s.output_tokens)
+        n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
+        delivery = Delivery(received, admitted, admitted - received, fault=fault)
+        delivery.model, delivery.priority = body.get("model"), body.get("priority")
+        delivery.traceparent = request.headers.get("traceparent")
+        if self.s.record_requests:
+            delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
+            delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
+        images = 0
+        if chat and isinstance(body.get("messages"), list):  # image parts: counted, then read as text
+            messages, images = _without_images(body["messages"])
+            body = {**body, "messages": messages} if images else body
+            delivery.images = images
+        if self.s.record_deliveries:
+            self.deliveries[rid] = delivery
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
+        continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
+        reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, continuous, images)
+        admitted += self._adapters.get(str(body.get("model")), 0.0) / 1e3  # an adapter's scripted cost
+        reply.scripted = self._scripted(body, n_chunks, rid)
+        if await self._write_chunks(reply, n_chunks, admitted, received):
+            await self._write_end(reply, body, n_chunks)
+            if self._exporter is not None:  # server spans: the reply's span, as vLLM would send it
+                prompt = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
+                completion = n_chunks * self.s.tokens_per_chunk
+                self._exporter.export(self._exporter.span(delivery, rid, prompt, completion))
+        return resp
+
+    def _scripted(self, body: Body, n_chunks: int, rid: str) -> tuple[list[Event], str] | None:
+        """a structured reply's or tool call's deltas and finish reason (mock_structured)."""
+        if not (body.get("response_format") or body.get("structured_outputs") or body.get("json_schema")):
+            if not body.get("tools"):
+                return None
+        self._structured += 1
+        invalid = bool(self.s.invalid_every) and self._structured % self.s.invalid_every == 0
+        return scripted_deltas(body, n_chunks, rid, invalid)
+
+    async def _write_chunks(self, reply: _Reply, n_chunks: int, admitted: float, received: float) -> bool:
+        """The content chunks on their scripted times; False when a fault ended the stream."""
+        resp, delivery, fault = reply.resp, reply.delivery, reply.fault
+        if reply.chat:  # like vLLM: a role-only first chunk with empty content, which is not output
+            await resp.write(reply.event(reply.role(), reply.usage_so_far(0)))
+        k = self.s.tokens_per_chunk
+        text = (" " + self.s.word) * k
+        piece = reply.event(reply.content(text))
+        thought = reply.event(reply.content(text, reasoning=True))
+        reasoning = self.s.reasoning_chunks if reply.chat else 0
+        start = admitted + (self._ttft_ms(received) + reply.images * self.s.image_ms) / 1e3
+        itl = self.s.itl_ms / 1e3
+        for i in range(0 if fault != "no_content" else n_chunks, n_chunks):
+            if fault and i == self.s.fault_after_chunks and not await self._fault_mid_stream(reply, i):
+                return False
+            delay = start + i * itl - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            delivery.chunk_times_s.append(time.perf_counter())
+            if reply.scripted is not None:  # structured output or a tool call
+                await resp.write(reply.event(reply.delta(reply.scripted[0][i]), reply.usage_so_far((i + 1) * k)))
+            elif reply.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
+                await resp.write(reply.event(reply.content(text, i < reasoning), reply.usage_so_far((i + 1) * k)))
+            else:
+                await resp.write(thought if i < reasoning else piece)
+            if i == 0:
+                self._ttft.observe(delivery.chunk_times_s[0] - received)
+            self._generated.inc(self.s.tokens_per_chunk)
+        return True
+
+    def _ttft_ms(self, received: float) -> float:
+        """The scripted TTFT: slower while the warm-up lasts, then jittered."""
+        if self._first_received is None:
+            self._first_received = received
+        ttft = self.s.ttft_ms
+        if received - self._first_received < self.s.warmup_slow_s:
+            ttft *= self.s.warmup_factor
+        if self.s.ttft_jitter:
+            ttft *= 1.0 + self.s.ttft_jitter * self._jitter.uniform(-1.0, 1.0)
+        return ttft
+
+    async def _fault_mid_stream(self, reply: _Reply, i: int) -> bool:
+        """The scripted fault after ``i`` chunks; False when it ended the stream."""
+        resp, fault = reply.resp, reply.fault
+        if fault == "disconnect":
+            reply.request.transport.close()  # type: ignore[union-attr]
+            return False
+        if fault == "malformed":
+            await resp.write(b"data: {this is not json\n\n")
+        elif fault == "error_event":
+            await resp.write(b'data: {"error": {"message": "scripted error event"}}\n\n')
+        elif fault == "stall":
+            await asyncio.sleep(3600)
+        elif fault == "abort":
+            await resp.write(reply.event(reply.finish("abort")))
+            await resp.write(reply.event(None, {"prompt_tokens": 1, "completion_tokens": i, "total_tokens": i + 1}))
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+            reply.delivery.finished_s = time.perf_counter()
+            return False
+        return True
+
+    async def _write_end(self, reply: _Reply, body: Body, n_chunks: int) -> None:
+        """The finish reason, the usage, ``[DONE]`` (unless the fault is ``no_end``)."""
+        resp = reply.resp
+        if reply.fault == "no_end":
+            await resp.write_eof()
+            reply.delivery.finished_s = time.perf_counter()
+            return
+        completion = 0 if reply.fault == "no_content" else n_chunks * self.s.tokens_per_chunk
+        reason = reply.scripted[1] if reply.scripted is not None else "length"
+        await resp.write(reply.event(reply.finish(reason), reply.usage_so_far(completion)))
+        usage = self._usage(body, completion, reply.images * self.s.image_tokens)
+        if reply.chat and self.s.reasoning_chunks and completion:
+            thought = min(self.s.reasoning_chunks, n_chunks) * self.s.tokens_per_chunk
+            usage["completion_tokens_details"] = {"reasoning_tokens": thought}
+        await resp.write(reply.event(None, usage))
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        reply.delivery.finished_s = time.perf_counter()
+
+    def _usage(self, body: Body, completion: int, image_tokens: int = 0) -> Event:
+        """The usage event; with a prefix cache, the prompt's tokens are its cache tokens and the
+        cached ones are reported as vLLM does (prompt_tokens_details.cached_tokens). The images'
+        tokens are added to the prompt's (never cached)."""
+        if self.cache is None:
+            prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split()) + image_tokens
+            return {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion,
+                "total_tokens": prompt_tokens + completion,
+            }
+        tokens = self.cache.tokens(body)
+        cached = self.cache.lookup(tokens)
+        self._queries.inc(len(tokens))
+        self._hits.inc(cached)
+        return {
+            "prompt_tokens": len(tokens) + image_tokens,
+            "completion_tokens": completion,
+            "total_tokens": len(tokens) + image_tokens + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+
+
+@dataclass
+class _Reply:
+    """One streamed reply as it is written: its events in the OpenAI shape of its endpoint."""
+
+    request: web.Request
+    resp: web.StreamResponse
+    delivery: Delivery
+    chat: bool
+    rid: str
+    model: str
+    fault: str | None
+    continuous: bool = False  # the request asked for usage on every chunk
+    images: int = 0  # images: the request's image parts
+    created: int = field(default_factory=lambda: int(time.time()))
+    scripted: tuple[list[Event], str] | None = None  # each chunk's delta, the finish reason
+
+    def usage_so_far(self, completion: int) -> Event | None:
+        """vLLM's usage on every chunk (continuous_usage_stats): the completion tokens so far."""
+        if not self.continuous:
+            return None
+        return {"prompt_tokens": 1, "completion_tokens": completion, "total_tokens": 1 + completion}
+
+    def event(self, choice: Event | None, usage: Event | None = None) -> bytes:
+        data: Event = {
+            "id": self.rid,
+            "object": "chat.completion.chunk" if self.chat else "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice] if choice else [],
+        }
+        if usage:
+            data["usage"] = usage
+        return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
+
+    def role(self) -> Event:
+        return {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+
+    def content(self, text: str, reasoning: bool = False) -> Event:
+        if self.chat:
+            key = "reasoning_content" if reasoning else "content"
+            return {"index": 0, "delta": {key: text}, "finish_reason": None}
+        return {"index": 0, "text": text, "finish_reason": None}
+
+    def delta(self, delta: Event) -> Event:
+        """A scripted chunk: a chat delta, or a completion's ``{"text": ...}``."""
+        if self.chat:
+            return {"index": 0, "delta": delta, "finish_reason": None}
+        return {"index": 0, **delta, "finish_reason": None}
+
+    def finish(self, reason: str) -> Event:
+        if self.chat:
+            return {"index": 0, "delta": {}, "finish_reason": reason}
+        return {"index": 0, "text": "", "finish_reason": reason}
+
+
+def _without_images(messages: list[Any]) -> tuple[list[Any], int]:
+    """Chat messages with their image_url parts counted and left out: a message whose content is
+    a list of parts becomes its text parts joined by newlines (how many image parts there were)."""
+    out, images = [], 0
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if not isinstance(content, list):
+            out.append(m)
+            continue
+        parts = [p for p in content if isinstance(p, dict)]
+        images += sum(1 for p in parts if p.get("type") == "image_url")
+        text = "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+        out.append({**m, "content": text})
+    return out, images
+
+
+def serve(settings: MockSettings, host: str = "127.0.0.1", port: int = 9000) -> None:
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover
+        pass
+    web.run_app(MockServer(settings).app, host=host, port=port, print=None, access_log=None, shutdown_timeout=1.0)
+
+
+def _scripted_failure(fault: str | None) -> web.Response | None:
+    """The HTTP error a request drawing a scripted ``http_*`` fault gets instead of a reply."""
+    if fault not in ("http_500", "http_429", "http_400"):
+        return None
+    status = int(fault[5:])
+    return web.json_response({"error": {"message": f"scripted {fault}", "code": status}}, status=status)
