@@ -22,11 +22,10 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import aiohttp
 
-ResetStatus = Literal["done", "not_supported", "failed", "not_requested"]
+from tokenbench.results.manifest import ResetStatus
 
 TIMEOUT = aiohttp.ClientTimeout(total=30)
 ERROR_CHARS = 300

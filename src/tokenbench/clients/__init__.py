@@ -14,6 +14,7 @@ from tokenbench.clients.openai import OpenAIWire  # noqa: E402
 from tokenbench.clients.tgi import TGIWire  # noqa: E402
 from tokenbench.clients.triton import TritonWire  # noqa: E402
 from tokenbench.clients.wire import Wire  # noqa: E402
+from tokenbench.config import Api  # noqa: E402
 from tokenbench.records import Request, RequestRecord  # noqa: E402
 
 
@@ -22,7 +23,7 @@ class Client(Protocol):
         """Fill ``record``; never raise for a failed request (only re-raise cancellation)."""
 
 
-WIRES: dict[str, Callable[[], Wire]] = {
+WIRES: dict[Api, Callable[[], Wire]] = {
     "chat": lambda: OpenAIWire(chat=True),
     "completions": lambda: OpenAIWire(chat=False),
     "tgi": TGIWire,
@@ -35,5 +36,5 @@ WIRES: dict[str, Callable[[], Wire]] = {
 }
 
 
-def wire_for(api: str) -> Wire:
+def wire_for(api: Api) -> Wire:
     return WIRES[api]()

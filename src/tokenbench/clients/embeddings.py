@@ -20,15 +20,12 @@ has no chunks (clients/stream.py); it is ok only when it holds one result per in
 
 from __future__ import annotations
 
-from typing import Literal
-
 from orjson import loads as _loads
 
 from tokenbench.clients.wire import ERROR_BODY_CHARS, Body, Framing, Payload, Stream
+from tokenbench.config import PoolingApi
 from tokenbench.config.target import ResolvedTarget
 from tokenbench.records import Request
-
-PoolingApi = Literal["embeddings", "rerank", "score"]
 
 PATHS: dict[PoolingApi, str] = {"embeddings": "/v1/embeddings", "rerank": "/v1/rerank", "score": "/v1/score"}
 # where each answer lists its results, one per input

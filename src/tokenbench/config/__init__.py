@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -32,17 +32,18 @@ from tokenbench.config.flags import ENGINE, IMAGES, PREFIXES, SCALE, SESSIONS, T
 from tokenbench.config.mix import DEFAULT_TENANT_HEADER, WorkloadMix, check_header, check_weights
 from tokenbench.config.slo import SLOConfig
 
-# the values of --api (clients.WIRES); the pooling APIs (POOLING_APIS) at the end
-Api = Literal["chat", "completions", "tgi", "triton", "ollama", "embeddings", "rerank", "score"]
-# pooling APIs: the APIs that send inputs and get one non-streamed answer (clients/embeddings.py)
-POOLING_APIS = ("embeddings", "rerank", "score")
+# The pooling APIs: they send inputs and get one non-streamed answer (clients/embeddings.py).
+PoolingApi = Literal["embeddings", "rerank", "score"]
+POOLING_APIS: tuple[PoolingApi, ...] = get_args(PoolingApi)
+# The values of --api (clients.WIRES has one Wire each): the streamed APIs, then the pooling ones.
+Api = Literal["chat", "completions", "tgi", "triton", "ollama", PoolingApi]
 Arrival = Literal["constant", "poisson", "gamma"]
 # --prefix-cache: "reset" empties the server's prefix cache before every load point through the
 # engine's own control (backends/cache_control.py); "keep" leaves it as the last point left it.
 PrefixCacheMode = Literal["reset", "keep"]
 DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace"]
-# The trace formats datasets.traces reads (its TraceFormat; config cannot import datasets: a cycle).
-TraceFormatName = Literal["mooncake", "azure", "burstgpt", "bailian"]
+# The trace formats datasets.traces reads (--trace-format).
+TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
 
 SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
 
@@ -738,7 +739,7 @@ class DatasetConfig(_Model):
     # --dataset trace: the file's format (None: detected), tokens per hash id (None: the format's),
     # BurstGPT's Model and Log Type filters
     trace_format: Annotated[
-        TraceFormatName | None,
+        TraceFormat | None,
         Flag("--trace-format", "Trace: mooncake, azure, burstgpt or bailian (default: detected from the file).", TRACE),
     ] = None
     block_size: Annotated[

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypedDict
 
-from tokenbench.config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig
+from tokenbench.config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, DatasetName
 from tokenbench.datasets import dolly, jsonl, shared_prefix, sharegpt
 from tokenbench.datasets.images import with_synthetic_images
 from tokenbench.datasets.synthetic import synthetic_prompts
@@ -184,7 +184,7 @@ def _shuffled(requests: list[Request], seed: int) -> list[Request]:
 
 # --dataset NAME -> its source (config.DatasetName lists the same names): a new dataset is a
 # module and a line here.
-SOURCES: dict[str, Callable[[Source, Tokenizer | None], Built]] = {
+SOURCES: dict[DatasetName, Callable[[Source, Tokenizer | None], Built]] = {
     "synthetic": _synthetic,
     "sharegpt": _sharegpt,
     "dolly": _dolly,

@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokenbench.config import TraceFormat
 from tokenbench.datasets.tokenizers import Tokenizer, token_ids_of
 from tokenbench.datasets.trace_prompts import BlockIds, BlockPrompts, expected_reuse
-from tokenbench.datasets.traces import Trace, TraceFormat, TraceRow, read_trace
+from tokenbench.datasets.traces import Trace, TraceRow, read_trace
 from tokenbench.errors import BadInput
 from tokenbench.records import Request
 from tokenbench.results import TraceFacts

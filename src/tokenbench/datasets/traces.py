@@ -20,12 +20,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Literal, NoReturn, get_args
+from typing import NoReturn, get_args
 
+from tokenbench.config import TraceFormat
 from tokenbench.datasets.jsonl import json_lines
 from tokenbench.errors import BadInput
 
-TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
 FORMATS: tuple[TraceFormat, ...] = get_args(TraceFormat)
 
 # Tokens per hash id where the format has hash ids (Mooncake README: 512-token blocks; AIPerf's

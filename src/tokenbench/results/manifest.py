@@ -35,6 +35,10 @@ from tokenbench.results.stopping import AutoStopFacts
 ATTACHED = "attached"
 
 
+# What a prefix-cache reset before a point came to (backends/cache_control.py makes it).
+ResetStatus = Literal["done", "not_supported", "failed", "not_requested"]
+
+
 class ManifestError(BadInput):
     """A config.json that is not a tokenbench run's: the message names the file and what is wrong."""
 
@@ -178,7 +182,7 @@ def _why(exc: ValidationError) -> str:
 class PrefixCacheReset(FrozenModel):
     """What the prefix-cache reset before a point did (backends.cache_control.CacheReset)."""
 
-    status: Literal["done", "not_supported", "failed", "not_requested"]
+    status: ResetStatus
     detail: str | None = None
 
 
