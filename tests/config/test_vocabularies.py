@@ -32,7 +32,9 @@ def test_the_trace_formats_the_settings_take_are_the_ones_the_reader_reads():
 
 
 def test_the_constraint_kinds_and_dialects_are_one_vocabulary():
-    assert set(KINDS) == set(get_args(ConstraintKind)) == set(get_args(OutputConstraint.model_fields["kind"].annotation))
+    assert (
+        set(KINDS) == set(get_args(ConstraintKind)) == set(get_args(OutputConstraint.model_fields["kind"].annotation))
+    )
     assert {p.structured for p in PROFILES.values()} <= set(get_args(Dialect))
 
 

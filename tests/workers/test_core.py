@@ -40,7 +40,7 @@ async def test_a_local_core_runs_a_point_and_each_request_is_one_record_of_the_d
     url = mock_server(ttft_ms=5, itl_ms=1)
     worker = LocalWorker()
     assert worker.same_clock and worker.lost is None
-    info = await worker.call("setup", _setup(url))
+    info = await worker.setup(_setup(url))
     assert isinstance(info, WorkerInfo) and info.worker == 0
     try:
         order = Order(0, UsersLoad(users=2), StopConfig(max_requests=6), seed=1, point_seed=1, share=Share(), warm=2)
@@ -96,7 +96,7 @@ async def test_a_failure_raises_on_the_drivers_loop_and_is_reported_from_elsewhe
     url = mock_server()
     order = Order(0, UsersLoad(users=1), StopConfig(max_requests=2), seed=1, point_seed=1, share=Share())
     local = LocalWorker()
-    await local.call("setup", _setup(url))
+    await local.setup(_setup(url))
     try:
         with pytest.raises(RuntimeError, match="a bug in the load generator"):
             await _point(local.core, order)

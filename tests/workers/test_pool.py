@@ -15,6 +15,7 @@ from tokenbench.records import Outcome, Request, RequestRecord, RunClock
 from tokenbench.workers import WorkerLost
 from tokenbench.workers.core import Batch, LocalWorker, Order, Setup, WorkerInfo
 from tokenbench.workers.pool import SAME_CLOCK, START_LEAD_S, WorkerPool
+from tokenbench.workers.remote import RemoteWorker
 
 
 class _Out:
@@ -65,11 +66,9 @@ async def test_a_pool_of_one_local_worker_writes_one_record_per_request(mock_ser
     assert pool.end_offsets == {0: SAME_CLOCK}
 
 
-class _Scripted:
-    """A worker elsewhere whose polls are scripted: each poll answers the next batch (or raises
+class _Scripted(RemoteWorker):
+    """A worker elsewhere whose transport is scripted: each poll answers the next batch (or raises
     the next exception); it keeps the orders it was given."""
-
-    same_clock = False
 
     def __init__(self, index: int, polls: list[Batch | Exception] | None = None) -> None:
         self.index, self.lost = index, None

@@ -22,23 +22,23 @@ from tokenbench.workers.process import ProcessWorker
 async def test_a_worker_process_runs_its_share_of_a_point(mock_server, tmp_path) -> None:
     url = mock_server(ttft_ms=5, itl_ms=1)
     clock = RunClock.start()
-    worker = await ProcessWorker.start(1, tmp_path / "worker-1.log")
+    worker = await ProcessWorker.spawn(1, tmp_path / "worker-1.log")
     assert not worker.same_clock
     try:
         target = TargetConfig(url=url, model="mock-model", api="chat")
         requests = [Request(prompt=f"p{i}", max_tokens=4) for i in range(3)]
         setup = Setup(Share(1, 2), clock.origin_monotonic_s, clock.origin_unix_s, target, requests=requests)
-        info = await worker.call("setup", setup, timeout_s=60)
+        info = await worker.setup(setup, timeout_s=60)
         assert isinstance(info, WorkerInfo) and (info.worker, info.pid) == (1, worker.proc.pid)
         # one Linux monotonic clock: the worker's reading lies between two of ours
-        before, theirs = time.perf_counter(), await worker.call("clock", timeout_s=10)
+        before, theirs = time.perf_counter(), await worker.clock(timeout_s=10)
         assert before <= theirs <= time.perf_counter()
         order = Order(0, UsersLoad(users=4), StopConfig(max_requests=4), 1, 1, Share(1, 2), start_s=clock.now())
-        await worker.call("prepare", order, timeout_s=30)
-        await worker.call("start", order, timeout_s=10)
+        await worker.prepare(order, timeout_s=30)
+        await worker.start(order, timeout_s=10)
         done: list[RequestRecord] = []
         while True:
-            batch: Batch = await worker.call("poll", timeout_s=10)
+            batch: Batch = await worker.poll(timeout_s=10)
             done += batch.done
             if batch.run is not None:
                 break
@@ -51,14 +51,15 @@ async def test_a_worker_process_runs_its_share_of_a_point(mock_server, tmp_path)
 
 
 async def test_a_killed_worker_process_is_lost_with_its_reason(tmp_path) -> None:
-    worker = await ProcessWorker.start(0, tmp_path / "worker-0.log")
+    worker = await ProcessWorker.spawn(0, tmp_path / "worker-0.log")
     try:
-        assert isinstance(await worker.call("clock", timeout_s=30), float)
-        with pytest.raises(RuntimeError, match="AttributeError"):  # a bad call is answered, not fatal
+        assert isinstance(await worker.clock(timeout_s=30), float)
+        # a call the worker does not take is answered, not fatal (the transport carries names)
+        with pytest.raises(RuntimeError, match="a worker has no call 'no_such_call'"):
             await worker.call("no_such_call", timeout_s=10)
         os.kill(worker.proc.pid, signal.SIGKILL)
         with pytest.raises(WorkerLost, match="SIGKILL"):
-            await worker.call("clock", timeout_s=10)
+            await worker.clock(timeout_s=10)
         assert worker.lost is not None and "killed by signal SIGKILL" in worker.lost
     finally:
         await worker.stop()
@@ -73,14 +74,14 @@ def test_a_call_into_a_dead_workers_pipe_is_a_lost_worker_not_a_crash(tmp_path):
 
 
 async def _dead_pipe(tmp_path) -> None:
-    worker = await ProcessWorker.start(0, tmp_path / "worker-0.log")
+    worker = await ProcessWorker.spawn(0, tmp_path / "worker-0.log")
     try:
-        assert isinstance(await worker.call("clock", timeout_s=30), float)
+        assert isinstance(await worker.clock(timeout_s=30), float)
         os.kill(worker.proc.pid, signal.SIGKILL)
         await worker.proc.wait()
         await asyncio.sleep(0.1)  # its pipe is closed now
         worker.lost = None  # as if its reader had not seen it die yet: the call writes into the pipe
         with pytest.raises(WorkerLost, match="SIGKILL"):
-            await worker.call("clock", timeout_s=10)
+            await worker.clock(timeout_s=10)
     finally:
         await worker.stop()

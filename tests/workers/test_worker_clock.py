@@ -13,6 +13,7 @@ from tokenbench.records import RunClock
 from tokenbench.workers.clock import Offset, estimate, measure
 from tokenbench.workers.core import Setup, WorkerInfo
 from tokenbench.workers.pool import WorkerPool
+from tokenbench.workers.remote import RemoteWorker
 
 
 async def test_the_offset_of_a_skewed_clock_is_found_within_its_uncertainty():
@@ -47,13 +48,12 @@ def test_the_shortest_round_trip_wins():
         estimate([])
 
 
-class _SkewedWorker:
-    """A worker whose monotonic clock is ``skew`` s off the driver's."""
+class _SkewedWorker(RemoteWorker):
+    """A worker elsewhere whose monotonic clock is ``skew`` s off the driver's."""
 
     def __init__(self, index: int, skew: float) -> None:
         self.index, self.skew, self.lost = index, skew, None
-        self.same_clock = False
-        self.setup = None
+        self.given = None
 
     @property
     def describe(self) -> str:
@@ -62,7 +62,7 @@ class _SkewedWorker:
     async def call(self, method: str, *args, timeout_s=None):
         if method == "clock":
             return time.perf_counter() + self.skew
-        self.setup = args[0]
+        self.given = args[0]
         return WorkerInfo(self.index, 1, "n")
 
     async def stop(self) -> None:
@@ -80,6 +80,6 @@ async def test_each_workers_run_clock_starts_at_the_drivers_origin_on_its_own_cl
         offset = pool.offsets[w.index]
         assert abs(offset.offset_s - w.skew) <= offset.uncertainty_s + 1e-9
         perf = time.perf_counter()
-        on_worker = (perf + w.skew) - w.setup.origin_monotonic_s  # its run clock, read on its own clock
+        on_worker = (perf + w.skew) - w.given.origin_monotonic_s  # its run clock, read on its own clock
         assert abs(on_worker - (perf - clock.origin_monotonic_s)) <= offset.uncertainty_s + 1e-9
         assert pool.infos[w.index].node == "n"

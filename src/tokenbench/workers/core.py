@@ -130,7 +130,13 @@ class WorkerCore:
         self._task: asyncio.Future[PointRun] | None = None
         self._state: _Running | None = None
 
+    # What a worker elsewhere may be asked by name (remote.RemoteWorker's methods, and close).
+    CALLS = frozenset({"setup", "prepare", "start", "poll", "interrupt", "clock", "close"})
+
     async def call(self, method: str, args: tuple[Any, ...]) -> Any:
+        """A call that came over a transport, by its name: only ``CALLS``."""
+        if method not in self.CALLS:
+            raise ValueError(f"a worker has no call {method!r} (it takes {', '.join(sorted(self.CALLS))})")
         result = getattr(self, method)(*args)
         return await result if asyncio.iscoroutine(result) else result
 
@@ -250,8 +256,24 @@ class LocalWorker:
     def describe(self) -> str:
         return "the run's own process"
 
-    async def call(self, method: str, *args: Any, timeout_s: float | None = None) -> Any:
-        return await self.core.call(method, args)
+    # The pool's calls, made on the core directly (timeouts are for workers elsewhere).
+    async def setup(self, setup: Setup, timeout_s: float | None = None) -> WorkerInfo:
+        return await self.core.setup(setup)
+
+    async def prepare(self, order: Order, timeout_s: float | None = None) -> None:
+        await self.core.prepare(order)
+
+    async def start(self, order: Order, timeout_s: float | None = None) -> None:
+        self.core.start(order)
+
+    async def poll(self, timeout_s: float | None = None) -> Batch:
+        return self.core.poll()
+
+    async def interrupt(self, timeout_s: float | None = None) -> None:
+        self.core.interrupt()
+
+    async def clock(self, timeout_s: float | None = None) -> float:
+        return self.core.clock()
 
     def deliver_to(self, sink: Callable[[list[RequestRecord]], None]) -> None:
         """Each record to ``sink`` as it ends, rather than in the next poll's batch."""

@@ -25,14 +25,14 @@ from tokenbench.workers.clock import Offset, measure
 from tokenbench.workers.core import Batch, LocalWorker, Order, Setup, WorkerInfo
 
 POLL_S = 0.1  # how often each worker is asked for its records
-ANSWER_TIMEOUT_S = 30.0  # a worker silent this long is lost
 START_LEAD_S = 0.25  # a point starts this far ahead of its order, so every worker starts it together
 SAME_CLOCK = Offset(0.0, 0.0)  # a worker on the driver's own loop reads the driver's clock
 
 
 class Handle(Protocol):
-    """The driver's end of one worker: its core called directly (core.LocalWorker), over a pipe
-    (process.ProcessWorker) or as a Ray actor (ray_actor.RayWorker)."""
+    """The driver's end of one worker, by typed calls: its core called directly (core.LocalWorker),
+    over a pipe (process.ProcessWorker) or as a Ray actor (ray_actor.RayWorker), both through
+    remote.RemoteWorker (a worker elsewhere that is silent for ANSWER_TIMEOUT_S is lost)."""
 
     index: int
     lost: str | None
@@ -41,7 +41,17 @@ class Handle(Protocol):
     @property
     def describe(self) -> str: ...
 
-    async def call(self, method: str, *args: Any, timeout_s: float | None = None) -> Any: ...
+    async def setup(self, setup: Setup) -> WorkerInfo: ...
+
+    async def prepare(self, order: Order) -> None: ...
+
+    async def start(self, order: Order) -> None: ...
+
+    async def poll(self) -> Batch: ...
+
+    async def interrupt(self) -> None: ...
+
+    async def clock(self) -> float: ...
 
     async def stop(self) -> None: ...
 
@@ -93,7 +103,7 @@ class WorkerPool:
         """Stop now: every worker cancels its requests in flight (they come back as records)."""
         self._interrupted = True
         for h in self.alive():
-            asyncio.ensure_future(_quietly(h.call("interrupt", timeout_s=ANSWER_TIMEOUT_S)))
+            asyncio.ensure_future(_quietly(h.interrupt()))
 
     async def set_up(self, setup: Callable[[Handle, float], Setup]) -> None:
         """Each worker's clock offset, then its setup with the driver's origin on its clock."""
@@ -103,7 +113,7 @@ class WorkerPool:
             offset = SAME_CLOCK if h.same_clock else await measure(functools.partial(_read_clock, h))
             self.offsets[h.index] = offset
             origin = self._clock.origin_monotonic_s + offset.offset_s
-            self.infos[h.index] = await h.call("setup", setup(h, origin), timeout_s=120.0)
+            self.infos[h.index] = await h.setup(setup(h, origin))
 
     async def check_clocks(self) -> None:
         """The offsets again at the end: their drift over the run is in results."""
@@ -141,9 +151,7 @@ class WorkerPool:
             )
             for j, h in enumerate(alive)
         }
-        await asyncio.gather(
-            *(self._guard(h, point, h.call("prepare", orders[h.index], timeout_s=120.0)) for h in alive)
-        )
+        await asyncio.gather(*(self._guard(h, point, h.prepare(orders[h.index])) for h in alive))
         # workers elsewhere start a little ahead, together; one on this loop starts now
         start = self._clock.now() + (0.0 if all(h.same_clock for h in alive) else START_LEAD_S)
         run = new_run(index, load, stop, start)
@@ -162,11 +170,11 @@ class WorkerPool:
     async def _follow(self, h: Handle, point: _Point, order: Order) -> None:
         """Start the worker's part and poll it until it is done (or the worker is lost)."""
         try:
-            await h.call("start", order, timeout_s=ANSWER_TIMEOUT_S)
+            await h.start(order)
             if self._interrupted:
-                await h.call("interrupt", timeout_s=ANSWER_TIMEOUT_S)
+                await h.interrupt()
             while True:
-                batch: Batch = await h.call("poll", timeout_s=ANSWER_TIMEOUT_S)
+                batch = await h.poll()
                 self._take(h, point, batch)
                 if batch.error is not None:
                     raise WorkerLost(f"{h.describe} failed: {batch.error.strip().splitlines()[-1]}")
@@ -223,7 +231,7 @@ class WorkerPool:
 
 
 async def _read_clock(h: Handle) -> float:
-    return float(await h.call("clock", timeout_s=ANSWER_TIMEOUT_S))
+    return await h.clock()
 
 
 def _at(order: Order, start_s: float) -> Order:
@@ -274,7 +282,7 @@ async def start_workers(config: WorkersConfig, run_dir: Path) -> list[Handle]:
     from tokenbench.workers.process import ProcessWorker
 
     return list(
-        await asyncio.gather(*(ProcessWorker.start(i, run_dir / f"worker-{i}.log") for i in range(config.count)))
+        await asyncio.gather(*(ProcessWorker.spawn(i, run_dir / f"worker-{i}.log") for i in range(config.count)))
     )
 
 

@@ -22,14 +22,13 @@ from typing import IO, Any
 
 from tokenbench.workers import WorkerLost
 from tokenbench.workers.core import WorkerCore
+from tokenbench.workers.remote import CLOSE_TIMEOUT_S, RemoteWorker
 
 _HEADER = struct.Struct("!I")
 
 
-class ProcessWorker:
+class ProcessWorker(RemoteWorker):
     """The driver's end of one worker process."""
-
-    same_clock = False  # its own monotonic clock: an offset measured
 
     def __init__(self, index: int, proc: asyncio.subprocess.Process, log: IO[bytes]) -> None:
         self.index = index
@@ -46,7 +45,7 @@ class ProcessWorker:
         return f"worker {self.index} (pid {self.proc.pid})"
 
     @classmethod
-    async def start(cls, index: int, log_path: Path) -> ProcessWorker:
+    async def spawn(cls, index: int, log_path: Path) -> ProcessWorker:
         log = log_path.open("ab")
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -113,7 +112,7 @@ class ProcessWorker:
         self._stopping = True
         if self.proc.returncode is None:
             with contextlib.suppress(Exception):
-                await self.call("close", timeout_s=5.0)
+                await self.call("close", timeout_s=CLOSE_TIMEOUT_S)
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
             try:

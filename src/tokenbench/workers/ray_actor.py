@@ -16,6 +16,7 @@ from typing import Any
 from tokenbench.errors import BadInput
 from tokenbench.workers import WorkerLost
 from tokenbench.workers.core import WorkerCore
+from tokenbench.workers.remote import CLOSE_TIMEOUT_S, RemoteWorker
 
 
 class _Actor:
@@ -53,10 +54,8 @@ def stop_ray() -> None:
     _ray().shutdown()
 
 
-class RayWorker:
+class RayWorker(RemoteWorker):
     """The driver's end of one Ray actor."""
-
-    same_clock = False  # another process, perhaps another machine: an offset measured
 
     def __init__(self, index: int, cpus: float) -> None:
         ray = _ray()
@@ -87,7 +86,7 @@ class RayWorker:
         ray = _ray()
         if self.lost is None:
             try:
-                await self.call("close", timeout_s=5.0)
+                await self.call("close", timeout_s=CLOSE_TIMEOUT_S)
             except (WorkerLost, RuntimeError):
                 pass
         ray.kill(self.actor)
