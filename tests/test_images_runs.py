@@ -13,7 +13,7 @@ from run_helpers import config, quiet, records_of
 from tokenbench.config import DatasetConfig, RateLoad, SessionConfig, StopConfig, UsersLoad
 from tokenbench.history.export import export
 from tokenbench.report import write_report
-from tokenbench.report.run_dir import image_rows
+from tokenbench.report.read.run_dir import image_rows
 from tokenbench.results import RunResults
 from tokenbench.run import run
 

@@ -45,6 +45,10 @@ def imports(module: str) -> set[str]:
     return found
 
 
+# Inside a package, the order of its parts where it has one (its __init__ may import them all).
+PART_ORDER = {"report": "chart_spec read sections render".split()}
+
+
 def package(module: str) -> str:
     return module.split(".")[1] if "." in module else "tokenbench"
 
@@ -66,6 +70,23 @@ def upward_imports() -> list[str]:
 
 def test_no_package_imports_one_later_in_the_order() -> None:
     assert upward_imports() == []
+
+
+def part(module: str) -> tuple[str, int] | None:
+    """(package, rank of its part) for a module in a part of a package with a PART_ORDER."""
+    parts = module.split(".")
+    order = PART_ORDER.get(parts[1]) if len(parts) > 2 else None
+    return (parts[1], order.index(parts[2])) if order and parts[2] in order else None
+
+
+def test_no_part_of_a_package_imports_a_later_part() -> None:
+    upward = []
+    for m in MODULES:
+        for t in imports(m):
+            here, there = part(m), part(t)
+            if here and there and here[0] == there[0] and there[1] > here[1]:
+                upward.append(f"{m} imports {t}")
+    assert upward == []
 
 
 def test_no_modules_import_each_other_in_a_circle() -> None:

@@ -12,7 +12,7 @@ from tokenbench.cli.flags import run_options
 from tokenbench.cli.run_flags import run_config
 from tokenbench.compare import comparison
 from tokenbench.config import StopConfig, UsersLoad
-from tokenbench.report.run_dir import read_run
+from tokenbench.report.read.run_dir import read_run
 from tokenbench.run import repeated, run
 
 

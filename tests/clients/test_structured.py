@@ -218,10 +218,10 @@ def test_valid_fraction_is_the_mocks_scripted_share(mock_server, tmp_path, schem
     tables = run_tables(result.run_dir)  # the Parquet/CSV export: the record fields and the point's
     assert sum(row["output_valid"] for row in tables["records"]) == 6
     assert tables["points"][0]["structured_valid_fraction"] == 0.75
-    from tokenbench.report.charts import build_charts
-    from tokenbench.report.load import load_inputs
-    from tokenbench.report.outline import build_outline
-    from tokenbench.report.verdict import decide
+    from tokenbench.report.read.load import load_inputs
+    from tokenbench.report.render.outline import build_outline
+    from tokenbench.report.sections.charts import build_charts
+    from tokenbench.report.sections.verdict import decide
 
     data = load_inputs([result.run_dir])  # the report's section: valid 75.0% beside TTFT/TPOT
     verdict = decide(data)

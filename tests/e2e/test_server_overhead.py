@@ -72,8 +72,8 @@ def test_every_cell_of_the_layer_study_ran_ok(study):
 def test_each_layer_is_compared_with_the_engine_alone_in_the_report(study, tmp_path):
     out, _, stderr = study
     assert "serving layers: overhead = layer − engine alone" in stderr
-    from tokenbench.report.layers import overheads
-    from tokenbench.report.load import load_inputs
+    from tokenbench.report.read.load import load_inputs
+    from tokenbench.report.sections.layers import overheads
 
     items = overheads(load_inputs([out]))
     assert sorted({(o.layer, o.engine) for o in items}) == [

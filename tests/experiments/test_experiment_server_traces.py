@@ -9,8 +9,8 @@ import sys
 
 import yaml
 
-from tokenbench.report.charts import phases_chart
-from tokenbench.report.load import load_inputs
+from tokenbench.report.read.load import load_inputs
+from tokenbench.report.sections.charts import phases_chart
 
 # the mock as `vllm serve`: it exports its spans where --otlp-traces-endpoint says (vLLM's own flag)
 WRAPPER = """

@@ -19,8 +19,8 @@ from tokenbench.metrics import PointSpan, Window, catalogue, summarize_point
 from tokenbench.metrics.catalogue import METRICS, Metric, error_rate, path, shown_in
 from tokenbench.metrics.cost import point_cost
 from tokenbench.records import Outcome, RequestRecord, TokenSource
-from tokenbench.report.load import load_inputs
-from tokenbench.report.tables import headline_table
+from tokenbench.report.read.load import load_inputs
+from tokenbench.report.sections.tables import headline_table
 from tokenbench.results import (
     CellRow,
     Client,

@@ -13,12 +13,12 @@ from rich.console import Console
 from tokenbench.common.procs import free_port
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.report import write_report
-from tokenbench.report.charts import PHASE_SEGMENTS, phases_chart
-from tokenbench.report.load import load_inputs
-from tokenbench.report.outline import build_outline
-from tokenbench.report.run_dir import SLOWEST_REQUESTS
-from tokenbench.report.tables import slowest_table
-from tokenbench.report.verdict import decide
+from tokenbench.report.read.load import load_inputs
+from tokenbench.report.read.run_dir import SLOWEST_REQUESTS
+from tokenbench.report.render.outline import build_outline
+from tokenbench.report.sections.charts import PHASE_SEGMENTS, phases_chart
+from tokenbench.report.sections.tables import slowest_table
+from tokenbench.report.sections.verdict import decide
 from tokenbench.run import run
 from tokenbench.rundir import read_records
 

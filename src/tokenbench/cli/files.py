@@ -42,7 +42,7 @@ def report(
 
     _require_result_dirs(dirs)
     files = write_report(dirs, out or dirs[0])
-    from tokenbench.report.layers import layer_study
+    from tokenbench.report.sections.layers import layer_study
     from tokenbench.rundir.read import is_experiment_dir
 
     for d in dirs:  # a serving-layer study: each layer's overhead and where it helped, in the terminal too

@@ -35,8 +35,8 @@ from tokenbench.console import fmt
 from tokenbench.console.fmt import NULL_TEXT, md
 from tokenbench.errors import BadInput
 from tokenbench.metrics.catalogue import METRICS, Metric, shown_in
-from tokenbench.report.data import PointRow, ReportData, load_key
-from tokenbench.report.load import load_inputs
+from tokenbench.report.read.data import PointRow, ReportData, load_key
+from tokenbench.report.read.load import load_inputs
 from tokenbench.results import NO_TRIALS, TrialStat
 
 SIGNIFICANCE_P = 0.05

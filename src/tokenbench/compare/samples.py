@@ -16,7 +16,7 @@ import numpy as np
 
 from tokenbench.metrics.catalogue import Metric
 from tokenbench.records import Outcome, RequestRecord
-from tokenbench.report.run_dir import load_value
+from tokenbench.report.read.run_dir import load_value
 from tokenbench.results import PointResult
 from tokenbench.results.layout import RECORDS, RESULTS
 from tokenbench.results.trials import trial_groups

@@ -334,7 +334,7 @@ def _finish(
     state.complete = not interrupted and all(_done(state, cell_id) for cell_id in planned)
     _save(out_dir, state)
     from tokenbench.console.tables import experiment_table
-    from tokenbench.report.layers import layer_study
+    from tokenbench.report.sections.layers import layer_study
 
     console.print(experiment_table(state))
     if any(s.upstream for s in state.servers):  # a serving-layer study: each layer vs the engine alone

@@ -19,7 +19,7 @@ from tokenbench.console.fmt import esc
 from tokenbench.history.changepoints import ChangePoint, change_points
 from tokenbench.history.table import CONFIG_COLUMNS, Row
 from tokenbench.metrics.catalogue import Metric, shown_in
-from tokenbench.report.plotly_chart import plot_text
+from tokenbench.report.render.plotly_chart import plot_text
 
 TREND_METRICS: tuple[Metric, ...] = shown_in("compare")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")

@@ -16,7 +16,7 @@ from typing import Any
 
 from tokenbench.errors import BadInput
 from tokenbench.metrics.catalogue import Metric, shown_in
-from tokenbench.report.run_dir import load_value
+from tokenbench.report.read.run_dir import load_value
 from tokenbench.results import RunResults
 from tokenbench.results.layout import RESULTS
 from tokenbench.rundir.read import is_experiment_dir, is_run_dir, read_experiment, read_results

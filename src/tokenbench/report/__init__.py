@@ -33,13 +33,13 @@ def write_report(dirs: list[Path], out_dir: Path) -> ReportFiles:
     """Read ``dirs`` (run or experiment directories, in this order) and write ``out_dir``/
     report.html, report.md and charts/<chart>.png (files of the same name are overwritten)."""
     # Imported here: `tokenbench run` imports report.console, and need not load plotly or matplotlib.
-    from tokenbench.report.charts import build_charts
-    from tokenbench.report.html import render_html
-    from tokenbench.report.load import load_inputs
-    from tokenbench.report.markdown import render_markdown
-    from tokenbench.report.outline import build_outline
-    from tokenbench.report.png import write_pngs
-    from tokenbench.report.verdict import decide
+    from tokenbench.report.read.load import load_inputs
+    from tokenbench.report.render.html import render_html
+    from tokenbench.report.render.markdown import render_markdown
+    from tokenbench.report.render.outline import build_outline
+    from tokenbench.report.render.png import write_pngs
+    from tokenbench.report.sections.charts import build_charts
+    from tokenbench.report.sections.verdict import decide
 
     data = load_inputs([Path(d) for d in dirs])
     verdict = decide(data)

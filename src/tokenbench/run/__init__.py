@@ -56,7 +56,7 @@ from tokenbench.loadgen.sessions import SessionSource
 from tokenbench.loadgen.source import RequestSource
 from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import Request, RunClock
-from tokenbench.report.failures import failed_points, failure_lines
+from tokenbench.report.sections.failures import failed_points, failure_lines
 from tokenbench.results import PointResult, RunResults
 from tokenbench.results.layout import SAMPLES, SERVER_LOG
 from tokenbench.results.manifest import ServerFacts
