@@ -14,7 +14,7 @@ from safety_helpers import _recompute, _tokenbench
 
 from tokenbench.config import StopConfig
 from tokenbench.records import RequestRecord
-from tokenbench.results import PointResult
+from tokenbench.results import PointResult, Workers
 from tokenbench.results.manifest import PointStart, RunManifest
 from tokenbench.rundir import derive
 from tokenbench.rundir.derive import results_header, unfinished_point
@@ -40,6 +40,9 @@ def test_the_header_has_the_keys_results_json_had_before_its_points():
     assert header["dataset"] is None and header["slo"] == {"ttft_s": None, "tpot_s": None, "e2e_s": None}
     done = results_header(config, "recompute").finished(True).to_json()
     assert done["interrupted"] is True and done["computed_by"]["how"] == "recompute"
+    workers = Workers(mode="process", count=2, ray_address=None, cpus_per_worker=None, clocks=[])
+    scaled = results_header(config.with_workers(workers), "run").to_json()  # only a run of several workers
+    assert list(scaled)[-2:] == ["workers", "points"] and scaled["workers"]["count"] == 2
 
 
 def test_point_result_builds_the_point_with_every_field_by_name():

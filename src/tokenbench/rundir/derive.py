@@ -81,11 +81,13 @@ def computed_by(how: Literal["run", "recompute"]) -> ComputedBy:
     return ComputedBy(name="tokenbench", version=__version__, how=how)
 
 
-def results_header(manifest: RunManifest, how: Literal["run", "recompute"]) -> RunResults:
-    """results.json without its points, from config.json alone."""
+def results_header(
+    manifest: RunManifest, how: Literal["run", "recompute"], points: Sequence[PointResult] = ()
+) -> RunResults:
+    """results.json from config.json alone, with ``points`` (by default none: its header)."""
     target, config = manifest.resolved_target, manifest.config
     server = manifest.backend.to_json() if manifest.backend is not None else {}
-    header = RunResults(
+    return RunResults(
         schema_version=SCHEMA_VERSION,
         tool=manifest.tool,
         computed_by=computed_by(how),
@@ -97,11 +99,9 @@ def results_header(manifest: RunManifest, how: Literal["run", "recompute"]) -> R
         slo=Slo(**config.slo.model_dump()),
         clock=manifest.clock,
         telemetry=manifest.telemetry,
-        points=[],
+        workers=manifest.workers_facts,  # only a run of several workers
+        points=list(points),
     )
-    if manifest.workers_facts is None:
-        return header
-    return header.model_copy(update={"workers": manifest.workers_facts})  # only a run of several workers
 
 
 def point_result(
