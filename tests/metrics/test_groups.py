@@ -5,7 +5,7 @@ import pytest
 
 from tokenbench.config.mix import WorkloadMix
 from tokenbench.config.slo import SLOConfig
-from tokenbench.metrics.groups import group_breakdowns, jain
+from tokenbench.metrics.groups import GroupBreakdowns, group_breakdowns, jain
 from tokenbench.records import Outcome, RequestRecord
 
 
@@ -38,15 +38,17 @@ def test_each_request_is_judged_by_its_classs_own_slo():
     )
     records = [_record(i, "a" if i % 2 else "b", "t1" if i % 2 else "t2", 0.5) for i in range(10)]
     parts = group_breakdowns(records, 10.0, SLOConfig(), mix)
-    by_class = parts["by_class"]
+    by_class = parts.by_class
+    assert by_class is not None
     assert by_class["a"].good_fraction == 1.0 and by_class["b"].good_fraction == 0.0  # 0.5 s TTFT
     assert by_class["a"].goodput_per_s == 0.5 and by_class["a"].requests_per_s == 0.5
     assert by_class["b"].slo is not None and by_class["b"].slo.ttft_s == 0.1 and by_class["b"].priority == 1
-    fair = parts["fairness"]
+    fair = parts.fairness
+    assert fair is not None
     assert fair.over == "goodput_per_share" and fair.jain_index == 0.5  # one tenant got all the good service
-    assert "by_adapter" not in parts
+    assert parts.by_adapter is None and parts.by_tenant is not None and sorted(parts.by_tenant) == ["t1", "t2"]
 
 
 def test_a_point_without_groups_has_no_group_keys():
     plain = [RequestRecord(point=0, id=i, scheduled_s=0.0, outcome=Outcome.OK) for i in range(3)]
-    assert group_breakdowns(plain, 1.0, SLOConfig(ttft_s=1.0), None) == {}
+    assert group_breakdowns(plain, 1.0, SLOConfig(ttft_s=1.0), None) == GroupBreakdowns()

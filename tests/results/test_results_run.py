@@ -88,3 +88,14 @@ def test_with_matched_ttft_adds_the_clients_ttft_beside_the_servers():
     got = server.with_matched_ttft(matched)
     assert got.client_ttft_s_matched == matched and server.client_ttft_s_matched is None
     assert got.model_dump(exclude_unset=True)["client_ttft_s_matched"] == {"mean": 0.12, "count": 40}
+
+
+def test_an_optional_part_built_as_none_is_absent_but_a_file_read_keeps_its_nulls():
+    """A run or a point built with an optional part as None has no key for it (a part only some
+    have); ``from_json`` keeps the keys the file has, a null one too, so a file read is written back
+    as it was. A required part that is None stays (``dataset``, ``clock``: null)."""
+    built = RunResults(**dict(RunResults.from_json(RUN)))  # every field: workers, interrupted, predicted None
+    assert built.to_json() == {"schema_version": 1, **RUN}
+    assert "workers" not in built.model_fields_set and "dataset" in built.model_fields_set
+    read = RunResults.from_json({**RUN, "workers": None})
+    assert read.to_json() == {"schema_version": 1, **RUN, "workers": None}

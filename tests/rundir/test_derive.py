@@ -3,6 +3,8 @@ giving the run's own results, for today's runs and for runs from before 0.2 (aga
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import shutil
 from pathlib import Path
@@ -12,7 +14,9 @@ from safety_helpers import _recompute, _tokenbench
 
 from tokenbench.config import StopConfig
 from tokenbench.records import RequestRecord
+from tokenbench.results import PointResult, Workers
 from tokenbench.results.manifest import PointStart, RunManifest
+from tokenbench.rundir import derive
 from tokenbench.rundir.derive import results_header, unfinished_point
 
 
@@ -36,6 +40,24 @@ def test_the_header_has_the_keys_results_json_had_before_its_points():
     assert header["dataset"] is None and header["slo"] == {"ttft_s": None, "tpot_s": None, "e2e_s": None}
     done = results_header(config, "recompute").finished(True).to_json()
     assert done["interrupted"] is True and done["computed_by"]["how"] == "recompute"
+    workers = Workers(mode="process", count=2, ray_address=None, cpus_per_worker=None, clocks=[])
+    scaled = results_header(config.with_workers(workers), "run").to_json()  # only a run of several workers
+    assert list(scaled)[-2:] == ["workers", "points"] and scaled["workers"]["count"] == 2
+
+
+def test_point_result_builds_the_point_with_every_field_by_name():
+    """point_result constructs PointResult once, validated, each field by its name: a field added
+    to PointResult (or PointMetrics, PointHead) must be given there too, or this fails."""
+    tree = ast.parse(inspect.getsource(derive.point_result))
+    built = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "PointResult"
+    ]
+    assert len(built) == 1
+    keywords = [k.arg for k in built[0].keywords]
+    assert None not in keywords  # no **mapping: names only
+    assert sorted(keywords) == sorted(PointResult.model_fields)
 
 
 def test_an_unfinished_point_ran_until_its_last_record_or_its_deadline():

@@ -19,6 +19,7 @@ per output token). J = 1: every tenant served alike; 1/n: one tenant got everyth
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from tokenbench.config.mix import WorkloadMix
 from tokenbench.config.slo import SLOConfig
@@ -115,33 +116,41 @@ def fairness(by_tenant: dict[str, GroupStats]) -> Fairness | None:
     return Fairness(jain_index=index, over=over, tenants=len(values), values=values)  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class GroupBreakdowns:
+    """A point's requests by group: each breakdown only where its requests had such groups (None:
+    none had), and fairness only across two tenants or more."""
+
+    by_adapter: dict[str, GroupStats] | None = None
+    by_class: dict[str, GroupStats] | None = None
+    by_tenant: dict[str, GroupStats] | None = None
+    fairness: Fairness | None = None
+
+
 def group_breakdowns(
     population: Sequence[RequestRecord], period_s: float | None, run_slo: SLOConfig, mix: WorkloadMix | None
-) -> dict[str, object]:
-    """``by_adapter``, ``by_class``, ``by_tenant`` and ``fairness`` of a point: only the keys its
+) -> GroupBreakdowns:
+    """``by_adapter``, ``by_class``, ``by_tenant`` and ``fairness`` of a point: only those its
     requests have groups for (a point without any has none: results keep their shape)."""
     slo = _slo_for(mix, run_slo)
     total = len(population)
-    parts: dict[str, object] = {}
-    for key, attr in (("by_adapter", "adapter"), ("by_class", "request_class"), ("by_tenant", "tenant")):
-        groups = _split(population, lambda r, a=attr: getattr(r, a))  # type: ignore[misc]
-        if not groups:
-            continue
+    # the SLO a group shows: a class its own, else the run's; an adapter or a tenant the run's,
+    # unless classes have their own (then none is the group's)
+    shared_slo = None if mix and any(c.slo for c in mix.classes) else run_slo
 
-        def shown(name: str, key: str = key) -> SLOConfig | None:
-            if key == "by_class":
-                own = mix.slo_of(name) if mix is not None else None
-                if own is not None:
-                    return SLOConfig(ttft_s=own.ttft_s, tpot_s=own.tpot_s, e2e_s=own.e2e_s)
-                return run_slo
-            return run_slo if not (mix and any(c.slo for c in mix.classes)) else None
+    def class_slo(name: str) -> SLOConfig | None:
+        own = mix.slo_of(name) if mix is not None else None
+        return SLOConfig(ttft_s=own.ttft_s, tpot_s=own.tpot_s, e2e_s=own.e2e_s) if own is not None else run_slo
 
-        parts[key] = {
-            name: group_stats(rs, total, period_s, slo, shown(name), key == "by_class") for name, rs in groups.items()
+    def by(key: Callable[[RequestRecord], str | None], of_class: bool = False) -> dict[str, GroupStats] | None:
+        stats = {
+            name: group_stats(rs, total, period_s, slo, class_slo(name) if of_class else shared_slo, of_class)
+            for name, rs in _split(population, key).items()
         }
-    by_tenant = parts.get("by_tenant")
-    if isinstance(by_tenant, dict):
-        fair = fairness(by_tenant)
-        if fair is not None:
-            parts["fairness"] = fair
-    return parts
+        return stats or None
+
+    by_adapter = by(lambda r: r.adapter)
+    by_class = by(lambda r: r.request_class, of_class=True)
+    by_tenant = by(lambda r: r.tenant)
+    fair = fairness(by_tenant) if by_tenant is not None else None
+    return GroupBreakdowns(by_adapter=by_adapter, by_class=by_class, by_tenant=by_tenant, fairness=fair)

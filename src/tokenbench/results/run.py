@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tokenbench.common.frozen import FrozenModel
-from tokenbench.results.base import Number
+from tokenbench.results.base import AS_WRITTEN, Number, OptionalParts
 from tokenbench.results.client import Client, WindowHealth, WorkerLoss, Workers
 from tokenbench.results.cost import Cost, Energy
 from tokenbench.results.failures import ErrorSeen, StoppedEarly
@@ -497,7 +497,8 @@ class ServerPhases(FrozenModel):
     slowest: SlowestPhases | None
 
 
-class PointResult(PointMetrics, PointHead):
+# A point's part built as None is absent (OptionalParts): derive.point_result gives every part by name.
+class PointResult(PointMetrics, PointHead, OptionalParts):
     """One load point: its load and span, then its metrics over the window (METRICS.md)."""
 
     server: Server | None
@@ -549,7 +550,8 @@ class Predicted(FrozenModel):
     preemptions: int
 
 
-class RunResults(FrozenModel):
+# An optional part built as None (``workers``, ``interrupted``, ``predicted``) is absent: OptionalParts.
+class RunResults(OptionalParts):
     """results.json: the run's header, its points as they finished, and whether it was stopped."""
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="the layout's version (SCHEMA_VERSION)")
@@ -578,5 +580,6 @@ class RunResults(FrozenModel):
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunResults:
-        """A results.json; one written before ``schema_version`` existed reads as version 1."""
-        return cls.model_validate({"schema_version": SCHEMA_VERSION, **data})
+        """A results.json, with the keys it has; one written before ``schema_version`` existed reads
+        as version 1."""
+        return cls.model_validate({"schema_version": SCHEMA_VERSION, **data}, context={AS_WRITTEN: True})

@@ -259,7 +259,7 @@ async def _run_points(bench: _Bench, sut: ServerUnderTest, console: Console) -> 
             _note_workers(bench, pool)  # how the load runs, and the workers' clock offsets
             results = await _points(bench, driver, console)
         _note_workers(bench, pool)  # the offsets checked at the end, into results' header too
-        results = results_header(bench.writer.manifest(), "run").model_copy(update={"points": results.points})
+        results = results_header(bench.writer.manifest(), "run", results.points)
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
     console.print(summary_table(results, _workload(bench.config)))

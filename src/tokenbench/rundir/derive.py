@@ -63,7 +63,7 @@ from tokenbench.results.manifest import (
     earlier_spans,
     load_manifest,
 )
-from tokenbench.results.run import Distribution, PointHead, WindowClient
+from tokenbench.results.run import Distribution, WindowClient
 from tokenbench.results.stopping import AutoStop, OverSaturated, SteadyState
 from tokenbench.rundir import RecordSlice, point_ranges, write_json
 from tokenbench.spans.phases import SpanIndex, http_phases, point_server_phases
@@ -81,11 +81,13 @@ def computed_by(how: Literal["run", "recompute"]) -> ComputedBy:
     return ComputedBy(name="tokenbench", version=__version__, how=how)
 
 
-def results_header(manifest: RunManifest, how: Literal["run", "recompute"]) -> RunResults:
-    """results.json without its points, from config.json alone."""
+def results_header(
+    manifest: RunManifest, how: Literal["run", "recompute"], points: Sequence[PointResult] = ()
+) -> RunResults:
+    """results.json from config.json alone, with ``points`` (by default none: its header)."""
     target, config = manifest.resolved_target, manifest.config
     server = manifest.backend.to_json() if manifest.backend is not None else {}
-    header = RunResults(
+    return RunResults(
         schema_version=SCHEMA_VERSION,
         tool=manifest.tool,
         computed_by=computed_by(how),
@@ -97,11 +99,9 @@ def results_header(manifest: RunManifest, how: Literal["run", "recompute"]) -> R
         slo=Slo(**config.slo.model_dump()),
         clock=manifest.clock,
         telemetry=manifest.telemetry,
-        points=[],
+        workers=manifest.workers_facts,  # only a run of several workers
+        points=list(points),
     )
-    if manifest.workers_facts is None:
-        return header
-    return header.model_copy(update={"workers": manifest.workers_facts})  # only a run of several workers
 
 
 def point_result(
@@ -139,48 +139,89 @@ def point_result(
     workload_reuse = expected_reuse(manifest.dataset_info)
     if workload_reuse is None and config.sessions is not None:
         workload_reuse = session_expected_reuse(population, kept)
-    # The server and the GPU over the client's window; over the whole point beside, named so.
-    point = PointResult(
-        **dict(_point_head(config.stop, event)),
-        **{k: v for k, v in metrics if k in metrics.model_fields_set},  # unset optional parts stay absent
+    # --multi-turn: by_turn over the window population, and the load generator's counts over the
+    # whole point (a point the process never finished has none)
+    multi_turn = event.sessions is not None or config.sessions is not None
+    price = config.cost  # a run given a price: each point's cost
+    # routing: by adapter, class and tenant, and fairness (only when requests had groups)
+    groups = group_breakdowns(population, metrics.rate_period_s or metrics.window_s, config.slo, config.mix)
+    # Every field by name. The parts only some points have are None where a point has none: absent
+    # from its results.json (PointResult's OptionalParts), as the metrics summarize_point left out.
+    return PointResult(
+        # which point: its index, its load with the run's stop settings, its span
+        index=event.index,
+        label=describe(load),
+        load=_load(config.stop, load),
+        span=Span(start_s=start_s, ramp_end_s=event.ramp_end_s, load_end_s=event.load_end_s, end_s=end_s),
+        interrupted=event.interrupted,
+        # its metrics over the window, from its records
+        window_s=metrics.window_s,
+        window=metrics.window,
+        populations=metrics.populations,
+        rate_period_s=metrics.rate_period_s,
+        backlog_growth_s=metrics.backlog_growth_s,
+        offered_per_s=metrics.offered_per_s,
+        requests=metrics.requests,
+        requests_in_window=metrics.requests_in_window,
+        ttft_s=metrics.ttft_s,
+        tpot_s=metrics.tpot_s,
+        decode_speed_tokens_per_s=metrics.decode_speed_tokens_per_s,
+        itl_s=metrics.itl_s,
+        itl_per_token_s=metrics.itl_per_token_s,
+        e2e_s=metrics.e2e_s,
+        queue_s=metrics.queue_s,
+        queue_s_censored=metrics.queue_s_censored,
+        normalized_latency_s=metrics.normalized_latency_s,
+        fluidity=metrics.fluidity,
+        output_tokens=metrics.output_tokens,
+        cancelled_output_tokens=metrics.cancelled_output_tokens,
+        cancelled_streams=metrics.cancelled_streams,
+        output_tokens_per_s=metrics.output_tokens_per_s,
+        total_tokens_per_s=metrics.total_tokens_per_s,
+        prompt_tokens_source=metrics.prompt_tokens_source,
+        requests_per_s=metrics.requests_per_s,
+        goodput_per_s=metrics.goodput_per_s,
+        good_fraction=metrics.good_fraction,
+        concurrency=metrics.concurrency,
+        tokens=metrics.tokens,
+        ttfo_s=metrics.ttfo_s,
+        reasoning=metrics.reasoning,
+        pooling=metrics.pooling,
+        images=metrics.images,
+        structured=metrics.structured,
+        tool_calls=metrics.tool_calls,
+        ttftc_s=metrics.ttftc_s,
+        # the server and the GPU over the client's window; over the whole point beside, named so
         server=_with_matched_ttft(server, kept),
         server_whole_point=point_server(samples, start_s, end_s),
         gpu=point_gpu(samples, header, window.start_s, window.end_s),
         gpu_whole_point=point_gpu(samples, header, start_s, end_s),
         timeseries=_windows(series, samples, health),
+        by_turn=by_turn(population) if multi_turn else None,
+        sessions=event.sessions,
         prefix_cache=prefix_cache(event.prefix_cache_reset, server, cache, workload_reuse),
+        cost=point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s) if price is not None else None,
         energy=point_energy(samples, header, window.start_s, window.end_s, metrics.output_tokens_per_s),
-    )
-    # The parts only some points have: a key each has only where it is not None (exclude_unset).
-    # --multi-turn: by_turn over the window population, and the load generator's counts over the
-    # whole point (a point the process never finished has none)
-    multi_turn = event.sessions is not None or config.sessions is not None
-    price = config.cost  # a run given a price: each point's cost
-    parts: dict[str, Any] = {
-        "by_turn": by_turn(population) if multi_turn else None,
-        "sessions": event.sessions,
-        "cost": point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s)
-        if price is not None
-        else None,
         # None: a run before it was sampled
-        "client": point_client(health, window.start_s, window.end_s, _send_lags(event.load, kept, window)),
-        "workers_lost": event.workers_lost or None,  # only a point during which a worker died
-        "errors_seen": errors_seen(kept) or None,  # only a point with failed requests
-        "stopped_early": event.stopped_early,  # only a point the circuit breaker stopped
+        client=point_client(health, window.start_s, window.end_s, _send_lags(load, kept, window)),
+        workers_lost=event.workers_lost or None,  # only a point during which a worker died
+        errors_seen=errors_seen(kept) or None,  # only a point with failed requests
+        stopped_early=event.stopped_early,  # only a point the circuit breaker stopped
+        by_adapter=groups.by_adapter,
+        by_class=groups.by_class,
+        by_tenant=groups.by_tenant,
+        fairness=groups.fairness,
         # autostop: every point's steady start; a point that judged itself: its stop (and evidence)
-        "steady_state": _steady_state(kept, event, config.window_s, _tolist(chunks.series_tokens), config.stop),
-        "auto_stop": _auto_stop(event),
-        "over_saturated": _over_saturated(event),
-        "http_phases": _http_phases(population),  # server spans: the client's HTTP phases
-        "server_phases": point_server_phases(
+        steady_state=_steady_state(kept, event, config.window_s, _tolist(chunks.series_tokens), config.stop),
+        auto_stop=_auto_stop(event),
+        over_saturated=_over_saturated(event),
+        http_phases=_http_phases(population),  # server spans: the client's HTTP phases
+        server_phases=point_server_phases(
             event.index, population, kept, spans, manifest.clock.origin_unix_s, start_s, end_s
         )
         if spans is not None and manifest.clock is not None
         else None,
-    }
-    # routing: by adapter, class and tenant, and fairness (only when requests had groups)
-    parts.update(group_breakdowns(population, metrics.rate_period_s or metrics.window_s, config.slo, config.mix))
-    return point.model_copy(update={key: part for key, part in parts.items() if part is not None})
+    )
 
 
 def _send_lags(load: LoadPoint, records: Sequence[RequestRecord], window: Window) -> list[float] | None:
@@ -263,24 +304,13 @@ def _windows(
     ]
 
 
-def _point_head(stop: StopConfig, event: PointEnd) -> PointHead:
-    """Which point: its index, its load with the run's stop settings, its span."""
-    return PointHead(
-        index=event.index,
-        label=describe(event.load),
-        load=Load(
-            **event.load.model_dump(mode="json"),
-            warmup_s=stop.warmup_s,
-            duration_s=stop.duration_s,
-            max_requests=stop.max_requests,
-        ),
-        span=Span(
-            start_s=event.start_s,
-            ramp_end_s=event.ramp_end_s,
-            load_end_s=event.load_end_s,
-            end_s=event.end_s,
-        ),
-        interrupted=event.interrupted,
+def _load(stop: StopConfig, load: LoadPoint) -> Load:
+    """A point's load with the run's stop settings."""
+    return Load(
+        **load.model_dump(mode="json"),
+        warmup_s=stop.warmup_s,
+        duration_s=stop.duration_s,
+        max_requests=stop.max_requests,
     )
 
 
