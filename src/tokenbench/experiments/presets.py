@@ -48,7 +48,6 @@ from typing import Literal, NamedTuple
 
 from tokenbench.experiments.spec import ExperimentError, ExperimentSpec, parse_spec
 from tokenbench.metrics.catalogue import TPOT, TTFT
-from tokenbench.results.layout import CONFIG
 
 Scale = Literal["small", "full", "ci"]
 # A preset as plain data: the document a user's YAML file would hold (spec.parse_spec validates it).
@@ -212,7 +211,7 @@ def _vllm_cpu_backends() -> list[Doc]:
 
 def _vllm_cpu() -> Doc:
     """The launch of `make vllm-cpu`'s build; refused, saying what to run, when it is not there."""
-    if not (VLLM_VENV_PYTHON.exists() and (VLLM_CPU_MODEL / CONFIG).exists()):
+    if not (VLLM_VENV_PYTHON.exists() and (VLLM_CPU_MODEL / "config.json").exists()):
         raise ExperimentError(
             "the small throughput preset runs vLLM's CPU build: run `make vllm-cpu` (or "
             "scripts/setup_vllm_cpu.sh) first, from the repository root"

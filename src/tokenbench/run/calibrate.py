@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, cast
 
 import numpy as np
 from rich.console import Console
@@ -44,6 +44,7 @@ from tokenbench.results import RunResults
 from tokenbench.results.layout import SAMPLES
 from tokenbench.rundir import read_records
 from tokenbench.telemetry.client_health import CPU_LIMIT
+from tokenbench.telemetry.sampler import SamplesFile
 
 
 @dataclass(frozen=True)
@@ -383,8 +384,7 @@ def _ms(seconds: list[float], percentile: float | None = None) -> float | None:
 
 def _worker_cpu(run_dir: Path, records: list[RequestRecord]) -> _WorkerCpu:
     """Each worker's client samples (its CPU) and chunk arrival times, keyed by worker."""
-    samples = [json.loads(line) for line in (run_dir / SAMPLES).read_text().splitlines()]
-    client: list[_ClientSample] = [s for s in samples if s.get("kind") == "client"]  # samples.jsonl's JSON
+    client = cast(list[_ClientSample], SamplesFile(run_dir / SAMPLES).events("client"))  # samples.jsonl's JSON
     return {
         w: ([s for s in client if s["worker"] == w], [t for r in records if r.worker == w for t in r.chunk_times()])
         for w in {int(s["worker"]) for s in client}
