@@ -190,6 +190,12 @@ def test_the_spec_experiment_json_holds_reads_back_to_the_same_experiment(name):
     assert same_experiment(spec, again) and again.model_dump() == spec.model_dump()
 
 
+def test_experiment_json_masks_a_request_headers_value():
+    spec = parse_spec({**BASE, "variants": [{"label": "a", "headers": {"X-Gateway": "plantedSpecGateway0042"}}]})
+    stored = json.dumps(stored_spec(spec))
+    assert "X-Gateway" in stored and "plantedSpecGateway0042" not in stored
+
+
 def test_with_settings_is_the_file_with_them():
     spec = parse_spec({**BASE, "variants": [{"label": "a"}, {"label": "b", "input_tokens": 9}]})
     traced = spec.with_settings(server_traces=True)

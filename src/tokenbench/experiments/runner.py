@@ -24,6 +24,7 @@ from tokenbench.backends import BackendError, get_profile
 from tokenbench.backends.server import ServerUnderTest, engine_profile, server_under_test
 from tokenbench.capacity import search
 from tokenbench.clients.stream import TargetUnreachable
+from tokenbench.common import redact
 from tokenbench.common.procs import free_port
 from tokenbench.common.redact import mask
 from tokenbench.config import BackendConfig, RunConfig
@@ -326,7 +327,10 @@ def _load_state(out_dir: Path, spec: ExperimentSpec) -> Experiment:
 
 def stored_spec(spec: ExperimentSpec) -> dict[str, Any]:
     """The spec as experiment.json holds it: as validated (each setting the run models' value),
-    every credential masked."""
+    every credential masked, a request header's value too (how a gateway key travels: registered
+    here as each cell's run registers its own, so no line of this process shows it either)."""
+    cells = [cell for plan in expand(spec) for cell in plan.cells]
+    redact.register(*(v for cell in cells for v in redact.secrets_of(headers=cell.config.target.headers)))
     masked: dict[str, Any] = json.loads(json.dumps(mask(spec.model_dump(mode="json"))))
     return masked
 
