@@ -13,6 +13,7 @@ import yaml
 HF = "hf_plantedExperimentToken0042"
 API_KEY = "sk-plantedExperimentKey0042"
 PASSWORD = "plantedExperimentPassword0042"
+GATEWAY = "plantedExperimentGateway0042"  # a request header's value: every header is a secret
 
 
 def _engine(tmp_path):
@@ -36,7 +37,7 @@ def test_planted_secrets_reach_no_file_of_an_experiment(mock_server, tmp_path):
     spec = {
         "name": "secrets",
         "backends": [
-            {"label": "mock", "url": url, "backend": "vllm"},
+            {"label": "mock", "url": url, "backend": "vllm", "headers": {"X-Gateway": GATEWAY}},
             {
                 "label": "launched",
                 "backend": "vllm",
@@ -76,7 +77,7 @@ def test_planted_secrets_reach_no_file_of_an_experiment(mock_server, tmp_path):
     logs = [p for p in files if p.suffix == ".log" and "launched" in p.name]
     assert logs and "fake engine started with" in logs[0].read_text()  # the engine's output was logged
     console = run.stdout + run.stderr + report.stdout + report.stderr
-    for secret in (HF, API_KEY, PASSWORD):
+    for secret in (HF, API_KEY, PASSWORD, GATEWAY):
         assert secret not in console
         for p in files:
             assert secret.encode() not in p.read_bytes(), f"{secret} in {p}"

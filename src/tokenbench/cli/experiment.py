@@ -57,8 +57,8 @@ def experiment_run(
         spec = load_preset(preset, _scale(scale))
     else:
         fail("give an experiment FILE or --preset NAME (one of them)", 2)
-    if server_traces and not spec.server_traces:
-        spec = spec.model_copy(update={"server_traces": True})
+    if server_traces:
+        spec = spec.with_settings(server_traces=True)
     result = run_experiment(spec, out or Path("runs") / spec.name, err)
     err.print(f"experiment: {result.dir}/experiment.json   report: tokenbench report {result.dir}")
     if result.interrupted:

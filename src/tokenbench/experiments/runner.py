@@ -14,7 +14,7 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -24,13 +24,23 @@ from tokenbench.backends import BackendError, get_profile
 from tokenbench.backends.server import ServerUnderTest, engine_profile, server_under_test
 from tokenbench.capacity import search
 from tokenbench.clients.stream import TargetUnreachable
+from tokenbench.common import redact
 from tokenbench.common.procs import free_port
 from tokenbench.common.redact import mask
 from tokenbench.config import BackendConfig, RunConfig
 from tokenbench.experiments.aggregate import aggregate, capacity_rows
 from tokenbench.experiments.auto_trials import verdicts
 from tokenbench.experiments.prerequisites import check_prerequisites
-from tokenbench.experiments.spec import Cell, ExperimentError, ExperimentSpec, ServerPlan, expand, trial_cell
+from tokenbench.experiments.spec import (
+    Cell,
+    ExperimentError,
+    ExperimentSpec,
+    ServerPlan,
+    expand,
+    parse_spec,
+    same_experiment,
+    trial_cell,
+)
 from tokenbench.results import CellRow, Experiment, ServerRow, Tool, TrialsRow
 from tokenbench.results.experiment import CellStatus
 from tokenbench.results.layout import EXPERIMENT
@@ -142,7 +152,7 @@ def _run_server(plan: ServerPlan, cells: list[Cell], out_dir: Path, state: Exper
         try:
             with server_under_test(
                 backend,
-                plan.entry.url if plan.backend is None else None,
+                plan.url if plan.backend is None else None,
                 logs / f"{plan.label}.log",
                 lambda line: console.print(f"[bold]{plan.label}[/]: {line}"),
             ) as sut:
@@ -169,8 +179,8 @@ def _backend(plan: ServerPlan, cells: list[Cell]) -> BackendConfig | None:
         launch = pooling_launch(plan.backend, cells[0].config.target)  # embeddings
         profile = engine_profile(get_profile(launch.name), launch) if launch.name else None
         return resettable(profile, launch, cells[0].config.prefix_cache) if profile else launch
-    if plan.entry.backend or plan.entry.metrics_url:
-        return BackendConfig(name=plan.entry.backend, metrics_url=plan.entry.metrics_url)
+    if plan.server.name or plan.server.metrics_url:
+        return BackendConfig(name=plan.server.name, metrics_url=plan.server.metrics_url)
     return None
 
 
@@ -270,10 +280,10 @@ class _Upstream(TypedDict, total=False):
 def _server_row(state: Experiment, plan: ServerPlan) -> ServerRow:
     row = state.server(plan.label)
     if row is None:
-        upstream = _Upstream(upstream=plan.entry.upstream) if plan.entry.upstream else _Upstream()
+        upstream = _Upstream(upstream=plan.server.upstream) if plan.server.upstream else _Upstream()
         row = ServerRow(
             label=plan.label,
-            backend=plan.entry.backend or "attached",
+            backend=plan.server.name or "attached",
             swept=plan.swept,
             status="pending",
             error=None,
@@ -290,19 +300,13 @@ def _load_state(out_dir: Path, spec: ExperimentSpec) -> Experiment:
             check_out_dir(out_dir)  # new, writable, with room: before any server starts
         except OutDirError as exc:
             raise ExperimentError(str(exc)) from None
-    # as experiment.json holds it (no search key for a load experiment, no server_traces keys
-    # without them: files written before they existed resume)
-    unset = ({"search"} if spec.search is None else set()) | (
-        {"server_traces", "server_traces_port"} if not spec.server_traces else set()
-    )
-    dumped = spec.model_dump(mode="json", exclude=unset or None)
-    spec_json = json.loads(json.dumps(mask(dumped)))
+    spec_json = stored_spec(spec)
     if path.exists():
         try:
             state = Experiment.from_json(json.loads(path.read_text()))
         except (ValueError, ValidationError) as exc:
             raise ExperimentError(f"{path}: not an experiment state tokenbench can resume ({exc})") from None
-        if state.spec != spec_json:
+        if not _resumes(state.spec, spec_json):
             raise ExperimentError(
                 f"{out_dir} holds a different experiment ({state.name!r}, or the same one with "
                 f"other settings); resume needs the same file, so pass another --out"
@@ -319,6 +323,27 @@ def _load_state(out_dir: Path, spec: ExperimentSpec) -> Experiment:
         aggregates=[],
         complete=False,
     )
+
+
+def stored_spec(spec: ExperimentSpec) -> dict[str, Any]:
+    """The spec as experiment.json holds it: as validated (each setting the run models' value),
+    every credential masked, a request header's value too (how a gateway key travels: registered
+    here as each cell's run registers its own, so no line of this process shows it either)."""
+    cells = [cell for plan in expand(spec) for cell in plan.cells]
+    redact.register(*(v for cell in cells for v in redact.secrets_of(headers=cell.config.target.headers)))
+    masked: dict[str, Any] = json.loads(json.dumps(mask(spec.model_dump(mode="json"))))
+    return masked
+
+
+def _resumes(stored: dict[str, Any], spec_json: dict[str, Any]) -> bool:
+    """experiment.json's spec is this experiment's: as this version writes it, or read back to the
+    same cells with the same settings (as an earlier version wrote it)."""
+    if stored == spec_json:
+        return True
+    try:
+        return same_experiment(parse_spec(stored), parse_spec(spec_json))
+    except ExperimentError:
+        return False
 
 
 def _save(out_dir: Path, state: Experiment) -> None:

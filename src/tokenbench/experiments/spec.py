@@ -4,6 +4,13 @@ its expansion into server configurations and cells.
 A *server configuration* is one backend entry with one combination of its swept knobs; it is
 launched once. A *cell* is (server configuration, dataset variant, trial): one `tokenbench run`
 with every load point, written to its own run directory.
+
+What a cell runs with are the run's own settings (config/), in three layers of the file: the top
+level (every cell's), a backend entry (its server's cells') and a variant (its cells'), each taking
+the fields of the run models named below (experiments/layers.py); a cell's RunConfig is its layers
+merged, the variant's over the entry's over the experiment's, and validated as one, as ``tokenbench
+run`` validates its flags, when the file is read. Declared here is only what is the experiment's
+own: names, servers, variants, trials, ``load:`` or ``search:``, sweeps and tags.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML is not a dependency)
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -19,56 +26,70 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from tokenbench.common.frozen import FrozenModel
 from tokenbench.common.slug import slug
 from tokenbench.config import (
-    Api,
     BackendConfig,
     DatasetConfig,
-    DeadlinesConfig,
     EngineKnobs,
     LoadPoint,
     LoadSweep,
-    OutputConstraint,
-    PrefixCacheMode,
     RunConfig,
-    SessionConfig,
-    StopConfig,
     TargetConfig,
 )
 from tokenbench.config.cost import CostConfig
-from tokenbench.config.mix import DEFAULT_TENANT_HEADER, WorkloadMix
-from tokenbench.config.slo import SLOConfig
 from tokenbench.errors import BadInput
+from tokenbench.experiments.layers import Fields, Layer, Layered
 from tokenbench.experiments.search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
 
+# Where a file writes the run's settings. RunConfig's fields the experiment sets itself, never a
+# file: the request's settings are written flat (target), the server's in its entry (backend, cost),
+# the loads in load: or search:; its trials are cells, each run once (RunConfig's trials stay 1);
+# each cell has its own run directory and no live view.
+EXPERIMENT_OWN = frozenset({"target", "backend", "cost", "loads", "trials", "out_dir", "live"})
+# RunConfig's fields that hold for a server's whole life (the runner reads them from its first
+# cell): the experiment's, not a variant's.
+SERVER_LIFE = frozenset({"prefix_cache", "server_traces", "server_traces_port", "server_traces_grpc_port"})
+# Where requests go, and the model they name: a backend entry's (its url; model is what the engine
+# loads, and served_model_name, BackendConfig's, what an attached server's requests name).
+ADDRESS = frozenset({"url", "model"})
 
-class BackendEntry(FrozenModel):
-    """One backend to launch (``backend`` + ``model``) or to attach to (``url``)."""
+# The top level: every cell's settings (RunConfig's own fields: stop:, dataset:, slo:, sessions:,
+# seed, window_s, lora_mix, mix, ...; the request's: api, ignore_eos, tools, headers, ...) and every
+# server's metrics scrape period.
+EXPERIMENT_SETTINGS = (
+    Fields(RunConfig, "run", leave_out=EXPERIMENT_OWN),
+    Fields(TargetConfig, "target", leave_out=ADDRESS),
+    Fields(BackendConfig, "server", only=frozenset({"metrics_interval_s"})),
+)
+# A backend entry: its server (BackendConfig's fields, backend naming the profile and engine_bin the
+# executable; knobs), its requests' settings over the experiment's (url to attach, an api of its
+# own, ...) and its hardware's price (cost_per_hour x gpus: --cost-per-hour and --gpus).
+ENTRY_SETTINGS = (
+    Fields(BackendConfig, "server", keys={"name": "backend", "executable": "engine_bin"}),
+    Fields(TargetConfig, "target", leave_out=frozenset({"model"})),
+    Fields(CostConfig, "cost", keys={"usd_per_gpu_hour": "cost_per_hour"}),
+)
+# A variant: the dataset's fields (flat, over the experiment's dataset:), the request's and RunConfig's
+# own (a lora_mix, mix, slo, sessions, ... of its own), each over the experiment's (and its entry's).
+VARIANT_SETTINGS = (
+    Fields(DatasetConfig, "dataset"),
+    Fields(TargetConfig, "target", leave_out=ADDRESS),
+    Fields(RunConfig, "run", leave_out=EXPERIMENT_OWN | SERVER_LIFE | {"dataset"}),
+)
+
+
+class BackendEntry(Layered):
+    """One backend to launch (``backend`` + ``model``) or to attach to (``url``): ENTRY_SETTINGS."""
+
+    LAYER: ClassVar[Layer] = Layer("backend entry", ENTRY_SETTINGS, unset=True)
 
     label: str | None = None  # default: the backend name (+ swept values)
-    backend: str | None = None  # a profile name (tokenbench backends); with url: its metric names
-    url: str | None = None  # attach instead of launching (knobs and sweeps are then refused)
-    model: str | None = None
-    served_model_name: str | None = None
-    engine_bin: str | None = None
-    upstream: str | None = None  # a serving layer's engine (BackendConfig.upstream), e.g. llamacpp
-    layer_args: tuple[str, ...] = ()  # the layer's own settings (BackendConfig.layer_args)
-    knobs: EngineKnobs = Field(default_factory=EngineKnobs)
     # knob -> values; every combination is one server configuration. engine_args may be swept
     # too (a list of argument lists), for engine-specific settings such as a KV cache in bytes.
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
-    ready_timeout_s: float = Field(default=900.0, gt=0)
-    metrics_url: str | None = None
     # Facts about this configuration for reports, beside the swept knobs (e.g. a KV cache size
     # given through engine_args): {"kv_cache_bytes": 23592960}.
     tags: dict[str, float | int | str] = Field(default_factory=dict)
-    # this configuration's hardware price: USD per GPU-hour x gpus (tokenbench run's --cost-per-hour
-    # and --gpus); every point then has its cost per million tokens
-    cost_per_hour: float | None = Field(default=None, gt=0)
-    gpus: int | None = Field(default=None, gt=0)
-    # this entry's wire when it differs from the experiment's api: a layer study drives Triton
-    # with its generate_stream and the engine alone with completions (the same raw prompt)
-    api: Api | None = None
 
     @field_validator("sweep")
     @classmethod
@@ -82,55 +103,22 @@ class BackendEntry(FrozenModel):
 
     @model_validator(mode="after")
     def _target(self) -> BackendEntry:
-        if self.url is None and self.backend is None:
+        given = self.settings()
+        if given.get("url") is None and given.get("backend") is None:
             raise ValueError("give backend (to launch it) or url (to attach)")
-        if self.url is not None and (self.sweep or self.knobs != EngineKnobs()):
+        if given.get("url") is not None and (self.sweep or given.get("knobs", EngineKnobs()) != EngineKnobs()):
             raise ValueError("knobs and sweep need a launched backend; drop url")
-        if self.gpus is not None and self.cost_per_hour is None:
+        if given.get("gpus") is not None and given.get("cost_per_hour") is None:
             raise ValueError("gpus counts the GPUs cost_per_hour pays for: add cost_per_hour (USD per GPU-hour)")
         return self
 
-    def cost(self) -> CostConfig | None:
-        """The price of this configuration's hardware (None: not given)."""
-        if self.cost_per_hour is None:
-            return None
-        return CostConfig(usd_per_gpu_hour=self.cost_per_hour, gpus=self.gpus or 1)
 
+class Variant(Layered):
+    """A dataset variant (e.g. with and without a system prompt): VARIANT_SETTINGS over the experiment's."""
 
-LoadSpec = LoadSweep  # `load:` of an experiment file: the same sweep as --users/--rate
-
-
-class Variant(FrozenModel):
-    """A dataset variant (e.g. with and without a system prompt): fields override ``dataset``."""
+    LAYER: ClassVar[Layer] = Layer("variant", VARIANT_SETTINGS, unset=True)
 
     label: str
-    system_prompt: str | None = None
-    input_tokens: int | None = Field(default=None, gt=0)
-    output_tokens: int | None = Field(default=None, gt=0)
-    unique_prefix: bool | None = None
-    # shared-prefix groups (a variant with them beside one without shows what prefix caching gives)
-    prefix_groups: int | None = Field(default=None, gt=0)
-    prefix_tokens: int | None = Field(default=None, gt=0)
-    prefix_skew: float | None = Field(default=None, gt=0)
-    # pooling APIs: this variant's inputs per pooling request (over the experiment's batch_size)
-    batch_size: int | None = Field(default=None, gt=0)
-    # images: a variant with images beside one without shows what they cost
-    images: str | None = None
-    image_size: str | None = None
-    image_format: Literal["png", "jpeg"] | None = None
-    # routing: a variant's own LoRA mix and workload mix (not dataset fields)
-    lora_mix: dict[str, float] | None = None
-    mix: WorkloadMix | None = None
-    # structured output: the request's constraint and tools (TargetConfig's
-    # fields, over the experiment's own; a variant without them beside one with shows their cost)
-    response_format: OutputConstraint | None = None
-    tools: str | tuple[dict[str, Any], ...] | None = None  # a file, or the definitions (TargetConfig reads it)
-    tool_choice: str | None = None
-
-
-GROUP_FIELDS = {"lora_mix", "mix"}  # a Variant's fields that are not its dataset's
-# Variant fields that are the target's, not the dataset's (variant_dataset leaves them out)
-TARGET_VARIANT_FIELDS = frozenset({"label", "response_format", "tools", "tool_choice"})
 
 
 class AutoTrials(FrozenModel):
@@ -171,51 +159,35 @@ class AutoTrials(FrozenModel):
         return self
 
 
-class ExperimentSpec(FrozenModel):
+class ExperimentSpec(Layered):
+    """An experiment file: its servers, variants, loads and trials, and EXPERIMENT_SETTINGS, every cell's."""
+
+    LAYER: ClassVar[Layer] = Layer("experiment", EXPERIMENT_SETTINGS, unset=False)
+
     name: str
     description: str = ""
     backends: list[BackendEntry] = Field(min_length=1)
-    load: LoadSpec | None = None  # a fixed list of loads, or...
+    load: LoadSweep | None = None  # a fixed list of loads (the same sweep as --users/--rate), or...
     search: SearchSpec | None = None  # ...a capacity search per cell (exactly one of the two)
-    stop: StopConfig
-    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     variants: list[Variant] = Field(default_factory=lambda: [Variant(label="default")])
     trials: Annotated[int, Field(ge=1)] | Literal["auto"] = 1
     auto_trials: AutoTrials = Field(default_factory=AutoTrials)  # how `trials: auto` stops
-    api: Api | None = None
-    ignore_eos: bool = False
-    slo: SLOConfig = Field(default_factory=SLOConfig)
-    deadlines: DeadlinesConfig = Field(default_factory=DeadlinesConfig)  # the fluidity index's
-    window_s: float = Field(default=5.0, gt=0)
-    metrics_interval_s: float = Field(default=1.0, gt=0)
-    seed: int = 0
-    sessions: SessionConfig | None = None  # multi-turn sessions (``--multi-turn``'s settings)
-    # pooling APIs: inputs per request of api embeddings, rerank, score (``--batch-size``)
-    batch_size: int | None = Field(default=None, gt=0)
-    # routing: --lora-mix, --mix and --tenant-header for every cell (a variant's own win)
-    lora_mix: dict[str, float] | None = None
-    mix: WorkloadMix | None = None
-    tenant_header: str = DEFAULT_TENANT_HEADER
-    # structured output: every variant's, unless it names its own
-    response_format: OutputConstraint | None = None
-    tools: str | tuple[dict[str, Any], ...] | None = None
-    tool_choice: str | None = None
-    # server spans: every cell receives the server's spans (``--server-traces``); a launched engine is
-    # pointed at one receiver port for its lifetime (0: a free one), an attached one by the user
-    server_traces: bool = False
-    server_traces_port: int = Field(default=0, ge=0, le=65535)
 
-    @model_validator(mode="before")
     @classmethod
-    def _replay_ends_by_schedule(cls, data: Any) -> Any:
-        """A replay ends each point with the trace's last row: ``stop:`` then needs neither a
-        duration nor a request count (as ``tokenbench run --dataset trace``)."""
-        if not isinstance(data, dict) or not isinstance(data.get("load"), dict) or not data["load"].get("replay"):
+    def _given(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A replay ends each point with the trace's last row: ``stop:`` (the experiment's, or a
+        variant's own) then needs neither a duration nor a request count (as ``tokenbench run
+        --dataset trace``)."""
+        if not isinstance(data.get("load"), dict) or not data["load"].get("replay"):
             return data
-        stop = data.get("stop") if data.get("stop") is not None else {}
-        if isinstance(stop, dict) and stop.get("duration_s") is None and stop.get("max_requests") is None:
-            return {**data, "stop": {**stop, "schedule_ends": True}}
-        return data
+        variants = data.get("variants")
+        if isinstance(variants, list):
+            own = [
+                {**v, "stop": _ends_by_schedule(v["stop"])} if isinstance(v, dict) and "stop" in v else v
+                for v in variants
+            ]
+            data = {**data, "variants": own}
+        return {**data, "stop": _ends_by_schedule(data.get("stop") if data.get("stop") is not None else {})}
 
     @model_validator(mode="after")
     def _load_or_search(self) -> ExperimentSpec:
@@ -233,7 +205,7 @@ class ExperimentSpec(FrozenModel):
                 f"trials ({self.trials}) and search.trials ({self.search.trials}) differ: with search: both "
                 "mean how often each probed value is repeated; set one"
             )
-        if self.search is not None and self.dataset.name == "trace":
+        if self.search is not None and "trace" in self._dataset_names():
             raise ValueError(
                 "search: probes a rate or users; dataset trace replays its own schedule (use load: replay)"
             )
@@ -243,15 +215,12 @@ class ExperimentSpec(FrozenModel):
     def _replay_needs_trace(self) -> ExperimentSpec:
         if self.load is None:
             return self
-        if self.load.replay is not None and self.dataset.name != "trace":
+        names = self._dataset_names()
+        if self.load.replay is not None and any(name != "trace" for name in names):
             raise ValueError("load.replay replays a trace: set dataset: {name: trace, path: FILE}")
-        if self.dataset.name == "trace" and self.load.replay is None:
+        if "trace" in names and self.load.replay is None:
             raise ValueError("dataset trace is replayed on its own schedule: use load: {replay: {speeds: [1]}}")
         return self
-
-    # before every point: "reset" empties the server's prefix cache through its engine's control;
-    # a launched engine without one is restarted before every cell instead (experiments/runner.py)
-    prefix_cache: PrefixCacheMode = "keep"
 
     @field_validator("variants")
     @classmethod
@@ -262,16 +231,69 @@ class ExperimentSpec(FrozenModel):
         return v
 
     @model_validator(mode="after")
-    def _variant_datasets(self) -> ExperimentSpec:
-        """Each variant's dataset is valid (e.g. --prefix-groups with --prefix-tokens): said when
+    def _cells(self) -> ExperimentSpec:
+        """Every server configuration and every cell's settings are valid by the run's own rules
+        (e.g. --prefix-groups with --prefix-tokens, --batch-size with a pooling --api): said when
         the file is read, not when its cell starts."""
-        for variant in self.variants:
-            try:
-                variant_dataset(self.dataset, variant)
-            except ValidationError as exc:
-                problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-                raise ValueError(f"variant {variant.label!r}: {problems}") from None
+        problems = [p for i, entry in enumerate(self.backends) for p in _server_problems(self, i, entry)]
+        cells = [_cell_problems(self, entry) for entry in self.backends]
+        for i, found in enumerate(cells):  # the entry named when another's cells are fine
+            problems += [p if all(p in other for other in cells) else f"backends.{i}: {p}" for p in found]
+        if problems:
+            raise ValueError("; ".join(dict.fromkeys(problems)))  # each once, in order
         return self
+
+    def _dataset_names(self) -> set[str]:
+        """Each variant's dataset name (its own, or the experiment's)."""
+        dataset: DatasetConfig = self.settings()["dataset"]
+        return {str(v.routed()["dataset"].get("name", dataset.name)) for v in self.variants}
+
+    def with_settings(self, **settings: Any) -> ExperimentSpec:
+        """This experiment with these top-level settings instead (``--server-traces``), validated as
+        the file's would be."""
+        return type(self).model_validate({**self.model_dump(), **settings})
+
+
+def _server_problems(spec: ExperimentSpec, i: int, entry: BackendEntry) -> list[str]:
+    """What is wrong with an entry's server configurations: ``backends.0.sweep.max_num_seqs: ...``."""
+    found = []
+    for swept in _combinations(entry.sweep):
+        try:
+            _server(spec, entry, swept)
+        except ValidationError as exc:
+            for e in exc.errors():
+                loc = [str(x) for x in e["loc"]]
+                if loc[:1] == ["knobs"] and loc[1:2] and loc[1] in swept:
+                    loc = ["sweep", *loc[1:]]
+                found.append(f"{'.'.join([f'backends.{i}', *loc])}: {_message(e)}")
+    return found
+
+
+def _cell_problems(spec: ExperimentSpec, entry: BackendEntry) -> list[str]:
+    """What is wrong with the settings of an entry's cells, by variant: ``variant 'x': --prefix-groups
+    and --prefix-tokens go together`` (the variant named when it sets anything: the problem is then
+    likely its own)."""
+    found = []
+    for variant in spec.variants:
+        try:
+            _run_config(spec, entry, variant, 1)
+        except ValidationError as exc:
+            named = [f"variant {variant.label!r}"] if variant.settings() else []
+            for e in exc.errors():
+                # a section's own check (the dataset's, the target's) names its flags: no "dataset: "
+                at = [".".join(str(x) for x in e["loc"])] if len(e["loc"]) > 1 else []
+                found.append(": ".join([*named, *at, _message(e)]))
+    return found
+
+
+def _ends_by_schedule(stop: Any) -> Any:
+    if isinstance(stop, dict) and stop.get("duration_s") is None and stop.get("max_requests") is None:
+        return {**stop, "schedule_ends": True}
+    return stop
+
+
+def _message(error: Any) -> str:
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 class ExperimentError(BadInput):
@@ -315,16 +337,19 @@ class Cell:
 class ServerPlan:
     label: str
     entry: BackendEntry
-    backend: BackendConfig | None  # None: attach to entry.url
+    backend: BackendConfig | None  # what to launch; None: attach to url
     swept: dict[str, Any]
     cells: tuple[Cell, ...]
+    server: BackendConfig  # the entry's server, launched or attached (then: its profile, its /metrics)
+    url: str | None  # the attached server's
 
 
 def _entry_name(entry: BackendEntry) -> str:
     """A configuration's default label: the backend, and the engine a serving layer serves from."""
-    if entry.backend is None:
+    given = entry.settings()
+    if given.get("backend") is None:
         return "attached"
-    return f"{entry.backend}-{entry.upstream}" if entry.upstream else entry.backend
+    return f"{given['backend']}-{given['upstream']}" if given.get("upstream") else str(given["backend"])
 
 
 def _value_label(value: Any) -> str:
@@ -333,35 +358,23 @@ def _value_label(value: Any) -> str:
     return str(value)
 
 
+def _combinations(sweep: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the swept values, one per server configuration ({} without a sweep)."""
+    return [dict(zip(sweep, combo)) for combo in itertools.product(*sweep.values())]
+
+
 def expand(spec: ExperimentSpec) -> list[ServerPlan]:
     plans: list[ServerPlan] = []
     seen: set[str] = set()
     for entry in spec.backends:
-        keys = list(entry.sweep)
-        for combo in itertools.product(*(entry.sweep[k] for k in keys)) if keys else [()]:
-            swept = dict(zip(keys, combo))
+        for swept in _combinations(entry.sweep):
             base = entry.label or _entry_name(entry)
             label = slug(base + "".join(f"_{k}={_value_label(v)}" for k, v in swept.items()))
             if label in seen:
                 raise ExperimentError(f"two server configurations are both labelled {label!r}; set label")
             seen.add(label)
-            backend = None
-            if entry.url is None:
-                knobs = entry.knobs.model_copy(
-                    update={k: (tuple(v) if k == "engine_args" else v) for k, v in swept.items()}
-                )
-                backend = BackendConfig(
-                    name=entry.backend,
-                    model=entry.model,
-                    served_model_name=entry.served_model_name,
-                    knobs=EngineKnobs.model_validate(knobs.model_dump()),
-                    executable=entry.engine_bin,
-                    upstream=entry.upstream,
-                    layer_args=entry.layer_args,
-                    ready_timeout_s=entry.ready_timeout_s,
-                    metrics_interval_s=spec.metrics_interval_s,
-                    metrics_url=entry.metrics_url,
-                )
+            server = _server(spec, entry, swept)
+            url = entry.routed()["target"].get("url")
             cells = tuple(
                 Cell(
                     id=slug(f"{label}__{variant.label}__t{trial}"),
@@ -373,8 +386,21 @@ def expand(spec: ExperimentSpec) -> list[ServerPlan]:
                 for variant in spec.variants
                 for trial in range(1, _cell_trials(spec) + 1)
             )
-            plans.append(ServerPlan(label, entry, backend, {**entry.tags, **swept}, cells))
+            backend = server if url is None else None
+            plans.append(ServerPlan(label, entry, backend, {**entry.tags, **swept}, cells, server, url))
     return plans
+
+
+def same_experiment(a: ExperimentSpec, b: ExperimentSpec) -> bool:
+    """Whether two specs are one experiment: the same name, trials and server configurations, whose
+    cells run with the same settings, however each wrote them (experiment.json's spec as an earlier
+    version wrote it, every default spelt out, is the same experiment as its file)."""
+
+    def essence(spec: ExperimentSpec) -> tuple[Any, ...]:
+        plans = [(p.label, p.backend, p.server, p.url, p.swept, p.cells) for p in expand(spec)]
+        return spec.name, spec.description, spec.trials, spec.auto_trials, plans
+
+    return essence(a) == essence(b)
 
 
 def _cell_search(spec: ExperimentSpec) -> SearchSpec | None:
@@ -404,55 +430,39 @@ def trial_cell(spec: ExperimentSpec, plan: ServerPlan, variant: str, trial: int)
     )
 
 
-def variant_dataset(dataset: DatasetConfig, variant: Variant) -> DatasetConfig:
-    """The experiment's dataset with the variant's fields over it, validated."""
-    overrides = {
-        k: v
-        for k, v in variant.model_dump(exclude={"batch_size", *GROUP_FIELDS, *TARGET_VARIANT_FIELDS}).items()
-        if v is not None
-    }
-    return DatasetConfig.model_validate(dataset.model_copy(update=overrides).model_dump())
+def _server(spec: ExperimentSpec, entry: BackendEntry, swept: dict[str, Any]) -> BackendConfig:
+    """The entry's server with these swept knobs: its settings over the experiment's."""
+    server = {**spec.routed()["server"], **entry.routed()["server"]}
+    if swept:
+        server["knobs"] = {**server.get("knobs", EngineKnobs()).model_dump(), **swept}
+    return BackendConfig.model_validate(server)
 
 
 def _run_config(spec: ExperimentSpec, entry: BackendEntry, variant: Variant, trial: int) -> RunConfig:
-    return RunConfig(
-        target=TargetConfig(
-            url=entry.url,
-            model=entry.served_model_name if entry.url else None,
-            api=entry.api or spec.api,
-            ignore_eos=spec.ignore_eos,
-            batch_size=variant.batch_size or spec.batch_size,
-            **_structure(spec, variant),
-        ),
-        loads=spec.load.points() if spec.load is not None else [_search_template(spec)],
-        stop=spec.stop,
-        dataset=variant_dataset(spec.dataset, variant),
-        backend=BackendConfig(
-            name=entry.backend, metrics_url=entry.metrics_url, metrics_interval_s=spec.metrics_interval_s
-        )
-        if entry.backend
-        else None,
-        slo=spec.slo,
-        deadlines=spec.deadlines,
-        # each trial gets its own seed: the same prompts in another order, other arrival times
-        seed=spec.seed + (trial - 1) * 1000,
-        window_s=spec.window_s,
-        live=False,
-        sessions=spec.sessions,
-        prefix_cache=spec.prefix_cache,
-        cost=entry.cost(),
-        lora_mix=variant.lora_mix or spec.lora_mix,
-        mix=variant.mix or spec.mix,
-        tenant_header=spec.tenant_header,
-        server_traces=spec.server_traces,
-        server_traces_port=spec.server_traces_port,
+    """A cell's settings: its variant's over its entry's over the experiment's (the dataset and the
+    request field by field, each other setting whole), and what the experiment sets itself."""
+    top, server, own = spec.routed(), entry.routed(), variant.routed()
+    run = {**top["run"], **own["run"]}
+    target = {**top["target"], **server["target"], **own["target"]}
+    if target.get("url") is not None:  # attached: its requests name the model it serves
+        target["model"] = server["server"].get("served_model_name")
+    backend = {**top["server"], **server["server"]}
+    return RunConfig.model_validate(
+        {
+            **run,
+            "target": target,
+            "dataset": {**run["dataset"].model_dump(), **own["dataset"]},
+            "loads": spec.load.points() if spec.load is not None else [_search_template(spec)],
+            # a cell's run reads the server's profile (metric names, quirks), /metrics and scrape period
+            "backend": {k: backend.get(k) for k in ("name", "metrics_url", "metrics_interval_s")}
+            if backend.get("name")
+            else None,
+            "cost": server["cost"] or None,
+            # each trial gets its own seed: the same prompts in another order, other arrival times
+            "seed": run["seed"] + (trial - 1) * 1000,
+            "live": False,
+        }
     )
-
-
-def _structure(spec: ExperimentSpec, variant: Variant) -> dict[str, Any]:
-    """the variant's response_format / tools / tool_choice, else the experiment's."""
-    fields = ("response_format", "tools", "tool_choice")
-    return {f: getattr(variant, f) if getattr(variant, f) is not None else getattr(spec, f) for f in fields}
 
 
 def _search_template(spec: ExperimentSpec) -> LoadPoint:
