@@ -9,7 +9,7 @@ from pydantic import Field, ValidationError
 
 from tokenbench.config import BackendConfig, DatasetConfig, RunConfig, TargetConfig
 from tokenbench.config.cost import CostConfig
-from tokenbench.experiments.layers import Fields, Layer
+from tokenbench.experiments.overlays import Fields, Layer
 from tokenbench.experiments.presets import PRESETS, preset
 from tokenbench.experiments.runner import _resumes, stored_spec
 from tokenbench.experiments.spec import (

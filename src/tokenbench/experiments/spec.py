@@ -7,7 +7,7 @@ with every load point, written to its own run directory.
 
 What a cell runs with are the run's own settings (config/), in three layers of the file: the top
 level (every cell's), a backend entry (its server's cells') and a variant (its cells'), each taking
-the fields of the run models named below (experiments/layers.py); a cell's RunConfig is its layers
+the fields of the run models named below (experiments/overlays.py); a cell's RunConfig is its layers
 merged, the variant's over the entry's over the experiment's, and validated as one, as ``tokenbench
 run`` validates its flags, when the file is read. Declared here is only what is the experiment's
 own: names, servers, variants, trials, ``load:`` or ``search:``, sweeps and tags.
@@ -36,7 +36,7 @@ from tokenbench.config import (
 )
 from tokenbench.config.cost import CostConfig
 from tokenbench.errors import BadInput
-from tokenbench.experiments.layers import Fields, Layer, Layered
+from tokenbench.experiments.overlays import Fields, Layer, Layered
 from tokenbench.experiments.search_spec import SearchSpec
 
 _KNOBS = set(EngineKnobs.model_fields)
