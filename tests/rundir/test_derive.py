@@ -16,6 +16,7 @@ from tokenbench.config import StopConfig
 from tokenbench.records import RequestRecord
 from tokenbench.results import PointResult, Workers
 from tokenbench.results.manifest import PointStart, RunManifest
+from tokenbench.results.run import PointMetrics
 from tokenbench.rundir import derive
 from tokenbench.rundir.derive import results_header, unfinished_point
 
@@ -46,8 +47,9 @@ def test_the_header_has_the_keys_results_json_had_before_its_points():
 
 
 def test_point_result_builds_the_point_with_every_field_by_name():
-    """point_result constructs PointResult once, validated, each field by its name: a field added
-    to PointResult (or PointMetrics, PointHead) must be given there too, or this fails."""
+    """point_result constructs PointResult once, validated: its head and every part by name, and
+    the metrics as the typed PointMetrics summarize_point returned (declared once, there). A part
+    added to PointResult (or PointHead) must be given there too, or this fails."""
     tree = ast.parse(inspect.getsource(derive.point_result))
     built = [
         node
@@ -56,8 +58,10 @@ def test_point_result_builds_the_point_with_every_field_by_name():
     ]
     assert len(built) == 1
     keywords = [k.arg for k in built[0].keywords]
-    assert None not in keywords  # no **mapping: names only
-    assert sorted(keywords) == sorted(PointResult.model_fields)
+    spread = [ast.unparse(k.value) for k in built[0].keywords if k.arg is None]
+    assert spread == ["metrics.fields()"]  # the one mapping: a typed PointMetrics' own fields
+    named = [k for k in keywords if k is not None]
+    assert sorted(named + list(PointMetrics.model_fields)) == sorted(PointResult.model_fields)
 
 
 def test_an_unfinished_point_ran_until_its_last_record_or_its_deadline():

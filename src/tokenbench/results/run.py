@@ -409,6 +409,10 @@ class PointMetrics(FrozenModel):
     tool_calls: ToolCalls | None = None
     ttftc_s: Distribution | None = None
 
+    def fields(self) -> dict[str, Any]:
+        """Its fields by name, as the PointResult that holds them takes them (derive.point_result)."""
+        return {name: getattr(self, name) for name in PointMetrics.model_fields}
+
 
 # A point's parts are declared once, where they are computed. Pydantic puts a base's fields before
 # its subclass's and the last base's first: results.json's key order is PointHead's, PointMetrics',

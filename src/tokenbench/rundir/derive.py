@@ -145,8 +145,8 @@ def point_result(
     price = config.cost  # a run given a price: each point's cost
     # routing: by adapter, class and tenant, and fairness (only when requests had groups)
     groups = group_breakdowns(population, metrics.rate_period_s or metrics.window_s, config.slo, config.mix)
-    # Every field by name. The parts only some points have are None where a point has none: absent
-    # from its results.json (PointResult's OptionalParts), as the metrics summarize_point left out.
+    # Every part by name, the metrics as summarize_point made them. The parts only some points have
+    # are None where a point has none: absent from its results.json (PointResult's OptionalParts).
     return PointResult(
         # which point: its index, its load with the run's stop settings, its span
         index=event.index,
@@ -154,43 +154,8 @@ def point_result(
         load=_load(config.stop, load),
         span=Span(start_s=start_s, ramp_end_s=event.ramp_end_s, load_end_s=event.load_end_s, end_s=end_s),
         interrupted=event.interrupted,
-        # its metrics over the window, from its records
-        window_s=metrics.window_s,
-        window=metrics.window,
-        populations=metrics.populations,
-        rate_period_s=metrics.rate_period_s,
-        backlog_growth_s=metrics.backlog_growth_s,
-        offered_per_s=metrics.offered_per_s,
-        requests=metrics.requests,
-        requests_in_window=metrics.requests_in_window,
-        ttft_s=metrics.ttft_s,
-        tpot_s=metrics.tpot_s,
-        decode_speed_tokens_per_s=metrics.decode_speed_tokens_per_s,
-        itl_s=metrics.itl_s,
-        itl_per_token_s=metrics.itl_per_token_s,
-        e2e_s=metrics.e2e_s,
-        queue_s=metrics.queue_s,
-        queue_s_censored=metrics.queue_s_censored,
-        normalized_latency_s=metrics.normalized_latency_s,
-        fluidity=metrics.fluidity,
-        output_tokens=metrics.output_tokens,
-        cancelled_output_tokens=metrics.cancelled_output_tokens,
-        cancelled_streams=metrics.cancelled_streams,
-        output_tokens_per_s=metrics.output_tokens_per_s,
-        total_tokens_per_s=metrics.total_tokens_per_s,
-        prompt_tokens_source=metrics.prompt_tokens_source,
-        requests_per_s=metrics.requests_per_s,
-        goodput_per_s=metrics.goodput_per_s,
-        good_fraction=metrics.good_fraction,
-        concurrency=metrics.concurrency,
-        tokens=metrics.tokens,
-        ttfo_s=metrics.ttfo_s,
-        reasoning=metrics.reasoning,
-        pooling=metrics.pooling,
-        images=metrics.images,
-        structured=metrics.structured,
-        tool_calls=metrics.tool_calls,
-        ttftc_s=metrics.ttftc_s,
+        # its metrics over the window, from its records (PointMetrics: declared once, in results)
+        **metrics.fields(),
         # the server and the GPU over the client's window; over the whole point beside, named so
         server=_with_matched_ttft(server, kept),
         server_whole_point=point_server(samples, start_s, end_s),
