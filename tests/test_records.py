@@ -6,7 +6,7 @@ from array import array
 
 import pytest
 
-from tokenbench.records import ChunkEnds, Outcome, Request, RequestRecord, TokenSource
+from tokenbench.records import ChunkEnds, JoinKey, Outcome, Request, RequestRecord, TokenSource
 
 
 def _record(output_text: str | None = None, **fields) -> RequestRecord:
@@ -36,8 +36,8 @@ def test_a_record_survives_its_json_line_unchanged():
 
 
 def test_a_records_line_written_by_orjson_from_its_fields_is_its_json():
-    """the compiled client: to_line (orjson straight from the fields) writes what to_json builds, key for key
-    and in the same order; the carried text and tool calls are never in it."""
+    """the compiled client: to_line (orjson from the fields, its parts' flat) writes what to_json builds, key
+    for key and in the same order; the carried text and tool calls are never in it."""
     record = _record(
         outcome=Outcome.OK,
         output_tokens=3,
@@ -45,7 +45,7 @@ def test_a_records_line_written_by_orjson_from_its_fields_is_its_json():
         server_timings={"cache_n": 24, "prompt_ms": 1.5},
         chunk_tokens=[1, 1, 1],
         output_text="abc",
-        x_request_id="0af7",
+        join_key=JoinKey(x_request_id="0af7"),
     )
     record.tool_messages = ({"role": "assistant"},)
     line = record.to_line()

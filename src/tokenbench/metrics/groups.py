@@ -36,7 +36,7 @@ def _slo_for(mix: WorkloadMix | None, run_slo: SLOConfig) -> Callable[[RequestRe
             own[c.name] = SLOConfig(ttft_s=c.slo.ttft_s, tpot_s=c.slo.tpot_s, e2e_s=c.slo.e2e_s)
 
     def slo(r: RequestRecord) -> SLOConfig:
-        return own.get(r.request_class or "", run_slo)
+        return own.get((r.group.request_class if r.group is not None else None) or "", run_slo)
 
     return slo
 
@@ -55,7 +55,7 @@ def group_stats(
     good = sum(1 for r in judged if meets_slo(r, slo(r)))
     tpots = [r.tpot_s for r in ok if r.tpot_s is not None]
     per = (lambda x: x / period_s) if period_s else (lambda x: None)
-    first = records[0] if records and of_class else None  # a class's priority and tenant
+    first = records[0].group if records and of_class else None  # a class's priority and tenant
     return GroupStats(
         requests=len(records),
         ok=len(ok),
@@ -124,7 +124,7 @@ def group_breakdowns(
     total = len(population)
     parts: dict[str, object] = {}
     for key, attr in (("by_adapter", "adapter"), ("by_class", "request_class"), ("by_tenant", "tenant")):
-        groups = _split(population, lambda r, a=attr: getattr(r, a))  # type: ignore[misc]
+        groups = _split(population, lambda r, a=attr: getattr(r.group, a) if r.group is not None else None)  # type: ignore[misc]
         if not groups:
             continue
 
