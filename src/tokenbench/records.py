@@ -463,7 +463,9 @@ class RequestRecord:
 
     def to_line(self) -> bytes:
         """This record's records.jsonl line, newline included, without its text: the same keys
-        and values as ``to_json()``, its parts' fields flat in their places (_line_fields)."""
+        and values as ``to_json()``, its parts' fields flat in their places. orjson writes the dict
+        _line_fields fills (2.4 µs a 4-token record, where orjson reading the flat record's 59
+        fields straight from its slots took 3.3: docs/measurement.md)."""
         if type(self.chunk_times_s) is not array:
             raise ValueError("a record whose chunk times were dropped (ChunkEnds) cannot be written")
         return orjson.dumps(_line_fields(self), default=_json_array, option=orjson.OPT_APPEND_NEWLINE)
@@ -512,7 +514,8 @@ def _flat_fields(line: bool) -> Callable[[RequestRecord], dict[str, Any]]:
     (every one whose name does not start with "_") and in each part's place the part's fields, or
     for an absent part its fields' defaults (for ``line``, to orjson, one ``orjson.Fragment`` under
     its first key: the defaults already JSON). Made once from the declarations, as dataclasses makes
-    ``__init__``: one statement a key, where orjson wrote the flat record straight from its fields."""
+    ``__init__``: one statement a key, 1.2 µs a typical record, where ``dict(zip(keys, values))``
+    alone, the values already read, took 1.6 and a comprehension of getattr 2.5."""
     code = ["def read(record):", "    d = {}"]
     absent: dict[str, Any] = {}
     for f in fields(RequestRecord):
