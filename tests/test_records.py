@@ -1,12 +1,31 @@
 """Records: what one request did, derived per-request figures from raw times, and the JSON line
 a record is written as (and read back from, including lines of older and newer versions)."""
 
+import hashlib
 import json
 from array import array
+from pathlib import Path
 
 import pytest
 
-from tokenbench.records import ChunkEnds, Outcome, Request, RequestRecord, TokenSource
+from tokenbench.records import (
+    ChunkEnds,
+    Group,
+    HttpPhases,
+    ImageInput,
+    JoinKey,
+    Outcome,
+    OutputCheck,
+    Pooling,
+    Reasoning,
+    Request,
+    RequestRecord,
+    SessionTurn,
+    TokenSource,
+    ToolUse,
+)
+
+FIXTURE_RUNS = Path(__file__).resolve().parent / "fixtures" / "rundirs"
 
 
 def _record(output_text: str | None = None, **fields) -> RequestRecord:
@@ -36,8 +55,8 @@ def test_a_record_survives_its_json_line_unchanged():
 
 
 def test_a_records_line_written_by_orjson_from_its_fields_is_its_json():
-    """the compiled client: to_line (orjson straight from the fields) writes what to_json builds, key for key
-    and in the same order; the carried text and tool calls are never in it."""
+    """the compiled client: to_line (orjson from the fields, its parts' flat) writes what to_json builds, key
+    for key and in the same order; the carried text and tool calls are never in it."""
     record = _record(
         outcome=Outcome.OK,
         output_tokens=3,
@@ -45,7 +64,7 @@ def test_a_records_line_written_by_orjson_from_its_fields_is_its_json():
         server_timings={"cache_n": 24, "prompt_ms": 1.5},
         chunk_tokens=[1, 1, 1],
         output_text="abc",
-        x_request_id="0af7",
+        join_key=JoinKey(x_request_id="0af7"),
     )
     record.tool_messages = ({"role": "assistant"},)
     line = record.to_line()
@@ -71,6 +90,142 @@ def test_older_and_newer_record_lines_are_read():
     assert RequestRecord.from_json(data).trace_row is None
     replayed = RequestRecord(point=0, id=1, scheduled_s=0.0, trace_row=7)
     assert RequestRecord.from_json(json.loads(json.dumps(replayed.to_json()))).trace_row == 7
+
+
+# Known answers, written by the flat RequestRecord (every fact a field of its own, before the
+# parts): records.jsonl is a public interface, and a record written today must give the same line,
+# byte for byte. EVERY_PART's line: a record with every part set (and every field of its own but
+# the error), as no one request has them; NO_PART's: one with its defaults only.
+EVERY_PART_LINE = (
+    b'{"point":2,"id":41,"scheduled_s":10.0,"sent_s":10.002,"chunk_times_s":[10.25,10.5,10.75],"end_s":10.75,'
+    b'"closed_s":10.8,"outcome":"ok","status":200,"error":null,"prompt_tokens":120,"output_tokens":3,'
+    b'"output_tokens_source":"server","server_output_tokens":3,"client_output_tokens":3,"user":5,'
+    b'"response_id":"chatcmpl-41","retries":1,"server_timings":{"prompt_n":120.0,"cache_n":96.0},'
+    b'"finish_reason":"stop","end_marker":true,"dataset_prompt_tokens":118,"trace_row":7,"first_output_s":10.5,'
+    b'"reasoning_chunks":1,"reasoning_tokens":4,"session_id":"conv-3","turn_index":2,"history_tokens":80,'
+    b'"cached_prompt_tokens":96,"chunk_tokens":[1,1,1],"first_chunk_tokens":1,"worker":1,"inputs":2,"images":2,'
+    b'"image_pixels":131072,"adapter":"lora-a","request_class":"short","tenant":"t1","priority":1,'
+    b'"structured":"json_schema","output_parsed":true,"output_valid":false,"tool_calls":1,"tool_args_parsed":true,'
+    b'"first_tool_call_s":10.75,"tool_call_chunks":1,"tool_args_tokens":6,'
+    b'"traceparent":"00-0123456789abcdef0002000100000029-0123456700000029-01",'
+    b'"x_request_id":"0123456789abcdef0002000100000029","http_start_s":10.001,"pool_wait_s":0.0,"conn_reused":false,'
+    b'"connect_s":0.0005,"headers_sent_s":10.0015,"response_headers_s":10.2,"first_body_s":10.21}\n'
+)
+NO_PART_LINE = (
+    b'{"point":0,"id":1,"scheduled_s":0.5,"sent_s":null,"chunk_times_s":[],"end_s":null,"closed_s":null,'
+    b'"outcome":"cancelled","status":null,"error":null,"prompt_tokens":null,"output_tokens":null,'
+    b'"output_tokens_source":null,"server_output_tokens":null,"client_output_tokens":null,"user":null,'
+    b'"response_id":null,"retries":0,"server_timings":null,"finish_reason":null,"end_marker":false,'
+    b'"dataset_prompt_tokens":null,"trace_row":null,"first_output_s":null,"reasoning_chunks":0,'
+    b'"reasoning_tokens":null,"session_id":null,"turn_index":null,"history_tokens":null,'
+    b'"cached_prompt_tokens":null,"chunk_tokens":null,"first_chunk_tokens":null,"worker":null,"inputs":null,'
+    b'"images":null,"image_pixels":null,"adapter":null,"request_class":null,"tenant":null,"priority":null,'
+    b'"structured":null,"output_parsed":null,"output_valid":null,"tool_calls":null,"tool_args_parsed":null,'
+    b'"first_tool_call_s":null,"tool_call_chunks":0,"tool_args_tokens":null,"traceparent":null,'
+    b'"x_request_id":null,"http_start_s":null,"pool_wait_s":null,"conn_reused":null,"connect_s":null,'
+    b'"headers_sent_s":null,"response_headers_s":null,"first_body_s":null}\n'
+)
+# tests/fixtures/rundirs' records.jsonl (tokenbench 0.2.1's lines) read back and written again by
+# the flat RequestRecord: a sha256 of the lines
+FIXTURE_LINES_SHA256 = {
+    "0.2.1-sessions": "7c7098c3b6b3b401d9c086274c80c4ec46b7b52789c5627c2a04113547d04304",
+    "0.2.1-workers": "5e438bbd8574d38bffcb004a42250239b947de29b92349a921adc8cb49a2333e",
+}
+
+
+def _every_part() -> RequestRecord:
+    record = RequestRecord(
+        point=2,
+        id=41,
+        scheduled_s=10.0,
+        sent_s=10.002,
+        chunk_times_s=[10.25, 10.5, 10.75],
+        end_s=10.75,
+        closed_s=10.8,
+        outcome=Outcome.OK,
+        status=200,
+        prompt_tokens=120,
+        output_tokens=3,
+        output_tokens_source=TokenSource.SERVER,
+        server_output_tokens=3,
+        client_output_tokens=3,
+        user=5,
+        response_id="chatcmpl-41",
+        retries=1,
+        server_timings={"prompt_n": 120.0, "cache_n": 96.0},
+        finish_reason="stop",
+        end_marker=True,
+        dataset_prompt_tokens=118,
+        trace_row=7,
+        reasoning=Reasoning(first_output_s=10.5, reasoning_chunks=1, reasoning_tokens=4),
+        session=SessionTurn(session_id="conv-3", turn_index=2, history_tokens=80),
+        cached_prompt_tokens=96,
+        chunk_tokens=[1, 1, 1],
+        first_chunk_tokens=1,
+        worker=1,
+        pooling=Pooling(inputs=2),
+        image_input=ImageInput(images=2, image_pixels=131072),
+        group=Group(adapter="lora-a", request_class="short", tenant="t1", priority=1),
+        output_check=OutputCheck(structured="json_schema", output_parsed=True, output_valid=False),
+        tool_use=ToolUse(
+            tool_calls=1, tool_args_parsed=True, first_tool_call_s=10.75, tool_call_chunks=1, tool_args_tokens=6
+        ),
+        join_key=JoinKey(
+            traceparent="00-0123456789abcdef0002000100000029-0123456700000029-01",
+            x_request_id="0123456789abcdef0002000100000029",
+        ),
+        phases=HttpPhases(
+            http_start_s=10.001,
+            pool_wait_s=0.0,
+            conn_reused=False,
+            connect_s=0.0005,
+            headers_sent_s=10.0015,
+            response_headers_s=10.2,
+            first_body_s=10.21,
+        ),
+    )
+    record.output_text = "a reply"
+    return record
+
+
+def test_a_record_with_every_part_writes_the_flat_records_line():
+    """records.jsonl keeps its keys and their order: a part's fields are written flat in its place,
+    and the line reads back to the same record (its parts again)."""
+    record = _every_part()
+    assert record.to_line() == EVERY_PART_LINE
+    assert json.dumps(record.to_json(), separators=(",", ":")).encode() + b"\n" == EVERY_PART_LINE
+    assert list(record.to_json(keep_text=True)) == [*json.loads(EVERY_PART_LINE), "output_text"]
+    back = RequestRecord.from_json(json.loads(json.dumps(record.to_json(keep_text=True))))
+    assert back == record and back.output_text == "a reply"
+    assert RequestRecord.from_json(json.loads(EVERY_PART_LINE)).to_line() == EVERY_PART_LINE
+
+
+def test_an_absent_part_writes_its_defaults_and_reads_back_absent():
+    """None where its concept does not apply: the line has its keys all the same, with the values a
+    flat record had by default (0 chunks of reasoning, 0 of tool calls, null otherwise)."""
+    record = RequestRecord(point=0, id=1, scheduled_s=0.5)
+    assert record.to_line() == NO_PART_LINE
+    assert json.dumps(record.to_json(), separators=(",", ":")).encode() + b"\n" == NO_PART_LINE
+    assert RequestRecord.from_json(json.loads(NO_PART_LINE)) == record
+    # one part alone: the others absent, as they were written
+    only = RequestRecord(point=0, id=1, scheduled_s=0.5, tool_use=ToolUse(tool_calls=0))
+    line = json.loads(only.to_line())
+    assert line["tool_calls"] == 0 and line["tool_call_chunks"] == 0 and line["first_output_s"] is None
+    back = RequestRecord.from_json(line)
+    assert back == only and back.tool_use == ToolUse(tool_calls=0) and back.reasoning is None
+
+
+def test_older_lines_read_back_to_the_same_values():
+    """tokenbench 0.2.1's lines (tests/fixtures/rundirs: without the keys added since) read back and
+    written again give what the flat record gave, and every value of theirs as written."""
+    for name, digest in FIXTURE_LINES_SHA256.items():
+        lines = [json.loads(line) for line in (FIXTURE_RUNS / name / "records.jsonl").read_text().splitlines()]
+        records = [RequestRecord.from_json(line) for line in lines]
+        assert hashlib.sha256(b"".join(r.to_line() for r in records)).hexdigest() == digest, name
+        for line, record in zip(lines, records, strict=True):
+            assert record.to_json().items() >= line.items()
+        sessions = [r.session for r in records if r.session is not None]
+        assert (len(sessions) == len(records)) is (name == "0.2.1-sessions")
 
 
 def test_per_request_figures_from_the_raw_times():

@@ -14,8 +14,8 @@ from __future__ import annotations
 import enum
 import time
 from array import array
-from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import orjson
@@ -72,12 +72,7 @@ class Request:
     # a replay sends it at that time divided by the speed (load.replay_offsets).
     trace_row: int | None = None
     trace_time_s: float | None = None
-    # A multi-turn session's turn (datasets.sessions, session_load.py): the conversation's id, the
-    # turn's 0-based index, and the tokens of the history before this turn's new user text
-    # (system prompt + earlier user turns + the server's own replies).
-    session_id: str | None = None
-    turn_index: int | None = None
-    history_tokens: int | None = None
+    session: SessionTurn | None = None  # a multi-turn session's turn (its record keeps the same)
     # Sent on top of the target's headers (e.g. X-Session-ID for a sticky router).
     headers: tuple[tuple[str, str], ...] = ()
     # The prompt as token ids, sent instead of ``prompt`` on the completions API to a server whose
@@ -92,23 +87,14 @@ class Request:
     # user text (images.chat_messages), and their pixels in all (None: some image's are unknown)
     images: tuple[str, ...] = ()
     image_pixels: int | None = None
-    # routing: the group it belongs to (workload_mix.py): the LoRA adapter it is sent to
-    # (its ``model``), its class, its tenant (also in ``headers``) and the priority it carries.
-    adapter: str | None = None
-    request_class: str | None = None
-    tenant: str | None = None
-    priority: int | None = None
+    # routing: the group it belongs to (workload_mix.py; its tenant is also in ``headers``)
+    group: Group | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("a Request needs exactly one of prompt or messages")
         if self.prompt_token_ids is not None and self.prompt is None:
             raise ValueError("a Request with prompt_token_ids needs the prompt's text too")
-
-    @property
-    def input_count(self) -> int | None:
-        """A pooling request's inputs; None for a generative request."""
-        return len(self.inputs) if self.inputs is not None else None
 
     def as_prompt_text(self) -> str:
         """Flatten chat messages for the completions API (and prompt text for chat)."""
@@ -120,40 +106,6 @@ class Request:
         if self.messages is not None:
             return list(self.messages)
         return [{"role": "user", "content": self.prompt or ""}]
-
-
-@dataclass(frozen=True, slots=True)
-class Group:
-    """A request's group as drawn (workload_mix.py; routing): a multi-turn conversation
-    carries one, which every turn's request takes (``apply``)."""
-
-    adapter: str | None = None
-    request_class: str | None = None
-    tenant: str | None = None
-    priority: int | None = None
-    headers: tuple[tuple[str, str], ...] = ()  # the tenant header
-
-    def apply(self, request: Request) -> Request:
-        return replace(
-            request,
-            adapter=self.adapter,
-            request_class=self.request_class,
-            tenant=self.tenant,
-            priority=self.priority,
-            headers=(*request.headers, *self.headers),
-        )
-
-
-def group_fields(request: Request) -> dict[str, Any]:
-    """A request's group as its record's fields: none when it has no group."""
-    if request.adapter is None and request.request_class is None:
-        return {}
-    return {
-        "adapter": request.adapter,
-        "request_class": request.request_class,
-        "tenant": request.tenant,
-        "priority": request.priority,
-    }
 
 
 def _no_chunks() -> array[float]:
@@ -188,11 +140,141 @@ class ChunkEnds:
         return f"ChunkEnds(n={self.n}, first={self.first}, last={self.last})"
 
 
+# A record's parts: what a request had or met when its concept applies (None when it does not),
+# each declared once. On the line (records.jsonl: a public interface) a part's fields are keys of
+# their own, in the part's place, and an absent part writes its fields' defaults: the line keeps the
+# flat keys it always had (RequestRecord.to_line).
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """routing: the group a request belongs to (workload_mix.py): the LoRA adapter it is sent to
+    (its ``model``), its class, its tenant and the priority it carries. A multi-turn conversation
+    carries one, which every turn's request takes; the request's record keeps the same."""
+
+    adapter: str | None = None
+    request_class: str | None = None
+    tenant: str | None = None
+    priority: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTurn:
+    """A multi-turn session's turn (datasets.sessions, loadgen/sessions.py): the conversation's id,
+    the turn's 0-based index, and the tokens of the history before this turn's new user text
+    (system prompt + earlier user turns + the server's own replies)."""
+
+    session_id: str | None = None
+    turn_index: int | None = None
+    history_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class Reasoning:
+    """Reasoning models: the arrival of the first chunk that is not reasoning content (the answer;
+    equal to chunk_times_s[0] when nothing was reasoning; None without such a chunk), how many
+    chunks were reasoning content, and the server's count of reasoning tokens
+    (usage.completion_tokens_details.reasoning_tokens, when it gives one). A record without any
+    of them (no chunk, no reasoning) has none."""
+
+    first_output_s: float | None = None
+    reasoning_chunks: int = 0
+    reasoning_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class Pooling:
+    """pooling APIs: the inputs a pooling request sent (strings embedded, documents scored). Its
+    record has no chunks: end_s is when the answer completed. None: a generative request."""
+
+    inputs: int | None = None
+
+    @staticmethod
+    def of(request: Request) -> Pooling | None:
+        return Pooling(len(request.inputs)) if request.inputs is not None else None
+
+
+@dataclass(slots=True)
+class ImageInput:
+    """images: how many images the request carried and their pixels in all (None: some image's
+    size unknown: a URL sent as given). None: text only."""
+
+    images: int | None = None
+    image_pixels: int | None = None
+
+    @staticmethod
+    def of(request: Request) -> ImageInput | None:
+        return ImageInput(len(request.images), request.image_pixels) if request.images else None
+
+
+@dataclass(slots=True)
+class OutputCheck:
+    """structured output (clients/structured.py): the constraint the request asked for
+    (--response-format's kind), whether the reply parsed as JSON (the JSON kinds) and met the
+    constraint (schema, choice, regex; None: not checkable, e.g. a grammar, or no reply). None:
+    unconstrained."""
+
+    structured: str | None = None
+    output_parsed: bool | None = None
+    output_valid: bool | None = None
+
+
+@dataclass(slots=True)
+class ToolUse:
+    """--tools: the calls the reply made, whether every call's arguments parsed as a JSON object,
+    the arrival of the first chunk carrying a call (time to first tool-call token), the chunks
+    that carried calls, and the arguments' tokens (client tokenizer, when there is one). None:
+    no tools offered."""
+
+    tool_calls: int | None = None
+    tool_args_parsed: bool | None = None
+    first_tool_call_s: float | None = None
+    tool_call_chunks: int = 0
+    tool_args_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class JoinKey:
+    """server spans: the join key the request carried (spans/keys.py): its W3C traceparent header
+    and its X-Request-Id (the trace id); a server's span for the request has the same trace id."""
+
+    traceparent: str | None = None
+    x_request_id: str | None = None
+
+
+@dataclass(slots=True)
+class HttpPhases:
+    """server spans: the HTTP phases as the client saw them, on the run's clock (each attempt has
+    its own; the record keeps the last attempt's): http_start_s the client asked to send;
+    pool_wait_s seconds waited for a connection from the pool (0: none waited); conn_reused a
+    kept-alive connection was handed out, else connect_s the seconds a new connection took to
+    open; headers_sent_s the request's headers written; the record's sent_s its body;
+    response_headers_s the response's headers received (time to first byte); first_body_s the first
+    read of the body (content or not); the record's chunk_times_s[0] the first content chunk. None:
+    the request never got that far (no phases: it was never sent)."""
+
+    http_start_s: float | None = None
+    pool_wait_s: float | None = None
+    conn_reused: bool | None = None
+    connect_s: float | None = None
+    headers_sent_s: float | None = None
+    response_headers_s: float | None = None
+    first_body_s: float | None = None
+
+
+_PART = "part"  # a RequestRecord field's metadata key: the part's class
+
+
+def _part(kind: type) -> Any:
+    """A RequestRecord field holding a part of class ``kind`` (None: its concept does not apply)."""
+    return field(default=None, metadata={_PART: kind})
+
+
 @dataclass(slots=True)
 class RequestRecord:
     """What happened to one request. ``chunk_times_s`` holds the arrival of every content chunk,
     as an ``array('d')`` (a sequence of chunk times given to the constructor, e.g. a list, is
-    converted to one)."""
+    converted to one). Its parts (Group, HttpPhases, ...) are declared in line order."""
 
     point: int
     id: int
@@ -224,16 +306,8 @@ class RequestRecord:
     end_marker: bool = False
     dataset_prompt_tokens: int | None = None  # Request.expected_prompt_tokens of what was sent
     trace_row: int | None = None  # Request.trace_row: the trace file's line this request replays
-    # Reasoning models: the arrival of the first chunk that is not reasoning content (the answer;
-    # equal to chunk_times_s[0] when nothing was reasoning; None without such a chunk), how many
-    # chunks were reasoning content, and the server's count of reasoning tokens
-    # (usage.completion_tokens_details.reasoning_tokens, when it gives one).
-    first_output_s: float | None = None
-    reasoning_chunks: int = 0
-    reasoning_tokens: int | None = None
-    session_id: str | None = None  # Request.session_id, turn_index, history_tokens (multi-turn)
-    turn_index: int | None = None
-    history_tokens: int | None = None
+    reasoning: Reasoning | None = _part(Reasoning)
+    session: SessionTurn | None = _part(SessionTurn)  # Request.session
     # Prompt tokens the server served from its prefix cache: usage.prompt_tokens_details.
     # cached_tokens, else llama.cpp's timings.cache_n. None: the server did not say.
     cached_prompt_tokens: int | None = None
@@ -247,55 +321,18 @@ class RequestRecord:
     chunk_tokens: array[int] | None = None
     first_chunk_tokens: int | None = None
     worker: int | None = None  # the worker process or Ray actor that sent it (--workers); None: one process
-    # pooling APIs: the inputs a pooling request sent (strings embedded, documents scored);
-    # None: a generative request. Such a record has no chunks: end_s is when the answer completed.
-    inputs: int | None = None
-    # images: how many images the request carried and their pixels in all (None: text
-    # only, or some image's size unknown: a URL sent as given)
-    images: int | None = None
-    image_pixels: int | None = None
-    # routing: Request.adapter, request_class, tenant, priority (workload_mix.py)
-    adapter: str | None = None
-    request_class: str | None = None
-    tenant: str | None = None
-    priority: int | None = None
-    # structured output: (structured.py): the constraint the request asked for
-    # (--response-format's kind; None: unconstrained), whether the reply parsed as JSON (the JSON
-    # kinds) and met the constraint (schema, choice, regex; None: not checkable, e.g. a grammar, or
-    # no reply); with --tools, the calls the reply made, whether every call's arguments parsed as a
-    # JSON object, the arrival of the first chunk carrying a call (time to first tool-call token),
-    # the chunks that carried calls, and the arguments' tokens (client tokenizer, when there is one).
-    structured: str | None = None
-    output_parsed: bool | None = None
-    output_valid: bool | None = None
-    tool_calls: int | None = None
-    tool_args_parsed: bool | None = None
-    first_tool_call_s: float | None = None
-    tool_call_chunks: int = 0
-    tool_args_tokens: int | None = None
-    # server spans: the join key the request carried (spans/keys.py): its W3C traceparent header and
-    # its X-Request-Id (the trace id); a server's span for the request has the same trace id.
-    traceparent: str | None = None
-    x_request_id: str | None = None
-    # server spans: the HTTP phases as the client saw them, on the run's clock (the last attempt's):
-    # http_start_s the client asked aiohttp to send; pool_wait_s seconds waited for a connection
-    # from the pool (0: none waited); conn_reused a kept-alive connection was handed out, else
-    # connect_s the seconds a new connection took to open; headers_sent_s the request's headers
-    # written; sent_s (above) its body; response_headers_s the response's headers received (time to
-    # first byte); first_body_s the first read of the body (content or not); chunk_times_s[0] the
-    # first content chunk. None: the request never got that far.
-    http_start_s: float | None = None
-    pool_wait_s: float | None = None
-    conn_reused: bool | None = None
-    connect_s: float | None = None
-    headers_sent_s: float | None = None
-    response_headers_s: float | None = None
-    first_body_s: float | None = None
+    pooling: Pooling | None = _part(Pooling)
+    image_input: ImageInput | None = _part(ImageInput)
+    group: Group | None = _part(Group)  # Request.group
+    output_check: OutputCheck | None = _part(OutputCheck)
+    tool_use: ToolUse | None = _part(ToolUse)
+    join_key: JoinKey | None = _part(JoinKey)
+    phases: HttpPhases | None = _part(HttpPhases)  # the last attempt's
     # Carried, not facts of the record: the reply's text (records.jsonl keeps it only with
     # --keep-text, as "output_text"; a session's next turn sends it back as history) and a
     # multi-turn turn's tool calls as the assistant message's tool_calls (session_load.py; never
-    # written). Read and set as ``output_text`` and ``tool_messages``; the "_" keeps them out of
-    # the line orjson writes from the fields (to_line).
+    # written). Read and set as ``output_text`` and ``tool_messages``; the "_" keeps them off
+    # the line (to_line, to_json).
     _output_text: str | None = None
     _tool_messages: tuple[dict[str, object], ...] | None = None
 
@@ -356,16 +393,18 @@ class RequestRecord:
     def ttfo_s(self) -> float | None:
         """Time to first output: the first chunk that is not reasoning content, from sent. Equals
         TTFT when nothing was reasoning; None when the reply was all reasoning (or empty)."""
-        if self.first_output_s is None or self.sent_s is None:
+        first = self.reasoning.first_output_s if self.reasoning is not None else None
+        if first is None or self.sent_s is None:
             return None
-        return self.first_output_s - self.sent_s
+        return first - self.sent_s
 
     @property
     def ttftc_s(self) -> float | None:
         """Time to the first tool-call token: the first chunk carrying a call, from sent."""
-        if self.first_tool_call_s is None or self.sent_s is None:
+        first = self.tool_use.first_tool_call_s if self.tool_use is not None else None
+        if first is None or self.sent_s is None:
             return None
-        return self.first_tool_call_s - self.sent_s
+        return first - self.sent_s
 
     @property
     def e2e_s(self) -> float | None:
@@ -424,19 +463,19 @@ class RequestRecord:
 
     def to_line(self) -> bytes:
         """This record's records.jsonl line, newline included, without its text: the same keys
-        and values as ``to_json()``, written by orjson straight from the fields, its "_" fields left
-        out by orjson's rule (2.85 µs a record, where the dict and its dump took 3.7)."""
+        and values as ``to_json()``, its parts' fields flat in their places. orjson writes the dict
+        _line_fields fills (2.4 µs a 4-token record, where orjson reading the flat record's 59
+        fields straight from its slots took 3.3: docs/measurement.md)."""
         if type(self.chunk_times_s) is not array:
             raise ValueError("a record whose chunk times were dropped (ChunkEnds) cannot be written")
-        return orjson.dumps(self, default=_json_array, option=orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(_line_fields(self), default=_json_array, option=orjson.OPT_APPEND_NEWLINE)
 
     def to_json(self, keep_text: bool = False) -> dict[str, Any]:  # a records.jsonl line: field -> JSON value
         # Not dataclasses.asdict: it deep-copies every chunk list (measured ~3% of client CPU at
-        # 256 streams with py-spy); every field read at once in C (a dict comprehension
-        # of getattr was ~3 µs a record)
-        data = dict(zip(_RECORD_FIELDS, _record_values(self), strict=True))
+        # 256 streams with py-spy)
         if isinstance(self.chunk_times_s, ChunkEnds):
             raise ValueError("a record whose chunk times were dropped (ChunkEnds) cannot be written")
+        data = _json_fields(self)
         data["chunk_times_s"] = self.chunk_times_s.tolist()  # JSON: a list of floats, same values
         counts = self.chunk_tokens  # (a list when one was given after construction)
         data["chunk_tokens"] = (
@@ -460,16 +499,62 @@ class RequestRecord:
         data["output_tokens_source"] = TokenSource(src) if src else None
         if "output_text" in data:  # a --keep-text line
             data["_output_text"] = data.pop("output_text")
-        known = cls.__dataclass_fields__
-        if not data.keys() <= known.keys():  # fields of another version: dropped
-            data = {k: v for k, v in data.items() if k in known}
-        return cls(**data)  # chunk_times_s: a list, held as an array (__post_init__)
+        parts = {}
+        for name, kind, keys, absent in _LINE_PARTS:  # a part whose keys all hold its defaults is absent
+            values = [data.pop(key, default) for key, default in zip(keys, absent)]
+            if values != absent:
+                parts[name] = kind(*values)
+        if not data.keys() <= _OWN_KEYS:  # fields of another version: dropped
+            data = {k: v for k, v in data.items() if k in _OWN_KEYS}
+        return cls(**data, **parts)  # chunk_times_s: a list, held as an array (__post_init__)
+
+
+def _flat_fields(line: bool) -> Callable[[RequestRecord], dict[str, Any]]:
+    """A function that reads a record's line into a dict, key by key in line order: its own fields
+    (every one whose name does not start with "_") and in each part's place the part's fields, or
+    for an absent part its fields' defaults (for ``line``, to orjson, one ``orjson.Fragment`` under
+    its first key: the defaults already JSON). Made once from the declarations, as dataclasses makes
+    ``__init__``: one statement a key, 1.2 µs a typical record, where ``dict(zip(keys, values))``
+    alone, the values already read, took 1.6 and a comprehension of getattr 2.5."""
+    code = ["def read(record):", "    d = {}"]
+    absent: dict[str, Any] = {}
+    for f in fields(RequestRecord):
+        if f.name.startswith("_"):
+            continue
+        kind = f.metadata.get(_PART)
+        if kind is None:
+            code.append(f"    d[{f.name!r}] = record.{f.name}")
+            continue
+        defaults = {k.name: k.default for k in fields(kind)}
+        first = next(iter(defaults))
+        code += [f"    part = record.{f.name}", "    if part is None:"]
+        if line:
+            written, key = orjson.dumps(defaults), b"{" + orjson.dumps(first) + b":"
+            absent[f.name] = orjson.Fragment(written[len(key) : -1])  # what follows the first key
+            code.append(f"        d[{first!r}] = absent[{f.name!r}]")
+        else:
+            absent[f.name] = defaults
+            code.append(f"        d.update(absent[{f.name!r}])")
+        code += ["    else:", *(f"        d[{k!r}] = part.{k}" for k in defaults)]
+    code.append("    return d")
+    env: dict[str, Any] = {"absent": absent}
+    exec("\n".join(code), env)
+    read: Callable[[RequestRecord], dict[str, Any]] = env["read"]
+    return read
 
 
 _perf_counter = time.perf_counter  # RunClock.now, ~10 a request: a global, not a module's attribute
-# the fields a line holds: orjson's rule, every field whose name does not start with "_"
-_RECORD_FIELDS = tuple(name for name in RequestRecord.__dataclass_fields__ if not name.startswith("_"))
-_record_values = attrgetter(*_RECORD_FIELDS)
+_line_fields = _flat_fields(line=True)  # to_line's
+_json_fields = _flat_fields(line=False)  # to_json's
+# from_json's: each part's field on the record, its class, its keys on the line and their defaults
+_LINE_PARTS = tuple(
+    (f.name, kind, [k.name for k in fields(kind)], [k.default for k in fields(kind)])
+    for f in fields(RequestRecord)
+    if (kind := f.metadata.get(_PART)) is not None
+)
+_OWN_KEYS = frozenset(
+    f.name for f in fields(RequestRecord) if _PART not in f.metadata and not f.name.startswith("_")
+) | {"_output_text"}
 
 
 def _json_array(value: object) -> list[float] | list[int]:

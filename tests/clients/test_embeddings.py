@@ -16,7 +16,7 @@ from tokenbench.clients.wire import WholeBody
 from tokenbench.config import BackendConfig, EngineKnobs, TargetConfig
 from tokenbench.datasets.pooling import pooling_requests
 from tokenbench.errors import BackendError
-from tokenbench.records import Request
+from tokenbench.records import Pooling, Request
 from tokenbench.run import pooling_launch
 
 TARGET = TargetConfig(url="http://h:1", model="m", api="embeddings")
@@ -90,7 +90,7 @@ def _prompts(n: int, trace: bool = False) -> list[Request]:
 def test_a_dataset_becomes_requests_of_batch_size_inputs_without_sharing_texts():
     batches = pooling_requests(_prompts(7), "embeddings", 3)
     assert [b.inputs for b in batches] == [("p0", "p1", "p2"), ("p3", "p4", "p5")]
-    assert [b.input_count for b in batches] == [3, 3] and batches[0].expected_prompt_tokens == 0 + 1 + 2
+    assert [Pooling.of(b) for b in batches] == [Pooling(3)] * 2 and batches[0].expected_prompt_tokens == 0 + 1 + 2
     ranked = pooling_requests(_prompts(7), "rerank", 2)  # the query first, then 2 documents
     assert [(b.query, b.inputs) for b in ranked] == [("p0", ("p1", "p2")), ("p3", ("p4", "p5"))]
     # fewer prompts than one request: cycled

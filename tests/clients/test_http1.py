@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from tokenbench.clients.http1 import Http1Pool
+from tokenbench.records import HttpPhases
 
 CHUNKED = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -51,8 +52,7 @@ async def _server(reply: bytes | list[bytes], pieces: int = 1, close: bool = Fal
     return server, server.sockets[0].getsockname()[1]
 
 
-class _Stamps:
-    headers_sent_s: float | None = None
+class _Sent:
     sent_s: float | None = None
 
 
@@ -70,7 +70,7 @@ async def _exchange(pool: Http1Pool, data: bytes = b"{}"):
 
     conn, reused = await pool.acquire()
     request = pool.head({"Content-Type": "application/json"}) + b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
-    error = await pool.exchange(conn, request, on_headers, on_body, time.perf_counter, _Stamps())
+    error = await pool.exchange(conn, request, on_headers, on_body, time.perf_counter, _Sent(), HttpPhases())
     return status[0] if status else None, b"".join(got), error, reused
 
 
@@ -206,7 +206,10 @@ async def test_a_sink_that_stops_on_a_whole_chunk_ends_the_exchange_and_the_conn
 
         conn, _ = await pool.acquire()
         request = pool.head({}) + b"Content-Length: 2\r\n\r\n{}"
-        assert await pool.exchange(conn, request, lambda *_: True, on_body, time.perf_counter, _Stamps()) is None
+        assert (
+            await pool.exchange(conn, request, lambda *_: True, on_body, time.perf_counter, _Sent(), HttpPhases())
+            is None
+        )
         assert got == [b"data: one\n\n", b"data: two\n\n"] and conn.closed and not pool.idle
         await asyncio.sleep(0.02)
 

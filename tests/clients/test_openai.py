@@ -7,7 +7,7 @@ from aiohttp import web
 from tokenbench.clients.openai import OpenAIWire
 from tokenbench.clients.stream import StreamingClient, make_session
 from tokenbench.config import TargetConfig
-from tokenbench.records import Outcome, Request, RequestRecord, RunClock
+from tokenbench.records import Outcome, Reasoning, Request, RequestRecord, RunClock
 
 
 async def _serve(handler):
@@ -106,9 +106,8 @@ async def test_a_record_stamps_its_first_output_chunk():
 
     record = await _chat(handler, max_tokens=3)
     assert record.outcome is Outcome.OK, record.error
-    assert len(record.chunk_times_s) == 3 and record.first_output_s == record.chunk_times_s[2]
-    assert record.reasoning_chunks == 2 and record.reasoning_tokens == 2
-    assert record.ttfo_s == record.first_output_s - record.sent_s
+    assert len(record.chunk_times_s) == 3 and record.reasoning == Reasoning(record.chunk_times_s[2], 2, 2)
+    assert record.ttfo_s == record.chunk_times_s[2] - record.sent_s
 
 
 def test_cached_prompt_tokens_from_usage_details_else_llamacpp_timings():

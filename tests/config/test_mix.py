@@ -129,15 +129,23 @@ def test_a_class_with_its_own_dataset_takes_its_requests_at_its_positions():
     base = [Request(prompt=f"base {i}") for i in range(10)]
     own = [Request(prompt=f"long {i}") for i in range(3)]
     out = mixed_requests(base, mix, {"x": 1, "y": 1}, "X-Tenant", 7, lambda overrides: own)
-    assert Counter(r.request_class for r in out) == {"short": 5, "long": 5}
-    for i, r in enumerate(out):
-        if r.request_class == "short":
-            assert r.prompt == f"base {i}" and r.priority == 1 and ("X-Tenant", "t1") in r.headers
+    groups = [r.group for r in out]
+    assert all(g is not None for g in groups)
+    assert Counter(g.request_class for g in groups) == {"short": 5, "long": 5}
+    for i, (r, g) in enumerate(zip(out, groups)):
+        if g.request_class == "short":
+            assert r.prompt == f"base {i}" and g.priority == 1 and g.tenant == "t1" and ("X-Tenant", "t1") in r.headers
         else:
             assert r.prompt is not None and r.prompt.startswith("long ") and ("X-Tenant", "t2") in r.headers
     # the long class cycles its own list in order
-    assert [r.prompt for r in out if r.request_class == "long"] == ["long 0", "long 1", "long 2", "long 0", "long 1"]
-    assert Counter(r.adapter for r in out if r.request_class == "short") in ({"x": 3, "y": 2}, {"x": 2, "y": 3})
+    assert [r.prompt for r, g in zip(out, groups) if g.request_class == "long"] == [
+        "long 0",
+        "long 1",
+        "long 2",
+        "long 0",
+        "long 1",
+    ]
+    assert Counter(g.adapter for g in groups if g.request_class == "short") in ({"x": 3, "y": 2}, {"x": 2, "y": 3})
 
 
 def _lora_run(url, tmp_path, name):

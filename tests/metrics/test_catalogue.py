@@ -18,7 +18,7 @@ from tokenbench.experiments.aggregate import aggregate
 from tokenbench.metrics import PointSpan, Window, catalogue, summarize_point
 from tokenbench.metrics.catalogue import METRICS, Metric, error_rate, path, shown_in
 from tokenbench.metrics.cost import point_cost
-from tokenbench.records import Outcome, RequestRecord, TokenSource
+from tokenbench.records import Outcome, OutputCheck, Reasoning, RequestRecord, TokenSource
 from tokenbench.report.read.load import load_inputs
 from tokenbench.report.sections.tables import headline_table
 from tokenbench.results import (
@@ -92,14 +92,10 @@ def _record(i: int, sent: float, itl: float, reasoning: int = 0, structured: boo
         output_tokens=11,
         output_tokens_source=TokenSource.SERVER,
         prompt_tokens=10,
-        first_output_s=chunks[reasoning],
-        reasoning_chunks=reasoning,
-        reasoning_tokens=reasoning or None,
+        reasoning=Reasoning(chunks[reasoning], reasoning, reasoning or None),
         chunk_tokens=[1] * 11,  # usage on every chunk: per-token ITL is the ITL
         # asked for a JSON schema; every 4th reply (0, 4, 8) invalid: valid_fraction 0.7
-        structured="json_schema" if structured else None,
-        output_parsed=True if structured else None,
-        output_valid=(i % 4 != 0) if structured else None,
+        output_check=OutputCheck("json_schema", True, i % 4 != 0) if structured else None,
     )
     r.end_marker = True
     return r

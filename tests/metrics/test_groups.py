@@ -6,7 +6,7 @@ import pytest
 from tokenbench.config.mix import WorkloadMix
 from tokenbench.config.slo import SLOConfig
 from tokenbench.metrics.groups import GroupBreakdowns, group_breakdowns, jain
-from tokenbench.records import Outcome, RequestRecord
+from tokenbench.records import Group, Outcome, RequestRecord
 
 
 def test_jains_index():
@@ -26,9 +26,7 @@ def _record(i: int, cls: str, tenant: str, ttft_s: float) -> RequestRecord:
         end_s=ttft_s + 0.1,
         outcome=Outcome.OK,
         output_tokens=2,
-        request_class=cls,
-        tenant=tenant,
-        priority=0 if cls == "a" else 1,
+        group=Group(request_class=cls, tenant=tenant, priority=0 if cls == "a" else 1),
     )
 
 

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.metrics.reasoning import reasoning_metrics
-from tokenbench.records import Outcome, RequestRecord
+from tokenbench.records import Outcome, Reasoning, RequestRecord
 from tokenbench.run import run
 
 
@@ -27,9 +27,7 @@ def _record(i: int, reasoning: int, tokens: int | None, outcome: Outcome = Outco
         chunk_times_s=chunks,
         end_s=chunks[-1],
         outcome=outcome,
-        first_output_s=chunks[reasoning] if reasoning < 5 else None,
-        reasoning_chunks=reasoning,
-        reasoning_tokens=tokens,
+        reasoning=Reasoning(chunks[reasoning] if reasoning < 5 else None, reasoning, tokens),
     )
 
 

@@ -4,7 +4,7 @@ expected reuse is the histories' share of the prompts over ok session records.""
 import pytest
 
 from tokenbench.metrics import by_turn, session_expected_reuse
-from tokenbench.records import Outcome, RequestRecord
+from tokenbench.records import Outcome, RequestRecord, SessionTurn
 
 
 def _rec(i, turn, history, prompt, ttft, outcome=Outcome.OK, session="s-0", server_prompt=True):
@@ -18,9 +18,7 @@ def _rec(i, turn, history, prompt, ttft, outcome=Outcome.OK, session="s-0", serv
         outcome=outcome,
         prompt_tokens=prompt if server_prompt else None,
         dataset_prompt_tokens=None if server_prompt else prompt,
-        session_id=session,
-        turn_index=turn,
-        history_tokens=history,
+        session=SessionTurn(session, turn, history),
     )
 
 

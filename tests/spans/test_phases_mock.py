@@ -61,7 +61,7 @@ def test_every_phase_equals_the_mocks_script(start_mock, tmp_path):
     phases, _ = joined_phases(records, spans, origin_unix, float("inf"))
     errors = []
     for r in records:
-        d = deliveries[r.traceparent]
+        d = deliveries[r.join_key.traceparent]
         p = phases[(r.point, r.worker, r.id)]
         chunks = d["chunk_times_s"]
         truth = {

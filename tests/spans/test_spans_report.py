@@ -91,7 +91,7 @@ def test_the_slowest_requests_are_listed_with_their_phases(traced, tmp_path):
         record = by_key[(row.worker, row.id)]
         assert row.ttft_s == record.ttft_s and row.label == labels[record.point]
         # each phase as the mock logged it did (its span: its queue, admission and first chunk)
-        d = deliveries[record.traceparent]
+        d = deliveries[record.join_key.traceparent]
         assert row.phases_s["queue"] == pytest.approx(d["wait_s"], abs=0.002)
         assert row.phases_s["prefill"] == pytest.approx(d["chunk_times_s"][0] - d["admitted_s"], abs=0.002)
     # the scripted slow one leads: the first request, its 200 ms all prefill, no queue

@@ -30,6 +30,8 @@ from urllib.parse import unquote, urlsplit
 import aiohttp
 from aiohttp.client_reqrep import ConnectionKey
 
+from tokenbench.records import HttpPhases
+
 BodySink = Callable[[bytes, float], bool]  # body bytes and when they arrived -> False: stop reading
 # chunk-size lines as read, by their bytes (a dict look-up, not an int() a chunk; a
 # server's events are a few sizes), up to this many
@@ -41,10 +43,10 @@ HEADS_KEPT = 64
 _HEADS: dict[bytes, tuple[int, str, int, bool]] = {}
 
 
-class _Stamps(Protocol):
-    """Where an exchange stamps when its request was written (a RequestRecord)."""
+class _Sent(Protocol):
+    """Where an exchange stamps when its request was written (a RequestRecord; its headers, in
+    the attempt's HttpPhases)."""
 
-    headers_sent_s: float | None
     sent_s: float | None
 
 
@@ -440,7 +442,8 @@ class Http1Pool:
         on_headers: Callable[[int, float], bool],
         on_body: BodySink,
         now: Callable[[], float],
-        stamps: _Stamps,
+        sent: _Sent,
+        phases: HttpPhases,
     ) -> bytes | None:
         """Write ``data`` (a whole request) on ``conn`` and read its response to the end: the
         headers to ``on_headers``, the body to ``on_body`` (or kept and returned, when
@@ -455,7 +458,7 @@ class Http1Pool:
         # stamped before the write, which copies the whole request into the socket (a 2 MB image
         # request: ~1 ms, more if this process loses its core meanwhile); the server's clock may start
         # before the write returns (a flaky TTFT bound in test_images_runs read 4 ms short)
-        stamps.headers_sent_s = stamps.sent_s = now()
+        phases.headers_sent_s = sent.sent_s = now()
         conn.transport.write(data)
         response.expires = conn.last_read + self.total_timeout_s
         in_flight = self.in_flight

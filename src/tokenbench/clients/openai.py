@@ -35,8 +35,10 @@ class OpenAIWire:
         return f"{target.url}{'/v1/chat/completions' if self.chat else '/v1/completions'}"
 
     def payload(self, request: Request, target: ResolvedTarget) -> Body:
+        group = request.group
+        adapter = group.adapter if group is not None else None
         # a LoRA adapter is its own model name (vLLM, SGLang, LMDeploy, llama.cpp's router)
-        body: Body = {"model": request.adapter or target.model, "stream": True}
+        body: Body = {"model": adapter or target.model, "stream": True}
         if self.chat:
             messages = request.as_messages()
             body["messages"] = chat_messages(messages, request.images) if request.images else messages
@@ -60,8 +62,8 @@ class OpenAIWire:
             body["ignore_eos"] = True
         if target.temperature is not None:
             body["temperature"] = target.temperature
-        if request.priority is not None:  # vLLM's and SGLang's request field
-            body["priority"] = request.priority
+        if group is not None and group.priority is not None:  # vLLM's and SGLang's request field
+            body["priority"] = group.priority
         if target.response_format is not None or target.tools:  # in the engine's own fields
             body.update(request_fields(target))
         body.update(target.extra_body)

@@ -23,7 +23,17 @@ from tokenbench.clients.structured import arguments_parse, reply_check
 from tokenbench.clients.wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 from tokenbench.config import TargetConfig
 from tokenbench.config.target import ResolvedTarget
-from tokenbench.records import Outcome, Request, RequestRecord, TokenSource
+from tokenbench.records import (
+    HttpPhases,
+    JoinKey,
+    Outcome,
+    OutputCheck,
+    Reasoning,
+    Request,
+    RequestRecord,
+    TokenSource,
+    ToolUse,
+)
 from tokenbench.spans.keys import REQUEST_ID, TRACEPARENT, JoinKeys
 
 MAX_RESENDS = 3  # re-sends of a request whose reused connection was dead before any response
@@ -44,12 +54,14 @@ def auth_headers(target: TargetConfig) -> dict[str, str]:
 
 
 class _Attempt:
-    """One HTTP exchange of a record, as the trace hooks see it (``trace_request_ctx``)."""
+    """One HTTP exchange of a record, as the trace hooks see it (``trace_request_ctx``): its
+    HTTP phases are the record's (the last attempt's are kept)."""
 
-    __slots__ = ("record", "reused", "mark")
+    __slots__ = ("record", "phases", "reused", "mark")
 
     def __init__(self, record: RequestRecord) -> None:
         self.record = record
+        self.phases = record.phases = HttpPhases()
         self.reused = False  # the pool handed out a kept-alive connection
         self.mark = 0.0  # when the attempt began waiting for the pool, or opening a connection
 
@@ -78,7 +90,7 @@ def _stamp_sent(now: Callable[[], float]) -> aiohttp.TraceConfig:
         attempt = ctx.trace_request_ctx
         if attempt is not None:
             attempt.reused = True
-            attempt.record.conn_reused = True
+            attempt.phases.conn_reused = True
 
     async def on_mark(_session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: object) -> None:
         attempt = ctx.trace_request_ctx
@@ -90,22 +102,22 @@ def _stamp_sent(now: Callable[[], float]) -> aiohttp.TraceConfig:
     ) -> None:
         attempt = ctx.trace_request_ctx
         if attempt is not None:
-            attempt.record.pool_wait_s = now() - attempt.mark
+            attempt.phases.pool_wait_s = now() - attempt.mark
 
     async def on_create_end(
         _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: aiohttp.TraceConnectionCreateEndParams
     ) -> None:
         attempt = ctx.trace_request_ctx
         if attempt is not None:
-            attempt.record.connect_s = now() - attempt.mark
-            attempt.record.conn_reused = False
+            attempt.phases.connect_s = now() - attempt.mark
+            attempt.phases.conn_reused = False
 
     async def on_headers_sent(
         _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: aiohttp.TraceRequestHeadersSentParams
     ) -> None:
         attempt = ctx.trace_request_ctx
         if attempt is not None:
-            attempt.record.headers_sent_s = now()
+            attempt.phases.headers_sent_s = now()
 
     trace = aiohttp.TraceConfig()
     trace.on_request_chunk_sent.append(on_chunk_sent)
@@ -296,7 +308,7 @@ class StreamingClient:
         keys = self._keys
         if keys is not None:  # server spans: the join key (one f-string; the run's part precomputed)
             traceparent, request_id = keys.headers(record.point, record.id, record.worker)
-            record.traceparent, record.x_request_id = traceparent, request_id
+            record.join_key = JoinKey(traceparent, request_id)
             if self._keys_apart and not request.headers:  # http1: two lines after the head made once
                 headers = self._headers
                 extra = f"{TRACEPARENT}: {traceparent}\r\n{REQUEST_ID}: {request_id}\r\n".encode()
@@ -324,9 +336,7 @@ class StreamingClient:
                     # attempt's). The pool may hand out another dead connection (a fresh-clone
                     # `make run` once lost a request on the second one), so a few re-sends, each
                     # discarding the dead connection; results count them (requests.retries).
-                    record.retries += 1
-                    # the HTTP phases are the last attempt's
-                    record.connect_s = record.conn_reused = record.headers_sent_s = None
+                    record.retries += 1  # the HTTP phases are the next attempt's (its own)
         except asyncio.CancelledError:
             record.closed_s = now()
             record.outcome = Outcome.CANCELLED
@@ -360,15 +370,15 @@ class StreamingClient:
         ``_exchange`` (a body's bytes stamped as they arrive, not when a task resumes). ``data``:
         what follows the head (sent_bytes); ``extra``: header lines after the target's own."""
         now = self._now
-        record = attempt.record
+        record, phases = attempt.record, attempt.phases
         pool = self._http1()
-        record.http_start_s = mark = now()
-        record.pool_wait_s = 0.0  # the pool has no limit: nothing waits for a connection
+        phases.http_start_s = mark = now()
+        phases.pool_wait_s = 0.0  # the pool has no limit: nothing waits for a connection
         conn = pool.take_idle()
-        attempt.reused = record.conn_reused = conn is not None
+        attempt.reused = phases.conn_reused = conn is not None
         if conn is None:
             conn = await pool.connect()
-            record.connect_s = now() - mark
+            phases.connect_s = now() - mark
         # data: the Content-Length line, the blank line and the body, made once (sent_bytes)
         head = self._head if self._head is not None and headers is self._headers else pool.head(headers)
         request = b"".join((head, extra, data))
@@ -377,19 +387,19 @@ class StreamingClient:
         handle = stream.handle
 
         def on_headers(status: int, t: float) -> bool:
-            record.response_headers_s, record.status = t, status
+            phases.response_headers_s, record.status = t, status
             return status == 200
 
         def on_body(raw: bytes, t: float) -> bool:
-            if record.first_body_s is None:
-                record.first_body_s = t
+            if phases.first_body_s is None:
+                phases.first_body_s = t
             for payload in decoder.feed_data(raw):
                 if handle(payload):
                     chunk_times.append(t)
             return not stream.failed
 
         # sent: the request written to the socket (one write: head and body), as the trace hook stamps
-        error_body = await pool.exchange(conn, request, on_headers, on_body, now, record)
+        error_body = await pool.exchange(conn, request, on_headers, on_body, now, record, phases)
         if error_body is not None:
             record.closed_s = now()
             text = error_body.decode("utf-8", errors="replace")
@@ -404,11 +414,11 @@ class StreamingClient:
     async def _exchange(self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream) -> None:
         """One HTTP exchange: POST, then read the stream to its end, stamping content chunks."""
         now = self._now
-        record = attempt.record
-        record.http_start_s = record.sent_s = now()  # sent_s refined by the trace hook when the body reaches the socket
-        record.pool_wait_s = 0.0  # unless the pool queues it (a hook)
+        record, phases = attempt.record, attempt.phases
+        phases.http_start_s = record.sent_s = now()  # sent_s refined by the trace hook when the body reaches the socket
+        phases.pool_wait_s = 0.0  # unless the pool queues it (a hook)
         async with self._session.post(self._url, data=data, headers=headers, trace_request_ctx=attempt) as resp:
-            record.response_headers_s = now()
+            phases.response_headers_s = now()
             record.status = resp.status
             if resp.status != 200:
                 body = await resp.text(errors="replace")
@@ -424,7 +434,7 @@ class StreamingClient:
             async for raw in resp.content.iter_any():
                 t = now()
                 if first:
-                    record.first_body_s, first = t, False
+                    phases.first_body_s, first = t, False
                 for payload in decoder.feed_data(raw):
                     if handle(payload):
                         chunk_times.append(t)
@@ -458,34 +468,34 @@ class StreamingClient:
         """the reply against --response-format, and the tool calls it made."""
         check = self._check
         if check is not None:
-            record.structured = check.kind
+            record.output_check = checked = OutputCheck(check.kind)
             if record.outcome is Outcome.OK:
-                record.output_parsed, record.output_valid = check.check(stream.answer_text())
+                checked.output_parsed, checked.output_valid = check.check(stream.answer_text())
         if self._tools:
             calls = [stream.tool_calls[i] for i in sorted(stream.tool_calls)]
             calls = [c for c in calls if c.name or c.arguments]
-            record.tool_calls = len(calls)
-            record.tool_call_chunks = stream.tool_chunks
+            record.tool_use = used = ToolUse(len(calls), tool_call_chunks=stream.tool_chunks)
             first = stream.first_tool_chunk
             if first is not None and first < len(record.chunk_times_s):
-                record.first_tool_call_s = record.chunk_times_s[first]
+                used.first_tool_call_s = record.chunk_times_s[first]
             if calls:
                 arguments = ["".join(c.arguments) for c in calls]
-                record.tool_args_parsed = arguments_parse(arguments)
+                used.tool_args_parsed = arguments_parse(arguments)
                 if self._count_tokens is not None:
-                    record.tool_args_tokens = sum(self._count_tokens(a) for a in arguments)
-            if record.session_id is not None and calls:
+                    used.tool_args_tokens = sum(self._count_tokens(a) for a in arguments)
+            if record.session is not None and calls:
                 record.tool_messages = tuple(c.as_message() for c in calls)
 
     def _finish_tokens(self, record: RequestRecord, stream: Stream) -> None:
         if not stream.chunked and record.outcome is Outcome.OK:
             record.end_s = record.closed_s  # a pooling answer ends when its body did (no chunks)
+        first_output_s = None
         if record.chunk_times_s:
             record.end_s = record.chunk_times_s[-1]
             first = stream.first_output_index(len(record.chunk_times_s))
-            record.first_output_s = record.chunk_times_s[first] if first is not None else None
-        record.reasoning_chunks = stream.reasoning_chunks
-        record.reasoning_tokens = stream.reasoning_tokens
+            first_output_s = record.chunk_times_s[first] if first is not None else None
+        if first_output_s is not None or stream.reasoning_chunks or stream.reasoning_tokens is not None:
+            record.reasoning = Reasoning(first_output_s, stream.reasoning_chunks, stream.reasoning_tokens)
         record.prompt_tokens = stream.prompt_tokens
         record.response_id = stream.response_id
         record.server_output_tokens = stream.completion_tokens
@@ -499,7 +509,7 @@ class StreamingClient:
         # A session's next turn sends this reply back as history, so a session's record always
         # holds its text (records.jsonl still stores it only with --keep-text: RunWriter): the
         # answer without reasoning, as a chat client sends back (vLLM's reasoning docs; guidellm).
-        session = record.session_id is not None
+        session = record.session is not None
         keep = self._keep_text or session
         text = "".join(stream.text) if (self._count_tokens or keep) else None
         if self._count_tokens is not None and text is not None and record.chunk_times_s:

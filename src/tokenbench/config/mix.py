@@ -35,7 +35,8 @@ from tokenbench.errors import BadInput
 from tokenbench.records import Group, Request
 
 DEFAULT_TENANT_HEADER = "X-Tenant"
-C = TypeVar("C")  # a multi-turn conversation (datasets.sessions.Conversation: a dataclass with ``group``)
+# a multi-turn conversation (datasets.sessions.Conversation: a dataclass with ``group`` and ``headers``)
+C = TypeVar("C")
 
 
 class MixClass(FrozenModel):
@@ -173,12 +174,16 @@ def tagged(
     tenant = group.tenant if group is not None else None
     if tenant is not None:
         headers = (*headers, (tenant_header, tenant))
+    if adapter is None and group is None:
+        return replace(request, group=None, headers=headers)
     return replace(
         request,
-        adapter=adapter,
-        request_class=group.name if group is not None else None,
-        tenant=tenant,
-        priority=group.priority if group is not None else None,
+        group=Group(
+            adapter=adapter,
+            request_class=group.name if group is not None else None,
+            tenant=tenant,
+            priority=group.priority if group is not None else None,
+        ),
         headers=headers,
     )
 
@@ -186,7 +191,10 @@ def tagged(
 def with_adapters(requests: list[Request], lora_mix: dict[str, float], seed: int, salt: str = "") -> list[Request]:
     names = list(lora_mix)
     picks = stratified(len(requests), [lora_mix[n] for n in names], f"{seed}:lora{salt}")
-    return [replace(r, adapter=names[k]) for r, k in zip(requests, picks, strict=True)]
+    return [
+        replace(r, group=replace(r.group, adapter=names[k]) if r.group is not None else Group(adapter=names[k]))
+        for r, k in zip(requests, picks, strict=True)
+    ]
 
 
 def mixed_requests(
@@ -260,14 +268,18 @@ def mixed_conversations(
     for i, conv in enumerate(conversations):
         c = classes[picks[i]] if picks[i] is not None else None  # type: ignore[index]
         tenant = c.tenant if c is not None else None
-        group = Group(
-            adapter=adapters[i],
-            request_class=c.name if c is not None else None,
-            tenant=tenant,
-            priority=c.priority if c is not None else None,
-            headers=((tenant_header, tenant),) if tenant is not None else (),
+        group = (
+            Group(
+                adapter=adapters[i],
+                request_class=c.name if c is not None else None,
+                tenant=tenant,
+                priority=c.priority if c is not None else None,
+            )
+            if adapters[i] is not None or c is not None
+            else None
         )
-        out.append(replace(conv, group=group))  # type: ignore[type-var]
+        headers = ((tenant_header, tenant),) if tenant is not None else ()
+        out.append(replace(conv, group=group, headers=headers))  # type: ignore[type-var]
     return out
 
 

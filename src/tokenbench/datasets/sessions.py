@@ -47,6 +47,7 @@ class Conversation:
     system: str | None = None
     system_tokens: int = 0
     group: Group | None = None  # routing: every turn's adapter, class, tenant, priority
+    headers: tuple[tuple[str, str], ...] = ()  # routing: every turn's, its group's tenant header
 
 
 def estimate_tokens(text: str) -> int:

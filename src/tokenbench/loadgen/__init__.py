@@ -40,7 +40,7 @@ from tokenbench.loadgen.schedule import Share, arrival_times, ramp_up_s, replay_
 from tokenbench.loadgen.sessions import SessionSource, SessionTally, run_sessions
 from tokenbench.loadgen.source import RequestSource
 from tokenbench.loadgen.stats import LiveStats
-from tokenbench.records import Outcome, Request, RequestRecord, RunClock, group_fields
+from tokenbench.records import ImageInput, Outcome, Pooling, Request, RequestRecord, RunClock
 from tokenbench.results.stopping import AutoStopFacts
 
 __all__ = [
@@ -197,7 +197,7 @@ class LoadGenerator:
         """Send through the client; the record is written when it ends (or is cancelled). One
         issued as the circuit breaker tripped is never sent (a never-sent record)."""
         if request.images:  # images
-            record.images, record.image_pixels = len(request.images), request.image_pixels
+            record.image_input = ImageInput.of(request)
         point = self._point
         if point is not None and point.tripped.is_set():
             record.outcome, record.closed_s = Outcome.NOT_SENT, self._clock.now()
@@ -415,8 +415,8 @@ class LoadGenerator:
                     scheduled_s=scheduled,
                     user=u,
                     dataset_prompt_tokens=request.expected_prompt_tokens,
-                    inputs=request.input_count,
-                    **group_fields(request),
+                    pooling=Pooling.of(request),
+                    group=request.group,
                 )
                 tasks.add(me)
                 try:
@@ -468,8 +468,8 @@ class LoadGenerator:
                 scheduled_s=run.start_s + offset,
                 dataset_prompt_tokens=request.expected_prompt_tokens,
                 trace_row=request.trace_row,
-                inputs=request.input_count,
-                **group_fields(request),
+                pooling=Pooling.of(request),
+                group=request.group,
             )
             task = asyncio.ensure_future(one(request, record))
             tasks.add(task)

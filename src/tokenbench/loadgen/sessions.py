@@ -37,7 +37,7 @@ from tokenbench.loadgen.failfast import Backoff
 from tokenbench.loadgen.schedule import Share, arrival_times
 from tokenbench.loadgen.source import RequestSource, start_index
 from tokenbench.loadgen.stats import LiveStats
-from tokenbench.records import Outcome, Request, RequestRecord, group_fields
+from tokenbench.records import Outcome, Request, RequestRecord, SessionTurn
 
 Send = Callable[[Request, RequestRecord], Awaitable[None]]
 
@@ -342,30 +342,28 @@ async def _turn(gen: Driver, point: Point, conv: _Conv, k: int, scheduled_s: flo
     """Send turn ``k`` with the history so far; its record (written when it ends)."""
     source = point.source
     assert isinstance(source, SessionSource)
-    turn = conv.conversation.turns[k]
+    c = conv.conversation
+    turn = c.turns[k]
+    session = SessionTurn(conv.sid, k, conv.history_tokens)
     request = Request(
         messages=(*conv.history, {"role": "user", "content": turn.text}),
         max_tokens=turn.max_tokens,
         expected_prompt_tokens=conv.history_tokens + turn.tokens,
-        session_id=conv.sid,
-        turn_index=k,
-        history_tokens=conv.history_tokens,
-        headers=((source.settings.header, conv.sid),),
+        session=session,
+        # routing: the conversation's group, its tenant header after the session's
+        headers=((source.settings.header, conv.sid), *c.headers),
         images=turn.images,  # images: this turn's own
         image_pixels=turn.image_pixels,
+        group=c.group,
     )
-    if conv.conversation.group is not None:  # routing: the conversation's group
-        request = conv.conversation.group.apply(request)
     record = gen.new_record(
         point=point.run.index,
         id=source.next_id(),
         scheduled_s=scheduled_s,
         user=conv.user,
         dataset_prompt_tokens=request.expected_prompt_tokens,
-        session_id=conv.sid,
-        turn_index=k,
-        history_tokens=conv.history_tokens,
-        **group_fields(request),
+        session=session,
+        group=request.group,
     )
     await conv.send(request, record)
     return record

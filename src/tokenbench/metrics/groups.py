@@ -37,7 +37,7 @@ def _slo_for(mix: WorkloadMix | None, run_slo: SLOConfig) -> Callable[[RequestRe
             own[c.name] = SLOConfig(ttft_s=c.slo.ttft_s, tpot_s=c.slo.tpot_s, e2e_s=c.slo.e2e_s)
 
     def slo(r: RequestRecord) -> SLOConfig:
-        return own.get(r.request_class or "", run_slo)
+        return own.get((r.group.request_class if r.group is not None else None) or "", run_slo)
 
     return slo
 
@@ -56,7 +56,7 @@ def group_stats(
     good = sum(1 for r in judged if meets_slo(r, slo(r)))
     tpots = [r.tpot_s for r in ok if r.tpot_s is not None]
     per = (lambda x: x / period_s) if period_s else (lambda x: None)
-    first = records[0] if records and of_class else None  # a class's priority and tenant
+    first = records[0].group if records and of_class else None  # a class's priority and tenant
     return GroupStats(
         requests=len(records),
         ok=len(ok),
@@ -149,8 +149,8 @@ def group_breakdowns(
         }
         return stats or None
 
-    by_adapter = by(lambda r: r.adapter)
-    by_class = by(lambda r: r.request_class, of_class=True)
-    by_tenant = by(lambda r: r.tenant)
+    by_adapter = by(lambda r: r.group.adapter if r.group is not None else None)
+    by_class = by(lambda r: r.group.request_class if r.group is not None else None, of_class=True)
+    by_tenant = by(lambda r: r.group.tenant if r.group is not None else None)
     fair = fairness(by_tenant) if by_tenant is not None else None
     return GroupBreakdowns(by_adapter=by_adapter, by_class=by_class, by_tenant=by_tenant, fairness=fair)

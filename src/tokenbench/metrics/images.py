@@ -1,7 +1,8 @@
 """Images sent in chat requests over a point's population.
 
-Counted from the records (``RequestRecord.images``, ``image_pixels``): the requests that carried
-images, their images and pixels, and images served per second by the request rate's own rule:
+Counted from the records (``RequestRecord.image_input``: ``images``, ``image_pixels``): the requests
+that carried images, their images and pixels, and images served per second by the request rate's
+own rule:
 
     images_per_s = requests_per_s x (images of the successful requests / successful requests)
 
@@ -23,15 +24,15 @@ from tokenbench.results import Images
 
 def image_metrics(population: Sequence[RequestRecord], requests_per_s: float | None) -> dict[str, Any]:
     """``images`` of a point (PointMetrics' field), or nothing when no request carried images."""
-    carried = [r for r in population if r.images]
+    carried = [(r, r.image_input) for r in population if r.image_input is not None and r.image_input.images]
     if not carried:
         return {}
-    images = sum(r.images or 0 for r in carried)
-    pixels = [r.image_pixels for r in carried]
+    images = sum(part.images or 0 for _, part in carried)
+    pixels = [part.image_pixels for _, part in carried]
     known = None if any(p is None for p in pixels) else sum(p or 0 for p in pixels)
-    ok = [r for r in population if r.outcome is Outcome.OK]
-    ok_images = [r for r in ok if r.images]
-    per_ok = sum(r.images or 0 for r in ok) / len(ok) if ok else None
+    ok_images = [r for r, _ in carried if r.outcome is Outcome.OK]
+    ok = sum(1 for r in population if r.outcome is Outcome.OK)
+    per_ok = sum(r.image_input.images or 0 for r in ok_images if r.image_input is not None) / ok if ok else None
     return {
         "images": Images(
             requests=len(carried),

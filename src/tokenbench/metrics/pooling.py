@@ -29,9 +29,14 @@ POPULATION = (
 )
 
 
+def _inputs(record: RequestRecord) -> int | None:
+    """A pooling request's inputs; None for a generative request."""
+    return record.pooling.inputs if record.pooling is not None else None
+
+
 def is_pooling(records: Sequence[RequestRecord]) -> bool:
     """The point's requests were pooling requests (their records count inputs)."""
-    return any(r.inputs is not None for r in records)
+    return any(_inputs(r) is not None for r in records)
 
 
 def pooling_metrics(
@@ -42,16 +47,16 @@ def pooling_metrics(
 ) -> dict[str, Any]:
     """``pooling`` of a point (PointMetrics' field): ``rated`` and ``weight`` as requests/s counts
     them, over ``period_s``; ``prompt_tokens``: a record's count and its source."""
-    ok = [r for r in rated if r.outcome is Outcome.OK and r.inputs is not None]
+    ok = [r for r in rated if r.outcome is Outcome.OK and _inputs(r) is not None]
     sources: dict[str, int] = {}
     inputs = tokens = 0.0
     for r in ok:
         n, source = prompt_tokens(r)
         sources[source] = sources.get(source, 0) + 1
         w = weight(r)
-        inputs += (r.inputs or 0) * w
+        inputs += (_inputs(r) or 0) * w
         tokens += (n or 0) * w
-    total = sum(r.inputs or 0 for r in ok)
+    total = sum(_inputs(r) or 0 for r in ok)
     per = period_s if period_s > 0 else None
     return {
         "pooling": Pooling(

@@ -26,17 +26,18 @@ from tokenbench.results import Reasoning
 def reasoning_metrics(population: Sequence[RequestRecord]) -> dict[str, Any]:
     """``ttfo_s`` and ``reasoning`` of a point (PointMetrics' fields), or nothing when no request
     of the population streamed reasoning."""
-    streamed = [r for r in population if r.reasoning_chunks]
+    streamed = [p for r in population if (p := r.reasoning) is not None and p.reasoning_chunks]
     if not streamed:
         return {}
     ok = [r for r in population if r.outcome is Outcome.OK]
-    reported = [r.reasoning_tokens for r in ok if r.reasoning_tokens is not None]
+    thought = [p for r in ok if (p := r.reasoning) is not None]
+    reported = [p.reasoning_tokens for p in thought if p.reasoning_tokens is not None]
     return {
         "ttfo_s": distribution(t for t in (r.ttfo_s for r in ok) if t is not None),
         "reasoning": Reasoning(
             requests=len(streamed),
-            chunks=sum(r.reasoning_chunks for r in streamed),
-            reasoning_only=sum(1 for r in ok if r.reasoning_chunks and r.first_output_s is None),
+            chunks=sum(p.reasoning_chunks for p in streamed),
+            reasoning_only=sum(1 for p in thought if p.reasoning_chunks and p.first_output_s is None),
             reasoning_tokens=sum(reported) if reported else None,
             reasoning_tokens_reported=len(reported),
         ),

@@ -21,8 +21,8 @@ def by_turn(population: Iterable[RequestRecord]) -> list[TurnStats]:
     TTFT, E2E and prompt tokens (the server's where given, else the dataset's)."""
     turns: dict[int, list[RequestRecord]] = defaultdict(list)
     for r in population:
-        if r.turn_index is not None:
-            turns[r.turn_index].append(r)
+        if r.session is not None and r.session.turn_index is not None:
+            turns[r.session.turn_index].append(r)
     out = []
     for index in sorted(turns):
         records = turns[index]
@@ -50,18 +50,23 @@ def session_expected_reuse(records: Iterable[RequestRecord], point: Iterable[Req
     the chat template's tokens, so a little under). Prompt tokens are the server's where given,
     else the dataset's. A shared system prompt reused across conversations is not counted.
     None without any session record."""
-    earlier = {(r.session_id, r.turn_index): r for r in point if r.session_id is not None and r.ok}
+    earlier = {
+        (s.session_id, s.turn_index): r
+        for r in point
+        if (s := r.session) is not None and s.session_id is not None and r.ok
+    }
     reused = prompt = 0
     for r in records:
-        if not r.ok or r.session_id is None or r.history_tokens is None:
+        s = r.session
+        if not r.ok or s is None or s.session_id is None or s.history_tokens is None:
             continue
         n = prompt_tokens(r)[0]
         if n is None:
             continue
-        prev = earlier.get((r.session_id, (r.turn_index or 0) - 1)) if r.turn_index else None
+        prev = earlier.get((s.session_id, (s.turn_index or 0) - 1)) if s.turn_index else None
         if prev is not None and prev.prompt_tokens is not None and prev.output_tokens:
             reused += min(n, prev.prompt_tokens + prev.output_tokens - 1)
         else:
-            reused += min(n, r.history_tokens)
+            reused += min(n, s.history_tokens)
         prompt += n
     return reused / prompt if prompt > 0 else None

@@ -29,12 +29,12 @@ def validity_metrics(population: Sequence[RequestRecord]) -> dict[str, Any]:
     """``structured``, ``tool_calls`` and ``ttftc_s`` of a point (PointMetrics' fields), each only
     when some request of the population asked for it."""
     out: dict[str, Any] = {}
-    asked = [r for r in population if r.structured is not None]
+    asked = [(r, c) for r in population if (c := r.output_check) is not None and c.structured is not None]
     if asked:
-        checked = [r for r in asked if r.outcome is Outcome.OK and r.output_valid is not None]
-        parsed = [r.output_parsed for r in checked if r.output_parsed is not None]
-        valid = sum(1 for r in checked if r.output_valid)
-        kinds = sorted({r.structured for r in asked if r.structured})
+        checked = [c for r, c in asked if r.outcome is Outcome.OK and c.output_valid is not None]
+        parsed = [c.output_parsed for c in checked if c.output_parsed is not None]
+        valid = sum(1 for c in checked if c.output_valid)
+        kinds = sorted({c.structured for _, c in asked if c.structured})
         out["structured"] = StructuredOutput(
             kind=",".join(kinds),
             requests=len(asked),
@@ -43,19 +43,20 @@ def validity_metrics(population: Sequence[RequestRecord]) -> dict[str, Any]:
             valid=valid,
             valid_fraction=valid / len(checked) if checked else None,
         )
-    offered = [r for r in population if r.tool_calls is not None and r.outcome is Outcome.OK]
-    if any(r.tool_calls is not None for r in population):
-        called = [r for r in offered if r.tool_calls]
-        parsed_ok = sum(1 for r in called if r.tool_args_parsed)
-        tokens = [r.tool_args_tokens for r in called if r.tool_args_tokens is not None]
+    used = [(r, u) for r in population if (u := r.tool_use) is not None and u.tool_calls is not None]
+    if used:
+        offered = [(r, u) for r, u in used if r.outcome is Outcome.OK]
+        called = [(r, u) for r, u in offered if u.tool_calls]
+        parsed_ok = sum(1 for _, u in called if u.tool_args_parsed)
+        tokens = [u.tool_args_tokens for _, u in called if u.tool_args_tokens is not None]
         out["tool_calls"] = ToolCalls(
             requests=len(offered),
             with_calls=len(called),
-            calls=sum(r.tool_calls or 0 for r in called),
+            calls=sum(u.tool_calls or 0 for _, u in called),
             args_parsed=parsed_ok,
             args_parsed_fraction=parsed_ok / len(called) if called else None,
-            call_chunks=sum(r.tool_call_chunks for r in offered),
+            call_chunks=sum(u.tool_call_chunks for _, u in offered),
             args_tokens=sum(tokens) if tokens else None,
         )
-        out["ttftc_s"] = distribution(t for t in (r.ttftc_s for r in called) if t is not None)
+        out["ttftc_s"] = distribution(t for t in (r.ttftc_s for r, _ in called) if t is not None)
     return out

@@ -196,9 +196,9 @@ def _send_lags(load: LoadPoint, records: Sequence[RequestRecord], window: Window
     if not isinstance(load, RateLoad | ReplayLoad) or load.max_concurrency is not None:
         return None
     return [
-        r.http_start_s - r.scheduled_s
+        r.phases.http_start_s - r.scheduled_s
         for r in records
-        if r.http_start_s is not None and window.start_s <= r.scheduled_s < window.end_s
+        if r.phases is not None and r.phases.http_start_s is not None and window.start_s <= r.scheduled_s < window.end_s
     ]
 
 

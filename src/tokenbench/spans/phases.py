@@ -131,7 +131,8 @@ class RequestPhases:
 
 def _sent_floor(record: RequestRecord) -> float | None:
     """The earliest the server can have seen the request: its headers written (else sent)."""
-    return record.headers_sent_s if record.headers_sent_s is not None else record.sent_s
+    phases = record.phases
+    return phases.headers_sent_s if phases is not None and phases.headers_sent_s is not None else record.sent_s
 
 
 def clock_offset(pairs: Sequence[tuple[RequestRecord, ServerSpan]], origin_unix_s: float) -> ClockOffset:
@@ -205,17 +206,18 @@ def http_phases(records: Iterable[RequestRecord]) -> dict[str, list[float]]:
     """The client's HTTP phases of the records that got a response, seconds."""
     out: dict[str, list[float]] = {name: [] for name in HTTP_PHASES}
     for r in records:
-        if r.response_headers_s is None or r.sent_s is None:
+        phases = r.phases
+        if phases is None or phases.response_headers_s is None or r.sent_s is None:
             continue
-        if r.pool_wait_s is not None:
-            out["pool_wait"].append(r.pool_wait_s)
-        if r.connect_s is not None:
-            out["connect"].append(r.connect_s)
-        if r.headers_sent_s is not None:
-            out["headers_to_sent"].append(r.sent_s - r.headers_sent_s)
-        out["ttfb"].append(r.response_headers_s - r.sent_s)
+        if phases.pool_wait_s is not None:
+            out["pool_wait"].append(phases.pool_wait_s)
+        if phases.connect_s is not None:
+            out["connect"].append(phases.connect_s)
+        if phases.headers_sent_s is not None:
+            out["headers_to_sent"].append(r.sent_s - phases.headers_sent_s)
+        out["ttfb"].append(phases.response_headers_s - r.sent_s)
         if r.chunk_times_s:
-            out["headers_to_first_chunk"].append(r.chunk_times_s[0] - r.response_headers_s)
+            out["headers_to_first_chunk"].append(r.chunk_times_s[0] - phases.response_headers_s)
     return out
 
 
