@@ -115,7 +115,7 @@ uncompiled: setup
 
 compiled-tests: setup
 	@if ! command -v cc >/dev/null; then echo "compiled-tests: NOT RUN: no C compiler (cc) here, so no build to test"; else \
-	  set -ex; rm -rf $(COMPILED_SRC) && mkdir -p $(dir $(COMPILED_SRC)) && cp -r src $(COMPILED_SRC); \
+	  set -ex; rm -rf $(dir $(COMPILED_SRC)) && mkdir -p $(dir $(COMPILED_SRC)) && cp -r src $(COMPILED_SRC) && cp -r schemas $(dir $(COMPILED_SRC)); \
 	  PYTHONPATH=$(abspath $(COMPILED_SRC)) $(BUILD_CLIENT); \
 	  TOKENBENCH_EXPECT_COMPILED=1 PYTHONPATH=$(abspath $(COMPILED_SRC)) $(PYTEST_ANY) -m "not e2e" -n 2 -p no:cacheprovider \
 	    tests/clients tests/loadgen/test_loadgen.py tests/test_compiled.py; fi

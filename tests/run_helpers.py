@@ -15,6 +15,7 @@ from rich.console import Console
 
 from tokenbench.common.procs import free_port, stop, wait_http
 from tokenbench.config import DatasetConfig, RunConfig, TargetConfig
+from tokenbench.config.target import ResolvedTarget
 
 # config.json's settings keys added since the 0.2.1 run directories in tests/fixtures/rundirs were
 # written (additive: an older file reads each as RunConfig's default). A new settings key goes here.
@@ -111,3 +112,12 @@ def mock_process(**knobs) -> Iterator[str]:
         yield url
     finally:
         stop(proc, grace_s=10)
+
+
+def resolved(**fields: object) -> ResolvedTarget:
+    """A target as a run resolves it (run.resolve_target), from the settings' fields: a client and
+    its wire take only a resolved one. ``url``, ``model``, ``api`` and ``continuous_usage`` default
+    to a mock's; any other field is a setting."""
+    decided = {"url": "http://127.0.0.1:1", "model": "m", "api": "chat", "continuous_usage": False}
+    given = {k: v for k, v in fields.items() if not (k == "continuous_usage" and v is None)}
+    return ResolvedTarget.of(TargetConfig(), **{**decided, **given})

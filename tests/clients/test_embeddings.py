@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
+from run_helpers import resolved
 
 from tokenbench.backends import llamacpp, sglang, vllm
 from tokenbench.backends.base import LaunchSpec
@@ -19,7 +20,7 @@ from tokenbench.errors import BackendError
 from tokenbench.records import Pooling, Request
 from tokenbench.run import pooling_launch
 
-TARGET = TargetConfig(url="http://h:1", model="m", api="embeddings")
+TARGET = resolved(url="http://h:1", api="embeddings")
 BATCH = Request(prompt="a\n\nb", inputs=("a b c", "d e"), query="q w")
 
 

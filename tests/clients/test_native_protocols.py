@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from run_helpers import resolved
 
 from tokenbench.clients import WIRES, wire_for
 from tokenbench.clients.ollama import OllamaWire
@@ -112,7 +113,7 @@ async def run_case(name: str, piece_size: int | None = None) -> tuple[dict, Repl
     replay = Replay(meta, body, piece_size)
     runner, url = await serve([web.post("/{tail:.*}", replay.handler)])
     clock = RunClock.start()
-    target = TargetConfig(url=url, model=meta["model"], api=api, **target_fields)
+    target = resolved(url=url, model=meta["model"], api=api, **target_fields)
     try:
         async with make_session(target, clock.now) as session:
             client = StreamingClient(session, target, wire_for(api), clock.now, keep_text=True)

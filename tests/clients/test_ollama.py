@@ -1,6 +1,7 @@
 """Ollama's /api/generate body: extra_body split between the request and its options. (Streams are proven against transcripts in test_native_protocols.py.)"""
 
 import pytest
+from run_helpers import resolved
 
 from tokenbench.clients.ollama import OllamaWire
 from tokenbench.config import TargetConfig
@@ -8,7 +9,7 @@ from tokenbench.records import Request
 
 
 def target(**fields) -> TargetConfig:
-    return TargetConfig(**{"url": "http://127.0.0.1:1", "model": "m", **fields})
+    return resolved(**{"api": "ollama", **fields})
 
 
 def test_ollama_payload_splits_extra_body_between_request_and_options():

@@ -3,10 +3,10 @@
 import json
 
 from aiohttp import web
+from run_helpers import resolved
 
 from tokenbench.clients.openai import OpenAIWire
 from tokenbench.clients.stream import StreamingClient, make_session
-from tokenbench.config import TargetConfig
 from tokenbench.records import Outcome, Reasoning, Request, RequestRecord, RunClock
 
 
@@ -25,7 +25,7 @@ async def _chat(handler, max_tokens: int, keep_text: bool = False) -> RequestRec
     """One chat request "hi" through the streaming client to ``handler``'s server: its record."""
     runner, url = await _serve(handler)
     clock = RunClock.start()
-    target = TargetConfig(url=url, model="m")
+    target = resolved(url=url)
     try:
         async with make_session(target, clock.now) as session:
             client = StreamingClient(session, target, OpenAIWire(chat=True), clock.now, keep_text=keep_text)
@@ -133,7 +133,7 @@ def test_token_id_prompts_are_sent_as_a_list_on_completions_only():
     from tokenbench.clients.openai import OpenAIWire
 
     request = Request(prompt="a b c", prompt_token_ids=(5, 6, 7))
-    target = TargetConfig(url="http://h:1", model="m")
+    target = resolved()
     assert OpenAIWire(chat=False).payload(request, target)["prompt"] == [5, 6, 7]
     assert OpenAIWire(chat=True).payload(request, target)["messages"] == [{"role": "user", "content": "a b c"}]
     assert OpenAIWire(chat=False).payload(Request(prompt="a b c"), target)["prompt"] == "a b c"
@@ -149,12 +149,10 @@ def _usage_event(delta: dict | None, completion: int, finish: str | None = None)
 
 def test_continuous_usage_is_asked_only_when_the_target_says():
     request = Request(prompt="hi")
-    on = TargetConfig(url="http://h:1", model="m", continuous_usage=True)
+    on = resolved(continuous_usage=True)
     body = OpenAIWire(chat=True).payload(request, on)
     assert body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
-    assert OpenAIWire(chat=False).payload(request, TargetConfig(url="http://h:1", model="m"))["stream_options"] == {
-        "include_usage": True
-    }
+    assert OpenAIWire(chat=False).payload(request, resolved())["stream_options"] == {"include_usage": True}
     # vLLM reads continuous_usage_stats only with include_usage: neither is sent without usage
     off = on.model_copy(update={"include_usage": False})
     assert "stream_options" not in OpenAIWire(chat=True).payload(request, off)

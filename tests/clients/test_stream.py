@@ -10,6 +10,7 @@ import time
 
 import pytest
 from rich.console import Console
+from run_helpers import resolved
 
 from tokenbench.clients.openai import OpenAIWire
 from tokenbench.clients.stream import StreamingClient, make_session
@@ -165,7 +166,7 @@ async def _server_dropping_posts(dropped: int):
 
 async def _send_once(url, warm=0):
     clock = RunClock.start()
-    target = TargetConfig(url=url, model="m", api="chat")
+    target = resolved(url=url)
     record = RequestRecord(point=0, id=0, scheduled_s=0.0)
     wire = OpenAIWire(chat=True)
     async with make_session(target, clock.now) as session:
@@ -231,7 +232,7 @@ async def test_a_request_is_sent_as_its_json_body_with_its_length_and_keys():
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     async with server:
-        target = TargetConfig(url=f"http://127.0.0.1:{port}", model="m", api="chat", read_timeout_s=5)
+        target = resolved(url=f"http://127.0.0.1:{port}", read_timeout_s=5)
         clock = RunClock.start()
         async with make_session(target, clock.now) as session:
             client = StreamingClient(session, target, OpenAIWire(chat=True), clock.now, keys=JoinKeys("ab" * 8))

@@ -8,6 +8,7 @@ import json
 import jsonschema
 import pytest
 from pydantic import ValidationError
+from run_helpers import resolved
 
 from tokenbench.clients.openai import OpenAIStream, OpenAIWire
 from tokenbench.clients.structured import ReplyCheck, arguments_parse, structured_dialect
@@ -127,7 +128,7 @@ def test_tools_and_a_named_tool_choice(tools_file):
     body = _body(_resolved(target, "vllm"))
     assert body["tools"] == TOOLS
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
-    auto = target.model_copy(update={"tool_choice": "required"})
+    auto = _resolved(target.model_copy(update={"tool_choice": "required"}), "vllm")
     assert _body(auto)["tool_choice"] == "required"
     with pytest.raises(ValidationError, match="--tool-choice nope: write auto, required, none or one of"):
         TargetConfig(tools=str(tools_file), tool_choice="nope")
@@ -138,7 +139,7 @@ def test_tools_and_a_named_tool_choice(tools_file):
 
 
 def test_plain_requests_are_unchanged():
-    target = TargetConfig(url="http://h:1", model="m")
+    target = resolved()
     body = _body(target)
     assert not {"response_format", "tools", "tool_choice", "structured_outputs"} & body.keys()
 

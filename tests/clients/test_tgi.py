@@ -1,12 +1,14 @@
 """TGI's /generate_stream body: sampling parameters, extra_body, the URL. (Streams are proven against transcripts in test_native_protocols.py.)"""
 
+from run_helpers import resolved
+
 from tokenbench.clients.tgi import TGIWire
 from tokenbench.config import TargetConfig
 from tokenbench.records import Request
 
 
 def target(**fields) -> TargetConfig:
-    return TargetConfig(**{"url": "http://127.0.0.1:1", "model": "m", **fields})
+    return resolved(**{"api": "tgi", **fields})
 
 
 def test_tgi_payload_sampling_and_extra_body():

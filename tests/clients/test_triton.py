@@ -2,13 +2,15 @@
 
 import json
 
+from run_helpers import resolved
+
 from tokenbench.clients.triton import TritonWire
 from tokenbench.config import TargetConfig
 from tokenbench.records import Request
 
 
 def target(**fields) -> TargetConfig:
-    return TargetConfig(**{"url": "http://127.0.0.1:1", "model": "m", **fields})
+    return resolved(**{"api": "triton", **fields})
 
 
 def test_triton_payload_ignore_eos_temperature_and_extra_body():
