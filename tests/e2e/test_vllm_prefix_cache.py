@@ -18,30 +18,17 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from tokenbench.backends.server import server_under_test
-from tokenbench.config import (
-    BackendConfig,
-    DatasetConfig,
-    EngineKnobs,
-    ReplayLoad,
-    RunConfig,
-    StopConfig,
-    TargetConfig,
-)
-from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
+from tokenbench.config import DatasetConfig, ReplayLoad, RunConfig, StopConfig, TargetConfig
 from tokenbench.run import run
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
-MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
 BLOCK = 128
 KV_CACHE_BYTES = 100 * BLOCK * 23_040  # 100 blocks of SmolLM2-135M: room for the whole trace
 EXPECTED = 8 * 384 / (12 * 434)
@@ -65,12 +52,12 @@ def _trace(path: Path) -> Path:
     return path
 
 
-def _config(trace: Path, out: Path, mode: str) -> RunConfig:
+def _config(trace: Path, tokenizer: Path, out: Path, mode: str) -> RunConfig:
     return RunConfig(
         target=TargetConfig(api="completions", ignore_eos=True),
         loads=[ReplayLoad(), ReplayLoad()],
         stop=StopConfig(schedule_ends=True, drain_timeout_s=30),
-        dataset=DatasetConfig(name="trace", path=trace, block_size=BLOCK, tokenizer=str(MODEL)),
+        dataset=DatasetConfig(name="trace", path=trace, block_size=BLOCK, tokenizer=str(tokenizer)),
         prefix_cache=mode,  # type: ignore[arg-type]
         live=False,
         out_dir=out,
@@ -78,33 +65,16 @@ def _config(trace: Path, out: Path, mode: str) -> RunConfig:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    if not (VENV_PYTHON.exists() and (MODEL / "config.json").exists()):
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def runs(tmp_path_factory, vllm_cpu):
     base = tmp_path_factory.mktemp("vllm-prefix")
     trace = _trace(base / "trace.jsonl")
-    backend = BackendConfig(
-        name="vllm",
-        model=str(MODEL),
-        served_model_name="smollm2",
-        executable=f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
-        knobs=EngineKnobs(
-            max_num_seqs=4,
-            prefix_caching=True,
-            engine_args=(*VLLM_CPU_ARGS, f"--kv-cache-memory-bytes={KV_CACHE_BYTES}"),
-            engine_env=VLLM_CPU_ENV,
-        ),
-        ready_timeout_s=300,
-        metrics_interval_s=0.5,
-    )
+    backend = vllm_cpu.backend(max_num_seqs=4, kv_cache_bytes=KV_CACHE_BYTES, prefix_caching=True)
+    backend = backend.model_copy(update={"metrics_interval_s": 0.5})
     console = Console(file=io.StringIO())
     results = {}
     with server_under_test(backend, None, base / "server.log") as sut:
         for mode in ("keep", "reset"):  # keep first: its first point meets a cold server
-            config = _config(trace, base / mode, mode).model_copy(update={"backend": backend})
+            config = _config(trace, vllm_cpu.model, base / mode, mode).model_copy(update={"backend": backend})
             results[mode] = run(config, console, server=sut).results
     return results
 
