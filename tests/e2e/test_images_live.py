@@ -15,8 +15,7 @@ REFUSAL = "image input is not supported"  # llama.cpp's server without --mmproj 
 
 
 @pytest.fixture(scope="module")
-def refused(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
+def refused(tmp_path_factory, embedded_gguf):
     out = tmp_path_factory.mktemp("e2e") / "images"
     proc = subprocess.run(
         [sys.executable, "-m", "tokenbench", "run", "--users", "1", "--max-requests", "3", "--images", "1-2"]

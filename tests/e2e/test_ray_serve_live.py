@@ -14,9 +14,7 @@ USERS = 2
 
 
 @pytest.fixture(scope="module")
-def serve_run(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
-    pytest.importorskip("ray.serve")
+def serve_run(tmp_path_factory, embedded_gguf, ray_extra):
     out = tmp_path_factory.mktemp("e2e") / "ray"
     proc = subprocess.run(
         [

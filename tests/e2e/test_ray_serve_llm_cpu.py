@@ -8,27 +8,18 @@ passes or the stream is done), so a reply's events all arrive in one read: every
 record has the same arrival time, and TTFT equals E2E."""
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-RAYLLM_PYTHON = ROOT / ".cache/rayllm-venv/bin/python"
-MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
-
 
 @pytest.fixture(scope="module")
-def llm_run(tmp_path_factory):
-    if not (RAYLLM_PYTHON.exists() and (MODEL / "config.json").exists()):
-        message = "Ray Serve LLM on CPU is not set up: run scripts/setup_rayllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def llm_run(tmp_path_factory, rayllm_cpu):
+    """Its own launch: the vLLM engine runs inside Ray (Ray Serve LLM's own), with the batcher
+    setting under test, so no plain vLLM server can stand in for it."""
     out = tmp_path_factory.mktemp("rayllm") / "run"
     proc = subprocess.run(
         [
@@ -39,11 +30,11 @@ def llm_run(tmp_path_factory):
             "--backend",
             "ray",
             "--model",
-            str(MODEL),
+            str(rayllm_cpu.model),
             "--served-model-name",
             "smollm2",
             "--engine-bin",
-            str(RAYLLM_PYTHON),
+            str(rayllm_cpu.python),
             "--engine-arg",
             'llm_config.accelerator_config={"kind": "cpu"}',
             "--engine-arg",
@@ -91,11 +82,11 @@ def test_every_reply_came_in_one_batch_of_several_events(llm_run):
     assert point["ttft_s"]["mean"] == pytest.approx(point["e2e_s"]["mean"])
 
 
-def test_results_name_ray_serve_llm_and_its_vllm_metrics(llm_run):
+def test_results_name_ray_serve_llm_and_its_vllm_metrics(llm_run, rayllm_cpu):
     results = json.loads((llm_run / "results.json").read_text())
     target = results["target"]
     assert (target["backend"], target["engine_version"]) == ("ray", "2.60.0")
-    assert target["command"][:2] == [str(RAYLLM_PYTHON), "-c"] and "upstream" not in target
+    assert target["command"][:2] == [str(rayllm_cpu.python), "-c"] and "upstream" not in target
     config = json.loads(target["command"][3])
     assert config["llm_config"]["experimental_configs"] == {"stream_batching_interval_ms": 600000}
     server = results["points"][0]["server"]

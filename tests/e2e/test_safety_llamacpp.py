@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -25,11 +24,9 @@ HEADER = "planted-gateway-value-4242"
 
 
 @pytest.fixture(scope="module")
-def gguf():
-    pytest.importorskip("xllamacpp")
-    from tokenbench.backends.llamacpp import default_gguf
-
-    return str(default_gguf())
+def gguf(embedded_gguf):
+    """Every test here launches its own server: the launch (its kill, its credentials, its port) is the subject."""
+    return str(embedded_gguf)
 
 
 def _spawn(*args: str, env: dict | None = None) -> subprocess.Popen:
@@ -91,7 +88,7 @@ def test_kill_9_of_an_experiment_leaves_nothing(gguf, tmp_path):
     assert running and "killed" in running[0]["error"]
 
 
-def test_planted_secrets_reach_no_file_and_no_console(gguf, tmp_path):
+def test_planted_secrets_reach_no_file_and_no_console(gguf, smollm2_tokenizer, tmp_path):
     """The server requires an API key (passed as an engine argument); the client sends it from
     the environment; the engine gets a token in its environment; a gateway header goes with
     every request. None of them appears in any file of the run, its report, or the console."""
@@ -111,7 +108,7 @@ def test_planted_secrets_reach_no_file_and_no_console(gguf, tmp_path):
         "--input-tokens",
         "16",
         "--tokenizer",
-        str(_tokenizer()),
+        str(smollm2_tokenizer),
         "--engine-env",
         f"HF_TOKEN={HF}",
         "--engine-arg=--api-key",
@@ -143,13 +140,6 @@ def test_planted_secrets_reach_no_file_and_no_console(gguf, tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert config["target"]["headers"] == {"X-Gateway-Key": "***"}
     assert "--api-key" in results["target"]["command"] and "***" in results["target"]["command"]
-
-
-def _tokenizer() -> Path:
-    path = Path(__file__).resolve().parents[2] / ".cache" / "models" / "SmolLM2-135M-Instruct"
-    if not (path / "tokenizer.json").exists():
-        pytest.skip("the HF tokenizer is set up by `make vllm-cpu`")
-    return path
 
 
 def test_a_stale_server_on_the_port_is_named_not_reused(gguf, tmp_path):

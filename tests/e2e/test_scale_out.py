@@ -69,7 +69,7 @@ def test_sessions_stay_on_one_worker(start_mock, tmp_path):
     assert results["points"][0]["sessions"]["started"] >= 4
 
 
-def test_two_ray_actors_on_a_local_ray(start_mock, tmp_path):
+def test_two_ray_actors_on_a_local_ray(ray_extra, start_mock, tmp_path):
     url = start_mock(ttft_ms=50, itl_ms=10)
     flags = ["--url", url, "--users", "4", "--duration", "3", "--output-tokens", "20"]
     results, records = _run(tmp_path / "ray", *flags, "--ray", "--workers", "2", "--ray-cpus-per-worker", "0.5")

@@ -32,14 +32,8 @@ def _tokenbench(*args):
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
-    pytest.importorskip("ray")
-    if not (ROOT / ".cache/triton-venv/bin/python").exists():
-        message = "Triton is not set up: run scripts/setup_triton.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def study(tmp_path_factory, embedded_gguf, ray_extra, triton_venv):
+    """Its own launches: the engine alone and each layer launched in front of it are the study."""
     out = tmp_path_factory.mktemp("overhead") / "exp"
     proc = _tokenbench("experiment", "run", "--preset", "server-overhead", "--scale", "ci", "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-6000:]

@@ -10,14 +10,11 @@ reply starts).
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-TOKENIZER = ROOT / ".cache/models/SmolLM2-135M-Instruct"
 SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"  # the template's default
 
 
@@ -30,20 +27,19 @@ def _chatml(messages: list[dict[str, str]]) -> str:
 
 
 @pytest.fixture(scope="module")
-def session_run(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
-    if not (TOKENIZER / "tokenizer.json").is_file():
-        pytest.skip(f"no tokenizer at {TOKENIZER} (make vllm-cpu fetches it)")
+def session_run(tmp_path_factory, embedded_gguf, smollm2_tokenizer):
+    """Its own launch: turn 1's cache_n of 0 needs slots no other module's chat prompt (with the
+    same chat template) has filled."""
     out = tmp_path_factory.mktemp("e2e") / "sessions"
     cmd = [sys.executable, "-m", "tokenbench", "run", "--multi-turn", "--turns", "3", "--users", "1"]
     cmd += ["--num-prompts", "1", "--input-tokens", "32", "--output-tokens", "16", "--keep-text"]
-    cmd += ["--tokenizer", str(TOKENIZER), "--out", str(out), "--no-live"]
+    cmd += ["--tokenizer", str(smollm2_tokenizer), "--out", str(out), "--no-live"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
 
-def test_turn_three_carries_turns_one_and_two_and_both_real_replies(session_run):
+def test_turn_three_carries_turns_one_and_two_and_both_real_replies(session_run, smollm2_tokenizer):
     from tokenbench.config import DatasetConfig, SessionConfig
     from tokenbench.datasets.sessions import build_conversations
     from tokenbench.datasets.tokenizers import HFTokenizer
@@ -51,7 +47,7 @@ def test_turn_three_carries_turns_one_and_two_and_both_real_replies(session_run)
     records = [json.loads(line) for line in (session_run / "records.jsonl").read_text().splitlines()]
     assert [(r["turn_index"], r["outcome"]) for r in records] == [(0, "ok"), (1, "ok"), (2, "ok")]
     assert len({r["session_id"] for r in records}) == 1
-    tokenizer = HFTokenizer(TOKENIZER)
+    tokenizer = HFTokenizer(smollm2_tokenizer)
     # the run's one conversation, rebuilt from the same settings and seed
     (conversation,), _ = build_conversations(
         DatasetConfig(input_tokens=32, output_tokens=16, num_prompts=1), SessionConfig(turns=3), tokenizer, 0

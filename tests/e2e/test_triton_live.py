@@ -34,7 +34,7 @@ def _run(out, *args):
     return records, results, [s for s in samples if s.get("kind") == "scrape" and s.get("ok")]
 
 
-def test_triton_in_front_of_llamacpp_streams_every_token(tmp_path):
+def test_triton_in_front_of_llamacpp_streams_every_token(triton_venv, embedded_gguf, tmp_path):
     records, results, scrapes = _run(
         tmp_path / "run",
         *("--backend", "triton", "--upstream", "llamacpp", "--users", "2", "--max-requests", "6"),
@@ -64,7 +64,7 @@ def test_triton_in_front_of_llamacpp_streams_every_token(tmp_path):
 
 
 @pytest.fixture
-def triton_over_mock():
+def triton_over_mock(triton_venv):
     """Triton (the relay model, run as the profile renders it) in front of the scripted mock."""
     with mock_process(ttft_ms=20, itl_ms=5) as upstream:
         port = free_port()

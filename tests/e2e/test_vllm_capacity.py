@@ -5,20 +5,14 @@ so it carries more. Small prompts (16 in, 32 out) and a KV cache with room for 1
 short probes and a probe budget keep both searches (with both engine starts) in the CI budget."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
-
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
-MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
 KV_CACHE_BYTES = 4 * 23_592_960  # 4,096 tokens of SmolLM2-135M: 32 blocks of 128, one per sequence here
 # The objective sits in the gap between the two regimes the test tells apart: 2 users at
 # max-num-seqs 2 measured TTFT p90 109-165 ms, a third user (who waits a whole reply) 800-990 ms
@@ -38,22 +32,14 @@ LOAD = ["--drain-timeout", "10", "--input-tokens", "16", "--output-tokens", "32"
 
 
 @pytest.fixture(scope="module")
-def capacities(tmp_path_factory):
-    if not (VENV_PYTHON.exists() and (MODEL / "config.json").exists()):
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def capacities(tmp_path_factory, vllm_cpu):
+    """`tokenbench capacity` launches each engine itself, one at each max-num-seqs: the launch
+    knob is what the two searches compare, so no shared server."""
     base = tmp_path_factory.mktemp("vllm-capacity")
     answers = {}
     for seqs in (2, 16):
         out = base / f"seqs{seqs}"
-        engine = ["--backend", "vllm", "--model", str(MODEL), "--served-model-name", "smollm2"]
-        engine += ["--engine-bin", f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry"]
-        engine += ["--max-num-seqs", str(seqs), *(f"--engine-arg={a}" for a in VLLM_CPU_ARGS)]
-        engine += [f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}"]
-        engine += [f"--engine-env={k}={v}" for k, v in VLLM_CPU_ENV.items()]
-        engine += ["--ready-timeout", "300", "--api", "completions"]
+        engine = [*vllm_cpu.launch_flags(max_num_seqs=seqs, kv_cache_bytes=KV_CACHE_BYTES), "--api", "completions"]
         search = ["--slo", SLO, "--variable", "users", "--saturate-users", "16", "--max-probes", "4"]
         load = ["--duration", DURATION_S[seqs], *LOAD, "--ignore-eos", "--out", str(out), "--no-live"]
         proc = subprocess.run(

@@ -14,40 +14,31 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
 from tokenbench.records import RequestRecord
 from tokenbench.spans.phases import SpanIndex, joined_phases
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
-MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
 KV_CACHE_BYTES = 23_592_960
 SWEEP = (4,)
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
+def sweep(tmp_path_factory, vllm_cpu):
     """One launch serves every test here: a 16-user point (read from the run directory afterwards),
     with vLLM sending its spans to the run's OTLP receiver (--server-traces), then, while a second
     point runs, a kill -9 of tokenbench (the server and its engine core must go with it) and a
-    recompute of what the run left."""
+    recompute of what the run left. The launch is the subject (the kill, its facts, the spans it
+    was pointed at): no shared server."""
     import signal
     import time
 
     import psutil
     from safety_helpers import _events, _recompute, _wait_for, assert_all_gone
 
-    if not (VENV_PYTHON.exists() and (MODEL / "config.json").exists()):
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
     base = tmp_path_factory.mktemp("vllm")
     results = {}
     for seqs in SWEEP:
@@ -58,21 +49,7 @@ def sweep(tmp_path_factory):
                 "-m",
                 "tokenbench",
                 "run",
-                "--backend",
-                "vllm",
-                "--model",
-                str(MODEL),
-                "--served-model-name",
-                "smollm2",
-                "--engine-bin",
-                f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
-                "--max-num-seqs",
-                str(seqs),
-                *(f"--engine-arg={a}" for a in VLLM_CPU_ARGS),
-                f"--engine-arg=--kv-cache-memory-bytes={KV_CACHE_BYTES}",
-                *(f"--engine-env={k}={v}" for k, v in VLLM_CPU_ENV.items()),
-                "--ready-timeout",
-                "300",
+                *vllm_cpu.launch_flags(max_num_seqs=seqs, kv_cache_bytes=KV_CACHE_BYTES),
                 "--api",
                 "completions",
                 "--users",

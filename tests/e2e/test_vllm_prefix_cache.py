@@ -1,5 +1,7 @@
-"""vLLM's CPU build with prefix caching, one server for two runs of a small Mooncake trace the test
-writes: the hit rate vLLM's own counters measure against the trace's expected reuse.
+"""vLLM's CPU build with prefix caching (the session's shared server: tests/e2e/conftest.py, which
+launches it with room for this trace) for two runs of a small Mooncake trace the test writes: the
+hit rate vLLM's own counters measure against the trace's expected reuse. Whatever other modules
+sent it before shares no block with the trace (its prompts are its own token ids).
 
 The trace: 4 conversations of 3 rows; a row is 3 blocks of 128 tokens its conversation shares, then
 50 tokens of its own (434 tokens; vLLM's CPU block is 128 tokens, the trace's --block-size too).
@@ -8,42 +10,29 @@ previous one's blocks computed. Its prompts go as exact token ids (vLLM takes th
 completions), so vLLM's blocks are the trace's. An infinite cache reuses 8 rows x 384 of 12 x 434
 tokens: 0.590 expected; vLLM caches whole blocks only, and each row's own partial block never hits,
 so it should measure the same.
-- ``--prefix-cache keep``, two points replaying the trace: the first measures ~0.59; the second
-  finds every shared block of the first already cached: 12 x 384 / 5208 = 0.885.
+- ``--prefix-cache keep``, two points replaying the trace: the first measures ~0.59 (no block of
+  the trace cached yet); the second finds every shared block of the first already cached:
+  12 x 384 / 5208 = 0.885.
 - ``--prefix-cache reset`` (vLLM's POST /reset_prefix_cache, VLLM_SERVER_DEV_MODE=1 set by the
-  profile) before each point: both points measure ~0.59, the cache left by the keep run emptied.
+  profile when the fixture launched it) before each point: both points measure ~0.59, the cache
+  left by the keep run emptied.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from tokenbench.backends.server import server_under_test
-from tokenbench.config import (
-    BackendConfig,
-    DatasetConfig,
-    EngineKnobs,
-    ReplayLoad,
-    RunConfig,
-    StopConfig,
-    TargetConfig,
-)
-from tokenbench.experiments.presets import VLLM_CPU_ARGS, VLLM_CPU_ENV
+from tokenbench.config import BackendConfig, DatasetConfig, ReplayLoad, RunConfig, StopConfig, TargetConfig
 from tokenbench.run import run
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV_PYTHON = ROOT / ".cache/vllm-venv/bin/python"
-MODEL = ROOT / ".cache/models/SmolLM2-135M-Instruct"
-BLOCK = 128
-KV_CACHE_BYTES = 100 * BLOCK * 23_040  # 100 blocks of SmolLM2-135M: room for the whole trace
+BLOCK = 128  # vLLM's CPU block, the trace's --block-size
 EXPECTED = 8 * 384 / (12 * 434)
 KEPT = 12 * 384 / (12 * 434)
 # A conversation's next turn comes this long after its previous one: after the previous turn's
@@ -65,47 +54,29 @@ def _trace(path: Path) -> Path:
     return path
 
 
-def _config(trace: Path, out: Path, mode: str) -> RunConfig:
+def _config(url: str, trace: Path, tokenizer: Path, out: Path, mode: str) -> RunConfig:
     return RunConfig(
-        target=TargetConfig(api="completions", ignore_eos=True),
+        target=TargetConfig(url=url, api="completions", ignore_eos=True),
         loads=[ReplayLoad(), ReplayLoad()],
         stop=StopConfig(schedule_ends=True, drain_timeout_s=30),
-        dataset=DatasetConfig(name="trace", path=trace, block_size=BLOCK, tokenizer=str(MODEL)),
+        dataset=DatasetConfig(name="trace", path=trace, block_size=BLOCK, tokenizer=str(tokenizer)),
         prefix_cache=mode,  # type: ignore[arg-type]
+        # --url with --backend vllm: its metric names and its cache reset
+        backend=BackendConfig(name="vllm", metrics_interval_s=0.5),
         live=False,
         out_dir=out,
     )
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    if not (VENV_PYTHON.exists() and (MODEL / "config.json").exists()):
-        message = "vLLM CPU is not set up: run scripts/setup_vllm_cpu.sh (make test does)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def runs(tmp_path_factory, vllm_cpu, shared_vllm_cpu):
     base = tmp_path_factory.mktemp("vllm-prefix")
     trace = _trace(base / "trace.jsonl")
-    backend = BackendConfig(
-        name="vllm",
-        model=str(MODEL),
-        served_model_name="smollm2",
-        executable=f"{VENV_PYTHON} -m vllm.entrypoints.launchers.api_server.entry",
-        knobs=EngineKnobs(
-            max_num_seqs=4,
-            prefix_caching=True,
-            engine_args=(*VLLM_CPU_ARGS, f"--kv-cache-memory-bytes={KV_CACHE_BYTES}"),
-            engine_env=VLLM_CPU_ENV,
-        ),
-        ready_timeout_s=300,
-        metrics_interval_s=0.5,
-    )
     console = Console(file=io.StringIO())
     results = {}
-    with server_under_test(backend, None, base / "server.log") as sut:
-        for mode in ("keep", "reset"):  # keep first: its first point meets a cold server
-            config = _config(trace, base / mode, mode).model_copy(update={"backend": backend})
-            results[mode] = run(config, console, server=sut).results
+    for mode in ("keep", "reset"):  # keep first: its first point meets no block of the trace
+        config = _config(shared_vllm_cpu.url, trace, vllm_cpu.model, base / mode, mode)
+        results[mode] = run(config, console).results
     return results
 
 
