@@ -250,3 +250,22 @@ async def test_a_request_is_sent_as_its_json_body_with_its_length_and_keys():
         assert rest == body and f"Content-Length: {len(body)}".encode() in head.split(b"\r\n")
         assert f"X-Request-Id: {'ab' * 8}0000ffff{i:08x}".encode() in head.split(b"\r\n")
     assert len(seen) == 2
+
+
+async def test_each_transport_is_an_exchange_and_writes_the_same_body():
+    """An http:// target goes over clients/http1.py's pool, another over aiohttp: two Exchanges,
+    the one body (the http1 one framed with its length)."""
+    from tokenbench.clients.stream import AiohttpExchange, Http1Exchange
+
+    request = Request(prompt="hi", max_tokens=4)
+    bodies = []
+    for url, kind in (("http://127.0.0.1:1", Http1Exchange), ("https://127.0.0.1:1", AiohttpExchange)):
+        target = resolved(url=url)
+        async with make_session(target) as session:
+            client = StreamingClient(session, target, OpenAIWire(chat=True), time.perf_counter)
+            assert type(client._exchange) is kind
+            bodies.append(client.body(request))
+            if kind is Http1Exchange:
+                assert client.sent_bytes(request) == b"Content-Length: %d\r\n\r\n%s" % (len(bodies[-1]), bodies[-1])
+            client.close()
+    assert bodies[0] == bodies[1] and json.loads(bodies[0])["messages"] == [{"role": "user", "content": "hi"}]

@@ -213,8 +213,188 @@ async def warm_connections(session: aiohttp.ClientSession, target: ResolvedTarge
     return sum(await asyncio.gather(*(one() for _ in range(count))))
 
 
+Decoder = LineDecoder | WholeBody | SSEPayloads
+
+
+class Exchange:
+    """How one request goes to the target and its reply comes back: the bytes after the head, the
+    connections kept, and one HTTP exchange stamped on the record (the HTTP phases, the status,
+    each content chunk as its bytes arrive). Two transports: aiohttp's (``AiohttpExchange``: any
+    target, https too) and clients/http1.py's pool (``Http1Exchange``: an http:// target, the
+    cheaper path). StreamingClient keeps what is the same over both: the body, the join keys,
+    re-sends, outcomes and tokens."""
+
+    # The join keys' headers may follow the target's own header lines as they are (http1 writes
+    # the head for the target's headers once): the target sets neither itself.
+    keys_apart = False
+
+    def framed(self, body: bytes) -> bytes:
+        """What the request writes after its headers, for a body: the body itself."""
+        return body
+
+    def unframed(self, data: bytes) -> bytes:
+        """The body in what ``framed`` made."""
+        return data
+
+    async def warm(self, count: int) -> int:
+        """Open ``count`` keep-alive connections before a point; how many opened."""
+        raise NotImplementedError
+
+    async def exchange(
+        self, data: bytes, headers: dict[str, str], extra: bytes, attempt: _Attempt, stream: Stream
+    ) -> None:
+        """One HTTP exchange of ``data`` (``framed``), read to its end into ``stream``; ``extra``:
+        header lines after the target's own (``keys_apart``)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the connections this transport keeps itself."""
+
+
+class AiohttpExchange(Exchange):
+    """The exchange over an aiohttp session (its pool, its trace hooks: _stamp_sent)."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        target: ResolvedTarget,
+        wire: Wire,
+        decoder: type[Decoder],
+        now: Callable[[], float],
+    ) -> None:
+        self._session, self._url, self._target, self._wire = session, url, target, wire
+        self._decoder, self._now = decoder, now
+
+    async def warm(self, count: int) -> int:
+        return await warm_connections(self._session, self._target, self._wire, count)
+
+    async def exchange(
+        self, data: bytes, headers: dict[str, str], extra: bytes, attempt: _Attempt, stream: Stream
+    ) -> None:
+        """POST, then read the stream to its end, stamping content chunks."""
+        now = self._now
+        record, phases = attempt.record, attempt.phases
+        phases.http_start_s = record.sent_s = now()  # sent_s refined by the trace hook when the body reaches the socket
+        phases.pool_wait_s = 0.0  # unless the pool queues it (a hook)
+        async with self._session.post(self._url, data=data, headers=headers, trace_request_ctx=attempt) as resp:
+            phases.response_headers_s = now()
+            record.status = resp.status
+            if resp.status != 200:
+                body = await resp.text(errors="replace")
+                record.closed_s = now()
+                stream.http_error = f"HTTP {resp.status}: {body[:ERROR_BODY_CHARS]}"
+                return
+            decoder = self._decoder()
+            chunk_times = record.chunk_times()
+            handle = stream.handle
+            # Hot path: one iteration per network read. Read to EOF even after the final event so
+            # the connection goes back to the pool instead of being closed with unread bytes.
+            first = True
+            async for raw in resp.content.iter_any():
+                t = now()
+                if first:
+                    phases.first_body_s, first = t, False
+                for payload in decoder.feed_data(raw):
+                    if handle(payload):
+                        chunk_times.append(t)
+                if stream.failed:
+                    break
+            if not stream.failed:
+                for payload in decoder.close_data():
+                    if handle(payload):
+                        chunk_times.append(now())
+            record.closed_s = now()
+
+
+class Http1Exchange(Exchange):
+    """The exchange over clients/http1.py's keep-alive pool (an http:// target): the same stamps
+    as aiohttp's, a body's bytes stamped as they arrive, not when a task resumes. The pool is made
+    on the loop, at first use; the head for the target's own headers once."""
+
+    def __init__(
+        self,
+        url: str,
+        target: ResolvedTarget,
+        headers: dict[str, str],
+        decoder: type[Decoder],
+        now: Callable[[], float],
+    ) -> None:
+        self._url, self._target, self._headers, self._decoder, self._now = url, target, headers, decoder, now
+        self._pool: Http1Pool | None = None
+        self._head: bytes | None = None
+        own = {k.lower() for k in headers}
+        self.keys_apart = TRACEPARENT.lower() not in own and REQUEST_ID.lower() not in own
+
+    def _http1(self) -> Http1Pool:
+        if self._pool is None:
+            t = self._target
+            self._pool = Http1Pool(self._url, t.connect_timeout_s, t.read_timeout_s, t.request_timeout_s)
+            self._head = self._pool.head(self._headers)
+        return self._pool
+
+    def framed(self, body: bytes) -> bytes:
+        """The Content-Length line, the blank line and the body (written after the head as they are)."""
+        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    def unframed(self, data: bytes) -> bytes:
+        return data[data.index(b"\r\n\r\n") + 4 :]
+
+    async def warm(self, count: int) -> int:
+        return await self._http1().warm(count)
+
+    async def exchange(
+        self, data: bytes, headers: dict[str, str], extra: bytes, attempt: _Attempt, stream: Stream
+    ) -> None:
+        now = self._now
+        record, phases = attempt.record, attempt.phases
+        pool = self._http1()
+        phases.http_start_s = mark = now()
+        phases.pool_wait_s = 0.0  # the pool has no limit: nothing waits for a connection
+        conn = pool.take_idle()
+        attempt.reused = phases.conn_reused = conn is not None
+        if conn is None:
+            conn = await pool.connect()
+            phases.connect_s = now() - mark
+        # data: the Content-Length line, the blank line and the body, made once (framed)
+        head = self._head if self._head is not None and headers is self._headers else pool.head(headers)
+        request = b"".join((head, extra, data))
+        decoder = self._decoder()
+        chunk_times = record.chunk_times()
+        handle = stream.handle
+
+        def on_headers(status: int, t: float) -> bool:
+            phases.response_headers_s, record.status = t, status
+            return status == 200
+
+        def on_body(raw: bytes, t: float) -> bool:
+            if phases.first_body_s is None:
+                phases.first_body_s = t
+            for payload in decoder.feed_data(raw):
+                if handle(payload):
+                    chunk_times.append(t)
+            return not stream.failed
+
+        # sent: the request written to the socket (one write: head and body), as the trace hook stamps
+        error_body = await pool.exchange(conn, request, on_headers, on_body, now, record, phases)
+        if error_body is not None:
+            record.closed_s = now()
+            text = error_body.decode("utf-8", errors="replace")
+            stream.http_error = f"HTTP {record.status}: {text[:ERROR_BODY_CHARS]}"
+            return
+        if not stream.failed:
+            for payload in decoder.close_data():
+                if handle(payload):
+                    chunk_times.append(now())
+        record.closed_s = now()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+
 class StreamingClient:
-    """Sends Requests to one target over one Wire and records what happened."""
+    """Sends Requests to one target over one Wire and one Exchange, and records what happened."""
 
     def __init__(
         self,
@@ -228,49 +408,35 @@ class StreamingClient:
     ) -> None:
         """``keys``: the run's join keys: each request then carries a traceparent and
         an X-Request-Id, kept on its record."""
-        if target.url is None or target.model is None:
-            raise ValueError("a client needs a resolved target url and model")
-        self._session = session
         self._target = target
         self._wire = wire
         self._now = now
         self._count_tokens = count_tokens
         self._keep_text = keep_text
-        self._url = wire.url(target)
+        url = wire.url(target)
         self._headers = {"Content-Type": "application/json", **auth_headers(target)}
-        decoders: dict[str, type[LineDecoder | WholeBody | SSEPayloads]] = {"ndjson": LineDecoder, "json": WholeBody}
-        self._decoder = decoders.get(wire.framing, SSEPayloads)
+        decoders: dict[str, type[Decoder]] = {"ndjson": LineDecoder, "json": WholeBody}
+        decoder = decoders.get(wire.framing, SSEPayloads)
+        # the compiled client: http:// targets over clients/http1.py's pool; others over aiohttp
+        self._exchange: Exchange = (
+            Http1Exchange(url, target, self._headers, decoder, now)
+            if url.startswith("http://")
+            else AiohttpExchange(session, url, target, wire, decoder, now)
+        )
         # usage on every chunk asked for (the wire sends continuous_usage_stats only with usage)
         self._chunk_usage = bool(target.continuous_usage and target.include_usage)
         self._check = reply_check(target)  # --response-format's check of each reply
         self._tools = bool(target.tools)
         self._keys = keys
         self._bodies: dict[int, tuple[Request, bytes]] = {}  # by id(request), the request kept alive
-        # the compiled client: http:// targets over clients/http1.py's pool (made on the loop, at first use)
-        self._plain = self._url.startswith("http://")
-        self._pool: Http1Pool | None = None
-        self._head: bytes | None = None  # the head for the target's own headers, made once
-        # the join keys' headers can follow that head as they are (the target sets neither)
-        own = {k.lower() for k in self._headers}
-        self._keys_apart = self._plain and TRACEPARENT.lower() not in own and REQUEST_ID.lower() not in own
-
-    def _http1(self) -> Http1Pool:
-        if self._pool is None:
-            t = self._target
-            self._pool = Http1Pool(self._url, t.connect_timeout_s, t.read_timeout_s, t.request_timeout_s)
-            self._head = self._pool.head(self._headers)
-        return self._pool
 
     async def warm(self, count: int) -> int:
-        """Open ``count`` keep-alive connections before a point (warm_connections); how many opened."""
-        if not self._plain:
-            return await warm_connections(self._session, self._target, self._wire, count)
-        return await self._http1().warm(count)
+        """Open ``count`` keep-alive connections before a point; how many opened."""
+        return await self._exchange.warm(count)
 
     def close(self) -> None:
         """Close the connections this client keeps itself (the session is its owner's)."""
-        if self._pool is not None:
-            self._pool.close()
+        self._exchange.close()
 
     def payload(self, request: Request) -> Body:
         return self._wire.payload(request, self._target)
@@ -278,19 +444,15 @@ class StreamingClient:
     def body(self, request: Request) -> bytes:
         """``request``'s body as sent: JSON-encoded once per request (a Request is frozen), then
         the same bytes each time it is sent again."""
-        data = self.sent_bytes(request)
-        return data[data.index(b"\r\n\r\n") + 4 :] if self._plain else data
+        return self._exchange.unframed(self.sent_bytes(request))
 
     def sent_bytes(self, request: Request) -> bytes:
-        """What ``send`` writes of ``request`` after its headers, made once per request: an
-        http:// target's the Content-Length line, the blank line and the body (http1 writes
-        them after the head as they are); another's the body."""
+        """What ``send`` writes of ``request`` after its headers, made once per request (the
+        exchange's ``framed`` body)."""
         kept = self._bodies.get(id(request))
         if kept is not None and kept[0] is request:
             return kept[1]
-        data = json.dumps(self.payload(request)).encode()
-        if self._plain:
-            data = b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+        data = self._exchange.framed(json.dumps(self.payload(request)).encode())
         if len(self._bodies) >= BODY_CACHE:
             self._bodies.clear()
         self._bodies[id(request)] = (request, data)
@@ -303,13 +465,14 @@ class StreamingClient:
         if self._chunk_usage:
             stream.chunk_usage = []
         now = self._now
+        exchange = self._exchange
         # a request's own headers (a session's X-Session-ID) on top of the target's
-        extra = b""  # http1: header lines after the target's own
+        extra = b""  # header lines after the target's own (Exchange.keys_apart)
         keys = self._keys
         if keys is not None:  # server spans: the join key (one f-string; the run's part precomputed)
             traceparent, request_id = keys.headers(record.point, record.id, record.worker)
             record.join_key = JoinKey(traceparent, request_id)
-            if self._keys_apart and not request.headers:  # http1: two lines after the head made once
+            if exchange.keys_apart and not request.headers:  # two lines after the head made once
                 headers = self._headers
                 extra = f"{TRACEPARENT}: {traceparent}\r\n{REQUEST_ID}: {request_id}\r\n".encode()
             else:
@@ -322,10 +485,7 @@ class StreamingClient:
             while True:
                 attempt = _Attempt(record)
                 try:
-                    if self._plain:
-                        await self._exchange_http1(data, headers, attempt, stream, extra)
-                    else:
-                        await self._exchange(data, headers, attempt, stream)
+                    await exchange.exchange(data, headers, extra, attempt, stream)
                     break
                 except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                     if not _dead_reused_connection(exc, attempt) or record.retries >= MAX_RESENDS:
@@ -362,89 +522,6 @@ class StreamingClient:
         record.outcome = outcome
         record.error = error
         self._finish_tokens(record, stream)
-
-    async def _exchange_http1(
-        self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream, extra: bytes = b""
-    ) -> None:
-        """One HTTP exchange over clients/http1.py (an http:// target): the same stamps as
-        ``_exchange`` (a body's bytes stamped as they arrive, not when a task resumes). ``data``:
-        what follows the head (sent_bytes); ``extra``: header lines after the target's own."""
-        now = self._now
-        record, phases = attempt.record, attempt.phases
-        pool = self._http1()
-        phases.http_start_s = mark = now()
-        phases.pool_wait_s = 0.0  # the pool has no limit: nothing waits for a connection
-        conn = pool.take_idle()
-        attempt.reused = phases.conn_reused = conn is not None
-        if conn is None:
-            conn = await pool.connect()
-            phases.connect_s = now() - mark
-        # data: the Content-Length line, the blank line and the body, made once (sent_bytes)
-        head = self._head if self._head is not None and headers is self._headers else pool.head(headers)
-        request = b"".join((head, extra, data))
-        decoder = self._decoder()
-        chunk_times = record.chunk_times()
-        handle = stream.handle
-
-        def on_headers(status: int, t: float) -> bool:
-            phases.response_headers_s, record.status = t, status
-            return status == 200
-
-        def on_body(raw: bytes, t: float) -> bool:
-            if phases.first_body_s is None:
-                phases.first_body_s = t
-            for payload in decoder.feed_data(raw):
-                if handle(payload):
-                    chunk_times.append(t)
-            return not stream.failed
-
-        # sent: the request written to the socket (one write: head and body), as the trace hook stamps
-        error_body = await pool.exchange(conn, request, on_headers, on_body, now, record, phases)
-        if error_body is not None:
-            record.closed_s = now()
-            text = error_body.decode("utf-8", errors="replace")
-            stream.http_error = f"HTTP {record.status}: {text[:ERROR_BODY_CHARS]}"
-            return
-        if not stream.failed:
-            for payload in decoder.close_data():
-                if handle(payload):
-                    chunk_times.append(now())
-        record.closed_s = now()
-
-    async def _exchange(self, data: bytes, headers: dict[str, str], attempt: _Attempt, stream: Stream) -> None:
-        """One HTTP exchange: POST, then read the stream to its end, stamping content chunks."""
-        now = self._now
-        record, phases = attempt.record, attempt.phases
-        phases.http_start_s = record.sent_s = now()  # sent_s refined by the trace hook when the body reaches the socket
-        phases.pool_wait_s = 0.0  # unless the pool queues it (a hook)
-        async with self._session.post(self._url, data=data, headers=headers, trace_request_ctx=attempt) as resp:
-            phases.response_headers_s = now()
-            record.status = resp.status
-            if resp.status != 200:
-                body = await resp.text(errors="replace")
-                record.closed_s = now()
-                stream.http_error = f"HTTP {resp.status}: {body[:ERROR_BODY_CHARS]}"
-                return
-            decoder = self._decoder()
-            chunk_times = record.chunk_times()
-            handle = stream.handle
-            # Hot path: one iteration per network read. Read to EOF even after the final event so
-            # the connection goes back to the pool instead of being closed with unread bytes.
-            first = True
-            async for raw in resp.content.iter_any():
-                t = now()
-                if first:
-                    phases.first_body_s, first = t, False
-                for payload in decoder.feed_data(raw):
-                    if handle(payload):
-                        chunk_times.append(t)
-                if stream.failed:
-                    break
-            if not stream.failed:
-                for payload in decoder.close_data():
-                    if handle(payload):
-                        chunk_times.append(now())
-            record.closed_s = now()
 
     @staticmethod
     def _outcome(record: RequestRecord, stream: Stream) -> Outcome:
