@@ -22,7 +22,10 @@ def test_sessions_study(sessions_study, tmp_path):
     for cell in state["cells"].values():
         results = json.loads((out / cell["run_dir"] / "results.json").read_text())
         for point in results["points"]:
-            assert [t["turn_index"] for t in point["by_turn"]][:2] == [0, 1]
+            # the turns the window saw, each once and in order: which ones depends on the machine's
+            # speed (on a slower one every conversation's turn 0 ended in the warm-up: [1, 2, ...])
+            turns = [t["turn_index"] for t in point["by_turn"]]
+            assert len(turns) >= 2 and turns == list(range(turns[0], turns[0] + len(turns)))
             assert point["sessions"]["started"] >= 1
         records = [json.loads(line) for line in (out / cell["run_dir"] / "records.jsonl").read_text().splitlines()]
         later = [r for r in records if r["turn_index"] and r["outcome"] == "ok"]

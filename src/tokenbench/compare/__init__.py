@@ -38,6 +38,7 @@ from tokenbench.metrics.catalogue import METRICS, Metric, shown_in
 from tokenbench.report.read.data import PointRow, ReportData, load_key
 from tokenbench.report.read.load import load_inputs
 from tokenbench.results import NO_TRIALS, TrialStat
+from tokenbench.results.manifest import ATTACHED
 
 SIGNIFICANCE_P = 0.05
 
@@ -247,7 +248,7 @@ def _served(data: ReportData) -> str | None:
         return None
     h = data.runs[0]
     what = f"{h.model or 'model ?'} at {h.url or '?'}"
-    return f"{h.backend}, {what}" if h.backend and h.backend != "attached" else what
+    return f"{h.backend}, {what}" if h.backend and h.backend != ATTACHED else what
 
 
 def input_name(data: ReportData) -> str:
@@ -258,7 +259,7 @@ def input_name(data: ReportData) -> str:
 
 def _config_name(row: PointRow, data: ReportData) -> str:
     """A row's configuration; a run's "attached" (or no backend) as what it measured."""
-    if row.config in ("attached", "run"):
+    if row.config in (ATTACHED, "run"):
         return _served(data) or row.config
     return row.config
 

@@ -19,6 +19,7 @@ from tokenbench.metrics.catalogue import (
 )
 from tokenbench.records import UNFINISHED, Outcome
 from tokenbench.results import Experiment, Gauge, PointResult, RunResults, TrialStat
+from tokenbench.results.manifest import ATTACHED
 from tokenbench.telemetry.client_health import CPU_LIMIT, LAG_MARGIN, LOOP_LAG_LIMIT_S, MIN_SLOW_TICKS, advice
 
 if TYPE_CHECKING:  # only the backends commands print these tables; the report never imports backends
@@ -84,7 +85,7 @@ def summary_title(results: RunResults, workload: str | None = None) -> str:
     the lengths the run asked for; else the dataset's name), then how to read the latencies."""
     target = results.target
     served = f"{target.model or 'model ?'} at {target.url or '?'}"
-    if target.backend and target.backend != "attached":
+    if target.backend and target.backend != ATTACHED:
         served += f" ({target.backend})"
     if workload is None and results.dataset is not None:
         workload = results.dataset.name

@@ -44,6 +44,7 @@ from tokenbench.experiments.spec import (
 from tokenbench.results import CellRow, Experiment, ServerRow, Tool, TrialsRow
 from tokenbench.results.experiment import CellStatus
 from tokenbench.results.layout import EXPERIMENT
+from tokenbench.results.manifest import ATTACHED
 from tokenbench.run import pooling_launch, resettable
 from tokenbench.run import run as run_cell
 from tokenbench.rundir import OutDirError, check_out_dir, write_json
@@ -283,7 +284,7 @@ def _server_row(state: Experiment, plan: ServerPlan) -> ServerRow:
         upstream = _Upstream(upstream=plan.server.upstream) if plan.server.upstream else _Upstream()
         row = ServerRow(
             label=plan.label,
-            backend=plan.server.name or "attached",
+            backend=plan.server.name or ATTACHED,
             swept=plan.swept,
             status="pending",
             error=None,

@@ -38,6 +38,7 @@ from tokenbench.config.cost import CostConfig
 from tokenbench.errors import BadInput
 from tokenbench.experiments.overlays import Fields, Layer, Layered
 from tokenbench.experiments.search_spec import SearchSpec
+from tokenbench.results.manifest import ATTACHED
 
 _KNOBS = set(EngineKnobs.model_fields)
 
@@ -348,7 +349,7 @@ def _entry_name(entry: BackendEntry) -> str:
     """A configuration's default label: the backend, and the engine a serving layer serves from."""
     given = entry.settings()
     if given.get("backend") is None:
-        return "attached"
+        return ATTACHED
     return f"{given['backend']}-{given['upstream']}" if given.get("upstream") else str(given["backend"])
 
 

@@ -19,6 +19,7 @@ from tokenbench.metrics.catalogue import Metric, shown_in
 from tokenbench.report.read.run_dir import load_value
 from tokenbench.results import RunResults
 from tokenbench.results.layout import RESULTS
+from tokenbench.results.manifest import ATTACHED
 from tokenbench.rundir.read import is_experiment_dir, is_run_dir, read_experiment, read_results
 
 # The columns that say what was measured (a configuration is all of them but version and date: a
@@ -67,7 +68,7 @@ def _rows(
         "kind": kind,
         "experiment": experiment,
         "config": config,
-        "engine": t.engine or t.backend or "attached",
+        "engine": t.engine or t.backend or ATTACHED,
         "version": t.engine_version,
         "model": t.model,
         "knobs": json.dumps(t.knobs or {}, sort_keys=True, default=str),
