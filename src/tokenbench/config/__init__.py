@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 from pydantic import Field, field_validator, model_validator
 
 from tokenbench.common.frozen import FrozenModel as _Model
+from tokenbench.common.redact import MASK, mask
 from tokenbench.common.units import seconds
 from tokenbench.config.constraints import (
     TOOL_CHOICES,
@@ -29,6 +30,7 @@ from tokenbench.config.constraints import (
 )
 from tokenbench.config.cost import CostConfig
 from tokenbench.config.flags import ENGINE, IMAGES, PREFIXES, SCALE, SESSIONS, TRACE, Flag, SetBy
+from tokenbench.config.images import parse_image_count, parse_image_sizes
 from tokenbench.config.mix import DEFAULT_TENANT_HEADER, WorkloadMix, check_header, check_weights
 from tokenbench.config.slo import SLOConfig
 
@@ -800,7 +802,6 @@ class DatasetConfig(_Model):
 
     @model_validator(mode="after")
     def _images(self) -> DatasetConfig:
-        from tokenbench.config.images import parse_image_count, parse_image_sizes
 
         if self.images is not None:
             parse_image_count(self.images)
@@ -1131,8 +1132,6 @@ class RunConfig(_Model):
         """The settings with every credential masked (redact.py): engine environment values and
         arguments named like credentials, header values, extra_body keys like ``api_key``. The
         API key itself is never in the settings (read from the env var ``api_key_env`` names)."""
-        from tokenbench.common.redact import MASK, mask
-
         data = self.model_dump(mode="json")
         data["target"]["headers"] = {k: MASK for k in self.target.headers}
         # settings added since 0.2 that a plain run leaves unset are not written (its
