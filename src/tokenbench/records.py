@@ -87,7 +87,7 @@ class Request:
     # user text (images.chat_messages), and their pixels in all (None: some image's are unknown)
     images: tuple[str, ...] = ()
     image_pixels: int | None = None
-    # routing: the group it belongs to (workload_mix.py; its tenant is also in ``headers``)
+    # routing: the group it belongs to (datasets/mix.py; its tenant is also in ``headers``)
     group: Group | None = None
 
     def __post_init__(self) -> None:
@@ -148,7 +148,7 @@ class ChunkEnds:
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """routing: the group a request belongs to (workload_mix.py): the LoRA adapter it is sent to
+    """routing: the group a request belongs to (datasets/mix.py): the LoRA adapter it is sent to
     (its ``model``), its class, its tenant and the priority it carries. A multi-turn conversation
     carries one, which every turn's request takes; the request's record keeps the same."""
 
@@ -330,7 +330,7 @@ class RequestRecord:
     phases: HttpPhases | None = _part(HttpPhases)  # the last attempt's
     # Carried, not facts of the record: the reply's text (records.jsonl keeps it only with
     # --keep-text, as "output_text"; a session's next turn sends it back as history) and a
-    # multi-turn turn's tool calls as the assistant message's tool_calls (session_load.py; never
+    # multi-turn turn's tool calls as the assistant message's tool_calls (loadgen/sessions.py; never
     # written). Read and set as ``output_text`` and ``tool_messages``; the "_" keeps them off
     # the line (to_line, to_json).
     _output_text: str | None = None

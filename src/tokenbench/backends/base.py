@@ -87,7 +87,7 @@ class Profile:
     layer: bool = False
     default_upstream: str | None = None  # the engine a layer serves from when --upstream is not given
     default_served_name: str | None = None  # the name requests use unless --served-model-name says
-    # structured output: how its API takes --response-format (structured.py's dialects:
+    # structured output: how its API takes --response-format (clients/structured.py's dialects:
     # openai = response_format only; vllm, sglang, llamacpp, tgi add choice/regex/grammar fields)
     structured: Dialect = "openai"
     # --server-traces: the engine's flags and environment that send its spans to an OTLP

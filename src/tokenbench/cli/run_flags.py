@@ -85,7 +85,7 @@ class _Scenario:
 
 def run_config(a: Params) -> RunConfig:
     """`tokenbench run`'s options (by parameter name; None or absent: not given) -> RunConfig.
-    Only what was given is passed on: every other value is the settings' own default (config.py)."""
+    Only what was given is passed on: every other value is the settings' own default (config/)."""
     scenario = _scenario(a)
     loads = _loads(a, scenario)
     stop = _stop(a, scenario)

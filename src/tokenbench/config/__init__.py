@@ -50,7 +50,7 @@ TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
 SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
 
 
-# structured output: --response-format as the settings hold it (structured.py sends and checks it)
+# structured output: --response-format as the settings hold it (clients/structured.py sends and checks it)
 class OutputConstraint(_Model):
     """What a reply must be: ``json_object``, ``json_schema`` (the schema itself, read from its file),
     ``choice``, ``regex`` or ``grammar`` (its text). Written as ``--response-format``'s text
@@ -183,7 +183,7 @@ class TargetConfig(_Model):
         """The API sends inputs and gets one answer (embeddings, rerank, score): no stream."""
         return self.api in POOLING_APIS
 
-    # structured output: (structured.py)
+    # structured output: (clients/structured.py)
     response_format: Annotated[
         OutputConstraint | None,
         Flag(
@@ -1053,7 +1053,7 @@ class RunConfig(_Model):
     ] = "keep"
     cost: CostConfig | None = None  # --cost-per-hour, --gpus: each point's cost per million tokens
     workers: WorkersConfig = WorkersConfig()  # --workers, --ray, --ray-address
-    # routing: LoRA adapters, classes and tenants (workload_mix.py)
+    # routing: LoRA adapters, classes and tenants (config/mix.py)
     lora_mix: Annotated[
         dict[str, float] | None,
         Flag(

@@ -1,4 +1,4 @@
-"""How a settings field says which command-line option sets it (config.py, cost.py, capacity/plan.py): read by
+"""How a settings field says which command-line option sets it (config/, capacity/plan.py, mock/settings.py): read by
 cli/flags.py, which builds the commands' options from them and names the flag in an error. No
 imports: every settings module can declare its flags with these."""
 

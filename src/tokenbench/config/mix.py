@@ -13,7 +13,7 @@ remainder, and of every prefix to within two, in an order shuffled by the seed: 
 sends only the first requests still sends each group its share). The same seed gives the same groups whatever the server's speed,
 the load or the number of workers, and a cycled list keeps the shares exactly over each cycle.
 
-No imports from the settings (config.py holds these models, as it holds cost.py's).
+The settings' part of it (config/__init__ holds these models in RunConfig); the draw is datasets/mix.py.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ are OpenAI ``image_url`` content parts after the last user message's text, in th
 Synthetic images are uniform random pixels (as vLLM's random multimodal dataset makes them), drawn
 from a numpy generator seeded by the run's seed and the image's index: the same seed gives the same
 pixels, and so the same bytes. Pillow (a dependency of matplotlib) encodes them as PNG or JPEG.
-Nothing here imports the settings: config.py validates its fields with these parsers.
+The flags' parsers are config/images.py's.
 """
 
 from __future__ import annotations

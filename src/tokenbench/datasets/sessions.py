@@ -5,7 +5,7 @@ turn's max_tokens unless ``--output-tokens``), JSONL (one ``{"messages": [...]}`
 or more user turns: an optional leading system message, each user message's following assistant
 message sets its max_tokens the same way), and synthetic (``--turns N`` turns of ``--input-tokens``
 each, ``--output-tokens`` replies). The dataset's replies are never sent: a turn's history is
-the server's own replies (session_load.py). ``--num-prompts`` is the number of conversations.
+the server's own replies (loadgen/sessions.py). ``--num-prompts`` is the number of conversations.
 Lengths are exact with a tokenizer, else estimated (``DatasetFacts.exact_lengths`` says which).
 """
 

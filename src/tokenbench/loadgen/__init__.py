@@ -21,7 +21,7 @@ backlog grows without bound (those in flight are cancelled at once: draining an 
 would take what the stop saves); ``--warmup auto`` moves its window's start to where steady state
 began (``PointRun.auto_stop``, ``window_start_s``).
 
-Multi-turn sessions (session_load.py) run under the same loads and stopping rules; a worker
+Multi-turn sessions (loadgen/sessions.py) run under the same loads and stopping rules; a worker
 (workers/) runs its ``Part`` of a point.
 """
 
@@ -74,7 +74,7 @@ class PointRun:
     interrupted: bool = False
     num_records: int = 0
     last_arrival_s: float | None = None  # open loop: the last scheduled arrival
-    sessions: SessionTally | None = None  # a --multi-turn point's conversations (session_load)
+    sessions: SessionTally | None = None  # a --multi-turn point's conversations (loadgen.sessions)
     stopped_early: Trip | None = None  # the circuit breaker stopped the point (failfast.py)
     auto_stop: AutoStop | None = None  # autostop: the point stopped by its own figures (autostop.py)
     stopping: AutoStopFacts | None = None  # autostop: a point that judged itself: why it stopped, its precision
@@ -153,7 +153,7 @@ class LoadGenerator:
         self.open = OpenRecords(notices)
         self._point: PointState | None = None  # the point running: its breaker sees every record
 
-    # new_record, now, sleep_until, send, in_slot, run_users: session_load.Driver, how it drives a point
+    # new_record, now, sleep_until, send, in_slot, run_users: loadgen.sessions.Driver, how it drives a point
     def new_record(self, **fields: Any) -> RequestRecord:
         """A record that will be written exactly once (when its send ends, or as the point ends)."""
         record = RequestRecord(**fields, worker=self._worker)

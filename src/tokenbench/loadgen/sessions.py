@@ -19,7 +19,7 @@ prompt (history + user text) would exceed ``--max-history-tokens`` or, with its 
 server's max model length when known (``ended_by_history_limit``: that turn is never sent, so it
 has no record), or by the point's stop rules (deadline: no new turn starts after it;
 max-requests counts turns; interrupt), counted ``ended_by_stop``. Every turn sent is one record,
-as every request is (loadgen.py).
+as every request is (loadgen/__init__.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Structured output and tool calls over a point's population ( structured.py checks
+"""Structured output and tool calls over a point's population (clients/structured.py checks
 each reply, the client records it).
 
     valid_fraction = valid / checked

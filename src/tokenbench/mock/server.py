@@ -31,7 +31,7 @@ so under overload the high class's TTFT stays near the scripted one while the lo
 /v1/models beside the base model, adds each one's cost to a request with ``model`` = its name, and
 answers 404 for a model it does not serve (as vLLM does). Each delivery logs the request's
 ``model`` and ``priority``.
-Structured output and tool calls (mock_structured.py): a request asking for a JSON schema
+Structured output and tool calls (mock/structured.py): a request asking for a JSON schema
 (any dialect tokenbench sends) gets the schema's smallest instance, one offering tools one call of
 the named (else first) tool, on the same schedule; ``invalid_every`` N makes every N-th such reply
 invalid (a known valid_fraction).

@@ -1,7 +1,7 @@
 """The mock's structured output and tool calls: what a scripted reply says when the
 request asks for structure or offers tools, on the mock's usual schedule (one piece per chunk).
 
-Structure is read from every dialect structured.py sends: OpenAI's ``response_format``
+Structure is read from every dialect clients/structured.py sends: OpenAI's ``response_format``
 (json_object, json_schema), vLLM's ``structured_outputs`` (json, json_object, choice), llama.cpp's
 ``json_schema``. The reply is the smallest instance of the schema (``instance``: every property,
 each value the first of its enum/const, else a fixed value of its type), ``{}`` for json_object, the

@@ -1,5 +1,5 @@
 """tokenbench's own load definitions in virtual time: the same schedules a run sends (load.py's
-user ramps, arrival times and trace replay offsets; request_source's order of requests), sent to a
+user ramps, arrival times and trace replay offsets; loadgen.source's order of requests), sent to a
 simulated Cluster, each request becoming a RequestRecord as a run would write it, and each point a
 PointEnd as loadgen would log it. A closed-loop user sends its next request when its reply ends
 (plus its think time); ``--max-concurrency`` holds open-loop arrivals on the client, as loadgen does.

@@ -52,7 +52,7 @@ class TargetFacts(FrozenModel):
     model: str | None = None
     api: Api | None = None
     continuous_usage: bool | None = None  # usage on every chunk was asked for; absent before it existed
-    # the fields --response-format went in (structured.py's dialect); only when it was given
+    # the fields --response-format went in (config/constraints.py's Dialect); only when it was given
     structured_dialect: str | None = None
 
     @classmethod

@@ -7,7 +7,7 @@ Inputs, all in the run directory:
 - ``records.jsonl``: one line per request, flushed as each ends;
 - ``samples.jsonl``: the server's and the GPU's scrapes, and the run's timeline: a
   ``point_start`` event (manifest.PointStart) when a load point starts and a ``point`` event
-  (manifest.PointEnd) with its span when it ends (written through the sampler, runner.py).
+  (manifest.PointEnd) with its span when it ends (written through the sampler, run/__init__.py).
 A run computes each point from these very facts (its records read back from records.jsonl, its
 span as the event it wrote), so a recompute of the same files gives the same results.json; only
 ``computed_by`` says which tool version computed it, and how.

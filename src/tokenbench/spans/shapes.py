@@ -17,7 +17,7 @@ Shapes, by source (the engines' own code; none of these engines runs where token
   prefill or decode: its queue counts from arrival to first scheduled (tensorrt_llm/executor/
   result.py ``_process_req_perf_metrics``: FIRST_SCHEDULED_TIME - ARRIVAL_TIME), so prefill is
   TTFT - queue and decode E2E - TTFT (its E2E ends at the last token), and the frontend is not
-  separable (inside its queue): null. The mock sends vLLM's shape (mock_otlp.py).
+  separable (inside its queue): null. The mock sends vLLM's shape (mock/otlp.py).
 - ``sglang``: the request's root span ``"{role} Req {rid[:8]}"`` in the incoming traceparent's
   trace (python/sglang/srt/observability/trace.py TraceReqContext.trace_req_start; attributes
   ``rid``, ``module`` = "sglang::request", and at finish observability's make_span_attrs: usage
