@@ -1,11 +1,19 @@
-"""A small Mooncake trace the replay tests write (never downloaded) and a run of it."""
+"""A small Mooncake trace the replay tests write (never downloaded), a run of it, and a replay of a
+trace without a server (``replayed``)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from tokenbench.config import DatasetConfig, ReplayLoad, RunConfig, StopConfig, TargetConfig
+from tokenbench.datasets.tokenizers import Tokenizer
+from tokenbench.datasets.trace_requests import ContextGuard, TracePlan, TraceSelection
+from tokenbench.datasets.traces import digest_of
+from tokenbench.loadgen.source import TraceSource
+from tokenbench.records import Request
+from tokenbench.results import TraceFacts
 
 # (timestamp ms, input_length, output_length, hash_ids) in 10-token blocks: rows 2 and 4 reuse
 # row 1's two blocks; row 3 shares nothing.
@@ -35,3 +43,44 @@ def replay_config(url: str, trace: Path, tmp_path: Path, load: ReplayLoad, **sto
         live=False,
         out_dir=tmp_path / "run",
     )
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A trace replayed without a server (TraceSource.items, inline): the requests it would send,
+    in order, and the trace's facts over them (each row told ``sent``)."""
+
+    requests: list[Request]
+    source: TraceSource
+
+    @property
+    def facts(self) -> TraceFacts:
+        tally = self.source.tally
+        return self.source.trace.facts(
+            digest_of(self.source.trace.reader).start().result(), tally.facts() if tally else None
+        )
+
+    @property
+    def exact_lengths(self) -> bool:
+        return self.source.trace.exact_lengths
+
+
+def replayed(
+    sel: TraceSelection,
+    tokenizer: Tokenizer | None = None,
+    system: str | None = None,
+    seed: int = 0,
+    token_ids: bool = False,
+    guard: ContextGuard = ContextGuard(),
+    images: bool = False,
+    stop: StopConfig | None = None,
+    load: ReplayLoad | None = None,
+) -> Replayed:
+    source = TraceSource(TracePlan(sel, system, seed, token_ids, guard, images), tokenizer)
+    load = load or ReplayLoad(start_s=sel.start_s, end_s=sel.end_s)
+    requests = []
+    for item in source.items(load, seed, stop or StopConfig(schedule_ends=True)):
+        source.sent(item.row)
+        assert item.request is not None
+        requests.append(item.request)
+    return Replayed(requests, source)

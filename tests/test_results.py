@@ -24,7 +24,14 @@ dataset.unique_prefix dataset.source dataset.trace.format dataset.trace.sha256 d
 dataset.trace.num_rows_used dataset.trace.block_size dataset.trace.num_failed_skipped
 dataset.trace.num_filtered_out dataset.trace.expected_reuse.num_blocks dataset.trace.expected_reuse.num_blocks_reused
 dataset.trace.expected_reuse.num_tokens dataset.trace.expected_reuse.num_tokens_reused
-dataset.trace.expected_reuse.token_fraction dataset.trace.expected_reuse.block_fraction dataset.trace.token_ids slo.ttft_s slo.tpot_s slo.e2e_s
+dataset.trace.expected_reuse.token_fraction dataset.trace.expected_reuse.block_fraction dataset.trace.token_ids
+dataset.trace.clock dataset.trace.first_row_s dataset.trace.time_origin dataset.trace.left_out
+dataset.trace.num_truncated dataset.trace.num_images_not_sent dataset.trace.max_model_len dataset.trace.over_context
+points[].trace.num_rows_sent points[].trace.left_out points[].trace.num_truncated points[].trace.num_failed_skipped
+points[].trace.num_filtered_out points[].trace.num_images_not_sent points[].trace.expected_reuse.num_blocks
+points[].trace.expected_reuse.num_blocks_reused points[].trace.expected_reuse.num_tokens
+points[].trace.expected_reuse.num_tokens_reused points[].trace.expected_reuse.token_fraction
+points[].trace.expected_reuse.block_fraction slo.ttft_s slo.tpot_s slo.e2e_s
 clock.origin_monotonic_s clock.origin_unix_s clock.unit telemetry.samples telemetry.metrics_url
 telemetry.interval_s interrupted
 points[].index points[].label points[].interrupted points[].window_s points[].rate_period_s

@@ -46,7 +46,7 @@ def test_it_takes_runs_options_but_the_load_values_and_runs_slo():
     own = {"--slo", "--variable", "--tolerance", "--trials", "--max-probes", "--saturate-users"}
     own |= {"--predict", "--replicas"}  # the server model: search a server model instead (cli/model.py)
     trace = {"--replay-speed", "--replay-start", "--replay-end", "--replay-jitter", "--trace-format", "--block-size"}
-    trace |= {"--trace-model", "--trace-log-type"}
+    trace |= {"--trace-model", "--trace-log-type", "--context-tokens", "--over-context"}
     # --slo and --trials: run has its own of each (--trials: each point N times; the search's: per probed value)
     assert capacity - run == own - {"--slo", "--trials"}
     assert run - capacity == {"--users", "--rate"} | trace

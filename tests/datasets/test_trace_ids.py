@@ -1,13 +1,14 @@
 """Token-id prompts from a trace's hash ids (trace_prompts.BlockIds): the same id the same ids,
 siblings differ, the last block partial and a prefix of its full block, exactly input_tokens ids;
-and trace_requests sending them only where the server takes ids."""
+and a replay sending them only where the server takes ids."""
 
 import json
 
+from replay_helpers import replayed
 from words import WordIdTokenizer, WordTokenizer
 
 from tokenbench.datasets.trace_prompts import BlockIds
-from tokenbench.datasets.trace_requests import TraceSelection, trace_requests
+from tokenbench.datasets.trace_requests import TraceSelection
 from tokenbench.datasets.traces import TraceRow
 
 TOK = WordIdTokenizer()
@@ -57,7 +58,7 @@ def _trace(tmp_path):
 
 
 def test_trace_requests_send_ids_where_the_server_takes_them(tmp_path):
-    got = trace_requests(_trace(tmp_path), WordIdTokenizer(), None, 0, token_ids=True)
+    got = replayed(_trace(tmp_path), WordIdTokenizer(), token_ids=True)
     first, second = got.requests
     assert first.prompt_token_ids is not None and second.prompt_token_ids is not None
     assert (len(first.prompt_token_ids), len(second.prompt_token_ids)) == (6, 7)
@@ -68,5 +69,5 @@ def test_trace_requests_send_ids_where_the_server_takes_them(tmp_path):
 def test_text_where_the_server_takes_no_ids_or_a_system_prompt_makes_it_chat(tmp_path):
     for tokenizer, system, ids in ((WordIdTokenizer(), None, False), (WordIdTokenizer(), "sys", True),
                                    (WordTokenizer(), None, True)):  # fmt: skip
-        got = trace_requests(_trace(tmp_path), tokenizer, system, 0, token_ids=ids)
+        got = replayed(_trace(tmp_path), tokenizer, system, token_ids=ids)
         assert all(r.prompt_token_ids is None for r in got.requests) and got.facts.token_ids is False

@@ -38,7 +38,7 @@ BURSTGPT = """Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Ty
 # --- each format ---------------------------------------------------------------------------------
 
 
-def test_mooncake_rows_in_seconds_from_the_first_row_with_hash_ids(tmp_path):
+def test_mooncake_rows_in_seconds_on_the_traces_own_clock_with_hash_ids(tmp_path):
     path = _jsonl(
         tmp_path / "m.jsonl",
         [_mooncake_row(1000, 1024, 10, [1, 2]), _mooncake_row(3999, 513, 20, [1, 3]), _mooncake_row(4000, 1, 5, [9])],
@@ -47,10 +47,11 @@ def test_mooncake_rows_in_seconds_from_the_first_row_with_hash_ids(tmp_path):
     assert trace.format == "mooncake" and trace.block_size == 512
     assert trace.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert trace.rows == (
-        TraceRow(1, 0.0, 1024, 10, (1, 2)),
-        TraceRow(2, 2.999, 513, 20, (1, 3)),
-        TraceRow(3, 3.0, 1, 5, (9,)),
+        TraceRow(1, 1.0, 1024, 10, (1, 2)),
+        TraceRow(2, 3.999, 513, 20, (1, 3)),
+        TraceRow(3, 4.0, 1, 5, (9,)),
     )
+    assert (trace.clock.kind, trace.clock.first_row_s) == ("trace", 1.0)  # a slice starts where it starts
 
 
 def test_azure_timestamps_with_seven_fractional_digits_are_cut_to_microseconds(tmp_path):
@@ -83,10 +84,10 @@ def test_burstgpt_skips_failed_rows_and_counts_them(tmp_path):
     trace = read_trace(path)
     assert trace.format == "burstgpt" and trace.num_failed_skipped == 2 and trace.num_filtered_out == 0
     assert [(r.row, r.timestamp_s, r.input_tokens, r.output_tokens) for r in trace.rows] == [
-        (2, 0.0, 472, 18),
-        (4, 113.0, 417, 276),
-        (6, 135.0, 1150, 174),
-        (7, 145.0, 300, 20),
+        (2, 5.0, 472, 18),  # BurstGPT's clock: seconds from 0:00 of its first day
+        (4, 118.0, 417, 276),
+        (6, 140.0, 1150, 174),
+        (7, 150.0, 300, 20),
     ]
 
 
@@ -96,7 +97,7 @@ def test_burstgpt_filters_by_model_and_log_type(tmp_path):
     gpt4 = read_trace(path, model="GPT-4")
     assert [r.row for r in gpt4.rows] == [4, 7]
     assert gpt4.num_filtered_out == 3 and gpt4.num_failed_skipped == 1
-    assert gpt4.rows[0].timestamp_s == 0.0  # rebased to the first row kept
+    assert gpt4.rows[0].timestamp_s == 118.0  # on the trace's clock, whatever was filtered
     conv = read_trace(path, model="GPT-4", log_type="Conversation log")
     assert [r.row for r in conv.rows] == [7]
     with pytest.raises(TraceError, match=r"no rows with Model 'Claude'.*models: ChatGPT, GPT-4"):
@@ -153,11 +154,11 @@ def test_bailian_sessions_follow_parent_chat_ids_and_rows_are_ordered_by_time(tm
     assert trace.format == "bailian" and trace.block_size == 16
     got = [(r.row, r.timestamp_s, r.session_id, r.parent_id, r.hash_ids) for r in trace.rows]
     assert got == [
-        (3, 0.0, "171", None, ()),
-        (1, pytest.approx(1.114), "159", None, (1, 2)),
-        (2, 5.0, "159", "159", (1, 2, 3)),
-        (4, 6.5, "159", "170", (4,)),
-        (5, 7.0, "77", "77", ()),  # a parent cut from the file starts the session
+        (3, 60.0, "171", None, ()),
+        (1, pytest.approx(61.114), "159", None, (1, 2)),
+        (2, 65.0, "159", "159", (1, 2, 3)),
+        (4, 66.5, "159", "170", (4,)),
+        (5, 67.0, "77", "77", ()),  # a parent cut from the file starts the session
     ]
 
 
@@ -305,7 +306,7 @@ def test_malformed_burstgpt_rows_name_file_and_line(tmp_path, line, message):
 def test_csv_header_without_a_needed_column(tmp_path):
     path = tmp_path / "a.csv"
     path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n")
-    with pytest.raises(TraceError, match=r"a\.csv:1: header lacks column\(s\) Timestamp, Model, Request tokens"):
+    with pytest.raises(TraceError, match=r"a\.csv:1: header lacks column\(s\) Timestamp, Request tokens, Response"):
         read_trace(path, format="burstgpt")
     with pytest.raises(TraceError, match=r"no rows to replay"):
         read_trace(path)

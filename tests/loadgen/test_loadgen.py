@@ -148,11 +148,13 @@ def test_a_replay_stops_at_the_duration_and_the_window_selects_rows(mock_server,
     from tokenbench.config import ReplayLoad
 
     trace = write_trace(tmp_path / "trace.jsonl")
-    # trace time [0.3, 2) s: rows 2-4 (0.4, 1.0, 1.6 s), rebased to row 2; at speed 1 row 4 is at 1.2 s
+    # trace time [0.3, 2) s: rows 2-4 (0.4, 1.0, 1.6 s), offsets from row 2; at speed 1 row 4 is at 1.2 s
     load = ReplayLoad(start_s=0.3, end_s=2.0)
     result = run(replay_config(mock_server(ttft_ms=1, itl_ms=1), trace, tmp_path, load, duration_s=1.0), quiet())
     assert sorted(r["trace_row"] for r in records_of(result.run_dir)) == [2, 3]  # row 4 is past 1 s
-    assert result.results["dataset"]["trace"]["num_rows_used"] == 3
+    # what was sent, not what the window holds: rows 2 and 3 (the duration cut row 4)
+    assert result.results["dataset"]["trace"]["num_rows_used"] == 2
+    assert result.results["points"][0]["trace"]["num_rows_sent"] == 2
     assert result.results["points"][0]["window"]["end_s"] - result.results["points"][0]["span"]["start_s"] == (
         pytest.approx(1.0)
     )

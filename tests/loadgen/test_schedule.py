@@ -61,7 +61,7 @@ def _offsets(rows: list[TraceRow], **kw: float) -> list[float]:
 
 def test_offsets_are_trace_times_at_speed_one():
     rows = _rows(0.0, 0.5, 0.5, 3.0)
-    sends = replay_offsets(rows)
+    sends = list(replay_offsets(rows))
     assert [s.offset_s for s in sends] == [0.0, 0.5, 0.5, 3.0]
     assert [s.row.row for s in sends] == [1, 2, 3, 4]
 
@@ -74,7 +74,7 @@ def test_speed_two_is_twice_as_fast():
 
 def test_the_window_is_in_trace_time_and_its_first_row_is_offset_zero():
     rows = _rows(0.0, 2.0, 4.0, 6.0, 8.0)
-    sends = replay_offsets(rows, speed=2.0, start_s=2.0, end_s=8.0)  # 8.0 is out: the end is open
+    sends = list(replay_offsets(rows, speed=2.0, start_s=2.0, end_s=8.0))  # 8.0 is out: the end is open
     assert [s.row.row for s in sends] == [2, 3, 4]
     assert [s.offset_s for s in sends] == [0.0, 1.0, 2.0]
     assert [s.row.row for s in replay_offsets(rows, start_s=5.0)] == [4, 5]
@@ -84,7 +84,7 @@ def test_the_window_is_in_trace_time_and_its_first_row_is_offset_zero():
 def test_jitter_spreads_each_grid_instant_over_the_bucket_after_it():
     # Mooncake's conversation trace: arrivals stacked on a 3 s grid
     rows = _rows(*([0.0] * 500 + [3.0] * 500))
-    sends = replay_offsets(rows, jitter_s=3.0, seed=1)
+    sends = list(replay_offsets(rows, jitter_s=3.0, seed=1))
     first = sorted(s.offset_s for s in sends if s.row.timestamp_s == 0.0)
     second = [s.offset_s for s in sends if s.row.timestamp_s == 3.0]
     assert 0.0 <= first[0] and first[-1] < 3.0 and all(3.0 <= t < 6.0 for t in second)
@@ -118,7 +118,7 @@ def test_no_jitter_by_default():
 )
 def test_bad_settings_say_what_to_change(kw, message):
     with pytest.raises(ValueError, match=message):
-        replay_offsets(_rows(0.0, 2.0), **kw)
+        list(replay_offsets(_rows(0.0, 2.0), **kw))
 
 
 def test_a_replay_describes_its_speed_window_jitter_and_cap():

@@ -4,14 +4,16 @@ with the same prompts, users at their global ramp times, and every request id us
 from __future__ import annotations
 
 import asyncio
+import json
 from array import array
 
 import pytest
 
 from tokenbench.config import RateLoad, ReplayLoad, StopConfig, UsersLoad
+from tokenbench.datasets.trace_requests import TracePlan, TraceSelection
 from tokenbench.loadgen import LoadGenerator, Part, PointRun
 from tokenbench.loadgen.schedule import Share
-from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.records import Outcome, Request, RequestRecord, RunClock
 
 # Serial (run alone, never beside other tests): users' ramp times to within 10%.
@@ -33,12 +35,21 @@ class _Instant:
         await asyncio.sleep(0.01)
 
 
-def _requests(n: int, trace: bool = False) -> list[Request]:
-    return [Request(prompt=f"p{i}", max_tokens=1, trace_time_s=i * 0.013 if trace else None) for i in range(n)]
+def _requests(n: int) -> list[Request]:
+    return [Request(prompt=f"p{i}", max_tokens=1) for i in range(n)]
+
+
+def _trace(path, n: int):
+    """A Mooncake trace of ``n`` rows 13 ms apart, each a 2-block prompt of its own."""
+    rows = [
+        {"timestamp": i * 13, "input_length": 8, "output_length": 1, "hash_ids": [2 * i, 2 * i + 1]} for i in range(n)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return TracePlan(TraceSelection(path, block_size=4))
 
 
 async def _run(
-    load, stop: StopConfig, workers: int, requests: list[Request]
+    load, stop: StopConfig, workers: int, requests: list[Request] | TracePlan
 ) -> tuple[list[RequestRecord], list[PointRun]]:
     """The point run by ``workers`` generators at once, each its share, from one start."""
     clock = RunClock.start()
@@ -47,8 +58,11 @@ async def _run(
     runs = []
     for w in range(workers):
         share = Share(w, workers)
-        source = RequestSource(requests, lane=share)
-        source.start_point(load, 7, share)
+        if isinstance(requests, TracePlan):
+            source = TraceSource(requests, None, lane=share)
+        else:
+            source = RequestSource(requests, lane=share)
+            source.start_point(load, 7, share)
         gen = LoadGenerator(_Instant(clock), clock, records.append)  # type: ignore[arg-type]
         runs.append(gen.run_point(0, load, stop, source, 7, part=Part(share, start)))
     parts = await asyncio.gather(*runs)
@@ -69,8 +83,8 @@ def _schedule(records: list[RequestRecord], start: float) -> list[tuple[float, s
         (ReplayLoad(speed=2.0), StopConfig(schedule_ends=True), True),
     ],
 )
-async def test_an_open_loop_schedule_is_the_same_whatever_the_workers(load, stop, trace):
-    requests = _requests(30, trace)
+async def test_an_open_loop_schedule_is_the_same_whatever_the_workers(load, stop, trace, tmp_path):
+    requests = _trace(tmp_path / "t.jsonl", 30) if trace else _requests(30)
     schedules = {}
     for n in (1, 2, 4):
         records, parts = await _run(load, stop, n, requests)

@@ -754,6 +754,27 @@ class DatasetConfig(_Model):
         str | None,
         Flag("--trace-log-type", "BurstGPT: keep rows of this Log Type (e.g. 'Conversation log').", TRACE),
     ] = None
+    # the context guard (datasets.trace_requests.ContextGuard): the server's context in tokens
+    # (None: what its /v1/models says, else --max-model-len of a launched server, else unguarded)
+    # and what a row that cannot fit gets
+    context_tokens: Annotated[
+        int | None,
+        Flag(
+            "--context-tokens",
+            "Trace: the server's context (prompt + reply) in tokens; rows that cannot fit are not sent "
+            "(default: what the server's /v1/models says).",
+            TRACE,
+        ),
+    ] = Field(default=None, gt=0)
+    over_context: Annotated[
+        Literal["skip", "truncate"],
+        Flag(
+            "--over-context",
+            "Trace: a row that cannot fit the context: skip it, or cut its prompt to fit.",
+            TRACE,
+            default=True,
+        ),
+    ] = "skip"
     # --dataset synthetic in shared-prefix groups (datasets.shared_prefix): G prefixes of P tokens
     # before each request's own input_tokens; the group drawn uniformly or by a Zipf exponent
     prefix_groups: Annotated[
@@ -821,7 +842,13 @@ class DatasetConfig(_Model):
     def _trace(self) -> DatasetConfig:
         if self.name == "trace" and self.path is None:
             raise ValueError("--dataset trace needs --dataset-path FILE (a Mooncake, Azure, BurstGPT or Bailian trace)")
-        trace_only = [f for f in ("trace_format", "block_size", "trace_model", "trace_log_type") if getattr(self, f)]
+        trace_only = [
+            f
+            for f in ("trace_format", "block_size", "trace_model", "trace_log_type", "context_tokens")
+            if getattr(self, f)
+        ]
+        if self.over_context != "skip":
+            trace_only.append("over_context")
         if self.name != "trace" and trace_only:
             flags = ", ".join("--" + f.replace("_", "-") for f in trace_only)
             raise ValueError(f"{flags} describe a trace: use them with --dataset trace")
@@ -1085,6 +1112,9 @@ class RunConfig(_Model):
     def _groups(self) -> RunConfig:
         if self.mix is not None and self.sessions is not None and any(c.dataset for c in self.mix.classes):
             raise ValueError("--mix: a class's own dataset is not taken with --multi-turn: drop its dataset:")
+        if (self.mix is not None or self.lora_mix) and self.dataset.name == "trace":
+            # a trace is replayed row by row as it is read: a mix's stratified draw needs the whole list
+            raise ValueError("--mix and --lora-mix draw over a list of prompts: not with --dataset trace")
         return self
 
     @model_validator(mode="after")

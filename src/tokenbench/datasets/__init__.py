@@ -1,4 +1,5 @@
-"""Datasets -> a list of Requests. One function per source; ``build_requests`` picks by name.
+"""Datasets -> a list of Requests. One function per source; ``build_requests`` picks by name. A trace
+is replayed row by row instead (``trace_plan``; loadgen.source.TraceSource).
 
 Lengths: with a tokenizer, prompt lengths are exact and reply lengths are counted; without one they
 are estimated (about 1.3 tokens per word) and ``DatasetInfo.exact_lengths`` says so.
@@ -17,7 +18,7 @@ from tokenbench.datasets import dolly, jsonl, shared_prefix, sharegpt
 from tokenbench.datasets.images import with_synthetic_images
 from tokenbench.datasets.synthetic import synthetic_prompts
 from tokenbench.datasets.tokenizers import Tokenizer
-from tokenbench.datasets.trace_requests import TraceSelection, trace_requests
+from tokenbench.datasets.trace_requests import ContextGuard, TracePlan, TraceSelection
 from tokenbench.errors import BadInput
 from tokenbench.records import Request
 from tokenbench.results import DatasetFacts, SharedPrefixFacts, TraceFacts
@@ -85,18 +86,14 @@ class Source:
     count: Callable[[str], int]
     system: str | None
     seed: int
-    # a trace replay's window of trace time (ReplayLoad.start_s, end_s): only its rows are built
-    trace_window: tuple[float | None, float | None] = (None, None)
-    token_ids: bool = False  # the server takes prompts as token ids (trace block prompts use them)
 
 
 @dataclass(frozen=True)
 class Built:
-    """A source's requests, where they came from, and (a trace) what was replayed."""
+    """A source's requests, where they came from, and what else results.json says of them."""
 
     requests: list[Request]
     source: str | None
-    trace: TraceFacts | None = None
     exact_lengths: bool | None = None  # None: exact exactly when there is a tokenizer
     shared_prefix: SharedPrefixFacts | None = None
 
@@ -144,16 +141,48 @@ def _dolly(src: Source, _: Tokenizer | None) -> Built:
     return Built(_from_pairs(pairs, src), str(src.cfg.path) if src.cfg.path else dolly.HUB_ID)
 
 
-def _trace(src: Source, tokenizer: Tokenizer | None) -> Built:
-    """The trace's rows in the replay window, in trace order (never shuffled, never cycled)."""
-    cfg = src.cfg
+def trace_plan(
+    cfg: DatasetConfig,
+    seed: int,
+    window: tuple[float | None, float | None],
+    token_ids: bool,
+    guard: ContextGuard,
+    api: str,
+    pooling_batch: int | None = None,
+) -> TracePlan:
+    """``--dataset trace``: how its rows become requests (a replay builds them as it goes:
+    loadgen.source.TraceSource), the window of trace time the points cover, the context guard;
+    images (a row's NumImages) go on the chat API only; ``pooling_batch``: a pooling API's inputs
+    per request (--batch-size)."""
     if cfg.path is None:
         raise BadInput("--dataset trace needs --dataset-path FILE (a Mooncake, Azure, BurstGPT or Bailian trace)")
-    selection = TraceSelection(
-        cfg.path, cfg.trace_format, cfg.block_size, cfg.trace_model, cfg.trace_log_type, *src.trace_window
+    check_path(cfg)
+    selection = TraceSelection(cfg.path, cfg.trace_format, cfg.block_size, cfg.trace_model, cfg.trace_log_type, *window)
+    return TracePlan(
+        selection,
+        system=read_system_prompt(cfg.system_prompt),
+        seed=seed,
+        token_ids=token_ids,
+        guard=guard,
+        images=api == "chat",
+        image_size=cfg.image_size,
+        image_format=cfg.image_format,
+        pooling=(api, pooling_batch) if pooling_batch is not None else None,
     )
-    got = trace_requests(selection, tokenizer, src.system, src.seed, src.token_ids)
-    return Built(got.requests, str(cfg.path), got.facts, got.exact_lengths)
+
+
+def trace_info(cfg: DatasetConfig, facts: TraceFacts, exact_lengths: bool, tokenizer: str | None) -> DatasetInfo:
+    """What results.json says of a replayed trace's dataset: its requests are the rows sent."""
+    return DatasetInfo(
+        name=cfg.name,
+        num_requests=facts.num_rows_used,
+        exact_lengths=exact_lengths,
+        tokenizer=tokenizer,
+        system_prompt=bool(read_system_prompt(cfg.system_prompt)),
+        unique_prefix=cfg.unique_prefix,
+        source=str(cfg.path),
+        trace=facts,
+    )
 
 
 def _from_pairs(pairs: list[tuple[str, str]], src: Source) -> list[Request]:
@@ -184,37 +213,30 @@ def _shuffled(requests: list[Request], seed: int) -> list[Request]:
 
 # --dataset NAME -> its source (config.DatasetName lists the same names): a new dataset is a
 # module and a line here.
+# A trace is not a list: it is replayed row by row (trace_plan).
 SOURCES: dict[DatasetName, Callable[[Source, Tokenizer | None], Built]] = {
     "synthetic": _synthetic,
     "sharegpt": _sharegpt,
     "dolly": _dolly,
     "jsonl": _jsonl,
-    "trace": _trace,
 }
 
 
 class _Workload(TypedDict, total=False):
     """DatasetInfo's keys only some datasets have (set only when they do)."""
 
-    trace: TraceFacts
     shared_prefix: SharedPrefixFacts
 
 
-def build_requests(
-    cfg: DatasetConfig,
-    tokenizer: Tokenizer | None,
-    seed: int,
-    trace_window: tuple[float | None, float | None] = (None, None),
-    token_ids: bool = False,
-) -> tuple[list[Request], DatasetInfo]:
-    """The dataset's requests and what results.json says of them; ``trace_window``: the trace
-    time a replay covers (only those rows are built, and counted in the expected reuse);
-    ``token_ids``: the server takes prompts as token ids (a trace's blocks are then exact ids)."""
+def build_requests(cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int) -> tuple[list[Request], DatasetInfo]:
+    """The dataset's requests and what results.json says of them (a trace: trace_plan)."""
     check_path(cfg)
+    if cfg.name not in SOURCES:
+        raise BadInput(f"--dataset {cfg.name} is replayed row by row, not built as a list (datasets.trace_plan)")
     system = read_system_prompt(cfg.system_prompt)
     count = tokenizer.count if tokenizer is not None else _estimate
     try:
-        built = SOURCES[cfg.name](Source(cfg, count, system, seed, trace_window, token_ids), tokenizer)
+        built = SOURCES[cfg.name](Source(cfg, count, system, seed), tokenizer)
     except (BadInput, OSError, UnicodeDecodeError) as exc:
         if cfg.path is None or (isinstance(exc, BadInput) and str(cfg.path) not in str(exc)):
             raise
@@ -223,10 +245,8 @@ def build_requests(
         raise BadInput(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
     if cfg.images is not None:  # images: synthetic images on every dataset's prompts
         built = replace(built, requests=with_synthetic_images(built.requests, cfg, seed))
-    # only a trace's (or shared prefixes') facts add the key: other datasets' results.json keep their shape
+    # only shared prefixes' facts add the key (a trace's: trace_info): other datasets' results.json keep their shape
     workload = _Workload()
-    if built.trace is not None:
-        workload["trace"] = built.trace
     if built.shared_prefix is not None:
         workload["shared_prefix"] = built.shared_prefix
     info = DatasetInfo(

@@ -12,6 +12,9 @@ Multi-turn sessions: each turn's new user message carries its own images (drawn 
 numbered across conversations in order); the history re-sends the earlier turns' text, not their
 images.
 
+Trace rows that ask images (Azure's 2025 multimodal trace: NumImages) get that many, made with
+the request (``image_set``) in ``--image-size``/``--image-format``: a replay holds none.
+
 JSONL: a row's ``"images": [...]`` holds http(s) or data URLs (sent as they are; their pixels
 unknown) or paths of image files (relative to the dataset file's folder), read and sent as data URLs.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -58,6 +62,22 @@ def synthetic_image_sets(n: int, cfg: DatasetConfig, seed: int) -> list[tuple[tu
             pixels += n_pixels
         out.append((tuple(urls), pixels))
     return out
+
+
+def image_set(
+    n: int, image_size: str, image_format: Literal["png", "jpeg"], key: tuple[int, ...]
+) -> tuple[tuple[str, ...], int]:
+    """``n`` seeded synthetic images for one request (a trace row asking ``n``: Azure's
+    NumImages), image j's size (one of ``image_size``'s) and pixels drawn from
+    ``default_rng([*key, j])``: made when the request is, held by nobody after it is sent."""
+    sizes = parse_image_sizes(image_size)
+    urls, pixels = [], 0
+    for j in range(n):
+        rng = np.random.default_rng([*key, j])
+        w, h = sizes[int(rng.integers(len(sizes)))]
+        urls.append(data_url(synthetic_image(rng, w, h, image_format), image_format))
+        pixels += w * h
+    return tuple(urls), pixels
 
 
 def with_synthetic_images(requests: list[Request], cfg: DatasetConfig, seed: int) -> list[Request]:

@@ -15,18 +15,22 @@ from tokenbench.records import Request
 
 def pooling_requests(requests: list[Request], api: str, batch_size: int) -> list[Request]:
     """The dataset's ``requests`` as requests of ``batch_size`` inputs each for ``api``."""
-    group = batch_size + (0 if api == "embeddings" else 1)  # rerank/score: the query first
+    group = group_size(api, batch_size)
     n = len(requests)
     if any(r.trace_time_s is not None for r in requests):
         starts = range(n)  # a trace: one request per row, at the row's time
     else:
         starts = range(0, max(n - group + 1, 1), group)
-    return [_batch(requests, start, group, api) for start in starts]
+    return [pooled([requests[(start + i) % n] for i in range(group)], api) for start in starts]
 
 
-def _batch(requests: list[Request], start: int, group: int, api: str) -> Request:
-    n = len(requests)
-    picked = [requests[(start + i) % n] for i in range(group)]
+def group_size(api: str, batch_size: int) -> int:
+    """Requests' texts one pooling request takes: ``batch_size`` inputs (rerank/score: a query first)."""
+    return batch_size + (0 if api == "embeddings" else 1)
+
+
+def pooled(picked: list[Request], api: str) -> Request:
+    """One pooling request of ``picked``'s texts, at the first one's trace row and time."""
     texts = tuple(r.as_prompt_text() for r in picked)
     counts = [r.expected_prompt_tokens for r in picked]
     expected = sum(c for c in counts if c is not None) if all(c is not None for c in counts) else None

@@ -5,8 +5,10 @@ workload promises (``expected_reuse``: what an infinite prefix cache would find)
 from __future__ import annotations
 
 import random
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from tokenbench.datasets.synthetic import prompt_words  # the same short, one-token words as synthetic prompts
 from tokenbench.datasets.tokenizers import TokenIds, Tokenizer
@@ -20,6 +22,38 @@ from tokenbench.results import ExpectedReuse
 # it, so no token spans two blocks and a block tokenizes the same whatever comes before it. AIPerf
 # gets the same effect by making a block's first token BOS/EOS; text keeps us API-neutral.
 BLOCK_SEPARATOR = "\n"
+
+# Blocks kept drawn (a trace reuses most of them, mostly the recent ones): a bounded memo, so a
+# replay's memory does not grow with the trace. A block drawn again is the same (seeded by its
+# id), so an evicted block costs its draw again, never a different prompt. 8192 blocks of 512
+# tokens are ~25 MB of text.
+MEMO_BLOCKS = 8192
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Memo(Generic[K, V]):
+    """A least-recently-used memo of at most ``size`` entries."""
+
+    def __init__(self, size: int = MEMO_BLOCKS) -> None:
+        self._size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 @dataclass(frozen=True)
@@ -42,7 +76,7 @@ class BlockPrompts:
 
     With a tokenizer each block is fitted to its exact token count (and the whole prompt checked);
     without one a word stands for a token and the separator for one more: approximate, and said so.
-    Blocks are memoized per (id, size): a trace reuses most of them.
+    Blocks are memoized per (id, size), the most recent ``MEMO_BLOCKS``: a trace reuses most.
     """
 
     def __init__(self, block_size: int, tokenizer: Tokenizer | None, seed: int = 0) -> None:
@@ -53,7 +87,7 @@ class BlockPrompts:
         self._seed = seed
         self._words = prompt_words(tokenizer)
         self._separator_tokens = 1 if tokenizer is None else tokenizer.count(BLOCK_SEPARATOR)
-        self._blocks: dict[tuple[str, int], tuple[str, bool]] = {}
+        self._blocks: Memo[tuple[str, int], tuple[str, bool]] = Memo()
 
     def block(self, hash_id: int, num_tokens: int) -> str:
         return self._fitted(f"block:{hash_id}", num_tokens)[0]
@@ -95,7 +129,7 @@ class BlockPrompts:
                     break
                 n = max(0, n + num_tokens - got)
                 text = self._draw(key, n)
-        self._blocks[(key, num_tokens)] = (text, exact)
+        self._blocks.put((key, num_tokens), (text, exact))
         return text, exact
 
 
@@ -133,8 +167,8 @@ class BlockIds:
         self._vocabulary = vocabulary
         self._seed = seed
         # per key, the longest draw so far as indices into the vocabulary, a byte each (a trace
-        # reuses most blocks; a partial block is a prefix of its full one)
-        self._blocks: dict[str, bytes] = {}
+        # reuses most blocks; a partial block is a prefix of its full one), the most recent
+        self._blocks: Memo[str, bytes] = Memo()
 
     @staticmethod
     def vocabulary(tokenizer: TokenIds) -> list[tuple[int, str]] | None:
@@ -146,11 +180,11 @@ class BlockIds:
         return sorted(words.items())[:256] if len(words) >= MIN_VOCABULARY else None
 
     def _draw(self, key: str, num_tokens: int) -> list[tuple[int, str]]:
-        drawn = self._blocks.get(key, b"")
+        drawn = self._blocks.get(key) or b""
         if len(drawn) < num_tokens:
             rng = random.Random(f"tokenbench:{self._seed}:{key}")  # as BlockPrompts: PYTHONHASHSEED-free
             drawn = bytes(rng.randrange(len(self._vocabulary)) for _ in range(num_tokens))
-            self._blocks[key] = drawn
+            self._blocks.put(key, drawn)
         return [self._vocabulary[i] for i in drawn[:num_tokens]]
 
     def prompt(self, row: TraceRow) -> TraceIdPrompt:
@@ -183,32 +217,50 @@ def block_prompts(
 # --- the workload's expected reuse --------------------------------------------------------------
 
 
+class PrefixTally:
+    """What an infinite prefix cache would reuse, row by row in the order rows are sent: ``add``
+    gives a row's reused tokens and counts it. A block counts as reused when its id was seen in
+    an earlier row and every block before it in this row was too: a prefix cache reuses a
+    prefix, nothing after the first miss (with rolling hashes, as Mooncake's, an id seen implies
+    its prefix seen, so this is "id seen before"). Rows without hash ids count their tokens as
+    new (their text is unique) and no blocks. The ids seen are all it keeps."""
+
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self._seen: set[int] = set()
+        self.blocks = self.blocks_reused = self.tokens = self.tokens_reused = 0
+
+    def add(self, row: TraceRow) -> int:
+        self.tokens += row.input_tokens
+        if not row.hash_ids:
+            return 0
+        sizes = block_sizes(row.input_tokens, len(row.hash_ids), self.block_size, row.row)
+        self.blocks += len(sizes)
+        reused = 0
+        for h, size in zip(row.hash_ids, sizes):
+            if h not in self._seen:
+                break
+            self.blocks_reused += 1
+            reused += size
+        self.tokens_reused += reused
+        self._seen.update(row.hash_ids)
+        return reused
+
+    def facts(self) -> ExpectedReuse:
+        return ExpectedReuse(
+            num_blocks=self.blocks,
+            num_blocks_reused=self.blocks_reused,
+            num_tokens=self.tokens,
+            num_tokens_reused=self.tokens_reused,
+            block_fraction=self.blocks_reused / self.blocks if self.blocks else None,
+            token_fraction=self.tokens_reused / self.tokens if self.tokens else None,
+        )
+
+
 def expected_reuse(rows: Iterable[TraceRow], block_size: int) -> ExpectedReuse:
     """What an infinite prefix cache would reuse over ``rows`` in the order they are sent (pass
-    only the rows used), in blocks and in tokens (results.json's ``dataset.trace.expected_reuse``).
-
-    A block counts as reused when its id was seen in an earlier row and every block before it in
-    this row was too: a prefix cache reuses a prefix, nothing after the first miss (with rolling
-    hashes, as Mooncake's, an id seen implies its prefix seen, so this is "id seen before").
-    Rows without hash ids count their tokens as new (their text is unique) and no blocks.
-    """
-    seen: set[int] = set()
-    blocks = blocks_reused = tokens = tokens_reused = 0
+    only the rows sent), in blocks and in tokens (PrefixTally)."""
+    tally = PrefixTally(block_size)
     for row in rows:
-        tokens += row.input_tokens
-        sizes = block_sizes(row.input_tokens, len(row.hash_ids), block_size, row.row) if row.hash_ids else []
-        blocks += len(sizes)
-        for h, size in zip(row.hash_ids, sizes):
-            if h not in seen:
-                break
-            blocks_reused += 1
-            tokens_reused += size
-        seen.update(row.hash_ids)
-    return ExpectedReuse(
-        num_blocks=blocks,
-        num_blocks_reused=blocks_reused,
-        num_tokens=tokens,
-        num_tokens_reused=tokens_reused,
-        block_fraction=blocks_reused / blocks if blocks else None,
-        token_fraction=tokens_reused / tokens if tokens else None,
-    )
+        tally.add(row)
+    return tally.facts()

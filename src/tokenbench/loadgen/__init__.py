@@ -28,17 +28,19 @@ Multi-turn sessions (loadgen/sessions.py) run under the same loads and stopping 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokenbench.clients import Client
 from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from tokenbench.datasets.trace_requests import TraceTally
+from tokenbench.errors import BadInput
 from tokenbench.loadgen.autostop import CEILING, MAX_REQUESTS, OVER_SATURATED, AutoStop, PointMonitor, stop_facts
 from tokenbench.loadgen.failfast import Backoff, CircuitBreaker, Trip
-from tokenbench.loadgen.schedule import Share, arrival_times, ramp_up_s, replay_offsets, user_start_times
+from tokenbench.loadgen.schedule import Share, arrival_times, ramp_up_s, user_start_times
 from tokenbench.loadgen.sessions import SessionSource, SessionTally, run_sessions
-from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import ImageInput, Outcome, Pooling, Request, RequestRecord, RunClock
 from tokenbench.results.stopping import AutoStopFacts
@@ -75,6 +77,7 @@ class PointRun:
     num_records: int = 0
     last_arrival_s: float | None = None  # open loop: the last scheduled arrival
     sessions: SessionTally | None = None  # a --multi-turn point's conversations (loadgen.sessions)
+    trace: TraceTally | None = None  # a replay's use of the trace's rows (loadgen.source.TraceSource)
     stopped_early: Trip | None = None  # the circuit breaker stopped the point (failfast.py)
     auto_stop: AutoStop | None = None  # autostop: the point stopped by its own figures (autostop.py)
     stopping: AutoStopFacts | None = None  # autostop: a point that judged itself: why it stopped, its precision
@@ -217,7 +220,7 @@ class LoadGenerator:
         index: int,
         load: LoadPoint,
         stop: StopConfig,
-        source: RequestSource | SessionSource,
+        source: RequestSource | SessionSource | TraceSource,
         seed: int,
         started: Callable[[PointRun], None] | None = None,
         part: Part = Part(),
@@ -256,9 +259,13 @@ class LoadGenerator:
         source = point.source
         if isinstance(source, SessionSource):
             issuer = run_sessions(self, point, load)
+        elif isinstance(source, TraceSource):
+            assert isinstance(load, ReplayLoad), "a trace's rows go on a replay's schedule"
+            issuer = self._replay(point, load, source)
         elif isinstance(load, UsersLoad):
             issuer = self._users(point, load, source)
         else:
+            assert not isinstance(load, ReplayLoad), "a trace replay draws from a TraceSource"
             issuer = self._arrivals(point, load, source)
         issue_task = asyncio.ensure_future(issuer)
         interrupt_task = asyncio.ensure_future(self._interrupt.wait())
@@ -297,6 +304,10 @@ class LoadGenerator:
         halted_task.cancel()
         watch_task.cancel()
         await asyncio.gather(watch_task, return_exceptions=True)
+        if not issue_task.cancelled() and isinstance(issue_task.exception(), BadInput):
+            # the point's input could not go on (a trace's malformed row, read as the replay
+            # reached it): its records so far are kept, and the run stops saying which
+            raise issue_task.exception()  # type: ignore[misc]
 
     async def _watch(self, point: PointState) -> None:
         """Every ``WATCH_TICK_S`` while the point issues: the backlog sampled, the monitor asked
@@ -452,28 +463,69 @@ class LoadGenerator:
             for task in users:
                 task.cancel()
 
-    async def _arrivals(self, point: PointState, load: RateLoad | ReplayLoad, source: RequestSource) -> None:
-        run, budget, tasks = point.run, point.budget, point.tasks
+    async def _arrivals(self, point: PointState, load: RateLoad, source: RequestSource) -> None:
         one = self.in_slot(load, point.share)
-        for i, (offset, given) in enumerate(_schedule(point, load, source)):
+        for i, offset in enumerate(arrival_times(load, point.seed, point.stop)):
             if not point.share.mine(i):
                 continue
-            if not await self.sleep_until(run.start_s + offset) or point.tripped.is_set() or not budget.take():
+            if not await self._arrive(point, offset):
                 break
-            rid, request = source.take() if given is None else source.issue(given)
-            run.last_arrival_s = run.start_s + offset
-            record = self.new_record(
-                point=run.index,
-                id=rid,
-                scheduled_s=run.start_s + offset,
-                dataset_prompt_tokens=request.expected_prompt_tokens,
-                trace_row=request.trace_row,
-                pooling=Pooling.of(request),
-                group=request.group,
-            )
-            task = asyncio.ensure_future(one(request, record))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
+            self._open_loop_send(point, one, *source.take(), offset)
+        await self._until_planned_end(point)
+
+    async def _replay(self, point: PointState, load: ReplayLoad, source: TraceSource) -> None:
+        """A trace's rows on its schedule (TraceSource.sends: built ahead, cut by --duration and
+        --max-requests); the mean gap (for the planned end) is the schedule's over the rows sent.
+        On the point's end the trace's tally of what was sent goes in its PointRun."""
+        one = self.in_slot(load, point.share)
+        first: float | None = None
+        n = 0
+        try:
+            async for item in source.sends(load, point.seed, point.stop, point.share):
+                if item.request is None:  # another worker's row: passed, counted as sent
+                    source.sent(item.row)
+                    continue
+                if not await self._arrive(point, item.offset_s):
+                    break
+                source.sent(item.row)
+                first = item.offset_s if first is None else first
+                n += 1
+                if n > 1:
+                    point.mean_gap_s = (item.offset_s - first) / (n - 1)
+                self._open_loop_send(point, one, *source.issue(item.request), item.offset_s)
+        finally:
+            point.run.trace = source.tally
+        await self._until_planned_end(point)
+
+    async def _arrive(self, point: PointState, offset: float) -> bool:
+        """Wait for an arrival's time; False: the point stops issuing (an interrupt, the breaker,
+        its share of --max-requests spent)."""
+        return await self.sleep_until(point.run.start_s + offset) and not point.tripped.is_set() and point.budget.take()
+
+    def _open_loop_send(
+        self,
+        point: PointState,
+        one: Callable[[Request, RequestRecord], Awaitable[None]],
+        rid: int,
+        request: Request,
+        offset: float,
+    ) -> None:
+        run, tasks = point.run, point.tasks
+        run.last_arrival_s = run.start_s + offset
+        record = self.new_record(
+            point=run.index,
+            id=rid,
+            scheduled_s=run.start_s + offset,
+            dataset_prompt_tokens=request.expected_prompt_tokens,
+            trace_row=request.trace_row,
+            pooling=Pooling.of(request),
+            group=request.group,
+        )
+        task = asyncio.ensure_future(one(request, record))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def _until_planned_end(self, point: PointState) -> None:
         # The load lasts its whole period even when the schedule's last arrival came earlier (a
         # low rate): the window ends there, and the point (with the server's scrapes) must too.
         planned = _planned_end_s(point)
@@ -552,25 +604,8 @@ def _planned_end_s(point: PointState) -> float | None:
 
 
 def _mean_gap_s(load: LoadPoint) -> float | None:
-    """A rate's mean gap; a replay's is set from its schedule (_schedule); closed loop has none."""
+    """A rate's mean gap; a replay's is set from its schedule as it goes (_replay); closed loop has none."""
     return 1.0 / load.rate_per_s if isinstance(load, RateLoad) else None
-
-
-def _schedule(
-    point: PointState, load: RateLoad | ReplayLoad, source: RequestSource
-) -> Iterator[tuple[float, Request | None]]:
-    """An open-loop point's sends: (offset from the point's start, the request to send, or None
-    for the source's next one). A replay's are the trace's rows in its window, before
-    ``--duration``; its mean gap (for the planned end) is the trace's over the rows sent."""
-    if isinstance(load, RateLoad):
-        yield from ((t, None) for t in arrival_times(load, point.seed, point.stop))
-        return
-    sends = replay_offsets(source.trace(), load.speed, load.start_s, load.end_s, load.jitter_s, point.seed)
-    duration, limit = point.stop.duration_s, point.stop.max_requests
-    sends = [s for s in sends if duration is None or s.offset_s < duration][:limit]
-    if len(sends) > 1:
-        point.mean_gap_s = (sends[-1].offset_s - sends[0].offset_s) / (len(sends) - 1)
-    yield from ((s.offset_s, s.row.request) for s in sends)
 
 
 class _Budget:
@@ -596,7 +631,7 @@ class PointState:
     seed: int
     deadline_s: float | None
     budget: _Budget
-    source: RequestSource | SessionSource
+    source: RequestSource | SessionSource | TraceSource
     share: Share = Share()  # the part of the global schedule this generator runs
     mean_gap_s: float | None = None  # open loop: the schedule's mean gap between arrivals
     tasks: set[asyncio.Future[Any]] = field(default_factory=set)  # requests in flight

@@ -6,7 +6,9 @@ the load point.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import heapq
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -106,35 +108,57 @@ class ReplaySend(Generic[RowT]):
     row: RowT
 
 
+def replay_window(loads: Sequence[LoadPoint]) -> tuple[float | None, float | None]:
+    """The trace time the replay points cover (the trace's rows are read from there); points with
+    different windows: the whole trace (each point still replays its own window)."""
+    windows = {(load.start_s, load.end_s) for load in loads if isinstance(load, ReplayLoad)}
+    return windows.pop() if len(windows) == 1 else (None, None)
+
+
 def replay_offsets(
-    rows: Sequence[RowT],
+    rows: Iterable[RowT],
     speed: float = 1.0,
     start_s: float | None = None,
     end_s: float | None = None,
     jitter_s: float = 0.0,
     seed: int = 0,
-) -> list[ReplaySend[RowT]]:
-    """The trace as a schedule, in send order: a row's offset is its trace time divided by
-    ``speed`` (2 = twice as fast, 0.5 = half; one meaning, where vLLM, AIPerf, guidellm and SGLang
-    differ), measured from the first row used.
+) -> Iterator[ReplaySend[RowT]]:
+    """The trace as a schedule, in send order, as lazily as the rows come (``rows`` in trace
+    order): a row's offset is its trace time divided by ``speed`` (2 = twice as fast, 0.5 = half;
+    one meaning, where vLLM, AIPerf, guidellm and SGLang differ), measured from the first row used.
 
     ``start_s``/``end_s`` select rows by trace time (``start_s <= timestamp_s < end_s``, before the
     speed division). ``jitter_s`` (trace seconds, opt-in) moves each row later by an independent
     uniform draw in [0, jitter_s), seeded: a gridded trace (Mooncake's conversation trace puts
     arrivals on a 3 s grid) then spreads each grid instant's burst over the bucket after it
-    instead of sending it at once. Offset 0 stays the first used row's unjittered time.
+    instead of sending it at once. Offset 0 stays the first used row's unjittered time. Jittered
+    rows are put back in send order through a heap that holds only the rows within ``jitter_s``
+    of the next send (a row is never later than its time plus the jitter).
     """
     if speed <= 0:
         raise BadInput(f"replay speed must be > 0 (2 = twice as fast), got {speed:g}")
     if jitter_s < 0:
         raise BadInput(f"replay jitter must be >= 0 s, got {jitter_s:g}")
-    used = [
+    used = (
         r for r in rows if (start_s is None or r.timestamp_s >= start_s) and (end_s is None or r.timestamp_s < end_s)
-    ]
-    if not used:
+    )
+    first = next(used, None)
+    if first is None:
         window = f"[{start_s if start_s is not None else 'start'}, {end_s if end_s is not None else 'end'})"
         raise BadInput(f"no trace rows in the replay window {window} s of trace time")
-    t0 = min(r.timestamp_s for r in used)
-    shifts = np.random.default_rng(seed).uniform(0.0, jitter_s, len(used)) if jitter_s else np.zeros(len(used))
-    sends = [ReplaySend((r.timestamp_s + float(u) - t0) / speed, r) for r, u in zip(used, shifts)]
-    return sorted(sends, key=lambda s: s.offset_s)  # stable: rows at one time keep the trace's order
+    t0 = first.timestamp_s
+    if not jitter_s:
+        yield ReplaySend(0.0, first)
+        for r in used:
+            yield ReplaySend((r.timestamp_s - t0) / speed, r)
+        return
+    rng = np.random.default_rng(seed)
+    heap: list[tuple[float, int, RowT]] = []  # (jittered trace time, arrival order, row): stable
+    for n, r in enumerate(itertools.chain([first], used)):
+        while heap and heap[0][0] <= r.timestamp_s:  # nothing later can come before it
+            t, _, row = heapq.heappop(heap)
+            yield ReplaySend((t - t0) / speed, row)
+        heapq.heappush(heap, (r.timestamp_s + float(rng.uniform(0.0, jitter_s)), n, r))
+    while heap:
+        t, _, row = heapq.heappop(heap)
+        yield ReplaySend((t - t0) / speed, row)

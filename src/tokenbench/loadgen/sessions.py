@@ -35,7 +35,7 @@ from tokenbench.datasets.sessions import Conversation, Turn
 from tokenbench.errors import BadInput
 from tokenbench.loadgen.failfast import Backoff
 from tokenbench.loadgen.schedule import Share, arrival_times
-from tokenbench.loadgen.source import RequestSource, start_index
+from tokenbench.loadgen.source import RequestSource, TraceSource, start_index
 from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import Outcome, Request, RequestRecord, SessionTurn
 
@@ -103,7 +103,7 @@ class Point(Protocol):
     def budget(self) -> Budget: ...
 
     @property
-    def source(self) -> RequestSource | SessionSource: ...
+    def source(self) -> RequestSource | SessionSource | TraceSource: ...
 
     @property
     def share(self) -> Share: ...

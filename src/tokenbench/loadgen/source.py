@@ -1,16 +1,27 @@
 """Where a run's requests come from, in order: a point's sequence, fixed by its load and the seed
-(``RequestSource``), and a trace's rows for a replay's schedule (``RequestSource.trace``)."""
+(``RequestSource``), and a trace's rows on a replay's schedule, built as the replay nears them
+(``TraceSource``)."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
+import queue
+import threading
 import zlib
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
-from tokenbench.config import LoadPoint
+from tokenbench.config import LoadPoint, ReplayLoad, StopConfig
 from tokenbench.datasets import with_prefix
+from tokenbench.datasets.pooling import group_size, pooled
+from tokenbench.datasets.tokenizers import Tokenizer
+from tokenbench.datasets.trace_requests import TracePlan, TraceRequests, TraceTally
+from tokenbench.datasets.traces import TraceDigest, TraceRow
 from tokenbench.errors import BadInput
-from tokenbench.loadgen.schedule import Share
+from tokenbench.loadgen.schedule import ReplaySend, Share, replay_offsets
 from tokenbench.records import Request
 
 
@@ -74,17 +85,189 @@ class RequestSource:
             request = with_prefix(request, f"[{self._nonce}-{i}] ")
         return i, request
 
-    def trace(self) -> list[_TraceSend]:
-        """The requests that are a trace's rows (``trace_time_s`` set), for a replay's schedule."""
-        rows = [_TraceSend(r.trace_time_s, r) for r in self._requests if r.trace_time_s is not None]
-        if not rows:
-            raise ValueError("a replay needs a trace's requests (--dataset trace)")
-        return rows
+
+# Requests built ahead of a replay's schedule, at most: the rows in flight are what a replay holds
+# (a Mooncake row's prompt is ~70 KB of text, its longest ~700 KB).
+LOOKAHEAD = 64
 
 
 @dataclass(frozen=True, slots=True)
-class _TraceSend:
-    """A trace row's request and its trace time: what load.replay_offsets schedules."""
+class ReplayItem:
+    """One row of a replay's global schedule: its offset from the point's start, the row, and its
+    request when this generator sends it (None: another worker's)."""
 
-    timestamp_s: float
-    request: Request
+    offset_s: float
+    row: TraceRow
+    request: Request | None
+
+
+class _End:
+    """The schedule ended (``error``: it could not go on: a malformed row, say)."""
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error = error
+
+
+class TraceSource:
+    """A replay's requests: the trace's rows in the point's window, in send order, each built into
+    a Request by a thread that keeps at most ``LOOKAHEAD`` of them ahead of the schedule, so the
+    first send waits for one row, not the window, and memory holds the rows in flight, not the
+    trace. The event loop never builds a prompt (a long one would stall every stream's timing).
+
+    A point's schedule is cut where the load ends: ``--duration`` (rows whose offset is past it)
+    and ``--max-requests`` (the global count). Rows the load generator sends (or passes, as
+    another worker's) are told to ``sent``: counted in the point's ``tally`` with the prefix reuse
+    they bring, so the tally is over the rows sent, not those built ahead. A worker (``lane``)
+    keeps its ids apart from the others' as RequestSource does."""
+
+    def __init__(self, plan: TracePlan, tokenizer: Tokenizer | None, lane: Share = Share()) -> None:
+        self.plan = plan
+        self.trace = TraceRequests(plan, tokenizer)
+        self._next_id = lane.index
+        self._id_step = lane.count
+        self.tally: TraceTally | None = None  # the point's, once it is started
+        self._ahead: _Ahead | None = None
+        self.digest: TraceDigest | None = None  # the driver's: the file's sha256 and rows, on the side
+
+    @property
+    def unique_nonce(self) -> str | None:
+        return None  # a trace's prefixes are its point: never a unique prefix
+
+    def start_point(self, load: LoadPoint, seed: int, share: Share = Share()) -> None:
+        """Nothing: a replay's rows start at its window (``ready`` sets its schedule up)."""
+
+    def ready(self, load: ReplayLoad, seed: int, stop: StopConfig, share: Share = Share()) -> None:
+        """Before a point: its schedule set up and the first requests built, in the background."""
+        self.close()
+        self.tally = self.trace.new_tally()
+        self._ahead = _Ahead(self._items(load, seed, stop, share, self.tally)).start()
+
+    async def sends(
+        self, load: ReplayLoad, seed: int, stop: StopConfig, share: Share = Share()
+    ) -> AsyncIterator[ReplayItem]:
+        """The point's items, in order, from the thread ``ready`` started (started now if not)."""
+        if self._ahead is None:
+            self.ready(load, seed, stop, share)
+        ahead = self._ahead
+        assert ahead is not None
+        try:
+            while (item := await ahead.get()) is not None:
+                yield item
+        finally:
+            self.close()
+
+    def items(self, load: ReplayLoad, seed: int, stop: StopConfig, share: Share = Share()) -> Iterator[ReplayItem]:
+        """The point's items built inline, in order (a simulated replay: nothing waits on time)."""
+        self.tally = self.trace.new_tally()
+        return self._items(load, seed, stop, share, self.tally)
+
+    def sent(self, row: TraceRow) -> None:
+        """``row`` went out (this generator's send, or another worker's row passed)."""
+        if self.tally is not None:
+            self.trace.issue(self.tally, row)
+
+    def issue(self, request: Request) -> tuple[int, Request]:
+        i = self._next_id
+        self._next_id += self._id_step
+        return i, request
+
+    def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.stop()
+            self._ahead = None
+
+    def _items(
+        self, load: ReplayLoad, seed: int, stop: StopConfig, share: Share, tally: TraceTally
+    ) -> Iterator[ReplayItem]:
+        rows = self.trace.rows(tally, load.start_s, load.end_s)
+        duration, limit = stop.duration_s, stop.max_requests
+        sends = replay_offsets(rows, load.speed, jitter_s=load.jitter_s, seed=seed)
+        kept = itertools.takewhile(
+            lambda x: (duration is None or x[1].offset_s < duration) and (limit is None or x[0] < limit),
+            enumerate(sends),
+        )
+        if self.plan.pooling is None:
+            for i, send in kept:
+                yield ReplayItem(send.offset_s, send.row, self.trace.request(send.row) if share.mine(i) else None)
+            return
+        yield from self._pooled(kept, share, *self.plan.pooling)
+
+    def _pooled(
+        self, sends: Iterator[tuple[int, ReplaySend[TraceRow]]], share: Share, api: str, batch_size: int
+    ) -> Iterator[ReplayItem]:
+        """Pooling requests: row i's holds rows i..i+group-1's texts (the last rows' wrap to the
+        first ones, as datasets.pooling does a list): built ``group`` rows behind the schedule."""
+        group = group_size(api, batch_size)
+        window: deque[tuple[int, ReplaySend[TraceRow], Request]] = deque()
+        first: list[Request] = []
+
+        def item(picked: list[Request]) -> ReplayItem:
+            i, send, _ = window.popleft()
+            return ReplayItem(send.offset_s, send.row, pooled(picked, api) if share.mine(i) else None)
+
+        for i, send in sends:
+            request = self.trace.request(send.row)
+            if len(first) < group - 1:
+                first.append(request)
+            window.append((i, send, request))
+            if len(window) == group:
+                yield item([r for _, _, r in window])
+        while window:
+            picked = [r for _, _, r in window] + first
+            while len(picked) < group:
+                picked += first
+            yield item(picked[:group])
+
+
+class _Ahead:
+    """Items of an iterator made by a thread, at most ``LOOKAHEAD`` built requests ahead of the
+    one reading them (rows of other workers cost nothing to hold and do not count)."""
+
+    def __init__(self, items: Iterator[ReplayItem]) -> None:
+        self._items = items
+        self._queue: queue.Queue[ReplayItem | _End] = queue.Queue()
+        self._room = threading.Semaphore(LOOKAHEAD)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread()
+
+    def start(self) -> _Ahead:
+        self._thread = threading.Thread(target=self._fill, name="trace-ahead", daemon=True)
+        self._thread.start()
+        return self
+
+    def _fill(self) -> None:
+        try:
+            for item in self._items:
+                while item.request is not None and not self._room.acquire(timeout=0.1):
+                    if self._stopped.is_set():
+                        return
+                if self._stopped.is_set():
+                    return
+                self._queue.put(item)
+            self._queue.put(_End())
+        except BaseException as exc:
+            self._queue.put(_End(exc))
+
+    async def get(self) -> ReplayItem | None:
+        """The next item (None: the schedule ended), waiting off the event loop when the thread
+        is behind (the wait is the replay's lag, seen in the sends' queue delay)."""
+        try:
+            item = self._queue.get_nowait()
+        except queue.Empty:
+            item = await asyncio.get_running_loop().run_in_executor(None, self._queue.get)
+        if isinstance(item, _End):
+            self._queue.put(item)  # every later get ends too
+            if item.error is not None:
+                raise item.error
+            return None
+        if item.request is not None:
+            self._room.release()
+        return item
+
+    def stop(self) -> None:
+        """The thread stops at its next item (waited for: the next point's thread shares the
+        prompt builder); a wait for one ends."""
+        self._stopped.set()
+        self._queue.put(_End())
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)

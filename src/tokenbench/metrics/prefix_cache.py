@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from tokenbench.records import Outcome, RequestRecord
-from tokenbench.results import DatasetFacts, PrefixCache, Server
+from tokenbench.results import DatasetFacts, PrefixCache, Server, TracePointFacts
 from tokenbench.results.manifest import PrefixCacheReset
 
 
@@ -89,9 +89,13 @@ def _hit_rate(server: Server | None, tally: CacheTally) -> tuple[float | None, A
     return None, None, None
 
 
-def expected_reuse(dataset_info: DatasetFacts | None) -> float | None:
-    """The workload's expected token reuse from config.json's dataset facts: a trace's hash ids,
-    else a shared-prefix workload's (``shared_prefix.expected_reuse``, when a dataset gives it)."""
+def expected_reuse(dataset_info: DatasetFacts | None, point: TracePointFacts | None = None) -> float | None:
+    """The workload's expected token reuse: over the rows a replay ``point`` sent (its trace
+    facts), else from config.json's dataset facts: a trace's hash ids (a run from before points
+    had their own), else a shared-prefix workload's (``shared_prefix.expected_reuse``)."""
+    if point is not None:
+        reuse = point.expected_reuse
+        return float(reuse.token_fraction) if reuse is not None and reuse.token_fraction is not None else None
     if dataset_info is None:
         return None
     for facts in (dataset_info.trace, dataset_info.shared_prefix):

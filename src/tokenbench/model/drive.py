@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import count
 
 from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
 from tokenbench.datasets.sessions import estimate_tokens
-from tokenbench.loadgen.schedule import arrival_times, ramp_up_s, replay_offsets, user_start_times
-from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.schedule import arrival_times, ramp_up_s, user_start_times
+from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.model.engine import Cluster, Routing, Seq
 from tokenbench.model.params import ServerModel
 from tokenbench.records import Outcome, Request, RequestRecord, TokenSource
@@ -47,7 +48,7 @@ class PointDriver:
         index: int,
         load: LoadPoint,
         stop: StopConfig,
-        source: RequestSource,
+        source: RequestSource | TraceSource,
         seed: int,
         start_s: float,
         replicas: int = 1,
@@ -100,15 +101,20 @@ class PointDriver:
         if self.issued >= self.budget:
             return None
         self.issued += 1
+        assert isinstance(self.source, RequestSource), "closed loop draws from a list"
         return self.source.take()
 
-    def _open_loop(self, offsets: list[tuple[float, Request | None]]) -> None:
+    def _open_loop(self, offsets: Sequence[tuple[float, Request | None]]) -> None:
         for offset, given in offsets:
             t = self.start_s + offset
             if t >= self.deadline or self.issued >= self.budget:
                 break
             self.issued += 1
-            request = self.source.issue(given) if given is not None else self.source.take()
+            if given is not None:
+                request = self.source.issue(given)
+            else:
+                assert isinstance(self.source, RequestSource), "a rate's arrivals draw from a list"
+                request = self.source.take()
             self.last_arrival_s = t
             self.cluster.run(self._done, until_s=t)  # earlier replies free client slots first
             if self._in_flight < self._client_slots:
@@ -154,8 +160,9 @@ class PointDriver:
         elif isinstance(load, RateLoad):
             self._open_loop([(t, None) for t in arrival_times(load, self.seed, stop)])
         else:
-            sends = replay_offsets(self.source.trace(), load.speed, load.start_s, load.end_s, load.jitter_s, self.seed)
-            self._open_loop([(s.offset_s, s.row.request) for s in sends])
+            assert isinstance(self.source, TraceSource), "a trace replay draws from a TraceSource"
+            source = self.source
+            self._open_loop([(s.offset_s, s.request) for s in source.items(load, self.seed, stop)])
         drain_until = self.deadline + stop.drain_timeout_s if self.deadline != math.inf else math.inf
         self.cluster.run(self._done, until_s=drain_until)
         return self._point()

@@ -19,9 +19,11 @@ from pathlib import Path
 
 from tokenbench import __version__
 from tokenbench.config import LoadPoint, RunConfig
-from tokenbench.datasets import build_requests
+from tokenbench.datasets import build_requests, trace_info, trace_plan
+from tokenbench.datasets.trace_requests import ContextGuard
 from tokenbench.errors import BadInput
-from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.schedule import replay_window
+from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.model.drive import PointDriver
 from tokenbench.model.engine import Routing
 from tokenbench.model.observe import PREDICTED_URL
@@ -72,8 +74,15 @@ def predict(
     for name in (RECORDS, SAMPLES):
         if (run_dir / name).exists():
             raise BadInput(f"--out {run_dir} already holds a run ({name}): choose a new directory")
-    requests, info = build_requests(config.dataset, None, config.seed)
-    source = RequestSource(requests)
+    source: RequestSource | TraceSource
+    if config.dataset.name == "trace":  # its rows as the replay reaches them, unguarded
+        api = config.target.api or "chat"
+        recipe = trace_plan(config.dataset, config.seed, replay_window(config.loads), False, ContextGuard(), api)
+        source = TraceSource(recipe, None)
+        info = trace_info(config.dataset, source.trace.facts(None), False, None)
+    else:
+        requests, info = build_requests(config.dataset, None, config.seed)
+        source = RequestSource(requests)
     server = model.server
     manifest = RunManifest(
         config=config,

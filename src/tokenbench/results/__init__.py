@@ -56,6 +56,7 @@ from tokenbench.results.workload import (
     SessionFacts,
     SharedPrefixFacts,
     TraceFacts,
+    TracePointFacts,
 )
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "results.schema.json"
@@ -110,6 +111,7 @@ __all__ = [
     "Tokens",
     "Tool",
     "TraceFacts",
+    "TracePointFacts",
     "TurnStats",
     "TrialStat",
     "WindowHealth",

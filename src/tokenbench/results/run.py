@@ -23,7 +23,7 @@ from tokenbench.results.client import Client, WindowHealth, WorkerLoss, Workers
 from tokenbench.results.cost import Cost, Energy
 from tokenbench.results.failures import ErrorSeen, StoppedEarly
 from tokenbench.results.stopping import AutoStop, OverSaturated, SteadyState
-from tokenbench.results.workload import DatasetFacts, PrefixCache
+from tokenbench.results.workload import DatasetFacts, PrefixCache, TracePointFacts
 
 SCHEMA_VERSION = 1
 
@@ -512,6 +512,7 @@ class PointResult(PointMetrics, PointHead, OptionalParts):
     timeseries: list[TimeWindow]
     by_turn: list[TurnStats] | None = None  # only a --multi-turn point has these two keys
     sessions: SessionCounts | None = None
+    trace: TracePointFacts | None = None  # only a replay point: the trace's rows it sent, left out, its expected reuse
     prefix_cache: PrefixCache | None = None  # absent from results written before it existed
     cost: Cost | None = None  # only on a run given a price (--cost-per-hour)
     energy: Energy | None = None  # absent from results written before it existed

@@ -23,19 +23,52 @@ class ExpectedReuse(FrozenModel):
 
 
 class TraceFacts(FrozenModel):
-    """The trace replayed (``--dataset trace``): which file exactly, how it was read, what was used."""
+    """The trace replayed (``--dataset trace``): which file exactly, how it was read, what was sent.
+
+    The file's digest and rows come from a pass on the side (never before the first send): None
+    in a config.json written before it ended. What was sent (rows, the reader's and the context
+    guard's counts, the expected reuse) is over the rows the run's longest point sent, in
+    order; each point's own is its ``trace`` (TracePointFacts).
+    """
 
     format: str
-    sha256: str
-    num_rows: int  # rows read (after BurstGPT's filters and failed rows)
-    num_rows_used: int  # rows in the replay window (a --duration or --max-requests may send fewer)
+    sha256: str | None
+    num_rows: int | None  # data rows in the file (the side pass; every row, whatever the window)
+    num_rows_used: int  # rows sent (the longest point's): the window's, cut by --duration or --max-requests
     block_size: int | None  # tokens per hash id; None for formats without hash ids
-    num_failed_skipped: int
+    num_failed_skipped: int  # over the rows read (the window, up to where the replay stopped)
     num_filtered_out: int
-    expected_reuse: ExpectedReuse | None  # None for formats without hash ids
+    expected_reuse: ExpectedReuse | None  # over the rows sent; None for formats without hash ids
     # prompts were sent as exact token ids (a server that takes them, the completions API);
     # False: text built to the lengths (exact with a tokenizer)
     token_ids: bool = False
+    # The clock the window and trace times are on: "trace" (the file's own timestamps, in s) or
+    # "first_row" (a wall-clock trace, Azure: seconds from its first row, at time_origin, ISO 8601);
+    # first_row_s: the first row's time on that clock (BurstGPT's files start at 5 s).
+    clock: str | None = None
+    first_row_s: Number | None = None
+    time_origin: str | None = None
+    # rows not sent, by why: over_context (the guard), no_prompt (a reply to an empty prompt)
+    left_out: dict[str, int] | None = None
+    num_truncated: int | None = None  # rows the guard cut to fit (--over-context truncate)
+    num_images_not_sent: int | None = None  # rows asking images on an API that takes none
+    max_model_len: int | None = None  # the context the guard held rows to; None: unknown, unguarded
+    over_context: str | None = None  # the guard's choice: skip or truncate
+
+
+class TracePointFacts(FrozenModel):
+    """One replay point's use of the trace, up to where it stopped (results' per-point
+    ``trace``): rows sent (by every worker), rows not sent by why, rows cut to fit, what the
+    reader passed over, and the reuse an infinite prefix cache would find over the rows sent,
+    in order (what the point's measured hit rate is compared with)."""
+
+    num_rows_sent: int
+    left_out: dict[str, int]
+    num_truncated: int
+    num_failed_skipped: int
+    num_filtered_out: int
+    num_images_not_sent: int
+    expected_reuse: ExpectedReuse | None
 
 
 class SharedPrefixFacts(FrozenModel):

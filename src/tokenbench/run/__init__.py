@@ -35,7 +35,6 @@ from tokenbench.config import (
     DatasetConfig,
     LoadPoint,
     PrefixCacheMode,
-    ReplayLoad,
     RunConfig,
     TargetConfig,
     UsersLoad,
@@ -45,15 +44,17 @@ from tokenbench.config.target import ResolvedTarget
 from tokenbench.console.live import LiveView
 from tokenbench.console.tables import summary_table, trials_table, workload_text
 from tokenbench.console.terminal import console as wide_console
-from tokenbench.datasets import build_requests, check_path
+from tokenbench.datasets import build_requests, check_path, trace_info, trace_plan
 from tokenbench.datasets.images import check_api as check_image_api
 from tokenbench.datasets.pooling import pooling_requests
 from tokenbench.datasets.sessions import build_conversations, estimate_tokens
+from tokenbench.datasets.tokenizers import Tokenizer
+from tokenbench.datasets.trace_requests import CHAT_TEMPLATE_TOKENS, ContextGuard, trace_line
 from tokenbench.errors import BadInput
 from tokenbench.loadgen import PointRun
-from tokenbench.loadgen.schedule import describe
+from tokenbench.loadgen.schedule import describe, replay_window
 from tokenbench.loadgen.sessions import SessionSource
-from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import Request, RunClock
 from tokenbench.report.sections.failures import failed_points, failure_lines
@@ -248,8 +249,9 @@ async def _run_points(bench: _Bench, sut: ServerUnderTest, console: Console) -> 
     async with make_session(bench.config.target, bench.clock.now) as session:
         target = await resolve_target(session, bench.config.target, sut)
         wire = wire_for(target.api)
-        # a session's history limit, when the server states its context length
-        max_len = await served_max_model_len(session, target, wire) if bench.config.sessions else None
+        # a session's history limit, a trace's context guard: when the server states its context
+        wants_len = bench.config.sessions is not None or bench.config.dataset.name == "trace"
+        max_len = await served_max_model_len(session, target, wire) if wants_len else None
         reached = _Target(session, target, sut.profile)
         source = _source(bench, reached, sut.facts, max_len)
         stats = LiveStats()
@@ -259,6 +261,8 @@ async def _run_points(bench: _Bench, sut: ServerUnderTest, console: Console) -> 
             _note_workers(bench, pool)  # how the load runs, and the workers' clock offsets
             results = await _points(bench, driver, console)
         _note_workers(bench, pool)  # the offsets checked at the end, into results' header too
+        if isinstance(source, TraceSource):  # what the replay sent, and the file's digest
+            _note_trace(bench, source, results.points, console)
         results = results_header(bench.writer.manifest(), "run", results.points)
     results = results.finished(driver.interrupted)
     bench.writer.write_results(results)
@@ -381,25 +385,29 @@ class _Driver:
 
 def _source(
     bench: _Bench, target: _Target, backend: ServerFacts, served_max_len: int | None = None
-) -> RequestSource | SessionSource:
-    """The dataset built (the requests, or the conversations, every worker draws from) and
-    config.json written."""
+) -> RequestSource | SessionSource | TraceSource:
+    """The dataset built (the requests, or the conversations, every worker draws from; a trace:
+    opened, its rows built by each worker as its replay goes) and config.json written."""
     config, writer = bench.config, bench.writer
-    tokenizer, window = choose_tokenizer(config.dataset.tokenizer, target.config), _trace_window(config.loads)
-    source: RequestSource | SessionSource
-    if config.sessions is not None:
+    tokenizer = choose_tokenizer(config.dataset.tokenizer, target.config)
+    knobs = config.backend.knobs if config.backend is not None else None
+    max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
+    source: RequestSource | SessionSource | TraceSource
+    if config.dataset.name == "trace":
+        source = _trace_source(bench, target, tokenizer, config.dataset.context_tokens or max_len)
+        name = tokenizer.name if tokenizer is not None else None
+        info = trace_info(config.dataset, source.trace.facts(None), source.trace.exact_lengths, name)
+    elif config.sessions is not None:
         conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
         if config.mix is not None or config.lora_mix:  # routing: each conversation's group
             conversations = mixed_conversations(
                 conversations, config.mix, config.lora_mix, config.tenant_header, config.seed
             )
         counter = tokenizer.count if tokenizer is not None else estimate_tokens
-        knobs = config.backend.knobs if config.backend is not None else None
-        max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
         source = SessionSource(conversations, counter, config.sessions, max_len, id_prefix=secrets.token_hex(4))
         check_image_api([], target.config.api, config.dataset.images)  # images
     else:
-        requests, info = build_requests(config.dataset, tokenizer, config.seed, window, _token_ids(target))
+        requests, info = build_requests(config.dataset, tokenizer, config.seed)
         if target.config.pooling:  # pooling APIs: --batch-size inputs a request
             requests = pooling_requests(requests, target.config.api, target.config.batch_size or 1)
         check_image_api(requests, target.config.api)  # images
@@ -407,7 +415,7 @@ def _source(
 
             def build(overrides: dict[str, Any]) -> list[Request]:
                 dataset = DatasetConfig.model_validate({**config.dataset.model_dump(), **overrides})
-                return build_requests(dataset, tokenizer, config.seed, window, _token_ids(target))[0]
+                return build_requests(dataset, tokenizer, config.seed)[0]
 
             requests = mixed_requests(requests, config.mix, config.lora_mix, config.tenant_header, config.seed, build)
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
@@ -416,16 +424,57 @@ def _source(
     return source
 
 
+def _trace_source(bench: _Bench, target: _Target, tokenizer: Tokenizer | None, max_len: int | None) -> TraceSource:
+    """The trace opened here (its format, clock and first row in the window checked before any
+    load), its digest started on the side; the same plan goes to every worker."""
+    config = bench.config
+    template = CHAT_TEMPLATE_TOKENS if target.config.api == "chat" else 0
+    guard = ContextGuard(max_len, config.dataset.over_context, template)
+    window = replay_window(config.loads)
+    batch = (target.config.batch_size or 1) if target.config.pooling else None
+    plan = trace_plan(config.dataset, config.seed, window, _token_ids(target), guard, target.config.api, batch)
+    try:
+        source = TraceSource(plan, tokenizer)
+        first = next(source.trace.reader.rows(), None)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"--dataset-path {config.dataset.path}: {exc}") from exc
+    if first is None:
+        start, end = window
+        raise BadInput(
+            f"{config.dataset.path}: no trace rows in the replay window [{start or 'start'}, {end or 'end'}) s "
+            f"of trace time (its clock: {_clock_text(source)})"
+        )
+    source.digest = source.trace.digest().start()
+    return source
+
+
+def _note_trace(bench: _Bench, source: TraceSource, points: list[PointResult], console: Console) -> None:
+    """config.json's ``dataset_info.trace`` once the replay ran: the file's digest and rows (the
+    side pass, waited for now), and what the longest point sent (rows, left out, expected
+    reuse); the console says what was left out."""
+    digest = source.digest.result() if source.digest is not None else None
+    sent = [p.trace for p in points if p.trace is not None]
+    longest = max(sent, key=lambda t: t.num_rows_sent, default=None)
+    facts = source.trace.facts(digest, longest)
+    config = bench.config
+    manifest = bench.writer.manifest()
+    tokenizer = manifest.dataset_info.tokenizer if manifest.dataset_info is not None else None
+    info = trace_info(config.dataset, facts, source.trace.exact_lengths, tokenizer)
+    bench.writer.write_config(manifest.model_copy(update={"dataset_info": info}))
+    if (line := trace_line(facts)) is not None:
+        console.print(line, markup=False, highlight=False)
+
+
+def _clock_text(source: TraceSource) -> str:
+    clock = source.trace.reader.clock
+    if clock.kind == "first_row":
+        return f"seconds from its first row, at {clock.origin}"
+    return f"its own timestamps; the first row is at {clock.first_row_s:g} s"
+
+
 def _token_ids(target: _Target) -> bool:
     """Prompts may go as token ids: the engine takes them (its profile says so) on completions."""
     return bool(target.profile and target.profile.token_id_prompts and target.config.api == "completions")
-
-
-def _trace_window(loads: list[LoadPoint]) -> tuple[float | None, float | None]:
-    """The trace time the replay points cover, so only those rows are built (and counted in the
-    expected reuse); points with different windows get the whole trace."""
-    windows = {(load.start_s, load.end_s) for load in loads if isinstance(load, ReplayLoad)}
-    return windows.pop() if len(windows) == 1 else (None, None)
 
 
 async def resolve_target(

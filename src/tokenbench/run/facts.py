@@ -72,6 +72,8 @@ def point_facts(run: PointRun, reset: CacheReset, lost: Sequence[WorkerLoss] = (
     # keys only a --multi-turn point, or one during which a worker died, has (only keys given are written)
     if run.sessions is not None:
         span["sessions"] = SessionCounts(**dataclasses.asdict(run.sessions))
+    if run.trace is not None:  # a replay: its use of the trace's rows
+        span["trace"] = run.trace.facts()
     if lost:
         span["workers_lost"] = list(lost)
     if run.stopped_early is not None:

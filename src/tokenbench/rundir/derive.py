@@ -135,8 +135,9 @@ def point_result(
     )
     server = point_server(samples, window.start_s, window.end_s)
     population = [r for r in kept if chunks.in_population(r)]
-    # the workload's expected reuse: a trace's or shared prefixes' (dataset facts), else sessions'
-    workload_reuse = expected_reuse(manifest.dataset_info)
+    # the workload's expected reuse: over the rows a replay point sent (its own trace facts; a run
+    # before them: the dataset's), shared prefixes' (dataset facts), else sessions'
+    workload_reuse = expected_reuse(manifest.dataset_info, event.trace)
     if workload_reuse is None and config.sessions is not None:
         workload_reuse = session_expected_reuse(population, kept)
     # --multi-turn: by_turn over the window population, and the load generator's counts over the
@@ -164,6 +165,7 @@ def point_result(
         timeseries=_windows(series, samples, health),
         by_turn=by_turn(population) if multi_turn else None,
         sessions=event.sessions,
+        trace=event.trace,
         prefix_cache=prefix_cache(event.prefix_cache_reset, server, cache, workload_reuse),
         cost=point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s) if price is not None else None,
         energy=point_energy(samples, header, window.start_s, window.end_s, metrics.output_tokens_per_s),

@@ -23,14 +23,15 @@ import aiohttp
 from tokenbench.clients import wire_for
 from tokenbench.clients.stream import StreamingClient, make_session
 from tokenbench.common import redact
-from tokenbench.config import LoadPoint, SessionConfig, StopConfig
+from tokenbench.config import LoadPoint, ReplayLoad, SessionConfig, StopConfig
 from tokenbench.config.target import ResolvedTarget
 from tokenbench.datasets.sessions import Conversation, estimate_tokens
 from tokenbench.datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
+from tokenbench.datasets.trace_requests import TracePlan
 from tokenbench.loadgen import LoadGenerator, Part, PointRun
 from tokenbench.loadgen.schedule import Share
 from tokenbench.loadgen.sessions import SessionSource
-from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import Request, RequestRecord, RunClock
 from tokenbench.spans.keys import JoinKeys, run_key
@@ -59,6 +60,7 @@ class Setup:
     tokenizer: str | None = None  # --tokenizer: counts output tokens client-side
     requests: list[Request] | None = None
     unique_nonce: str | None = None
+    trace: TracePlan | None = None  # --dataset trace: the worker opens the trace and builds its rows
     conversations: list[Conversation] | None = None  # --multi-turn
     sessions: SessionConfig | None = None
     max_model_len: int | None = None
@@ -110,7 +112,7 @@ class _Running:
     clock: RunClock
     target: ResolvedTarget
     session: aiohttp.ClientSession
-    source: RequestSource | SessionSource
+    source: RequestSource | SessionSource | TraceSource
     gen: LoadGenerator
     client: StreamingClient
 
@@ -168,6 +170,8 @@ class WorkerCore:
         """Before the point: this worker's place in the prompts, and its connections open."""
         state = self._running
         state.source.start_point(order.load, order.seed, order.share)
+        if isinstance(state.source, TraceSource) and isinstance(order.load, ReplayLoad):
+            state.source.ready(order.load, order.point_seed, order.stop, order.share)  # its first rows built
         await state.client.warm(order.warm)
 
     def start(self, order: Order) -> None:
@@ -222,8 +226,11 @@ class WorkerCore:
             await self._state.session.close()
 
 
-def _source(setup: Setup) -> RequestSource | SessionSource:
-    """The worker's own copy of where requests come from (the driver's list, its own ids)."""
+def _source(setup: Setup) -> RequestSource | SessionSource | TraceSource:
+    """The worker's own copy of where requests come from (the driver's list, its own ids; a
+    trace: opened here, its rows built as the replay goes)."""
+    if setup.trace is not None:
+        return TraceSource(setup.trace, choose_tokenizer(setup.tokenizer, setup.target), lane=setup.lane)
     if setup.conversations is None:
         assert setup.requests is not None
         return RequestSource(setup.requests, unique_nonce=setup.unique_nonce, lane=setup.lane)

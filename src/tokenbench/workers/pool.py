@@ -262,6 +262,9 @@ def _merge(run: PointRun, parts: list[PointRun], now: float, interrupted: bool) 
     facts = [p.stopping for p in parts if p.stopping is not None]
     run.stopping = min(facts, key=lambda f: f.at_s) if facts else None
     stopped_window(run)
+    traces = [p.trace for p in parts if p.trace is not None]
+    if traces:  # each worker saw the global schedule up to where it stopped: the furthest has it all
+        run.trace = max(traces, key=lambda t: t.issued)
     tallies = [p.sessions for p in parts if p.sessions is not None]
     if tallies:
         run.sessions = SessionTally(

@@ -12,7 +12,7 @@ from tokenbench.config import RunConfig
 from tokenbench.config.target import ResolvedTarget
 from tokenbench.loadgen.schedule import Share
 from tokenbench.loadgen.sessions import SessionSource
-from tokenbench.loadgen.source import RequestSource
+from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import RequestRecord, RunClock
 from tokenbench.results.client import WorkerClock, Workers
@@ -28,7 +28,7 @@ PoolIO = tuple[Callable[[list[RequestRecord]], None], Callable[[Sample], None], 
 async def worker_pool(
     config: RunConfig,
     target: ResolvedTarget,
-    source: RequestSource | SessionSource,
+    source: RequestSource | SessionSource | TraceSource,
     clock: RunClock,
     run_dir: Path,
     io: PoolIO,
@@ -53,7 +53,7 @@ async def worker_pool(
 def _setup(
     config: RunConfig,
     target: ResolvedTarget,
-    source: RequestSource | SessionSource,
+    source: RequestSource | SessionSource | TraceSource,
     clock: RunClock,
     lane: Share,
     origin: float,
@@ -70,6 +70,8 @@ def _setup(
             max_model_len=source.max_model_len,
             session_prefix=source.id_prefix,
         )
+    if isinstance(source, TraceSource):  # each worker opens the trace and builds its own rows
+        return dataclasses.replace(common, trace=source.plan)
     return dataclasses.replace(common, requests=source.requests, unique_nonce=source.unique_nonce)
 
 
