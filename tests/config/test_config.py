@@ -31,6 +31,8 @@ from tokenbench.config import (
         (lambda: _run(DatasetConfig(), UsersLoad(users=1), schedule_ends=True), "only a trace replay ends"),
         (lambda: DatasetConfig(name="trace"), "--dataset trace needs --dataset-path"),
         (lambda: DatasetConfig(block_size=16), "--block-size describe a trace"),
+        (lambda: DatasetConfig(sharegpt_sampling="vllm"), "--sharegpt-sampling vllm draws ShareGPT prompts"),
+        (lambda: DatasetConfig(name="dolly", sharegpt_sampling="sglang"), "use it with --dataset sharegpt"),
     ],
 )
 def test_a_bad_setting_is_an_error_naming_what_to_change(build, needle):
@@ -41,6 +43,11 @@ def test_a_bad_setting_is_an_error_naming_what_to_change(build, needle):
 def _run(dataset: DatasetConfig, load, schedule_ends: bool = False) -> RunConfig:
     stop = StopConfig(schedule_ends=True) if schedule_ends else StopConfig(max_requests=1)
     return RunConfig(loads=[load], stop=stop, dataset=dataset)
+
+
+def test_sharegpt_sampling_defaults_to_tokenbenchs_own_and_is_taken_with_sharegpt():
+    assert DatasetConfig().sharegpt_sampling == "tokenbench"
+    assert DatasetConfig(name="sharegpt", sharegpt_sampling="sglang").sharegpt_sampling == "sglang"
 
 
 def test_a_trace_replay_needs_no_duration_its_schedule_ends_it():

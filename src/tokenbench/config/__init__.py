@@ -44,6 +44,10 @@ Arrival = Literal["constant", "poisson", "gamma"]
 # engine's own control (backends/cache_control.py); "keep" leaves it as the last point left it.
 PrefixCacheMode = Literal["reset", "keep"]
 DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace"]
+# --sharegpt-sampling: whose way of drawing ShareGPT prompts (datasets/sharegpt.py): tokenbench's
+# own (human-first conversations), or vllm bench serve's or SGLang bench_serving's (the first two
+# turns whoever speaks them, their shuffle and their length filters).
+ShareGPTSampling = Literal["tokenbench", "vllm", "sglang"]
 # The trace formats datasets.traces reads (--trace-format).
 TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
 
@@ -701,6 +705,17 @@ class DatasetConfig(_Model):
     path: Annotated[
         Path | None, Flag("--dataset-path", "Dataset file (sharegpt JSON, dolly JSONL, your JSONL, a trace).")
     ] = None
+    # --dataset sharegpt: which conversations become prompts, in which order, with which length filters
+    sharegpt_sampling: Annotated[
+        ShareGPTSampling,
+        Flag(
+            "--sharegpt-sampling",
+            "ShareGPT: draw as tokenbench (conversations whose first turn is human), vllm (as vllm bench serve "
+            "--dataset-name sharegpt) or sglang (as SGLang's bench_serving): the first two turns whoever speaks "
+            "them, that tool's shuffle and length filters (lengths agree with the same --tokenizer and --seed).",
+            default=True,
+        ),
+    ] = "tokenbench"
     # synthetic prompt length
     input_tokens: Annotated[
         int,
@@ -808,6 +823,14 @@ class DatasetConfig(_Model):
             if self.name not in ("synthetic", "sharegpt", "dolly", "jsonl"):
                 raise ValueError(f"--images adds images to prompts: not with --dataset {self.name}")
         parse_image_sizes(self.image_size)
+        return self
+
+    @model_validator(mode="after")
+    def _sharegpt(self) -> DatasetConfig:
+        if self.sharegpt_sampling != "tokenbench" and self.name != "sharegpt":
+            raise ValueError(
+                f"--sharegpt-sampling {self.sharegpt_sampling} draws ShareGPT prompts: use it with --dataset sharegpt"
+            )
         return self
 
     @model_validator(mode="after")
