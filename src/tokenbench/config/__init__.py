@@ -54,6 +54,16 @@ TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
 SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
 
 
+def multi_turn_sampling_error(sampling: ShareGPTSampling) -> str:
+    """Why --multi-turn refuses a peer's ShareGPT sampling (the settings and datasets.sessions say it)."""
+    # vllm bench serve and SGLang's bench_serving send each conversation's first two turns as one
+    # prompt; --multi-turn sends every human turn of a conversation with its history: no draw of theirs.
+    return (
+        f"--sharegpt-sampling {sampling} draws single prompts as that tool does; --multi-turn sends every "
+        "human turn of each conversation: drop one of them"
+    )
+
+
 # structured output: --response-format as the settings hold it (clients/structured.py sends and checks it)
 class OutputConstraint(_Model):
     """What a reply must be: ``json_object``, ``json_schema`` (the schema itself, read from its file),
@@ -1149,6 +1159,8 @@ class RunConfig(_Model):
             raise ValueError("--tool-result answers tool calls: give --tools FILE too")
         if self.sessions.turns is not None and self.dataset.name != "synthetic":
             raise ValueError("--turns sets synthetic conversations' length: the dataset's conversations have theirs")
+        if self.dataset.sharegpt_sampling != "tokenbench":
+            raise ValueError(multi_turn_sampling_error(self.dataset.sharegpt_sampling))
         return self
 
     def redacted(self) -> dict[str, Any]:
