@@ -52,6 +52,9 @@ OTHER_TOOLS = {
     "--structured-output-ratio": "vllm bench serve (not supported: docs/workloads.md)",
     "--enable-auto-tool-choice": "vLLM serve (a named tool_choice needs it: docs/workloads.md)",
     "--tool-call-parser": "vLLM serve (a named tool_choice needs it: docs/workloads.md)",
+    "--no-oversample": "vllm bench serve (no counterpart: docs/workloads.md, ShareGPT sampling)",
+    "--disable-shuffle": "vllm bench serve (no counterpart: docs/workloads.md, ShareGPT sampling)",
+    "--sharegpt-context-len": "SGLang's bench_serving (no counterpart: docs/workloads.md, ShareGPT sampling)",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9](?![\w*-])")  # not vLLM's --ramp-up-*-rps glob
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)

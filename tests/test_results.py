@@ -84,6 +84,8 @@ PUBLIC_KEYS += [
     f"dataset.shared_prefix.expected_reuse.{k}"
     for k in ("num_blocks", "num_blocks_reused", "num_tokens", "num_tokens_reused", "token_fraction", "block_fraction")
 ]
+# --dataset sharegpt only: whose sampling drew the prompts (--sharegpt-sampling)
+PUBLIC_KEYS += ["dataset.sharegpt_sampling"]
 # --multi-turn runs only (datasets.sessions, metrics.sessions, session_load)
 PUBLIC_KEYS += "dataset.sessions.conversations dataset.sessions.turns dataset.sessions.history_tokens".split()
 PUBLIC_KEYS += [f"points[].by_turn[].{k}" for k in ("turn_index", "count")]

@@ -10,6 +10,7 @@ from tokenbench.config import (
     RateLoad,
     ReplayLoad,
     RunConfig,
+    SessionConfig,
     StopConfig,
     TargetConfig,
     UsersLoad,
@@ -31,6 +32,12 @@ from tokenbench.config import (
         (lambda: _run(DatasetConfig(), UsersLoad(users=1), schedule_ends=True), "only a trace replay ends"),
         (lambda: DatasetConfig(name="trace"), "--dataset trace needs --dataset-path"),
         (lambda: DatasetConfig(block_size=16), "--block-size describe a trace"),
+        (lambda: DatasetConfig(sharegpt_sampling="vllm"), "--sharegpt-sampling vllm draws ShareGPT prompts"),
+        (lambda: DatasetConfig(name="dolly", sharegpt_sampling="sglang"), "use it with --dataset sharegpt"),
+        (
+            lambda: _run(DatasetConfig(name="sharegpt", sharegpt_sampling="vllm"), UsersLoad(users=1), sessions=True),
+            "--sharegpt-sampling vllm draws single prompts .*--multi-turn",
+        ),
     ],
 )
 def test_a_bad_setting_is_an_error_naming_what_to_change(build, needle):
@@ -38,9 +45,16 @@ def test_a_bad_setting_is_an_error_naming_what_to_change(build, needle):
         build()
 
 
-def _run(dataset: DatasetConfig, load, schedule_ends: bool = False) -> RunConfig:
+def _run(dataset: DatasetConfig, load, schedule_ends: bool = False, sessions: bool = False) -> RunConfig:
     stop = StopConfig(schedule_ends=True) if schedule_ends else StopConfig(max_requests=1)
-    return RunConfig(loads=[load], stop=stop, dataset=dataset)
+    return RunConfig(loads=[load], stop=stop, dataset=dataset, sessions=SessionConfig() if sessions else None)
+
+
+def test_sharegpt_sampling_defaults_to_tokenbenchs_own_and_is_taken_with_sharegpt():
+    assert DatasetConfig().sharegpt_sampling == "tokenbench"
+    assert DatasetConfig(name="sharegpt", sharegpt_sampling="sglang").sharegpt_sampling == "sglang"
+    # tokenbench's own sampling is the conversations --multi-turn reads turn by turn: taken
+    assert _run(DatasetConfig(name="sharegpt"), UsersLoad(users=1), sessions=True).sessions is not None
 
 
 def test_a_trace_replay_needs_no_duration_its_schedule_ends_it():

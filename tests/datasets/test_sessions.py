@@ -8,6 +8,7 @@ from words import WordTokenizer
 
 from tokenbench.config import DatasetConfig, SessionConfig
 from tokenbench.datasets.sessions import build_conversations
+from tokenbench.errors import BadInput
 
 
 def _sharegpt(tmp_path):
@@ -42,6 +43,14 @@ def test_sharegpt_every_human_turn_with_its_reply_length(tmp_path):
     assert (conv.system, conv.system_tokens) == ("be brief", 2)
     assert facts.sessions is not None and (facts.sessions.conversations, facts.sessions.turns) == (1, 3)
     assert facts.sessions.history_tokens == "tokenizer" and facts.exact_lengths
+    assert facts.sharegpt_sampling is None  # turn by turn: no single-prompt sampling drew them
+
+
+@pytest.mark.parametrize("sampling", ["vllm", "sglang"])
+def test_a_peers_single_prompt_sampling_is_refused_for_conversations(tmp_path, sampling):
+    cfg = DatasetConfig(name="sharegpt", path=_sharegpt(tmp_path), sharegpt_sampling=sampling)
+    with pytest.raises(BadInput, match=f"--sharegpt-sampling {sampling} draws single prompts"):
+        build_conversations(cfg, SessionConfig(), WordTokenizer(), 0)
 
 
 def test_output_tokens_fixes_every_turns_reply_length(tmp_path):

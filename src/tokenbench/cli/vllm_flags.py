@@ -32,7 +32,7 @@ def _rate(value: str) -> list[str]:
 
 
 def _dataset(value: str) -> list[str]:
-    """random: as --dataset synthetic; sharegpt: as --dataset sharegpt"""
+    """random: as --dataset synthetic; sharegpt: as --dataset sharegpt (add --sharegpt-sampling vllm for vLLM's draw)"""
     names = {"random": "synthetic", "sharegpt": "sharegpt"}
     if value not in names:
         raise FlagError(

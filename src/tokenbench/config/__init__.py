@@ -44,10 +44,24 @@ Arrival = Literal["constant", "poisson", "gamma"]
 # engine's own control (backends/cache_control.py); "keep" leaves it as the last point left it.
 PrefixCacheMode = Literal["reset", "keep"]
 DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace"]
+# --sharegpt-sampling: whose way of drawing ShareGPT prompts (datasets/sharegpt.py): tokenbench's
+# own (human-first conversations), or vllm bench serve's or SGLang bench_serving's (the first two
+# turns whoever speaks them, their shuffle and their length filters).
+ShareGPTSampling = Literal["tokenbench", "vllm", "sglang"]
 # The trace formats datasets.traces reads (--trace-format).
 TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
 
 SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
+
+
+def multi_turn_sampling_error(sampling: ShareGPTSampling) -> str:
+    """Why --multi-turn refuses a peer's ShareGPT sampling (the settings and datasets.sessions say it)."""
+    # vllm bench serve and SGLang's bench_serving send each conversation's first two turns as one
+    # prompt; --multi-turn sends every human turn of a conversation with its history: no draw of theirs.
+    return (
+        f"--sharegpt-sampling {sampling} draws single prompts as that tool does; --multi-turn sends every "
+        "human turn of each conversation: drop one of them"
+    )
 
 
 # structured output: --response-format as the settings hold it (clients/structured.py sends and checks it)
@@ -701,6 +715,17 @@ class DatasetConfig(_Model):
     path: Annotated[
         Path | None, Flag("--dataset-path", "Dataset file (sharegpt JSON, dolly JSONL, your JSONL, a trace).")
     ] = None
+    # --dataset sharegpt: which conversations become prompts, in which order, with which length filters
+    sharegpt_sampling: Annotated[
+        ShareGPTSampling,
+        Flag(
+            "--sharegpt-sampling",
+            "ShareGPT: draw as tokenbench (conversations whose first turn is human), vllm (as vllm bench serve "
+            "--dataset-name sharegpt) or sglang (as SGLang's bench_serving): the first two turns whoever speaks "
+            "them, that tool's shuffle and length filters (lengths agree with the same --tokenizer and --seed).",
+            default=True,
+        ),
+    ] = "tokenbench"
     # synthetic prompt length
     input_tokens: Annotated[
         int,
@@ -829,6 +854,14 @@ class DatasetConfig(_Model):
             if self.name not in ("synthetic", "sharegpt", "dolly", "jsonl"):
                 raise ValueError(f"--images adds images to prompts: not with --dataset {self.name}")
         parse_image_sizes(self.image_size)
+        return self
+
+    @model_validator(mode="after")
+    def _sharegpt(self) -> DatasetConfig:
+        if self.sharegpt_sampling != "tokenbench" and self.name != "sharegpt":
+            raise ValueError(
+                f"--sharegpt-sampling {self.sharegpt_sampling} draws ShareGPT prompts: use it with --dataset sharegpt"
+            )
         return self
 
     @model_validator(mode="after")
@@ -1156,6 +1189,8 @@ class RunConfig(_Model):
             raise ValueError("--tool-result answers tool calls: give --tools FILE too")
         if self.sessions.turns is not None and self.dataset.name != "synthetic":
             raise ValueError("--turns sets synthetic conversations' length: the dataset's conversations have theirs")
+        if self.dataset.sharegpt_sampling != "tokenbench":
+            raise ValueError(multi_turn_sampling_error(self.dataset.sharegpt_sampling))
         return self
 
     def redacted(self) -> dict[str, Any]:

@@ -13,11 +13,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypedDict
 
-from tokenbench.config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, DatasetName
+from tokenbench.config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, DatasetName, ShareGPTSampling
 from tokenbench.datasets import dolly, jsonl, shared_prefix, sharegpt
 from tokenbench.datasets.images import with_synthetic_images
 from tokenbench.datasets.synthetic import synthetic_prompts
-from tokenbench.datasets.tokenizers import Tokenizer
+from tokenbench.datasets.tokenizers import Tokenizer, special_tokens_of
 from tokenbench.datasets.trace_requests import ContextGuard, TracePlan, TraceSelection
 from tokenbench.errors import BadInput
 from tokenbench.records import Request
@@ -96,6 +96,7 @@ class Built:
     source: str | None
     exact_lengths: bool | None = None  # None: exact exactly when there is a tokenizer
     shared_prefix: SharedPrefixFacts | None = None
+    sharegpt_sampling: ShareGPTSampling | None = None  # --dataset sharegpt: whose draw it was
 
 
 def _synthetic(src: Source, tokenizer: Tokenizer | None) -> Built:
@@ -131,9 +132,14 @@ def _jsonl(src: Source, _: Tokenizer | None) -> Built:
     return Built(_shuffled(requests, src.seed), str(cfg.path))
 
 
-def _sharegpt(src: Source, _: Tokenizer | None) -> Built:
-    path = src.cfg.path or sharegpt.default_path()
-    return Built(_from_pairs(list(sharegpt.conversations(path)), src), str(path))
+def _sharegpt(src: Source, tokenizer: Tokenizer | None) -> Built:
+    path, sampling = src.cfg.path or sharegpt.default_path(), src.cfg.sharegpt_sampling
+    if sampling == "tokenbench":
+        requests = _from_pairs(list(sharegpt.conversations(path)), src)
+    else:
+        peer = sharegpt.PEERS[sampling]
+        requests = _as_peer(sharegpt.first_two_turns(path, peer), src, peer, special_tokens_of(tokenizer))
+    return Built(requests, str(path), sharegpt_sampling=sampling)
 
 
 def _dolly(src: Source, _: Tokenizer | None) -> Built:
@@ -206,6 +212,29 @@ def _from_pairs(pairs: list[tuple[str, str]], src: Source) -> list[Request]:
     return _shuffled(requests, src.seed)
 
 
+def _as_peer(pairs: list[tuple[str, str]], src: Source, peer: sharegpt.Peer, special_tokens: int) -> list[Request]:
+    """(prompt, reply) pairs drawn as the peer draws them: shuffled as ``random.seed(seed);
+    random.shuffle(pairs)`` does, each kept whose lengths the peer keeps (counted as its tokenizer
+    call counts them: with the ``special_tokens`` the tokenizer adds) and in the prompt token range,
+    until --num-prompts; then, for vLLM, filled up to --num-prompts by ``random.seed(seed);
+    random.choice(kept)`` each. Kept in that order (no second shuffle). max_tokens is the reply's
+    length as the peer counts it unless --output-tokens fixes it; the prompt's expected tokens are
+    tokenbench's count."""
+    cfg, requests = src.cfg, list[Request]()
+    random.Random(src.seed).shuffle(pairs)
+    for prompt, reply in pairs:
+        if len(requests) >= cfg.num_prompts:
+            break
+        n_prompt = src.count(prompt)
+        out = cfg.output_tokens if cfg.output_tokens is not None else src.count(reply) + special_tokens
+        if _in_range(n_prompt, cfg) and peer.keeps(n_prompt + special_tokens, out, cfg.output_tokens is not None):
+            requests.append(_make(prompt, src.system, out, n_prompt))
+    if peer.oversample and requests:
+        kept, choose = list(requests), random.Random(src.seed)
+        requests += [choose.choice(kept) for _ in range(cfg.num_prompts - len(kept))]
+    return requests
+
+
 def _shuffled(requests: list[Request], seed: int) -> list[Request]:
     random.Random(seed + 1).shuffle(requests)
     return requests
@@ -226,6 +255,7 @@ class _Workload(TypedDict, total=False):
     """DatasetInfo's keys only some datasets have (set only when they do)."""
 
     shared_prefix: SharedPrefixFacts
+    sharegpt_sampling: str
 
 
 def build_requests(cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int) -> tuple[list[Request], DatasetInfo]:
@@ -245,10 +275,13 @@ def build_requests(cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int) -
         raise BadInput(f"dataset {cfg.name!r} gave no prompts (check --dataset-path and the prompt token range)")
     if cfg.images is not None:  # images: synthetic images on every dataset's prompts
         built = replace(built, requests=with_synthetic_images(built.requests, cfg, seed))
-    # only shared prefixes' facts add the key (a trace's: trace_info): other datasets' results.json keep their shape
+    # only shared prefixes' facts (and ShareGPT's sampling) add a key (a trace's: trace_info): other
+    # datasets' results.json keep their shape
     workload = _Workload()
     if built.shared_prefix is not None:
         workload["shared_prefix"] = built.shared_prefix
+    if built.sharegpt_sampling is not None:
+        workload["sharegpt_sampling"] = built.sharegpt_sampling
     info = DatasetInfo(
         name=cfg.name,
         num_requests=len(built.requests),

@@ -1,7 +1,8 @@
 """Multi-turn conversations (``--multi-turn``): what each user turn says and how long its reply may be.
 
 Sources: ShareGPT (every human turn, each followed by the dataset's reply, whose length is that
-turn's max_tokens unless ``--output-tokens``), JSONL (one ``{"messages": [...]}`` a line with one
+turn's max_tokens unless ``--output-tokens``; ``--sharegpt-sampling`` vllm or sglang, single prompts
+drawn as those tools draw them, is refused), JSONL (one ``{"messages": [...]}`` a line with one
 or more user turns: an optional leading system message, each user message's following assistant
 message sets its max_tokens the same way), and synthetic (``--turns N`` turns of ``--input-tokens``
 each, ``--output-tokens`` replies). The dataset's replies are never sent: a turn's history is
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tokenbench.config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, SessionConfig
+from tokenbench.config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, SessionConfig, multi_turn_sampling_error
 from tokenbench.datasets import check_path, read_system_prompt, sharegpt
 from tokenbench.datasets.images import synthetic_image_sets
 from tokenbench.datasets.synthetic import synthetic_prompts
@@ -62,6 +63,8 @@ def build_conversations(
     results.json says of them."""
     count = tokenizer.count if tokenizer is not None else estimate_tokens
     check_path(cfg)
+    if cfg.sharegpt_sampling != "tokenbench":  # RunConfig refuses it too; this takes the parts apart
+        raise BadInput(multi_turn_sampling_error(cfg.sharegpt_sampling))
     system = read_system_prompt(cfg.system_prompt)
     if cfg.name == "synthetic":
         raw, source = _synthetic(cfg, sessions, tokenizer, seed), None

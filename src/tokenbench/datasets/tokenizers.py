@@ -1,7 +1,8 @@
 """Token counting for prompts and replies: an HF tokenizer file, or the target's /tokenize endpoint.
 
-A Tokenizer here only counts. Where no tokenizer is available, lengths are approximate and the
-dataset says so (``exact_lengths`` False in results).
+A Tokenizer here only counts, without the special tokens (a BOS) its encoding may add; one may also
+say how many it adds (``special_tokens_of``: other tools count them). Where no tokenizer is
+available, lengths are approximate and the dataset says so (``exact_lengths`` False in results).
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ class TokenIds(Protocol):
     def ids(self, text: str) -> list[int]: ...
 
 
+def special_tokens_of(tokenizer: Tokenizer | None) -> int:
+    """How many tokens the tokenizer adds to a text when asked to (a BOS, say), which ``count``
+    leaves out: what ``tokenizer(text).input_ids`` in vllm bench serve and SGLang's bench_serving
+    counts beyond it. 0 without a tokenizer or with one that cannot say."""
+    special = getattr(tokenizer, "special_tokens", None)
+    return int(special()) if callable(special) else 0
+
+
 def token_ids_of(tokenizer: Tokenizer | None) -> TokenIds | None:
     """The tokenizer as one that gives ids, when it can."""
     return tokenizer if tokenizer is not None and callable(getattr(tokenizer, "ids", None)) else None  # type: ignore[return-value]
@@ -56,6 +65,10 @@ class HFTokenizer:
 
     def ids(self, text: str) -> list[int]:
         return list(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def special_tokens(self) -> int:
+        """Tokens the file's post-processor adds to one text (its template's BOS, EOS)."""
+        return len(self._tok.encode("", add_special_tokens=True).ids)
 
 
 class RemoteTokenizer:
@@ -106,17 +119,22 @@ class RemoteTokenizer:
             raise ValueError(f"{self._url} answered {str(data)[:200]!r}, not a JSON object")
         return data
 
-    def _tokenize(self, text: str) -> dict[str, Any]:  # the server's JSON answer (_post)
-        body: dict[str, object] = {"content": text, "prompt": text, "add_special_tokens": False}
+    def _tokenize(self, text: str, special: bool = False) -> dict[str, Any]:  # the server's JSON answer (_post)
+        # add_special_tokens: vLLM's and SGLang's name; add_special: llama.cpp's (off by default)
+        body: dict[str, object] = {"content": text, "prompt": text, "add_special_tokens": special}
+        if special:
+            body["add_special"] = True
         if self._model:
             body["model"] = self._model
         return self._post(body)
 
     def count(self, text: str) -> int:
-        data = self._tokenize(text)
-        if "count" in data:
-            return int(data["count"])
-        return len(data["tokens"])
+        return _count(self._tokenize(text))
+
+    def special_tokens(self) -> int:
+        """The server's count of a word with its special tokens, less its count without them (0
+        from a server that takes neither field)."""
+        return max(0, _count(self._tokenize("hello", special=True)) - self.count("hello"))
 
     def ids(self, text: str) -> list[int]:
         return [int(t) for t in self._tokenize(text)["tokens"]]
@@ -129,6 +147,10 @@ class RemoteTokenizer:
         except (urllib.error.URLError, OSError, ValueError, KeyError):
             return None
         return tok
+
+
+def _count(data: dict[str, Any]) -> int:  # a /tokenize answer (vLLM adds ``count``)
+    return int(data["count"]) if "count" in data else len(data["tokens"])
 
 
 def _close_all(connections: list[http.client.HTTPConnection]) -> None:

@@ -102,6 +102,9 @@ class DatasetFacts(FrozenModel):
     trace: TraceFacts | None = None
     shared_prefix: SharedPrefixFacts | None = None
     sessions: SessionFacts | None = None
+    # --dataset sharegpt (single prompts): whose sampling drew them, tokenbench, vllm or sglang
+    # (--sharegpt-sampling); absent for every other dataset and for --multi-turn's conversations
+    sharegpt_sampling: str | None = None
 
 
 HitRateSource = Literal["server_counters", "llamacpp_timings", "usage_cached_tokens"]
