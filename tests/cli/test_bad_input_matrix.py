@@ -42,6 +42,41 @@ RUN = ("run", "--url", "{url}", "--out", "{out}", "--no-live")
 SHORT = ("--users", "1", "--duration", "1", "--max-requests", "2")
 
 ROWS: tuple[Row, ...] = (
+    # public trace formats as they come (real-data.md): what detection accepts, the reader reads
+    Row(
+        "burstgpt without the Model column filtered by model",
+        (*RUN, "--dataset", "trace", "--dataset-path", "{data}", "--trace-model", "GPT-4"),
+        2,
+        ("--trace-model filters on the model column",),
+        data="Timestamp,Request tokens,Response tokens\n5,472,18\n45,1087,230\n",
+    ),
+    Row(
+        "a replay window after the trace's last row",
+        (*RUN, "--dataset", "trace", "--dataset-path", "{data}", "--replay-start", "600"),
+        2,
+        ("no trace rows in the replay window", "first row is at 5 s"),
+        data="Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,472,18,490,API log\n",
+    ),
+    Row(
+        "an azure header missing GeneratedTokens",
+        (*RUN, "--dataset", "trace", "--dataset-path", "{data}"),
+        2,
+        ("not a known trace header",),
+        data="TIMESTAMP,ContextTokens\n2023-11-16 18:17:03.9799600,4808\n",
+    ),
+    Row(
+        "a context guard on a dataset that is not a trace",
+        (*RUN, *SHORT, "--over-context", "truncate"),
+        2,
+        ("--over-context", "--dataset trace"),
+    ),
+    Row(
+        "a workload mix over a trace",
+        (*RUN, "--dataset", "trace", "--dataset-path", "{data}", "--lora-mix", "a=1,b=1"),
+        2,
+        ("--lora-mix", "not with --dataset trace"),
+        data='{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [1]}\n',
+    ),
     # the list
     Row(
         "dataset path a directory",
