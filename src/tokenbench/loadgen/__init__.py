@@ -28,6 +28,7 @@ Multi-turn sessions (loadgen/sessions.py) run under the same loads and stopping 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -481,18 +482,21 @@ class LoadGenerator:
         first: float | None = None
         n = 0
         try:
-            async for item in source.sends(load, point.seed, point.stop, point.share):
-                if item.request is None:  # another worker's row: passed, counted as sent
+            sends = source.sends(load, point.seed, point.stop, point.share)
+            async with contextlib.aclosing(sends):  # a stop ends the builder thread at once
+                async for item in sends:
+                    # the mean gap over the global schedule (every worker's rows), as a rate's is
+                    first = item.offset_s if first is None else first
+                    n += 1
+                    if n > 1:
+                        point.mean_gap_s = (item.offset_s - first) / (n - 1)
+                    if item.request is None:  # another worker's row: passed, counted as sent
+                        source.sent(item.row)
+                        continue
+                    if not await self._arrive(point, item.offset_s):
+                        break
                     source.sent(item.row)
-                    continue
-                if not await self._arrive(point, item.offset_s):
-                    break
-                source.sent(item.row)
-                first = item.offset_s if first is None else first
-                n += 1
-                if n > 1:
-                    point.mean_gap_s = (item.offset_s - first) / (n - 1)
-                self._open_loop_send(point, one, *source.issue(item.request), item.offset_s)
+                    self._open_loop_send(point, one, *source.issue(item.request), item.offset_s)
         finally:
             point.run.trace = source.tally
         await self._until_planned_end(point)

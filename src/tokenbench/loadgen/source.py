@@ -11,7 +11,7 @@ import queue
 import threading
 import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 
 from tokenbench.config import LoadPoint, ReplayLoad, StopConfig
@@ -129,10 +129,6 @@ class TraceSource:
         self._ahead: _Ahead | None = None
         self.digest: TraceDigest | None = None  # the driver's: the file's sha256 and rows, on the side
 
-    @property
-    def unique_nonce(self) -> str | None:
-        return None  # a trace's prefixes are its point: never a unique prefix
-
     def start_point(self, load: LoadPoint, seed: int, share: Share = Share()) -> None:
         """Nothing: a replay's rows start at its window (``ready`` sets its schedule up)."""
 
@@ -144,7 +140,7 @@ class TraceSource:
 
     async def sends(
         self, load: ReplayLoad, seed: int, stop: StopConfig, share: Share = Share()
-    ) -> AsyncIterator[ReplayItem]:
+    ) -> AsyncGenerator[ReplayItem, None]:
         """The point's items, in order, from the thread ``ready`` started (started now if not)."""
         if self._ahead is None:
             self.ready(load, seed, stop, share)
