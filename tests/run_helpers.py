@@ -28,6 +28,9 @@ SETTINGS_ADDED_SINCE_FIXTURES = {
     "tenant_header": "X-Tenant",
     "dataset.image_size": "512x512",
     "dataset.image_format": "png",
+    "dataset.sharegpt_sampling": "tokenbench",
+    "dataset.context_tokens": None,  # trace replay's context guard
+    "dataset.over_context": "skip",
     "server_traces": False,
     "server_traces_port": 0,
     "server_traces_grpc_port": 0,  # server spans: the OTLP/gRPC receiver
