@@ -407,6 +407,17 @@ def _which_tokenbench(src: Path | None) -> str:
     return got
 
 
+def _commit(src: Path | None) -> str | None:
+    """The commit of the src measured, "+" when its files there differ from it (None: not git)."""
+    where = ["git", "-C", str(src if src is not None else ROOT / "src")]
+    try:
+        head = subprocess.run([*where, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
+        dirty = subprocess.run([*where, "status", "--porcelain", "--", "."], capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head.strip() + ("+" if dirty.strip() else "")
+
+
 def _warm_up(url: str, src: Path | None, work: Path) -> None:
     """One small replay first, so that no case pays for compiling the imports into PYCACHE."""
     sample = ROOT / "tests" / "fixtures" / "traces" / "mooncake_conversation.first400.jsonl"
@@ -426,6 +437,7 @@ def measure(args: argparse.Namespace, console: Console) -> dict[str, Any]:  # An
         "label": args.label,
         "src": str(args.src) if args.src else None,
         "tokenbench": _which_tokenbench(args.src),
+        "commit": _commit(args.src),
         "python": sys.version.split()[0],
         "host": {"machine": platform.machine(), "cpus": os.cpu_count(), "load_1m_at_start": os.getloadavg()[0]},
         "mock_args": list(MOCK_ARGS),
@@ -510,7 +522,7 @@ def table(doc: dict[str, Any]) -> Table:  # Any: the --json document
 def _pair(a: float | None, b: float | None, fmt: str) -> str:
     if a is None or b is None:
         return f"{_n(a, fmt)} -> {_n(b, fmt)}"
-    ratio = f" ({b / a:.2g}x)" if a > 0 else ""
+    ratio = f" ({b / a:.2f}x)" if a > 0 else ""
     return f"{fmt.format(a)} -> {fmt.format(b)}{ratio}"
 
 
@@ -534,7 +546,7 @@ def compare_table(before: dict[str, Any], after: dict[str, Any]) -> Table:  # An
             _pair(a["lag_p99_ms"], b["lag_p99_ms"], "{:.1f}"),
             f"{_n(a['images'])} -> {_n(b['images'])}" if name == "azure25-mm" else "",
             _pair(a["wall_s"], b["wall_s"], "{:.1f}"),
-            f"{_status(a['status'][:60])} -> {_status(b['status'][:60])}",
+            _status(a["status"]) if a["status"] == b["status"] else f"{_status(a['status'])} -> {_status(b['status'])}",
         )
     return t
 
