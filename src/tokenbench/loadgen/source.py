@@ -138,6 +138,13 @@ class TraceSource:
         self.tally = self.trace.new_tally()
         self._ahead = _Ahead(self._items(load, seed, stop, share, self.tally)).start()
 
+    async def primed(self) -> None:
+        """Wait (off the loop) until the point's first row is built: a gzipped trace is read up to
+        the window first, and a point that started before its first row could be sent would show
+        that read as every early row's lag."""
+        if self._ahead is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._ahead.first.wait)
+
     async def sends(
         self, load: ReplayLoad, seed: int, stop: StopConfig, share: Share = Share()
     ) -> AsyncGenerator[ReplayItem, None]:
@@ -224,6 +231,7 @@ class _Ahead:
         self._queue: queue.Queue[ReplayItem | _End] = queue.Queue()
         self._room = threading.Semaphore(LOOKAHEAD)
         self._stopped = threading.Event()
+        self.first = threading.Event()  # the first item (or the end) is in the queue
         self._thread = threading.Thread()
 
     def start(self) -> _Ahead:
@@ -265,5 +273,6 @@ class _Ahead:
         prompt builder); a wait for one ends."""
         self._stopped.set()
         self._queue.put(_End())
+        self.first.set()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=30)

@@ -172,6 +172,7 @@ class WorkerCore:
         state.source.start_point(order.load, order.seed, order.share)
         if isinstance(state.source, TraceSource) and isinstance(order.load, ReplayLoad):
             state.source.ready(order.load, order.point_seed, order.stop, order.share)  # its first rows built
+            await state.source.primed()  # the point starts once its first row can go
         await state.client.warm(order.warm)
 
     def start(self, order: Order) -> None:
