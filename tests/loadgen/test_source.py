@@ -88,3 +88,17 @@ def test_a_malformed_row_met_mid_replay_stops_it_naming_the_line(tmp_path):
     source = _source(_mooncake(tmp_path / "m.jsonl", 50, bad_at=30))
     with pytest.raises(BadInput, match=r"m\.jsonl:31: 'input_length' is negative"):
         asyncio.run(_drain(source, ReplayLoad()))
+
+
+def test_a_point_is_primed_once_its_first_row_is_built_or_its_schedule_cannot_start(tmp_path):
+    trace = write_trace(tmp_path / "t.jsonl")
+    source = _source(trace)
+
+    async def primed(load):
+        source.ready(load, 0, STOP)
+        await asyncio.wait_for(source.primed(), 5)
+        return [i.row.row async for i in source.sends(load, 0, STOP)]
+
+    assert asyncio.run(primed(ReplayLoad())) == [1, 2, 3, 4]
+    with pytest.raises(BadInput, match="no trace rows in the replay window"):  # primed all the same
+        asyncio.run(primed(ReplayLoad(start_s=100.0)))

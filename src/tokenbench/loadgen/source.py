@@ -248,9 +248,12 @@ class _Ahead:
                 if self._stopped.is_set():
                     return
                 self._queue.put(item)
+                self.first.set()
             self._queue.put(_End())
-        except BaseException as exc:
+        except BaseException as exc:  # the reader raises it in its own thread
             self._queue.put(_End(exc))
+        finally:
+            self.first.set()  # the first item, or the end (primed waits for either)
 
     async def get(self) -> ReplayItem | None:
         """The next item (None: the schedule ended), waiting off the event loop when the thread
