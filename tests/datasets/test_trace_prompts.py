@@ -107,3 +107,38 @@ def test_no_rows_means_no_reuse_figure():
     reuse = expected_reuse([], 512)
     assert reuse.token_fraction is None and reuse.block_fraction is None
     assert expected_reuse([TraceRow(1, 0, 5, 1)], 512).block_fraction is None
+
+
+class _Counting(WordTokenizer):
+    """Counts the texts it is asked to count, and how long each was (in words)."""
+
+    def __init__(self, merge_across_blocks: bool = False) -> None:
+        self.sizes: list[int] = []
+        self.merge = merge_across_blocks
+
+    def count(self, text: str) -> int:
+        n = len(text.split())
+        self.sizes.append(n)
+        return n - text.count(BLOCK_SEPARATOR) + 1 if self.merge and text.count(BLOCK_SEPARATOR) > 1 else n
+
+
+def _rows(n):
+    return [TraceRow(i, float(i), 20, 1, (2 * i, 2 * i + 1)) for i in range(1, n + 1)]
+
+
+def test_whole_prompts_are_counted_until_the_joins_held_then_trusted():
+    from tokenbench.datasets.trace_prompts import JOINS_CHECKED
+
+    tok = _Counting()
+    prompts = BlockPrompts(10, tok).prompt
+    got = [prompts(row) for row in _rows(JOINS_CHECKED + 5)]
+    assert all(p.exact and p.num_tokens == 20 for p in got)
+    assert tok.sizes.count(20) == JOINS_CHECKED  # whole prompts: the first ones only; blocks are 10 words
+
+
+def test_a_tokenizer_that_merges_across_blocks_is_checked_on_every_row():
+    tok = _Counting(merge_across_blocks=True)
+    prompts = BlockPrompts(10, tok).prompt
+    got = [prompts(row) for row in _rows(30)]
+    assert not any(p.exact for p in got) and all(p.num_tokens == 19 for p in got)
+    assert tok.sizes.count(20) == 30
