@@ -18,7 +18,7 @@ from tokenbench.datasets import dolly, jsonl, shared_prefix, sharegpt
 from tokenbench.datasets.images import with_synthetic_images
 from tokenbench.datasets.synthetic import synthetic_prompts
 from tokenbench.datasets.tokenizers import Tokenizer, special_tokens_of
-from tokenbench.datasets.trace_requests import ContextGuard, TracePlan, TraceSelection
+from tokenbench.datasets.trace_requests import ContextGuard, TracePlan, TraceRequests, TraceSelection
 from tokenbench.errors import BadInput
 from tokenbench.records import Request
 from tokenbench.results import DatasetFacts, SharedPrefixFacts, TraceFacts
@@ -177,14 +177,14 @@ def trace_plan(
     )
 
 
-def trace_info(cfg: DatasetConfig, facts: TraceFacts, exact_lengths: bool, tokenizer: str | None) -> DatasetInfo:
+def trace_info(cfg: DatasetConfig, trace: TraceRequests, facts: TraceFacts, tokenizer: str | None) -> DatasetInfo:
     """What results.json says of a replayed trace's dataset: its requests are the rows sent."""
     return DatasetInfo(
         name=cfg.name,
         num_requests=facts.num_rows_used,
-        exact_lengths=exact_lengths,
+        exact_lengths=trace.exact_lengths,
         tokenizer=tokenizer,
-        system_prompt=bool(read_system_prompt(cfg.system_prompt)),
+        system_prompt=bool(trace.plan.system),
         unique_prefix=cfg.unique_prefix,
         source=str(cfg.path),
         trace=facts,

@@ -97,7 +97,6 @@ class TraceTally:
     what the reader passed over (TraceCounts), rows whose images were not sent (not the chat
     API), and the prefix reuse an infinite cache would find over the rows issued, in order."""
 
-    block_size: int | None = None
     issued: int = 0
     over_context: int = 0
     truncated: int = 0
@@ -141,8 +140,8 @@ class TraceRequests:
         return self._ids is not None
 
     def new_tally(self) -> TraceTally:
-        has_ids = self.block_size is not None and self.reader.format in ("mooncake", "bailian")
-        return TraceTally(self.block_size, reuse=PrefixTally(self.block_size or 512) if has_ids else None)
+        # a format without hash ids has no block size; rows without them count no blocks (no figure)
+        return TraceTally(reuse=PrefixTally(self.block_size) if self.block_size is not None else None)
 
     def rows(self, tally: TraceTally, start_s: float | None = None, end_s: float | None = None) -> Iterator[TraceRow]:
         """The window's rows (``start_s <= t < end_s`` on the trace's clock), in trace order, read
@@ -169,11 +168,7 @@ class TraceRequests:
         """The row's request: its prompt built now (the blocks drawn before are memoized)."""
         plan = self.plan
         max_tokens = max(1, row.output_tokens)  # a 0-token reply cannot be asked for
-        images: tuple[str, ...] = ()
-        pixels: int | None = None
-        if row.num_images and plan.images:
-            images, pixels = image_set(row.num_images, plan.image_size, plan.image_format, (plan.seed, row.row))
-        if self._ids is not None:
+        if self._ids is not None:  # the completions API: never images
             ids = self._ids.prompt(row)
             return Request(
                 prompt=ids.text,
@@ -184,6 +179,10 @@ class TraceRequests:
                 trace_time_s=row.timestamp_s,
             )
         assert self._text is not None
+        images: tuple[str, ...] = ()
+        pixels: int | None = None
+        if row.num_images and plan.images:
+            images, pixels = image_set(row.num_images, plan.image_size, plan.image_format, (plan.seed, row.row))
         prompt = self._text.prompt(row)
         n_prompt = prompt.num_tokens if prompt.num_tokens is not None else row.input_tokens
         system = plan.system

@@ -79,7 +79,7 @@ def predict(
         api = config.target.api or "chat"
         recipe = trace_plan(config.dataset, config.seed, replay_window(config.loads), False, ContextGuard(), api)
         source = TraceSource(recipe, None)
-        info = trace_info(config.dataset, source.trace.facts(None), False, None)
+        info = trace_info(config.dataset, source.trace, source.trace.facts(None), None)
     else:
         requests, info = build_requests(config.dataset, None, config.seed)
         source = RequestSource(requests)

@@ -396,7 +396,7 @@ def _source(
     if config.dataset.name == "trace":
         source = _trace_source(bench, target, tokenizer, config.dataset.context_tokens or max_len)
         name = tokenizer.name if tokenizer is not None else None
-        info = trace_info(config.dataset, source.trace.facts(None), source.trace.exact_lengths, name)
+        info = trace_info(config.dataset, source.trace, source.trace.facts(None), name)
     elif config.sessions is not None:
         conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
         if config.mix is not None or config.lora_mix:  # routing: each conversation's group
@@ -459,7 +459,7 @@ def _note_trace(bench: _Bench, source: TraceSource, points: list[PointResult], c
     config = bench.config
     manifest = bench.writer.manifest()
     tokenizer = manifest.dataset_info.tokenizer if manifest.dataset_info is not None else None
-    info = trace_info(config.dataset, facts, source.trace.exact_lengths, tokenizer)
+    info = trace_info(config.dataset, source.trace, facts, tokenizer)
     bench.writer.write_config(manifest.model_copy(update={"dataset_info": info}))
     if (line := trace_line(facts)) is not None:
         console.print(line, markup=False, highlight=False)
