@@ -31,6 +31,9 @@ SETTINGS_ADDED_SINCE_FIXTURES = {
     "dataset.sharegpt_sampling": "tokenbench",
     "dataset.context_tokens": None,  # trace replay's context guard
     "dataset.over_context": "skip",
+    "dataset.program_format": "auto",  # agent programs
+    "dataset.program_output": "live",
+    "dataset.program_time_scale": 1.0,
     "server_traces": False,
     "server_traces_port": 0,
     "server_traces_grpc_port": 0,  # server spans: the OTLP/gRPC receiver

@@ -153,6 +153,20 @@ PUBLIC_KEYS += [
     for k in ("requests", "with_calls", "calls", "args_parsed", "args_parsed_fraction", "call_chunks", "args_tokens")
 ]
 PUBLIC_KEYS += [f"points[].ttftc_s.{k}" for k in DISTRIBUTION]
+# agent programs: the sessions read (dataset) and each point's sessions and critical paths
+PROGRAM_FACTS = "calls edges formats output programs recorded_session_s subagent_calls time_scale"
+PUBLIC_KEYS += [f"dataset.programs.{k}" for k in PROGRAM_FACTS.split()]
+PROGRAMS = "by_depth by_role critical_path.mean_s critical_path.share expected_reuse measured_reuse measured_sessions"
+PUBLIC_KEYS += [f"points[].programs.{k}" for k in PROGRAMS.split()]
+PUBLIC_KEYS += ["points[].programs.sessions_per_s"]
+PUBLIC_KEYS += [
+    f"points[].programs.sessions.{k}" for k in ("started", "completed", "ended_by_error", "ended_by_stop", "calls_not_sent")
+]
+PUBLIC_KEYS += [
+    f"points[].programs.{d}.{k}"
+    for d in ("calls_per_session", "critical_path.calls", "schedule_lag_s", "session_s")
+    for k in DISTRIBUTION
+]
 
 
 def _declared(model, prefix="") -> set[str]:

@@ -169,6 +169,37 @@ class SessionTurn:
     history_tokens: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ProgramCall:
+    """An agent program's call (datasets/programs, loadgen/programs.py): the session as run and the
+    program it replays (its id in the file), the call's id there, its sub-agent depth and role,
+    when its session started and when its parents allowed it to be sent (run clock; the record's
+    ``scheduled_s`` is the same, so its queue delay is the schedule's lag), and the edge that
+    allowed it last: the parent, what of it was waited on (end, start, first_token), the delay
+    after it and the part of that delay that was a tool's (None: a root, allowed by its session's
+    start and its own offset). ``program_parents``: every parent's id."""
+
+    program_session: str | None = None
+    program_id: str | None = None
+    program_call: str | None = None
+    program_depth: int | None = None
+    program_role: str | None = None
+    program_start_s: float | None = None
+    program_ready_s: float | None = None
+    program_after: str | None = None
+    program_anchor: str | None = None
+    program_delay_s: float | None = None
+    program_tool_s: float | None = None
+    program_parents: tuple[str, ...] | None = None
+    # the prompt's leading tokens that repeat a parent's prompt and reply (what a prefix cache
+    # holding the parent's request could serve; a reply's last token is never fed back: less one)
+    program_prefix_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.program_parents is not None and not isinstance(self.program_parents, tuple):  # a line's list
+            object.__setattr__(self, "program_parents", tuple(self.program_parents))
+
+
 @dataclass(slots=True)
 class Reasoning:
     """Reasoning models: the arrival of the first chunk that is not reasoning content (the answer;
@@ -308,6 +339,7 @@ class RequestRecord:
     trace_row: int | None = None  # Request.trace_row: the trace file's line this request replays
     reasoning: Reasoning | None = _part(Reasoning)
     session: SessionTurn | None = _part(SessionTurn)  # Request.session
+    program: ProgramCall | None = _part(ProgramCall)  # an agent program's call
     # Prompt tokens the server served from its prefix cache: usage.prompt_tokens_details.
     # cached_tokens, else llama.cpp's timings.cache_n. None: the server did not say.
     cached_prompt_tokens: int | None = None
@@ -368,7 +400,7 @@ class RequestRecord:
             chunk_times_s=ChunkEnds(self.chunk_times_s),
             chunk_tokens=None,
             _output_text=None,
-            server_timings=None,
+            server_timings=self.server_timings if self.program is not None else None,  # a program's breakdown
             _tool_messages=None,
             response_id=None,
         )

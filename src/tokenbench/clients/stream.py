@@ -560,7 +560,7 @@ class StreamingClient:
                 used.tool_args_parsed = arguments_parse(arguments)
                 if self._count_tokens is not None:
                     used.tool_args_tokens = sum(self._count_tokens(a) for a in arguments)
-            if record.session is not None and calls:
+            if (record.session is not None or record.program is not None) and calls:
                 record.tool_messages = tuple(c.as_message() for c in calls)
 
     def _finish_tokens(self, record: RequestRecord, stream: Stream) -> None:
@@ -586,7 +586,8 @@ class StreamingClient:
         # A session's next turn sends this reply back as history, so a session's record always
         # holds its text (records.jsonl still stores it only with --keep-text: RunWriter): the
         # answer without reasoning, as a chat client sends back (vLLM's reasoning docs; guidellm).
-        session = record.session is not None
+        # An agent program's call is the same: its children's prompts carry its reply.
+        session = record.session is not None or record.program is not None
         keep = self._keep_text or session
         text = "".join(stream.text) if (self._count_tokens or keep) else None
         if self._count_tokens is not None and text is not None and record.chunk_times_s:

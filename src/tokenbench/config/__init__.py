@@ -29,7 +29,7 @@ from tokenbench.config.constraints import (
     tool_names,
 )
 from tokenbench.config.cost import CostConfig
-from tokenbench.config.flags import ENGINE, IMAGES, PREFIXES, SCALE, SESSIONS, TRACE, Flag, SetBy
+from tokenbench.config.flags import ENGINE, IMAGES, PREFIXES, PROGRAMS, SCALE, SESSIONS, TRACE, Flag, SetBy
 from tokenbench.config.images import parse_image_count, parse_image_sizes
 from tokenbench.config.mix import DEFAULT_TENANT_HEADER, WorkloadMix, check_header, check_weights
 from tokenbench.config.slo import SLOConfig
@@ -43,7 +43,7 @@ Arrival = Literal["constant", "poisson", "gamma"]
 # --prefix-cache: "reset" empties the server's prefix cache before every load point through the
 # engine's own control (backends/cache_control.py); "keep" leaves it as the last point left it.
 PrefixCacheMode = Literal["reset", "keep"]
-DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace"]
+DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace", "programs"]
 # --sharegpt-sampling: whose way of drawing ShareGPT prompts (datasets/sharegpt.py): tokenbench's
 # own (human-first conversations), or vllm bench serve's or SGLang bench_serving's (the first two
 # turns whoever speaks them, their shuffle and their length filters).
@@ -708,7 +708,8 @@ class DatasetConfig(_Model):
         DatasetName,
         Flag(
             "--dataset",
-            "synthetic, sharegpt, dolly, jsonl, or trace (replays --dataset-path on its own schedule).",
+            "synthetic, sharegpt, dolly, jsonl, trace (replays --dataset-path on its own schedule), or programs "
+            "(agent sessions: graphs of dependent calls).",
             default=True,
         ),
     ] = "synthetic"
@@ -800,6 +801,36 @@ class DatasetConfig(_Model):
             default=True,
         ),
     ] = "skip"
+    # --dataset programs (datasets/programs/): recorded agent sessions, each a graph of calls
+    program_format: Annotated[
+        str,
+        Flag(
+            "--program-format",
+            "Programs: the file's format (auto: detected): weka, aiperf-dag, aiperf-graph, tracelab, "
+            "tracelab-csv, otel, dynamo.",
+            PROGRAMS,
+            default=True,
+        ),
+    ] = "auto"
+    program_output: Annotated[
+        Literal["live", "recorded"],
+        Flag(
+            "--program-output",
+            "Programs: a child's prompt carries its parent's live reply, or the recorded one.",
+            PROGRAMS,
+            default=True,
+        ),
+    ] = "live"
+    program_time_scale: Annotated[
+        float,
+        Flag(
+            "--program-time-scale",
+            "Programs: multiply every recorded wait (think and tool time, start offsets) by this "
+            "(0.01: a session of hours in minutes).",
+            PROGRAMS,
+            default=True,
+        ),
+    ] = Field(default=1.0, gt=0)
     # --dataset synthetic in shared-prefix groups (datasets.shared_prefix): G prefixes of P tokens
     # before each request's own input_tokens; the group drawn uniformly or by a Zipf exponent
     prefix_groups: Annotated[
@@ -869,6 +900,21 @@ class DatasetConfig(_Model):
         lo, hi = self.min_prompt_tokens, self.max_prompt_tokens
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"--min-prompt-tokens {lo} is above --max-prompt-tokens {hi}")
+        return self
+
+    @model_validator(mode="after")
+    def _programs(self) -> DatasetConfig:
+        if self.name == "programs" and self.path is None:
+            raise ValueError("--dataset programs needs --dataset-path FILE or DIR (recorded agent sessions)")
+        set_here = [
+            f
+            for f, default in (("program_format", "auto"), ("program_output", "live"), ("program_time_scale", 1.0))
+            if getattr(self, f) != default
+        ]
+        if self.name != "programs" and set_here:
+            flags = ", ".join("--" + f.replace("_", "-") for f in set_here)
+            verb = "describes" if len(set_here) == 1 else "describe"
+            raise ValueError(f"{flags} {verb} agent programs: use them with --dataset programs")
         return self
 
     @model_validator(mode="after")
@@ -1156,7 +1202,7 @@ class RunConfig(_Model):
         replays = [isinstance(load, ReplayLoad) for load in self.loads]
         if self.dataset.name == "trace" and not all(replays):
             raise ValueError("--dataset trace replays the trace's own schedule: drop --users/--rate")
-        if any(replays) and self.dataset.name != "trace":
+        if any(replays) and self.dataset.name not in ("trace", "programs"):
             raise ValueError("a replay load needs a trace: --dataset trace --dataset-path FILE")
         if self.stop.schedule_ends and not all(replays):
             raise ValueError("only a trace replay ends by its schedule: set --duration and/or --max-requests")

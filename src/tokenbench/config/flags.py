@@ -11,6 +11,7 @@ ENGINE = "Engine"
 TRACE = "Trace replay"
 PREFIXES = "Shared prefixes"
 SESSIONS = "Sessions"
+PROGRAMS = "Agent programs"
 COST = "Cost"
 SCALE = "Scale-out"
 IMAGES = "Images"  # images

@@ -96,6 +96,10 @@ class BlockPrompts:
     def block(self, hash_id: int, num_tokens: int) -> str:
         return self._fitted(f"block:{hash_id}", num_tokens)[0]
 
+    def keyed(self, key: str, num_tokens: int) -> str:
+        """A block's text by any key (a scoped hash id: an agent program's), as ``block`` draws it."""
+        return self._fitted(f"block:{key}", num_tokens)[0]
+
     def prompt(self, row: TraceRow) -> TracePrompt:
         if not row.hash_ids:
             text, exact = self._fitted(f"row:{row.row}", row.input_tokens)

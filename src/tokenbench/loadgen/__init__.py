@@ -39,6 +39,7 @@ from tokenbench.datasets.trace_requests import TraceTally
 from tokenbench.errors import BadInput
 from tokenbench.loadgen.autostop import CEILING, MAX_REQUESTS, OVER_SATURATED, AutoStop, PointMonitor, stop_facts
 from tokenbench.loadgen.failfast import Backoff, CircuitBreaker, Trip
+from tokenbench.loadgen.programs import ProgramSource, ProgramTally, run_programs
 from tokenbench.loadgen.schedule import Share, arrival_times, ramp_up_s, user_start_times
 from tokenbench.loadgen.sessions import SessionSource, SessionTally, run_sessions
 from tokenbench.loadgen.source import RequestSource, TraceSource
@@ -78,6 +79,7 @@ class PointRun:
     num_records: int = 0
     last_arrival_s: float | None = None  # open loop: the last scheduled arrival
     sessions: SessionTally | None = None  # a --multi-turn point's conversations (loadgen.sessions)
+    programs: ProgramTally | None = None  # an agent-programs point's sessions (loadgen.programs)
     trace: TraceTally | None = None  # a replay's use of the trace's rows (loadgen.source.TraceSource)
     stopped_early: Trip | None = None  # the circuit breaker stopped the point (failfast.py)
     auto_stop: AutoStop | None = None  # autostop: the point stopped by its own figures (autostop.py)
@@ -221,7 +223,7 @@ class LoadGenerator:
         index: int,
         load: LoadPoint,
         stop: StopConfig,
-        source: RequestSource | SessionSource | TraceSource,
+        source: RequestSource | SessionSource | TraceSource | ProgramSource,
         seed: int,
         started: Callable[[PointRun], None] | None = None,
         part: Part = Part(),
@@ -260,6 +262,8 @@ class LoadGenerator:
         source = point.source
         if isinstance(source, SessionSource):
             issuer = run_sessions(self, point, load)
+        elif isinstance(source, ProgramSource):
+            issuer = run_programs(self, point, load)
         elif isinstance(source, TraceSource):
             assert isinstance(load, ReplayLoad), "a trace's rows go on a replay's schedule"
             issuer = self._replay(point, load, source)
@@ -635,7 +639,7 @@ class PointState:
     seed: int
     deadline_s: float | None
     budget: _Budget
-    source: RequestSource | SessionSource | TraceSource
+    source: RequestSource | SessionSource | TraceSource | ProgramSource
     share: Share = Share()  # the part of the global schedule this generator runs
     mean_gap_s: float | None = None  # open loop: the schedule's mean gap between arrivals
     tasks: set[asyncio.Future[Any]] = field(default_factory=set)  # requests in flight

@@ -30,12 +30,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tokenbench.config import LoadPoint, RateLoad, SessionConfig, StopConfig, UsersLoad
+from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, SessionConfig, StopConfig, UsersLoad
 from tokenbench.datasets.sessions import Conversation, Turn
 from tokenbench.errors import BadInput
 from tokenbench.loadgen.failfast import Backoff
 from tokenbench.loadgen.schedule import Share, arrival_times
-from tokenbench.loadgen.source import RequestSource, TraceSource, start_index
+from tokenbench.loadgen.source import start_index
 from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import Outcome, Request, RequestRecord, SessionTurn
 
@@ -61,7 +61,7 @@ class Driver(Protocol):
 
     async def send(self, request: Request, record: RequestRecord) -> None: ...
 
-    def in_slot(self, load: RateLoad, share: Share) -> Send: ...
+    def in_slot(self, load: RateLoad | ReplayLoad, share: Share) -> Send: ...
 
     async def run_users(self, load: UsersLoad, share: Share, user: Callable[[int, float], Awaitable[None]]) -> None: ...
 
@@ -73,6 +73,7 @@ class Span(Protocol):
     start_s: float
     user_spans: list[tuple[float, float]]
     sessions: SessionTally | None
+    last_arrival_s: float | None
 
 
 class Budget(Protocol):
@@ -103,7 +104,7 @@ class Point(Protocol):
     def budget(self) -> Budget: ...
 
     @property
-    def source(self) -> RequestSource | SessionSource | TraceSource: ...
+    def source(self) -> object: ...  # what the point draws from: each driver checks it is its kind
 
     @property
     def share(self) -> Share: ...

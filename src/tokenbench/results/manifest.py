@@ -25,7 +25,16 @@ from tokenbench.common.frozen import FrozenModel
 from tokenbench.config import Api, LoadPoint, RunConfig
 from tokenbench.config.target import ResolvedTarget
 from tokenbench.errors import BadInput
-from tokenbench.results import Clock, DatasetFacts, SessionCounts, StoppedEarly, Telemetry, Tool, TracePointFacts
+from tokenbench.results import (
+    Clock,
+    DatasetFacts,
+    ProgramCounts,
+    SessionCounts,
+    StoppedEarly,
+    Telemetry,
+    Tool,
+    TracePointFacts,
+)
 from tokenbench.results.base import Number
 from tokenbench.results.client import WorkerLoss, Workers
 from tokenbench.results.stopping import AutoStopFacts
@@ -230,6 +239,7 @@ class PointEnd(_PointEvent):
     num_records: int | None = None  # None: a point the run never finished
     last_arrival_s: Number | None = None
     sessions: SessionCounts | None = None  # a --multi-turn point the process finished
+    programs: ProgramCounts | None = None  # an agent-programs point the process finished
     trace: TracePointFacts | None = None  # a replay point the process finished: its use of the trace
     workers_lost: list[WorkerLoss] | None = None  # only a point during which a worker died
     stopped_early: StoppedEarly | None = None  # only a point the circuit breaker stopped (failfast.py)

@@ -350,6 +350,68 @@ class SessionCounts(FrozenModel):
     ended_by_stop: int
 
 
+# agent programs (--dataset programs): a point's sessions, the critical path through each and
+# where its time went (metrics/programs.py)
+class ProgramCounts(FrozenModel):
+    """A programs point's sessions over the whole point, as the load generator ran them."""
+
+    started: int
+    completed: int
+    ended_by_error: int
+    ended_by_stop: int
+    calls_not_sent: int = Field(description="calls of sessions that ended before their parents allowed them")
+
+
+class CallGroup(FrozenModel):
+    """The calls of one role or depth in the point's window population: their count, ok ones,
+    and over those TTFT, E2E and the schedule's lag (sent - when the parents allowed)."""
+
+    count: int
+    ok: int
+    ttft_s: Distribution
+    e2e_s: Distribution
+    schedule_lag_s: Distribution
+
+
+class CriticalPath(FrozenModel):
+    """The measured sessions' critical paths: from the last call's end back through, at each call,
+    the parent whose anchor plus delay allowed it last, to the session's start. Each part's mean
+    seconds a session, and its share of the sessions' summed latency (the parts add up to it).
+    Parts: dispatch (client to server, the server's frontend: with server spans), queue (with
+    spans the server's queue; with llama.cpp's timings all of TTFT before its prefill), prefill,
+    delivery (server first token to the client: spans), ttft (time to first token not split: no
+    server timing), decode, tool (a tool's run), think (the rest of a recorded wait; a root's
+    offset), lag (the schedule's: sent later than the parents allowed)."""
+
+    calls: Distribution
+    mean_s: dict[str, Number]
+    share: dict[str, Number | None]
+
+
+class ProgramStats(FrozenModel):
+    """A programs point: its sessions (the whole point), and over the measured sessions (completed,
+    started in the window) their latency (last call's end - the session's scheduled start), rate
+    and critical path; the calls of the window population by role and depth, the schedule's lag
+    over them, and the prefix reuse the programs imply against what the server reported."""
+
+    sessions: ProgramCounts | None
+    measured_sessions: int
+    session_s: Distribution
+    sessions_per_s: Number | None
+    calls_per_session: Distribution
+    schedule_lag_s: Distribution
+    critical_path: CriticalPath
+    by_role: dict[str, CallGroup]
+    by_depth: dict[str, CallGroup]
+    expected_reuse: Number | None = Field(
+        description="prompt tokens that repeat a parent's prompt and reply (PromptOf + Output leading a prompt), "
+        "of the ok calls' prompt tokens"
+    )
+    measured_reuse: Number | None = Field(
+        description="the server's cached prompt tokens of the ok calls' prompt tokens"
+    )
+
+
 class PointHead(FrozenModel):
     """Which point: its index, load and span (derive.point_result, from the run's ``point`` event)."""
 
@@ -512,6 +574,7 @@ class PointResult(PointMetrics, PointHead, OptionalParts):
     timeseries: list[TimeWindow]
     by_turn: list[TurnStats] | None = None  # only a --multi-turn point has these two keys
     sessions: SessionCounts | None = None
+    programs: ProgramStats | None = None  # only an agent-programs point
     trace: TracePointFacts | None = None  # only a replay point: the trace's rows it sent, left out, its expected reuse
     prefix_cache: PrefixCache | None = None  # absent from results written before it existed
     cost: Cost | None = None  # only on a run given a price (--cost-per-hour)

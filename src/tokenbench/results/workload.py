@@ -89,6 +89,23 @@ class SessionFacts(FrozenModel):
     history_tokens: Literal["tokenizer", "estimate"]
 
 
+class ProgramFacts(FrozenModel):
+    """Agent programs (``--dataset programs``, datasets/programs/): the recorded sessions read,
+    their calls, sub-agent calls, edges by what they wait on, how a child's prompt takes its
+    parent's reply (live or recorded) and the factor on recorded waits; ``recorded_session_s``:
+    the sessions' mean length had every call taken its recorded time (the recording's own critical
+    path, waits scaled; None: the format records no call times)."""
+
+    formats: list[str]
+    programs: int
+    calls: int
+    subagent_calls: int
+    edges: dict[str, int]
+    output: Literal["live", "recorded"]
+    time_scale: Number
+    recorded_session_s: Number | None
+
+
 class DatasetFacts(FrozenModel):
     """What the prompts were (datasets.build_requests makes it; config.json's dataset_info)."""
 
@@ -102,6 +119,7 @@ class DatasetFacts(FrozenModel):
     trace: TraceFacts | None = None
     shared_prefix: SharedPrefixFacts | None = None
     sessions: SessionFacts | None = None
+    programs: ProgramFacts | None = None  # --dataset programs
     # --dataset sharegpt (single prompts): whose sampling drew them, tokenbench, vllm or sglang
     # (--sharegpt-sampling); absent for every other dataset and for --multi-turn's conversations
     sharegpt_sampling: str | None = None

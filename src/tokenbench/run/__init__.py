@@ -47,11 +47,13 @@ from tokenbench.console.terminal import console as wide_console
 from tokenbench.datasets import build_requests, check_path, trace_info, trace_plan
 from tokenbench.datasets.images import check_api as check_image_api
 from tokenbench.datasets.pooling import pooling_requests
+from tokenbench.datasets.programs import program_info, read_programs
 from tokenbench.datasets.sessions import build_conversations, estimate_tokens
 from tokenbench.datasets.tokenizers import Tokenizer
 from tokenbench.datasets.trace_requests import CHAT_TEMPLATE_TOKENS, ContextGuard, trace_line
 from tokenbench.errors import BadInput
 from tokenbench.loadgen import PointRun
+from tokenbench.loadgen.programs import ProgramSource, program_source
 from tokenbench.loadgen.schedule import describe, replay_window
 from tokenbench.loadgen.sessions import SessionSource
 from tokenbench.loadgen.source import RequestSource, TraceSource
@@ -385,18 +387,23 @@ class _Driver:
 
 def _source(
     bench: _Bench, target: _Target, backend: ServerFacts, served_max_len: int | None = None
-) -> RequestSource | SessionSource | TraceSource:
+) -> RequestSource | SessionSource | TraceSource | ProgramSource:
     """The dataset built (the requests, or the conversations, every worker draws from; a trace:
     opened, its rows built by each worker as its replay goes) and config.json written."""
     config, writer = bench.config, bench.writer
     tokenizer = choose_tokenizer(config.dataset.tokenizer, target.config)
     knobs = config.backend.knobs if config.backend is not None else None
     max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
-    source: RequestSource | SessionSource | TraceSource
+    source: RequestSource | SessionSource | TraceSource | ProgramSource
     if config.dataset.name == "trace":
         source = _trace_source(bench, target, tokenizer, config.dataset.context_tokens or max_len)
         name = tokenizer.name if tokenizer is not None else None
         info = trace_info(config.dataset, source.trace, source.trace.facts(None), name)
+    elif config.dataset.name == "programs":
+        programs = read_programs(config.dataset.path, config.dataset.program_format)  # type: ignore[arg-type]
+        counter = tokenizer.count if tokenizer is not None else estimate_tokens
+        source = program_source(programs, config.dataset, tokenizer, counter, secrets.token_hex(4))
+        info = program_info(config.dataset, programs, tokenizer.name if tokenizer is not None else None)
     elif config.sessions is not None:
         conversations, info = build_conversations(config.dataset, config.sessions, tokenizer, config.seed)
         if config.mix is not None or config.lora_mix:  # routing: each conversation's group

@@ -14,7 +14,7 @@ from tokenbench.config import RunConfig
 from tokenbench.config.target import ResolvedTarget
 from tokenbench.loadgen import PointRun
 from tokenbench.records import RunClock
-from tokenbench.results import Clock, DatasetFacts, SessionCounts, StoppedEarly, Telemetry, Tool
+from tokenbench.results import Clock, DatasetFacts, ProgramCounts, SessionCounts, StoppedEarly, Telemetry, Tool
 from tokenbench.results.client import WorkerLoss
 from tokenbench.results.manifest import PointEnd, PointStart, PrefixCacheReset, RunManifest, ServerFacts, TargetFacts
 from tokenbench.telemetry.sampler import Sampler
@@ -72,6 +72,8 @@ def point_facts(run: PointRun, reset: CacheReset, lost: Sequence[WorkerLoss] = (
     # keys only a --multi-turn point, or one during which a worker died, has (only keys given are written)
     if run.sessions is not None:
         span["sessions"] = SessionCounts(**dataclasses.asdict(run.sessions))
+    if run.programs is not None:  # agent programs: the point's sessions
+        span["programs"] = ProgramCounts(**dataclasses.asdict(run.programs))
     if run.trace is not None:  # a replay: its use of the trace's rows
         span["trace"] = run.trace.facts()
     if lost:

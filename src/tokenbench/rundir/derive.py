@@ -39,6 +39,7 @@ from tokenbench.metrics.cost import point_cost
 from tokenbench.metrics.errors import errors_seen
 from tokenbench.metrics.groups import group_breakdowns
 from tokenbench.metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
+from tokenbench.metrics.programs import program_stats
 from tokenbench.metrics.stats import distribution
 from tokenbench.records import RequestRecord
 from tokenbench.results import (
@@ -63,10 +64,10 @@ from tokenbench.results.manifest import (
     earlier_spans,
     load_manifest,
 )
-from tokenbench.results.run import Distribution, WindowClient
+from tokenbench.results.run import Distribution, ProgramStats, WindowClient
 from tokenbench.results.stopping import AutoStop, OverSaturated, SteadyState
 from tokenbench.rundir import RecordSlice, point_ranges, write_json
-from tokenbench.spans.phases import SpanIndex, http_phases, point_server_phases
+from tokenbench.spans.phases import GRACE_S, SpanIndex, http_phases, joined_phases, point_server_phases
 from tokenbench.telemetry.client_health import point_client, window_client
 from tokenbench.telemetry.energy import point_energy
 from tokenbench.telemetry.sampler import SamplesFile
@@ -165,6 +166,9 @@ def point_result(
         timeseries=_windows(series, samples, health),
         by_turn=by_turn(population) if multi_turn else None,
         sessions=event.sessions,
+        programs=_programs(event, population, kept, window, spans, manifest)
+        if config.dataset.name == "programs"
+        else None,
         trace=event.trace,
         prefix_cache=prefix_cache(event.prefix_cache_reset, server, cache, workload_reuse),
         cost=point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s) if price is not None else None,
@@ -189,6 +193,22 @@ def point_result(
         if spans is not None and manifest.clock is not None
         else None,
     )
+
+
+def _programs(
+    event: PointEnd,
+    population: Sequence[RequestRecord],
+    kept: Sequence[RequestRecord],
+    window: Window,
+    spans: SpanIndex | None,
+    manifest: RunManifest,
+) -> ProgramStats:
+    """An agent-programs point: its sessions and their critical paths (metrics/programs.py), each
+    call's server phases from its spans where joined."""
+    phases = None
+    if spans is not None and manifest.clock is not None:
+        phases, _ = joined_phases(kept, spans, manifest.clock.origin_unix_s, event.end_s + GRACE_S)
+    return program_stats(population, kept, (window.start_s, window.end_s), event.programs, phases)
 
 
 def _send_lags(load: LoadPoint, records: Sequence[RequestRecord], window: Window) -> list[float] | None:

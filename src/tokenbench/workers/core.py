@@ -23,12 +23,14 @@ import aiohttp
 from tokenbench.clients import wire_for
 from tokenbench.clients.stream import StreamingClient, make_session
 from tokenbench.common import redact
-from tokenbench.config import LoadPoint, ReplayLoad, SessionConfig, StopConfig
+from tokenbench.config import DatasetConfig, LoadPoint, ReplayLoad, SessionConfig, StopConfig
 from tokenbench.config.target import ResolvedTarget
+from tokenbench.datasets.programs.model import Program
 from tokenbench.datasets.sessions import Conversation, estimate_tokens
 from tokenbench.datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
 from tokenbench.datasets.trace_requests import TracePlan
 from tokenbench.loadgen import LoadGenerator, Part, PointRun
+from tokenbench.loadgen.programs import ProgramSource, program_source
 from tokenbench.loadgen.schedule import Share
 from tokenbench.loadgen.sessions import SessionSource
 from tokenbench.loadgen.source import RequestSource, TraceSource
@@ -65,6 +67,8 @@ class Setup:
     sessions: SessionConfig | None = None
     max_model_len: int | None = None
     session_prefix: str = "s"
+    programs: list[Program] | None = None  # --dataset programs: every worker runs from the same list
+    dataset: DatasetConfig | None = None
     secrets: tuple[str, ...] = ()
 
 
@@ -112,7 +116,7 @@ class _Running:
     clock: RunClock
     target: ResolvedTarget
     session: aiohttp.ClientSession
-    source: RequestSource | SessionSource | TraceSource
+    source: RequestSource | SessionSource | TraceSource | ProgramSource
     gen: LoadGenerator
     client: StreamingClient
 
@@ -173,6 +177,8 @@ class WorkerCore:
         if isinstance(state.source, TraceSource) and isinstance(order.load, ReplayLoad):
             state.source.ready(order.load, order.point_seed, order.stop, order.share)  # its first rows built
             await state.source.primed()  # the point starts once its first row can go
+        if isinstance(state.source, ProgramSource):
+            state.source.prime()  # the first sessions' prompts drawn before the clock matters
         await state.client.warm(order.warm)
 
     def start(self, order: Order) -> None:
@@ -227,11 +233,16 @@ class WorkerCore:
             await self._state.session.close()
 
 
-def _source(setup: Setup) -> RequestSource | SessionSource | TraceSource:
+def _source(setup: Setup) -> RequestSource | SessionSource | TraceSource | ProgramSource:
     """The worker's own copy of where requests come from (the driver's list, its own ids; a
     trace: opened here, its rows built as the replay goes)."""
     if setup.trace is not None:
         return TraceSource(setup.trace, choose_tokenizer(setup.tokenizer, setup.target), lane=setup.lane)
+    if setup.programs is not None:
+        assert setup.dataset is not None
+        tokenizer = choose_tokenizer(setup.tokenizer, setup.target)
+        counter: Callable[[str], int] = tokenizer.count if tokenizer is not None else estimate_tokens
+        return program_source(setup.programs, setup.dataset, tokenizer, counter, setup.session_prefix, setup.lane)
     if setup.conversations is None:
         assert setup.requests is not None
         return RequestSource(setup.requests, unique_nonce=setup.unique_nonce, lane=setup.lane)

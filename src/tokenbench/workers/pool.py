@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from tokenbench.config import LoadPoint, StopConfig, WorkersConfig
 from tokenbench.loadgen import OpenRecords, PointRun, new_run, stopped_window
+from tokenbench.loadgen.programs import ProgramTally
 from tokenbench.loadgen.schedule import Share
 from tokenbench.loadgen.sessions import SessionTally
 from tokenbench.loadgen.stats import LiveStats
@@ -269,6 +270,11 @@ def _merge(run: PointRun, parts: list[PointRun], now: float, interrupted: bool) 
     if tallies:
         run.sessions = SessionTally(
             *(sum(getattr(t, f.name) for t in tallies) for f in dataclasses.fields(SessionTally))
+        )
+    programs = [p.programs for p in parts if p.programs is not None]
+    if programs:
+        run.programs = ProgramTally(
+            *(sum(getattr(t, f.name) for t in programs) for f in dataclasses.fields(ProgramTally))
         )
     return run
 

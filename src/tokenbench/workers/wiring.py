@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tokenbench.config import RunConfig
 from tokenbench.config.target import ResolvedTarget
+from tokenbench.loadgen.programs import ProgramSource
 from tokenbench.loadgen.schedule import Share
 from tokenbench.loadgen.sessions import SessionSource
 from tokenbench.loadgen.source import RequestSource, TraceSource
@@ -28,7 +29,7 @@ PoolIO = tuple[Callable[[list[RequestRecord]], None], Callable[[Sample], None], 
 async def worker_pool(
     config: RunConfig,
     target: ResolvedTarget,
-    source: RequestSource | SessionSource | TraceSource,
+    source: RequestSource | SessionSource | TraceSource | ProgramSource,
     clock: RunClock,
     run_dir: Path,
     io: PoolIO,
@@ -53,7 +54,7 @@ async def worker_pool(
 def _setup(
     config: RunConfig,
     target: ResolvedTarget,
-    source: RequestSource | SessionSource | TraceSource,
+    source: RequestSource | SessionSource | TraceSource | ProgramSource,
     clock: RunClock,
     lane: Share,
     origin: float,
@@ -69,6 +70,10 @@ def _setup(
             sessions=config.sessions,
             max_model_len=source.max_model_len,
             session_prefix=source.id_prefix,
+        )
+    if isinstance(source, ProgramSource):  # a session stays on the worker that starts it
+        return dataclasses.replace(
+            common, programs=source.programs, dataset=config.dataset, session_prefix=source.id_prefix
         )
     if isinstance(source, TraceSource):  # each worker opens the trace and builds its own rows
         return dataclasses.replace(common, trace=source.plan)

@@ -6,13 +6,14 @@ file or named (``--program-format``). A directory reads every file in it, in nam
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+from tokenbench.config import DatasetConfig
 from tokenbench.datasets.programs import weka
-from tokenbench.datasets.programs.model import Program
+from tokenbench.datasets.programs.model import ANCHORS, Program, critical_path_s
 from tokenbench.errors import BadInput
+from tokenbench.results import DatasetFacts, ProgramFacts
 
 # name -> reader module: ``FORMAT``, ``looks_like(first JSON value or CSV header)``, ``read(path)``
 READERS: dict[str, ModuleType] = {weka.FORMAT: weka}
@@ -71,4 +72,32 @@ def _head(path: Path) -> list[object]:
     return heads
 
 
-Reader = Callable[[Path], list[Program]]
+def program_info(cfg: DatasetConfig, programs: list[Program], tokenizer: str | None) -> DatasetFacts:
+    """What results.json says of the programs read (config.json's dataset_info)."""
+    calls = [c for p in programs for c in p.calls]
+    timed = [p for p in programs if all(c.recorded.api_s is not None for c in p.calls)]
+    recorded = [
+        critical_path_s(
+            p, {c.id: (0.0, c.recorded.api_s or 0.0, c.recorded.api_s or 0.0) for c in p.calls}, cfg.program_time_scale
+        )
+        for p in timed
+    ]
+    return DatasetFacts(
+        name=cfg.name,
+        num_requests=len(calls),
+        exact_lengths=tokenizer is not None,
+        tokenizer=tokenizer,
+        system_prompt=False,
+        unique_prefix=False,
+        source=str(cfg.path),
+        programs=ProgramFacts(
+            formats=sorted({p.format for p in programs}),
+            programs=len(programs),
+            calls=len(calls),
+            subagent_calls=sum(1 for c in calls if c.depth > 0),
+            edges={a: sum(1 for c in calls for e in c.parents if e.anchor == a) for a in ANCHORS},
+            output=cfg.program_output,  # type: ignore[arg-type]
+            time_scale=cfg.program_time_scale,
+            recorded_session_s=sum(recorded) / len(recorded) if recorded and len(timed) == len(programs) else None,
+        ),
+    )

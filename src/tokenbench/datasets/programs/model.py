@@ -165,18 +165,19 @@ def role_of(parents: Iterable[Edge], depth: int, after_tool: bool) -> Role:
     return "after_tool" if after_tool else "follow_up"
 
 
-def critical_path_s(program: Program, call_s: dict[str, tuple[float, float, float]]) -> float:
+def critical_path_s(program: Program, call_s: dict[str, tuple[float, float, float]], time_scale: float = 1.0) -> float:
     """The program's length when each call takes ``call_s[id]`` = (to its start, to its first
-    token, to its end), seconds from being sent (0 to its start on a perfect client): the scheduled
-    end of its last call, from the session's start. The known answer a replay is checked against."""
+    token, to its end), seconds from being sent (0 to its start on a perfect client), its recorded
+    waits multiplied by ``time_scale``: the scheduled end of its last call, from the session's
+    start. The known answer a replay is checked against."""
     start: dict[str, float] = {}
     ends: dict[str, tuple[float, float, float]] = {}
     for c in program.calls:
-        ready = c.not_before_s
+        ready = c.not_before_s * time_scale
         for e in c.parents:
             sent, first, end = ends[e.parent]
             at = {"start": sent, "first_token": first, "end": end}[e.anchor]
-            ready = max(ready, at + e.delay_s)
+            ready = max(ready, at + e.delay_s * time_scale)
         start[c.id] = ready
         to_start, to_first, to_end = call_s[c.id]
         ends[c.id] = (ready + to_start, ready + to_first, ready + to_end)

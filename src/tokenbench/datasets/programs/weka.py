@@ -96,7 +96,7 @@ def _chain(
     """Read one list of requests (the session's, or a sub-agent's at ``offset``): its calls into
     ``calls``; the last one (what a join waits on)."""
     prev: _Sent | None = None
-    joined: list[_Sent] = []  # sub-agents' last calls the next call of this list waits on
+    joined: list[_Late] = []  # sub-agents' last calls the next call of this list waits on
     for i, r in enumerate(requests):
         if not isinstance(r, dict):
             raise BadInput(f"{where}: request {i} is not an object")
@@ -132,7 +132,7 @@ def _chain(
             new = max(0, tokens - prev.tokens - prev.out)
             prompt = [PromptOf(prev.id), Output(prev.id)]
             if new:
-                prompt.append(Blocks(hash_ids[shared:] or hash_ids[-1:], new, block, scope, "tool" if after_tool else "user"))
+                prompt.append(Blocks(hash_ids[shared:] or hash_ids[-1:], new, block, scope))
         else:
             prompt = [Blocks(hash_ids, tokens, block, scope)]
         depth_role = role_of(parents, depth, after_tool)
