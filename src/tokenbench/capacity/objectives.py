@@ -1,6 +1,7 @@
 """`tokenbench capacity --slo`: objectives over a whole point, parsed and checked (pure).
 
 Syntax: comma-separated ``METRIC:STAT<=LIMIT`` with METRIC one of ttft, tpot, itl, e2e, queue,
+session (agent programs: a session's latency, ``points[].programs.session_s``),
 STAT one of mean, p50, p90, p95, p99 and LIMIT a duration (``500ms``, ``2s``; a bare number is
 seconds), and ``errors<=PCT%`` (or a fraction: ``errors<=0.01``).
 
@@ -31,10 +32,10 @@ from tokenbench.errors import BadInput
 from tokenbench.results.capacity import Objective, ObjectiveCheck
 from tokenbench.results.run import Distribution, PointResult
 
-LATENCIES = ("ttft", "tpot", "itl", "e2e", "queue")
+LATENCIES = ("ttft", "tpot", "itl", "e2e", "queue", "session")
 STATS = ("mean", "p50", "p90", "p95", "p99")
 SYNTAX = (
-    "write METRIC:STAT<=LIMIT (METRIC ttft, tpot, itl, e2e or queue; STAT mean, p50, p90, p95 or p99; "
+    "write METRIC:STAT<=LIMIT (METRIC ttft, tpot, itl, e2e, queue or session; STAT mean, p50, p90, p95 or p99; "
     "LIMIT e.g. 500ms or 2s) or errors<=PCT% (e.g. errors<=1%), comma-separated"
 )
 _OBJECTIVE = re.compile(r"^\s*([a-z0-9_]+)\s*(?::\s*([a-z0-9_.]+)\s*)?(<=|>=|<|>|=)\s*(.*?)\s*$")
@@ -138,6 +139,11 @@ def measure(point: PointResult, objective: Objective) -> float | None:
         unfinished = w.by_outcome.get("cancelled", 0) + w.by_outcome.get("not_sent", 0)
         finished = w.total - unfinished
         return (finished - w.ok) / finished if finished > 0 else None
+    if objective.name == "session":  # agent programs: the measured sessions' latency
+        if point.programs is None:
+            return None
+        value = getattr(point.programs.session_s, objective.stat)
+        return float(value) if value is not None else None
     dist: Distribution = getattr(point, f"{objective.name}_s")
     value = getattr(dist, objective.stat)
     return float(value) if value is not None else None

@@ -14,9 +14,11 @@ sent later, the loop busy or no slot free (``--max-concurrency``), shows the lag
 delay, as an open-loop request's. A parent's start and first token are watched while it streams
 (every ``WATCH_S``): a child waiting on them may lag by up to that, and the lag is measured.
 
-A call whose parent failed is never sent (it has no record): its session ends by error. A session
-is counted by how it ended (``ProgramTally``): completed, by error, or by the point's stop rules
-(deadline, max-requests, interrupt: no call starts after them; calls in flight drain).
+A call whose parent failed is never sent (it has no record): its session ends by error. No session
+starts after the deadline; one under way goes on within the drain (``--drain-timeout``), so a
+point's measured sessions are not only its short ones. A session is counted by how it ended
+(``ProgramTally``): completed, by error, or by the point's stop rules (max-requests and an
+interrupt send no new call; the drain's end cancels what is left).
 """
 
 from __future__ import annotations
@@ -235,13 +237,16 @@ async def _starts(
 
 
 def _stopped(gen: Driver, point: Point) -> bool:
+    """No new session: the calls' cut, or past the deadline."""
+    return _cut(gen, point) or (point.deadline_s is not None and gen.now() >= point.deadline_s)
+
+
+def _cut(gen: Driver, point: Point) -> bool:
+    """No new call, even in a session under way: interrupted, the breaker tripped, or
+    max-requests issued. (A session started before the deadline goes on after it, within the
+    drain: cutting it there would leave only the short sessions of a point measured.)"""
     budget = point.budget
-    return (
-        gen.interrupted
-        or point.tripped.is_set()
-        or (point.deadline_s is not None and gen.now() >= point.deadline_s)
-        or (budget.limit is not None and budget.issued >= budget.limit)
-    )
+    return gen.interrupted or point.tripped.is_set() or (budget.limit is not None and budget.issued >= budget.limit)
 
 
 @dataclass
@@ -324,7 +329,7 @@ async def _call(
             allowed = at + edge.delay_s * scale
             if allowed >= ready:
                 ready, after = allowed, edge
-        if not await gen.sleep_until(ready) or _stopped(gen, point):
+        if not await gen.sleep_until(ready) or _cut(gen, point):
             return None
         replies = {e.parent: calls[e.parent].reply for e in call.parents}
         prompts = {e.parent: calls[e.parent].messages for e in call.parents}

@@ -19,7 +19,7 @@ from tokenbench.results.trials import TrialStat
 CAPACITY_SCHEMA_VERSION = 1
 
 Variable = Literal["rate", "users"]
-ObjectiveName = Literal["ttft", "tpot", "itl", "e2e", "queue", "errors"]
+ObjectiveName = Literal["ttft", "tpot", "itl", "e2e", "queue", "session", "errors"]
 ObjectiveStat = Literal["mean", "p50", "p90", "p95", "p99", "fraction"]
 # Why a search ended: the gap reached the tolerance; the probe budget was spent; the lowest load
 # tried failed (no load meets the SLO); loads far above the ceiling still passed; the saturating

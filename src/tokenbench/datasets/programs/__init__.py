@@ -1,6 +1,7 @@
 """Agent programs (``--dataset programs``): recorded agent sessions, each a graph of dependent
 calls (model.py), read from the public formats, one reader a format, the format detected from the
-file or named (``--program-format``). A directory reads every file in it, in name order.
+file or named (``--program-format``). A directory reads every file in it, in name order (its
+README and other ``.md``/``.txt`` notes left out).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def read_programs(path: Path, fmt: str = "auto") -> list[Program]:
     """Every program in ``path`` (a file, or a directory of them), in order; ids made unique."""
     if not path.exists():
         raise BadInput(f"--dataset-path {path}: no such file or directory")
-    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")) if path.is_dir() else [path]
+    files = sorted(p for p in path.iterdir() if _data_file(p)) if path.is_dir() else [path]
     programs: list[Program] = []
     for f in files:
         reader = READERS.get(fmt) if fmt != "auto" else detect(f)
@@ -44,6 +45,13 @@ def read_programs(path: Path, fmt: str = "auto") -> list[Program]:
         seen[p.id] = n + 1
         out.append(p if n == 0 else Program(f"{p.id}#{n}", p.calls, p.start_s, p.format))
     return out
+
+
+NOT_DATA = (".md", ".txt", ".rst")  # a directory's README and notes
+
+
+def _data_file(p: Path) -> bool:
+    return p.is_file() and not p.name.startswith(".") and p.suffix.lower() not in NOT_DATA
 
 
 def detect(path: Path) -> ModuleType:

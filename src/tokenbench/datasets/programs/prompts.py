@@ -3,8 +3,8 @@
 ``Blocks`` become text through datasets.trace_prompts.BlockPrompts (one per block size, keyed by
 scope and hash id, so a block is the same text wherever its session uses it); ``Output`` is the
 parent's reply (live, or the recording's with ``--program-output recorded``: its text, else
-blocks of its recorded length); ``PromptOf`` is the parent's own messages. Consecutive text of the
-same role is one message. Token counts are the recording's for blocks and a text's count (exact
+blocks of its recorded length); ``PromptOf`` is the parent's own messages. Consecutive messages of the
+same role stay apart (a child's messages start with exactly its parent's). Token counts are the recording's for blocks and a text's count (exact
 with a tokenizer, else an estimate) for the rest.
 """
 
@@ -114,17 +114,7 @@ def filled(
 
 
 def _append(out: list[dict[str, Any]], m: dict[str, Any]) -> None:
-    last = out[-1] if out else None
-    if (
-        last is not None
-        and last["role"] == m["role"]
-        and isinstance(last.get("content"), str)
-        and isinstance(m.get("content"), str)
-        and set(last) == set(m) == {"role", "content"}
-    ):
-        out[-1] = {"role": m["role"], "content": last["content"] + "\n\n" + m["content"]}
-    else:
-        out.append(m)
+    out.append(m)  # never merged: a child's prompt starts with exactly its parent's messages
 
 
 def parents_used(calls: Sequence[Call]) -> dict[str, tuple[bool, bool]]:
