@@ -182,8 +182,14 @@ class CapacityPlan:
             decisions=self.decisions,
             at_answer=self._at_answer(lo),
             stopped_by=stopped_by,
-            answer=answer_line(self.settings.variable, self.objectives, self.decisions, self.ceiling),
+            answer=answer_line(self.settings.variable, self.objectives, self.decisions, self.ceiling, self._unit()),
         )
+
+    def _unit(self) -> str | None:
+        """An agent-programs search's rate is sessions a second (None: the variable's own unit)."""
+        if self.ceiling is None or self.settings.variable != "rate":
+            return None
+        return "sessions/s" if self.points[self.ceiling.point_index].programs is not None else None
 
     def _at_answer(self, value: float | None) -> AtAnswer | None:
         if value is None:
@@ -213,9 +219,12 @@ def _whole(value: float | None, users: bool) -> float | int | None:
 
 
 def _ceiling(point: PointResult, settings: CapacitySettings) -> Ceiling:
-    """The saturating probe's first upper guess: rate, its requests/s; users, Little's law at the
-    unqueued service time: ceil(requests/s x the shortest E2E), at least 1."""
+    """The saturating probe's first upper guess: rate, its requests/s (agent programs: its
+    sessions/s, the rate's unit there); users, Little's law at the unqueued service time:
+    ceil(requests/s x the shortest E2E), at least 1."""
     rps = point.requests_per_s
+    if point.programs is not None and settings.variable == "rate":
+        rps = point.programs.sessions_per_s
     min_e2e = point.e2e_s.min
     estimate: float | None = None
     if rps:
@@ -234,10 +243,15 @@ def _ceiling(point: PointResult, settings: CapacitySettings) -> Ceiling:
 
 
 def answer_line(
-    variable: Variable, objectives: Sequence[Objective], decisions: Sequence[Decision], ceiling: Ceiling | None
+    variable: Variable,
+    objectives: Sequence[Objective],
+    decisions: Sequence[Decision],
+    ceiling: Ceiling | None,
+    unit: str | None = None,
 ) -> str:
-    """'max 6.1 req/s under ttft p90 ≤ 500 ms (next 6.4 failed: ttft p90 0.83 s)', or why no load."""
-    unit = "req/s" if variable == "rate" else "users"
+    """'max 6.1 req/s under ttft p90 ≤ 500 ms (next 6.4 failed: ttft p90 0.83 s)', or why no load
+    (``unit``: the rate's, when it is not requests': an agent-programs search's sessions/s)."""
+    unit = unit or ("req/s" if variable == "rate" else "users")
     under = ", ".join(o.label() for o in objectives)
     bracket = Bracket.of([Verdict(float(d.value), d.passed) for d in decisions])
     lo, hi = bracket.max_passing, bracket.min_failing
