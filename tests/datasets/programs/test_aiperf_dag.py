@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenbench.datasets.programs import aiperf_dag
+from tokenbench.datasets.programs import _head, aiperf_dag, detect, read_programs, weka
 from tokenbench.datasets.programs.model import Edge, Message, Output, Program, PromptOf, critical_path_s
 from tokenbench.errors import BadInput
 
@@ -232,3 +232,19 @@ def test_looks_like_a_conversation_line_and_not_a_weka_session():
     assert not aiperf_dag.looks_like({"session_id": "s", "turns": []})
     assert not aiperf_dag.looks_like({"id": "t", "block_size": 64, "requests": []})
     assert not aiperf_dag.looks_like('{"session_id": "s"}')
+
+
+WEKA = Path(__file__).parents[2] / "fixtures" / "programs" / "weka"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in AIPERF.glob("*.dag.jsonl")))
+def test_detection_picks_the_dag_reader_for_each_fixture(name):
+    path = AIPERF / name
+    assert detect(path) is aiperf_dag
+    assert read_programs(path) == aiperf_dag.read(path)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in WEKA.glob("*.json")))
+def test_a_weka_trace_is_not_taken_for_a_dag_file(name):
+    assert detect(WEKA / name) is weka
+    assert not any(aiperf_dag.looks_like(h) for h in _head(WEKA / name))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenbench.datasets.programs import aiperf_graph
+from tokenbench.datasets.programs import _head, aiperf_graph, detect, read_programs, weka
 from tokenbench.datasets.programs.aiperf_dag import DEFAULT_MAX_TOKENS
 from tokenbench.datasets.programs.model import Edge, Message, Output, Program, PromptOf, critical_path_s
 from tokenbench.errors import BadInput
@@ -238,3 +238,29 @@ def test_looks_like_a_graph_document_or_record():
     assert aiperf_graph.looks_like("graph:")
     assert not aiperf_graph.looks_like({"id": "t", "block_size": 64, "requests": []})
     assert not aiperf_graph.looks_like({"session_id": "s", "turns": []})
+
+
+WEKA = Path(__file__).parents[2] / "fixtures" / "programs" / "weka"
+
+
+@pytest.mark.parametrize("name", ["planner_reviewer.yaml", "accumulate_chain.yaml"])
+def test_detection_picks_the_graph_reader_for_each_fixture(name):
+    path = AIPERF / name
+    assert detect(path) is aiperf_graph  # its first line is a comment: found by reading it as YAML
+    assert read_programs(path) == aiperf_graph.read(path)
+
+
+def test_detection_finds_a_yml_document_and_native_jsonl_records(tmp_path):
+    yml = _yaml(tmp_path, "graph:\n  nodes:\n    a: {prompt: [{role: user, content: x}], output: o}\n", "g.yml")
+    records = tmp_path / "g.jsonl"
+    records.write_text(
+        '{"kind": "graph", "nodes": {"a": {"prompt": [{"role": "user", "content": "x"}], "output": "o"}}}\n'
+    )
+    assert detect(yml) is aiperf_graph and detect(records) is aiperf_graph
+    assert [p.id for p in read_programs(yml)] == ["g"]  # no traces: one program named after the file
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in WEKA.glob("*.json")))
+def test_a_weka_trace_is_not_taken_for_a_graph(name):
+    assert detect(WEKA / name) is weka
+    assert not any(aiperf_graph.looks_like(h) for h in _head(WEKA / name))

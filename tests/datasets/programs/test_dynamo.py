@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenbench.datasets.programs import dynamo, weka
+from tokenbench.datasets.programs import _head, detect, dynamo, read_programs, weka
 from tokenbench.datasets.programs.model import Blocks, Edge, Recorded, critical_path_s
 from tokenbench.errors import BadInput
 
@@ -167,3 +167,16 @@ def test_looks_like_a_row_or_the_header():
     assert dynamo.looks_like(HEADER)
     assert not dynamo.looks_like({"timestamp": 0, "input_length": 4, "hash_ids": [1]})  # plain Mooncake
     assert not dynamo.looks_like({"session_id": "s", "turns": [{"messages": []}]})
+
+
+@pytest.mark.parametrize("path", [ROWS, V2], ids=["rows", "v2"])
+def test_detection_picks_the_dynamo_reader_for_each_fixture(path):
+    assert detect(path) is dynamo
+    assert read_programs(path) == dynamo.read(path)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (FIXTURES / "weka").glob("*.json*")))
+def test_a_weka_trace_is_not_taken_for_dynamo_rows(name):
+    path = FIXTURES / "weka" / name
+    assert detect(path) is weka
+    assert not any(dynamo.looks_like(h) for h in _head(path))
