@@ -187,6 +187,10 @@ def test_a_reply_used_without_an_edge_is_waited_on(tmp_path):
         ("graph:\n  nodes:\n    a: {node_type: tool, prompt: [x], output: o}\n", "graph.nodes.a: node_type 'tool'"),
         ("graph:\n  nodes:\n    a: {prompt: ['@h'], output: o}\ntraces: [{id: t}]\n", "traces[t].initial_state.h"),
         (
+            "graph:\n  nodes:\n    a: {prompt: ['@h'], output: o}\ntraces: [{id: t, graph_ref: g2}]\n",
+            "traces[t].graph_ref",
+        ),
+        (
             "graph:\n  nodes:\n    a: {prompt: [{role: user, content: x}], output: o}\n"
             "    b: {prompt: [{role: user, content: x}], output: o}\n"
             "    r: {prompt: [{role: user, content: ['@o']}], output: r}\n"

@@ -9,7 +9,9 @@ Read as AIPerf documents and runs it (``docs/benchmark-modes/agentic.md``; the s
 - **Programs.** One a trace (``traces[i].id``), every node of the graph a call of it (``id`` the
   node's), with the trace's ``initial_state`` as the static channel values. A graph without traces
   is one program named after the file; a graph without nodes is the linear-chat shorthand, one call
-  of ``graph.system`` and the trace's ``messages``.
+  of ``graph.system`` and the trace's ``messages``. A trace's ``graph_ref`` (another graph) is
+  refused, its ``replay_outputs`` unused; ``extra_body``, ``extra_headers`` and ``streaming`` have
+  no place in a call.
 - **Calls.** Nodes of ``node_type: llm`` (the only type; the default): ``max_tokens`` (absent:
   ``DEFAULT_MAX_TOKENS``; AIPerf leaves it uncapped), ``model``, ``raw_tools`` as the call's tools.
 - **Edges** ``{source, target}`` (``START`` and ``END`` virtual): a node waits on every real source,
@@ -138,6 +140,8 @@ def _trace_id(trace: dict[str, Any], where: str) -> str:
     tid = trace.get("id")
     if not isinstance(tid, str) or not tid:
         raise BadInput(f"{where}: a trace without an id")
+    if trace.get("graph_ref") is not None:
+        raise BadInput(f"{where}: traces[{tid}].graph_ref: one graph a file (as AIPerf's native lowering)")
     return tid
 
 
