@@ -160,7 +160,8 @@ PROGRAMS = "by_depth by_role critical_path.mean_s critical_path.share expected_r
 PUBLIC_KEYS += [f"points[].programs.{k}" for k in PROGRAMS.split()]
 PUBLIC_KEYS += ["points[].programs.sessions_per_s"]
 PUBLIC_KEYS += [
-    f"points[].programs.sessions.{k}" for k in ("started", "completed", "ended_by_error", "ended_by_stop", "calls_not_sent")
+    f"points[].programs.sessions.{k}"
+    for k in ("started", "completed", "ended_by_error", "ended_by_stop", "calls_not_sent")
 ]
 PUBLIC_KEYS += [
     f"points[].programs.{d}.{k}"

@@ -46,7 +46,9 @@ def test_sessions_per_second_capacity_within_5_percent_of_the_truth(tmp_path):
             live=False,
             out_dir=tmp_path / "run",
         )
-        result = search(cfg, parse_objectives("session:p90<=400ms"), CapacitySettings(saturate_users=8), console=quiet())
+        result = search(
+            cfg, parse_objectives("session:p90<=400ms"), CapacitySettings(saturate_users=8), console=quiet()
+        )
     assert result.max_rate_per_s is not None, result.answer
     assert abs(result.max_rate_per_s - TRUE_SESSIONS_PER_S) / TRUE_SESSIONS_PER_S <= 0.05, result.answer
     assert result.min_failing is not None and result.min_failing > result.max_rate_per_s

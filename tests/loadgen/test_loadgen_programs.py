@@ -155,9 +155,7 @@ def test_recorded_replies_are_sent_instead_of_the_live_ones(tmp_path):
 def test_a_failed_call_leaves_its_children_unsent_and_ends_its_session(tmp_path):
     # every 2nd request fails: the root goes, its follower fails, nothing after it is sent
     with mock_process(ttft_ms=2, itl_ms=1, fault="http_500", fault_every=2) as url:
-        cfg = _config(
-            url, tmp_path / "run", WEKA / "trace_0026.json", [UsersLoad(users=1)], StopConfig(max_requests=2)
-        )
+        cfg = _config(url, tmp_path / "run", WEKA / "trace_0026.json", [UsersLoad(users=1)], StopConfig(max_requests=2))
         result = run(cfg, quiet())
     records = records_of(result.run_dir)
     assert [r["outcome"] for r in records] == ["ok", "http_error"]

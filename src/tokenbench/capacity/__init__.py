@@ -112,7 +112,11 @@ def _template(config: RunConfig, objectives: list[Objective], settings: Capacity
         raise BadInput(f"--variable {settings.variable} searches a {settings.variable} load, not a {load.kind} load")
     # a session's latency counts from its scheduled start, its calls' waits for a slot included
     judged = ("queue", "session")
-    if isinstance(load, RateLoad) and load.max_concurrency is not None and all(o.name not in judged for o in objectives):
+    if (
+        isinstance(load, RateLoad)
+        and load.max_concurrency is not None
+        and all(o.name not in judged for o in objectives)
+    ):
         raise BadInput(
             "--max-concurrency holds requests on the client, and TTFT counts from the send: "
             "add a queue objective to --slo (e.g. queue:p90<=100ms) or drop --max-concurrency"

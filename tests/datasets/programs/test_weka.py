@@ -96,6 +96,8 @@ def test_a_directory_reads_every_file_and_a_malformed_file_is_named(tmp_path):
         "trace_0026",
         "trace_0277",
         "trace_0291",
+        "play-a",  # weka-two-plays.jsonl: Dynamo's fixture, one session a line
+        "play-b",
     ]
     bad = tmp_path / "bad.json"
     bad.write_text('{"id": "x", "block_size": 64, "requests": [{"t": 0, "type": "q", "in": 1, "out": 1}]}')

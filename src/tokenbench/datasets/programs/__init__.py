@@ -7,17 +7,21 @@ README and other ``.md``/``.txt`` notes left out).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML is not a dependency)
+
 from tokenbench.config import DatasetConfig
-from tokenbench.datasets.programs import weka
+from tokenbench.datasets.programs import aiperf_dag, aiperf_graph, dynamo, weka
 from tokenbench.datasets.programs.model import ANCHORS, Program, critical_path_s
 from tokenbench.errors import BadInput
 from tokenbench.results import DatasetFacts, ProgramFacts
 
 # name -> reader module: ``FORMAT``, ``looks_like(first JSON value or CSV header)``, ``read(path)``
-READERS: dict[str, ModuleType] = {weka.FORMAT: weka}
+READERS: dict[str, ModuleType] = {r.FORMAT: r for r in (weka, aiperf_dag, aiperf_graph, dynamo)}
+YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def formats() -> tuple[str, ...]:
@@ -68,14 +72,21 @@ def detect(path: Path) -> ModuleType:
 
 
 def _head(path: Path) -> list[object]:
-    """What detection looks at: the file's first line as text, then as JSON, then the whole file as JSON."""
+    """What detection looks at: the file's first line as text, then as JSON, then the whole file as
+    JSON (as YAML, for a .yaml or .yml file)."""
     with open(path, encoding="utf-8", errors="replace") as f:
         first = f.readline()
     heads: list[object] = [first.strip()]
-    for load in (lambda: json.loads(first), lambda: json.loads(path.read_text(encoding="utf-8"))):
+    loads: list[Callable[[], object]] = [
+        lambda: json.loads(first),
+        lambda: json.loads(path.read_text(encoding="utf-8")),
+    ]
+    if path.suffix.lower() in YAML_SUFFIXES:
+        loads.append(lambda: yaml.safe_load(path.read_text(encoding="utf-8")))
+    for load in loads:
         try:
             heads.append(load())
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, yaml.YAMLError):
             pass
     return heads
 
