@@ -135,7 +135,7 @@ def main() -> None:
             f"{r.script_s:.3f}",
             f"{r.wall_s:.1f}",
         )
-    Console().print(table)
+    Console(width=160).print(table)
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
 

@@ -158,7 +158,8 @@ PROGRAM_FACTS = "calls edges formats output programs recorded_session_s subagent
 PUBLIC_KEYS += [f"dataset.programs.{k}" for k in PROGRAM_FACTS.split()]
 PROGRAMS = "by_depth by_role critical_path.mean_s critical_path.share expected_reuse measured_reuse measured_sessions"
 PUBLIC_KEYS += [f"points[].programs.{k}" for k in PROGRAMS.split()]
-PUBLIC_KEYS += ["points[].programs.sessions_per_s"]
+PUBLIC_KEYS += ["points[].programs.sessions_per_s", "points[].programs.good_sessions_per_s"]
+PUBLIC_KEYS += ["points[].programs.good_sessions_fraction", "slo.session_s"]
 PUBLIC_KEYS += [
     f"points[].programs.sessions.{k}"
     for k in ("started", "completed", "ended_by_error", "ended_by_stop", "calls_not_sent")

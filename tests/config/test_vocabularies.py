@@ -24,8 +24,19 @@ def test_every_api_has_one_wire_and_the_pooling_apis_are_apis():
 
 
 def test_every_dataset_name_has_one_source():
-    # a trace is replayed row by row (datasets.trace_plan), never built as a list
-    assert set(SOURCES) | {"trace"} == set(get_args(DatasetName)) and "trace" not in SOURCES
+    # a trace is replayed row by row (datasets.trace_plan), agent programs call by call
+    # (datasets.programs), never built as a list
+    streamed = {"trace", "programs"}
+    assert set(SOURCES) | streamed == set(get_args(DatasetName)) and not streamed & set(SOURCES)
+
+
+def test_every_program_format_read_is_one_the_flag_names():
+    from tokenbench.config import DatasetConfig
+    from tokenbench.datasets.programs import READERS
+
+    help_text = DatasetConfig.model_fields["program_format"].metadata[0].help
+    named = set(help_text.split(": ", 1)[1].rstrip(".").replace(",", " ").split())
+    assert named == set(READERS)
 
 
 def test_the_trace_formats_the_settings_take_are_the_ones_the_reader_reads():

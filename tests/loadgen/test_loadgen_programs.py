@@ -184,3 +184,28 @@ def test_sessions_started_at_a_rate_each_run_their_own_graph(tmp_path):
     assert [round(b - a, 3) for a, b in zip(starts, starts[1:])] == [0.05] * 9
     programs = result.results["points"][0]["programs"]
     assert programs["sessions"]["completed"] == 10 and programs["measured_sessions"] == 10
+
+
+def test_with_two_workers_each_session_stays_on_the_worker_that_started_it(tmp_path):
+    from tokenbench.config import WorkersConfig
+
+    with mock_process(ttft_ms=2, itl_ms=1, record_requests=True) as url:
+        cfg = _config(
+            url,
+            tmp_path / "run",
+            WEKA / "aiperf_subagent.json",
+            [RateLoad(rate_per_s=20, arrival="constant")],
+            StopConfig(duration_s=0.5, drain_timeout_s=10),
+            program_time_scale=0.01,
+        ).model_copy(update={"workers": WorkersConfig(count=2)})
+        result = run(cfg, quiet())
+        deliveries = _deliveries(url)
+    by_session = defaultdict(list)
+    for r in records_of(result.run_dir):
+        by_session[r["program_session"]].append(r)
+    assert len(by_session) == 10  # the same global schedule, dealt to two workers
+    workers = {sid: {r["worker"] for r in rs} for sid, rs in by_session.items()}
+    assert all(len(w) == 1 for w in workers.values()) and set().union(*workers.values()) == {0, 1}
+    for rs in by_session.values():  # the router's affinity header: every call of a session carries its id
+        assert {deliveries[r["response_id"]]["headers"]["X-Session-ID"] for r in rs} == {rs[0]["program_session"]}
+    assert result.results["points"][0]["programs"]["sessions"]["completed"] == 10

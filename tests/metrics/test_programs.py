@@ -110,3 +110,17 @@ def test_a_points_programs_over_its_window():
     assert stats.by_role["root"].ok == 1 and stats.by_depth["0"].count == 5
     # a session started outside the window is not measured
     assert program_stats(RECORDS, RECORDS, (10.5, 100.0), None).measured_sessions == 0
+
+
+def test_a_session_limit_counts_the_sessions_within_it():
+    two = RECORDS + [
+        _call(10 + r.id, "v", r.program.program_call, r.scheduled_s + 1, r.sent_s + 1, r.chunk_times_s[0] + 1,
+              r.closed_s + 1.5, r.program.program_after, r.program.program_anchor, r.program.program_delay_s,
+              r.program.program_tool_s, start=11.0)
+        for r in RECORDS
+    ]  # fmt: skip
+    stats = program_stats(two, two, (0.0, 100.0), None, limit_s=1.5)
+    [fast, slow] = sorted(s.latency_s for s in sessions(two))
+    assert fast == pytest.approx(1.304) and slow > 1.5
+    assert stats.good_sessions_fraction == 0.5 and stats.good_sessions_per_s == pytest.approx(1 / 100)
+    assert program_stats(two, two, (0.0, 100.0), None).good_sessions_per_s is None

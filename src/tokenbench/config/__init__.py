@@ -1061,6 +1061,7 @@ ADDED_WHEN_SET: dict[str, tuple[str, ...]] = {
     "target": ("response_format", "tools", "tool_choice", "structured_dialect"),  # structured output
     "sessions": ("tool_result",),  # tool calls
     "dataset": ("images",),  # images
+    "slo": ("session_s",),  # agent programs
     # steady state: and stopping rules
     "stop": (
         "warmup_auto",

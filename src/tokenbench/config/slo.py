@@ -13,13 +13,15 @@ from tokenbench.errors import BadInput
 class SLOConfig(FrozenModel):
     """TTFT and E2E from when the request was scheduled, and TPOT. Durations as numbers of seconds
     or text (``500ms``); the fields by their short names too (``{ttft: 500ms}``), or the whole as
-    ``--slo``'s text (``ttft=500ms,tpot=50ms``)."""
+    ``--slo``'s text (``ttft=500ms,tpot=50ms``). ``session_s``: agent programs' sessions (their
+    goodput counts the measured sessions within it: metrics/programs.py), no request's limit."""
 
     ttft_s: float | None = Field(default=None, gt=0)
     tpot_s: float | None = Field(default=None, gt=0)
     e2e_s: float | None = Field(default=None, gt=0)
+    session_s: float | None = Field(default=None, gt=0)
 
-    _durations = field_validator("ttft_s", "tpot_s", "e2e_s", mode="before")(seconds)
+    _durations = field_validator("ttft_s", "tpot_s", "e2e_s", "session_s", mode="before")(seconds)
 
     @model_validator(mode="before")
     @classmethod
@@ -32,6 +34,7 @@ class SLOConfig(FrozenModel):
 
     @property
     def any(self) -> bool:
+        """Whether a request has a limit (a session's is not a request's)."""
         return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2e_s))
 
 
@@ -55,7 +58,9 @@ def parse_slo(text: str) -> SLOConfig:
             )
         key = _SLO_FIELDS.get(name.strip().lower())
         if not op or key is None:
-            raise BadInput(f"--slo part {part!r}: write NAME=VALUE with NAME one of ttft, tpot, e2e, e.g. ttft=500ms")
+            raise BadInput(
+                f"--slo part {part!r}: write NAME=VALUE with NAME one of ttft, tpot, e2e, session, e.g. ttft=500ms"
+            )
         try:
             fields[key] = parse_duration_s(value)
         except BadInput as exc:

@@ -262,7 +262,9 @@ def build_requests(cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int) -
     """The dataset's requests and what results.json says of them (a trace: trace_plan)."""
     check_path(cfg)
     if cfg.name not in SOURCES:
-        raise BadInput(f"--dataset {cfg.name} is replayed row by row, not built as a list (datasets.trace_plan)")
+        raise BadInput(
+            f"--dataset {cfg.name} is sent as it goes (a trace: datasets.trace_plan; programs: datasets.programs), not built as a list"
+        )
     system = read_system_prompt(cfg.system_prompt)
     count = tokenizer.count if tokenizer is not None else _estimate
     try:

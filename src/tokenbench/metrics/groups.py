@@ -66,7 +66,9 @@ def group_stats(
         output_tokens_per_s=per(sum(r.output_tokens or 0 for r in ok)),
         goodput_per_s=per(good) if judged else None,
         good_fraction=good / len(judged) if judged else None,
-        slo=GroupSlo(**shown_slo.model_dump()) if shown_slo is not None and shown_slo.any else None,
+        slo=GroupSlo(**shown_slo.model_dump(exclude={"session_s"}))
+        if shown_slo is not None and shown_slo.any
+        else None,
         priority=first.priority if first is not None else None,
         tenant=first.tenant if first is not None else None,
         ttft_s=distribution([r.ttft_s for r in ok if r.ttft_s is not None]),

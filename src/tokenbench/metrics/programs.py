@@ -168,12 +168,15 @@ def program_stats(
     window: tuple[float, float],
     counts: ProgramCounts | None,
     phases: Mapping[PhaseKey, Phases] | None = None,
+    limit_s: float | None = None,
 ) -> ProgramStats:
     """A point's programs: its measured sessions from ``point`` (every record of the point: a
-    session's calls may fall outside the window), its calls from ``population``."""
+    session's calls may fall outside the window), its calls from ``population``; ``limit_s``
+    (``--slo session=``): the sessions' goodput, those within it."""
     start, end = window
     measured = [s for s in sessions(point, phases) if s.ok and s.end_s is not None and start <= s.start_s < end]
     latencies = [s.latency_s for s in measured if s.latency_s is not None]
+    good = sum(1 for x in latencies if x <= limit_s) if limit_s is not None else None
     total = sum(latencies)
     sums = {k: sum(s.parts.get(k, 0.0) for s in measured) for k in PARTS}
     span = end - start
@@ -189,6 +192,8 @@ def program_stats(
         measured_sessions=len(measured),
         session_s=distribution(latencies),
         sessions_per_s=len(measured) / span if span > 0 else None,
+        good_sessions_per_s=good / span if good is not None and span > 0 else None,
+        good_sessions_fraction=good / len(measured) if good is not None and measured else None,
         calls_per_session=distribution([float(s.calls) for s in measured]),
         schedule_lag_s=distribution(_lags(c for c in calls if c.sent_s is not None)),
         critical_path=CriticalPath(

@@ -59,10 +59,11 @@ class Target(FrozenModel):
     upstream: dict[str, Any] | None = None
 
 
-class Slo(FrozenModel):
+class Slo(OptionalParts):
     ttft_s: Number | None
     tpot_s: Number | None
     e2e_s: Number | None
+    session_s: Number | None = None  # agent programs: a session's latency limit (absent when not set)
 
 
 class Clock(FrozenModel):
@@ -388,16 +389,19 @@ class CriticalPath(FrozenModel):
     share: dict[str, Number | None]
 
 
-class ProgramStats(FrozenModel):
+class ProgramStats(OptionalParts):
     """A programs point: its sessions (the whole point), and over the measured sessions (completed,
     started in the window) their latency (last call's end - the session's scheduled start), rate
-    and critical path; the calls of the window population by role and depth, the schedule's lag
+    (measured sessions / the window; within ``--slo session=``: goodput) and critical path; the calls of the window population by role and depth, the schedule's lag
     over them, and the prefix reuse the programs imply against what the server reported."""
 
     sessions: ProgramCounts | None
     measured_sessions: int
     session_s: Distribution
     sessions_per_s: Number | None
+    # with --slo session=LIMIT: the measured sessions within it, a second of the window, and of all
+    good_sessions_per_s: Number | None = None
+    good_sessions_fraction: Number | None = None
     calls_per_session: Distribution
     schedule_lag_s: Distribution
     critical_path: CriticalPath

@@ -208,7 +208,8 @@ def _programs(
     phases = None
     if spans is not None and manifest.clock is not None:
         phases, _ = joined_phases(kept, spans, manifest.clock.origin_unix_s, event.end_s + GRACE_S)
-    return program_stats(population, kept, (window.start_s, window.end_s), event.programs, phases)
+    window_s = (window.start_s, window.end_s)
+    return program_stats(population, kept, window_s, event.programs, phases, manifest.config.slo.session_s)
 
 
 def _send_lags(load: LoadPoint, records: Sequence[RequestRecord], window: Window) -> list[float] | None:
