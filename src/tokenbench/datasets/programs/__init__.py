@@ -10,12 +10,16 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from tokenbench.datasets.programs import weka
+from tokenbench.datasets.programs import tracelab, tracelab_csv, weka
 from tokenbench.datasets.programs.model import Program
 from tokenbench.errors import BadInput
 
 # name -> reader module: ``FORMAT``, ``looks_like(first JSON value or CSV header)``, ``read(path)``
-READERS: dict[str, ModuleType] = {weka.FORMAT: weka}
+READERS: dict[str, ModuleType] = {
+    weka.FORMAT: weka,
+    tracelab.FORMAT: tracelab,
+    tracelab_csv.FORMAT: tracelab_csv,
+}
 
 
 def formats() -> tuple[str, ...]:
