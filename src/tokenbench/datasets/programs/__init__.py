@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from tokenbench.datasets.programs import tracelab, tracelab_csv, weka
+from tokenbench.datasets.programs import otel, tracelab, tracelab_csv, weka
 from tokenbench.datasets.programs.model import Program
 from tokenbench.errors import BadInput
 
@@ -19,6 +19,7 @@ READERS: dict[str, ModuleType] = {
     weka.FORMAT: weka,
     tracelab.FORMAT: tracelab,
     tracelab_csv.FORMAT: tracelab_csv,
+    otel.FORMAT: otel,
 }
 
 
