@@ -144,6 +144,8 @@ class _Chat:
     messages: tuple[_Msg, ...]
     reply: str | None
     reply_tool_ids: frozenset[str]  # the reply's tool calls' ids (empty when one has none)
+    keys: tuple[tuple[str, str], ...]  # each message's role and text: what makes two equal
+    tool_ids: frozenset[str]  # the ids of every tool call in the input
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +194,8 @@ def _chat(attrs: dict[str, Any], where: str) -> _Chat:
             raise BadInput(f"{where}: gen_ai.input.messages holds {str(m)[:60]!r}, not a message with a role")
         messages.append(_message(m))
     reply, ids = _reply(attrs, where)
-    return _Chat(tuple(messages), reply, ids)
+    keys = tuple((m.role, m.text) for m in messages)
+    return _Chat(tuple(messages), reply, ids, keys, frozenset().union(*(m.tool_ids for m in messages)))
 
 
 def _message(m: dict[str, Any]) -> _Msg:
@@ -404,7 +407,7 @@ def _feeds(a: _Chat, b: _Chat) -> bool:
         if any(m.role == "assistant" and a.reply in m.text for m in b.messages):
             return True
     if a.reply_tool_ids:
-        return a.reply_tool_ids <= frozenset().union(*(m.tool_ids for m in b.messages))
+        return a.reply_tool_ids <= b.tool_ids
     return False
 
 
@@ -419,19 +422,25 @@ def _sources(
     c: _Llm, earlier: list[_Llm], ancestors: set[int], sources: list[tuple[tuple[str, str, str], ...]]
 ) -> tuple[tuple[str, str, str], ...]:
     """Each input message's source: ("message", role, text), or ("output", index, "") an ancestor's reply."""
-    messages = c.chat.messages
-    shared, best = 0, -1
-    for j in sorted(ancestors, reverse=True):  # the longest shared run; the latest ancestor of equals
-        n = 0
-        for a, b in zip(messages, earlier[j].chat.messages):
-            if a.role != b.role or a.text != b.text:
-                break
-            n += 1
-        if n > shared:
-            shared, best = n, j
+    keys = c.chat.keys
+    shared, whole, best = 0, False, -1
+    latest = sorted(ancestors, reverse=True)
+    # the longest shared run of leading messages: the longest ancestors first, then the latest; of
+    # equal runs, one that is all of its ancestor's messages
+    for j in sorted(latest, key=lambda j: len(earlier[j].chat.keys), reverse=True):
+        other = earlier[j].chat.keys
+        if len(other) < shared or (len(other) == shared and whole):
+            break
+        n = (
+            len(other)
+            if keys[: len(other)] == other
+            else next((i for i, (a, b) in enumerate(zip(keys, other)) if a != b), min(len(keys), len(other)))
+        )
+        if (n, n == len(other)) > (shared, whole):
+            shared, whole, best = n, n == len(other), j
     src = list(sources[best][:shared]) if best >= 0 else []
-    for m in messages[shared:]:
-        k = next((k for k in sorted(ancestors, reverse=True) if _is_reply(earlier[k].chat, m)), None)
+    for m in c.chat.messages[shared:]:
+        k = next((k for k in latest if _is_reply(earlier[k].chat, m)), None)
         src.append(("output", str(k), "") if k is not None else ("message", m.role, m.text))
     return tuple(src)
 
