@@ -224,8 +224,8 @@ def _session(sid: str, rounds: list[_Round], origin: float) -> Program:
             )
         )
         prev = r
-    first = rounds[0].first_s
-    return Program(sid, tuple(calls), first - origin if first is not None else 0.0, FORMAT)
+    firsts = [r.first_s for r in rounds if r.first_s is not None]
+    return Program(sid, tuple(calls), min(firsts) - origin if firsts else 0.0, FORMAT)
 
 
 def _round(obj: Any, where: str, line: int) -> tuple[str, _Round]:
@@ -257,7 +257,7 @@ def _round(obj: Any, where: str, line: int) -> tuple[str, _Round]:
     every = inputs + replies
     return sid, _Round(
         line=line,
-        index=int(_count(obj, "round_index", where)),
+        index=_count(obj, "round_index", where, line),  # none: file order, as the exporter sorts
         input=total,
         prefix=min(prefix, total),
         out=_count(obj, "output_tokens", where),
