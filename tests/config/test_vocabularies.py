@@ -35,7 +35,7 @@ def test_every_program_format_read_is_one_the_flag_names():
     from tokenbench.datasets.programs import READERS
 
     help_text = DatasetConfig.model_fields["program_format"].metadata[0].help
-    named = set(help_text.split(": ", 1)[1].rstrip(".").replace(",", " ").split())
+    named = set(help_text.rsplit(": ", 1)[1].rstrip(".").replace(",", " ").split())
     assert named == set(READERS)
 
 

@@ -14,13 +14,15 @@ from types import ModuleType
 import yaml  # type: ignore[import-untyped]  # no stubs installed (types-PyYAML is not a dependency)
 
 from tokenbench.config import DatasetConfig
-from tokenbench.datasets.programs import aiperf_dag, aiperf_graph, dynamo, weka
+from tokenbench.datasets.programs import aiperf_dag, aiperf_graph, dynamo, otel, tracelab, tracelab_csv, weka
 from tokenbench.datasets.programs.model import ANCHORS, Program, critical_path_s
 from tokenbench.errors import BadInput
 from tokenbench.results import DatasetFacts, ProgramFacts
 
 # name -> reader module: ``FORMAT``, ``looks_like(first JSON value or CSV header)``, ``read(path)``
-READERS: dict[str, ModuleType] = {r.FORMAT: r for r in (weka, aiperf_dag, aiperf_graph, dynamo)}
+READERS: dict[str, ModuleType] = {
+    r.FORMAT: r for r in (weka, aiperf_dag, aiperf_graph, dynamo, tracelab, tracelab_csv, otel)
+}
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
