@@ -209,3 +209,25 @@ def test_with_two_workers_each_session_stays_on_the_worker_that_started_it(tmp_p
     for rs in by_session.values():  # the router's affinity header: every call of a session carries its id
         assert {deliveries[r["response_id"]]["headers"]["X-Session-ID"] for r in rs} == {rs[0]["program_session"]}
     assert result.results["points"][0]["programs"]["sessions"]["completed"] == 10
+
+
+def test_a_replay_starts_each_session_once_at_its_own_time(tmp_path):
+    from tokenbench.config import ReplayLoad
+
+    csv = WEKA.parent / "tracelab" / "multi_session_example.csv"  # sessions at 0, 200 and 500 ms
+    with mock_process(ttft_ms=2, itl_ms=1) as url:
+        cfg = _config(
+            url, tmp_path / "run", csv, [ReplayLoad(speed=2.0)], StopConfig(schedule_ends=True), program_time_scale=1.0
+        )
+        result = run(cfg, quiet())
+    by_session = defaultdict(list)
+    for r in records_of(result.run_dir):
+        by_session[r["program_id"]].append(r)
+    assert {k: len(v) for k, v in by_session.items()} == {"0": 3, "1": 2, "2": 3}
+    starts = {k: v[0]["program_start_s"] for k, v in by_session.items()}
+    assert starts["1"] - starts["0"] == pytest.approx(0.1, abs=1e-6)  # 200 ms at twice the speed
+    assert starts["2"] - starts["0"] == pytest.approx(0.25, abs=1e-6)
+    # a round after a tool waits its 100 ms (the recording's waits are not sped: --program-time-scale is)
+    second = next(r for r in by_session["0"] if r["program_call"] == "1")
+    assert second["program_delay_s"] == pytest.approx(0.1) and second["program_tool_s"] == pytest.approx(0.1)
+    assert result.results["points"][0]["programs"]["sessions"]["completed"] == 3

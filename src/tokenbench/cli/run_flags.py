@@ -127,6 +127,13 @@ def _scenario(a: Params) -> _Scenario:
         if other:
             raise UsageError(f"--dataset trace replays the trace's own schedule: drop {' and '.join(other)}")
         return _Scenario([], [], None, duration, max_requests, default=False, replay=True)
+    replay_own = [o.param for o in options(ReplayLoad) if o.flag is not None]
+    if a.get("dataset") == "programs" and any(a.get(k) is not None for k in replay_own):
+        # agent programs on the recording's own clock: each session once, at its start
+        other = [_flag(k) for k in ("users", "rate", "ramp_up", "think_time", "arrival", "burstiness") if a.get(k)]
+        if other:
+            raise UsageError(f"--replay-speed starts each session at its own time: drop {' and '.join(other)}")
+        return _Scenario([], [], None, duration, max_requests, default=False, replay=True)
     stray = [_flag(k) for k in _trace_only() if a.get(k) is not None]
     if stray:
         raise UsageError(f"{', '.join(stray)} need a trace to replay: add --dataset trace --dataset-path FILE")

@@ -135,11 +135,17 @@ class ProgramSource:
         for p in self._programs[:DRAWN_PROGRAMS]:
             self.drawn(p)
 
-    def replay_starts(self, speed: float) -> list[tuple[float, Program]]:
-        """Each program once at its start on the trace's clock (from the first), scaled and sped."""
-        first = min(p.start_s for p in self._programs)
-        order = sorted(self._programs, key=lambda p: p.start_s)
-        return [((p.start_s - first) * self.settings.time_scale / speed, p) for p in order]
+    def replay_starts(self, load: ReplayLoad) -> list[tuple[float, Program]]:
+        """Each program once at its start on the recording's clock, those in ``[--replay-start,
+        --replay-end)`` of it, from the first of them, scaled (``--program-time-scale``) and sped."""
+        lo, hi = load.start_s or 0.0, load.end_s
+        order = sorted((p for p in self._programs if p.start_s >= lo and (hi is None or p.start_s < hi)), key=_start)
+        if not order:
+            raise BadInput(
+                f"no agent session starts in the replay's window [{lo:g}, {hi if hi is not None else 'end'}) s"
+            )
+        first = order[0].start_s
+        return [((p.start_s - first) * self.settings.time_scale / load.speed, p) for p in order]
 
 
 class ProgramSpan(Span, Protocol):
@@ -164,6 +170,10 @@ def program_source(
     of the same file, sends the same prompts."""
     settings = ProgramSettings(dataset.program_output, dataset.program_time_scale, dataset.output_tokens)
     return ProgramSource(programs, ProgramPrompts(tokenizer, count), settings, id_prefix, lane)
+
+
+def _start(p: Program) -> float:
+    return p.start_s
 
 
 async def run_programs(gen: Driver, point: ProgramPoint, load: LoadPoint) -> None:
@@ -213,7 +223,7 @@ async def _starts(
     if isinstance(load, RateLoad):
         starts: Any = ((off, None) for off in arrival_times(load, point.seed, point.stop))
     else:
-        starts = iter(source.replay_starts(load.speed))
+        starts = iter(source.replay_starts(load))
     for i, (offset, program) in enumerate(starts):
         if not point.share.mine(i):
             continue
