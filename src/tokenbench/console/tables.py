@@ -18,6 +18,7 @@ from tokenbench.metrics.catalogue import (
     shown_in,
 )
 from tokenbench.records import UNFINISHED, Outcome
+from tokenbench.results import Distribution as Stats
 from tokenbench.results import Experiment, Gauge, PointResult, RunResults, TrialStat
 from tokenbench.results.manifest import ATTACHED
 from tokenbench.telemetry.client_health import CPU_LIMIT, LAG_MARGIN, LOOP_LAG_LIMIT_S, MIN_SLOW_TICKS, advice
@@ -70,6 +71,8 @@ def summary_table(results: RunResults | Sequence[PointResult], workload: str | N
     row("window s", lambda p: _num(p.window_s))
     _metric_rows(row, points)
     row("in flight mean / peak", lambda p: f"{_num(p.concurrency.mean)} / {p.concurrency.peak}")
+    if any(p.programs for p in points):
+        _program_rows(row, points)
     captions = [cancelled_caption(points)]
     if any(p.client for p in points):
         _client_rows(row, points)
@@ -192,6 +195,32 @@ def _metric_rows(row: _Row, points: list[PointResult]) -> None:
         # an optional one (TTFO, per-token ITL) only where some point measured it
         if any(d.read(p, "count") if d.optional else d.read(p, "count") is not None for p in points):
             row(f"{d.name} ({d.unit}) mean / p50 / p99 (n)", _dist_cell(d))
+
+
+def _program_rows(row: _Row, points: list[PointResult]) -> None:
+    """Agent programs: the sessions, their latency, the schedule's lag and where the critical path went."""
+
+    def sessions(p: PointResult) -> str:
+        c = p.programs.sessions if p.programs else None
+        return f"{c.completed}/{c.started}" if c is not None else "-"
+
+    def parts(p: PointResult) -> str:
+        share = p.programs.critical_path.share if p.programs else {}
+        shown = [(k, v) for k, v in share.items() if v]
+        return ", ".join(f"{k} {v * 100:.0f}%" for k, v in sorted(shown, key=lambda kv: -kv[1])[:4]) or "-"
+
+    row("sessions completed/started", sessions)
+    row("session latency (s) mean / p50 / p99 (n)", lambda p: _dist_s(p.programs.session_s) if p.programs else "-")
+    row("schedule lag (ms) p50 / p99", lambda p: _lag(p.programs.schedule_lag_s) if p.programs else "-")
+    row("critical path: where the time went", parts)
+
+
+def _dist_s(d: Stats) -> str:
+    return f"{_num(d.mean, '.2f')} / {_num(d.p50, '.2f')} / {_num(d.p99, '.2f')} ({d.count})"
+
+
+def _lag(d: Stats) -> str:
+    return f"{_ms(d.p50)} / {_ms(d.p99)}"
 
 
 def _metric_cell(m: Metric) -> Callable[[PointResult], str]:
