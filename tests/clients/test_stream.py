@@ -8,6 +8,7 @@ import json
 import threading
 import time
 
+import orjson
 import pytest
 from rich.console import Console
 from run_helpers import resolved
@@ -243,7 +244,7 @@ async def test_a_request_is_sent_as_its_json_body_with_its_length_and_keys():
                 assert record.outcome is Outcome.OK and len(record.chunk_times_s) == 1
             client.close()
             await asyncio.sleep(0.02)
-    body = json.dumps(client.payload(request)).encode()
+    body = orjson.dumps(client.payload(request))  # the one encoding (orjson: compact, UTF-8)
     assert client.body(request) == body
     for i, sent in enumerate(seen):
         head, _, rest = sent.partition(b"\r\n\r\n")

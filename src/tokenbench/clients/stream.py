@@ -17,6 +17,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 import aiohttp
+import orjson
 
 from tokenbench.clients.http1 import Http1Pool
 from tokenbench.clients.structured import arguments_parse, reply_check
@@ -448,11 +449,13 @@ class StreamingClient:
 
     def sent_bytes(self, request: Request) -> bytes:
         """What ``send`` writes of ``request`` after its headers, made once per request (the
-        exchange's ``framed`` body)."""
+        exchange's ``framed`` body). orjson, not the standard library's json: an agent's call of
+        ~80k prompt tokens (a 0.4 MB body, 1.4 MB at the longest) took 1.3 ms (4.5 ms) to encode,
+        on the schedule's path between a call's parent ending and it being sent; orjson 0.2 (0.8)."""
         kept = self._bodies.get(id(request))
         if kept is not None and kept[0] is request:
             return kept[1]
-        data = self._exchange.framed(json.dumps(self.payload(request)).encode())
+        data = self._exchange.framed(orjson.dumps(self.payload(request)))
         if len(self._bodies) >= BODY_CACHE:
             self._bodies.clear()
         self._bodies[id(request)] = (request, data)
