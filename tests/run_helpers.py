@@ -34,7 +34,6 @@ SETTINGS_ADDED_SINCE_FIXTURES = {
     "dataset.program_format": "auto",  # agent programs
     "dataset.program_output": "live",
     "dataset.program_time_scale": 1.0,
-    "slo.session_s": None,
     "server_traces": False,
     "server_traces_port": 0,
     "server_traces_grpc_port": 0,  # server spans: the OTLP/gRPC receiver

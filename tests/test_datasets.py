@@ -18,12 +18,13 @@ def test_system_prompt_from_file_becomes_a_system_message(tmp_path):
 
 def test_every_dataset_name_and_api_has_one_entry_in_its_table():
     """A new dataset is a module and a line in datasets.SOURCES (a trace, replayed row by row, is
-    datasets.trace_plan); a new protocol a line in WIRES."""
+    datasets.trace_plan; agent programs, run session by session, datasets.programs); a new
+    protocol a line in WIRES."""
     from typing import get_args
 
     from tokenbench.clients import WIRES
     from tokenbench.config import Api, DatasetName
     from tokenbench.datasets import SOURCES
 
-    assert set(SOURCES) | {"trace"} == set(get_args(DatasetName))
+    assert set(SOURCES) | {"trace", "programs"} == set(get_args(DatasetName))
     assert set(WIRES) == set(get_args(Api))

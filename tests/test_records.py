@@ -17,6 +17,7 @@ from tokenbench.records import (
     Outcome,
     OutputCheck,
     Pooling,
+    ProgramCall,
     Reasoning,
     Request,
     RequestRecord,
@@ -109,7 +110,11 @@ EVERY_PART_LINE = (
     b'"first_tool_call_s":10.75,"tool_call_chunks":1,"tool_args_tokens":6,'
     b'"traceparent":"00-0123456789abcdef0002000100000029-0123456700000029-01",'
     b'"x_request_id":"0123456789abcdef0002000100000029","http_start_s":10.001,"pool_wait_s":0.0,"conn_reused":false,'
-    b'"connect_s":0.0005,"headers_sent_s":10.0015,"response_headers_s":10.2,"first_body_s":10.21}\n'
+    b'"connect_s":0.0005,"headers_sent_s":10.0015,"response_headers_s":10.2,"first_body_s":10.21,'
+    b'"program_session":"p-3","program_id":"trace_0291","program_call":"1.17","program_depth":1,'
+    b'"program_role":"subagent","program_start_s":9.0,"program_ready_s":10.0,"program_after":"1.16",'
+    b'"program_anchor":"end","program_delay_s":0.003,"program_tool_s":0.003,"program_parents":["1.16"],'
+    b'"program_prefix_tokens":90}\n'
 )
 NO_PART_LINE = (
     b'{"point":0,"id":1,"scheduled_s":0.5,"sent_s":null,"chunk_times_s":[],"end_s":null,"closed_s":null,'
@@ -123,13 +128,16 @@ NO_PART_LINE = (
     b'"structured":null,"output_parsed":null,"output_valid":null,"tool_calls":null,"tool_args_parsed":null,'
     b'"first_tool_call_s":null,"tool_call_chunks":0,"tool_args_tokens":null,"traceparent":null,'
     b'"x_request_id":null,"http_start_s":null,"pool_wait_s":null,"conn_reused":null,"connect_s":null,'
-    b'"headers_sent_s":null,"response_headers_s":null,"first_body_s":null}\n'
+    b'"headers_sent_s":null,"response_headers_s":null,"first_body_s":null,"program_session":null,'
+    b'"program_id":null,"program_call":null,"program_depth":null,"program_role":null,"program_start_s":null,'
+    b'"program_ready_s":null,"program_after":null,"program_anchor":null,"program_delay_s":null,'
+    b'"program_tool_s":null,"program_parents":null,"program_prefix_tokens":null}\n'
 )
 # tests/fixtures/rundirs' records.jsonl (tokenbench 0.2.1's lines) read back and written again by
 # the flat RequestRecord: a sha256 of the lines
 FIXTURE_LINES_SHA256 = {
-    "0.2.1-sessions": "7c7098c3b6b3b401d9c086274c80c4ec46b7b52789c5627c2a04113547d04304",
-    "0.2.1-workers": "5e438bbd8574d38bffcb004a42250239b947de29b92349a921adc8cb49a2333e",
+    "0.2.1-sessions": "e3edd6a3485faab94c8eaec48c4ac321f776a9001f705875935c537093fbe31a",  # + the program_* keys
+    "0.2.1-workers": "3dc72b6b6f9ee1b751921eb0df440907c266f36b80f32407c31618284c65dbee",
 }
 
 
@@ -182,6 +190,21 @@ def _every_part() -> RequestRecord:
             headers_sent_s=10.0015,
             response_headers_s=10.2,
             first_body_s=10.21,
+        ),
+        program=ProgramCall(
+            program_session="p-3",
+            program_id="trace_0291",
+            program_call="1.17",
+            program_depth=1,
+            program_role="subagent",
+            program_start_s=9.0,
+            program_ready_s=10.0,
+            program_after="1.16",
+            program_anchor="end",
+            program_delay_s=0.003,
+            program_tool_s=0.003,
+            program_parents=("1.16",),
+            program_prefix_tokens=90,
         ),
     )
     record.output_text = "a reply"

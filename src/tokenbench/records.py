@@ -339,7 +339,6 @@ class RequestRecord:
     trace_row: int | None = None  # Request.trace_row: the trace file's line this request replays
     reasoning: Reasoning | None = _part(Reasoning)
     session: SessionTurn | None = _part(SessionTurn)  # Request.session
-    program: ProgramCall | None = _part(ProgramCall)  # an agent program's call
     # Prompt tokens the server served from its prefix cache: usage.prompt_tokens_details.
     # cached_tokens, else llama.cpp's timings.cache_n. None: the server did not say.
     cached_prompt_tokens: int | None = None
@@ -360,6 +359,7 @@ class RequestRecord:
     tool_use: ToolUse | None = _part(ToolUse)
     join_key: JoinKey | None = _part(JoinKey)
     phases: HttpPhases | None = _part(HttpPhases)  # the last attempt's
+    program: ProgramCall | None = _part(ProgramCall)  # an agent program's call
     # Carried, not facts of the record: the reply's text (records.jsonl keeps it only with
     # --keep-text, as "output_text"; a session's next turn sends it back as history) and a
     # multi-turn turn's tool calls as the assistant message's tool_calls (loadgen/sessions.py; never

@@ -111,7 +111,7 @@ def test_run_takes_every_declared_flag_and_help_shows_choices():
     assert result.exit_code == 0, result.output
     for choice in (
         "[chat|completions|tgi|triton|ollama|embeddings|rerank|score]",
-        "[synthetic|sharegpt|dolly|jsonl|trace]",
+        "[synthetic|sharegpt|dolly|jsonl|trace|programs]",
         "[reset|keep]",
     ):
         assert choice in result.output

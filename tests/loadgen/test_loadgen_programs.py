@@ -19,6 +19,9 @@ from tokenbench.metrics.programs import sessions
 from tokenbench.records import RequestRecord
 from tokenbench.run import run
 
+# Serial (the timed tier): the session's latency is compared with its script within a few ms a call
+pytestmark = pytest.mark.serial
+
 WEKA = Path(__file__).parents[1] / "fixtures" / "programs" / "weka"
 SCALE = 0.001  # trace_0291's 1366 s of recorded waits in 1.4 s
 TTFT_MS, ITL_MS, TOKENS = 20.0, 2.0, 4

@@ -262,9 +262,8 @@ def build_requests(cfg: DatasetConfig, tokenizer: Tokenizer | None, seed: int) -
     """The dataset's requests and what results.json says of them (a trace: trace_plan)."""
     check_path(cfg)
     if cfg.name not in SOURCES:
-        raise BadInput(
-            f"--dataset {cfg.name} is sent as it goes (a trace: datasets.trace_plan; programs: datasets.programs), not built as a list"
-        )
+        how = "run session by session (datasets.programs)" if cfg.name == "programs" else "replayed row by row"
+        raise BadInput(f"--dataset {cfg.name} is {how}, not built as a list (a trace: datasets.trace_plan)")
     system = read_system_prompt(cfg.system_prompt)
     count = tokenizer.count if tokenizer is not None else _estimate
     try:
