@@ -234,3 +234,21 @@ def test_a_replay_starts_each_session_once_at_its_own_time(tmp_path):
     second = next(r for r in by_session["0"] if r["program_call"] == "1")
     assert second["program_delay_s"] == pytest.approx(0.1) and second["program_tool_s"] == pytest.approx(0.1)
     assert result.results["points"][0]["programs"]["sessions"]["completed"] == 3
+
+
+def test_with_server_spans_the_critical_path_splits_into_the_servers_phases(start_mock, tmp_path):
+    from tokenbench.common.procs import free_port
+
+    port = free_port()
+    url = start_mock(ttft_ms=20, itl_ms=2, max_streams=1, otlp_endpoint=f"http://127.0.0.1:{port}/v1/traces")
+    cfg = _config(
+        url, tmp_path / "run", WEKA / "aiperf_subagent.json", [UsersLoad(users=2)], StopConfig(max_requests=8),
+        program_time_scale=0.01,
+    ).model_copy(update={"server_traces": True, "server_traces_port": port})  # fmt: skip
+    result = run(cfg, quiet())
+    programs = result.results["points"][0]["programs"]
+    parts = programs["critical_path"]["mean_s"]
+    # one stream: two sessions queue in the server; every path call's TTFT is split by its span
+    assert parts["ttft"] == 0 and parts["queue"] > 0 and parts["prefill"] > 0.015
+    assert sum(parts.values()) == pytest.approx(programs["session_s"]["mean"], abs=1e-6)
+    assert result.results["points"][0]["server_phases"]["joined"] == 8
