@@ -15,9 +15,12 @@ WEKA_SESSION = Path(__file__).resolve().parent / "fixtures" / "programs" / "weka
 WEKA_CALLS = 32
 
 
-def program_config(url: str, out_dir: Path, sessions: int = 1, time_scale: float = 0.001) -> RunConfig:
+def program_config(
+    url: str, out_dir: Path, sessions: int = 1, time_scale: float = 0.001, traces_port: int | None = None
+) -> RunConfig:
     """One user replaying the session ``sessions`` times, one after another (max-requests ends the
-    point as the last one completes: none is cut short), every reply 4 tokens."""
+    point as the last one completes: none is cut short), every reply 4 tokens; ``traces_port``:
+    the server's spans received there (--server-traces)."""
     return RunConfig(
         target=TargetConfig(url=url, api="chat"),
         loads=[UsersLoad(users=1)],
@@ -25,9 +28,13 @@ def program_config(url: str, out_dir: Path, sessions: int = 1, time_scale: float
         dataset=DatasetConfig(name="programs", path=WEKA_SESSION, program_time_scale=time_scale, output_tokens=4),
         live=False,
         out_dir=out_dir,
+        server_traces=traces_port is not None,
+        server_traces_port=traces_port or 0,
     )
 
 
-def program_run(url: str, out_dir: Path, sessions: int = 1, time_scale: float = 0.001) -> Path:
+def program_run(
+    url: str, out_dir: Path, sessions: int = 1, time_scale: float = 0.001, traces_port: int | None = None
+) -> Path:
     """``program_config``'s run: its run directory."""
-    return run(program_config(url, out_dir, sessions, time_scale), quiet()).run_dir
+    return run(program_config(url, out_dir, sessions, time_scale, traces_port), quiet()).run_dir

@@ -13,6 +13,7 @@ import pytest
 from program_runs import WEKA_CALLS, program_run
 from report_synthetic import point, results, write_run
 
+from tokenbench.common.procs import free_port
 from tokenbench.metrics.programs import PARTS, SessionPath, anchor_s, sessions
 from tokenbench.records import RequestRecord
 from tokenbench.report import ReportFiles, write_report
@@ -22,6 +23,7 @@ from tokenbench.report.read.load import load_inputs
 from tokenbench.report.render.plotly_chart import plotly_figure
 from tokenbench.report.sections.charts import build_charts
 from tokenbench.report.sections.programs import (
+    PART_COLORS,
     PART_TITLES,
     call_groups_table,
     call_label,
@@ -133,6 +135,22 @@ def test_the_slowest_sessions_are_the_records_sessions(programs_run: Path) -> No
         assert mean == pytest.approx(p["programs"]["critical_path"]["mean_s"][k], abs=1e-12)
 
 
+def test_with_server_spans_the_sessions_model_time_splits_as_the_results(mock_server, tmp_path: Path) -> None:
+    port = free_port()
+    url = mock_server(ttft_ms=20, itl_ms=2, output_tokens=4, otlp_endpoint=f"http://127.0.0.1:{port}/v1/traces")
+    run = program_run(url, tmp_path / "run", traces_port=port)
+    p = _point(run)
+    assert p["server_phases"]["joined"] == WEKA_CALLS
+    data = load_inputs([run])
+    [session] = data.sessions
+    cp = p["programs"]["critical_path"]["mean_s"]
+    assert cp["prefill"] > 0 and cp["ttft"] == 0  # every call's TTFT split by its span
+    assert session.parts == pytest.approx(cp, abs=1e-12)  # the report joined the spans as the results did
+    parts = _row(parts_table(data))
+    assert {f"{PART_TITLES[k]} s (%)" for k in ("dispatch", "queue", "prefill", "delivery")} <= set(parts)
+    assert f"{PART_TITLES['ttft']} s (%)" not in parts
+
+
 def _timeline(data: ReportData) -> Chart:
     [chart] = [c for c in build_charts(data, decide(data)) if c.chart_id.startswith("session-timeline-")]
     return chart
@@ -192,6 +210,10 @@ def test_report_files_have_the_section_and_its_charts(report: ReportFiles) -> No
     assert any(n.startswith("session-timeline-1-") for n in names)
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in report.charts)
     assert 'id="chart-programs-critical-path"' in html and 'id="chart-session-timeline-1-' in html
+
+
+def test_every_part_of_a_critical_path_has_a_title_and_a_colour() -> None:
+    assert list(PART_TITLES) == list(PART_COLORS) == list(PARTS)
 
 
 def test_a_run_without_programs_has_no_programs_section(tmp_path: Path) -> None:

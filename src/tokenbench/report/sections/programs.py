@@ -44,7 +44,6 @@ PART_COLORS: dict[str, str] = {
     "think": "#c7c7c7",
     "lag": "#e377c2",
 }
-assert set(PART_TITLES) == set(PARTS) == set(PART_COLORS)
 
 # A timeline's segments: the wait its parent's edge recorded, the schedule's lag, the call itself
 WAIT_COLOR, LAG_COLOR, CALL_COLOR, PATH_COLOR = "#e0e0e0", "#fdae6b", "#9ecae1", "#d62728"
