@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -18,7 +19,8 @@ from tokenbench.experiments.aggregate import aggregate
 from tokenbench.metrics import PointSpan, Window, catalogue, summarize_point
 from tokenbench.metrics.catalogue import METRICS, Metric, error_rate, path, shown_in
 from tokenbench.metrics.cost import point_cost
-from tokenbench.records import Outcome, OutputCheck, Reasoning, RequestRecord, TokenSource
+from tokenbench.metrics.programs import program_stats
+from tokenbench.records import Outcome, OutputCheck, ProgramCall, Reasoning, RequestRecord, TokenSource
 from tokenbench.report.read.load import load_inputs
 from tokenbench.report.sections.tables import headline_table
 from tokenbench.results import (
@@ -126,12 +128,41 @@ def _server(preemptions: float, ttft_s_mean: float, kv_usage: Gauge) -> Server:
     )
 
 
+def _programs(records: list[RequestRecord]) -> None:
+    """The records as five agent sessions of two calls: call 1 sent 1 s after the session's start,
+    when call 0's end plus its recorded wait allowed it (each session 1.151 s long)."""
+    for r in records:
+        k, second = divmod(r.id, 2)
+        parent = records[2 * k]
+        r.program = ProgramCall(
+            program_session=f"s{k}",
+            program_id="p",
+            program_call=str(second),
+            program_depth=0,
+            program_role="after_tool" if second else "root",
+            program_start_s=float(2 * k),
+            program_ready_s=r.scheduled_s,
+            program_after="0" if second else None,
+            program_anchor="end" if second else None,
+            program_delay_s=r.scheduled_s - (parent.closed_s or 0.0) if second else None,
+            program_parents=("0",) if second else (),
+        )
+
+
 def sample_point(
-    itl: float = 0.01, label: str = "1 req/s", reasoning: int = 0, pooling: bool = False, structured: bool = False
+    itl: float = 0.01,
+    label: str = "1 req/s",
+    reasoning: int = 0,
+    pooling: bool = False,
+    structured: bool = False,
+    programs: bool = False,
 ) -> PointResult:
     """An open-loop point at 1 req/s for 10 s as summarize_point writes it, with the server's
-    figures (telemetry.summary's shape) added; each reply's first ``reasoning`` chunks reasoning."""
+    figures (telemetry.summary's shape) added; each reply's first ``reasoning`` chunks reasoning.
+    ``programs``: the requests are five agent sessions of two calls (metrics.programs' stats)."""
     records = [_record(i, float(i), itl, reasoning, structured) for i in range(10)]
+    if programs:
+        _programs(records)
     span = PointSpan(Window(0.0, 10.0), open_loop=True, end_s=12.0)
     metrics = summarize_point(records, span, SLOConfig(ttft_s=0.06))
     gpu = Gpu(available=False, reason="no GPU")
@@ -163,6 +194,7 @@ def sample_point(
         client=CLIENT,
         # pooling APIs: a pooling point's rates (metrics.pooling), read by their getters
         **({"pooling": POOLING} if pooling else {}),
+        **({"programs": program_stats(records, records, (0.0, 10.0), None)} if programs else {}),
     )
 
 
@@ -232,11 +264,14 @@ KNOWN = {
     "inputs_per_s": 4.0,
     "prompt_tokens_per_s": 40.0,
     "valid_fraction": 0.7,
+    "session_s_mean": 1.151,  # call 1 sent 1 s after its session's start, its E2E 0.15 s, closed 1 ms later
+    "session_s_p90": 1.151,
+    "sessions_per_s": 0.5,  # 5 sessions started in the 10 s window
 }
 
 
 def test_every_getter_reads_a_point_summarize_point_wrote() -> None:
-    point = sample_point(reasoning=2, pooling=True, structured=True)
+    point = sample_point(reasoning=2, pooling=True, structured=True, programs=True)
     for m in METRICS.values():
         value = m.get(point)
         assert value is not None and math.isfinite(value), m.key
@@ -244,19 +279,31 @@ def test_every_getter_reads_a_point_summarize_point_wrote() -> None:
             assert value == pytest.approx(KNOWN[m.key], abs=1e-9), m.key
 
 
+def _emptied(model: Any, field: str) -> Any:
+    """The point (or its part) with the distribution at ``field`` (a dotted path: a part's) empty."""
+    head, _, rest = field.partition(".")
+    if not rest:
+        return model.model_copy(update={head: _EMPTY})
+    return model.model_copy(update={head: _emptied(getattr(model, head), rest)})
+
+
 def test_missing_or_null_fields_give_none_never_zero() -> None:
-    point = sample_point()
-    distributions = {m.distribution.key for m in METRICS.values() if m.distribution is not None}
+    point = sample_point(programs=True)
+    # a point's own distributions (a part's, programs.session_s, goes with its part below)
+    distributions = {
+        m.distribution.key for m in METRICS.values() if m.distribution is not None and not m.distribution.at
+    }
     nulls = point.model_copy(
         update={k: _EMPTY for k in distributions}
         | {k: None for k in ("output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "offered_per_s")}
         | {"goodput_per_s": None, "good_fraction": None, "server": None, "requests_in_window": _NONE_ENDED}
         | {"prefix_cache": None, "cost": None, "energy": None, "fluidity": None, "client": None, "structured": None}
+        | {"programs": None}
     )
     for m in METRICS.values():
         assert m.get(nulls) is None, m.key
         if m.distribution is not None:  # nothing measured: count 0 and every statistic null
-            assert m.get(point.model_copy(update={m.distribution.key: _EMPTY})) is None, m.key
+            assert m.get(_emptied(point, m.distribution.field)) is None, m.key
     assert path("label")(point) is None  # not a number
     assert path("label.x")(point) is None
     assert path("server.kv_usage.max")(point.model_copy(update={"server": None})) is None  # no server figures
@@ -337,7 +384,8 @@ def test_decode_speed_in_compare_and_the_report(tmp_path: Path) -> None:
     a = _write_run(tmp_path / "a", sample_point(), "vllm")
     b = _write_run(tmp_path / "b", sample_point(itl=0.02), "sglang")
     rows = {r.metric: r for r in compare([a, b])}
-    assert set(rows) == {m.key for m in shown_in("compare")} and DECODE in rows
+    # an optional metric (inputs/s, a session's latency) only where both sides measured it
+    assert set(rows) == {m.key for m in shown_in("compare") if not _optional(m)} and DECODE in rows
     decode = rows[DECODE]
     assert decode.baseline.mean == pytest.approx(100.0) and decode.other.mean == pytest.approx(50.0)
     assert decode.delta_pct == pytest.approx(-0.5) and decode.better is False  # slower decoding is worse
@@ -348,6 +396,24 @@ def test_decode_speed_in_compare_and_the_report(tmp_path: Path) -> None:
     assert table is not None
     col = table.headers.index("decode speed per user mean (tok/s)")
     assert table.rows[0][col] == "100.0"
+
+
+def _optional(m: Metric) -> bool:
+    return m.optional or (m.distribution is not None and m.distribution.optional)
+
+
+def test_session_metrics_in_compare_only_where_both_ran_programs(tmp_path: Path) -> None:
+    a = _write_run(tmp_path / "a", sample_point(programs=True), "vllm")
+    b = _write_run(tmp_path / "b", sample_point(itl=0.02, programs=True), "sglang")
+    plain = _write_run(tmp_path / "plain", sample_point(), "tgi")
+    rows = {r.metric: r for r in compare([a, b])}
+    assert {"session_s_mean", "session_s_p90", "sessions_per_s"} <= set(rows)
+    session = rows["session_s_p90"]
+    # call 1's E2E grows by 10 chunk gaps of 10 ms: each session 0.1 s longer, and worse
+    assert session.baseline.mean == pytest.approx(1.151) and session.delta == pytest.approx(0.1)
+    assert session.better is False and rows["sessions_per_s"].delta == pytest.approx(0.0)
+    assert "session latency p90 (s)" in compare_markdown(list(rows.values()))
+    assert not {r.metric for r in compare([a, plain])} & {"session_s_mean", "session_s_p90", "sessions_per_s"}
 
 
 def test_decode_speed_is_aggregated(tmp_path: Path) -> None:

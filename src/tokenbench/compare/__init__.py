@@ -13,6 +13,9 @@ otherwise give 2-3 "significant" differences under the null. With fewer than two
 either side, or no variance on both (two sets of identical values: t is undefined, not
 infinite), there is nothing to test: "n/a", explained under the table (``NA_NOTE``).
 
+A metric only some runs have (the catalogue's ``optional``: an agent-programs run's session
+latency and rate, a pooling run's inputs/s) is a row only where both sides measured it.
+
 Points are matched by load: the same kind and value (4 users with 4 users, 2 req/s with 2 req/s),
 within the same configuration where the inputs share configurations. A point with no match is
 named under the table, not drawn as a row against "–"; an input none of whose points matches the
@@ -200,6 +203,8 @@ def comparison(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare
             for metric in metrics:
                 bs = b.metrics.get(metric.key, NO_TRIALS)
                 os_ = o.metrics.get(metric.key, NO_TRIALS)
+                if _optional(metric) and (bs.mean is None or os_.mean is None):
+                    continue  # only some runs have it (sessions, inputs/s): a row where both do
                 delta, pct, better = _delta(metric, bs, os_)
                 rows.append(
                     CompareRow(
@@ -223,6 +228,11 @@ def comparison(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare
         replace(r, p_adjusted=q, significant=None if q is None else q < SIGNIFICANCE_P) for r, q in zip(rows, adjusted)
     ]
     return Comparison(rows, names, unmatched)
+
+
+def _optional(metric: Metric) -> bool:
+    """Only some runs have it (an agent-programs run's sessions, a pooling run's inputs/s)."""
+    return metric.optional or (metric.distribution is not None and metric.distribution.optional)
 
 
 def compare(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare")) -> list[CompareRow]:

@@ -2,7 +2,10 @@
 each load (``Cell``), and for a cell of one trial the values its single figure summarizes: the
 per-request values of a distribution (records.jsonl, the same population as results.json's:
 successful requests sent in the window, open loop: scheduled in it) or the time series' windows
-of a rate (each window inside the measurement window is one batch mean).
+of a rate (each window inside the measurement window is one batch mean). An agent-programs
+point's session latency is its measured sessions' (metrics.programs.sessions over the point's
+records: completed, started in the window), and its session rate the measured sessions started in
+each time-series window per second of it (batch means, as a rate's).
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenbench.metrics.catalogue import Metric
+from tokenbench.metrics.catalogue import SESSION, Metric
+from tokenbench.metrics.programs import SessionPath, sessions
 from tokenbench.records import Outcome, RequestRecord
 from tokenbench.report.read.run_dir import load_value
-from tokenbench.results import PointResult
+from tokenbench.results import PointResult, TimeWindow
 from tokenbench.results.layout import RECORDS, RESULTS
 from tokenbench.results.trials import trial_groups
 from tokenbench.rundir import RecordSlice, point_ranges
@@ -43,6 +47,14 @@ REQUEST_VALUES: dict[str, tuple[Callable[[RequestRecord], float | None], bool]] 
 }
 # Rates the time series has per window (results.json's window keys).
 WINDOW_RATES = frozenset({"output_tokens_per_s", "requests_per_s"})
+SESSION_RATE = "sessions_per_s"  # agent programs: measured sessions started per second of a window
+
+
+def _unit(metric: Metric) -> str:
+    """What one of a metric's values is."""
+    if metric.key in WINDOW_RATES or metric.key == SESSION_RATE:
+        return "windows"
+    return "sessions" if metric.distribution is SESSION else "requests"
 
 
 @dataclass(frozen=True)
@@ -117,8 +129,7 @@ class Samples:
             if values is None:
                 return None
             parts.append(values)
-        unit = "windows" if metric.key in WINDOW_RATES else "requests"
-        return (np.concatenate(parts) if parts else np.empty(0)), unit
+        return (np.concatenate(parts) if parts else np.empty(0)), _unit(metric)
 
     def _one(self, metric: Metric, t: Trial) -> np.ndarray | None:
         key = (t.run_dir, t.point.index, metric.key)
@@ -126,33 +137,32 @@ class Samples:
             self._values[key] = self._read(metric, t)
         return self._values[key]
 
-    def _read(self, metric: Metric, t: Trial) -> np.ndarray | None:
-        p = t.point
-        if metric.key in WINDOW_RATES:
-            w = p.window
-            return np.array(
-                [
-                    float(getattr(x, metric.key))
-                    for x in p.timeseries
-                    if not x.ramp and x.start_s >= w.start_s and x.end_s <= w.end_s
-                ]
-            )
-        dist = metric.distribution
-        if dist is None or dist.key not in REQUEST_VALUES:
-            return None
-        get, ok_only = REQUEST_VALUES[dist.key]
+    def _records(self, t: Trial) -> RecordSlice | None:
+        """The point's records (none: an empty slice); None when records.jsonl is gone."""
         path = t.run_dir / RECORDS
         if not path.is_file():
             return None
         if t.run_dir not in self._ranges:
             self._ranges[t.run_dir] = point_ranges(path)
-        ranges = self._ranges[t.run_dir].get(p.index)
-        if ranges is None:
-            return np.empty(0)
+        return RecordSlice(path, self._ranges[t.run_dir].get(t.point.index, []))
+
+    def _read(self, metric: Metric, t: Trial) -> np.ndarray | None:
+        p = t.point
+        if metric.key in WINDOW_RATES:
+            return np.array([float(getattr(x, metric.key)) for x in _windows(p)])
+        if metric.key == SESSION_RATE or metric.distribution is SESSION:
+            return self._sessions(metric, t)
+        dist = metric.distribution
+        if dist is None or dist.key not in REQUEST_VALUES:
+            return None
+        get, ok_only = REQUEST_VALUES[dist.key]
+        records = self._records(t)
+        if records is None:
+            return None
         open_loop = p.load.kind in ("rate", "replay")
         lo, hi = p.window.start_s, p.window.end_s
         out: list[float] = []
-        for r in RecordSlice(path, ranges):
+        for r in records:
             if ok_only and r.outcome is not Outcome.OK:
                 continue
             when = r.scheduled_s if open_loop or r.sent_s is None else r.sent_s
@@ -162,3 +172,32 @@ class Samples:
             if v is not None and math.isfinite(v):
                 out.append(v)
         return np.array(out, dtype=np.float64)
+
+    def _sessions(self, metric: Metric, t: Trial) -> np.ndarray | None:
+        """A programs point's measured sessions: their latencies, or their starts per window."""
+        if t.point.programs is None:
+            return None
+        records = self._records(t)
+        if records is None:
+            return None
+        lo, hi = float(t.point.window.start_s), float(t.point.window.end_s)
+        measured = [s for s in sessions(records) if _completed(s) and lo <= s.start_s < hi]
+        if metric.key == SESSION_RATE:
+            return np.array(
+                [
+                    sum(1 for s in measured if x.start_s <= s.start_s < x.end_s) / (x.end_s - x.start_s)
+                    for x in _windows(t.point)
+                    if x.end_s > x.start_s
+                ]
+            )
+        return np.array([s.latency_s for s in measured if s.latency_s is not None], dtype=np.float64)
+
+
+def _completed(s: SessionPath) -> bool:
+    return s.ok and s.latency_s is not None
+
+
+def _windows(p: PointResult) -> list[TimeWindow]:
+    """The point's time-series windows inside its measurement window."""
+    w = p.window
+    return [x for x in p.timeseries if not x.ramp and x.start_s >= w.start_s and x.end_s <= w.end_s]

@@ -8,7 +8,8 @@
 
 METRIC is a key of ``catalogue.METRICS`` (output_tokens_per_s, requests_per_s, ttft_s_p99, ...);
 DIST a distribution by its short name or its results.json key (ttft or ttft_s, tpot, e2e, queue,
-decode_speed, ttfo, itl). The sign names the bad direction and must agree with the metric's (a
+decode_speed, ttfo, itl; session or session_s: an agent-programs session's latency,
+``programs.session_s``). The sign names the bad direction and must agree with the metric's (a
 latency gets worse upwards: +5%; a throughput downwards: -3%); without a sign the metric's bad
 direction is taken. Anything else is bad input naming ``--fail-on`` and what to write instead.
 """
@@ -19,7 +20,19 @@ import re
 from dataclasses import dataclass
 
 from tokenbench.errors import BadInput
-from tokenbench.metrics.catalogue import DECODE_SPEED, E2E, ITL, METRICS, QUEUE, TPOT, TTFO, TTFT, Distribution, Metric
+from tokenbench.metrics.catalogue import (
+    DECODE_SPEED,
+    E2E,
+    ITL,
+    METRICS,
+    QUEUE,
+    SESSION,
+    TPOT,
+    TTFO,
+    TTFT,
+    Distribution,
+    Metric,
+)
 
 FLAG = "--fail-on"
 STATS = ("p50", "p90", "p99", "mean")
@@ -31,6 +44,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
     "e2e": E2E,
     "queue": QUEUE,
     "decode_speed": DECODE_SPEED,
+    "session": SESSION,  # agent programs: a session's latency (programs.session_s)
 }
 for _d in tuple(DISTRIBUTIONS.values()):
     DISTRIBUTIONS[_d.key] = _d  # "ttft_s" as well as "ttft"

@@ -61,7 +61,7 @@ class Distribution:
     """A per-request distribution of a results.json point (count, mean, std, min, p50, p90, p95,
     p99, p999, max); its statistics are metrics (``stat``)."""
 
-    key: str  # the point's field: "ttft_s"
+    key: str  # the point's field: "ttft_s" (and the prefix of its metrics' keys: "ttft_s_p99")
     name: str  # "TTFT"
     unit: str  # shown unit
     scale: float  # stored unit -> shown unit
@@ -69,9 +69,15 @@ class Distribution:
     population: str
     period: str = WINDOW
     optional: bool = False  # only some points have it (TTFO: reasoning); views skip it when none do
+    at: str | None = None  # where a part of the point holds it ("programs.session_s"); None: at key
+
+    @property
+    def field(self) -> str:
+        """Its dotted path in a point."""
+        return self.at or self.key
 
     def read(self, point: PointResult, stat: str) -> float | None:
-        return path(f"{self.key}.{stat}")(point)
+        return path(f"{self.field}.{stat}")(point)
 
     def stat(self, stat: str, digits: int, views: frozenset[View]) -> Metric:
         """The metric ``<key>_<stat>`` ("ttft_s_p99"), titled "<name> <stat>"."""
@@ -84,7 +90,7 @@ class Distribution:
             higher_is_better=self.higher_is_better,
             population=self.population,
             period=self.period,
-            get=path(f"{self.key}.{stat}"),
+            get=path(f"{self.field}.{stat}"),
             views=views,
             distribution=self,
         )
@@ -150,6 +156,13 @@ QUEUE = Distribution(
     1e3,
     False,
     "requests sent in the window (open loop: scheduled in it; one never sent counts its wait to the point's end)",
+)
+
+# agent programs (--dataset programs): a session's latency, its last call's stream end - its
+# scheduled start (metrics/programs.py), over the point's measured sessions
+MEASURED_SESSIONS = "sessions that completed (every call sent and ok) and started in the window"
+SESSION = Distribution(
+    "session_s", "session latency", "s", 1.0, False, MEASURED_SESSIONS, optional=True, at="programs.session_s"
 )
 
 # pooling APIs: the distributions a pooling request (one answer, no stream) never has;
@@ -287,6 +300,24 @@ _METRICS: tuple[Metric, ...] = (
     E2E.stat("p50", 1, _AGGREGATED),
     E2E.stat("p99", 1, _AGGREGATED),
     QUEUE.stat("mean", 2, _views("aggregates", "console", "report")),
+    # agent programs: only on programs points
+    SESSION.stat("mean", 3, _views("aggregates", "console", "compare")),
+    SESSION.stat("p50", 3, _views("aggregates", "console")),
+    SESSION.stat("p90", 3, _views("aggregates", "compare")),
+    SESSION.stat("p99", 3, _views("aggregates", "console")),
+    Metric(
+        key="sessions_per_s",
+        title="session rate",
+        unit="sessions/s",
+        scale=1.0,
+        digits=3,
+        higher_is_better=True,
+        population=MEASURED_SESSIONS,
+        period=WINDOW,
+        get=path("programs.sessions_per_s"),
+        views=_views("aggregates", "console", "compare"),
+        optional=True,
+    ),
     Metric(
         key="goodput_per_s",
         title="goodput",

@@ -105,7 +105,7 @@ def _session(sid: str, records: list[RequestRecord], phases: Mapping[PhaseKey, P
         if parent is None:
             parts["think"] += ready - start  # a root's offset (or the session's own start)
             break
-        at = _anchor(parent, p.program_anchor or "end")
+        at = anchor_s(parent, p.program_anchor or "end")
         wait = ready - at
         tool = min(p.program_tool_s or 0.0, wait)
         parts["tool"] += tool
@@ -116,7 +116,9 @@ def _session(sid: str, records: list[RequestRecord], phases: Mapping[PhaseKey, P
     return s
 
 
-def _anchor(r: RequestRecord, anchor: str) -> float:
+def anchor_s(r: RequestRecord, anchor: str) -> float:
+    """When a sent call's ``anchor`` was (run clock): its start (sent), its first token (its end
+    without one) or its end (the stream's: closed_s): what a child waiting on it counts from."""
     assert r.sent_s is not None and r.closed_s is not None
     if anchor == "start":
         return r.sent_s

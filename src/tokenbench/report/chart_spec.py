@@ -29,11 +29,14 @@ class Series:
     x: Sequence[float | None] | Sequence[str]  # numbers (a load, a time; None: none) or categories (labels)
     y: Sequence[float | None]  # None: not measured (a gap)
     error: Sequence[float | None] | None = None  # ± half-width (ci95) per point
-    kind: str = "line"  # "line" | "markers" | "bar" | "dash"
+    kind: str = "line"  # "line" | "markers" | "bar" | "dash" | "span"
     color: str | None = None
     symbol: str = "circle"  # "circle" | "x" | "star"
     hover: list[str] | None = None  # one text per point (raw, escaped by the renderer)
     show_legend: bool = True
+    # kind "span" (a timeline): one horizontal bar per point, on row y (an index into the panel's
+    # ``rows``) from x to x_end
+    x_end: Sequence[float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,23 @@ class Panel:
     series: list[Series]
     stacked: bool = False  # bars stacked
     log_y: bool = False  # for values spanning decades (TTFT across loads and engines)
+    rows: tuple[str, ...] = ()  # a timeline's rows (its "span" series' y), the first on top
+
+
+def is_timeline(panel: Panel) -> bool:
+    """The panel is a timeline: its series are spans on named rows, not values on a y axis."""
+    return any(s.kind == "span" for s in panel.series)
+
+
+def span_bars(series: Series) -> list[tuple[int, float, float, float]]:
+    """A span series' bars as (its point's index, row, start, length), one per point with a row
+    and both ends (a missing one: no bar)."""
+    ends = series.x_end if series.x_end is not None else [None] * len(series.x)
+    out = []
+    for i, (x, end, y) in enumerate(zip(series.x, ends, series.y)):
+        if isinstance(x, int | float) and end is not None and y is not None:
+            out.append((i, float(y), float(x), float(end) - float(x)))
+    return out
 
 
 def y_bounds(panel: Panel) -> tuple[float | None, float | None]:
@@ -50,8 +70,9 @@ def y_bounds(panel: Panel) -> tuple[float | None, float | None]:
     change is drawn at its size against the whole value: 386 -> 388.5 tok/s (+0.6%) reads flat,
     not as a climb across the panel (matplotlib zoomed to the data's span). plotly_chart draws the
     same with ``rangemode="tozero"``. A log axis (values spanning decades) and a mixed-sign panel
-    keep the data's own range: (None, None) leaves an end to the renderer."""
-    if panel.log_y:
+    keep the data's own range: (None, None) leaves an end to the renderer. A timeline's rows are
+    no values: (None, None)."""
+    if panel.log_y or is_timeline(panel):
         return None, None
     values: list[float] = []
     for series in panel.series:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokenbench.results import ErrorSeen, StoppedEarly, TimeWindow, TrialStat
+from tokenbench.results import ErrorSeen, ProgramStats, StoppedEarly, TimeWindow, TrialStat
 from tokenbench.results.capacity import CapacityResult
 
 LoadKey = tuple[str, float | str]  # (load kind, users or rate; the label when it has no number)
@@ -217,6 +217,68 @@ class GroupRow:
 
 
 @dataclass(frozen=True)
+class ProgramRow:
+    """One agent-programs point (results' ``programs``): its sessions, their latency and critical
+    path, its calls by role and depth, as results.json has them."""
+
+    config: str
+    label: str  # the point's
+    stats: ProgramStats
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One completed session of a programs point, from its records (metrics.programs.sessions, the
+    results' own): its latency, calls, the calls on its critical path and the path's parts
+    (seconds; they add up to the latency). ``measured``: started in the window, so one of the
+    results' measured sessions."""
+
+    config: str
+    label: str  # its point's
+    session: str
+    program: str
+    latency_s: float
+    calls: int
+    path_calls: int
+    parts: dict[str, float]
+    measured: bool
+
+
+@dataclass(frozen=True)
+class CallSpan:
+    """One call of a session's timeline, on the run clock (seconds): what it waited on (its
+    parent's anchor, from which the recorded wait counts; a root: the session's start), when its
+    parents allowed it (ready), when it was sent and when its stream ended; whether it is on the
+    session's critical path."""
+
+    call: str
+    role: str | None
+    depth: int | None
+    after: str | None  # the parent that allowed it last (None: a root)
+    anchor: str | None  # what of that parent it waited on: end, start, first_token
+    waited_from_s: float
+    ready_s: float
+    sent_s: float
+    closed_s: float
+    on_path: bool
+
+
+@dataclass(frozen=True)
+class SessionTimeline:
+    """A programs point's slowest completed session, call by call (in the order they were sent;
+    ``left_out``: calls past the timeline's limit)."""
+
+    config: str
+    label: str  # its point's
+    session: str
+    program: str
+    start_s: float
+    latency_s: float
+    calls: tuple[CallSpan, ...]
+    left_out: int = 0
+
+
+@dataclass(frozen=True)
 class CapacityEntry:
     """One capacity search: its configuration's display label and its capacity.json."""
 
@@ -239,6 +301,9 @@ class ReportData:
     groups: tuple[GroupRow, ...] = ()  # points' requests by adapter, class and tenant
     phases: tuple[PhaseRow, ...] = ()  # server spans: points with server spans
     slowest: tuple[SlowRow, ...] = ()  # server spans: each run's slowest requests with their phases
+    programs: tuple[ProgramRow, ...] = ()  # agent programs: the points with sessions
+    sessions: tuple[SessionRow, ...] = ()  # agent programs: each point's slowest sessions
+    timelines: tuple[SessionTimeline, ...] = ()  # agent programs: each point's slowest session, call by call
 
 
 @dataclass
@@ -257,6 +322,9 @@ class Part:
     groups: list[GroupRow] = field(default_factory=list)  # routing
     phases: list[PhaseRow] = field(default_factory=list)  # server spans: server spans
     slowest: list[SlowRow] = field(default_factory=list)  # server spans: the slowest requests
+    programs: list[ProgramRow] = field(default_factory=list)  # agent programs
+    sessions: list[SessionRow] = field(default_factory=list)
+    timelines: list[SessionTimeline] = field(default_factory=list)
 
     def configs(self) -> list[str]:
         seen: list[str] = []

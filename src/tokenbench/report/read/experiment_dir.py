@@ -10,6 +10,7 @@ from typing import Any
 
 from tokenbench.metrics.catalogue import SLO_DISTRIBUTIONS, shown_in
 from tokenbench.report.read.data import CellInfo, ExperimentHeader, Part, PointRow, RunSeries, ServerInfo, Slo, SlowRow
+from tokenbench.report.read.programs import program_rows, session_rows
 from tokenbench.report.read.run_dir import (
     SLOWEST_REQUESTS,
     dataset_text,
@@ -59,6 +60,12 @@ def read_experiment_dir(path: Path) -> Part:
             ]
             slow = slow_rows(path / cell.run_dir, cell_results[cell_id], config)
             part.slowest += [replace(r, label=f"{r.label} · trial {cell.trial}") for r in slow]
+            # agent programs: each cell's points, slowest sessions and the slowest one's timeline
+            trial = f" · trial {cell.trial}"
+            part.programs += [replace(r, label=r.label + trial) for r in program_rows(cell_results[cell_id], config)]
+            found, timelines = session_rows(path / cell.run_dir, cell_results[cell_id], config)
+            part.sessions += [replace(r, label=r.label + trial) for r in found]
+            part.timelines += [replace(t, label=t.label + trial) for t in timelines]
         if cell.status == "ok":  # a search cell: its capacity.json (an unfinished search is not ranked)
             part.capacities += read_capacity(path / cell.run_dir, _config(cell.server, cell.variant, many_variants))
     part.slowest = _slowest_per_config(part.slowest)

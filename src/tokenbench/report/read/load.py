@@ -20,9 +20,12 @@ from tokenbench.report.read.data import (
     Part,
     PhaseRow,
     PointRow,
+    ProgramRow,
     ReportData,
     RunHeader,
     RunSeries,
+    SessionRow,
+    SessionTimeline,
     Slo,
     SlowRow,
     TurnRow,
@@ -51,6 +54,9 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     groups: list[GroupRow] = []
     phases: list[PhaseRow] = []
     slowest: list[SlowRow] = []
+    programs: list[ProgramRow] = []
+    sessions: list[SessionRow] = []
+    timelines: list[SessionTimeline] = []
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]
         experiments += [_relabel_experiment(h, relabel) for h in part.experiments]
@@ -63,6 +69,9 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         groups += [replace(g, config=relabel.get(g.config, g.config)) for g in part.groups]
         phases += [replace(p, config=relabel.get(p.config, p.config)) for p in part.phases]
         slowest += [replace(s, config=relabel.get(s.config, s.config)) for s in part.slowest]
+        programs += [replace(p, config=relabel.get(p.config, p.config)) for p in part.programs]
+        sessions += [replace(s, config=relabel.get(s.config, s.config)) for s in part.sessions]
+        timelines += [replace(t, config=relabel.get(t.config, t.config)) for t in part.timelines]
     return ReportData(
         tuple(runs),
         tuple(experiments),
@@ -75,6 +84,9 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         tuple(groups),
         tuple(phases),
         tuple(slowest),
+        tuple(programs),
+        tuple(sessions),
+        tuple(timelines),
     )
 
 

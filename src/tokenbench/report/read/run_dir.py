@@ -1,7 +1,8 @@
 """A run directory (its results.json) -> what the report shows of it: a header, one row per load
 (its points at that load are its trials: --trials N, or a load listed twice; one point: no CI),
-its time series, and with server spans its slowest requests (records.jsonl joined to
-server_spans.jsonl by spans.phases, the results' own join). The helpers here (spans, dataset text, SLO, load value)
+its time series, with server spans its slowest requests (records.jsonl joined to
+server_spans.jsonl by spans.phases, the results' own join), and an agent-programs run's sessions
+(programs.py). The helpers here (spans, dataset text, SLO, load value)
 serve the experiment reader too, whose cells are run directories."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tokenbench.report.read.data import (
     SlowRow,
     TurnRow,
 )
+from tokenbench.report.read.programs import program_rows, session_rows
 from tokenbench.results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
 from tokenbench.results.capacity import CapacityResult
 from tokenbench.results.layout import CAPACITY, RECORDS, SPANS
@@ -143,6 +145,8 @@ def read_run(path: Path) -> Part:
     part.images = image_rows(results, config)  # images
     part.phases = phase_rows(results, config)  # server spans: server spans
     part.slowest = slow_rows(path, results, config)
+    part.programs = program_rows(results, config)  # agent programs: only a programs run's points
+    part.sessions, part.timelines = session_rows(path, results, config)
     return part
 
 

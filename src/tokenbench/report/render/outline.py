@@ -25,6 +25,16 @@ from tokenbench.report.sections.capacity import (
 )
 from tokenbench.report.sections.layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
 from tokenbench.report.sections.pooling import POOLING_CAPTION, pooling_table
+from tokenbench.report.sections.programs import (
+    CALL_GROUPS_CAPTION,
+    PARTS_CAPTION,
+    PROGRAMS_CAPTION,
+    SESSIONS_CAPTION,
+    call_groups_table,
+    parts_table,
+    programs_table,
+    sessions_table,
+)
 from tokenbench.report.sections.stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
 from tokenbench.report.sections.structured import STRUCTURED_CAPTION, structured_table
 from tokenbench.report.sections.tables import (
@@ -195,6 +205,7 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
                 charts=tuple(c for c in charts if c.section == "phases"),
             )
         )
+    sections += _program_sections(data, charts)
     groups = groups_table(data)  # routing
     if groups is not None:
         sections.append(
@@ -220,6 +231,38 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     )
     sources = tuple([h.name for h in data.runs] + [e.name for e in data.experiments])
     return ReportOutline(sources, tuple(sections), tuple(charts))
+
+
+def _program_sections(data: ReportData, charts: list[Chart]) -> list[Section]:
+    """Agent programs: sessions, where their time went, calls by role and depth, the slowest
+    sessions and the slowest one's timeline (none without a programs point)."""
+    table = programs_table(data)
+    if table is None:
+        return []
+    blocks = [Block(table=table)]
+    parts = parts_table(data)
+    if parts is not None:
+        blocks.append(
+            Block("Where the time went (critical path)", caption=PARTS_CAPTION, md_caption=PARTS_CAPTION, table=parts)
+        )
+    groups = call_groups_table(data)
+    if groups is not None:
+        blocks.append(
+            Block("Calls by role and depth", caption=CALL_GROUPS_CAPTION, md_caption=CALL_GROUPS_CAPTION, table=groups)
+        )
+    sessions = sessions_table(data)
+    if sessions is not None:
+        blocks.append(Block("Slowest sessions", caption=SESSIONS_CAPTION, md_caption=SESSIONS_CAPTION, table=sessions))
+    return [
+        Section(
+            "programs",
+            "Agent programs",
+            tuple(blocks),
+            caption=PROGRAMS_CAPTION,
+            md_caption=PROGRAMS_CAPTION,
+            charts=tuple(c for c in charts if c.section == "programs"),
+        )
+    ]
 
 
 def _layer_sections(data: ReportData) -> list[Section]:

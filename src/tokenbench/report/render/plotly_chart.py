@@ -10,7 +10,7 @@ import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ship
 from plotly.subplots import make_subplots  # type: ignore[import-untyped]
 
 from tokenbench.console.fmt import esc
-from tokenbench.report.chart_spec import Chart, Panel, Series
+from tokenbench.report.chart_spec import Chart, Panel, Series, is_timeline, span_bars
 
 _PLOTLY_SYMBOLS = {"circle": "circle", "x": "x", "star": "star"}
 
@@ -23,7 +23,30 @@ def plot_text(text: object) -> str:
     return "\u200b" + s if s.startswith("$") else s
 
 
+def _span_trace(s: Series) -> go.Bar:
+    """A timeline's bars: horizontal, each from its start (``base``) for its length, on its row."""
+    name = plot_text(s.name)
+    bars = span_bars(s)
+    hover = [plot_text(s.hover[i] if s.hover else s.name) for i, _, _, _ in bars]
+    return go.Bar(
+        orientation="h",
+        y=[row for _, row, _, _ in bars],
+        base=[start for _, _, start, _ in bars],
+        x=[length for _, _, _, length in bars],
+        width=0.7,
+        marker_color=s.color,
+        name=name,
+        legendgroup=name,
+        showlegend=s.show_legend,
+        text=hover,
+        textposition="none",
+        hovertemplate="%{text}<extra></extra>",
+    )
+
+
 def _trace(s: Series) -> go.Bar | go.Scatter:
+    if s.kind == "span":
+        return _span_trace(s)
     name = plot_text(s.name)
     # Text from files goes through `text`, never into the template, where %{...} is code.
     hover = [plot_text(h) for h in s.hover] if s.hover else [name] * len(s.x)
@@ -56,6 +79,18 @@ def _trace(s: Series) -> go.Bar | go.Scatter:
 def _add_panel(fig: go.Figure, panel: Panel, row: int) -> None:
     for s in panel.series:
         fig.add_trace(_trace(s), row=row, col=1)
+    if is_timeline(panel):  # rows named top down; a row's spans overlap, never side by side
+        fig.update_yaxes(
+            title_text=plot_text(panel.y_label),
+            tickmode="array",
+            tickvals=list(range(len(panel.rows))),
+            ticktext=[plot_text(r) for r in panel.rows],
+            autorange="reversed",
+            row=row,
+            col=1,
+        )
+        fig.update_layout(barmode="overlay")
+        return
     if panel.log_y:
         fig.update_yaxes(title_text=plot_text(panel.y_label), row=row, col=1, type="log")
     else:
@@ -110,7 +145,8 @@ def plotly_figure(chart: Chart) -> go.Figure:
     shapes, annotations = _shapes(chart, rows), _annotations(chart)
     if shapes or annotations:
         fig.update_layout(shapes=shapes, annotations=annotations)
-    height_px = max(380, 200 * rows + 170)
+    timeline_rows = sum(len(p.rows) for p in chart.panels if is_timeline(p))
+    height_px = max(380, 200 * rows + 170, 18 * timeline_rows + 200)
     # Title, then legend, then the plot, placed in pixels from the top (container coordinates) so
     # that they never overlap, however tall the figure is.
     fig.update_layout(

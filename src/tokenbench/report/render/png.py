@@ -15,8 +15,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter, ScalarFormatter
 
-from tokenbench.report.chart_spec import Chart, Panel, y_bounds
+from tokenbench.report.chart_spec import Chart, Panel, is_timeline, span_bars, y_bounds
 
+TIMELINE_MAX_IN = 40.0  # a timeline's height: a row a line, up to this many inches
 Y_MARGIN = 0.05  # room above the highest point of a zero-based axis (matplotlib's own margin)
 _MARKERS = {"circle": "o", "x": "X", "star": "*"}
 
@@ -50,7 +51,28 @@ def _draw_bars(ax: Axes, panel: Panel) -> None:
     ax.set_xticklabels([str(c) for c in categories], rotation=30, ha="right", fontsize=7)
 
 
+def _draw_timeline(ax: Axes, panel: Panel) -> None:
+    """Spans on named rows, the first on top: each series' bars overlap its row's others."""
+    for s in panel.series:
+        bars = span_bars(s)
+        ax.barh(
+            [row for _, row, _, _ in bars],
+            [length for _, _, _, length in bars],
+            left=[start for _, _, start, _ in bars],
+            height=0.7,
+            color=s.color,
+            label=s.name if s.show_legend else None,
+        )
+    ax.set_yticks(range(len(panel.rows)))
+    ax.set_yticklabels(list(panel.rows), fontsize=6)
+    ax.set_ylim(len(panel.rows) - 0.5, -0.5)  # the first row on top
+    ax.set_axisbelow(True)  # the grid behind the bars
+
+
 def _draw_panel(ax: Axes, panel: Panel) -> None:
+    if is_timeline(panel):
+        _draw_timeline(ax, panel)
+        return
     if any(s.kind == "bar" for s in panel.series):
         _draw_bars(ax, panel)
         return
@@ -96,6 +118,8 @@ def _y_axis(ax: Axes, panel: Panel) -> None:
     ``text.parse_math`` off (a "$" in a model name is text), matplotlib's default log labels print
     as raw TeX ("$\\mathdefault{8\\times10^{1}}$"), so a log axis gets plain ones ("80", "100",
     "200") and a linear one no offset ("+3.86e2") or TeX exponents."""
+    if is_timeline(panel):
+        return  # rows, not values
     if panel.log_y:
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
@@ -117,6 +141,8 @@ def drawn(chart: Chart) -> Iterator[Figure]:
     the whole of its life: a "$" in a model name is text, not TeX."""
     rows = len(chart.panels)
     height = 2.4 * rows + 1.2 if rows > 1 else 4.5
+    timeline_rows = sum(len(p.rows) for p in chart.panels if is_timeline(p))
+    height = max(height, min(TIMELINE_MAX_IN, 0.16 * timeline_rows + 1.5))
     with plt.rc_context({"text.parse_math": False}):
         fig, axes = plt.subplots(rows, 1, figsize=(10, height), sharex=not chart.x_categorical, squeeze=False)
         try:

@@ -1,6 +1,7 @@
 """The report's figures (chart_spec.Chart), built from the rows and the verdict: metrics vs load
 (closed and open loop, saturation marked), vs each swept engine knob, the latency–throughput
-Pareto front, failures by outcome; and each run's timeline (timeseries_chart.py).
+Pareto front, failures by outcome, where the time went (server spans; agent programs' critical
+paths and session timelines: programs.py); and each run's timeline (timeseries_chart.py).
 
 Numbers are in shown units (ms, %, tok/s) — conversion from stored seconds and fractions happens
 here, once. Captions quote the verdict's named thresholds.
@@ -24,6 +25,7 @@ from tokenbench.metrics.catalogue import (
 from tokenbench.report.chart_spec import MAX_TIMESERIES_CHARTS, OUTCOME_COLORS, PALETTE, Chart, Panel, Series
 from tokenbench.report.read.data import PhaseRow, PointRow, ReportData
 from tokenbench.report.sections.capacity import attainment_chart
+from tokenbench.report.sections.programs import program_charts
 from tokenbench.report.sections.timeseries_chart import timeseries_chart
 from tokenbench.report.sections.verdict import SATURATION_ACHIEVED_FRACTION, SATURATION_TTFT_FACTOR, Verdict
 
@@ -370,7 +372,7 @@ def phases_chart(data: ReportData) -> list[Chart]:
 
 def build_charts(data: ReportData, verdict: Verdict) -> list[Chart]:
     charts = attainment_chart(data.capacities) + users_charts(data) + rate_chart(data, verdict) + knob_charts(data)
-    charts += pareto_chart(data, verdict) + error_chart(data) + phases_chart(data)
+    charts += pareto_chart(data, verdict) + error_chart(data) + phases_chart(data) + program_charts(data)
     for i, s in enumerate(data.series[:MAX_TIMESERIES_CHARTS]):
         chart = timeseries_chart(s, i)
         if chart is not None:
