@@ -114,7 +114,7 @@ EVERY_PART_LINE = (
     b'"program_session":"p-3","program_id":"trace_0291","program_call":"1.17","program_depth":1,'
     b'"program_role":"subagent","program_start_s":9.0,"program_ready_s":10.0,"program_after":"1.16",'
     b'"program_anchor":"end","program_delay_s":0.003,"program_tool_s":0.003,"program_parents":["1.16"],'
-    b'"program_prefix_tokens":90}\n'
+    b'"program_prefix_tokens":90,"program_calls":32}\n'
 )
 NO_PART_LINE = (
     b'{"point":0,"id":1,"scheduled_s":0.5,"sent_s":null,"chunk_times_s":[],"end_s":null,"closed_s":null,'
@@ -131,13 +131,13 @@ NO_PART_LINE = (
     b'"headers_sent_s":null,"response_headers_s":null,"first_body_s":null,"program_session":null,'
     b'"program_id":null,"program_call":null,"program_depth":null,"program_role":null,"program_start_s":null,'
     b'"program_ready_s":null,"program_after":null,"program_anchor":null,"program_delay_s":null,'
-    b'"program_tool_s":null,"program_parents":null,"program_prefix_tokens":null}\n'
+    b'"program_tool_s":null,"program_parents":null,"program_prefix_tokens":null,"program_calls":null}\n'
 )
 # tests/fixtures/rundirs' records.jsonl (tokenbench 0.2.1's lines) read back and written again by
 # the flat RequestRecord: a sha256 of the lines
 FIXTURE_LINES_SHA256 = {
-    "0.2.1-sessions": "e3edd6a3485faab94c8eaec48c4ac321f776a9001f705875935c537093fbe31a",  # + the program_* keys
-    "0.2.1-workers": "3dc72b6b6f9ee1b751921eb0df440907c266f36b80f32407c31618284c65dbee",
+    "0.2.1-sessions": "f776f37fff6125776032bd695b2492021c6d25877f4c4bf95f7417fe3d408cf5",  # + the program_* keys
+    "0.2.1-workers": "401a3a92742ec5759c0331f82dcae93cf83649502da3ee13b8f9619fca3ced20",
 }
 
 
@@ -205,6 +205,7 @@ def _every_part() -> RequestRecord:
             program_tool_s=0.003,
             program_parents=("1.16",),
             program_prefix_tokens=90,
+            program_calls=32,
         ),
     )
     record.output_text = "a reply"

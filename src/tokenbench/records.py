@@ -194,6 +194,7 @@ class ProgramCall:
     # the prompt's leading tokens that repeat a parent's prompt and reply (what a prefix cache
     # holding the parent's request could serve; a reply's last token is never fed back: less one)
     program_prefix_tokens: int | None = None
+    program_calls: int | None = None  # the program's calls: a session with fewer records did not complete
 
     def __post_init__(self) -> None:
         if self.program_parents is not None and not isinstance(self.program_parents, tuple):  # a line's list

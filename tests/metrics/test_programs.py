@@ -3,7 +3,7 @@ goes back through the edge that allowed each call last, its parts add up to the 
 a call's model time splits by what the server said of it (llama.cpp's prompt_ms, joined spans),
 and a child that waited on its parent's start counts none of the parent's model time."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -94,6 +94,18 @@ def test_a_child_that_waited_on_its_parents_start_takes_none_of_its_model_time()
     assert s.latency_s == pytest.approx(2.0)
     assert s.parts["think"] == pytest.approx(0.1) and s.parts["ttft"] == pytest.approx(0.1)
     assert s.parts["decode"] == pytest.approx(1.8) and sum(s.parts.values()) == pytest.approx(2.0)
+
+
+def test_a_session_a_stop_rule_cut_is_not_measured():
+    cut = [
+        _call(0, "w", "A", 0.0, 0.0, 0.1, 0.2, start=0.0),
+        _call(1, "w", "B", 0.3, 0.3, 0.4, 0.5, "A", "end", 0.1, 0.0, start=0.0),
+    ]
+    for r in cut:  # its program has three calls: the third was never sent
+        r.program = replace(r.program, program_calls=3)
+    [s] = sessions(cut)
+    assert not s.ok and s.latency_s is None
+    assert program_stats(cut, cut, (0.0, 100.0), None).measured_sessions == 0
 
 
 def test_a_points_programs_over_its_window():

@@ -373,6 +373,7 @@ async def _call(
                 program_tool_s=after.tool_s * scale if after is not None else None,
                 program_parents=tuple(e.parent for e in call.parents),
                 program_prefix_tokens=prefix,
+                program_calls=len(s.program.calls),
             ),
         )
         me.record = record

@@ -83,7 +83,9 @@ def _session(sid: str, records: list[RequestRecord], phases: Mapping[PhaseKey, P
     first = records[0].program
     assert first is not None
     start = first.program_start_s if first.program_start_s is not None else min(r.scheduled_s for r in records)
-    ok = all(r.ok for r in records)
+    # every call of it sent and ok (a session a stop rule cut has fewer records than calls)
+    expected = first.program_calls
+    ok = all(r.ok for r in records) and (expected is None or len(records) >= expected)
     ended = [r for r in records if r.ok and r.closed_s is not None]
     s = SessionPath(sid, first.program_id or "", start, None, len(records), ok)
     if not ok or not ended:
