@@ -61,3 +61,20 @@ def test_the_sessions_critical_paths_split_into_queue_prefill_decode_and_tool(pr
     assert parts["tool"] == pytest.approx((0.2 + 0.08 + 0.1) / 3, abs=1e-6)
     assert sum(parts.values()) == pytest.approx(programs["session_s"]["mean"], abs=1e-6)
     assert programs["measured_reuse"] > 0.5 and programs["expected_reuse"] > 0.5
+
+
+def test_the_report_shows_each_sessions_queue_prefill_decode_and_tool(program_run):
+    proc = subprocess.run(
+        [sys.executable, "-m", "tokenbench", "report", str(program_run)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    md = (program_run / "report.md").read_text()
+    section = md[md.index("## Agent programs") :]
+    where = section[section.index("### Where the time went") : section.index("### Calls by role")]
+    header = next(line for line in where.splitlines() if line.startswith("| configuration"))
+    for part in ("queue s (%)", "prefill s (%)", "decode s (%)", "tool s (%)"):
+        assert part in header, header
+    assert "TTFT (not split)" not in header  # llama.cpp timed every call's prefill
+    slowest = section[section.index("### Slowest sessions") :]
+    assert sum(1 for line in slowest.splitlines() if line.startswith("| ") and "yes" in line) == 3
+    assert any(p.name.startswith("session-timeline") for p in (program_run / "charts").iterdir())
