@@ -117,7 +117,7 @@ def program_info(cfg: DatasetConfig, programs: list[Program], tokenizer: str | N
             calls=len(calls),
             subagent_calls=sum(1 for c in calls if c.depth > 0),
             edges={a: sum(1 for c in calls for e in c.parents if e.anchor == a) for a in ANCHORS},
-            output=cfg.program_output,  # type: ignore[arg-type]
+            output=cfg.program_output,
             time_scale=cfg.program_time_scale,
             recorded_session_s=sum(recorded) / len(recorded) if recorded and len(timed) == len(programs) else None,
         ),
