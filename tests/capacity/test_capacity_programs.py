@@ -41,7 +41,7 @@ def test_sessions_per_second_capacity_within_5_percent_of_the_truth(tmp_path):
         cfg = RunConfig(
             target=TargetConfig(url=url, api="chat"),
             loads=[RateLoad(rate_per_s=1, arrival="constant")],
-            stop=StopConfig(duration_s=4.0, drain_timeout_s=20.0),
+            stop=StopConfig(duration_s=3.0, drain_timeout_s=20.0),
             dataset=DatasetConfig(name="programs", path=_chain(tmp_path / "chain.json"), output_tokens=TOKENS),
             live=False,
             out_dir=tmp_path / "run",

@@ -134,6 +134,9 @@ def test_the_session_latency_and_critical_path_equal_what_its_calls_imply(weka_s
     assert ideal <= path.latency_s <= ideal + 0.015 * len(on_path), (ideal, path.latency_s, len(on_path))
     assert points["critical_path"]["calls"]["max"] == len(on_path)
     assert points["expected_reuse"] > 0.85  # each call repeats its parent's prompt and reply
+    # the one session's tokens and reuse: the point's
+    assert path.prompt_tokens == sum(r["prompt_tokens"] for r in records)
+    assert path.output_tokens == TOKENS * 32 and path.expected_reuse == pytest.approx(points["expected_reuse"])
 
 
 def test_recorded_replies_are_sent_instead_of_the_live_ones(tmp_path):

@@ -63,6 +63,12 @@ class SessionPath:
     ok: bool  # every call of it sent and ok
     path: list[Step] = field(default_factory=list)  # from the session's start to its last call
     parts: dict[str, float] = field(default_factory=dict)
+    # its ok calls' prompt tokens (the server's, else the dataset's) and output tokens, and the
+    # reuse its prompts imply (prefix tokens of the prompt tokens) and the server's cached share
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    expected_reuse: float | None = None
+    measured_reuse: float | None = None
 
     @property
     def latency_s(self) -> float | None:
@@ -88,6 +94,7 @@ def _session(sid: str, records: list[RequestRecord], phases: Mapping[PhaseKey, P
     ok = all(r.ok for r in records) and (expected is None or len(records) >= expected)
     ended = [r for r in records if r.ok and r.closed_s is not None]
     s = SessionPath(sid, first.program_id or "", start, None, len(records), ok)
+    _tokens(s, records)
     if not ok or not ended:
         return s
     last = max(ended, key=lambda r: r.closed_s or 0.0)
@@ -116,6 +123,19 @@ def _session(sid: str, records: list[RequestRecord], phases: Mapping[PhaseKey, P
     s.path.reverse()
     s.parts = parts
     return s
+
+
+def _tokens(s: SessionPath, records: list[RequestRecord]) -> None:
+    """The session's tokens and reuse, over its ok calls."""
+    ok = [r for r in records if r.ok]
+    prompts = [(r, n) for r in ok if (n := r.prompt_tokens if r.prompt_tokens is not None else r.dataset_prompt_tokens)]
+    s.prompt_tokens = sum(n for _, n in prompts)
+    s.output_tokens = sum(r.output_tokens or 0 for r in ok)
+    prefix = sum(min(n, r.program.program_prefix_tokens or 0) for r, n in prompts if r.program is not None)
+    s.expected_reuse = prefix / s.prompt_tokens if s.prompt_tokens else None
+    served = [(r.cached_prompt_tokens, r.prompt_tokens or 0) for r in ok if r.cached_prompt_tokens is not None]
+    total = sum(n for _, n in served)
+    s.measured_reuse = sum(c or 0 for c, _ in served) / total if total else None
 
 
 def anchor_s(r: RequestRecord, anchor: str) -> float:

@@ -242,6 +242,10 @@ class SessionRow:
     path_calls: int
     parts: dict[str, float]
     measured: bool
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    expected_reuse: float | None = None
+    measured_reuse: float | None = None
 
 
 @dataclass(frozen=True)

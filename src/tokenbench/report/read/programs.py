@@ -74,7 +74,19 @@ def _measured(s: SessionPath, p: PointResult) -> bool:
 def _session_row(config: str, label: str, s: SessionPath, p: PointResult) -> SessionRow:
     assert s.latency_s is not None
     return SessionRow(
-        config, label, s.session, s.program, s.latency_s, s.calls, len(s.path), dict(s.parts), _measured(s, p)
+        config,
+        label,
+        s.session,
+        s.program,
+        s.latency_s,
+        s.calls,
+        len(s.path),
+        dict(s.parts),
+        _measured(s, p),
+        s.prompt_tokens,
+        s.output_tokens,
+        s.expected_reuse,
+        s.measured_reuse,
     )
 
 

@@ -72,7 +72,8 @@ CALL_GROUPS_CAPTION = (
 )
 SESSIONS_CAPTION = (
     f"Each point's {SLOWEST_SESSIONS} slowest completed sessions from records.jsonl (the whole point: a session "
-    "outside the measurement window says so), slowest first, with their critical path's parts in seconds."
+    "outside the measurement window says so), slowest first: its ok calls' tokens and the reuse its prompts imply "
+    "against the server's cached share, and its critical path's parts in seconds."
 )
 TIMELINE_CAPTION = (
     "The point's slowest completed session, one bar per call in the order they were sent, seconds from the "
@@ -226,6 +227,10 @@ def sessions_table(data: ReportData) -> Table | None:
             _value(s.latency_s, 3),
             str(s.calls),
             str(s.path_calls),
+            str(s.prompt_tokens),
+            str(s.output_tokens),
+            _value(s.expected_reuse, 1, 100),
+            _value(s.measured_reuse, 1, 100),
             *(_value(s.parts.get(k), 3) for k in parts),
         ]
         for s in data.sessions
@@ -239,6 +244,10 @@ def sessions_table(data: ReportData) -> Table | None:
         "latency (s)",
         "calls",
         "critical-path calls",
+        "prompt tokens",
+        "output tokens",
+        "expected reuse (%)",
+        "measured reuse (%)",
     ] + [f"{PART_TITLES[k]} (s)" for k in parts]
     return Table(headers, rows, numeric=tuple(range(5, len(headers))))
 
