@@ -1198,6 +1198,21 @@ class RunConfig(_Model):
         return self
 
     @model_validator(mode="after")
+    def _programs(self) -> RunConfig:
+        """Agent programs: sessions of generated calls, their prompts the recording's."""
+        if self.dataset.name != "programs":
+            return self
+        if self.target.pooling:
+            raise ValueError(f"--dataset programs sends agents' calls: not with --api {self.target.api}")
+        if self.mix is not None or self.lora_mix:
+            raise ValueError("--mix and --lora-mix draw over a list of prompts: not with --dataset programs")
+        if self.dataset.unique_prefix:
+            raise ValueError(
+                "--unique-prefix would break each session's shared prefixes: drop it with --dataset programs"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _replay_needs_trace(self) -> RunConfig:
         """A trace is a schedule: it is replayed, and only a trace is; the schedule may end a point."""
         replays = [isinstance(load, ReplayLoad) for load in self.loads]

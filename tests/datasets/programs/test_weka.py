@@ -105,3 +105,29 @@ def test_a_directory_reads_every_file_and_a_malformed_file_is_named(tmp_path):
         read_programs(bad)
     with pytest.raises(BadInput, match="not an agent-trace format"):
         read_programs(Path(__file__))
+
+
+@pytest.mark.parametrize(
+    ("settings", "error"),
+    [
+        ({"target": {"api": "embeddings"}}, "not with --api embeddings"),
+        ({"lora_mix": {"a": 1.0}}, "not with --dataset programs"),
+        ({"dataset": {"unique_prefix": True}}, "--unique-prefix"),
+        ({"dataset": {"path": None}}, "needs --dataset-path"),
+    ],
+)
+def test_settings_that_cannot_apply_to_programs_are_refused(settings, error):
+    from pydantic import ValidationError
+
+    from tokenbench.config import RunConfig
+
+    data = {
+        "dataset": {"name": "programs", "path": str(WEKA)},
+        "target": {"url": "http://127.0.0.1:1"},
+        "loads": [{"kind": "users", "users": 1}],
+        "stop": {"max_requests": 1},
+    }
+    for key, value in settings.items():
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) and key in data else value
+    with pytest.raises(ValidationError, match=error):
+        RunConfig.model_validate(data)
