@@ -262,3 +262,14 @@ def test_with_server_spans_the_critical_path_splits_into_the_servers_phases(star
     assert parts["ttft"] == 0 and parts["queue"] > 0 and parts["prefill"] > 0.015
     assert sum(parts.values()) == pytest.approx(programs["session_s"]["mean"], abs=1e-6)
     assert result.results["points"][0]["server_phases"]["joined"] == 8
+
+
+def test_a_directory_of_sessions_runs_each_in_turn(tmp_path):
+    otel = WEKA.parent / "otel" / "simple"  # two inference-perf traces: 3 chat spans each
+    with mock_process(ttft_ms=2, itl_ms=1) as url:
+        cfg = _config(url, tmp_path / "run", otel, [UsersLoad(users=1)], StopConfig(max_requests=6))
+        result = run(cfg, quiet())
+    records = records_of(result.run_dir)
+    assert len(records) == 6 and all(r["outcome"] == "ok" for r in records)
+    assert len({r["program_id"] for r in records}) == 2  # one session of each file
+    assert result.results["dataset"]["programs"]["programs"] == 2

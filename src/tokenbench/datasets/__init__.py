@@ -41,11 +41,12 @@ def read_system_prompt(value: str | None) -> str | None:
 
 
 def check_path(cfg: DatasetConfig) -> None:
-    """--dataset-path names a file that is there (and --system-prompt @FILE): checked before the
-    run directory is made or any request sent; a BadInput naming the flag otherwise."""
+    """--dataset-path names a file that is there (agent programs: or a directory of them; and
+    --system-prompt @FILE): checked before the run directory is made or any request sent; a
+    BadInput naming the flag otherwise."""
     path = cfg.path
     if path is not None:
-        if path.is_dir():
+        if path.is_dir() and cfg.name != "programs":  # agent programs read every file of a directory
             raise BadInput(f"--dataset-path {path} is a directory: give the dataset file inside it")
         if not path.exists():
             raise BadInput(f"--dataset-path {path}: no such file; check the path")
