@@ -36,7 +36,7 @@ from tokenbench.errors import BadInput
 from tokenbench.loadgen.failfast import Backoff
 from tokenbench.loadgen.schedule import Share, arrival_times
 from tokenbench.loadgen.sessions import Driver, Point, Send, Span
-from tokenbench.loadgen.source import start_index
+from tokenbench.loadgen.source import SessionDeal
 from tokenbench.records import Outcome, ProgramCall, Request, RequestRecord, failed
 
 DRAWN_PROGRAMS = 64  # programs whose drawn prompts are kept (a Weka session's: ~15 MB of text)
@@ -61,10 +61,9 @@ class ProgramTally:
     calls_not_sent: int = 0  # calls of sessions that ended before their parents allowed them
 
 
-class ProgramSource:
-    """Hands out programs in order, cycling (each point from an offset fixed by its load and the
-    seed); a replay takes each once, in the order of its start. Session ids ``{prefix}-{n}`` and
-    request ids are unique per run (a worker's apart from the others', as SessionSource's)."""
+class ProgramSource(SessionDeal[Program]):
+    """Hands out programs in order, cycling (loadgen.source.SessionDeal: where each point starts,
+    the run's unique request and session ids); a replay takes each once, in the order of its start."""
 
     def __init__(
         self,
@@ -76,45 +75,19 @@ class ProgramSource:
     ) -> None:
         if not programs:
             raise BadInput("the dataset produced no agent session")
-        self._programs = programs
+        super().__init__(programs, id_prefix, lane)
         self.prompts = prompts
         self.settings = settings
-        self._prefix = id_prefix
-        self._cursor = 0
-        self._stride = 1
-        self._lane = lane
-        self._next_id = lane.index
-        self._next_session = lane.index
-        # calls some child waits on by their start or first token: watched while they stream
         self._drawn: dict[str, dict[str, Drawn]] = {}
+        # calls some child waits on by their start or first token: watched while they stream
         self._watched = {p.id: {e.parent for c in p.calls for e in c.parents if e.anchor != "end"} for p in programs}
 
     @property
     def programs(self) -> list[Program]:
-        return self._programs
-
-    @property
-    def id_prefix(self) -> str:
-        return self._prefix
-
-    def start_point(self, load: LoadPoint, seed: int, share: Share = Share()) -> None:
-        self._cursor = start_index(load, seed, len(self._programs)) + share.index
-        self._stride = share.count
+        return self._items
 
     def next_program(self) -> tuple[str, Program]:
-        program = self._programs[self._cursor % len(self._programs)]
-        self._cursor += self._stride
-        return self.session_id(), program
-
-    def session_id(self) -> str:
-        sid = f"{self._prefix}-{self._next_session}"
-        self._next_session += self._lane.count
-        return sid
-
-    def next_id(self) -> int:
-        i = self._next_id
-        self._next_id += self._lane.count
-        return i
+        return self.next_session()
 
     def watched(self, program: Program) -> set[str]:
         return self._watched[program.id]
@@ -132,14 +105,14 @@ class ProgramSource:
 
     def prime(self) -> None:
         """Draw the programs a point starts with before it starts (as many as are kept)."""
-        for p in self._programs[:DRAWN_PROGRAMS]:
+        for p in self._items[:DRAWN_PROGRAMS]:
             self.drawn(p)
 
     def replay_starts(self, load: ReplayLoad) -> list[tuple[float, Program]]:
         """Each program once at its start on the recording's clock, those in ``[--replay-start,
         --replay-end)`` of it, from the first of them, scaled (``--program-time-scale``) and sped."""
         lo, hi = load.start_s or 0.0, load.end_s
-        order = sorted((p for p in self._programs if p.start_s >= lo and (hi is None or p.start_s < hi)), key=_start)
+        order = sorted((p for p in self._items if p.start_s >= lo and (hi is None or p.start_s < hi)), key=_start)
         if not order:
             raise BadInput(
                 f"no agent session starts in the replay's window [{lo:g}, {hi if hi is not None else 'end'}) s"

@@ -35,7 +35,7 @@ from tokenbench.datasets.sessions import Conversation, Turn
 from tokenbench.errors import BadInput
 from tokenbench.loadgen.failfast import Backoff
 from tokenbench.loadgen.schedule import Share, arrival_times
-from tokenbench.loadgen.source import start_index
+from tokenbench.loadgen.source import SessionDeal
 from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import Outcome, Request, RequestRecord, SessionTurn
 
@@ -127,10 +127,9 @@ class SessionTally:
     ended_by_stop: int = 0
 
 
-class SessionSource:
-    """Hands out conversations in order, cycling; each point starts at an offset fixed by its load
-    and the seed (as RequestSource does). Request ids are unique per run, and so are session ids
-    (``{id_prefix}-{n}``: give a per-run prefix so two runs' sessions never share an id)."""
+class SessionSource(SessionDeal[Conversation]):
+    """Hands out conversations in order, cycling (loadgen.source.SessionDeal: where each point
+    starts, the run's unique request and session ids)."""
 
     def __init__(
         self,
@@ -143,42 +142,17 @@ class SessionSource:
     ) -> None:
         if not conversations:
             raise BadInput("the dataset produced no conversations")
-        self._conversations = conversations
+        super().__init__(conversations, id_prefix, lane)
         self.count = count
         self.settings = settings
         self.max_model_len = max_model_len
-        self._prefix = id_prefix
-        self._cursor = 0
-        self._stride = 1
-        self._lane = lane  # a worker's ids (requests and sessions) apart from the others'
-        self._next_id = lane.index
-        self._next_session = lane.index
 
     @property
     def conversations(self) -> list[Conversation]:
-        return self._conversations
-
-    @property
-    def id_prefix(self) -> str:
-        return self._prefix
-
-    def start_point(self, load: LoadPoint, seed: int, share: Share = Share()) -> None:
-        """Each point draws its conversations from a place fixed by its load and the seed (as
-        RequestSource does its prompts; a worker every ``share.count``-th from ``share.index``)."""
-        self._cursor = start_index(load, seed, len(self._conversations)) + share.index
-        self._stride = share.count
+        return self._items
 
     def next_conversation(self) -> tuple[str, Conversation]:
-        conversation = self._conversations[self._cursor % len(self._conversations)]
-        self._cursor += self._stride
-        sid = f"{self._prefix}-{self._next_session}"
-        self._next_session += self._lane.count
-        return sid, conversation
-
-    def next_id(self) -> int:
-        i = self._next_id
-        self._next_id += self._lane.count
-        return i
+        return self.next_session()
 
     def over_limit(self, history_tokens: int, turn: Turn) -> bool:
         """Whether the turn's prompt would exceed --max-history-tokens, or prompt and reply the

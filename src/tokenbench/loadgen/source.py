@@ -13,6 +13,7 @@ import zlib
 from collections import deque
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from tokenbench.config import LoadPoint, ReplayLoad, StopConfig
 from tokenbench.datasets import with_prefix
@@ -30,6 +31,49 @@ def start_index(load: LoadPoint, seed: int, n: int) -> int:
     the seed, whatever earlier points used."""
     key = json.dumps([seed, load.model_dump(mode="json")], sort_keys=True).encode()
     return zlib.crc32(key) % n
+
+
+T = TypeVar("T")
+
+
+class SessionDeal(Generic[T]):
+    """Sessions (multi-turn conversations, agent programs) dealt in order, cycling: each point
+    starts at an offset fixed by its load and the seed (as RequestSource does), a worker taking
+    every ``share.count``-th from ``share.index``. Request ids and session ids
+    (``{id_prefix}-{n}``: a per-run prefix, so two runs' sessions never share an id) are unique
+    per run, a worker's ``lane`` keeping its own apart from the others'."""
+
+    def __init__(self, items: list[T], id_prefix: str, lane: Share) -> None:
+        self._items = items
+        self._prefix = id_prefix
+        self._cursor = 0
+        self._stride = 1
+        self._lane = lane
+        self._next_id = lane.index
+        self._next_session = lane.index
+
+    @property
+    def id_prefix(self) -> str:
+        return self._prefix
+
+    def start_point(self, load: LoadPoint, seed: int, share: Share = Share()) -> None:
+        self._cursor = start_index(load, seed, len(self._items)) + share.index
+        self._stride = share.count
+
+    def next_session(self) -> tuple[str, T]:
+        item = self._items[self._cursor % len(self._items)]
+        self._cursor += self._stride
+        return self.session_id(), item
+
+    def session_id(self) -> str:
+        sid = f"{self._prefix}-{self._next_session}"
+        self._next_session += self._lane.count
+        return sid
+
+    def next_id(self) -> int:
+        i = self._next_id
+        self._next_id += self._lane.count
+        return i
 
 
 class RequestSource:

@@ -10,7 +10,7 @@ with a tokenizer, else an estimate) for the rest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,33 +96,17 @@ def filled(
     for p in drawn.parts:
         if isinstance(p, Output):
             reply = replies[p.call]
-            _append(out, {"role": "assistant", "content": reply.text})
+            out.append({"role": "assistant", "content": reply.text})
             total += reply.tokens
             if leading:
                 prefix, ends_on_reply = prefix + reply.tokens, True
         elif isinstance(p, PromptOf):
-            for m in prompts[p.call]:
-                _append(out, m)
+            out.extend(prompts[p.call])  # never merged: a child's prompt starts with its parent's messages
             total += tokens[p.call]
             if leading:
                 prefix, ends_on_reply = prefix + tokens[p.call], False
         else:
             assert isinstance(p, dict)
-            _append(out, p)
+            out.append(p)
             leading = False
     return tuple(out), total, max(0, prefix - 1) if ends_on_reply else prefix
-
-
-def _append(out: list[dict[str, Any]], m: dict[str, Any]) -> None:
-    out.append(m)  # never merged: a child's prompt starts with exactly its parent's messages
-
-
-def parents_used(calls: Sequence[Call]) -> dict[str, tuple[bool, bool]]:
-    """For each call id: whether a child uses its reply, and whether one reuses its prompt."""
-    used: dict[str, tuple[bool, bool]] = {}
-    for c in calls:
-        for s in c.prompt:
-            if isinstance(s, Output | PromptOf):
-                reply, prompt = used.get(s.call, (False, False))
-                used[s.call] = (reply or isinstance(s, Output), prompt or isinstance(s, PromptOf))
-    return used
