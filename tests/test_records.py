@@ -21,7 +21,9 @@ from tokenbench.records import (
     Reasoning,
     Request,
     RequestRecord,
+    ServerTiming,
     SessionTurn,
+    Speculation,
     TokenSource,
     ToolUse,
 )
@@ -114,7 +116,11 @@ EVERY_PART_LINE = (
     b'"program_session":"p-3","program_id":"trace_0291","program_call":"1.17","program_depth":1,'
     b'"program_role":"subagent","program_start_s":9.0,"program_ready_s":10.0,"program_after":"1.16",'
     b'"program_anchor":"end","program_delay_s":0.003,"program_tool_s":0.003,"program_parents":["1.16"],'
-    b'"program_prefix_tokens":90,"program_calls":32}\n'
+    b'"program_prefix_tokens":90,"program_calls":32,"spec_steps":2,"spec_draft_tokens":6,"spec_accepted_tokens":3,'
+    b'"spec_acceptance_length":2.5,"spec_acceptance_rate":0.5,"spec_tokens":3,"spec_accepted_histogram":[0,1,1,0],'
+    b'"spec_step_accepted":[1,2],"spec_step_drafted":[3,3],"spec_from":"vllm","server_queue_s":0.001,'
+    b'"server_prefill_s":0.2,"server_ttft_s":0.201,"server_decode_s":0.5,"server_itl_s":0.25,'
+    b'"server_timing_from":"vllm"}\n'
 )
 NO_PART_LINE = (
     b'{"point":0,"id":1,"scheduled_s":0.5,"sent_s":null,"chunk_times_s":[],"end_s":null,"closed_s":null,'
@@ -131,13 +137,17 @@ NO_PART_LINE = (
     b'"headers_sent_s":null,"response_headers_s":null,"first_body_s":null,"program_session":null,'
     b'"program_id":null,"program_call":null,"program_depth":null,"program_role":null,"program_start_s":null,'
     b'"program_ready_s":null,"program_after":null,"program_anchor":null,"program_delay_s":null,'
-    b'"program_tool_s":null,"program_parents":null,"program_prefix_tokens":null,"program_calls":null}\n'
+    b'"program_tool_s":null,"program_parents":null,"program_prefix_tokens":null,"program_calls":null,'
+    b'"spec_steps":null,"spec_draft_tokens":null,"spec_accepted_tokens":null,"spec_acceptance_length":null,'
+    b'"spec_acceptance_rate":null,"spec_tokens":null,"spec_accepted_histogram":null,"spec_step_accepted":null,'
+    b'"spec_step_drafted":null,"spec_from":null,"server_queue_s":null,"server_prefill_s":null,'
+    b'"server_ttft_s":null,"server_decode_s":null,"server_itl_s":null,"server_timing_from":null}\n'
 )
 # tests/fixtures/rundirs' records.jsonl (tokenbench 0.2.1's lines) read back and written again by
 # the flat RequestRecord: a sha256 of the lines
 FIXTURE_LINES_SHA256 = {
-    "0.2.1-sessions": "f776f37fff6125776032bd695b2492021c6d25877f4c4bf95f7417fe3d408cf5",  # + the program_* keys
-    "0.2.1-workers": "401a3a92742ec5759c0331f82dcae93cf83649502da3ee13b8f9619fca3ced20",
+    "0.2.1-sessions": "5591d307e5a69b9ac5eab0da7a0238d03ec343bfe102f1ba7c274e37872baa01",  # + the program_*, spec_*, server_* keys
+    "0.2.1-workers": "04c22d961126422a24d83c5a51f52834c6f7ff136dbbba72e28bfdf92978d5ad",
 }
 
 
@@ -206,6 +216,26 @@ def _every_part() -> RequestRecord:
             program_parents=("1.16",),
             program_prefix_tokens=90,
             program_calls=32,
+        ),
+        speculation=Speculation(
+            spec_steps=2,
+            spec_draft_tokens=6,
+            spec_accepted_tokens=3,
+            spec_acceptance_length=2.5,
+            spec_acceptance_rate=0.5,
+            spec_tokens=3,
+            spec_accepted_histogram=(0, 1, 1, 0),
+            spec_step_accepted=(1, 2),
+            spec_step_drafted=(3, 3),
+            spec_from="vllm",
+        ),
+        server_timing=ServerTiming(
+            server_queue_s=0.001,
+            server_prefill_s=0.2,
+            server_ttft_s=0.201,
+            server_decode_s=0.5,
+            server_itl_s=0.25,
+            server_timing_from="vllm",
         ),
     )
     record.output_text = "a reply"

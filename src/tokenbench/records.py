@@ -294,6 +294,79 @@ class HttpPhases:
     first_body_s: float | None = None
 
 
+@dataclass(slots=True)
+class Speculation:
+    """speculative decoding: what the server said of one request's verify steps (clients/
+    server_report.py reads each engine's fields; names here, the engine's in the docstring there).
+    ``spec_steps``: verify steps (each proposes drafts and keeps the accepted ones plus one token
+    of its own: the bonus); ``spec_draft_tokens`` proposed in all, ``spec_accepted_tokens`` of them
+    accepted (draft only, no bonus); ``spec_acceptance_length`` the server's mean tokens a step,
+    bonus included (1 + accepted / steps); ``spec_acceptance_rate`` accepted / drafted;
+    ``spec_tokens`` the configured draft length (the most a step proposes);
+    ``spec_accepted_histogram`` steps by accepted count (index j: steps that accepted exactly j;
+    vLLM's dense histogram); ``spec_step_accepted`` / ``spec_step_drafted`` each step's, in order
+    (vLLM's ``detailed`` level); ``spec_from`` the engine shape read. None: the server said
+    nothing of speculation for it."""
+
+    spec_steps: int | None = None
+    spec_draft_tokens: int | None = None
+    spec_accepted_tokens: int | None = None
+    spec_acceptance_length: float | None = None
+    spec_acceptance_rate: float | None = None
+    spec_tokens: int | None = None
+    spec_accepted_histogram: tuple[int, ...] | None = None
+    spec_step_accepted: tuple[int, ...] | None = None
+    spec_step_drafted: tuple[int, ...] | None = None
+    spec_from: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("spec_accepted_histogram", "spec_step_accepted", "spec_step_drafted"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):  # a line's list
+                setattr(self, name, tuple(value))
+
+    def by_position(self) -> tuple[list[int], list[int] | None] | None:
+        """Draft position i (0-based) accepted how often, and drafted how often (None: not known):
+        from the steps in order when given (exact), else from the histogram (a step that accepted
+        j accepted positions 0..j-1), its drafts by position known only when every step proposed
+        ``spec_tokens`` (an n-gram step may propose fewer). None: neither given."""
+        if self.spec_step_accepted is not None and self.spec_step_drafted is not None:
+            k = max(self.spec_step_drafted, default=0)
+            accepted, drafted = [0] * k, [0] * k
+            for a, d in zip(self.spec_step_accepted, self.spec_step_drafted, strict=False):
+                for i in range(min(a, k)):
+                    accepted[i] += 1
+                for i in range(d):
+                    drafted[i] += 1
+            return accepted, drafted
+        hist = self.spec_accepted_histogram
+        if hist is None:
+            return None
+        k = len(hist) - 1
+        accepted = [sum(hist[i + 1 :]) for i in range(k)]
+        steps = sum(hist)
+        full = self.spec_tokens is not None and self.spec_draft_tokens == steps * self.spec_tokens
+        return accepted, ([steps] * k if full else None)
+
+
+@dataclass(slots=True)
+class ServerTiming:
+    """The server's own timing of one request, from its response (clients/server_report.py: vLLM's
+    ``metrics`` object, llama.cpp's ``timings``, ...), in seconds: ``server_queue_s`` waiting to be
+    scheduled; ``server_prefill_s`` from scheduled to the first token; ``server_ttft_s`` from the
+    engine taking the request (vLLM: into its queue, after the API server's tokenizing; llama.cpp: a
+    slot starting it) to the first token; ``server_decode_s`` from the first token to the last;
+    ``server_itl_s`` the mean gap between tokens after the first; ``server_timing_from`` the engine
+    shape read. None: the server did not say (a field it does not time stays None, never 0)."""
+
+    server_queue_s: float | None = None
+    server_prefill_s: float | None = None
+    server_ttft_s: float | None = None
+    server_decode_s: float | None = None
+    server_itl_s: float | None = None
+    server_timing_from: str | None = None
+
+
 _PART = "part"  # a RequestRecord field's metadata key: the part's class
 
 
@@ -361,6 +434,8 @@ class RequestRecord:
     join_key: JoinKey | None = _part(JoinKey)
     phases: HttpPhases | None = _part(HttpPhases)  # the last attempt's
     program: ProgramCall | None = _part(ProgramCall)  # an agent program's call
+    speculation: Speculation | None = _part(Speculation)  # speculative decoding, as the server said
+    server_timing: ServerTiming | None = _part(ServerTiming)  # the server's own timing, from its response
     # Carried, not facts of the record: the reply's text (records.jsonl keeps it only with
     # --keep-text, as "output_text"; a session's next turn sends it back as history) and a
     # multi-turn turn's tool calls as the assistant message's tool_calls (loadgen/sessions.py; never
@@ -438,6 +513,14 @@ class RequestRecord:
         if first is None or self.sent_s is None:
             return None
         return first - self.sent_s
+
+    @property
+    def ttft_outside_server_s(self) -> float | None:
+        """The client's TTFT less the server's own (ServerTiming.server_ttft_s): the time outside
+        the engine's clock (the network, HTTP, the API server's tokenizing and hand-off, delivery)."""
+        server = self.server_timing.server_ttft_s if self.server_timing is not None else None
+        ttft = self.ttft_s
+        return ttft - server if ttft is not None and server is not None else None
 
     @property
     def e2e_s(self) -> float | None:

@@ -5,7 +5,8 @@ Serve LLM. Usage arrives in a final chunk with empty ``choices`` when ``stream_o
 include_usage`` is set; with ``continuous_usage_stats`` too (TargetConfig.continuous_usage), vLLM
 and SGLang put the cumulative usage on every chunk (vLLM's chat_completion/serving.py: the
 role chunk says 0, each later one ``previous_num_tokens``, tokens included), which
-``Stream.chunk_usage`` keeps per content chunk. vLLM sends a role-only first delta: not content, so not a chunk.
+``Stream.chunk_usage`` keeps per content chunk. vLLM's per-request ``metrics`` object (its own timing
+and speculation figures) rides on the final usage chunk: kept as sent (clients/server_report.py). vLLM sends a role-only first delta: not content, so not a chunk.
 A chat delta's reasoning (``reasoning`` / ``reasoning_content``) is a chunk too, counted apart
 (``Stream.reasoning_chunks``); the first delta with ``content`` is the first output (TTFO).
 A delta's ``tool_calls`` (a call's name, then its arguments in pieces, as vLLM streams them:
@@ -120,6 +121,8 @@ class OpenAIStream(Stream):
                 self.cached_prompt_tokens = timings["cache_n"]  # prompt tokens reused from its KV
         choices = obj.get("choices")
         if not choices:
+            if "metrics" in obj and isinstance(obj["metrics"], dict):  # vLLM's, on the final usage chunk
+                self.server_metrics = obj["metrics"]
             return False  # usage-only chunk
         chunk = self._choice(choices[0])
         if chunk and self.chunk_usage is not None:  # usage on every chunk asked for: its count here

@@ -20,6 +20,7 @@ import aiohttp
 import orjson
 
 from tokenbench.clients.http1 import Http1Pool
+from tokenbench.clients.server_report import read_report
 from tokenbench.clients.structured import arguments_parse, reply_check
 from tokenbench.clients.wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 from tokenbench.config import TargetConfig
@@ -580,6 +581,8 @@ class StreamingClient:
         record.response_id = stream.response_id
         record.server_output_tokens = stream.completion_tokens
         record.server_timings = stream.server_timings
+        if stream.server_timings is not None or stream.server_metrics is not None:
+            record.speculation, record.server_timing = read_report(stream.server_timings, stream.server_metrics)
         record.cached_prompt_tokens = stream.cached_prompt_tokens
         record.finish_reason = stream.finish_reason
         record.end_marker = stream.done

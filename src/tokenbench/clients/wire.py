@@ -63,6 +63,7 @@ class Stream:
         "response_id",
         "http_error",
         "server_timings",
+        "server_metrics",
         "finish_reason",
         "reasoning_chunks",
         "first_output_chunk",
@@ -86,6 +87,8 @@ class Stream:
         self.response_id: str | None = None
         self.http_error: str | None = None
         self.server_timings: dict[str, float] | None = None
+        # vLLM's per-request ``metrics`` object on the final usage chunk, as sent (server_report.py)
+        self.server_metrics: JsonObject | None = None
         # Reasoning content (a protocol that streams it apart: OpenAI chat, Ollama): the content
         # chunks that were reasoning, the index among all content chunks of the first that was
         # not (None until one arrives; stays None for a protocol that never counts reasoning,
