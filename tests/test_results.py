@@ -153,6 +153,24 @@ PUBLIC_KEYS += [
     for k in ("requests", "with_calls", "calls", "args_parsed", "args_parsed_fraction", "call_chunks", "args_tokens")
 ]
 PUBLIC_KEYS += [f"points[].ttftc_s.{k}" for k in DISTRIBUTION]
+# speculative decoding: the server's counters, each point's acceptance from the responses, the
+# server's own per-request timing, and tokens per chunk (only where reported)
+SERVER_SPECULATION = """drafts draft_tokens accepted_tokens accepted_by_position acceptance_rate acceptance_length
+acceptance_rate_by_position""".split()
+PUBLIC_KEYS += [f"points[].{s}.speculation.{k}" for s in ("server", "server_whole_point") for k in SERVER_SPECULATION]
+PUBLIC_KEYS += [f"points[].speculation.server.{k}" for k in SERVER_SPECULATION]
+SPECULATION = """requests source steps draft_tokens accepted_tokens acceptance_rate_token_weighted
+acceptance_rate_request_weighted acceptance_length_step_weighted acceptance_length_request_weighted
+by_position[].position by_position[].accepted by_position[].drafted by_position[].rate""".split()
+PUBLIC_KEYS += [f"points[].speculation.{k}" for k in SPECULATION]
+PUBLIC_KEYS += [f"points[].speculation.acceptance_rate.{k}" for k in DISTRIBUTION]
+PUBLIC_KEYS += ["points[].server_timing.requests", "points[].server_timing.source"]
+PUBLIC_KEYS += [
+    f"points[].server_timing.{d}.{k}"
+    for d in ("queue_s", "prefill_s", "ttft_s", "ttft_outside_server_s", "decode_s", "itl_s")
+    for k in DISTRIBUTION
+]
+PUBLIC_KEYS += [f"points[].tokens_per_chunk.{k}" for k in DISTRIBUTION]
 # agent programs: the sessions read (dataset) and each point's sessions and critical paths
 PROGRAM_FACTS = "calls edges formats output programs recorded_session_s subagent_calls time_scale"
 PUBLIC_KEYS += [f"dataset.programs.{k}" for k in PROGRAM_FACTS.split()]

@@ -184,6 +184,9 @@ def test_a_0_2_run_directory_recomputes_to_the_results_it_wrote(name, tmp_path):
     on_disk = json.loads((run_dir / "results.json").read_text())
     for point in recomputed["points"] + on_disk["points"]:  # autostop: a key every point has since (additive)
         assert point.pop("steady_state")["windows"] == 4
+        # speculation: the tokens each chunk carried, on a point with per-chunk counts (additive)
+        sizes = point.pop("tokens_per_chunk", None)
+        assert sizes is None or sizes["max"] == 1
     for point in recomputed["points"]:  # the compiled client: an open-loop point's send lag (additive), on time here
         lag = point["client"].pop("send_lag_p99_s", None)
         assert lag is None or (point["load"]["kind"] == "rate" and lag < 0.010)

@@ -38,6 +38,11 @@ METRICS = MetricNames(
     prefix_cache_hits=("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
     prefix_cache_queries=("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
     generated_tokens=("vllm:generation_tokens_total",),
+    # speculative decoding (vllm/v1/spec_decode/metrics.py SpecDecodingProm)
+    spec_drafts=("vllm:spec_decode_num_drafts_total",),
+    spec_draft_tokens=("vllm:spec_decode_num_draft_tokens_total",),
+    spec_accepted_tokens=("vllm:spec_decode_num_accepted_tokens_total",),
+    spec_accepted_by_position=("vllm:spec_decode_num_accepted_tokens_per_pos_total",),
     ttft_histogram=("vllm:time_to_first_token_seconds",),
     itl_histogram=("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
 )

@@ -36,7 +36,7 @@ LLAMACPP = "llamacpp"
 
 def _number(obj: dict[str, Any], key: str) -> float | None:
     value = obj.get(key)
-    return float(value) if type(value) in (int, float) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _count(obj: dict[str, Any], key: str) -> int | None:

@@ -169,6 +169,7 @@ class TokenTally:
         self._index: list[np.ndarray] = []
         self._missed = self._total = 0.0
         self._from = {FROM_COUNTS: 0, FROM_CHUNKS: 0}
+        self._chunk_sizes: dict[int, int] = {}  # tokens a chunk -> chunks (requests with counts)
 
     def add(self, ok: Sequence[RequestRecord]) -> None:
         """Tally a batch of successful requests of the population (full chunk times), ``SUB_CHUNKS``
@@ -184,6 +185,9 @@ class TokenTally:
     def _add(self, ok: Sequence[RequestRecord]) -> None:
         chunks = token_chunks(ok)
         self._per_token.add(*per_token_gaps(chunks))
+        sizes, times = np.unique(chunks.tokens[chunks.counted[chunks.record]], return_counts=True)
+        for size, n in zip(sizes.tolist(), times.tolist(), strict=True):
+            self._chunk_sizes[size] = self._chunk_sizes.get(size, 0) + n
         sent = np.fromiter((r.sent_s for r in ok), dtype=np.float64, count=len(ok))
         missed, total = deadline_misses(chunks, sent, self.ttft_s, self.tbt_s)
         has = total > 0  # a request whose every chunk carried 0 tokens has no token to time
@@ -195,8 +199,24 @@ class TokenTally:
         self._from[FROM_CHUNKS] += int(has.sum()) - counted
 
     def results(self) -> dict[str, Any]:
-        """PointMetrics' ``itl_per_token_s`` and ``fluidity``."""
-        return {"itl_per_token_s": self.itl_per_token(), "fluidity": self.fluidity()}
+        """PointMetrics' ``itl_per_token_s``, ``fluidity`` and ``tokens_per_chunk``."""
+        return {
+            "itl_per_token_s": self.itl_per_token(),
+            "fluidity": self.fluidity(),
+            "tokens_per_chunk": self.tokens_per_chunk(),
+        }
+
+    def tokens_per_chunk(self) -> Distribution | None:
+        """The tokens each chunk carried, over the chunks (that carried any) of the requests with
+        per-chunk counts; None without such requests."""
+        if not self._chunk_sizes:
+            return None
+        sizes = WeightedValues()
+        sizes.add(
+            np.fromiter(self._chunk_sizes, dtype=np.float64),
+            np.fromiter(self._chunk_sizes.values(), dtype=np.int64),
+        )
+        return sizes.distribution()
 
     def itl_per_token(self) -> Distribution:
         """Per-token ITL over the requests with counts (count 0, all None, without any)."""

@@ -250,6 +250,23 @@ class MatchedTtft(FrozenModel):
     uncertain: int | None = None
 
 
+# speculative decoding: the server's counters over a period (telemetry.summary.point_server)
+class ServerSpeculation(FrozenModel):
+    """Speculation by the server's own counters, increased over the period (vLLM's
+    ``vllm:spec_decode_*``): verify steps (``drafts``), draft tokens proposed, of them accepted, and
+    accepted at each draft position (index i: position i), with what they give: acceptance rate =
+    accepted / draft tokens, acceptance length = 1 + accepted / drafts (the bonus token included),
+    and by position accepted_i / drafts (vLLM's own formula: every step proposes every position)."""
+
+    drafts: Number | None
+    draft_tokens: Number | None
+    accepted_tokens: Number | None
+    accepted_by_position: list[Number] | None
+    acceptance_rate: Number | None
+    acceptance_length: Number | None
+    acceptance_rate_by_position: list[Number | None] | None
+
+
 class Server(FrozenModel):
     """The server's own counters and gauges over a period (telemetry.summary.point_server)."""
 
@@ -273,6 +290,8 @@ class Server(FrozenModel):
     itl_s_mean: Number | None
     itl_count: Number | None
     client_ttft_s_matched: MatchedTtft | None = None  # over the window only
+    # speculative decoding: only when the server counts it (unset, so absent, otherwise)
+    speculation: ServerSpeculation | None = None
 
     def with_matched_ttft(self, matched: MatchedTtft | None) -> Server:
         """These figures with the client's TTFT over the requests the server counted."""
@@ -426,6 +445,58 @@ class PointHead(FrozenModel):
     interrupted: bool
 
 
+# speculative decoding and the server's own timing, from each request's response (metrics/speculation.py)
+class PositionAcceptance(FrozenModel):
+    """One draft position (0: the first token a step proposes) over a point's requests: how often
+    it was proposed and accepted, and the rate (None: proposals not known by position)."""
+
+    position: int
+    accepted: int
+    drafted: int | None
+    rate: Number | None
+
+
+class SpeculationStats(FrozenModel):
+    """Speculative decoding over a point's successful requests that reported it (population: the
+    point's window population, ok, with the server's per-request figures). Each rate is named by
+    its weight: ``token_weighted`` pools the draft tokens (sum accepted / sum drafted: a long reply
+    weighs more), ``request_weighted`` averages each request's own (each weighs one);
+    acceptance length (tokens a verify step gives, the bonus included: 1 + accepted / steps)
+    likewise ``step_weighted`` and ``request_weighted``. ``by_position``: the acceptance of each
+    draft position pooled over the requests. ``server``: the same from the server's counters over
+    the point's window (points[].server.speculation), beside it. ``from``: the engine shape read."""
+
+    requests: int
+    source: str | None
+    steps: int | None
+    draft_tokens: int | None
+    accepted_tokens: int | None
+    acceptance_rate_token_weighted: Number | None
+    acceptance_rate_request_weighted: Number | None
+    acceptance_rate: Distribution  # over requests: each one's accepted / drafted
+    acceptance_length_step_weighted: Number | None
+    acceptance_length_request_weighted: Number | None
+    by_position: list[PositionAcceptance] | None
+    server: ServerSpeculation | None
+
+
+class ServerTimingStats(FrozenModel):
+    """The server's own per-request timing, from its responses (records' ServerTiming), over a
+    point's successful requests that carried it: its queue, its prefill, its TTFT from its queue
+    (queue + prefill: after the API server's tokenizing), the client's TTFT less that
+    (``ttft_outside_server_s``: the network, HTTP, the API server, delivery), its decode and its
+    mean ITL per request. ``source``: the engine shape read."""
+
+    requests: int
+    source: str | None
+    queue_s: Distribution
+    prefill_s: Distribution
+    ttft_s: Distribution
+    ttft_outside_server_s: Distribution
+    decode_s: Distribution
+    itl_s: Distribution
+
+
 class PointMetrics(FrozenModel):
     """A point's metrics over its window, from its records (metrics.summarize_point)."""
 
@@ -443,6 +514,9 @@ class PointMetrics(FrozenModel):
     itl_s: Distribution
     # each chunk gap split over its tokens (counts 0 without per-chunk counts); absent before it existed
     itl_per_token_s: Distribution | None = None
+    # the output tokens each chunk carried, over the chunks of requests with per-chunk counts
+    # (usage on every chunk): only on a point with such requests
+    tokens_per_chunk: Distribution | None = None
     e2e_s: Distribution
     queue_s: Distribution
     queue_s_censored: int
@@ -579,6 +653,10 @@ class PointResult(PointMetrics, PointHead, OptionalParts):
     by_turn: list[TurnStats] | None = None  # only a --multi-turn point has these two keys
     sessions: SessionCounts | None = None
     programs: ProgramStats | None = None  # only an agent-programs point
+    # speculative decoding / the server's own timing: only on a point whose responses reported them
+    # (metrics/speculation.py); speculation's ``server`` is ``server.speculation`` beside it
+    speculation: SpeculationStats | None = None
+    server_timing: ServerTimingStats | None = None
     trace: TracePointFacts | None = None  # only a replay point: the trace's rows it sent, left out, its expected reuse
     prefix_cache: PrefixCache | None = None  # absent from results written before it existed
     cost: Cost | None = None  # only on a run given a price (--cost-per-hour)

@@ -40,6 +40,7 @@ from tokenbench.metrics.errors import errors_seen
 from tokenbench.metrics.groups import group_breakdowns
 from tokenbench.metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from tokenbench.metrics.programs import program_stats
+from tokenbench.metrics.speculation import server_timing_stats, speculation_stats
 from tokenbench.metrics.stats import distribution
 from tokenbench.records import RequestRecord
 from tokenbench.results import (
@@ -169,6 +170,9 @@ def point_result(
         programs=_programs(event, population, kept, window, spans, manifest)
         if config.dataset.name == "programs"
         else None,
+        # speculative decoding and the server's own timing, as the responses said (and its counters)
+        speculation=speculation_stats(population, server.speculation if server is not None else None),
+        server_timing=server_timing_stats(population),
         trace=event.trace,
         prefix_cache=prefix_cache(event.prefix_cache_reset, server, cache, workload_reuse),
         cost=point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s) if price is not None else None,

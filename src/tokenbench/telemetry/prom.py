@@ -31,6 +31,12 @@ class MetricNames:
     prefix_cache_hits: tuple[str, ...] = ()  # counter (tokens or blocks, as the engine counts)
     prefix_cache_queries: tuple[str, ...] = ()  # counter, same unit as hits
     generated_tokens: tuple[str, ...] = ()  # counter
+    # speculative decoding (counters): verify steps (drafts), draft tokens proposed, of them accepted,
+    # and accepted by draft position (samples labelled ``position``: one field per position)
+    spec_drafts: tuple[str, ...] = ()
+    spec_draft_tokens: tuple[str, ...] = ()
+    spec_accepted_tokens: tuple[str, ...] = ()
+    spec_accepted_by_position: tuple[str, ...] = ()
     ttft_histogram: tuple[str, ...] = ()
     itl_histogram: tuple[str, ...] = ()  # inter-token / time-per-output-token histogram
     histogram_scale: float = 1.0  # multiply a histogram's _sum to get seconds (0.001 for ms)
@@ -45,6 +51,9 @@ class MetricNames:
             "prefix_cache_hits": self.prefix_cache_hits,
             "prefix_cache_queries": self.prefix_cache_queries,
             "generated_tokens": self.generated_tokens,
+            "spec_drafts": self.spec_drafts,
+            "spec_draft_tokens": self.spec_draft_tokens,
+            "spec_accepted_tokens": self.spec_accepted_tokens,
         }
 
     def histograms(self) -> dict[str, tuple[str, ...]]:
@@ -106,6 +115,22 @@ def _select(samples: list[Sample], candidate: str, average: bool = False) -> flo
     return sum(values) / len(values) if average else sum(values)
 
 
+# normalize's field for the accepted tokens at draft position i: this prefix and i
+SPEC_POSITION_PREFIX = "spec_accepted_pos_"
+
+
+def _by_label(samples: list[Sample], name: str, label: str) -> dict[int, float]:
+    """The samples named ``name`` summed by their integer ``label`` (other labels summed over)."""
+    out: dict[int, float] = {}
+    for s in samples:
+        if s.name != name:
+            continue
+        value = dict(s.labels).get(label)
+        if value is not None and value.isdigit():
+            out[int(value)] = out.get(int(value), 0.0) + s.value
+    return out
+
+
 def first_present(samples: list[Sample], candidates: tuple[str, ...], average: bool = False) -> float | None:
     for candidate in candidates:
         value = _select(samples, candidate, average)
@@ -122,6 +147,12 @@ def normalize(samples: list[Sample], names: MetricNames) -> dict[str, float]:
         value = first_present(samples, candidates, average=field in RATIO_FIELDS)
         if value is not None:
             values[field] = value * names.kv_usage_scale if field == "kv_usage" else value
+    for candidate in names.spec_accepted_by_position:  # the first name present, its positions summed
+        by_position = _by_label(samples, candidate, "position")
+        if by_position:
+            for position, value in by_position.items():
+                values[f"{SPEC_POSITION_PREFIX}{position}"] = value
+            break
     for field, candidates in names.histograms().items():
         for base in candidates:
             name, _, selector = base.partition("{")

@@ -20,8 +20,9 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Any
 
-from tokenbench.results import Gauge, Gpu, MatchedTtft, Server
+from tokenbench.results import Gauge, Gpu, MatchedTtft, Server, ServerSpeculation
 from tokenbench.results.run import WindowServer
+from tokenbench.telemetry.prom import SPEC_POSITION_PREFIX
 
 # One line of samples.jsonl (telemetry.sampler) as read back: JSON whose keys are prom.py's, so any
 # value (an edge: read key by key).
@@ -84,6 +85,28 @@ def _hist_mean(series: list[Sample], field: str) -> tuple[float | None, float | 
     return (d_sum / d_count if d_count > 0 else None), d_count
 
 
+def _speculation(series: list[Sample]) -> ServerSpeculation | None:
+    """The speculation counters' increases over ``series`` (None: the server counts none)."""
+    drafts, tokens = _increase(series, "spec_drafts"), _increase(series, "spec_draft_tokens")
+    accepted = _increase(series, "spec_accepted_tokens")
+    if drafts is None and tokens is None and accepted is None:
+        return None
+    keys = {k for s in series for k in s["values"] if k.startswith(SPEC_POSITION_PREFIX)}
+    positions = sorted(int(k[len(SPEC_POSITION_PREFIX) :]) for k in keys)
+    by_position = [
+        _increase(series, f"{SPEC_POSITION_PREFIX}{p}") or 0.0 for p in range(max(positions, default=-1) + 1)
+    ]
+    return ServerSpeculation(
+        drafts=drafts,
+        draft_tokens=tokens,
+        accepted_tokens=accepted,
+        accepted_by_position=by_position or None,
+        acceptance_rate=accepted / tokens if accepted is not None and tokens else None,
+        acceptance_length=1.0 + accepted / drafts if accepted is not None and drafts else None,
+        acceptance_rate_by_position=[a / drafts if drafts else None for a in by_position] if by_position else None,
+    )
+
+
 def point_server(samples: list[Sample], start_s: float, end_s: float) -> Server | None:
     """The server's view of [start_s, end_s]; None when nothing was scraped from a server."""
     scraped = [s for s in samples if "ok" in s]
@@ -97,7 +120,8 @@ def point_server(samples: list[Sample], start_s: float, end_s: float) -> Server 
     hits, queries = _increase(series, "prefix_cache_hits"), _increase(series, "prefix_cache_queries")
     ttft_mean, ttft_count = _hist_mean(series, "ttft")
     itl_mean, itl_count = _hist_mean(series, "itl")
-    return Server(
+    speculation = _speculation(series)
+    server = Server(
         period_s=[start_s, end_s],
         scrapes=len(inside),
         failed_scrapes=len(failed),
@@ -120,6 +144,8 @@ def point_server(samples: list[Sample], start_s: float, end_s: float) -> Server 
         itl_s_mean=itl_mean,
         itl_count=itl_count,
     )
+    # speculation only where the server counts it: set, else unset (absent from results.json)
+    return server if speculation is None else server.model_copy(update={"speculation": speculation})
 
 
 def point_gpu(samples: list[Sample], header: Sample | None, start_s: float, end_s: float) -> Gpu:
