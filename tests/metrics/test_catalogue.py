@@ -20,7 +20,17 @@ from tokenbench.metrics import PointSpan, Window, catalogue, summarize_point
 from tokenbench.metrics.catalogue import METRICS, Metric, error_rate, path, shown_in
 from tokenbench.metrics.cost import point_cost
 from tokenbench.metrics.programs import program_stats
-from tokenbench.records import Outcome, OutputCheck, ProgramCall, Reasoning, RequestRecord, TokenSource
+from tokenbench.metrics.speculation import server_timing_stats, speculation_stats
+from tokenbench.records import (
+    Outcome,
+    OutputCheck,
+    ProgramCall,
+    Reasoning,
+    RequestRecord,
+    ServerTiming,
+    Speculation,
+    TokenSource,
+)
 from tokenbench.report.read.load import load_inputs
 from tokenbench.report.sections.tables import headline_table
 from tokenbench.results import (
@@ -40,6 +50,7 @@ from tokenbench.results import (
     RunResults,
     Server,
     ServerRow,
+    ServerSpeculation,
     Slo,
     Span,
     Target,
@@ -98,6 +109,9 @@ def _record(i: int, sent: float, itl: float, reasoning: int = 0, structured: boo
         chunk_tokens=[1] * 11,  # usage on every chunk: per-token ITL is the ITL
         # asked for a JSON schema; every 4th reply (0, 4, 8) invalid: valid_fraction 0.7
         output_check=OutputCheck("json_schema", True, i % 4 != 0) if structured else None,
+        # the server's figures: 5 verify steps drafting 2, half accepted; its TTFT 40 ms from its queue
+        speculation=Speculation(spec_steps=5, spec_draft_tokens=10, spec_accepted_tokens=5, spec_tokens=2),
+        server_timing=ServerTiming(server_queue_s=0.001, server_prefill_s=0.039, server_ttft_s=0.04),
     )
     r.end_marker = True
     return r
@@ -195,7 +209,21 @@ def sample_point(
         # pooling APIs: a pooling point's rates (metrics.pooling), read by their getters
         **({"pooling": POOLING} if pooling else {}),
         **({"programs": program_stats(records, records, (0.0, 10.0), None)} if programs else {}),
+        speculation=speculation_stats(records, SERVER_SPECULATION),
+        server_timing=server_timing_stats(records),
     )
+
+
+# the server's speculation counters over the window: 60% of its draft tokens accepted
+SERVER_SPECULATION = ServerSpeculation(
+    drafts=50,
+    draft_tokens=100,
+    accepted_tokens=60,
+    accepted_by_position=[35, 25],
+    acceptance_rate=0.6,
+    acceptance_length=2.2,
+    acceptance_rate_by_position=[0.7, 0.5],
+)
 
 
 POOLING = Pooling(
@@ -267,6 +295,13 @@ KNOWN = {
     "session_s_mean": 1.151,  # call 1 sent 1 s after its session's start, its E2E 0.15 s, closed 1 ms later
     "session_s_p90": 1.151,
     "sessions_per_s": 0.5,  # 5 sessions started in the 10 s window
+    "acceptance_rate_token_weighted": 0.5,
+    "acceptance_rate_request_weighted": 0.5,
+    "acceptance_length_step_weighted": 2.0,
+    "server_acceptance_rate": 0.6,
+    "tokens_per_chunk_mean": 1.0,
+    "ttft_outside_server_s_p50": 0.01,  # the client's TTFT 50 ms, the server's 40
+    "server_queue_s_p50": 0.001,
 }
 
 
@@ -298,7 +333,7 @@ def test_missing_or_null_fields_give_none_never_zero() -> None:
         | {k: None for k in ("output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "offered_per_s")}
         | {"goodput_per_s": None, "good_fraction": None, "server": None, "requests_in_window": _NONE_ENDED}
         | {"prefix_cache": None, "cost": None, "energy": None, "fluidity": None, "client": None, "structured": None}
-        | {"programs": None}
+        | {"programs": None, "speculation": None, "server_timing": None}
     )
     for m in METRICS.values():
         assert m.get(nulls) is None, m.key
@@ -385,7 +420,9 @@ def test_decode_speed_in_compare_and_the_report(tmp_path: Path) -> None:
     b = _write_run(tmp_path / "b", sample_point(itl=0.02), "sglang")
     rows = {r.metric: r for r in compare([a, b])}
     # an optional metric (inputs/s, a session's latency) only where both sides measured it
-    assert set(rows) == {m.key for m in shown_in("compare") if not _optional(m)} and DECODE in rows
+    # (both sides' replies reported speculation: its figures compared too)
+    speculated = {"acceptance_rate_token_weighted", "acceptance_length_step_weighted"}
+    assert set(rows) == {m.key for m in shown_in("compare") if not _optional(m)} | speculated and DECODE in rows
     decode = rows[DECODE]
     assert decode.baseline.mean == pytest.approx(100.0) and decode.other.mean == pytest.approx(50.0)
     assert decode.delta_pct == pytest.approx(-0.5) and decode.better is False  # slower decoding is worse

@@ -165,6 +165,35 @@ SESSION = Distribution(
     "session_s", "session latency", "s", 1.0, False, MEASURED_SESSIONS, optional=True, at="programs.session_s"
 )
 
+# speculative decoding: the tokens each chunk carried (several when a verify step accepts drafts;
+# per-chunk ITL is then per-token ITL x that), with per-chunk counts only (metrics.pertoken)
+TOKENS_PER_CHUNK = Distribution(
+    "tokens_per_chunk",
+    "tokens per chunk",
+    "tok",
+    1.0,
+    True,
+    "chunks that carried tokens, of " + SUCCESSFUL + " with per-chunk token counts",
+    optional=True,
+)
+# the server's own per-request timing from its responses (metrics/speculation.py): the client's TTFT
+# less the server's (from its queue), over the successful requests whose response carried it
+WITH_SERVER_TIMING = SUCCESSFUL + " whose response carried the server's own timing"
+TTFT_OUTSIDE_SERVER = Distribution(
+    "ttft_outside_server_s",
+    "TTFT outside the server",
+    "ms",
+    1e3,
+    False,
+    WITH_SERVER_TIMING,
+    optional=True,
+    at="server_timing.ttft_outside_server_s",
+)
+SERVER_QUEUE = Distribution(
+    "server_queue_s", "server queue", "ms", 1e3, False, WITH_SERVER_TIMING, optional=True, at="server_timing.queue_s"
+)
+WITH_SPECULATION = SUCCESSFUL + " whose response carried speculation figures"
+
 # pooling APIs: the distributions a pooling request (one answer, no stream) never has;
 # tables of pooling points only leave them out
 STREAMED = frozenset({TTFT.key, TTFO.key, TPOT.key, DECODE_SPEED.key, ITL.key, ITL_PER_TOKEN.key})
@@ -316,6 +345,63 @@ _METRICS: tuple[Metric, ...] = (
         period=WINDOW,
         get=path("programs.sessions_per_s"),
         views=_views("aggregates", "console", "compare"),
+        optional=True,
+    ),
+    # speculative decoding: each rate named by its weight (metrics/speculation.py), and the server's
+    # counters over the same window beside them
+    TOKENS_PER_CHUNK.stat("mean", 2, _views("aggregates", "console", "report")),
+    TTFT_OUTSIDE_SERVER.stat("p50", 1, _views("aggregates", "console")),
+    SERVER_QUEUE.stat("p50", 1, _views("aggregates", "console")),
+    Metric(
+        key="acceptance_rate_token_weighted",
+        title="draft acceptance, token-weighted",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=True,
+        population=WITH_SPECULATION + ": sum accepted / sum drafted",
+        period=WINDOW,
+        get=path("speculation.acceptance_rate_token_weighted"),
+        views=_ALL | _views("experiment"),
+        optional=True,
+    ),
+    Metric(
+        key="acceptance_rate_request_weighted",
+        title="draft acceptance, request-weighted",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=True,
+        population=WITH_SPECULATION + ": the mean of each one's accepted / drafted",
+        period=WINDOW,
+        get=path("speculation.acceptance_rate_request_weighted"),
+        views=_views("aggregates", "console", "report"),
+        optional=True,
+    ),
+    Metric(
+        key="acceptance_length_step_weighted",
+        title="acceptance length, step-weighted",
+        unit="tok/step",
+        scale=1.0,
+        digits=2,
+        higher_is_better=True,
+        population=WITH_SPECULATION + ": 1 + sum accepted / sum verify steps",
+        period=WINDOW,
+        get=path("speculation.acceptance_length_step_weighted"),
+        views=_ALL,
+        optional=True,
+    ),
+    Metric(
+        key="server_acceptance_rate",
+        title="server draft acceptance",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=True,
+        population="every draft token the server proposed (its spec-decode counters)",
+        period=SCRAPED,
+        get=path("speculation.server.acceptance_rate"),
+        views=_views("aggregates", "console", "report"),
         optional=True,
     ),
     Metric(

@@ -1,0 +1,159 @@
+"""Speculative decoding on vLLM's CPU build, measured per request and from its counters.
+
+- SmolLM2-135M drafting for itself (``"method": "draft_model"``) at temperature 0: the draft is the
+  target, so every draft is accepted: the point's acceptance rate from the per-request field and
+  from the ``vllm:spec_decode_*`` counters is ~1, chunks carry several tokens, and the requests'
+  own figures sum to the counters' increase over the whole point. The same launch has
+  ``--enable-per-request-metrics``: every record carries the server's queue and TTFT, and the
+  client's TTFT is the server's plus the little outside the engine (HTTP, the API server).
+- n-gram (prompt lookup) speculation: a prompt that repeats one phrase, which the model continues,
+  finds its drafts in the prompt and accepts many; one of random words accepts few.
+One launch each (~20 s), a few seconds of load each.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tokenbench.backends.server import server_under_test
+from tokenbench.config import BackendConfig, DatasetConfig, RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.run import run
+
+pytestmark = pytest.mark.e2e
+
+KV_CACHE_BYTES = 4 * 23_592_960  # 4,096 tokens of SmolLM2-135M: the target's and a draft's cache
+DRAFT_TOKENS = 3
+
+
+def _spec_args(config: dict[str, object]) -> tuple[str, ...]:
+    return (
+        f"--speculative-config={json.dumps(config)}",
+        "--enable-per-request-metrics",
+        "--per-request-spec-decode-metrics=detailed",
+    )
+
+
+def _launch(vllm_cpu, speculative: dict[str, object]) -> BackendConfig:
+    backend = vllm_cpu.backend(max_num_seqs=4, kv_cache_bytes=KV_CACHE_BYTES)
+    knobs = backend.knobs.model_copy(update={"engine_args": (*backend.knobs.engine_args, *_spec_args(speculative))})
+    return backend.model_copy(update={"knobs": knobs})
+
+
+def _run(url: str, out: Path, dataset: DatasetConfig, users: int, duration_s: float) -> dict:
+    config = RunConfig(
+        target=TargetConfig(url=url, api="completions", ignore_eos=True),
+        loads=[UsersLoad(users=users)],
+        stop=StopConfig(duration_s=duration_s, drain_timeout_s=30),
+        dataset=dataset,
+        backend=BackendConfig(name="vllm", metrics_interval_s=0.5),  # --url with vLLM's metric names
+        live=False,
+        out_dir=out,
+    )
+    result = run(config, Console(file=io.StringIO()))
+    records = [json.loads(line) for line in (result.run_dir / "records.jsonl").read_text().splitlines()]
+    return {"results": result.results, "records": records}
+
+
+@pytest.fixture(scope="module")
+def self_drafted(tmp_path_factory, vllm_cpu):
+    base = tmp_path_factory.mktemp("vllm-spec-draft")
+    speculative = {"method": "draft_model", "model": str(vllm_cpu.model), "num_speculative_tokens": DRAFT_TOKENS}
+    with server_under_test(_launch(vllm_cpu, speculative), None, base / "server.log") as server:
+        dataset = DatasetConfig(name="synthetic", input_tokens=16, output_tokens=32)
+        yield _run(server.url, base / "run", dataset, users=2, duration_s=6)
+
+
+def test_a_model_drafting_for_itself_accepts_every_draft(self_drafted):
+    point = self_drafted["results"]["points"][0]
+    spec = point["speculation"]
+    assert spec["source"] == "vllm" and spec["requests"] == point["requests_in_window"]["ok"] > 0
+    assert spec["acceptance_rate_token_weighted"] >= 0.95, spec
+    assert spec["acceptance_rate_request_weighted"] >= 0.95, spec
+    # the counters over the window sit beside them (``spec["server"]``); the window's steps are not
+    # its requests' on a slow machine (a reply outlives the window), so the rate is read over the
+    # whole point, which every request of the point ended in
+    assert spec["server"] is not None and spec["server"] == point["server"]["speculation"]
+    counted = point["server_whole_point"]["speculation"]
+    assert counted["acceptance_rate"] >= 0.95, counted
+    # every position accepted, by the requests' steps and by the counters
+    assert [p["position"] for p in spec["by_position"]] == list(range(DRAFT_TOKENS))
+    assert all(p["rate"] >= 0.95 for p in spec["by_position"]), spec["by_position"]
+    assert all(r >= 0.95 for r in counted["acceptance_rate_by_position"]), counted
+    # a verify step gives up to k + 1 tokens: chunks carry several, so per-chunk ITL is per-token x ~4
+    sizes = point["tokens_per_chunk"]
+    assert sizes["p50"] > 1 and sizes["max"] == DRAFT_TOKENS + 1, sizes
+    assert point["itl_s"]["p50"] > 2 * point["itl_per_token_s"]["p50"]
+
+
+def test_the_requests_figures_sum_to_the_counters_increase(self_drafted):
+    """Every request of the point ended inside it (a drain of 30 s): its figures, summed, are the
+    counters' increase between the scrapes that bracket the whole point."""
+    point = self_drafted["results"]["points"][0]
+    server = point["server_whole_point"]
+    ok = [r for r in self_drafted["records"] if r["outcome"] == "ok"]
+    assert len(ok) == point["requests"]["total"], point["requests"]
+    assert server["bracketed"], server
+    assert sum(r["spec_steps"] for r in ok) == server["speculation"]["drafts"]
+    assert sum(r["spec_draft_tokens"] for r in ok) == server["speculation"]["draft_tokens"]
+    assert sum(r["spec_accepted_tokens"] for r in ok) == server["speculation"]["accepted_tokens"]
+
+
+def test_each_record_carries_the_servers_own_ttft_and_queue(self_drafted):
+    """``--enable-per-request-metrics``: the server's queue and TTFT on every record, with no trace
+    collector. The client's TTFT less the server's (from its queue) is what lies outside the engine:
+    HTTP on loopback, the API server's tokenizing and hand-off, the first chunk's delivery."""
+    ok = [r for r in self_drafted["records"] if r["outcome"] == "ok"]
+    assert ok and all(r["server_queue_s"] is not None and r["server_ttft_s"] is not None for r in ok)
+    assert all(r["server_timing_from"] == "vllm" for r in ok)
+    outside = sorted((r["chunk_times_s"][0] - r["sent_s"]) - r["server_ttft_s"] for r in ok)
+    assert outside[0] > -0.002, outside  # the engine's TTFT is inside the client's
+    assert outside[len(outside) // 2] < 0.030, outside  # a few ms at the median (2-core machine)
+    timing = self_drafted["results"]["points"][0]["server_timing"]
+    assert timing["requests"] > 0 and timing["source"] == "vllm"
+    assert timing["ttft_outside_server_s"]["p50"] < 0.030, timing
+
+
+# A phrase the model continues (its next tokens are in the prompt) and random words (they are not)
+REPEATED = "one two three four five six seven eight nine ten, " * 12
+WORDS = "apple river stone cloud table garden piano orbit velvet candle harbor meadow".split()
+
+
+@pytest.fixture(scope="module")
+def ngram(tmp_path_factory, vllm_cpu):
+    base = tmp_path_factory.mktemp("vllm-spec-ngram")
+    rng = random.Random(7)
+    scrambled = " ".join(rng.choice(WORDS) + rng.choice(["", "s", "ed", "ly"]) for _ in range(110))
+    prompts = {"repeated": REPEATED, "random": scrambled}
+    speculative = {
+        "method": "ngram",
+        "num_speculative_tokens": DRAFT_TOKENS,
+        "prompt_lookup_max": 4,
+        "prompt_lookup_min": 2,
+    }
+    out = {}
+    with server_under_test(_launch(vllm_cpu, speculative), None, base / "server.log") as server:
+        for name, prompt in prompts.items():
+            path = base / f"{name}.jsonl"
+            path.write_text(json.dumps({"prompt": prompt}) + "\n")
+            dataset = DatasetConfig(name="jsonl", path=path, output_tokens=32)
+            out[name] = _run(server.url, base / name, dataset, users=1, duration_s=4)
+    return out
+
+
+def test_ngram_speculation_accepts_more_of_a_repeated_prompt(ngram):
+    repeated = ngram["repeated"]["results"]["points"][0]["speculation"]
+    scrambled = ngram["random"]["results"]["points"][0]["speculation"]
+    assert repeated["requests"] > 0 and scrambled["requests"] > 0
+    assert repeated["acceptance_rate_token_weighted"] > scrambled["acceptance_rate_token_weighted"] + 0.2, (
+        repeated,
+        scrambled,
+    )
+    assert repeated["acceptance_length_step_weighted"] > scrambled["acceptance_length_step_weighted"]
+    # both sources say the same of the repeated prompt's point
+    assert repeated["server"]["acceptance_rate"] == pytest.approx(repeated["acceptance_rate_token_weighted"], abs=0.15)
