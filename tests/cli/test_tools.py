@@ -86,7 +86,7 @@ def _another_value(field: str) -> object:
     if kind is bool:
         return not was
     if kind is str:
-        return "a=5,b=7" if field == "adapters" else f"{field}-value"
+        return {"adapters": "a=5,b=7", "spec_accept": "2,0,1"}.get(field, f"{field}-value")
     return kind(was + 3)
 
 
@@ -117,6 +117,22 @@ def test_mock_refuses_an_unknown_otlp_protocol(served):
     result = CliRunner().invoke(app, ["mock", "--otlp-protocol", "http"], env=ENV)
     assert result.exit_code == 2
     assert "--otlp-protocol: Input should be 'http/protobuf' or 'grpc'" in " ".join(result.output.split())
+    assert served == []
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--spec-tokens", "2", "--spec-accept", "3,1"], "--spec-accept: '3,1': write the drafts each verify step"),
+        (["--spec-tokens", "2", "--spec-accept", "1,x"], "each 0..2 (--spec-tokens 2)"),
+        (["--spec-accept", "1"], "--spec-accept: '1' needs --spec-tokens K > 0"),
+        (["--spec-tokens", "-1"], "--spec-tokens: Input should be greater than or equal to 0"),
+    ],
+)
+def test_mock_refuses_an_acceptance_cycle_the_draft_length_cannot_take(served, args, says):
+    result = CliRunner().invoke(app, ["mock", *args], env=ENV)
+    assert result.exit_code == 2
+    assert says in " ".join(result.output.split())
     assert served == []
 
 

@@ -1,17 +1,20 @@
 """mock.py: the scripted server's wire, as a client reads it. Chunk counts from max_tokens and
 tokens_per_chunk, the role-only first chat chunk, each fault's shape, /mock/deliveries' fields,
-capacity queueing, and /metrics under vLLM's names (read through the vLLM profile's mapping)."""
+capacity queueing, /metrics under vLLM's names (read through the vLLM profile's mapping), and
+speculative decoding as vLLM streams it (each chunk one verify step) with its per-request metrics
+object and speculation counters."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 
 import aiohttp
 import pytest
 
 from tokenbench.backends.vllm import METRICS
-from tokenbench.telemetry.prom import normalize, parse
+from tokenbench.telemetry.prom import flat, normalize, parse
 
 FAST = dict(ttft_ms=0, itl_ms=0)
 CHAT = {"model": "mock-model", "messages": [{"role": "user", "content": "say hi"}], "stream": True}
@@ -251,3 +254,163 @@ def test_mock_prefix_cache_hits_whole_blocks_of_a_seen_prefix_and_never_the_last
     assert PrefixCache.tokens({"prompt": "x y z"}) == ["x", "y", "z"]
     cache.reset()
     assert cache.lookup(list("abcdefghi")) == 0
+
+
+# Speculative decoding (spec_tokens k > 0) and vLLM's per-request metrics object.
+USAGE = {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+TIMING = ["time_to_first_token_ms", "generation_time_ms", "queue_time_ms", "mean_itl_ms", "tokens_per_second"]
+
+
+def _final(events: list) -> dict:
+    """The final usage chunk: empty choices, the usage (and vLLM's metrics object when sent)."""
+    (final,) = [e for e in events if isinstance(e, dict) and not e["choices"]]
+    return final
+
+
+def _chunk_tokens(events: list) -> list[int]:
+    """Each content chunk's tokens, from the usage on every chunk (continuous_usage_stats): each
+    checked against the words its text carries."""
+    chunks = [e for e in events if isinstance(e, dict) and _is_content(e)]
+    so_far = [0] + [e["usage"]["completion_tokens"] for e in chunks]
+    tokens = [b - a for a, b in itertools.pairwise(so_far)]
+    assert [len(e["choices"][0]["delta"]["content"].split()) for e in chunks] == tokens
+    return tokens
+
+
+def _spec(accepted: list[int], k: int) -> dict:
+    """The speculative_decoding object vLLM reports for verify steps that accepted ``accepted``."""
+    hist = [accepted.count(j) for j in range(k + 1)]
+    steps, hits = len(accepted), sum(accepted)
+    return {
+        "mean_acceptance_length": 1 + hits / steps if steps else 1.0,
+        "draft_acceptance_rate": hits / (steps * k) if steps else 0.0,
+        "acceptance_histogram": hist,
+        "num_spec_steps": steps,
+        "num_accepted_draft_tokens": hits,
+        "num_draft_tokens": steps * k,
+        "num_spec_tokens": k,
+        "per_step_accepted": accepted,
+        "per_step_drafted": [k] * steps,
+    }
+
+
+@pytest.mark.parametrize(
+    ("k", "accept", "max_tokens", "tokens", "accepted"),
+    [
+        # vLLM 0.32 observed: 24 tokens at k = 3, all accepted: 6 steps, the last cut to 3 tokens
+        (3, "", 24, [1, 4, 4, 4, 4, 4, 3], [3] * 6),
+        # a 0-accept step (the bonus alone), and the last step's 3 accepted cut to the 1 token left
+        (3, "3,1,0,2", 12, [1, 4, 2, 1, 3, 1], [3, 1, 0, 2, 3]),
+        (2, "0", 4, [1, 1, 1, 1], [0, 0, 0]),  # nothing accepted: one token a step
+        (4, "2", 1, [1], []),  # the prefill's token only: no step
+    ],
+)
+def test_speculation_chunks_carry_each_steps_accepted_drafts_plus_the_bonus(
+    mock_server, k, accept, max_tokens, tokens, accepted
+):
+    # tokens_per_chunk is ignored under speculation
+    url = mock_server(**FAST, spec_tokens=k, spec_accept=accept, spec_metrics="detailed", tokens_per_chunk=5)
+    events = _events(_post(url, max_tokens=max_tokens, **USAGE)[1])
+    assert _chunk_tokens(events) == tokens
+    final = _final(events)
+    assert final["usage"]["completion_tokens"] == max_tokens
+    assert final["metrics"] == {"speculative_decoding": _spec(accepted, k)}  # no timing without per_request_metrics
+
+
+def test_speculation_on_completions_and_summary_leaves_out_the_steps(mock_server):
+    url = mock_server(**FAST, spec_tokens=2, spec_accept="2,1", spec_metrics="summary", word="yo")
+    _, text = _post(url, "/v1/completions", prompt="p", max_tokens=9, messages=None, **USAGE)
+    events = _events(text)
+    texts = [e["choices"][0]["text"] for e in events if isinstance(e, dict) and e["choices"]]
+    assert texts == [" yo", " yo yo yo", " yo yo", " yo yo yo", ""]  # 1, then 2 + 1, 1 + 1, 2 + 1; the finish
+    spec = _spec([2, 1, 2], 2)
+    del spec["per_step_accepted"], spec["per_step_drafted"]
+    assert _final(events)["metrics"] == {"speculative_decoding": spec}
+
+
+def test_per_request_metrics_are_what_the_deliveries_log_says_was_written(mock_server):
+    """vLLM's timing fields, in its order: queue = admitted - received (here the wait for the one
+    slot), prefill to the first chunk written, generation from it to the last, mean ITL over the
+    tokens after the first, tokens/s from admission: the same clock readings as /mock/deliveries."""
+    url = mock_server(ttft_ms=20, itl_ms=10, max_streams=1, spec_tokens=3, spec_accept="1", per_request_metrics=True)
+
+    async def two_at_once() -> list[tuple[int, str]]:
+        return await asyncio.gather(*(_apost(url, max_tokens=9, **USAGE) for _ in range(2)))
+
+    replies = [_events(text) for _, text in asyncio.run(two_at_once())]
+    deliveries = json.loads(_get(url, "/mock/deliveries")[1])
+    assert max(d["wait_s"] for d in deliveries.values()) > 0  # one waited for the other's reply
+    for events in replies:
+        final = _final(events)
+        d, metrics = deliveries[final["id"]], final["metrics"]
+        assert list(metrics) == TIMING  # spec_metrics "none": no speculative_decoding
+        times, admitted = d["chunk_times_s"], d["admitted_s"]
+        assert _chunk_tokens(events) == [1, 2, 2, 2, 2]
+        assert metrics["queue_time_ms"] == pytest.approx(d["wait_s"] * 1e3, abs=1e-6)
+        assert metrics["time_to_first_token_ms"] == pytest.approx((times[0] - admitted) * 1e3, abs=1e-6)
+        assert metrics["time_to_first_token_ms"] >= 20  # never before the scripted TTFT
+        assert metrics["generation_time_ms"] == pytest.approx((times[-1] - times[0]) * 1e3, abs=1e-6)
+        # the last of 5 chunks never before its scripted time (a late first chunk shortens the gap after it)
+        assert metrics["time_to_first_token_ms"] + metrics["generation_time_ms"] >= 20 + 4 * 10 - 1e-6
+        assert metrics["mean_itl_ms"] == pytest.approx(metrics["generation_time_ms"] / 8)
+        assert metrics["tokens_per_second"] == pytest.approx(9 / (times[-1] - admitted))
+
+
+def test_per_request_metrics_without_speculation_and_one_token(mock_server):
+    url = mock_server(**FAST, per_request_metrics=True, spec_metrics="detailed")  # no spec_tokens: no figures
+    metrics = _final(_events(_post(url, max_tokens=1, **USAGE)[1]))["metrics"]
+    assert list(metrics) == TIMING
+    assert metrics["mean_itl_ms"] is None and metrics["generation_time_ms"] == 0  # one token: no gap
+
+
+def test_no_metrics_object_without_include_usage_or_without_being_asked(mock_server):
+    url = mock_server(**FAST, spec_tokens=3, per_request_metrics=True, spec_metrics="detailed")
+    final = _final(_events(_post(url, max_tokens=8)[1]))  # no stream_options: vLLM sends no metrics
+    assert "metrics" not in final and final["usage"]["completion_tokens"] == 8
+    url = mock_server(**FAST, spec_tokens=3)  # neither asked for
+    final = _final(_events(_post(url, max_tokens=8, **USAGE)[1]))
+    assert "metrics" not in final and final["usage"]["completion_tokens"] == 8
+
+
+def _spec_counters(url: str) -> dict[str, float]:
+    samples = flat(parse(_get(url, "/metrics")[1]))
+    return {key: value for key, value in samples.items() if key.startswith("vllm:spec_decode")}
+
+
+def test_spec_decode_counters_are_the_sum_over_replies(mock_server):
+    url = mock_server(**FAST, spec_tokens=3, spec_accept="3,1,0,2")
+    _post(url, max_tokens=12)  # steps accept 3, 1, 0, 2, 3
+    _post(url, max_tokens=5)  # 3
+    model = 'model_name="mock-model"'
+    assert _spec_counters(url) == {
+        f"vllm:spec_decode_num_drafts_total{{{model}}}": 6,
+        f"vllm:spec_decode_num_draft_tokens_total{{{model}}}": 18,
+        f"vllm:spec_decode_num_accepted_tokens_total{{{model}}}": 12,
+        # accepted at draft position i: the steps that accepted more than i
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{model},position="0"}}': 5,
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{model},position="1"}}': 4,
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{model},position="2"}}': 3,
+    }
+    assert normalize(parse(_get(url, "/metrics")[1]), METRICS)["generated_tokens"] == 17
+
+
+def test_spec_decode_counters_count_each_step_as_it_is_written(mock_server):
+    url = mock_server(**FAST, spec_tokens=2, fault="stall", fault_after_chunks=3)
+    received, error = _read_until_error(url, 10, timeout_s=0.3)
+    assert isinstance(error, TimeoutError)  # held open after chunks 0, 1 and 2: two steps
+    assert _spec_counters(url)['vllm:spec_decode_num_drafts_total{model_name="mock-model"}'] == 2
+    assert _contents(_events(received.decode())) == [" hi", " hi hi hi", " hi hi hi"]
+
+
+def test_no_speculation_changes_nothing(mock_server):
+    """spec_tokens 0: the stream is byte for byte a default mock's (bar its timestamp), and
+    /metrics has no speculation counters; a metrics object only when per_request_metrics asks."""
+    plain, asked = mock_server(**FAST), mock_server(**FAST, spec_metrics="detailed")
+    streams = [_events(_post(url, max_tokens=6, **USAGE)[1]) for url in (plain, asked)]
+    for events in streams:
+        for e in events:
+            if isinstance(e, dict):
+                e.pop("created")
+    assert streams[0] == streams[1]
+    assert _chunk_tokens(streams[0]) == [1] * 6 and "metrics" not in _final(streams[0])
+    assert _spec_counters(plain) == {} == _spec_counters(asked)

@@ -24,6 +24,20 @@ of ``delta.content``, on the same schedule, and the usage says ``completion_toke
 chunk is chunk K: TTFO = TTFT + K * ITL, as scripted. Asked for usage on every chunk (``stream_options.
 continuous_usage_stats``), the mock sends it as vLLM: role chunk 0, content chunk i (i + 1) * tokens_per_chunk.
 
+Speculation (``spec_tokens`` k > 0; mock/speculation.py), as vLLM streams it: content chunk 0
+carries the prefill's token, each later chunk one verify step that accepted ``a`` of its k drafts
+(``spec_accept``'s cycle, in turn) and carries ``a + 1`` tokens (the bonus), until the reply's
+tokens are reached; the last chunk is cut to what is left, its step still counted as scripted.
+The schedule is the same (chunk i at ``admitted + ttft + i * itl``), so a token's ITL is the
+chunk's over its tokens; ``tokens_per_chunk`` is ignored. /metrics adds vLLM's
+``vllm:spec_decode_num_drafts`` / ``_num_draft_tokens`` / ``_num_accepted_tokens`` /
+``_num_accepted_tokens_per_pos`` (by ``position``), counted as each step is written. With
+``per_request_metrics`` and/or ``spec_metrics`` (vLLM's ``--enable-per-request-metrics`` and
+``--per-request-spec-decode-metrics``) the final usage chunk carries vLLM's ``metrics`` object,
+only when the request asked for ``include_usage``: its timing from what was written (queue =
+admitted - received, prefill to the first chunk, generation from the first chunk to the last) and
+its ``speculative_decoding`` figures (the steps' histogram and counts; ``detailed``: each step's).
+
 Groups: with ``priority_queue`` the requests waiting for capacity are admitted
 by their ``priority`` field (lower first, vLLM's rule; absent counts as 0), then in arrival order,
 so under overload the high class's TTFT stays near the scripted one while the low class queues.
@@ -54,6 +68,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import itertools
 import json
 import random
 import time
@@ -68,6 +83,7 @@ from tokenbench.mock.otlp import MockExporter
 from tokenbench.mock.pooling import PATHS as POOLING_PATHS
 from tokenbench.mock.pooling import pooling_answer, pooling_inputs
 from tokenbench.mock.settings import Delivery, MockSettings
+from tokenbench.mock.speculation import Plan, SpecCounters, plan, request_metrics
 from tokenbench.mock.structured import scripted_deltas
 
 # aiohttp refuses bodies over 1 MiB by default (HTTP 413); requests with images run to megabytes
@@ -163,6 +179,7 @@ class MockServer:
         self._generated = Counter("vllm:generation_tokens", "generated", names, registry=reg).labels(model)
         self._preempted = Counter("vllm:num_preemptions", "over kv_slots", names, registry=reg).labels(model)
         self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", names, registry=reg).labels(model)
+        self._spec = SpecCounters(reg, model, settings.spec_tokens) if settings.spec_tokens else None
         self.cache = PrefixCache(settings.cache_block_tokens) if settings.cache_block_tokens else None
         self._exporter = MockExporter(settings) if settings.otlp_endpoint else None
         if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
@@ -308,8 +325,7 @@ class MockServer:
         rid = f"mock-{self._count}"
         if (failed := _scripted_failure(fault)) is not None:
             return failed
-        n_chunks = int(body.get("max_tokens") or self.s.output_tokens)
-        n_chunks = max(1, -(-n_chunks // self.s.tokens_per_chunk))
+        chunks = self._plan(int(body.get("max_tokens") or self.s.output_tokens))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
         delivery.model, delivery.priority = body.get("model"), body.get("priority")
         delivery.traceparent = request.headers.get("traceparent")
@@ -327,16 +343,25 @@ class MockServer:
         await resp.prepare(request)
         opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
         continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
-        reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, continuous, images)
+        reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, chunks, continuous, images)
+        reply.include_usage = bool(opts.get("include_usage"))
         admitted += self._adapters.get(str(body.get("model")), 0.0) / 1e3  # an adapter's scripted cost
-        reply.scripted = self._scripted(body, n_chunks, rid)
-        if await self._write_chunks(reply, n_chunks, admitted, received):
-            await self._write_end(reply, body, n_chunks)
+        reply.scripted = self._scripted(body, len(chunks.tokens), rid)
+        if await self._write_chunks(reply, admitted, received):
+            await self._write_end(reply, body)
             if self._exporter is not None:  # server spans: the reply's span, as vLLM would send it
                 prompt = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
-                completion = n_chunks * self.s.tokens_per_chunk
+                completion = sum(chunks.tokens)
                 self._exporter.export(self._exporter.span(delivery, rid, prompt, completion))
         return resp
+
+    def _plan(self, total: int) -> Plan:
+        """What each chunk of a reply of ``total`` tokens carries: ``tokens_per_chunk`` each (the
+        last chunk whole), or with speculation the prefill's token, then one verify step each."""
+        if self.s.spec_tokens:
+            return plan(total, self.s.spec_tokens, self.s.accept_cycle())
+        k = self.s.tokens_per_chunk
+        return Plan((k,) * max(1, -(-total // k)))
 
     def _scripted(self, body: Body, n_chunks: int, rid: str) -> tuple[list[Event], str] | None:
         """a structured reply's or tool call's deltas and finish reason (mock_structured)."""
@@ -347,15 +372,14 @@ class MockServer:
         invalid = bool(self.s.invalid_every) and self._structured % self.s.invalid_every == 0
         return scripted_deltas(body, n_chunks, rid, invalid)
 
-    async def _write_chunks(self, reply: _Reply, n_chunks: int, admitted: float, received: float) -> bool:
+    async def _write_chunks(self, reply: _Reply, admitted: float, received: float) -> bool:
         """The content chunks on their scripted times; False when a fault ended the stream."""
-        resp, delivery, fault = reply.resp, reply.delivery, reply.fault
+        resp, delivery, fault, chunks = reply.resp, reply.delivery, reply.fault, reply.chunks
         if reply.chat:  # like vLLM: a role-only first chunk with empty content, which is not output
             await resp.write(reply.event(reply.role(), reply.usage_so_far(0)))
-        k = self.s.tokens_per_chunk
-        text = (" " + self.s.word) * k
-        piece = reply.event(reply.content(text))
-        thought = reply.event(reply.content(text, reasoning=True))
+        pieces: dict[tuple[int, bool], bytes] = {}  # a chunk's event by its tokens and whether it is reasoning
+        so_far = list(itertools.accumulate(chunks.tokens))
+        n_chunks = len(chunks.tokens)
         reasoning = self.s.reasoning_chunks if reply.chat else 0
         start = admitted + (self._ttft_ms(received) + reply.images * self.s.image_ms) / 1e3
         itl = self.s.itl_ms / 1e3
@@ -366,15 +390,23 @@ class MockServer:
             if delay > 0:
                 await asyncio.sleep(delay)
             delivery.chunk_times_s.append(time.perf_counter())
+            n = chunks.tokens[i]
             if reply.scripted is not None:  # structured output or a tool call
-                await resp.write(reply.event(reply.delta(reply.scripted[0][i]), reply.usage_so_far((i + 1) * k)))
+                await resp.write(reply.event(reply.delta(reply.scripted[0][i]), reply.usage_so_far(so_far[i])))
             elif reply.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
-                await resp.write(reply.event(reply.content(text, i < reasoning), reply.usage_so_far((i + 1) * k)))
+                text = (" " + self.s.word) * n
+                await resp.write(reply.event(reply.content(text, i < reasoning), reply.usage_so_far(so_far[i])))
             else:
-                await resp.write(thought if i < reasoning else piece)
+                key = (n, i < reasoning)
+                if key not in pieces:
+                    pieces[key] = reply.event(reply.content((" " + self.s.word) * n, key[1]))
+                await resp.write(pieces[key])
             if i == 0:
                 self._ttft.observe(delivery.chunk_times_s[0] - received)
-            self._generated.inc(self.s.tokens_per_chunk)
+            self._generated.inc(n)
+            if i and self._spec is not None:  # chunk i is verify step i - 1
+                reply.accepted.append(chunks.accepted[i - 1])
+                self._spec.step(chunks.accepted[i - 1])
         return True
 
     def _ttft_ms(self, received: float) -> float:
@@ -409,21 +441,22 @@ class MockServer:
             return False
         return True
 
-    async def _write_end(self, reply: _Reply, body: Body, n_chunks: int) -> None:
-        """The finish reason, the usage, ``[DONE]`` (unless the fault is ``no_end``)."""
-        resp = reply.resp
+    async def _write_end(self, reply: _Reply, body: Body) -> None:
+        """The finish reason, the usage (with vLLM's per-request ``metrics`` when asked for, and
+        the request asked for usage), ``[DONE]`` (unless the fault is ``no_end``)."""
+        resp, tokens = reply.resp, reply.chunks.tokens
         if reply.fault == "no_end":
             await resp.write_eof()
             reply.delivery.finished_s = time.perf_counter()
             return
-        completion = 0 if reply.fault == "no_content" else n_chunks * self.s.tokens_per_chunk
+        completion = 0 if reply.fault == "no_content" else sum(tokens)
         reason = reply.scripted[1] if reply.scripted is not None else "length"
         await resp.write(reply.event(reply.finish(reason), reply.usage_so_far(completion)))
         usage = self._usage(body, completion, reply.images * self.s.image_tokens)
         if reply.chat and self.s.reasoning_chunks and completion:
-            thought = min(self.s.reasoning_chunks, n_chunks) * self.s.tokens_per_chunk
-            usage["completion_tokens_details"] = {"reasoning_tokens": thought}
-        await resp.write(reply.event(None, usage))
+            usage["completion_tokens_details"] = {"reasoning_tokens": sum(tokens[: self.s.reasoning_chunks])}
+        metrics = request_metrics(self.s, reply.delivery, completion, reply.accepted) if reply.include_usage else None
+        await resp.write(reply.event(None, usage, metrics))
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         reply.delivery.finished_s = time.perf_counter()
@@ -462,8 +495,11 @@ class _Reply:
     rid: str
     model: str
     fault: str | None
+    chunks: Plan  # what each content chunk carries (its tokens; with speculation, its step's accepted drafts)
     continuous: bool = False  # the request asked for usage on every chunk
     images: int = 0  # images: the request's image parts
+    include_usage: bool = False  # the request asked for usage (stream_options.include_usage): vLLM's metrics go with it
+    accepted: list[int] = field(default_factory=list)  # speculation: each verify step written, its accepted drafts
     created: int = field(default_factory=lambda: int(time.time()))
     scripted: tuple[list[Event], str] | None = None  # each chunk's delta, the finish reason
 
@@ -473,7 +509,7 @@ class _Reply:
             return None
         return {"prompt_tokens": 1, "completion_tokens": completion, "total_tokens": 1 + completion}
 
-    def event(self, choice: Event | None, usage: Event | None = None) -> bytes:
+    def event(self, choice: Event | None, usage: Event | None = None, metrics: Event | None = None) -> bytes:
         data: Event = {
             "id": self.rid,
             "object": "chat.completion.chunk" if self.chat else "text_completion",
@@ -483,6 +519,8 @@ class _Reply:
         }
         if usage:
             data["usage"] = usage
+        if metrics:  # vLLM's per-request metrics, beside the final usage
+            data["metrics"] = metrics
         return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
 
     def role(self) -> Event:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from pydantic import Field, ValidationInfo, field_validator
+
 from tokenbench.common.frozen import FrozenModel
 from tokenbench.config.flags import Flag
 
@@ -23,6 +25,7 @@ Fault = Literal[
     "no_end",
 ]
 OtlpProtocol = Literal["http/protobuf", "grpc"]  # how the spans go (mock/otlp.py)
+SpecMetrics = Literal["none", "summary", "detailed"]  # vLLM's --per-request-spec-decode-metrics
 
 
 class MockSettings(FrozenModel):
@@ -194,6 +197,69 @@ class MockSettings(FrozenModel):
             default=True,
         ),
     ] = "http/protobuf"
+
+    # speculative decoding as vLLM streams it (see the server's doc): the draft length k, and each
+    # verify step's accepted drafts as a cycle ("": every step accepts all k)
+    spec_tokens: Annotated[
+        int,
+        Flag(
+            "--spec-tokens",
+            "Speculative decoding: the draft length K. The first chunk is the prefill's token, each later one a "
+            "verify step's accepted drafts plus its bonus token (--tokens-per-chunk ignored; 0: none).",
+            default=True,
+        ),
+    ] = Field(default=0, ge=0)
+    spec_accept: Annotated[
+        str,
+        Flag(
+            "--spec-accept",
+            "With --spec-tokens K: the drafts each verify step accepts, a comma-separated cycle of 0..K "
+            "(e.g. 3,1,0,2; default: all K).",
+        ),
+    ] = ""
+    # vLLM's per-request ``metrics`` object on the final usage chunk (include_usage only)
+    per_request_metrics: Annotated[
+        bool,
+        Flag(
+            "--per-request-metrics",
+            "As vLLM's --enable-per-request-metrics: the final usage chunk's metrics object gives the "
+            "request's queue, prefill and generation times, mean ITL and tokens/s (as written).",
+            default="no-per-request-metrics",
+        ),
+    ] = False
+    spec_metrics: Annotated[
+        SpecMetrics,
+        Flag(
+            "--spec-metrics",
+            "As vLLM's --per-request-spec-decode-metrics: with --spec-tokens, the metrics object's "
+            "speculative_decoding (summary: counts and histogram; detailed: each step's too).",
+            default=True,
+        ),
+    ] = "none"
+
+    @field_validator("spec_accept")
+    @classmethod
+    def _spec_accept(cls, v: str, info: ValidationInfo) -> str:
+        if not v.strip():
+            return v
+        k = info.data.get("spec_tokens")
+        if not k:  # spec_tokens 0, or itself invalid (its own error says so)
+            raise ValueError(f"{v!r} needs --spec-tokens K > 0 (the draft length)")
+        try:
+            cycle = [int(p) for p in v.split(",")]
+        except ValueError:
+            cycle = []
+        if not cycle or not all(0 <= a <= k for a in cycle):
+            raise ValueError(
+                f"{v!r}: write the drafts each verify step accepts, comma-separated, each 0..{k} (--spec-tokens {k})"
+            )
+        return v
+
+    def accept_cycle(self) -> tuple[int, ...]:
+        """``spec_accept`` as each verify step's accepted drafts, in turn (all ``spec_tokens`` when unset)."""
+        if not self.spec_accept.strip():
+            return (self.spec_tokens,)
+        return tuple(int(p) for p in self.spec_accept.split(","))
 
     def adapter_costs_ms(self) -> dict[str, float]:
         """``adapters`` as {name: extra TTFT ms}."""
