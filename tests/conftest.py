@@ -37,6 +37,13 @@ def start_mock() -> Iterator[Callable[..., str]]:
     yield from _mock_processes()
 
 
+@pytest.fixture(scope="module")
+def module_mock_process() -> Iterator[Callable[..., str]]:
+    """``start_mock`` for a module-scoped fixture (one timed run shared by a module's tests: the
+    module marks itself ``serial``)."""
+    yield from _mock_processes()
+
+
 @pytest.fixture
 def mock_process() -> Iterator[Callable[..., str]]:
     """``start_mock`` for a test that needs the mock in a process of its own (to kill it, or to keep

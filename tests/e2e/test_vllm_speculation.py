@@ -7,15 +7,15 @@
   ``--enable-per-request-metrics``: every record carries the server's queue and TTFT, and the
   client's TTFT is the server's plus the little outside the engine (HTTP, the API server).
 - n-gram (prompt lookup) speculation: a prompt that repeats one phrase, which the model continues,
-  finds its drafts in the prompt and accepts many; one of random words accepts few.
-One launch each (~20 s), a few seconds of load each.
+  finds its drafts in the prompt and accepts nearly all; questions, whose answers are new text,
+  find few drafts.
+One launch each (~20 s), a few requests of one user each.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -45,11 +45,13 @@ def _launch(vllm_cpu, speculative: dict[str, object]) -> BackendConfig:
     return backend.model_copy(update={"knobs": knobs})
 
 
-def _run(url: str, out: Path, dataset: DatasetConfig, users: int, duration_s: float) -> dict:
+def _run(url: str, out: Path, dataset: DatasetConfig, requests: int) -> dict:
+    """One user sending ``requests`` requests one after another: each finds the engine idle, so
+    the time outside its clock is the API server's own, not a wait behind another request's step."""
     config = RunConfig(
         target=TargetConfig(url=url, api="completions", ignore_eos=True),
-        loads=[UsersLoad(users=users)],
-        stop=StopConfig(duration_s=duration_s, drain_timeout_s=30),
+        loads=[UsersLoad(users=1)],
+        stop=StopConfig(max_requests=requests, drain_timeout_s=60),
         dataset=dataset,
         backend=BackendConfig(name="vllm", metrics_interval_s=0.5),  # --url with vLLM's metric names
         live=False,
@@ -66,7 +68,7 @@ def self_drafted(tmp_path_factory, vllm_cpu):
     speculative = {"method": "draft_model", "model": str(vllm_cpu.model), "num_speculative_tokens": DRAFT_TOKENS}
     with server_under_test(_launch(vllm_cpu, speculative), None, base / "server.log") as server:
         dataset = DatasetConfig(name="synthetic", input_tokens=16, output_tokens=32)
-        yield _run(server.url, base / "run", dataset, users=2, duration_s=6)
+        yield _run(server.url, base / "run", dataset, requests=4)
 
 
 def test_a_model_drafting_for_itself_accepts_every_draft(self_drafted):
@@ -119,17 +121,21 @@ def test_each_record_carries_the_servers_own_ttft_and_queue(self_drafted):
     assert timing["ttft_outside_server_s"]["p50"] < 0.030, timing
 
 
-# A phrase the model continues (its next tokens are in the prompt) and random words (they are not)
-REPEATED = "one two three four five six seven eight nine ten, " * 12
-WORDS = "apple river stone cloud table garden piano orbit velvet candle harbor meadow".split()
+# A phrase the model continues (its next tokens are in the prompt), and questions whose answers are
+# new text. (Random words are no "low" case for a 135M model: at temperature 0 it soon repeats its
+# own output, where prompt lookup then finds its drafts: 18 of 20 accepted, tried by hand.)
+REPEATED = "The quick brown fox jumps over the lazy dog. " * 14
+QUESTIONS = [
+    "Explain why the sky is blue to a ten year old child.",
+    "List three benefits of regular exercise and explain each one briefly.",
+    "Write a short story about a robot who learns to paint. Describe its first painting in detail.",
+    "What should I pack for a week of hiking in the mountains in autumn?",
+]
 
 
 @pytest.fixture(scope="module")
 def ngram(tmp_path_factory, vllm_cpu):
     base = tmp_path_factory.mktemp("vllm-spec-ngram")
-    rng = random.Random(7)
-    scrambled = " ".join(rng.choice(WORDS) + rng.choice(["", "s", "ed", "ly"]) for _ in range(110))
-    prompts = {"repeated": REPEATED, "random": scrambled}
     speculative = {
         "method": "ngram",
         "num_speculative_tokens": DRAFT_TOKENS,
@@ -138,22 +144,26 @@ def ngram(tmp_path_factory, vllm_cpu):
     }
     out = {}
     with server_under_test(_launch(vllm_cpu, speculative), None, base / "server.log") as server:
-        for name, prompt in prompts.items():
+        for name, prompts in {"repeated": [REPEATED], "questions": QUESTIONS}.items():
             path = base / f"{name}.jsonl"
-            path.write_text(json.dumps({"prompt": prompt}) + "\n")
+            path.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
             dataset = DatasetConfig(name="jsonl", path=path, output_tokens=32)
-            out[name] = _run(server.url, base / name, dataset, users=1, duration_s=4)
+            out[name] = _run(server.url, base / name, dataset, requests=len(QUESTIONS))
     return out
+
+
+def _accepted_per_token(run: dict) -> float:
+    ok = [r for r in run["records"] if r["outcome"] == "ok"]
+    return sum(r["spec_accepted_tokens"] for r in ok) / sum(r["output_tokens"] for r in ok)
 
 
 def test_ngram_speculation_accepts_more_of_a_repeated_prompt(ngram):
     repeated = ngram["repeated"]["results"]["points"][0]["speculation"]
-    scrambled = ngram["random"]["results"]["points"][0]["speculation"]
-    assert repeated["requests"] > 0 and scrambled["requests"] > 0
-    assert repeated["acceptance_rate_token_weighted"] > scrambled["acceptance_rate_token_weighted"] + 0.2, (
-        repeated,
-        scrambled,
-    )
-    assert repeated["acceptance_length_step_weighted"] > scrambled["acceptance_length_step_weighted"]
-    # both sources say the same of the repeated prompt's point
-    assert repeated["server"]["acceptance_rate"] == pytest.approx(repeated["acceptance_rate_token_weighted"], abs=0.15)
+    questions = ngram["questions"]["results"]["points"][0]["speculation"]
+    assert repeated["requests"] == questions["requests"] == len(QUESTIONS)
+    # the repeated phrase: drafts found in the prompt, nearly all accepted
+    assert repeated["acceptance_rate_token_weighted"] >= 0.8, repeated
+    # of the output tokens, those a draft gave: most of the repeated phrase's, few of the answers'
+    per_token = {name: _accepted_per_token(run) for name, run in ngram.items()}
+    assert per_token["repeated"] > 0.5 and per_token["questions"] < 0.25, per_token
+    assert repeated["acceptance_length_step_weighted"] > 2.5, repeated

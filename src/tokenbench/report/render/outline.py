@@ -35,6 +35,7 @@ from tokenbench.report.sections.programs import (
     programs_table,
     sessions_table,
 )
+from tokenbench.report.sections.speculation import SPECULATION_CAPTION, speculation_table
 from tokenbench.report.sections.stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
 from tokenbench.report.sections.structured import STRUCTURED_CAPTION, structured_table
 from tokenbench.report.sections.tables import (
@@ -215,6 +216,11 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     if structured is not None:
         sections.append(
             Section("structured", "Structured output", (Block(table=structured),), caption=STRUCTURED_CAPTION)
+        )
+    speculation = speculation_table(data)  # only when some point reported speculation
+    if speculation is not None:
+        sections.append(
+            Section("speculation", "Speculative decoding", (Block(table=speculation),), caption=SPECULATION_CAPTION)
         )
     sections += _chart_sections(data, charts)
     hidden = max(0, len(data.series) - MAX_TIMESERIES_CHARTS)
