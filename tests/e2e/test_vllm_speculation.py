@@ -68,7 +68,7 @@ def self_drafted(tmp_path_factory, vllm_cpu):
     speculative = {"method": "draft_model", "model": str(vllm_cpu.model), "num_speculative_tokens": DRAFT_TOKENS}
     with server_under_test(_launch(vllm_cpu, speculative), None, base / "server.log") as server:
         dataset = DatasetConfig(name="synthetic", input_tokens=16, output_tokens=32)
-        yield _run(server.url, base / "run", dataset, requests=4)
+        yield _run(server.url, base / "run", dataset, requests=6)
 
 
 def test_a_model_drafting_for_itself_accepts_every_draft(self_drafted):
