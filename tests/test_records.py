@@ -118,9 +118,9 @@ EVERY_PART_LINE = (
     b'"program_anchor":"end","program_delay_s":0.003,"program_tool_s":0.003,"program_parents":["1.16"],'
     b'"program_prefix_tokens":90,"program_calls":32,"spec_steps":2,"spec_draft_tokens":6,"spec_accepted_tokens":3,'
     b'"spec_acceptance_length":2.5,"spec_acceptance_rate":0.5,"spec_tokens":3,"spec_accepted_histogram":[0,1,1,0],'
-    b'"spec_step_accepted":[1,2],"spec_step_drafted":[3,3],"spec_from":"vllm","server_queue_s":0.001,'
-    b'"server_prefill_s":0.2,"server_ttft_s":0.201,"server_decode_s":0.5,"server_itl_s":0.25,'
-    b'"server_timing_from":"vllm"}\n'
+    b'"spec_step_accepted":[1,2],"spec_step_drafted":[3,3],"spec_from":"vllm","reported_queue_s":0.001,'
+    b'"reported_prefill_s":0.2,"reported_ttft_s":0.201,"reported_decode_s":0.5,"reported_itl_s":0.25,'
+    b'"reported_timing_from":"vllm"}\n'
 )
 NO_PART_LINE = (
     b'{"point":0,"id":1,"scheduled_s":0.5,"sent_s":null,"chunk_times_s":[],"end_s":null,"closed_s":null,'
@@ -140,14 +140,14 @@ NO_PART_LINE = (
     b'"program_tool_s":null,"program_parents":null,"program_prefix_tokens":null,"program_calls":null,'
     b'"spec_steps":null,"spec_draft_tokens":null,"spec_accepted_tokens":null,"spec_acceptance_length":null,'
     b'"spec_acceptance_rate":null,"spec_tokens":null,"spec_accepted_histogram":null,"spec_step_accepted":null,'
-    b'"spec_step_drafted":null,"spec_from":null,"server_queue_s":null,"server_prefill_s":null,'
-    b'"server_ttft_s":null,"server_decode_s":null,"server_itl_s":null,"server_timing_from":null}\n'
+    b'"spec_step_drafted":null,"spec_from":null,"reported_queue_s":null,"reported_prefill_s":null,'
+    b'"reported_ttft_s":null,"reported_decode_s":null,"reported_itl_s":null,"reported_timing_from":null}\n'
 )
 # tests/fixtures/rundirs' records.jsonl (tokenbench 0.2.1's lines) read back and written again by
 # the flat RequestRecord: a sha256 of the lines
 FIXTURE_LINES_SHA256 = {
-    "0.2.1-sessions": "5591d307e5a69b9ac5eab0da7a0238d03ec343bfe102f1ba7c274e37872baa01",  # + the program_*, spec_*, server_* keys
-    "0.2.1-workers": "04c22d961126422a24d83c5a51f52834c6f7ff136dbbba72e28bfdf92978d5ad",
+    "0.2.1-sessions": "bc6741078eea9310e79713b155077efe455c86a61cd40a2378638a1d35cf9a70",  # + the program_*, spec_*, reported_* keys
+    "0.2.1-workers": "cb6393f7a100ccb4cb9c2416d8d3a2fb1feea35df80864bb8708ce8459d37108",
 }
 
 
@@ -230,12 +230,12 @@ def _every_part() -> RequestRecord:
             spec_from="vllm",
         ),
         server_timing=ServerTiming(
-            server_queue_s=0.001,
-            server_prefill_s=0.2,
-            server_ttft_s=0.201,
-            server_decode_s=0.5,
-            server_itl_s=0.25,
-            server_timing_from="vllm",
+            reported_queue_s=0.001,
+            reported_prefill_s=0.2,
+            reported_ttft_s=0.201,
+            reported_decode_s=0.5,
+            reported_itl_s=0.25,
+            reported_timing_from="vllm",
         ),
     )
     record.output_text = "a reply"

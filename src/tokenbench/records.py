@@ -352,19 +352,19 @@ class Speculation:
 @dataclass(slots=True)
 class ServerTiming:
     """The server's own timing of one request, from its response (clients/server_report.py: vLLM's
-    ``metrics`` object, llama.cpp's ``timings``, ...), in seconds: ``server_queue_s`` waiting to be
-    scheduled; ``server_prefill_s`` from scheduled to the first token; ``server_ttft_s`` from the
+    ``metrics`` object, llama.cpp's ``timings``, ...), in seconds: ``reported_queue_s`` waiting to be
+    scheduled; ``reported_prefill_s`` from scheduled to the first token; ``reported_ttft_s`` from the
     engine taking the request (vLLM: into its queue, after the API server's tokenizing; llama.cpp: a
-    slot starting it) to the first token; ``server_decode_s`` from the first token to the last;
-    ``server_itl_s`` the mean gap between tokens after the first; ``server_timing_from`` the engine
+    slot starting it) to the first token; ``reported_decode_s`` from the first token to the last;
+    ``reported_itl_s`` the mean gap between tokens after the first; ``reported_timing_from`` the engine
     shape read. None: the server did not say (a field it does not time stays None, never 0)."""
 
-    server_queue_s: float | None = None
-    server_prefill_s: float | None = None
-    server_ttft_s: float | None = None
-    server_decode_s: float | None = None
-    server_itl_s: float | None = None
-    server_timing_from: str | None = None
+    reported_queue_s: float | None = None
+    reported_prefill_s: float | None = None
+    reported_ttft_s: float | None = None
+    reported_decode_s: float | None = None
+    reported_itl_s: float | None = None
+    reported_timing_from: str | None = None
 
 
 _PART = "part"  # a RequestRecord field's metadata key: the part's class
@@ -516,9 +516,9 @@ class RequestRecord:
 
     @property
     def ttft_outside_server_s(self) -> float | None:
-        """The client's TTFT less the server's own (ServerTiming.server_ttft_s): the time outside
+        """The client's TTFT less the server's own (ServerTiming.reported_ttft_s): the time outside
         the engine's clock (the network, HTTP, the API server's tokenizing and hand-off, delivery)."""
-        server = self.server_timing.server_ttft_s if self.server_timing is not None else None
+        server = self.server_timing.reported_ttft_s if self.server_timing is not None else None
         ttft = self.ttft_s
         return ttft - server if ttft is not None and server is not None else None
 

@@ -111,7 +111,7 @@ def _record(i: int, sent: float, itl: float, reasoning: int = 0, structured: boo
         output_check=OutputCheck("json_schema", True, i % 4 != 0) if structured else None,
         # the server's figures: 5 verify steps drafting 2, half accepted; its TTFT 40 ms from its queue
         speculation=Speculation(spec_steps=5, spec_draft_tokens=10, spec_accepted_tokens=5, spec_tokens=2),
-        server_timing=ServerTiming(server_queue_s=0.001, server_prefill_s=0.039, server_ttft_s=0.04),
+        server_timing=ServerTiming(reported_queue_s=0.001, reported_prefill_s=0.039, reported_ttft_s=0.04),
     )
     r.end_marker = True
     return r

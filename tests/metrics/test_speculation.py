@@ -90,7 +90,9 @@ def test_no_speculation_is_no_part():
 
 
 def test_the_server_timing_and_the_ttft_outside_it():
-    timing = ServerTiming(server_queue_s=0.01, server_prefill_s=0.39, server_ttft_s=0.4, server_timing_from="vllm")
+    timing = ServerTiming(
+        reported_queue_s=0.01, reported_prefill_s=0.39, reported_ttft_s=0.4, reported_timing_from="vllm"
+    )
     stats = server_timing_stats([_record(0, timing=timing), _record(1, timing=timing)])
     assert stats is not None and stats.requests == 2 and stats.source == "vllm"
     assert stats.queue_s.p50 == pytest.approx(0.01) and stats.ttft_s.p50 == pytest.approx(0.4)

@@ -80,12 +80,12 @@ def vllm_timing(metrics: dict[str, Any]) -> ServerTiming | None:
     if queue is None and prefill is None and decode is None and itl is None:
         return None
     return ServerTiming(
-        server_queue_s=queue,
-        server_prefill_s=prefill,
-        server_ttft_s=queue + prefill if queue is not None and prefill is not None else None,
-        server_decode_s=decode,
-        server_itl_s=itl,
-        server_timing_from=VLLM,
+        reported_queue_s=queue,
+        reported_prefill_s=prefill,
+        reported_ttft_s=queue + prefill if queue is not None and prefill is not None else None,
+        reported_decode_s=decode,
+        reported_itl_s=itl,
+        reported_timing_from=VLLM,
     )
 
 
@@ -109,11 +109,11 @@ def llamacpp_timing(timings: dict[str, Any]) -> ServerTiming | None:
     if prefill is None and decode is None:
         return None
     return ServerTiming(
-        server_prefill_s=prefill,
-        server_ttft_s=prefill,
-        server_decode_s=decode,
-        server_itl_s=_seconds(_number(timings, "predicted_per_token_ms")),
-        server_timing_from=LLAMACPP,
+        reported_prefill_s=prefill,
+        reported_ttft_s=prefill,
+        reported_decode_s=decode,
+        reported_itl_s=_seconds(_number(timings, "predicted_per_token_ms")),
+        reported_timing_from=LLAMACPP,
     )
 
 

@@ -190,7 +190,14 @@ TTFT_OUTSIDE_SERVER = Distribution(
     at="server_timing.ttft_outside_server_s",
 )
 SERVER_QUEUE = Distribution(
-    "server_queue_s", "server queue", "ms", 1e3, False, WITH_SERVER_TIMING, optional=True, at="server_timing.queue_s"
+    "reported_queue_s",
+    "server queue, reported",
+    "ms",
+    1e3,
+    False,
+    WITH_SERVER_TIMING,
+    optional=True,
+    at="server_timing.queue_s",
 )
 WITH_SPECULATION = SUCCESSFUL + " whose response carried speculation figures"
 

@@ -128,11 +128,11 @@ def server_timing_stats(population: Sequence[RequestRecord]) -> ServerTimingStat
     outside = [x for x in (r.ttft_outside_server_s for r in rows) if x is not None]
     return ServerTimingStats(
         requests=len(rows),
-        source=_source([t.server_timing_from for t in timings]),
-        queue_s=distribution(t.server_queue_s for t in timings if t.server_queue_s is not None),
-        prefill_s=distribution(t.server_prefill_s for t in timings if t.server_prefill_s is not None),
-        ttft_s=distribution(t.server_ttft_s for t in timings if t.server_ttft_s is not None),
+        source=_source([t.reported_timing_from for t in timings]),
+        queue_s=distribution(t.reported_queue_s for t in timings if t.reported_queue_s is not None),
+        prefill_s=distribution(t.reported_prefill_s for t in timings if t.reported_prefill_s is not None),
+        ttft_s=distribution(t.reported_ttft_s for t in timings if t.reported_ttft_s is not None),
         ttft_outside_server_s=distribution(outside),
-        decode_s=distribution(t.server_decode_s for t in timings if t.server_decode_s is not None),
-        itl_s=distribution(t.server_itl_s for t in timings if t.server_itl_s is not None),
+        decode_s=distribution(t.reported_decode_s for t in timings if t.reported_decode_s is not None),
+        itl_s=distribution(t.reported_itl_s for t in timings if t.reported_itl_s is not None),
     )
