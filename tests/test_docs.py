@@ -55,6 +55,25 @@ OTHER_TOOLS = {
     "--no-oversample": "vllm bench serve (no counterpart: docs/workloads.md, ShareGPT sampling)",
     "--disable-shuffle": "vllm bench serve (no counterpart: docs/workloads.md, ShareGPT sampling)",
     "--sharegpt-context-len": "SGLang's bench_serving (no counterpart: docs/workloads.md, ShareGPT sampling)",
+    # speculative decoding and per-request metrics: the engines' own flags (docs/backends.md)
+    "--speculative-config": "vLLM's serve",
+    "--enable-per-request-metrics": "vLLM's serve",
+    "--per-request-spec-decode-metrics": "vLLM's serve",
+    "--disable-log-stats": "vLLM's serve",
+    "--kv-cache-memory-bytes": "vLLM's serve (its KV cache in bytes, on CPU)",
+    "--speculative-algorithm": "SGLang's launch_server",
+    "--speculative-num-steps": "SGLang's launch_server",
+    "--speculative-eagle-topk": "SGLang's launch_server",
+    "--speculative-num-draft-tokens": "SGLang's launch_server",
+    "--speculative-draft-model-path": "SGLang's launch_server",
+    "--speculative-ngram-max-trie-depth": "SGLang's launch_server",
+    "--spec-type": "llama.cpp's llama-server",
+    "--spec-draft-n-max": "llama.cpp's llama-server",
+    "--spec-ngram-simple-size-n": "llama.cpp's llama-server",
+    "--spec-ngram-simple-size-m": "llama.cpp's llama-server",
+    "--draft-max": "llama.cpp's llama-server (removed in the xllamacpp wheel's build)",
+    "--draft-min": "llama.cpp's llama-server (removed in the xllamacpp wheel's build)",
+    "--draft": "llama.cpp's llama-server (removed in the xllamacpp wheel's build)",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9](?![\w*-])")  # not vLLM's --ramp-up-*-rps glob
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)

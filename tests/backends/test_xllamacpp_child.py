@@ -19,6 +19,20 @@ class _Params:
         self.model = types.SimpleNamespace(path=None)
         self.cpuparams = types.SimpleNamespace(n_threads=None)
         self.cpuparams_batch = types.SimpleNamespace(n_threads=None)
+        draft = types.SimpleNamespace(
+            mparams=types.SimpleNamespace(path=""),
+            n_max=3,
+            cpuparams=types.SimpleNamespace(n_threads=-1),
+            cpuparams_batch=types.SimpleNamespace(n_threads=-1),
+        )
+        ngram = types.SimpleNamespace(size_n=12, size_m=48)
+        self.speculative = types.SimpleNamespace(types=["NONE"], draft=draft, ngram_simple=ngram)
+
+
+# xllamacpp's common_speculative_type members the child names (checked against the wheel below)
+_SPEC_TYPE = types.SimpleNamespace(
+    **{f"COMMON_SPECULATIVE_TYPE_{n}": n for n in ("DRAFT_SIMPLE", "DRAFT_EAGLE3", "DRAFT_MTP", "NGRAM_SIMPLE")}
+)
 
 
 @pytest.fixture
@@ -35,6 +49,7 @@ def served(monkeypatch, capsys):
     fake = types.ModuleType("xllamacpp")
     fake.CommonParams = _Params
     fake.Server = Server
+    fake.common_speculative_type = _SPEC_TYPE
     monkeypatch.setitem(sys.modules, "xllamacpp", fake)
     # the child's own view of threading only: its wait for a signal returns at once
     never_waits = types.SimpleNamespace(Event=lambda: types.SimpleNamespace(wait=lambda: True))
@@ -78,3 +93,34 @@ def test_a_signal_exits_cleanly():
     with pytest.raises(SystemExit) as exc:
         child._exit_now(signal.SIGTERM, None)
     assert exc.value.code == 0
+
+
+def test_speculation_flags_reach_the_speculative_params(served):
+    params = served(
+        *("-m", "m.gguf", "--port", "1", "-t", "3", "--spec-type", "draft-simple", "--spec-draft-model", "d.gguf"),
+        *("--spec-draft-n-max", "5"),
+    )
+    spec = params.speculative
+    assert spec.types == ["DRAFT_SIMPLE"] and spec.draft.mparams.path == "d.gguf" and spec.draft.n_max == 5
+    assert spec.draft.cpuparams.n_threads == spec.draft.cpuparams_batch.n_threads == 3  # the server's threads
+    params = served(
+        *("-m", "m.gguf", "--port", "1", "--spec-type", "ngram-simple"),
+        *("--spec-ngram-simple-size-n", "3", "--spec-ngram-simple-size-m", "6"),
+    )
+    spec = params.speculative
+    assert spec.types == ["NGRAM_SIMPLE"] and (spec.ngram_simple.size_n, spec.ngram_simple.size_m) == (3, 6)
+    assert spec.draft.mparams.path == "" and spec.draft.cpuparams.n_threads == -1  # no draft model: untouched
+    assert served("-m", "m.gguf", "--port", "1", "--model-draft", "d.gguf").speculative.draft.mparams.path == "d.gguf"
+    assert served("-m", "m.gguf", "--port", "1").speculative.types == ["NONE"]  # none asked: as it came
+
+
+def test_an_unknown_spec_type_is_a_usage_error(served):
+    with pytest.raises(SystemExit) as exc:
+        served("-m", "m.gguf", "--port", "1", "--spec-type", "medusa")
+    assert exc.value.code == 2
+
+
+def test_the_spec_types_are_the_wheels():
+    xlc = pytest.importorskip("xllamacpp")
+    for name in child.SPEC_TYPES:
+        assert hasattr(xlc.common_speculative_type, "COMMON_SPECULATIVE_TYPE_" + name.upper().replace("-", "_"))

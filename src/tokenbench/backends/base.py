@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from tokenbench.backends.cache_control import ResetHook
 from tokenbench.backends.lora import LoraFlags, lora_flags
+from tokenbench.backends.speculation import SPEC_KNOBS, asked, draft_in_container
 from tokenbench.config import BackendConfig, EngineKnobs
 from tokenbench.config.constraints import Dialect
 from tokenbench.errors import BackendError
@@ -115,17 +116,24 @@ def knob_flags(
     values: Mapping[str, str],
     switches: Mapping[str, tuple[str | None, str | None]] = {},
     lora: LoraFlags | None = None,
+    speculation: Callable[[EngineKnobs], list[str]] | None = None,
 ) -> list[str]:
     """Map the common knobs to native flags. ``values``: knob -> flag taking a value;
     ``switches``: knob -> (flag when True, flag when False); ``lora``: the engine's LoRA flags
-    (backends/lora.py). A knob that is set but that this engine has no flag for raises
-    BackendError naming the pass-through."""
+    (backends/lora.py); ``speculation``: the engine's mapping of the speculative decoding and
+    per-request metrics knobs (backends/speculation.py). A knob that is set but that this engine
+    has no flag for raises BackendError naming the pass-through."""
 
     argv: list[str] = []
     if lora is not None:
         argv += lora_flags(knobs, lora)
     elif any(getattr(knobs, k) not in (None, ()) for k in LORA_KNOBS):
         raise unsupported(engine, "lora_modules", ",".join(knobs.lora_modules or ()) or "on")
+    if speculation is not None:
+        argv += speculation(knobs)
+    elif spec := asked(knobs):
+        knob, value = next(iter(spec.items()))
+        raise unsupported(engine, knob, value)
     for knob, value in _set_knobs(knobs).items():
         if knob in values:
             argv += [values[knob], _fmt(value)]
@@ -140,8 +148,9 @@ def knob_flags(
 
 
 def _set_knobs(knobs: EngineKnobs) -> dict[str, object]:
-    # the LoRA knobs are each profile's lora_flags (backends/lora.py)
-    data = knobs.model_dump(exclude={"engine_args", "engine_env", *LORA_KNOBS})
+    # the LoRA knobs are each profile's lora_flags (backends/lora.py), the speculation knobs its
+    # speculation mapping (backends/speculation.py)
+    data = knobs.model_dump(exclude={"engine_args", "engine_env", *LORA_KNOBS, *SPEC_KNOBS})
     return {k: v for k, v in data.items() if v is not None}
 
 
@@ -161,12 +170,19 @@ KNOB_FLAGS = {
     "quantization": "--quantization",
     "tensor_parallel": "--tensor-parallel",
     "embedding": "--embedding/--no-embedding",  # embeddings
+    "spec_method": "--spec-method",
+    "spec_tokens": "--spec-tokens",
+    "spec_draft_model": "--spec-draft-model",
+    "spec_ngram_min": "--spec-ngram-min",
+    "spec_ngram_max": "--spec-ngram-max",
+    "per_request_metrics": "--per-request-metrics",
 }
 
 
 def unsupported(engine: str, knob: str, value: object) -> BackendError:
+    flag = KNOB_FLAGS.get(knob, knob)
     return BackendError(
-        f"{engine} has no native flag for {KNOB_FLAGS.get(knob, knob)}={value}; drop it, or pass "
+        f"{engine} has no native flag for {flag if value is True else f'{flag}={value}'}; drop it, or pass "
         f"the engine's own flag with --engine-arg"
     )
 
@@ -175,7 +191,8 @@ def in_container(spec: LaunchSpec, mount: str = "/model") -> tuple[LaunchSpec, l
     """The spec as a container sees it, plus its volume flags. Inside, the server binds 0.0.0.0
     (its own network namespace); ``docker_run`` publishes the port on the host's 127.0.0.1 only.
     A local model folder/file is mounted read-only at ``mount``; a hub id is passed as is with
-    the host's HF cache mounted."""
+    the host's HF cache mounted. A local --spec-draft-model is mounted read-only too
+    (speculation.DRAFT_MOUNT)."""
     path = Path(spec.model)
     if path.exists():
         source = path.parent if path.is_file() else path
@@ -184,7 +201,8 @@ def in_container(spec: LaunchSpec, mount: str = "/model") -> tuple[LaunchSpec, l
     else:
         model = spec.model
         volumes = ["-v", f"{Path.home() / '.cache/huggingface'}:/root/.cache/huggingface"]
-    return replace(spec, model=model, host="0.0.0.0", executable=None), volumes
+    knobs, draft_volumes = draft_in_container(spec.knobs)
+    return replace(spec, model=model, host="0.0.0.0", executable=None, knobs=knobs), volumes + draft_volumes
 
 
 def docker_run(

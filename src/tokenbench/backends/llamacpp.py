@@ -30,6 +30,7 @@ from pathlib import Path
 from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
 from tokenbench.backends.cache_control import reset_llamacpp
 from tokenbench.backends.lora import LLAMACPP
+from tokenbench.backends.speculation import llamacpp_flags
 from tokenbench.config import BackendConfig
 from tokenbench.errors import BackendError
 from tokenbench.telemetry.prom import MetricNames
@@ -97,7 +98,14 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
         str(ctx),
         "--metrics",
         *embedding,
-        *knob_flags(rest, "llama.cpp", {}, {"prefix_caching": ("--cache-prompt", "--no-cache-prompt")}, lora=LLAMACPP),
+        *knob_flags(
+            rest,
+            "llama.cpp",
+            {},
+            {"prefix_caching": ("--cache-prompt", "--no-cache-prompt")},
+            lora=LLAMACPP,
+            speculation=llamacpp_flags,
+        ),
         *knobs.engine_args,
     ]
 

@@ -68,10 +68,13 @@ def _env(spec: LaunchSpec) -> dict[str, str]:
             "takes no flags)"
         )
     for knob, value in knobs.model_dump(exclude={"engine_args", "engine_env"}, exclude_none=True).items():
+        if knob == "per_request_metrics" and value is False:
+            continue  # off: every engine's default
         if knob not in KNOB_ENV:
+            why = REFUSED.get(knob, "it has no variable for it")
             raise BackendError(
                 f"{unsupported('Ollama', knob, value)}. Ollama is configured by "
-                f"environment variables (--engine-env KEY=VALUE); {REFUSED[knob]}"
+                f"environment variables (--engine-env KEY=VALUE); {why}"
             )
         env[KNOB_ENV[knob]] = str(value)
     return {**env, **knobs.engine_env}

@@ -19,7 +19,9 @@ Facts and their sources (ray-project/ray unless a URL is given):
   doc/source/serve/llm/user-guides/configuration.md). ``engine_kwargs`` are passed straight to vLLM,
   so the knobs are vLLM engine-argument names (vllm-project/vllm vllm/engine/arg_utils.py):
   max_num_seqs, gpu_memory_utilization, max_model_len, enable_prefix_caching, quantization,
-  tensor_parallel_size. model_id is the name requests use; model_source a hub id or local path.
+  tensor_parallel_size, and speculative_config (vLLM's --speculative-config object:
+  backends/speculation.py); a knob with no engine argument here is refused. model_id is the name
+  requests use; model_source a hub id or local path.
 - Rendering: the documented CLI is ``serve run config.yaml`` (configuration.md "YAML equivalent"),
   which needs a file; a profile renders argv + env only and writes nothing. So the command is
   ``python3 -c PROGRAM CONFIG_JSON``: PROGRAM is the documented Python API above, verbatim, plus
@@ -59,8 +61,9 @@ import json
 import sys
 from dataclasses import replace
 
-from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container
+from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, unsupported
 from tokenbench.backends.ray_serve_app import READY_PATH, RelayConfig, ServeConfig
+from tokenbench.backends.speculation import SPEC_KNOBS, ray_engine_kwargs
 from tokenbench.errors import BackendError
 from tokenbench.telemetry.prom import MetricNames
 
@@ -158,10 +161,12 @@ def metrics_url(spec: LaunchSpec) -> str:
 def llm_config(spec: LaunchSpec, model: str) -> dict[str, object]:
     """The LLMConfig (as plain data) for this spec: knobs and engine_args folded in."""
     knobs = spec.knobs
-    engine_kwargs: dict[str, object] = {
-        ENGINE_KWARGS[k]: v
-        for k, v in knobs.model_dump(exclude={"engine_args", "engine_env"}, exclude_none=True).items()
-    }
+    engine_kwargs: dict[str, object] = {}
+    for k, v in knobs.model_dump(exclude={"engine_args", "engine_env", *SPEC_KNOBS}, exclude_none=True).items():
+        if k not in ENGINE_KWARGS:
+            raise unsupported("Ray Serve LLM", k, ",".join(v) if isinstance(v, tuple) else v)
+        engine_kwargs[ENGINE_KWARGS[k]] = v
+    engine_kwargs.update(ray_engine_kwargs(knobs))  # vLLM's speculative_config
     config: dict[str, object] = {
         "model_loading_config": {"model_id": spec.served_name, "model_source": model},
         "engine_kwargs": engine_kwargs,

@@ -36,6 +36,7 @@ from pathlib import Path
 from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
 from tokenbench.backends.cache_control import reset_sglang
 from tokenbench.backends.lora import SGLANG
+from tokenbench.backends.speculation import sglang_flags
 from tokenbench.telemetry.prom import MetricNames
 
 IMAGE = "lmsysorg/sglang:latest"
@@ -90,6 +91,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
             },
             {"prefix_caching": (None, "--disable-radix-cache")},
             lora=SGLANG,
+            speculation=sglang_flags,
         ),
         *spec.knobs.engine_args,
     ]

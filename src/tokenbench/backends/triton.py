@@ -142,6 +142,8 @@ def _pbtxt(value: object) -> str:
 
 def _refuse_knobs(spec: LaunchSpec) -> None:
     set_knobs = spec.knobs.model_dump(exclude={"engine_args", "engine_env"}, exclude_none=True)
+    if set_knobs.get("per_request_metrics") is False:  # off: every engine's default
+        del set_knobs["per_request_metrics"]
     if not set_knobs:
         return
     lines = [

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
 from tokenbench.backends.lora import TRTLLM
+from tokenbench.backends.speculation import trtllm_flags
 from tokenbench.errors import BackendError
 from tokenbench.telemetry.prom import MetricNames
 
@@ -97,6 +98,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
                 "tensor_parallel": "--tp_size",  # serve.py: alias of --tensor_parallel_size
             },
             lora=TRTLLM,
+            speculation=trtllm_flags,
         ),
         *knobs.engine_args,
     ]

@@ -23,6 +23,7 @@ from __future__ import annotations
 from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, knob_flags
 from tokenbench.backends.cache_control import reset_vllm
 from tokenbench.backends.lora import VLLM
+from tokenbench.backends.speculation import vllm_flags
 from tokenbench.telemetry.prom import MetricNames
 
 IMAGE = "vllm/vllm-openai:latest"
@@ -82,6 +83,7 @@ def _args(spec: LaunchSpec, model: str) -> list[str]:
             },
             {"prefix_caching": ("--enable-prefix-caching", "--no-enable-prefix-caching")},
             lora=VLLM,
+            speculation=vllm_flags,
         ),
         *spec.knobs.engine_args,
     ]

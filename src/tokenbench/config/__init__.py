@@ -50,6 +50,12 @@ DatasetName = Literal["synthetic", "sharegpt", "dolly", "jsonl", "trace", "progr
 ShareGPTSampling = Literal["tokenbench", "vllm", "sglang"]
 # The trace formats datasets.traces reads (--trace-format).
 TraceFormat = Literal["mooncake", "azure", "burstgpt", "bailian"]
+# --spec-method: speculative decoding in common words, each engine's own name in
+# backends/speculation.py: n-gram lookup in the context, a draft model, an EAGLE or EAGLE-3 head, the
+# model's own multi-token-prediction layers.
+SpecMethod = Literal["ngram", "draft", "eagle", "eagle3", "mtp"]
+SPEC_METHODS: tuple[SpecMethod, ...] = get_args(SpecMethod)
+DRAFT_MODEL_METHODS: tuple[SpecMethod, ...] = ("draft", "eagle", "eagle3")  # need --spec-draft-model
 
 SYNTHETIC_OUTPUT_TOKENS = 128  # when --output-tokens is not given for synthetic prompts
 
@@ -253,6 +259,8 @@ class EngineKnobs(_Model):
     """The settings every backend profile maps to its own native flags (backends/*.py). None means
     "the engine's default"; a knob an engine has no flag for is an error naming --engine-arg."""
 
+    FLAGS: ClassVar[str] = "engine knobs"  # named in an error about several knobs at once
+
     max_num_seqs: Annotated[
         int | None, Flag("--max-num-seqs", "Engine: max concurrent sequences (batch size).", ENGINE)
     ] = Field(default=None, gt=0)
@@ -315,6 +323,78 @@ class EngineKnobs(_Model):
     max_lora_rank: Annotated[
         int | None, Flag("--max-lora-rank", "Engine: the largest LoRA rank served (vLLM, SGLang).", ENGINE)
     ] = Field(default=None, gt=0)
+
+    # speculative decoding and the engine's own per-request figures (backends/speculation.py maps
+    # them per engine)
+    spec_method: Annotated[
+        SpecMethod | None,
+        Flag(
+            "--spec-method",
+            "Engine: speculative decoding: ngram (prompt lookup), draft (a draft model), eagle, eagle3 (a draft "
+            "head) or mtp (the model's own multi-token prediction), in each engine's own words.",
+            ENGINE,
+        ),
+    ] = None
+    spec_tokens: Annotated[
+        int | None,
+        Flag("--spec-tokens", "Engine: with --spec-method: tokens proposed per step (the draft length k).", ENGINE),
+    ] = Field(default=None, gt=0)
+    spec_draft_model: Annotated[
+        str | None,
+        Flag(
+            "--spec-draft-model",
+            "Engine: the draft model or head (path or hub id): needed by --spec-method draft, eagle and eagle3.",
+            ENGINE,
+        ),
+    ] = None
+    spec_ngram_min: Annotated[
+        int | None,
+        Flag("--spec-ngram-min", "Engine: --spec-method ngram: the shortest n-gram matched (vLLM).", ENGINE),
+    ] = Field(default=None, gt=0)
+    spec_ngram_max: Annotated[
+        int | None,
+        Flag("--spec-ngram-max", "Engine: --spec-method ngram: the longest n-gram matched.", ENGINE),
+    ] = Field(default=None, gt=0)
+    per_request_metrics: Annotated[
+        bool | None,
+        Flag(
+            "--per-request-metrics",
+            "Engine: the engine puts its own timing and speculation figures in each response (vLLM; llama.cpp "
+            "always does); kept per request in the records.",
+            ENGINE,
+        ),
+    ] = None
+
+    @model_validator(mode="after")
+    def _speculation(self) -> EngineKnobs:
+        method = self.spec_method
+        given = [
+            flag
+            for flag, value in (
+                ("--spec-tokens", self.spec_tokens),
+                ("--spec-draft-model", self.spec_draft_model),
+                ("--spec-ngram-min", self.spec_ngram_min),
+                ("--spec-ngram-max", self.spec_ngram_max),
+            )
+            if value is not None
+        ]
+        if method is None:
+            if given:
+                verb = "needs" if len(given) == 1 else "need"
+                raise ValueError(f"{', '.join(given)} {verb} --spec-method ({', '.join(SPEC_METHODS)})")
+            return self
+        if method in DRAFT_MODEL_METHODS and self.spec_draft_model is None:
+            raise ValueError(f"--spec-method {method} drafts with another model: add --spec-draft-model PATH")
+        if method == "ngram" and self.spec_draft_model is not None:
+            raise ValueError("--spec-method ngram drafts from the context, not a model: drop --spec-draft-model")
+        window = [f for f in ("--spec-ngram-min", "--spec-ngram-max") if f in given]
+        if method != "ngram" and window:
+            verb, them = ("sets", "it") if len(window) == 1 else ("set", "them")
+            raise ValueError(f"{' and '.join(window)} {verb} --spec-method ngram's lookup, not {method}'s: drop {them}")
+        low, high = self.spec_ngram_min, self.spec_ngram_max
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"--spec-ngram-min {low} is above --spec-ngram-max {high}")
+        return self
 
     @field_validator("lora_modules", mode="before")
     @classmethod
