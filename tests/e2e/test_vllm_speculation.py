@@ -31,18 +31,10 @@ KV_CACHE_BYTES = 4 * 23_592_960  # 4,096 tokens of SmolLM2-135M: the target's an
 DRAFT_TOKENS = 3
 
 
-def _spec_args(config: dict[str, object]) -> tuple[str, ...]:
-    return (
-        f"--speculative-config={json.dumps(config)}",
-        "--enable-per-request-metrics",
-        "--per-request-spec-decode-metrics=detailed",
-    )
-
-
-def _launch(vllm_cpu, speculative: dict[str, object]) -> BackendConfig:
-    backend = vllm_cpu.backend(max_num_seqs=4, kv_cache_bytes=KV_CACHE_BYTES)
-    knobs = backend.knobs.model_copy(update={"engine_args": (*backend.knobs.engine_args, *_spec_args(speculative))})
-    return backend.model_copy(update={"knobs": knobs})
+def _launch(vllm_cpu, **speculation: object) -> BackendConfig:
+    """vLLM CPU launched with the speculation knobs and ``--per-request-metrics`` (the knobs map to
+    its --speculative-config JSON, --enable-per-request-metrics and, speculating, detailed figures)."""
+    return vllm_cpu.backend(max_num_seqs=4, kv_cache_bytes=KV_CACHE_BYTES, per_request_metrics=True, **speculation)
 
 
 def _run(url: str, out: Path, dataset: DatasetConfig, requests: int) -> dict:
@@ -65,8 +57,8 @@ def _run(url: str, out: Path, dataset: DatasetConfig, requests: int) -> dict:
 @pytest.fixture(scope="module")
 def self_drafted(tmp_path_factory, vllm_cpu):
     base = tmp_path_factory.mktemp("vllm-spec-draft")
-    speculative = {"method": "draft_model", "model": str(vllm_cpu.model), "num_speculative_tokens": DRAFT_TOKENS}
-    with server_under_test(_launch(vllm_cpu, speculative), None, base / "server.log") as server:
+    backend = _launch(vllm_cpu, spec_method="draft", spec_draft_model=str(vllm_cpu.model), spec_tokens=DRAFT_TOKENS)
+    with server_under_test(backend, None, base / "server.log") as server:
         dataset = DatasetConfig(name="synthetic", input_tokens=16, output_tokens=32)
         yield _run(server.url, base / "run", dataset, requests=6)
 
@@ -136,14 +128,9 @@ QUESTIONS = [
 @pytest.fixture(scope="module")
 def ngram(tmp_path_factory, vllm_cpu):
     base = tmp_path_factory.mktemp("vllm-spec-ngram")
-    speculative = {
-        "method": "ngram",
-        "num_speculative_tokens": DRAFT_TOKENS,
-        "prompt_lookup_max": 4,
-        "prompt_lookup_min": 2,
-    }
+    backend = _launch(vllm_cpu, spec_method="ngram", spec_tokens=DRAFT_TOKENS, spec_ngram_min=2, spec_ngram_max=4)
     out = {}
-    with server_under_test(_launch(vllm_cpu, speculative), None, base / "server.log") as server:
+    with server_under_test(backend, None, base / "server.log") as server:
         for name, prompts in {"repeated": [REPEATED], "questions": QUESTIONS}.items():
             path = base / f"{name}.jsonl"
             path.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
