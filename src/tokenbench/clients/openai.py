@@ -70,6 +70,8 @@ class OpenAIWire:
             body["priority"] = group.priority
         if target.response_format is not None or target.tools:  # in the engine's own fields
             body.update(request_fields(target))
+        if target.report_fields:  # the engine's report of the reply (SGLang's return_spec_tokens_details)
+            body.update(target.report_fields)
         body.update(target.extra_body)
         return body
 
