@@ -127,8 +127,11 @@ def test_launch_spec_metric_names_and_profile_defaults():
         "prefix_cache_hits",
         "prefix_cache_queries",
         "generated_tokens",
+        "spec_drafts",
+        "spec_draft_tokens",
+        "spec_accepted_tokens",
     }
-    assert all(v == () for v in names.fields().values())
+    assert all(v == () for v in names.fields().values()) and names.spec_accepted_by_position == ()
     assert names.histograms() == {"ttft": (), "itl": ()}
     profile = Profile(
         name="p",

@@ -83,6 +83,9 @@ class Profile:
     # The OpenAI APIs put the cumulative usage on every chunk when asked (stream_options.
     # continuous_usage_stats): records then hold each chunk's tokens (per-token ITL, fluidity).
     continuous_usage: bool = False
+    # Request fields of its OpenAI APIs that ask for its own report of each reply (SGLang's
+    # speculation figures; clients/server_report.py); --extra-body may override them.
+    report_fields: Mapping[str, object] = field(default_factory=dict)
     # A serving layer (Triton, Ray Serve) in front of an engine: launched after the engine named
     # by BackendConfig.upstream (else default_upstream), its command given LaunchSpec.upstream_url.
     layer: bool = False

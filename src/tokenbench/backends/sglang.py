@@ -160,6 +160,8 @@ PROFILE = Profile(
     reset_prefix_cache=reset_sglang,  # /flush_cache, retried while busy (400)
     token_id_prompts=True,  # CompletionRequest.prompt takes a list of ids (entrypoints/openai/protocol.py)
     continuous_usage=True,  # StreamOptions.continuous_usage_stats (entrypoints/openai/serving_chat.py)
+    # each reply's speculation figures in sglext (entrypoints/openai/protocol.py; nothing without speculation)
+    report_fields={"return_spec_tokens_details": True},
     traces=traces,
     structured="sglang",  # --response-format in its own fields (regex/ebnf: sglang/srt/entrypoints/openai/protocol.py)
 )

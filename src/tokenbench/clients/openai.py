@@ -6,7 +6,10 @@ include_usage`` is set; with ``continuous_usage_stats`` too (TargetConfig.contin
 and SGLang put the cumulative usage on every chunk (vLLM's chat_completion/serving.py: the
 role chunk says 0, each later one ``previous_num_tokens``, tokens included), which
 ``Stream.chunk_usage`` keeps per content chunk. vLLM's per-request ``metrics`` object (its own timing
-and speculation figures) rides on the final usage chunk: kept as sent (clients/server_report.py). vLLM sends a role-only first delta: not content, so not a chunk.
+and speculation figures) rides on the final usage chunk, SGLang's ``sglext`` (speculation, with
+``return_spec_tokens_details``) on a choice-less chunk of its own, TensorRT-LLM's
+``avg_decoded_tokens_per_iter`` on every choice (the finishing one's kept): all kept as sent
+(clients/server_report.py). vLLM sends a role-only first delta: not content, so not a chunk.
 A chat delta's reasoning (``reasoning`` / ``reasoning_content``) is a chunk too, counted apart
 (``Stream.reasoning_chunks``); the first delta with ``content`` is the first output (TTFO).
 A delta's ``tool_calls`` (a call's name, then its arguments in pieces, as vLLM streams them:
@@ -67,6 +70,8 @@ class OpenAIWire:
             body["priority"] = group.priority
         if target.response_format is not None or target.tools:  # in the engine's own fields
             body.update(request_fields(target))
+        if target.report_fields:  # the engine's report of the reply (SGLang's return_spec_tokens_details)
+            body.update(target.report_fields)
         body.update(target.extra_body)
         return body
 
@@ -123,6 +128,8 @@ class OpenAIStream(Stream):
         if not choices:
             if "metrics" in obj and isinstance(obj["metrics"], dict):  # vLLM's, on the final usage chunk
                 self.server_metrics = obj["metrics"]
+            if "sglext" in obj and isinstance(obj["sglext"], dict):  # SGLang's, on its own chunk before the usage
+                self.sglext = obj["sglext"]
             return False  # usage-only chunk
         chunk = self._choice(choices[0])
         if chunk and self.chunk_usage is not None:  # usage on every chunk asked for: its count here
@@ -137,6 +144,8 @@ class OpenAIStream(Stream):
             self.finish(reason)  # an abort fails the stream here
             if self.failed:
                 return False
+            if "avg_decoded_tokens_per_iter" in choice:  # TensorRT-LLM's on every choice: the last is the reply's
+                self.decoded_per_iter = choice["avg_decoded_tokens_per_iter"]
         if self.chat:
             delta = choice.get("delta") or {}
             piece = delta.get("content")

@@ -581,8 +581,15 @@ class StreamingClient:
         record.response_id = stream.response_id
         record.server_output_tokens = stream.completion_tokens
         record.server_timings = stream.server_timings
-        if stream.server_timings is not None or stream.server_metrics is not None:
-            record.speculation, record.server_timing = read_report(stream.server_timings, stream.server_metrics)
+        if (
+            stream.server_timings is not None
+            or stream.server_metrics is not None
+            or stream.sglext is not None
+            or stream.decoded_per_iter is not None
+        ):
+            record.speculation, record.server_timing = read_report(
+                stream.server_timings, stream.server_metrics, stream.sglext, stream.decoded_per_iter
+            )
         record.cached_prompt_tokens = stream.cached_prompt_tokens
         record.finish_reason = stream.finish_reason
         record.end_marker = stream.done

@@ -64,6 +64,8 @@ class Stream:
         "http_error",
         "server_timings",
         "server_metrics",
+        "sglext",
+        "decoded_per_iter",
         "finish_reason",
         "reasoning_chunks",
         "first_output_chunk",
@@ -87,8 +89,12 @@ class Stream:
         self.response_id: str | None = None
         self.http_error: str | None = None
         self.server_timings: dict[str, float] | None = None
-        # vLLM's per-request ``metrics`` object on the final usage chunk, as sent (server_report.py)
+        # vLLM's per-request ``metrics`` object on the final usage chunk, SGLang's ``sglext`` on its
+        # own choice-less chunk, and TensorRT-LLM's ``avg_decoded_tokens_per_iter`` on the finishing
+        # choice, as sent (server_report.py reads them)
         self.server_metrics: JsonObject | None = None
+        self.sglext: JsonObject | None = None
+        self.decoded_per_iter: object = None
         # Reasoning content (a protocol that streams it apart: OpenAI chat, Ollama): the content
         # chunks that were reasoning, the index among all content chunks of the first that was
         # not (None until one arrives; stays None for a protocol that never counts reasoning,

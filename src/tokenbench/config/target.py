@@ -15,7 +15,9 @@ class ResolvedTarget(TargetConfig):
     """``TargetConfig`` with nothing left open: ``url``, ``model``, ``api`` and
     ``continuous_usage`` decided; ``structured_dialect`` set when --response-format was given
     (None: none asked for); ``backend`` the engine profile's name (``backends.PROFILES``; None: a
-    server tokenbench knows nothing of); ``fresh`` a server started for this run, nothing cached."""
+    server tokenbench knows nothing of); ``fresh`` a server started for this run, nothing cached;
+    ``report_fields`` the request fields that ask the engine for its report of each reply
+    (``Profile.report_fields``)."""
 
     url: str
     model: str
@@ -23,6 +25,7 @@ class ResolvedTarget(TargetConfig):
     continuous_usage: bool
     backend: str | None = None
     fresh: bool = False
+    report_fields: dict[str, Any] = {}
 
     @classmethod
     def of(cls, settings: TargetConfig, **decided: Any) -> ResolvedTarget:

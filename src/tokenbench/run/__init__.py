@@ -200,7 +200,7 @@ def resettable(profile: Profile, backend: BackendConfig, mode: PrefixCacheMode) 
 def _decided(settings: TargetConfig, profile: Profile | None) -> dict[str, Any]:
     """What the engine decides of the settings: the API (the profile's first by default), usage
     on every chunk where the engine gives it (Profile.continuous_usage) unless --continuous-usage
-    said, and the fields --response-format goes in."""
+    said, the fields --response-format goes in, and those asking for its report of each reply."""
     api = settings.api or (profile.default_api if profile else "chat")
     if settings.api is not None and profile is not None and api not in profile.apis:
         raise BadInput(f"--api {api}: {profile.title} serves {', '.join(profile.apis)}")
@@ -208,7 +208,8 @@ def _decided(settings: TargetConfig, profile: Profile | None) -> dict[str, Any]:
     if usage is None:
         usage = bool(profile and profile.continuous_usage and settings.api in (None, *OPENAI_APIS))
     dialect = structured_dialect(settings, api, profile.structured if profile else None)
-    return {"api": api, "continuous_usage": usage, "structured_dialect": dialect}
+    report = dict(profile.report_fields) if profile else {}
+    return {"api": api, "continuous_usage": usage, "structured_dialect": dialect, "report_fields": report}
 
 
 def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunClock) -> Sampler:
