@@ -156,18 +156,18 @@ def test_the_sentence_says_where_the_gain_turns_into_none():
     lines = speedup_lines(speedups(_data(rows)))
     assert (
         lines[0]
-        == "draft-k2: TPOT p50 1.80x faster at 1 user (CI 1.80-1.80), no gain from 4 users (1.00x, CI 1.00-1.00)."
+        == "draft-k2: TPOT p50 1.80x faster at 1 user (CI 1.80–1.80), no gain from 4 users (1.00x, CI 1.00–1.00)."
     )
     assert (
         lines[1]
-        == "draft-k4: TPOT p50 1.50x faster at 1 user (CI 1.50-1.50), a loss from 4 users (0.80x, CI 0.80-0.80)."
+        == "draft-k4: TPOT p50 1.50x faster at 1 user (CI 1.50–1.50), a loss from 4 users (0.80x, CI 0.80–0.80)."
     )
     assert lines[2] == (
-        "ngram-k2: TPOT p50 1.40x faster at 1 user (CI 1.40-1.40), 1.20x at 4 users (CI 1.20-1.20), "
-        "1.10x at 16 users (CI 1.10-1.10) (a gain at every load)."
+        "ngram-k2: TPOT p50 1.40x faster at 1 user (CI 1.40–1.40), 1.20x at 4 users (CI 1.20–1.20), "
+        "1.10x at 16 users (CI 1.10–1.10) (a gain at every load)."
     )
     assert lines[3] == (
-        "ngram-k4: TPOT p50 1.30x faster at 1 user (CI 1.30-1.30), no gain at 4 users (1.00x, CI 1.00-1.00); "
+        "ngram-k4: TPOT p50 1.30x faster at 1 user (CI 1.30–1.30), no gain at 4 users (1.00x, CI 1.00–1.00); "
         "a gain again at 16 users."
     )
     assert len(lines) == 4  # E2E and throughput: none in these rows, nothing said of them
@@ -176,12 +176,12 @@ def test_the_sentence_says_where_the_gain_turns_into_none():
 def test_a_configuration_that_gained_nowhere_is_said_to_with_its_losses():
     rows = _study_rows({"draft-k4": {1: 1.0, 4: 0.5}}, noise=(1.0, 1.01, 0.99))
     assert speedup_lines(speedups(_data(rows))) == [
-        "draft-k4: no gain over off beyond the 95% CI at any load; a loss: TPOT p50 0.50x at 4 users (CI 0.49-0.51)."
+        "draft-k4: no gain over off beyond the 95% CI at any load; a loss: TPOT p50 0.50x at 4 users (CI 0.49–0.51)."
     ]
     # a gain first found above the lowest load
     late = _study_rows({"draft-k2": {1: 1.0, 4: 1.5}}, noise=(1.0, 1.01, 0.99))
     assert speedup_lines(speedups(_data(late))) == [
-        "draft-k2: TPOT p50 no gain below 4 users, 1.50x faster at 4 users (CI 1.46-1.54)."
+        "draft-k2: TPOT p50 no gain below 4 users, 1.50x faster at 4 users (CI 1.46–1.54)."
     ]
     single = [_row("off", OFF, tpot_s_p50=_stat(0.03)), _row("draft-k2", _draft(2), tpot_s_p50=_stat(0.02))]
     assert speedup_lines(speedups(_data(single, trials=1))) == [
@@ -239,8 +239,8 @@ def test_the_report_of_a_speculation_study_has_the_speedups_and_where_they_end(t
     assert all(s.paired and s.ci95 is not None for s in by.values())
     md = write_report([exp], tmp_path / "out").markdown.read_text()
     assert "## Speculation speedup" in md
-    assert "draft-k2: TPOT p50 1.60x faster at 1 user (CI 1.56-1.64), no gain at 4 users (1.00x, CI 0.98-1.02)." in md
-    assert "| draft-k4 | off | 4 users | 0.70x (0.68-0.72) | loss (paired) |" in md
+    assert "draft-k2: TPOT p50 1.60x faster at 1 user (CI 1.56–1.64), no gain at 4 users (1.00x, CI 0.98–1.02)." in md
+    assert "| draft-k4 | off | 4 users | 0.70x (0.68–0.72) | loss (paired) |" in md
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'id="speculation-speedup"' in html
     table, *sentences = speculation_study(exp)  # the console: a row per (configuration, load), then sentences

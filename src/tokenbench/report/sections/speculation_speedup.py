@@ -171,11 +171,13 @@ def times(value: float | None) -> str:
     return NULL_TEXT if value is None else f"{value:.2f}x"
 
 
+def interval(low: float, high: float) -> str:
+    return f"{low:.2f}–{high:.2f}"  # an en dash: a negative low bound reads -0.20–1.40
+
+
 def ci_text(s: Speedup) -> str:
-    """ "CI 1.40-1.64" (the interval of the speedup), or "no CI"."""
-    if s.low is None or s.high is None:
-        return "no CI"
-    return f"CI {s.low:.2f}-{s.high:.2f}"
+    """The interval of the speedup, "CI 1.40–1.64", or "no CI"."""
+    return "no CI" if s.low is None or s.high is None else f"CI {interval(s.low, s.high)}"
 
 
 def _better(metric: Metric) -> str:
@@ -256,7 +258,7 @@ def speedup_lines(items: list[Speedup], data: ReportData | None = None) -> list[
 def _cell(s: Speedup | None) -> str:
     if s is None or s.speedup is None:
         return NULL_TEXT
-    return times(s.speedup) if s.low is None or s.high is None else f"{times(s.speedup)} ({s.low:.2f}-{s.high:.2f})"
+    return times(s.speedup) if s.low is None or s.high is None else f"{times(s.speedup)} ({interval(s.low, s.high)})"
 
 
 def _by_row(items: list[Speedup]) -> dict[tuple[str, str], dict[str, Speedup]]:
