@@ -176,7 +176,11 @@ def test_the_sentence_says_where_the_gain_turns_into_none():
 def test_a_configuration_that_gained_nowhere_is_said_to_with_its_losses():
     rows = _study_rows({"draft-k4": {1: 1.0, 4: 0.5}}, noise=(1.0, 1.01, 0.99))
     assert speedup_lines(speedups(_data(rows))) == [
-        "draft-k4: no gain over off beyond the 95% CI at any load; a loss: TPOT p50 0.50x at 4 users (CI 0.49–0.51)."
+        "draft-k4: TPOT p50 no gain at any load, a loss: 0.50x at 4 users (CI 0.49–0.51)."
+    ]
+    same = _study_rows({"draft-k4": {1: 1.0, 4: 1.0}}, noise=(1.0, 1.01, 0.99))
+    assert speedup_lines(speedups(_data(same))) == [
+        "draft-k4: no gain or loss over off beyond the 95% CI at any load, on any metric."
     ]
     # a gain first found above the lowest load
     late = _study_rows({"draft-k2": {1: 1.0, 4: 1.5}}, noise=(1.0, 1.01, 0.99))
@@ -190,6 +194,22 @@ def test_a_configuration_that_gained_nowhere_is_said_to_with_its_losses():
     orphan = [_row("eagle-k2", {"speculation": "eagle"}), _row("off", OFF, backend="sglang")]
     assert speedup_lines([], _data(orphan)) == [
         "eagle-k2: no single configuration without speculation (tag speculation: off) to compare with."
+    ]
+
+
+def test_a_metric_that_lost_is_said_beside_one_that_gained():
+    rows = []
+    for u, gain in ((1, 1.5), (4, 0.8)):
+        base = [0.030 * u * w for w in (0.98, 1.0, 1.02)]
+        tokens = [100.0 * u * w for w in (1.0, 1.01, 0.99)]
+        rows.append(_row("off", OFF, u, tpot_s_p50=_stat(*base), output_tokens_per_s=_stat(*tokens)))
+        spec_tpot = _stat(*(b / 1.5 for b in base))  # faster per token at both loads
+        spec_tokens = _stat(*(t * gain for t in tokens))  # but less throughput at 4 users
+        rows.append(_row("draft-k2", _draft(2), u, tpot_s_p50=spec_tpot, output_tokens_per_s=spec_tokens))
+    assert speedup_lines(speedups(_data(rows))) == [
+        "draft-k2: TPOT p50 1.50x faster at 1 user (CI 1.50–1.50), 1.50x at 4 users (CI 1.50–1.50) "
+        "(a gain at every load).",
+        "draft-k2: output throughput 1.50x higher at 1 user (CI 1.50–1.50), a loss at 4 users (0.80x, CI 0.80–0.80).",
     ]
 
 

@@ -216,10 +216,19 @@ def _sort_key(s: Speedup) -> tuple[bool, float]:
     return (s.load_value is None, s.load_value if s.load_value is not None else 0.0)
 
 
+def _losses(config: str, key: str, of: list[Speedup]) -> str | None:
+    """A metric that gained nowhere: where it lost beyond the CI (None: nowhere)."""
+    losses = [s for s in of if s.verdict == "loss"]
+    if not losses:
+        return None
+    found = ", ".join(f"{times(s.speedup)} at {s.load} ({ci_text(s)})" for s in losses)
+    return f"{config}: {METRICS[key].title} no gain at any load, a loss: {found}."
+
+
 def speedup_lines(items: list[Speedup], data: ReportData | None = None) -> list[str]:
     """Per speculating configuration, metric by metric: where it gained and where the gain turns
-    into none (the lowest load above a gain without one); a configuration that gained nowhere is
-    said to (with its losses), and one without a baseline is named."""
+    into none (the lowest load above a gain without one), or where a metric that gained nowhere
+    lost; a configuration with neither is said to, and one without a baseline is named."""
     lines: list[str] = []
     groups: dict[str, list[Speedup]] = {}
     for s in items:
@@ -227,20 +236,17 @@ def speedup_lines(items: list[Speedup], data: ReportData | None = None) -> list[
     for config, group in groups.items():
         said = len(lines)
         for key in SPEEDUP_METRICS:
-            line = _sentence(config, key, sorted((s for s in group if s.metric == key), key=_sort_key))
+            of = sorted((s for s in group if s.metric == key), key=_sort_key)
+            line = _sentence(config, key, of) or _losses(config, key, of)
             if line is not None:
                 lines.append(line)
         if len(lines) > said:
             continue
         baseline = group[0].baseline
-        if all(s.verdict == "unknown" for s in group):
-            lines.append(f"{config}: one trial per configuration, so no CI: run trials to tell it from {baseline}.")
-            continue
-        losses = [s for s in sorted(group, key=_sort_key) if s.verdict == "loss"]
-        found = "; ".join(f"{METRICS[s.metric].title} {times(s.speedup)} at {s.load} ({ci_text(s)})" for s in losses)
         lines.append(
-            f"{config}: no gain over {baseline} beyond the 95% CI at any load"
-            + (f"; a loss: {found}." if losses else ".")
+            f"{config}: one trial per configuration, so no CI: run trials to tell it from {baseline}."
+            if all(s.verdict == "unknown" for s in group)
+            else f"{config}: no gain or loss over {baseline} beyond the 95% CI at any load, on any metric."
         )
     if data is not None:
         for config, base in baselines(data.rows).items():
