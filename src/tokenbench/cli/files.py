@@ -43,10 +43,13 @@ def report(
     _require_result_dirs(dirs)
     files = write_report(dirs, out or dirs[0])
     from tokenbench.report.sections.layers import layer_study
+    from tokenbench.report.sections.speculation_speedup import speculation_study
     from tokenbench.rundir.read import is_experiment_dir
 
-    for d in dirs:  # a serving-layer study: each layer's overhead and where it helped, in the terminal too
-        for renderable in layer_study(d) if is_experiment_dir(d) else []:
+    # a serving-layer study (each layer's overhead and where it helped) and a speculation study (each
+    # configuration's speedup and where it ends), in the terminal too
+    for d in dirs:
+        for renderable in [*layer_study(d), *speculation_study(d)] if is_experiment_dir(d) else []:
             err.print(renderable)
     err.print(
         f"report: {files.html}  markdown: {files.markdown}  charts: {len(files.charts)} PNG in {files.html.parent / 'charts'}"

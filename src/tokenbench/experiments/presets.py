@@ -1,5 +1,5 @@
 """Built-in experiments: the studies tokenbench must redo (the users and the throughput study) and
-two built on them, each at full size (GPUs) and at a small scale that finishes in minutes on a
+the ones built on them, each at full size (GPUs) and at a small scale that finishes in minutes on a
 2-core CPU.
 
 - ``users``: the closed-loop users study (BentoML's LLM inference backends comparison): 10, 50
@@ -29,6 +29,13 @@ two built on them, each at full size (GPUs) and at a small scale that finishes i
   variants of one launch), TTFT/TPOT side by side, the schema's ``valid_fraction`` and the calls'
   ``args_parsed_fraction``. Full: vLLM and SGLang on the users study's
   model, 1/8/32 users. Small: vLLM's CPU build (as the throughput study's), 2 users.
+- ``speculation``: does speculative decoding pay, and at which load: the same engine and
+  closed-loop loads with speculation off and on at 2 and 4 draft tokens (one launch each, tagged
+  ``speculation: off`` or the method, and ``speculative_tokens``), greedy, fixed lengths; the
+  report gives each speculating configuration's speedup over ``off`` per load with its CI and where
+  the gain ends (report/sections/speculation_speedup.py). Full: vLLM on the users study's model,
+  n-gram and EAGLE drafts, 1 to 128 users, 3 trials. Small: vLLM CPU, SmolLM2-135M with n-gram
+  drafts, 1 and 4 users, 2 trials.
 
 Each preset also has a ``ci`` scale: the small one's servers, variants and trials with shorter
 points, a rate study at its highest rate only and the sessions study at its highest user count only
@@ -42,6 +49,7 @@ prints it, so it can be copied and edited).
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -503,6 +511,91 @@ def _priority(scale: Scale) -> Doc:
     }
 
 
+# speculation: does speculative decoding pay, and at which load
+SPECULATION_DRAFT_TOKENS = (2, 4)  # the draft lengths (num_speculative_tokens) each method runs with
+# The tags the report's speculation study reads (report/sections/speculation_speedup.py), as a
+# user's file writes them: "speculation" is "off" or the method, "speculative_tokens" the draft length.
+SPECULATION_TAG, DRAFT_TOKENS_TAG, OFF = "speculation", "speculative_tokens", "off"
+EAGLE_FULL = "yuhuili/EAGLE-LLaMA3-Instruct-8B"  # the EAGLE head trained for FULL_MODEL
+
+
+def _speculation(scale: Scale) -> Doc:
+    """The same engine and loads with speculative decoding off and on, at a few draft lengths: one
+    launch per configuration, each tagged for the report (``speculation``: ``off`` or the method,
+    ``speculative_tokens``: the draft length; report/sections/speculation_speedup.py pairs each
+    speculating configuration with the ``off`` one). Greedy (temperature 0), fixed lengths with
+    ignore_eos, closed-loop users from light to the engine's batch. The speculating launches report
+    their drafts per request (vLLM's per-request metrics: the acceptance columns)."""
+    if scale == "full":
+        base: Doc = {"backend": "vllm", "model": FULL_MODEL}
+        knobs: Doc = {"max_num_seqs": 256}
+        engine_args: list[str] = []
+        methods: list[tuple[str, Doc]] = [
+            ("ngram", {"method": "ngram", "prompt_lookup_max": 4, "prompt_lookup_min": 2}),
+            ("eagle", {"method": "eagle", "model": EAGLE_FULL}),
+        ]
+        study: Doc = {
+            "name": "speculation",
+            "description": "Speculative decoding off vs n-gram and EAGLE at 2 and 4 draft tokens: vLLM, 1 to 128 users.",
+            "load": {"users": [1, 8, 32, 128], "ramp_up_s": 5},
+            "stop": {"duration_s": 120, "drain_timeout_s": 60},
+            "dataset": {"name": "synthetic", "input_tokens": 256, "output_tokens": 256, "unique_prefix": True},
+            "trials": 3,
+            "slo": _slo(ttft_s=0.5, tpot_s=0.05),
+        }
+    else:
+        base = _vllm_cpu()
+        # the draft model's KV cache comes out of the same bytes: 4x one model's 1,024 tokens, 2,048
+        # in both, for 4 users of under 100 tokens each (prompt, reply and drafts): never preempted
+        knobs = {"max_num_seqs": 4, "engine_env": VLLM_CPU_ENV}
+        engine_args = [*VLLM_CPU_ARGS, f"--kv-cache-memory-bytes={VLLM_CPU_KV_BYTES * 4}"]
+        # n-gram drafts (from the prompt and the reply so far) cost no forward pass, and greedy
+        # SmolLM2-135M repeats itself: 94-98% of the drafts accepted, TPOT 47 ms vs 61 ms at 1 user
+        # and none faster at 4 (a 2-core machine, vLLM 0.32). SmolLM2-135M as its own draft model
+        # ({"method": "draft_model", "model": <its directory>}) accepts every draft at temperature 0,
+        # but on CPU each draft costs a forward pass of a model as big as the target (and its
+        # prefill doubles): 0.5x the throughput at 1 user, slower still at 4.
+        methods = [("ngram", {"method": "ngram", "prompt_lookup_max": 4, "prompt_lookup_min": 2})]
+        study = {
+            "name": "speculation-small",
+            "description": "Speculative decoding at CPU scale: vLLM CPU, SmolLM2-135M, off vs n-gram drafts of "
+            "2 and 4 tokens, 1 and 4 users, 2 trials.",
+            "load": {"users": [1, 4], "ramp_up_s": 0},
+            "stop": {"duration_s": 15, "drain_timeout_s": 10},
+            "dataset": {"name": "synthetic", "input_tokens": 32, "output_tokens": 32, "unique_prefix": True},
+            "trials": 2,
+            "slo": _slo(ttft_s=2.0, tpot_s=0.2),
+            "metrics_interval_s": 0.5,
+        }
+
+    def entry(label: str, config: Doc | None, tags: Doc) -> Doc:
+        args = list(engine_args)
+        if config is not None:
+            args += [
+                f"--speculative-config={json.dumps(config, separators=(',', ':'))}",
+                "--enable-per-request-metrics",
+                "--per-request-spec-decode-metrics=summary",
+            ]
+        # each entry its own copies: the printed preset has no YAML anchors (it reads as written)
+        own = {k: dict(v) if isinstance(v, dict) else v for k, v in knobs.items()}
+        return {**base, "label": label, "knobs": {**own, **({"engine_args": args} if args else {})}, "tags": tags}
+
+    backends = [entry("off", None, {SPECULATION_TAG: OFF})]
+    for name, method in methods:
+        for k in SPECULATION_DRAFT_TOKENS:
+            tags = {SPECULATION_TAG: str(method["method"]), DRAFT_TOKENS_TAG: k}
+            backends.append(entry(f"{name}-k{k}", {**method, "num_speculative_tokens": k}, tags))
+    head = {key: study.pop(key) for key in ("name", "description")}  # printed first, as the others'
+    return {
+        **head,
+        "backends": backends,
+        **study,
+        "api": "completions",
+        "ignore_eos": True,
+        "temperature": 0.0,
+    }
+
+
 PRESETS = {
     "users": _users,
     "sessions": _sessions,
@@ -511,6 +604,7 @@ PRESETS = {
     "lora": _lora,
     "priority": _priority,
     "structured-output": _structured_output,
+    "speculation": _speculation,
 }
 
 
@@ -547,6 +641,9 @@ CI_STOPS: dict[str, CiStop] = {
     "priority": CiStop(6.0, 0.0, 30.0),
     # one point per variant: the e2e test's budget is ~60 s with vLLM's ~30 s start
     "structured-output": CiStop(4.0, 0.0, 10.0),
+    # both user counts (a speedup per load is the study), 2 trials (its CI), one launch per
+    # configuration: 12 points of 5 s (a 4-user point's first replies end in its drain) and three launches
+    "speculation": CiStop(5.0, 0.0, 5.0),
 }
 
 

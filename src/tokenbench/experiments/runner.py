@@ -361,10 +361,14 @@ def _finish(
     _save(out_dir, state)
     from tokenbench.console.tables import experiment_table
     from tokenbench.report.sections.layers import layer_study
+    from tokenbench.report.sections.speculation_speedup import SPECULATION_TAG, speculation_study
 
     console.print(experiment_table(state))
     if any(s.upstream for s in state.servers):  # a serving-layer study: each layer vs the engine alone
         for renderable in layer_study(out_dir):
+            console.print(renderable)
+    if any(SPECULATION_TAG in s.swept for s in state.servers):  # speculation vs the same engine without it
+        for renderable in speculation_study(out_dir):
             console.print(renderable)
     ranked = sorted(state.capacity, key=lambda r: -(r.max_passing if r.max_passing is not None else -1))
     for row in ranked:  # a search experiment: each configuration's answer, highest capacity first

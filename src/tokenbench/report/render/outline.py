@@ -36,6 +36,13 @@ from tokenbench.report.sections.programs import (
     sessions_table,
 )
 from tokenbench.report.sections.speculation import SPECULATION_CAPTION, speculation_table
+from tokenbench.report.sections.speculation_speedup import (
+    SPEEDUP_CAPTION,
+    speculation_values_table,
+    speedup_lines,
+    speedup_table,
+    speedups,
+)
 from tokenbench.report.sections.stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
 from tokenbench.report.sections.structured import STRUCTURED_CAPTION, structured_table
 from tokenbench.report.sections.tables import (
@@ -178,6 +185,7 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
         ),
     ]
     sections += _layer_sections(data)
+    sections += _speedup_sections(data)
     pooling = pooling_table(data)  # pooling APIs: only with pooling points
     if pooling is not None:
         sections.append(
@@ -288,6 +296,27 @@ def _layer_sections(data: ReportData) -> list[Section]:
         ),
     )
     return [Section("layers", "Serving layers vs the engine alone", blocks, short_title="Serving layers")]
+
+
+def _speedup_sections(data: ReportData) -> list[Section]:
+    """Speculative decoding vs the same engine without it (none without the speculation tags)."""
+    values = speculation_values_table(data)
+    if values is None:
+        return []
+    items = speedups(data)
+    blocks = (
+        Block(lines=tuple(speedup_lines(items, data))),
+        Block("Per configuration and load", caption=HEADLINE_CAPTION, table=values),
+        Block(
+            "Speedup over the engine without speculation",
+            caption=SPEEDUP_CAPTION,
+            md_caption=SPEEDUP_CAPTION,
+            table=speedup_table(items),
+        ),
+    )
+    return [
+        Section("speculation-speedup", "Speculative decoding vs without it", blocks, short_title="Speculation speedup")
+    ]
 
 
 def _input_blocks(data: ReportData) -> tuple[Block, ...]:

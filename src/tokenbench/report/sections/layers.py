@@ -9,13 +9,8 @@ upstream whose backend is that engine (``xllamacpp``, the in-process llama.cpp s
 same swept knobs, else the one labelled as the engine; still several: none (said, not guessed).
 
 Overhead of a metric = layer − engine alone, in the metric's stored unit, and as a fraction of the
-engine alone. Its 95% CI comes from ``results.mean_ci95`` (the project's one t-interval):
-
-- *paired* when both sides have every planned trial: trial k of every configuration sends the same
-  prompts at the same arrival times (the seed is per trial, experiments/spec.py), so the CI is over
-  the per-trial differences (and, for %, the per-trial relative differences);
-- otherwise the difference of the two means with their half-widths combined in quadrature
-  (√(a² + b²)), and % = that over the engine's mean; None when either side has no CI.
+engine alone, with its 95% CI (paired.py: paired by trial when both sides have every planned trial,
+else the two CIs combined).
 
 Verdict: *helped* when the layer is better (lower latency, higher throughput) and the CI of the
 difference excludes 0; *hurt* when worse beyond the CI; *no difference* within it; *unknown* with
@@ -24,7 +19,6 @@ no CI (one trial).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -39,8 +33,9 @@ from tokenbench.metrics.catalogue import (
     Metric,
 )
 from tokenbench.report.read.data import PointRow, ReportData
+from tokenbench.report.sections.paired import Difference, Side, difference, load_text, side
 from tokenbench.report.sections.tables import Table
-from tokenbench.results import NO_TRIALS, TrialStat, mean_ci95
+from tokenbench.results import NO_TRIALS, TrialStat
 
 Verdict = Literal["helped", "hurt", "no difference", "unknown"]
 
@@ -67,17 +62,6 @@ LAYERS_CAPTION = (
 
 
 @dataclass(frozen=True)
-class Difference:
-    """other − base of one metric over trials."""
-
-    delta: float | None  # in the metric's stored unit (s, tokens/s)
-    delta_ci95: float | None
-    pct: float | None  # as a fraction of the base: 0.1 = +10%
-    pct_ci95: float | None
-    paired: bool
-
-
-@dataclass(frozen=True)
 class Overhead:
     """One metric of one layer at one load, against its engine alone."""
 
@@ -98,34 +82,16 @@ def engine_name(backend: str | None) -> str | None:
     return None if backend is None else ENGINE_ALIASES.get(backend, backend)
 
 
-def difference(base: TrialStat, other: TrialStat, trials: int | None = None) -> Difference:
-    """other − base with its CI (paired by trial when both have ``trials`` values; see the module)."""
-    if base.mean is None or other.mean is None:
-        return Difference(None, None, None, None, False)
-    n = len(base.values)
-    if trials is not None and trials >= 2 and n == trials and len(other.values) == trials:
-        diffs = mean_ci95(o - b for b, o in zip(base.values, other.values))
-        rel = mean_ci95((o - b) / abs(b) if b else None for b, o in zip(base.values, other.values))
-        pct = rel if rel.n == n else NO_TRIALS  # a zero baseline trial has no relative difference
-        return Difference(diffs.mean, diffs.ci95, pct.mean, pct.ci95, True)
-    delta = other.mean - base.mean
-    ci = None if base.ci95 is None or other.ci95 is None else math.hypot(base.ci95, other.ci95)
-    scale = abs(base.mean) if base.mean else None
-    return Difference(
-        delta,
-        ci,
-        None if scale is None else delta / scale,
-        None if scale is None or ci is None else ci / scale,
-        False,
-    )
+_VERDICTS: dict[Side, Verdict] = {
+    "better": "helped",
+    "worse": "hurt",
+    "no difference": "no difference",
+    "unknown": "unknown",
+}
 
 
 def verdict(metric: Metric, diff: Difference) -> Verdict:
-    if diff.delta is None or diff.delta_ci95 is None:
-        return "unknown"
-    if abs(diff.delta) <= diff.delta_ci95:
-        return "no difference"
-    return "helped" if (diff.delta > 0) == metric.higher_is_better else "hurt"
+    return _VERDICTS[side(diff.delta, diff.delta_ci95, metric.higher_is_better)]
 
 
 def baselines(rows: tuple[PointRow, ...] | list[PointRow]) -> dict[str, str | None]:
@@ -194,14 +160,9 @@ def pct_text(diff: Difference) -> str:
     return f"{diff.pct * 100:+.1f}%{ci}"
 
 
-_UNITS = {"rate": "req/s", "users": "users", "replay": "x speed"}
-
-
 def short_load(o: Overhead) -> str:
     """The load in short: "32 req/s" (the point's label when it has no number)."""
-    if o.load_value is None:
-        return o.label
-    return f"{o.load_value:g} {_UNITS.get(o.load_kind, '')}".rstrip()
+    return load_text(o.load_kind, o.load_value, o.label)
 
 
 def _where(chosen: list[Overhead], of: list[Overhead]) -> str:
