@@ -9,7 +9,8 @@ import asyncio
 
 import pytest
 
-from tokenbench.config import RateLoad, StopConfig, TargetConfig, UsersLoad
+from tokenbench.config import RateLoad, StopConfig, UsersLoad
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.datasets.tokenizers import RemoteTokenizer
 from tokenbench.loadgen import LoadGenerator, PointRun
 from tokenbench.loadgen.schedule import Share
@@ -19,7 +20,7 @@ from tokenbench.workers.core import Batch, LocalWorker, Order, Setup, WorkerCore
 
 def _setup(url: str, lane: Share = Share()) -> Setup:
     clock = RunClock.start()
-    target = TargetConfig(url=url, model="mock-model", api="chat")
+    target = ResolvedTarget(url=url, model="mock-model", api="chat", continuous_usage=False)
     requests = [Request(prompt=f"p{i}", max_tokens=4) for i in range(5)]
     return Setup(lane, clock.origin_monotonic_s, clock.origin_unix_s, target, requests=requests)
 
@@ -139,7 +140,7 @@ async def test_the_schedule_seed_and_the_share_come_from_the_order(mock_server) 
 
 def test_the_tokenizer_is_the_file_given_else_the_servers_own(mock_server):
     url = mock_server()
-    target = TargetConfig(url=url, model="mock-model", api="chat")
+    target = ResolvedTarget(url=url, model="mock-model", api="chat", continuous_usage=False)
     tokenizer = choose_tokenizer(None, target)
     assert isinstance(tokenizer, RemoteTokenizer)
     assert tokenizer.count("one two three") > 0

@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 from tokenbench.config import RateLoad, StopConfig, TargetConfig, UsersLoad
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.loadgen import PointRun, new_run
 from tokenbench.loadgen.schedule import Share
 from tokenbench.loadgen.stats import LiveStats
@@ -36,7 +37,7 @@ class _Out:
 
 
 def _setup_for(url: str, clock: RunClock):
-    target = TargetConfig(url=url, model="mock-model", api="chat")
+    target = ResolvedTarget(url=url, model="mock-model", api="chat", continuous_usage=False)
     requests = [Request(prompt=f"p{i}", max_tokens=4) for i in range(5)]
     return lambda h, origin: Setup(Share(h.index, 1), origin, clock.origin_unix_s, target, requests=requests)
 

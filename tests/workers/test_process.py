@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from tokenbench.config import StopConfig, TargetConfig, UsersLoad
+from tokenbench.config import StopConfig, UsersLoad
+from tokenbench.config.target import ResolvedTarget
 from tokenbench.loadgen.schedule import Share
 from tokenbench.records import Request, RequestRecord, RunClock
 from tokenbench.workers import WorkerLost
@@ -25,7 +26,7 @@ async def test_a_worker_process_runs_its_share_of_a_point(mock_server, tmp_path)
     worker = await ProcessWorker.spawn(1, tmp_path / "worker-1.log")
     assert not worker.same_clock
     try:
-        target = TargetConfig(url=url, model="mock-model", api="chat")
+        target = ResolvedTarget(url=url, model="mock-model", api="chat", continuous_usage=False)
         requests = [Request(prompt=f"p{i}", max_tokens=4) for i in range(3)]
         setup = Setup(Share(1, 2), clock.origin_monotonic_s, clock.origin_unix_s, target, requests=requests)
         info = await worker.setup(setup, timeout_s=60)
