@@ -76,10 +76,11 @@ def test_every_phase_equals_the_mocks_script(start_mock, tmp_path):
         }
         for name, want in truth.items():
             errors.append(abs(getattr(p, name) - want))
-        # the nominal script (TTFT 40 ms from admission; 6 chunks, 5 gaps of 5 ms), up to the mock's
-        # own timer overshoot on a loaded machine (the 2 ms check is against what it logged it did)
-        assert abs(p.prefill_s - 0.040) < 0.010
-        assert abs(p.decode_s - 5 * 0.005) < 0.010
+        # the nominal script (TTFT 40 ms from admission; 6 chunks, 5 gaps of 5 ms): a timer never
+        # fires early, but it overshoots on a loaded machine (CI's serial tier saw 11 ms), so only
+        # the floor is tight; the 2 ms check below is against what the mock logged it did
+        assert 0.040 - TOL_S <= p.prefill_s < 0.040 + 0.050
+        assert 5 * 0.005 - TOL_S <= p.decode_s < 5 * 0.005 + 0.050
         # causal within the 2 ms: this join maps the mock's wall-clock span onto the run's clock at
         # offset 0, and the HTTP/1.1 client reads a chunk within ~0.1 ms of its write, under what
         # the two clocks' pairing (time.time() against perf_counter) resolves: seen -0.1 ms
