@@ -367,6 +367,18 @@ class ServerTiming:
     reported_timing_from: str | None = None
 
 
+@dataclass(slots=True)
+class Served:
+    """The replica of a fleet that served one request, where the stack made it knowable:
+    ``replica`` its host:port (a router's or proxy's response header, ``TargetConfig.replica_header``)
+    or the ``service.instance.id`` of its span's resource (the span join); ``replica_from`` which
+    ("header", "span"). None: one server, or a fleet that does not say (per-replica totals then come
+    from the replicas' own counters, results.FleetStats)."""
+
+    replica: str | None = None
+    replica_from: str | None = None
+
+
 _PART = "part"  # a RequestRecord field's metadata key: the part's class
 
 
@@ -436,6 +448,7 @@ class RequestRecord:
     program: ProgramCall | None = _part(ProgramCall)  # an agent program's call
     speculation: Speculation | None = _part(Speculation)  # speculative decoding, as the server said
     server_timing: ServerTiming | None = _part(ServerTiming)  # the server's own timing, from its response
+    served: Served | None = _part(Served)  # the fleet's replica that served it
     # Carried, not facts of the record: the reply's text (records.jsonl keeps it only with
     # --keep-text, as "output_text"; a session's next turn sends it back as history) and a
     # multi-turn turn's tool calls as the assistant message's tool_calls (loadgen/sessions.py; never

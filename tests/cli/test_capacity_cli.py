@@ -44,7 +44,7 @@ def test_it_takes_runs_options_but_the_load_values_and_runs_slo():
     run = {o for p in commands["run"].params for o in p.opts}
     capacity = {o for p in commands["capacity"].params for o in p.opts}
     own = {"--slo", "--variable", "--tolerance", "--trials", "--max-probes", "--saturate-users"}
-    own |= {"--predict", "--replicas"}  # the server model: search a server model instead (cli/model.py)
+    own |= {"--predict"}  # the server model: search a server model instead (cli/model.py)
     trace = {"--replay-speed", "--replay-start", "--replay-end", "--replay-jitter", "--trace-format", "--block-size"}
     trace |= {"--trace-model", "--trace-log-type", "--context-tokens", "--over-context"}
     # --slo and --trials: run has its own of each (--trials: each point N times; the search's: per probed value)
@@ -96,4 +96,4 @@ def test_predict_searches_a_model_and_replicas_need_it(tmp_path):
     assert 0.8 * 11.1 <= answer["max_rate_per_s"] <= 11.1 * 1.02
     assert json.loads((out / "results.json").read_text())["predicted"]["model"] == str(path)
     refused = CliRunner().invoke(app, ["capacity", "--url", "http://x", "--slo", "ttft:p90<=1s", "--replicas", "2"])
-    assert refused.exit_code == 2 and "--replicas needs --predict" in refused.output
+    assert refused.exit_code == 2 and "--replica-url" in refused.output

@@ -36,6 +36,9 @@ class LaunchSpec:
     # (http://127.0.0.1:PORT) and the model name it serves; None: the layer serves on its own.
     upstream_url: str | None = None
     upstream_model: str | None = None
+    # a router in front of a fleet (Profile.router): every replica's base URL, in launch order (the
+    # first is also upstream_url); () for anything else
+    upstream_urls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class Profile:
     # A serving layer (Triton, Ray Serve) in front of an engine: launched after the engine named
     # by BackendConfig.upstream (else default_upstream), its command given LaunchSpec.upstream_url.
     layer: bool = False
+    # A router (vllm-router, sglang-router): a layer in front of --replicas N copies of its upstream
+    # engine, each on its own port, that picks one per request (LaunchSpec.upstream_urls)
+    router: bool = False
     default_upstream: str | None = None  # the engine a layer serves from when --upstream is not given
     default_served_name: str | None = None  # the name requests use unless --served-model-name says
     # structured output: how its API takes --response-format (clients/structured.py's dialects:

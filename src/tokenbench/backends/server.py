@@ -255,6 +255,24 @@ class ManagedServer:
 
 
 @dataclass(frozen=True)
+class ReplicaEndpoint:
+    """One replica of a fleet behind a router: ``name`` its host:port (how router metrics, proxy
+    headers and records name it), its base ``url``, where its Prometheus metrics are
+    (``metrics_url``; None: nothing to scrape) and its engine profile's name (``backend``; None:
+    unknown, raw samples only)."""
+
+    name: str
+    url: str
+    metrics_url: str | None
+    backend: str | None = None
+
+    @classmethod
+    def at(cls, url: str, profile: Profile | None, spec: LaunchSpec | None = None) -> ReplicaEndpoint:
+        name = url.split("://", 1)[-1].rstrip("/")
+        return cls(name, url, metrics_url_for(profile, url, spec), profile.name if profile else None)
+
+
+@dataclass(frozen=True)
 class ServerUnderTest:
     """The server a run measures: launched by tokenbench for the block's duration, or attached to."""
 
@@ -266,6 +284,8 @@ class ServerUnderTest:
     # started for this block and not yet sent a request: its caches are empty (a run's first
     # point needs no prefix-cache reset; experiments clear it once a cell has used the server)
     fresh: bool = False
+    # a fleet: the replicas behind the router at ``url`` (launched, or --replica-url); () otherwise
+    replicas: tuple[ReplicaEndpoint, ...] = ()
 
 
 @contextlib.contextmanager
@@ -281,7 +301,12 @@ def server_under_test(
     override = backend.metrics_url if backend is not None else None
     if url is not None:
         facts = ServerFacts.attached(profile.name if profile else None, profile.title if profile else None)
-        yield ServerUnderTest(url, None, profile, override or metrics_url_for(profile, url), facts)
+        replicas = (
+            tuple(ReplicaEndpoint.at(u, _replica_profile(profile, backend)) for u in backend.replica_urls)
+            if backend
+            else ()
+        )
+        yield ServerUnderTest(url, None, profile, override or metrics_url_for(profile, url), facts, replicas=replicas)
         return
     if backend is None or profile is None:
         raise BackendError("nothing to benchmark: pass --url, or --backend NAME to launch one")
@@ -295,6 +320,14 @@ def server_under_test(
         server = stack.enter_context(_started(profile, backend, log_path, say, engine))
         metrics_url = override or metrics_url_for(profile, server.url, server.spec)
         yield ServerUnderTest(server.url, server.spec.served_name, profile, metrics_url, server.describe(), fresh=True)
+
+
+def _replica_profile(profile: Profile | None, backend: BackendConfig) -> Profile | None:
+    """The engine profile an attached fleet's replicas speak: --upstream's, else --backend's when it
+    is an engine (a router's own metric names are not its replicas'), else unknown."""
+    if backend.upstream and backend.upstream != NO_UPSTREAM:
+        return get_profile(backend.upstream)
+    return profile if profile is not None and not profile.layer else None
 
 
 def _upstream_log(log_path: Path) -> Path:

@@ -57,9 +57,6 @@ def capacity(
             metavar="MODEL",
         ),
     ] = None,
-    replicas: Annotated[
-        int, typer.Option(min=1, help="With --predict: replicas behind a round-robin router.", rich_help_panel=SEARCH)
-    ] = 1,
 ) -> None:
     """Find the highest load (req/s or users) whose point meets every objective of --slo: a
     saturating probe estimates the ceiling, then bracket and bisect to --tolerance. Every probe
@@ -74,10 +71,8 @@ def capacity(
         from tokenbench.rundir import default_run_dir
 
         config = config.model_copy(update={"out_dir": config.out_dir or default_run_dir()})
-        predicted_capacity(predict, config, objectives, settings, replicas)
+        predicted_capacity(predict, config, objectives, settings, (config.backend.replicas if config.backend else 1))
         return
-    if replicas != 1:
-        raise UsageError("--replicas needs --predict MODEL (a real search measures the server it is given)")
     _search(config, objectives, settings)
 
 

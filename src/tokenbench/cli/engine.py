@@ -35,7 +35,8 @@ def backend_config(a: Params) -> BackendConfig | None:
     engine = knobs(a)
     fields = flagged(BackendConfig, a)
     fields.pop("name", None)
-    common = {k: v for k, v in fields.items() if k in ("metrics_interval_s", "metrics_url")}
+    # what a server tokenbench knows nothing of still takes: where to scrape, a fleet's replicas
+    common = {k: v for k, v in fields.items() if k in ("metrics_interval_s", "metrics_url", "replicas", "replica_urls")}
     if a.get("backend") is None:
         if a.get("upstream"):
             raise UsageError("--upstream names the engine a serving layer serves from: add --backend triton (or ray)")

@@ -114,7 +114,6 @@ def _load_model(path: Path, knobs: list[str] | None) -> ServerModel:
 def predict(
     ctx: typer.Context,
     model_file: Annotated[Path, typer.Argument(help="A model file from `tokenbench model fit`.", metavar="MODEL")],
-    replicas: Annotated[int, typer.Option(min=1, help="Replicas behind the router.", rich_help_panel=MODEL_PANEL)] = 1,
     routing: Annotated[
         str, typer.Option(help="round-robin or least-loaded (fewest requests).", rich_help_panel=MODEL_PANEL)
     ] = "round-robin",
@@ -136,7 +135,9 @@ def predict(
     server = _load_model(model_file, knob)
     config = run_config(ctx.params)
     out = config.out_dir or default_run_dir()
-    prediction = predict_run(config, server, str(model_file), out, replicas, _routing(routing))
+    prediction = predict_run(
+        config, server, str(model_file), out, (config.backend.replicas if config.backend else 1), _routing(routing)
+    )
     err.print(summary_table(prediction.results))
     p = prediction.results.predicted
     interval = f"± {p.interval * 100:.0f}%" if p is not None and p.interval is not None else "no interval"

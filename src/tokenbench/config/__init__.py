@@ -179,6 +179,17 @@ class TargetConfig(_Model):
         ),
     ] = Field(default_factory=dict)
 
+    # the response header a router or proxy sets to the replica that served (nginx's $upstream_addr,
+    # HAProxy's %s, the mock's --served-by): each record's replica
+    replica_header: Annotated[
+        str,
+        Flag(
+            "--replica-header",
+            "Fleet: the response header naming the replica that served a request (a router's or proxy's).",
+            default=True,
+        ),
+    ] = "x-served-by"
+
     # embeddings
     batch_size: Annotated[
         int | None,
@@ -495,6 +506,37 @@ class BackendConfig(_Model):
             repeat=True,
         ),
     ] = ()
+    # A fleet: a router profile (Profile.router) launched in front of this many copies of its
+    # --upstream engine, each on its own port; 1 for anything else. capacity and model use it too.
+    replicas: Annotated[
+        int,
+        Flag(
+            "--replicas",
+            "Fleet: replicas of --upstream launched behind a router (--backend vllm-router, sglang-router). "
+            "With --predict (capacity, model predict): the replicas of the model's round-robin fleet.",
+            ENGINE,
+            default=True,
+        ),
+    ] = Field(default=1, ge=1)
+    # An attached fleet (--url is its router): each replica's base URL, scraped side by side
+    replica_urls: Annotated[
+        tuple[str, ...],
+        Flag(
+            "--replica-url",
+            "Fleet behind --url (a router): one replica's base URL (repeat); each one's /metrics is scraped "
+            "beside the router's and named by its host:port.",
+            ENGINE,
+            repeat=True,
+        ),
+    ] = ()
+
+    @field_validator("replica_urls")
+    @classmethod
+    def _replica_urls(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for url in v:
+            if not re.match(r"^https?://[^/]+$", url.rstrip("/")):
+                raise ValueError(f"--replica-url must look like http://HOST:PORT, got {url!r}")
+        return tuple(url.rstrip("/") for url in v)
 
 
 class UsersLoad(_Model):
@@ -1267,6 +1309,18 @@ class RunConfig(_Model):
     @classmethod
     def _lora_weights(cls, v: dict[str, float] | None) -> dict[str, float] | None:
         return check_weights(v, "--lora-mix") if v is not None else v
+
+    @model_validator(mode="after")
+    def _fleet(self) -> RunConfig:
+        b = self.backend
+        if b is not None and b.replicas > 1 and self.target.url is not None:
+            raise ValueError(
+                f"--replicas {b.replicas} launches a fleet behind a router; a fleet already running behind "
+                f"--url names its replicas with --replica-url (repeat), or pass --predict MODEL to simulate one"
+            )
+        if b is not None and b.replica_urls and self.target.url is None:
+            raise ValueError("--replica-url names the replicas of a fleet behind --url (its router): add --url")
+        return self
 
     @model_validator(mode="after")
     def _groups(self) -> RunConfig:
