@@ -171,6 +171,24 @@ PUBLIC_KEYS += [
     for k in DISTRIBUTION
 ]
 PUBLIC_KEYS += [f"points[].tokens_per_chunk.{k}" for k in DISTRIBUTION]
+PUBLIC_KEYS += [f"points[].{s}.requests_finished" for s in ("server", "server_whole_point")]
+# fleets: each replica's requests (a group's figures), its router's count and its own counters
+FLEET = "attributed unattributed attributed_from imbalance_over imbalance_max_over_mean imbalance_cv"
+PUBLIC_KEYS += [f"points[].fleet.{k}" for k in FLEET.split()]
+PUBLIC_KEYS += [f"points[].fleet.replicas[].{k}" for k in ("replica", "routed_requests")]
+GROUP = "requests ok failed share requests_per_s output_tokens_per_s goodput_per_s good_fraction priority tenant"
+PUBLIC_KEYS += [f"points[].fleet.replicas[].requests.{k}" for k in GROUP.split()]
+PUBLIC_KEYS += [
+    f"points[].fleet.replicas[].requests.{d}.{k}"
+    for d in ("ttft_s", "tpot_s", "e2e_s", "queue_s", "normalized_latency_s")
+    for k in DISTRIBUTION
+]
+PUBLIC_KEYS += [f"points[].fleet.replicas[].requests.slo.{k}" for k in ("ttft_s", "tpot_s", "e2e_s")]
+PUBLIC_KEYS += [
+    "points[].fleet.replicas[].server." + k[len("points[].server.") :]
+    for k in list(PUBLIC_KEYS)
+    if k.startswith("points[].server.")
+]
 # agent programs: the sessions read (dataset) and each point's sessions and critical paths
 PROGRAM_FACTS = "calls edges formats output programs recorded_session_s subagent_calls time_scale"
 PUBLIC_KEYS += [f"dataset.programs.{k}" for k in PROGRAM_FACTS.split()]

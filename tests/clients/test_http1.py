@@ -60,7 +60,7 @@ async def _exchange(pool: Http1Pool, data: bytes = b"{}"):
     got: list[bytes] = []
     status: list[int] = []
 
-    def on_headers(code: int, _t: float) -> bool:
+    def on_headers(code: int, _t: float, _head: bytes) -> bool:
         status.append(code)
         return code == 200
 

@@ -28,6 +28,7 @@ from tokenbench.common import procs, redact
 from tokenbench.config import BackendConfig, EngineKnobs
 from tokenbench.errors import BackendError
 from tokenbench.results.manifest import ServerFacts
+from tokenbench.telemetry.prom import replica_name
 
 HOST = "127.0.0.1"
 
@@ -268,8 +269,7 @@ class ReplicaEndpoint:
 
     @classmethod
     def at(cls, url: str, profile: Profile | None, spec: LaunchSpec | None = None) -> ReplicaEndpoint:
-        name = url.split("://", 1)[-1].rstrip("/")
-        return cls(name, url, metrics_url_for(profile, url, spec), profile.name if profile else None)
+        return cls(replica_name(url), url, metrics_url_for(profile, url, spec), profile.name if profile else None)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ METRICS = MetricNames(
     prefix_cache_hits=("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
     prefix_cache_queries=("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
     generated_tokens=("vllm:generation_tokens_total",),
+    requests_finished=("vllm:request_success_total",),  # labelled finished_reason: summed
     # speculative decoding (vllm/v1/spec_decode/metrics.py SpecDecodingProm)
     spec_drafts=("vllm:spec_decode_num_drafts_total",),
     spec_draft_tokens=("vllm:spec_decode_num_draft_tokens_total",),

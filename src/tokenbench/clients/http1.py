@@ -74,13 +74,13 @@ class _Response:
         self,
         conn: _Conn,
         now: Callable[[], float],
-        on_headers: Callable[[int, float], bool],
+        on_headers: Callable[[int, float, bytes], bool],
         on_body: BodySink,
         done: asyncio.Future[None],
     ) -> None:
         self.conn = conn
         self.now = now
-        self.on_headers = on_headers  # (status, t) -> True: hand its body to on_body (False: keep it)
+        self.on_headers = on_headers  # (status, t, head) -> True: hand its body to on_body (False: keep it)
         self.on_body = on_body
         self.done = done
         self.head = b""
@@ -154,7 +154,7 @@ class _Response:
                 _HEADS.clear()
             _HEADS[head] = read = parsed
         self.status, self.mode, self.left, self.keep_alive = read
-        if not self.on_headers(self.status, t):
+        if not self.on_headers(self.status, t, head):
             self.error_body = bytearray()
         return True
 
@@ -287,6 +287,12 @@ def _read_head(head: bytes) -> tuple[int, str, int, bool] | Exception:
     if length is not None:
         return status, "length", length, keep_alive
     return status, "close", 0, False
+
+
+def header_value(head: bytes, name: bytes) -> bytes | None:
+    """The value of header ``name`` (lower case, no colon) in a response ``head`` (status line and
+    header lines), stripped; None without one. Read once a response, off the per-chunk path."""
+    return _field(head, head.lower(), b"\r\n" + name + b":")
 
 
 def _field(fields: bytes, lowered: bytes, name: bytes) -> bytes | None:
@@ -439,7 +445,7 @@ class Http1Pool:
         self,
         conn: _Conn,
         data: bytes,
-        on_headers: Callable[[int, float], bool],
+        on_headers: Callable[[int, float, bytes], bool],
         on_body: BodySink,
         now: Callable[[], float],
         sent: _Sent,

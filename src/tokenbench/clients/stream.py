@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import aiohttp
 import orjson
 
-from tokenbench.clients.http1 import Http1Pool
+from tokenbench.clients.http1 import Http1Pool, header_value
 from tokenbench.clients.server_report import read_report
 from tokenbench.clients.structured import arguments_parse, reply_check
 from tokenbench.clients.wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
@@ -33,6 +33,7 @@ from tokenbench.records import (
     Reasoning,
     Request,
     RequestRecord,
+    Served,
     TokenSource,
     ToolUse,
 )
@@ -282,6 +283,9 @@ class AiohttpExchange(Exchange):
         async with self._session.post(self._url, data=data, headers=headers, trace_request_ctx=attempt) as resp:
             phases.response_headers_s = now()
             record.status = resp.status
+            served = resp.headers.get(self._target.replica_header)
+            if served:
+                record.served = Served(served, "header")
             if resp.status != 200:
                 body = await resp.text(errors="replace")
                 record.closed_s = now()
@@ -325,6 +329,7 @@ class Http1Exchange(Exchange):
         self._url, self._target, self._headers, self._decoder, self._now = url, target, headers, decoder, now
         self._pool: Http1Pool | None = None
         self._head: bytes | None = None
+        self._replica_header = target.replica_header.lower().encode("latin-1")  # a fleet's: Served
         own = {k.lower() for k in headers}
         self.keys_apart = TRACEPARENT.lower() not in own and REQUEST_ID.lower() not in own
 
@@ -364,9 +369,13 @@ class Http1Exchange(Exchange):
         decoder = self._decoder()
         chunk_times = record.chunk_times()
         handle = stream.handle
+        replica_header = self._replica_header
 
-        def on_headers(status: int, t: float) -> bool:
+        def on_headers(status: int, t: float, head: bytes) -> bool:
             phases.response_headers_s, record.status = t, status
+            served = header_value(head, replica_header)
+            if served:
+                record.served = Served(served.decode("latin-1"), "header")
             return status == 200
 
         def on_body(raw: bytes, t: float) -> bool:

@@ -178,6 +178,7 @@ class MockServer:
         self._adapters = settings.adapter_costs_ms()
         self._generated = Counter("vllm:generation_tokens", "generated", names, registry=reg).labels(model)
         self._preempted = Counter("vllm:num_preemptions", "over kv_slots", names, registry=reg).labels(model)
+        self._finished = Counter("vllm:request_success", "replies written whole", names, registry=reg).labels(model)
         self._ttft = Histogram("vllm:time_to_first_token_seconds", "scripted TTFT", names, registry=reg).labels(model)
         self._spec = SpecCounters(reg, model, settings.spec_tokens) if settings.spec_tokens else None
         self.cache = PrefixCache(settings.cache_block_tokens) if settings.cache_block_tokens else None
@@ -340,6 +341,8 @@ class MockServer:
         if self.s.record_deliveries:
             self.deliveries[rid] = delivery
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        if self.s.served_by:
+            resp.headers["x-served-by"] = self.s.served_by
         await resp.prepare(request)
         opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
         continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
@@ -349,6 +352,7 @@ class MockServer:
         reply.scripted = self._scripted(body, len(chunks.tokens), rid)
         if await self._write_chunks(reply, admitted, received):
             await self._write_end(reply, body)
+            self._finished.inc()
             if self._exporter is not None:  # server spans: the reply's span, as vLLM would send it
                 prompt = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
                 completion = sum(chunks.tokens)

@@ -217,6 +217,15 @@ class MockSettings(FrozenModel):
             "(e.g. 3,1,0,2; default: all K).",
         ),
     ] = ""
+    # a fleet's replica: the header a router or proxy would set (nginx's add_header with
+    # $upstream_addr), here set by the replica itself so a test knows which one served
+    served_by: Annotated[
+        str | None,
+        Flag(
+            "--served-by",
+            "Answer every stream with an x-served-by: NAME header (a fleet's replica, as a proxy names it).",
+        ),
+    ] = None
     # vLLM's per-request ``metrics`` object on the final usage chunk (include_usage only)
     per_request_metrics: Annotated[
         bool,

@@ -292,6 +292,8 @@ class Server(FrozenModel):
     client_ttft_s_matched: MatchedTtft | None = None  # over the window only
     # speculative decoding: only when the server counts it (unset, so absent, otherwise)
     speculation: ServerSpeculation | None = None
+    # requests the engine finished over the period: only when it counts them (vLLM's request_success)
+    requests_finished: Number | None = None
 
     def with_matched_ttft(self, matched: MatchedTtft | None) -> Server:
         """These figures with the client's TTFT over the requests the server counted."""
@@ -589,6 +591,42 @@ class GroupStats(FrozenModel):
     normalized_latency_s: Distribution
 
 
+# what a fleet's imbalance is measured over (FleetStats.imbalance_over)
+ImbalanceBasis = Literal["requests", "routed_requests", "generated_tokens", "requests_finished"]
+
+
+class ReplicaStats(FrozenModel):
+    """One replica of a fleet over the point's window (metrics/fleet.py). ``requests``: the window
+    population's requests that named it as the one that served them (records' ``replica``), with
+    their latencies and rates as a group's (None: no record named a replica); ``routed_requests``:
+    the router's count of requests it sent there, its per-replica counter's increase over the
+    window (None: the router does not count them); ``server``: the replica's own counters and
+    gauges over the window (running, waiting, KV use, prefix hits, generated and finished)."""
+
+    replica: str  # host:port
+    requests: GroupStats | None
+    routed_requests: Number | None
+    server: Server | None
+
+
+class FleetStats(FrozenModel):
+    """A fleet behind a router over the point's window (metrics/fleet.py): each replica's figures,
+    how the records were attributed (``attributed_from``: "header", a router's or proxy's response
+    header; None: none were), and the load imbalance across replicas over one basis, named in
+    ``imbalance_over``: "requests" (the records' replicas, when every record named one), else
+    "routed_requests" (the router's counts), else "generated_tokens" or "requests_finished" (the
+    replicas' own counters). ``imbalance_max_over_mean``: the busiest replica's over the mean (1:
+    even; N replicas: one took all); ``imbalance_cv``: their standard deviation over their mean."""
+
+    replicas: list[ReplicaStats]
+    attributed: int  # window population requests naming their replica
+    unattributed: int
+    attributed_from: str | None
+    imbalance_over: ImbalanceBasis | None
+    imbalance_max_over_mean: Number | None
+    imbalance_cv: Number | None
+
+
 class Fairness(FrozenModel):
     """Jain's index across tenants: J = (sum x)^2 / (n * sum x^2) over the n tenants of the point's
     window population, 1 when all get the same, 1/n when one gets everything."""
@@ -671,6 +709,7 @@ class PointResult(PointMetrics, PointHead, OptionalParts):
     by_class: dict[str, GroupStats] | None = None
     by_tenant: dict[str, GroupStats] | None = None
     fairness: Fairness | None = None
+    fleet: FleetStats | None = None  # only a point against a fleet (a router and its replicas)
     # autostop: (results/stopping.py): where the figures stopped drifting (every point since), how a
     # point that judged itself stopped, and an over-saturated point's evidence (only such points)
     steady_state: SteadyState | None = None

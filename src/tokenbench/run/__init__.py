@@ -213,7 +213,10 @@ def _decided(settings: TargetConfig, profile: Profile | None) -> dict[str, Any]:
 
 
 def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunClock) -> Sampler:
-    """Scrapes the server's /metrics (when its profile or --metrics-url says where) and the GPU."""
+    """Scrapes the server's /metrics (when its profile or --metrics-url says where), a fleet's
+    replicas' beside, and the GPU."""
+    replicas = [(r.name, r.metrics_url) for r in sut.replicas if r.metrics_url]
+    engine = next((r.backend for r in sut.replicas if r.backend), None)
     return Sampler(
         run_dir / SAMPLES,
         clock.origin_monotonic_s,
@@ -221,6 +224,8 @@ def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunC
         sut.profile.name if sut.profile else None,
         (config.backend or BackendConfig()).metrics_interval_s,
         sut.profile.metrics if sut.profile else None,
+        replicas,
+        get_profile(engine).metrics if engine else None,
     )
 
 

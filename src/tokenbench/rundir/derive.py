@@ -37,6 +37,7 @@ from tokenbench.metrics import (
 )
 from tokenbench.metrics.cost import point_cost
 from tokenbench.metrics.errors import errors_seen
+from tokenbench.metrics.fleet import fleet_stats
 from tokenbench.metrics.groups import group_breakdowns
 from tokenbench.metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from tokenbench.metrics.programs import program_stats
@@ -72,7 +73,15 @@ from tokenbench.spans.phases import GRACE_S, SpanIndex, http_phases, joined_phas
 from tokenbench.telemetry.client_health import point_client, window_client
 from tokenbench.telemetry.energy import point_energy
 from tokenbench.telemetry.sampler import SamplesFile
-from tokenbench.telemetry.summary import matched_client_ttft, point_gpu, point_server, window_server
+from tokenbench.telemetry.summary import (
+    matched_client_ttft,
+    point_gpu,
+    point_server,
+    replica_names,
+    replica_servers,
+    routed_requests,
+    window_server,
+)
 
 
 class RecomputeError(BadInput):
@@ -186,6 +195,14 @@ def point_result(
         by_class=groups.by_class,
         by_tenant=groups.by_tenant,
         fairness=groups.fairness,
+        fleet=fleet_stats(
+            population,
+            replica_names(samples),
+            routed_requests(samples, window.start_s, window.end_s),
+            replica_servers(samples, window.start_s, window.end_s),
+            metrics.rate_period_s or metrics.window_s,
+            config.slo,
+        ),
         # autostop: every point's steady start; a point that judged itself: its stop (and evidence)
         steady_state=_steady_state(kept, event, config.window_s, _tolist(chunks.series_tokens), config.stop),
         auto_stop=_auto_stop(event),

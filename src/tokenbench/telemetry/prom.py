@@ -31,12 +31,16 @@ class MetricNames:
     prefix_cache_hits: tuple[str, ...] = ()  # counter (tokens or blocks, as the engine counts)
     prefix_cache_queries: tuple[str, ...] = ()  # counter, same unit as hits
     generated_tokens: tuple[str, ...] = ()  # counter
+    requests_finished: tuple[str, ...] = ()  # counter: requests the engine finished (a fleet's per replica)
     # speculative decoding (counters): verify steps (drafts), draft tokens proposed, of them accepted,
     # and accepted by draft position (samples labelled ``position``: one field per position)
     spec_drafts: tuple[str, ...] = ()
     spec_draft_tokens: tuple[str, ...] = ()
     spec_accepted_tokens: tuple[str, ...] = ()
     spec_accepted_by_position: tuple[str, ...] = ()
+    # a router's requests sent to each replica (counter, samples labelled ``worker`` with the
+    # replica's URL: one field per replica, ROUTED_PREFIX + its host:port)
+    routed_by_replica: tuple[str, ...] = ()
     ttft_histogram: tuple[str, ...] = ()
     itl_histogram: tuple[str, ...] = ()  # inter-token / time-per-output-token histogram
     histogram_scale: float = 1.0  # multiply a histogram's _sum to get seconds (0.001 for ms)
@@ -51,6 +55,7 @@ class MetricNames:
             "prefix_cache_hits": self.prefix_cache_hits,
             "prefix_cache_queries": self.prefix_cache_queries,
             "generated_tokens": self.generated_tokens,
+            "requests_finished": self.requests_finished,
             "spec_drafts": self.spec_drafts,
             "spec_draft_tokens": self.spec_draft_tokens,
             "spec_accepted_tokens": self.spec_accepted_tokens,
@@ -117,6 +122,13 @@ def _select(samples: list[Sample], candidate: str, average: bool = False) -> flo
 
 # normalize's field for the accepted tokens at draft position i: this prefix and i
 SPEC_POSITION_PREFIX = "spec_accepted_pos_"
+# normalize's field for the requests a router sent to a replica: this prefix and its host:port
+ROUTED_PREFIX = "routed_requests@"
+
+
+def replica_name(url: str) -> str:
+    """How a fleet names a replica: its URL's host:port (a router labels it by URL)."""
+    return url.split("://", 1)[-1].split("/", 1)[0]
 
 
 def _by_label(samples: list[Sample], name: str, label: str) -> dict[int, float]:
@@ -152,6 +164,13 @@ def normalize(samples: list[Sample], names: MetricNames) -> dict[str, float]:
         if by_position:
             for position, value in by_position.items():
                 values[f"{SPEC_POSITION_PREFIX}{position}"] = value
+            break
+    for candidate in names.routed_by_replica:  # the first name present, by worker
+        routed = [x for x in samples if x.name == candidate and "worker" in dict(x.labels)]
+        for x in routed:
+            key = ROUTED_PREFIX + replica_name(dict(x.labels)["worker"])
+            values[key] = values.get(key, 0.0) + x.value
+        if routed:
             break
     for field, candidates in names.histograms().items():
         for base in candidates:

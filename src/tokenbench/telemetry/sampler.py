@@ -8,7 +8,10 @@ CLOCK_MONOTONIC, one clock for every process on the machine, so samples and reco
 
 File lines: first ``{"kind": "header", ...}`` (URL, backend, interval, GPU availability), then
 ``{"kind": "scrape", "t_s", "ok", "scrape_s", "values", "raw", "gpu"}``; a failed scrape is
-``"ok": false`` with its ``error`` (noted, never fatal). The run's own events come in through
+``"ok": false`` with its ``error`` (noted, never fatal). A fleet's replicas (``--replica
+NAME=URL``) are scraped in the same pass, after the router: ``"replicas": {NAME: {"ok", "values",
+"raw", "scrape_s"} or {"ok": false, "error"}}`` on the scrape's line (one t_s for the whole pass;
+each replica's ``scrape_s`` is from that t_s to its answer). The run's own events come in through
 the sampler's stdin, one JSON object a line, and are written as they are (the file is the run's
 timeline, one writer): ``{"kind": "point_start", ...}`` and ``{"kind": "point", ...}`` with a
 load point's span (manifest.PointStart and PointEnd), which ``tokenbench recompute`` needs. When stdin closes
@@ -26,7 +29,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -45,26 +49,50 @@ class Event(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
+@dataclass(frozen=True)
+class Fleet:
+    """A fleet's replicas, scraped beside its router: each one's name (host:port) and metrics URL,
+    and their engine's metric names (None: raw samples only)."""
+
+    replicas: tuple[tuple[str, str], ...] = ()
+    names: MetricNames | None = None
+
+
 def scrape_line(
-    url: str, names: MetricNames | None, origin: float, gpu: GPUSampler, timeout_s: float
+    url: str,
+    names: MetricNames | None,
+    origin: float,
+    gpu: GPUSampler,
+    timeout_s: float,
+    fleet: Fleet = Fleet(),
 ) -> dict[str, Any]:
-    """One scrape's line (Any: JSON values, the server's metrics as it gave them)."""
+    """One scrape's line (Any: JSON values, the server's metrics as it gave them), and its
+    fleet's replicas' beside."""
     t = time.perf_counter() - origin
     line: dict[str, Any] = {"kind": "scrape", "t_s": t}
     if url:
-        try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-                text = resp.read().decode("utf-8", errors="replace")
-            samples = parse(text)
-            line["ok"] = True
-            line["values"] = normalize(samples, names) if names is not None else {}
-            line["raw"] = flat(samples)
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            line["ok"] = False
-            line["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        line.update(_scrape(url, names, timeout_s))
         line["scrape_s"] = time.perf_counter() - origin - t
+    if fleet.replicas:
+        replicas: dict[str, Any] = {}
+        for name, replica_url in fleet.replicas:
+            replicas[name] = {
+                **_scrape(replica_url, fleet.names, timeout_s),
+                "scrape_s": time.perf_counter() - origin - t,
+            }
+        line["replicas"] = replicas
     line["gpu"] = gpu.read()
     return line
+
+
+def _scrape(url: str, names: MetricNames | None, timeout_s: float) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            text = resp.read().decode("utf-8", errors="replace")
+        samples = parse(text)
+        return {"ok": True, "values": normalize(samples, names) if names is not None else {}, "raw": flat(samples)}
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _exit_now(*_: object) -> None:
@@ -74,6 +102,10 @@ def _exit_now(*_: object) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = _parse_args(argv)
     names = MetricNames.from_json(json.loads(args.metric_names)) if args.metric_names else None
+    fleet = Fleet(
+        tuple(_named_url(r) for r in args.replica),
+        MetricNames.from_json(json.loads(args.replica_metric_names)) if args.replica_metric_names else None,
+    )
     stop = threading.Event()
     # SIGTERM (procs.stop's fallback, or our parent's death signal) exits at once. Not
     # stop.set(): a handler that takes the Event's lock while the main thread holds it in
@@ -87,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         wake = threading.Event()
         reader = threading.Thread(target=_copy_events, args=(write, stop, wake), daemon=True)
         reader.start()
-        _scrape_until(stop, wake, args, names, gpu, write)
+        _scrape_until(stop, wake, args, names, gpu, write, fleet)
         reader.join(timeout=1.0)
 
 
@@ -99,7 +131,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--interval", type=float, default=1.0)
     ap.add_argument("--origin", type=float, required=True, help="the run clock's perf_counter origin")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--replica", action="append", default=[], help="a fleet's replica, NAME=METRICS_URL (repeat)")
+    ap.add_argument("--replica-metric-names", default="", help="the replicas' engine's MetricNames as JSON")
     return ap.parse_args(argv)
+
+
+def _named_url(value: str) -> tuple[str, str]:
+    name, _, url = value.partition("=")
+    return name, url
 
 
 def _line_writer(out: TextIO) -> Callable[[str], None]:
@@ -151,12 +190,14 @@ def _scrape_until(
     names: MetricNames | None,
     gpu: GPUSampler,
     write: Callable[[str], None],
+    fleet: Fleet,
 ) -> None:
     """A scrape every interval, on a fixed grid (a slow scrape does not shift the next ones), and
     one more whenever ``wake`` is set (a point ended): the grid stays where it was."""
     next_t = time.perf_counter()
     while not stop.is_set():
-        write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu, min(5.0, max(args.interval, 0.5)))))
+        timeout_s = min(5.0, max(args.interval, 0.5))
+        write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu, timeout_s, fleet)))
         if time.perf_counter() >= next_t:  # this was the grid's scrape, not an extra one
             next_t += args.interval
         wake.wait(max(0.0, next_t - time.perf_counter()))
@@ -247,9 +288,12 @@ class Sampler:
         backend: str | None,
         interval_s: float,
         names: MetricNames | None = None,
+        replicas: Sequence[tuple[str, str]] = (),
+        replica_names: MetricNames | None = None,
     ) -> None:
         """``names``: the backend profile's metric names (None: no normalized values); they go to
-        the child on its command line, so it never imports the backends."""
+        the child on its command line, so it never imports the backends. ``replicas``: a fleet's
+        (name, metrics URL) pairs, scraped beside, read with ``replica_names``."""
         self.out = out
         self.file = SamplesFile(out)
         self.interval_s = interval_s
@@ -271,6 +315,10 @@ class Sampler:
             self._argv += ["--backend", backend]
         if names is not None:
             self._argv += ["--metric-names", json.dumps(names.to_json())]
+        for name, url in replicas:
+            self._argv += ["--replica", f"{name}={url}"]
+        if replicas and replica_names is not None:
+            self._argv += ["--replica-metric-names", json.dumps(replica_names.to_json())]
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Sampler:

@@ -22,7 +22,7 @@ from typing import Any
 
 from tokenbench.results import Gauge, Gpu, MatchedTtft, Server, ServerSpeculation
 from tokenbench.results.run import WindowServer
-from tokenbench.telemetry.prom import SPEC_POSITION_PREFIX
+from tokenbench.telemetry.prom import ROUTED_PREFIX, SPEC_POSITION_PREFIX
 
 # One line of samples.jsonl (telemetry.sampler) as read back: JSON whose keys are prom.py's, so any
 # value (an edge: read key by key).
@@ -144,8 +144,40 @@ def point_server(samples: list[Sample], start_s: float, end_s: float) -> Server 
         itl_s_mean=itl_mean,
         itl_count=itl_count,
     )
-    # speculation only where the server counts it: set, else unset (absent from results.json)
-    return server if speculation is None else server.model_copy(update={"speculation": speculation})
+    # speculation and finished requests only where the server counts them: set, else unset (absent
+    # from results.json)
+    finished = _increase(series, "requests_finished")
+    extra = {"speculation": speculation, "requests_finished": finished}
+    return server.model_copy(update={k: v for k, v in extra.items() if v is not None})
+
+
+def replica_samples(samples: list[Sample], name: str) -> list[Sample]:
+    """A fleet replica's scrapes (telemetry.sampler's ``replicas``) as scrape lines of its own, at
+    the pass's t_s: ``point_server`` reads them as it reads the router's."""
+    return [{"t_s": s["t_s"], **s["replicas"][name]} for s in samples if name in (s.get("replicas") or {})]
+
+
+def routed_requests(samples: list[Sample], start_s: float, end_s: float) -> dict[str, float | None]:
+    """The requests a fleet's router sent to each replica over [start_s, end_s] (its per-replica
+    counter's increase, prom.ROUTED_PREFIX fields), by replica name; {} when it counts none."""
+    ok = [s for s in samples if s.get("ok")]
+    series = _between(ok, *_bracket(ok, start_s, end_s))
+    keys = {k for s in series for k in s["values"] if k.startswith(ROUTED_PREFIX)}
+    return {k[len(ROUTED_PREFIX) :]: _increase(series, k) for k in sorted(keys)}
+
+
+def replica_servers(samples: list[Sample], start_s: float, end_s: float) -> dict[str, Server | None]:
+    """Each fleet replica's own counters and gauges over [start_s, end_s], by name."""
+    return {name: point_server(replica_samples(samples, name), start_s, end_s) for name in replica_names(samples)}
+
+
+def replica_names(samples: list[Sample]) -> list[str]:
+    """The replicas a run's scrapes named, in the order they were first scraped."""
+    seen: dict[str, None] = {}
+    for s in samples:
+        for name in s.get("replicas") or {}:
+            seen.setdefault(name)
+    return list(seen)
 
 
 def point_gpu(samples: list[Sample], header: Sample | None, start_s: float, end_s: float) -> Gpu:

@@ -217,6 +217,29 @@ class GroupRow:
 
 
 @dataclass(frozen=True)
+class ReplicaRow:
+    """One replica of a fleet at one point (results' ``fleet``): the requests that named it and
+    their latency, the router's count, its own counters, and the point's imbalance beside."""
+
+    config: str
+    label: str  # the point's
+    replica: str
+    requests: int | None  # records naming it (None: the stack did not say)
+    routed_requests: float | None
+    ttft_p50_s: float | None
+    ttft_p90_s: float | None
+    e2e_p90_s: float | None
+    output_tokens_per_s: float | None
+    good_fraction: float | None
+    running_mean: float | None
+    kv_usage_mean: float | None
+    prefix_cache_hit_rate: float | None
+    generated_tokens: float | None
+    imbalance_max_over_mean: float | None  # the point's, over imbalance_over
+    imbalance_over: str | None
+
+
+@dataclass(frozen=True)
 class ProgramRow:
     """One agent-programs point (results' ``programs``): its sessions, their latency and critical
     path, its calls by role and depth, as results.json has them."""
@@ -308,6 +331,7 @@ class ReportData:
     programs: tuple[ProgramRow, ...] = ()  # agent programs: the points with sessions
     sessions: tuple[SessionRow, ...] = ()  # agent programs: each point's slowest sessions
     timelines: tuple[SessionTimeline, ...] = ()  # agent programs: each point's slowest session, call by call
+    replicas: tuple[ReplicaRow, ...] = ()  # fleets: each point's replicas
 
 
 @dataclass
@@ -324,6 +348,7 @@ class Part:
     capacities: list[CapacityEntry] = field(default_factory=list)
     images: list[ImageRow] = field(default_factory=list)  # images
     groups: list[GroupRow] = field(default_factory=list)  # routing
+    replicas: list[ReplicaRow] = field(default_factory=list)  # fleets
     phases: list[PhaseRow] = field(default_factory=list)  # server spans: server spans
     slowest: list[SlowRow] = field(default_factory=list)  # server spans: the slowest requests
     programs: list[ProgramRow] = field(default_factory=list)  # agent programs

@@ -20,6 +20,7 @@ from tokenbench.report.read.data import (
     PhaseRow,
     PointRow,
     PointSpan,
+    ReplicaRow,
     RunHeader,
     RunSeries,
     Slo,
@@ -141,6 +142,7 @@ def read_run(path: Path) -> Part:
     part = Part(path.name, [_header(path, results, config)], [], rows, series, [slo_of(results)])
     part.turns = turn_rows(results, config)
     part.groups = group_rows(results, config)
+    part.replicas = replica_rows(results, config)  # fleets
     part.capacities = read_capacity(path, config)
     part.images = image_rows(results, config)  # images
     part.phases = phase_rows(results, config)  # server spans: server spans
@@ -248,6 +250,36 @@ def turn_rows(results: RunResults, config: str) -> list[TurnRow]:
 
 def _float(value: float | None) -> float | None:
     return None if value is None else float(value)
+
+
+def replica_rows(results: RunResults, config: str) -> list[ReplicaRow]:
+    """A fleet run's points by replica (none for a single server's)."""
+    rows = []
+    for p in results.points:
+        fleet = p.fleet
+        for r in fleet.replicas if fleet is not None else []:
+            g, server = r.requests, r.server
+            rows.append(
+                ReplicaRow(
+                    config,
+                    p.label,
+                    r.replica,
+                    g.requests if g is not None else None,
+                    _float(r.routed_requests),
+                    _float(g.ttft_s.p50) if g is not None else None,
+                    _float(g.ttft_s.p90) if g is not None else None,
+                    _float(g.e2e_s.p90) if g is not None else None,
+                    _float(g.output_tokens_per_s) if g is not None else None,
+                    _float(g.good_fraction) if g is not None else None,
+                    _float(server.running.mean) if server is not None and server.running is not None else None,
+                    _float(server.kv_usage.mean) if server is not None and server.kv_usage is not None else None,
+                    _float(server.prefix_cache_hit_rate) if server is not None else None,
+                    _float(server.generated_tokens) if server is not None else None,
+                    _float(fleet.imbalance_max_over_mean) if fleet is not None else None,
+                    fleet.imbalance_over if fleet is not None else None,
+                )
+            )
+    return rows
 
 
 def group_rows(results: RunResults, config: str) -> list[GroupRow]:

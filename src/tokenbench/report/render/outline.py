@@ -46,10 +46,12 @@ from tokenbench.report.sections.speculation_speedup import (
 from tokenbench.report.sections.stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
 from tokenbench.report.sections.structured import STRUCTURED_CAPTION, structured_table
 from tokenbench.report.sections.tables import (
+    FLEET_CAPTION,
     Table,
     best_table,
     experiment_facts,
     failed_cells_table,
+    fleet_table,
     groups_table,
     headline_table,
     images_table,
@@ -220,6 +222,9 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
         sections.append(
             Section("groups", "By adapter, class and tenant", (Block(table=groups),), caption=GROUPS_CAPTION)
         )
+    fleet = fleet_table(data)  # only a fleet's points
+    if fleet is not None:
+        sections.append(Section("fleet", "Fleet: by replica", (Block(table=fleet),), caption=FLEET_CAPTION))
     structured = structured_table(data)  # only when some point asked for structure
     if structured is not None:
         sections.append(

@@ -243,6 +243,66 @@ def slowest_table(data: ReportData) -> Table | None:
     return Table(headers, rows, numeric=tuple(range(3, len(headers))))
 
 
+FLEET_CAPTION = (
+    "Each replica of a fleet behind a router, over the point's window. Requests: those whose response named the "
+    "replica (a router's or proxy's header), with their TTFT, E2E, output tokens/s and SLO attainment; routed: "
+    "the router's own count of requests it sent there; running, KV use, prefix-cache hits and generated tokens: "
+    "the replica's own counters. Imbalance: the busiest replica's figure over the mean (1 = even; N replicas: one "
+    "took all), over the basis named."
+)
+
+
+def fleet_table(data: ReportData) -> Table | None:
+    """Points by replica: a fleet's per-replica requests, latency and counters, with the point's
+    imbalance; None without a fleet."""
+    if not data.replicas:
+        return None
+
+    def pct(value: float | None) -> str:
+        return fmt.num(value * 100 if value is not None else None, digits=0)
+
+    rows = [
+        [
+            r.config,
+            r.label,
+            r.replica,
+            str(r.requests) if r.requests is not None else fmt.num(None),
+            fmt.num(r.routed_requests, digits=0),
+            fmt.num(r.ttft_p50_s, scale=1e3),
+            fmt.num(r.ttft_p90_s, scale=1e3),
+            fmt.num(r.e2e_p90_s, scale=1e3),
+            fmt.num(r.output_tokens_per_s),
+            pct(r.good_fraction),
+            fmt.num(r.running_mean, digits=2),
+            pct(r.kv_usage_mean),
+            pct(r.prefix_cache_hit_rate),
+            fmt.num(r.generated_tokens, digits=0),
+            f"{fmt.num(r.imbalance_max_over_mean, digits=2)} ({r.imbalance_over})"
+            if r.imbalance_over
+            else fmt.num(None),
+        ]
+        for r in data.replicas
+    ]
+    headers = [
+        "configuration",
+        "load",
+        "replica",
+        "requests",
+        "routed",
+        "TTFT p50 (ms)",
+        "TTFT p90 (ms)",
+        "E2E p90 (ms)",
+        "output tok/s",
+        "SLO met %",
+        "running mean",
+        "KV used %",
+        "prefix hits %",
+        "generated tok",
+        "imbalance max/mean",
+    ]
+    return Table(headers, rows, numeric=tuple(range(3, 14)))
+
+
 def groups_table(data: ReportData) -> Table | None:
     """Points by LoRA adapter, class and tenant: per group its share, TTFT,
     TPOT, E2E, output throughput and SLO attainment, Jain's index on the tenants' rows; None
