@@ -81,3 +81,27 @@ def test_the_report_has_a_row_per_replica(fleet_of_one, tmp_path):
     cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in row.split("|")], strict=True))
     assert cells["replica"] == name and cells["requests"] == str(REQUESTS)
     assert cells["imbalance max/mean"] == "1.00 (requests)"
+
+
+def test_without_a_header_the_replica_comes_from_its_spans_resource(start_mock, tmp_path):
+    """A replica exporting its spans with service.instance.id (the mock: its --served-by), read
+    with a --replica-header it does not send: the records name none, the span join names it."""
+    from tokenbench.config import DatasetConfig, RunConfig, TargetConfig
+
+    port = free_port()
+    url = start_mock(otlp_endpoint=f"http://127.0.0.1:{port}/v1/traces", served_by="replica-a")
+    cfg = RunConfig(
+        target=TargetConfig(url=url, replica_header="x-not-sent"),
+        loads=[UsersLoad(users=2)],
+        stop=StopConfig(max_requests=6, drain_timeout_s=5),
+        dataset=DatasetConfig(input_tokens=4, output_tokens=4, num_prompts=4),
+        live=False,
+        out_dir=tmp_path / "run",
+        server_traces=True,
+        server_traces_port=port,
+    )
+    result = run(cfg, quiet())
+    assert all(r["replica"] is None for r in records_of(result.run_dir))
+    fleet = result.results["points"][0]["fleet"]
+    assert fleet["attributed_from"] == "span" and [r["replica"] for r in fleet["replicas"]] == ["replica-a"]
+    assert fleet["attributed"] == result.results["points"][0]["requests_in_window"]["ok"]

@@ -171,11 +171,15 @@ PUBLIC_KEYS += [
     for k in DISTRIBUTION
 ]
 PUBLIC_KEYS += [f"points[].tokens_per_chunk.{k}" for k in DISTRIBUTION]
-PUBLIC_KEYS += [f"points[].{s}.requests_finished" for s in ("server", "server_whole_point")]
+PUBLIC_KEYS += [
+    f"points[].{s}.{k}"
+    for s in ("server", "server_whole_point")
+    for k in ("requests_finished", "prompt_tokens_computed")
+]
 # fleets: each replica's requests (a group's figures), its router's count and its own counters
 FLEET = "attributed unattributed attributed_from imbalance_over imbalance_max_over_mean imbalance_cv"
 PUBLIC_KEYS += [f"points[].fleet.{k}" for k in FLEET.split()]
-PUBLIC_KEYS += [f"points[].fleet.replicas[].{k}" for k in ("replica", "routed_requests")]
+PUBLIC_KEYS += [f"points[].fleet.replicas[].{k}" for k in ("replica", "routed_requests", "prefix_cache_hit_rate")]
 GROUP = "requests ok failed share requests_per_s output_tokens_per_s goodput_per_s good_fraction priority tenant"
 PUBLIC_KEYS += [f"points[].fleet.replicas[].requests.{k}" for k in GROUP.split()]
 PUBLIC_KEYS += [

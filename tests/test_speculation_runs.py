@@ -131,7 +131,9 @@ def test_the_servers_own_timing_on_each_record(speculated):
         assert r["reported_queue_s"] == pytest.approx(0.0, abs=0.002)  # every request admitted at once
         assert 0.050 - 0.002 <= r["reported_prefill_s"] < 0.050 + 0.100  # the scripted TTFT, overshot
         assert r["reported_ttft_s"] == pytest.approx(r["reported_queue_s"] + r["reported_prefill_s"])
-        assert 9 * 0.020 - 0.002 <= r["reported_decode_s"] < 9 * 0.020 + 0.100
+        assert (
+            0.0 < r["reported_decode_s"] < 9 * 0.020 + 0.100
+        )  # chunks due at absolute times: a late first one shortens it
         assert r["reported_itl_s"] == pytest.approx(r["reported_decode_s"] / 23)
         outside = (r["chunk_times_s"][0] - r["sent_s"]) - r["reported_ttft_s"]
         assert 0.0 <= outside < 0.05, outside  # loopback HTTP and the first chunk's delivery

@@ -62,3 +62,11 @@ def test_a_single_server_has_no_fleet_and_a_record_can_name_an_unscraped_replica
     assert fleet_stats([_served(0, None, 0.02)], [], {}, {}, 10.0, SLOConfig()) is None
     fleet = fleet_stats([_served(0, B, 0.02)], [], {}, {}, 10.0, SLOConfig())
     assert [r.replica for r in fleet.replicas] == [B] and fleet.replicas[0].server is None
+
+
+def test_a_replicas_hit_rate_from_its_computed_prompt_tokens():
+    """llama.cpp counts the prompt tokens it found cached and those it computed (not those looked up)."""
+    servers = {A: _server(prefix_cache_hits=24.0, prompt_tokens_computed=26.0), B: _server(prefix_cache_hits=0.0)}
+    fleet = fleet_stats([_served(0, A, 0.02)], [A, B], {}, servers, 10.0, SLOConfig())
+    assert fleet.replicas[0].prefix_cache_hit_rate == pytest.approx(24 / 50)
+    assert fleet.replicas[1].prefix_cache_hit_rate is None  # neither queries nor computed: unknown

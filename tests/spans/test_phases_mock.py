@@ -78,9 +78,11 @@ def test_every_phase_equals_the_mocks_script(start_mock, tmp_path):
             errors.append(abs(getattr(p, name) - want))
         # the nominal script (TTFT 40 ms from admission; 6 chunks, 5 gaps of 5 ms): a timer never
         # fires early, but it overshoots on a loaded machine (CI's serial tier saw 11 ms), so only
-        # the floor is tight; the 2 ms check below is against what the mock logged it did
+        # the prefill's floor is tight; the chunks are due at absolute times (admitted + TTFT + i x
+        # ITL), so a late first chunk shortens the decode (seen: 22.5 ms). The 2 ms check below is
+        # against what the mock logged it did.
         assert 0.040 - TOL_S <= p.prefill_s < 0.040 + 0.050
-        assert 5 * 0.005 - TOL_S <= p.decode_s < 5 * 0.005 + 0.050
+        assert 0.0 < p.decode_s < 5 * 0.005 + 0.050
         # causal within the 2 ms: this join maps the mock's wall-clock span onto the run's clock at
         # offset 0, and the HTTP/1.1 client reads a chunk within ~0.1 ms of its write, under what
         # the two clocks' pairing (time.time() against perf_counter) resolves: seen -0.1 ms

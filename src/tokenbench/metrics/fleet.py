@@ -2,7 +2,8 @@
 the load imbalance across replicas (results.FleetStats). Pure.
 
 Population: the point's window population. A record names the replica that served it where the
-stack said (records' ``Served``: a router's or proxy's response header); each replica's group
+stack said: records' ``Served`` (a router's or proxy's response header), else its span's resource
+``service.instance.id`` through the span join (--server-traces); each replica's group
 figures are over the records naming it, as a group's are (metrics/groups.py: latencies over its
 successful requests, rates over the point's rate period, goodput against the run's SLO). The
 router's counts and the replicas' own counters are increases over the window's scrapes
@@ -26,9 +27,17 @@ from tokenbench.records import RequestRecord
 from tokenbench.results import Server
 from tokenbench.results.run import FleetStats, ImbalanceBasis, ReplicaStats
 
+# a record's key in the span join, (point, worker, id), to the replica its span's resource named
+SpanReplicas = Mapping[tuple[int, int | None, int], str]
 
-def replica_of(record: RequestRecord) -> str | None:
-    return record.served.replica if record.served is not None else None
+
+def replica_of(record: RequestRecord, from_spans: SpanReplicas) -> tuple[str | None, str | None]:
+    """The replica that served ``record`` and where that was read: its response header, else its
+    span's resource (the span join), else (None, None)."""
+    if record.served is not None and record.served.replica:
+        return record.served.replica, record.served.replica_from
+    named = from_spans.get((record.point, record.worker, record.id))
+    return (named, "span") if named else (None, None)
 
 
 def fleet_stats(
@@ -38,10 +47,13 @@ def fleet_stats(
     servers: Mapping[str, Server | None],
     period_s: float | None,
     slo: SLOConfig,
+    from_spans: SpanReplicas | None = None,
 ) -> FleetStats | None:
     """The fleet's figures over the window; None for a single server (no replica scraped or
-    named). ``replicas``: the names scraped (in order); any other a record names is added."""
-    named = [replica_of(r) for r in population]
+    named). ``replicas``: the names scraped (in order); any other a record names is added.
+    ``from_spans``: the replicas the joined spans named (a record without a header's)."""
+    read = [replica_of(r, from_spans or {}) for r in population]
+    named = [name for name, _ in read]
     names = list(dict.fromkeys([*replicas, *sorted({n for n in named if n is not None})]))
     if not names:
         return None
@@ -57,10 +69,11 @@ def fleet_stats(
             requests=group_stats(by[name], total, period_s, lambda _: slo, slo) if attributed else None,
             routed_requests=routed.get(name),
             server=servers.get(name),
+            prefix_cache_hit_rate=_hit_rate(servers.get(name)),
         )
         for name in names
     ]
-    sources = {r.served.replica_from for r in population if r.served is not None and r.served.replica}
+    sources = {source for _, source in read if source is not None}
     basis, values = _imbalance_basis(rows, attributed == total and total > 0)
     return FleetStats(
         replicas=rows,
@@ -88,6 +101,18 @@ def _imbalance_basis(
         if all(v is not None for v in values):
             return basis, [float(v) for v in values if v is not None]
     return None, None
+
+
+def _hit_rate(server: Server | None) -> float | None:
+    """hits / queries, else hits / (hits + computed) (an engine counting the prompt tokens it
+    computed rather than those it looked up: llama.cpp)."""
+    if server is None or server.prefix_cache_hits is None:
+        return None
+    if server.prefix_cache_hit_rate is not None:
+        return float(server.prefix_cache_hit_rate)
+    if server.prompt_tokens_computed is not None and server.prefix_cache_hits + server.prompt_tokens_computed > 0:
+        return float(server.prefix_cache_hits / (server.prefix_cache_hits + server.prompt_tokens_computed))
+    return None
 
 
 def _max_over_mean(values: list[float] | None) -> float | None:

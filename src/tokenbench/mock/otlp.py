@@ -90,7 +90,7 @@ class MockExporter:
     async def _post(self, span: dict[str, Any]) -> None:
         if self.s.otlp_delay_ms:
             await asyncio.sleep(self.s.otlp_delay_ms / 1e3)
-        body = encode_protobuf([span], "tokenbench-mock")
+        body = encode_protobuf([span], "tokenbench-mock", self.s.served_by)  # a fleet replica: its name
         if self.s.otlp_protocol == "grpc":
             await self._export_grpc(body)
             return

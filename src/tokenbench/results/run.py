@@ -292,8 +292,10 @@ class Server(FrozenModel):
     client_ttft_s_matched: MatchedTtft | None = None  # over the window only
     # speculative decoding: only when the server counts it (unset, so absent, otherwise)
     speculation: ServerSpeculation | None = None
-    # requests the engine finished over the period: only when it counts them (vLLM's request_success)
+    # requests the engine finished over the period: only when it counts them (vLLM's request_success);
+    # prompt tokens it computed, not found cached: only when it counts them apart (llama.cpp)
     requests_finished: Number | None = None
+    prompt_tokens_computed: Number | None = None
 
     def with_matched_ttft(self, matched: MatchedTtft | None) -> Server:
         """These figures with the client's TTFT over the requests the server counted."""
@@ -607,12 +609,15 @@ class ReplicaStats(FrozenModel):
     requests: GroupStats | None
     routed_requests: Number | None
     server: Server | None
+    # its prefix-cache hit rate by its counters: hits / queries, or where the engine counts the prompt
+    # tokens it computed instead of those it looked up (llama.cpp), hits / (hits + computed)
+    prefix_cache_hit_rate: Number | None = None
 
 
 class FleetStats(FrozenModel):
     """A fleet behind a router over the point's window (metrics/fleet.py): each replica's figures,
     how the records were attributed (``attributed_from``: "header", a router's or proxy's response
-    header; None: none were), and the load imbalance across replicas over one basis, named in
+    header; "span", the replica its joined span's resource named; "mixed"; None: none were), and the load imbalance across replicas over one basis, named in
     ``imbalance_over``: "requests" (the records' replicas, when every record named one), else
     "routed_requests" (the router's counts), else "generated_tokens" or "requests_finished" (the
     replicas' own counters). ``imbalance_max_over_mean``: the busiest replica's over the mean (1:

@@ -202,6 +202,7 @@ def point_result(
             replica_servers(samples, window.start_s, window.end_s),
             metrics.rate_period_s or metrics.window_s,
             config.slo,
+            {k: s.instance for k, s in spans.by_request.items() if s.instance} if spans is not None else None,
         ),
         # autostop: every point's steady start; a point that judged itself: its stop (and evidence)
         steady_state=_steady_state(kept, event, config.window_s, _tolist(chunks.series_tokens), config.stop),

@@ -2,7 +2,8 @@
 
 A span as server_spans.jsonl keeps it: ``trace_id`` and ``span_id`` (hex), ``name``,
 ``start_unix_ns`` and ``end_unix_ns`` (the server's wall clock), ``attributes`` (name -> scalar;
-a list or map attribute as JSON), ``service`` (the resource's service.name) and ``received_s``
+a list or map attribute as JSON), ``service`` (the resource's service.name), ``instance`` (its
+service.instance.id: a fleet's replica, None without one) and ``received_s``
 (when the receiver got it, on the run's clock: late spans are told by it).
 """
 
@@ -55,6 +56,7 @@ def _from_json(body: bytes) -> list[dict[str, Any]]:
                         "end_unix_ns": int(s.get("endTimeUnixNano") or 0),
                         "attributes": {a.get("key"): _any_value(a.get("value")) for a in s.get("attributes") or []},
                         "service": resource.get("service.name"),
+                        "instance": resource.get("service.instance.id"),  # a fleet's replica
                     }
                 )
     return spans
@@ -96,6 +98,7 @@ def _from_protobuf(body: bytes) -> list[dict[str, Any]]:
                         "end_unix_ns": s.end_time_unix_nano,
                         "attributes": {a.key: _pb_value(a.value) for a in s.attributes},
                         "service": resource.get("service.name"),
+                        "instance": resource.get("service.instance.id"),  # a fleet's replica
                     }
                 )
     return spans
@@ -110,14 +113,18 @@ def decode(body: bytes, content_type: str) -> list[dict[str, Any]]:
     raise OtlpError(f"content type {content_type!r}: OTLP/HTTP is {PROTOBUF} or {JSON}")
 
 
-def encode_protobuf(spans: list[dict[str, Any]], service: str) -> bytes:
-    """Spans as an OTLP/HTTP protobuf export (the mock's exporter; the inverse of ``decode``)."""
+def encode_protobuf(spans: list[dict[str, Any]], service: str, instance: str | None = None) -> bytes:
+    """Spans as an OTLP/HTTP protobuf export (the mock's exporter; the inverse of ``decode``);
+    ``instance``: the resource's service.instance.id (a fleet's replica)."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     request = ExportTraceServiceRequest()
     rs = request.resource_spans.add()
     kv = rs.resource.attributes.add()
     kv.key, kv.value.string_value = "service.name", service
+    if instance is not None:
+        kv = rs.resource.attributes.add()
+        kv.key, kv.value.string_value = "service.instance.id", instance
     ss = rs.scope_spans.add()
     for span in spans:
         s = ss.spans.add()

@@ -124,6 +124,7 @@ class SpanPart:
     e2e_s: float | None = None
     frontend_s: float | None = None
     unknown: tuple[str, ...] = ()
+    instance: str | None = None  # the resource's service.instance.id: a fleet's replica
 
 
 # A request's span as the join reads it: its request span's part with what the trace's helper
@@ -153,7 +154,14 @@ def _unknown(attrs: dict[str, Any], known: frozenset[str]) -> tuple[str, ...]:
 
 
 def read_part(span: dict[str, Any]) -> SpanPart:
-    """One span line of server_spans.jsonl as a part of its request."""
+    """One span line of server_spans.jsonl as a part of its request, with the replica its
+    resource names (a fleet's)."""
+    part = _read_part(span)
+    instance = span.get("instance")
+    return replace(part, instance=str(instance)) if instance else part
+
+
+def _read_part(span: dict[str, Any]) -> SpanPart:
     attrs: dict[str, Any] = span.get("attributes") or {}
     name = str(span.get("name") or "")
     start_ns, end_ns = int(span.get("start_unix_ns") or 0), int(span.get("end_unix_ns") or 0)
@@ -223,6 +231,8 @@ def combine(parts: list[SpanPart]) -> tuple[SpanPart | None, int]:
             fill[field] = next(
                 (v for p in parts if p.shape == base.shape and (v := getattr(p, field)) is not None), None
             )
+    if base.instance is None:
+        fill["instance"] = next((p.instance for p in parts if p.instance is not None), None)
     merged = replace(base, **fill)
     if merged.shape == SGLANG and merged.frontend_s is None:
         merged = replace(merged, frontend_s=_minus(_minus(merged.ttft_s, merged.queue_s), merged.prefill_s))

@@ -30,6 +30,10 @@ class MetricNames:
     preemptions: tuple[str, ...] = ()  # counter
     prefix_cache_hits: tuple[str, ...] = ()  # counter (tokens or blocks, as the engine counts)
     prefix_cache_queries: tuple[str, ...] = ()  # counter, same unit as hits
+    # counter: prompt tokens the engine computed, not served from its cache (llama.cpp's
+    # prompt_tokens_total: a repeated 25-token prompt added 1 to it and 24 to the cached count,
+    # measured); without prefix_cache_queries, queries = hits + these
+    prompt_tokens_computed: tuple[str, ...] = ()
     generated_tokens: tuple[str, ...] = ()  # counter
     requests_finished: tuple[str, ...] = ()  # counter: requests the engine finished (a fleet's per replica)
     # speculative decoding (counters): verify steps (drafts), draft tokens proposed, of them accepted,
@@ -54,6 +58,7 @@ class MetricNames:
             "preemptions": self.preemptions,
             "prefix_cache_hits": self.prefix_cache_hits,
             "prefix_cache_queries": self.prefix_cache_queries,
+            "prompt_tokens_computed": self.prompt_tokens_computed,
             "generated_tokens": self.generated_tokens,
             "requests_finished": self.requests_finished,
             "spec_drafts": self.spec_drafts,

@@ -146,8 +146,8 @@ def point_server(samples: list[Sample], start_s: float, end_s: float) -> Server 
     )
     # speculation and finished requests only where the server counts them: set, else unset (absent
     # from results.json)
-    finished = _increase(series, "requests_finished")
-    extra = {"speculation": speculation, "requests_finished": finished}
+    finished, computed = _increase(series, "requests_finished"), _increase(series, "prompt_tokens_computed")
+    extra = {"speculation": speculation, "requests_finished": finished, "prompt_tokens_computed": computed}
     return server.model_copy(update={k: v for k, v in extra.items() if v is not None})
 
 

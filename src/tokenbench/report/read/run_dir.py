@@ -273,7 +273,7 @@ def replica_rows(results: RunResults, config: str) -> list[ReplicaRow]:
                     _float(g.good_fraction) if g is not None else None,
                     _float(server.running.mean) if server is not None and server.running is not None else None,
                     _float(server.kv_usage.mean) if server is not None and server.kv_usage is not None else None,
-                    _float(server.prefix_cache_hit_rate) if server is not None else None,
+                    _float(r.prefix_cache_hit_rate),
                     _float(server.generated_tokens) if server is not None else None,
                     _float(fleet.imbalance_max_over_mean) if fleet is not None else None,
                     fleet.imbalance_over if fleet is not None else None,
