@@ -173,8 +173,10 @@ def validate(
     from rich.table import Table
 
     from tokenbench.model.params import ServerModel
-    from tokenbench.model.validate import FIGURES
+    from tokenbench.model.validate import FIGURES, fleet_of
     from tokenbench.model.validate import validate as validate_model
+    from tokenbench.results.layout import CONFIG
+    from tokenbench.results.manifest import load_manifest
 
     server = ServerModel.load(model)
     result = validate_model(_load_model(model, knob), str(model), run, out or run / "predicted")
@@ -193,6 +195,11 @@ def validate(
                 cells.append(f"{p * scale:.1f} vs {m * scale:.1f}{unit} {_pct(check.error[key])}")
         table.add_row(check.label, *cells)
     err.print(table)
+    fleet = fleet_of(load_manifest(run / CONFIG).config.backend)
+    if fleet.replicas > 1:  # the routing assumption, stated
+        err.print(
+            f"fleet: {fleet.replicas} replicas of the model; the router's {fleet.policy} predicted as {fleet.routing}"
+        )
     worst = result.validation.max_abs_error
     err.print(f"largest error: {_pct(worst)}  prediction: {result.prediction_dir}/results.json")
     if save:

@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokenbench.config import BackendConfig
 from tokenbench.errors import BadInput
+from tokenbench.model.engine import Routing
 from tokenbench.model.params import ServerModel, Validation
 from tokenbench.model.predict import predict
 from tokenbench.results import PointResult
@@ -59,9 +61,47 @@ def _relative(predicted: float | None, measured: float | None) -> float | None:
     return (predicted - measured) / measured
 
 
+# a fleet's router policy (--layer-arg policy=) as the model routes it; a policy it has no model of
+# is refused. power_of_two picks the less loaded of two replicas it samples: of two, always both.
+MODELLED_POLICIES: dict[str, Routing] = {"round_robin": "round-robin"}
+ROUTER_DEFAULT_POLICY = "cache_aware"  # vllm-router's and sglang-router's own default
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """The replicas a run measured behind its router and how the model routes between them."""
+
+    replicas: int
+    routing: Routing
+    policy: str | None  # the router's, as the run gave it (None: one server)
+
+
+def fleet_of(backend: BackendConfig | None) -> Fleet:
+    """A run's fleet from its settings (--replicas launched, or --replica-url attached) and its
+    router's policy mapped to the model's routing; BadInput for a policy the model does not
+    have (the prediction would assume another router)."""
+    if backend is None:
+        return Fleet(1, "round-robin", None)
+    replicas = backend.replicas if backend.replicas > 1 else max(1, len(backend.replica_urls))
+    if replicas == 1:
+        return Fleet(1, "round-robin", None)
+    args = dict(a.partition("=")[::2] for a in backend.layer_args)
+    policy = args.get("policy", ROUTER_DEFAULT_POLICY)
+    if policy == "power_of_two" and replicas == 2:
+        return Fleet(replicas, "least-loaded", policy)
+    if policy not in MODELLED_POLICIES:
+        modelled = ", ".join([*MODELLED_POLICIES, "power_of_two (2 replicas)"])
+        raise BadInput(
+            f"the run's router routes by {policy}: the model routes {modelled} only (it has no prefix "
+            f"cache or hash to route by); validate on a fleet run with --layer-arg policy=round_robin"
+        )
+    return Fleet(replicas, MODELLED_POLICIES[policy], policy)
+
+
 def compare_run(model: ServerModel, model_name: str, run_dir: Path, out_dir: Path) -> list[PointCheck]:
     """Predict ``run_dir``'s own points (its config.json, its points' loads) into ``out_dir`` and
-    compare each with what the run measured."""
+    compare each with what the run measured; a fleet's run (a router and its replicas) as that
+    many replicas of the model behind the router's routing (``fleet_of``)."""
     results_path = run_dir / RESULTS
     if not results_path.is_file():
         raise BadInput(f"{run_dir}: no results.json (a prediction is compared with a finished run)")
@@ -76,7 +116,10 @@ def compare_run(model: ServerModel, model_name: str, run_dir: Path, out_dir: Pat
     events = [e for e in sorted(SamplesFile(run_dir / SAMPLES).point_ends(), key=lambda e: e.index)]
     events = [e for e in events if e.index in measured]
     loads = iter([e.load for e in events])
-    prediction = predict(config, model, model_name, out_dir, plan=lambda _: next(loads, None))
+    fleet = fleet_of(config.backend)
+    prediction = predict(
+        config, model, model_name, out_dir, fleet.replicas, fleet.routing, plan=lambda _: next(loads, None)
+    )
     checks = []
     for event, pred in zip(events, prediction.results.points):
         real = measured[event.index]
