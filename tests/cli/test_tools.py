@@ -85,7 +85,7 @@ def _another_value(field: str) -> object:
         return next(v for v in get_args(kind) if v != was)
     if kind is bool:
         return not was
-    if kind is str:
+    if kind is str or kind == str | None:
         return {"adapters": "a=5,b=7", "spec_accept": "2,0,1"}.get(field, f"{field}-value")
     return kind(was + 3)
 
