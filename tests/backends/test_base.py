@@ -130,8 +130,10 @@ def test_launch_spec_metric_names_and_profile_defaults():
         "spec_drafts",
         "spec_draft_tokens",
         "spec_accepted_tokens",
+        "requests",
     }
     assert all(v == () for v in names.fields().values()) and names.spec_accepted_by_position == ()
+    assert names.routed_requests_by_worker == ()
     assert names.histograms() == {"ttft": (), "itl": ()}
     profile = Profile(
         name="p",

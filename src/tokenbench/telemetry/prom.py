@@ -37,6 +37,11 @@ class MetricNames:
     spec_draft_tokens: tuple[str, ...] = ()
     spec_accepted_tokens: tuple[str, ...] = ()
     spec_accepted_by_position: tuple[str, ...] = ()
+    # a router in front of a fleet (backends/routers.py): requests it received (counter), and the
+    # requests it sent to each replica (counter, samples labelled ``worker`` with the replica's base
+    # URL: one field per replica, ``ROUTED_PREFIX`` + its host:port)
+    requests: tuple[str, ...] = ()
+    routed_requests_by_worker: tuple[str, ...] = ()
     ttft_histogram: tuple[str, ...] = ()
     itl_histogram: tuple[str, ...] = ()  # inter-token / time-per-output-token histogram
     histogram_scale: float = 1.0  # multiply a histogram's _sum to get seconds (0.001 for ms)
@@ -54,6 +59,7 @@ class MetricNames:
             "spec_drafts": self.spec_drafts,
             "spec_draft_tokens": self.spec_draft_tokens,
             "spec_accepted_tokens": self.spec_accepted_tokens,
+            "requests": self.requests,
         }
 
     def histograms(self) -> dict[str, tuple[str, ...]]:
@@ -119,6 +125,24 @@ def _select(samples: list[Sample], candidate: str, average: bool = False) -> flo
 SPEC_POSITION_PREFIX = "spec_accepted_pos_"
 
 
+# normalize's field for the requests a router sent to one replica: this prefix and the replica's
+# host:port (its ``worker`` label without the scheme: ReplicaEndpoint.name), e.g.
+# ``routed_requests@127.0.0.1:8001``
+ROUTED_PREFIX = "routed_requests@"
+
+
+def _by_worker(samples: list[Sample], name: str) -> dict[str, float]:
+    """The samples named ``name`` summed by their ``worker`` label (a URL: keyed by its host:port;
+    other labels, e.g. a circuit breaker's outcome, summed over)."""
+    out: dict[str, float] = {}
+    for s in samples:
+        worker = dict(s.labels).get("worker") if s.name == name else None
+        if worker:
+            key = worker.split("://", 1)[-1].rstrip("/")
+            out[key] = out.get(key, 0.0) + s.value
+    return out
+
+
 def _by_label(samples: list[Sample], name: str, label: str) -> dict[int, float]:
     """The samples named ``name`` summed by their integer ``label`` (other labels summed over)."""
     out: dict[int, float] = {}
@@ -152,6 +176,11 @@ def normalize(samples: list[Sample], names: MetricNames) -> dict[str, float]:
         if by_position:
             for position, value in by_position.items():
                 values[f"{SPEC_POSITION_PREFIX}{position}"] = value
+            break
+    for candidate in names.routed_requests_by_worker:  # the first name present, each worker's sum
+        by_worker = _by_worker(samples, candidate)
+        if by_worker:
+            values.update({f"{ROUTED_PREFIX}{worker}": value for worker, value in by_worker.items()})
             break
     for field, candidates in names.histograms().items():
         for base in candidates:
