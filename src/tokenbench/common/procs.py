@@ -45,15 +45,21 @@ class NotReady(Exception):
     """The child exited, or did not answer in time; the message says which."""
 
 
-def wait_http(url: str, timeout_s: float, proc: subprocess.Popen[AnyStr] | None = None) -> None:
-    """Poll ``url`` until it answers 2xx; fail early if ``proc`` exits."""
+def wait_http(
+    url: str,
+    timeout_s: float,
+    proc: subprocess.Popen[AnyStr] | None = None,
+    accept: Callable[[bytes], bool] | None = None,
+) -> None:
+    """Poll ``url`` until it answers 2xx (and ``accept`` takes its body, when given); fail early if
+    ``proc`` exits."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < timeout_s:
         if proc is not None and proc.poll() is not None:
             raise NotReady(f"the process serving {url} exited with code {proc.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
-                if 200 <= resp.status < 300:
+                if 200 <= resp.status < 300 and (accept is None or accept(resp.read())):
                     return
         except (urllib.error.URLError, OSError):
             pass
