@@ -107,9 +107,10 @@ def fleet_size(profile: Profile, config: BackendConfig) -> int:
     (--replicas N with anything but a router is refused)."""
     if config.replicas > 1 and not profile.router:
         routers = ", ".join(p.name for p in PROFILES.values() if p.router)
+        engine = "llamacpp" if config.name in (None, EMBEDDED) else config.name
         raise BackendError(
-            f"--replicas {config.replicas} launches a fleet behind a router: add --backend vllm-router (or "
-            f"{routers}) with --upstream {config.name or 'ENGINE'}; --backend {profile.name} is not a router"
+            f"--replicas {config.replicas} launches a fleet behind a router: add --backend vllm-router "
+            f"--upstream {engine} (the routers: {routers}); --backend {profile.name} is not a router"
         )
     return config.replicas if profile.router else 1
 
