@@ -5,8 +5,9 @@ llama.cpp server), each on its own port; the router picks one per request.
 
 Launch: ``<router> --worker-urls URL... --policy P --host 127.0.0.1 --port P --prometheus-host
 127.0.0.1 --prometheus-port M --worker-startup-check-interval 1 --disable-retries`` (sglang-router:
-``sglang-router launch ...``, the same flags). The executable is the router venv's console script,
-else $TOKENBENCH_VLLM_ROUTER_BIN / $TOKENBENCH_SGLANG_ROUTER_BIN, else the name on PATH.
+``sglang-router launch ...``, the same flags). The executable is $TOKENBENCH_VLLM_ROUTER_BIN /
+$TOKENBENCH_SGLANG_ROUTER_BIN when set (--engine-bin is the replicas' engine's), else the router
+venv's console script.
 
 Facts and their sources (``--help`` of vllm-router 0.1.17 and sglang-router 0.3.2, and live runs
 against two tokenbench mocks):
@@ -109,13 +110,12 @@ def metrics_url(spec: LaunchSpec) -> str:
 
 
 def executable(router: Router) -> list[str]:
-    """$TOKENBENCH_<ROUTER>_BIN (one or more words), else the router venv's console script, else
-    its name on PATH (a missing one is named at launch, with the way to install it)."""
+    """$TOKENBENCH_<ROUTER>_BIN (one or more words), else the router venv's console script (a
+    missing one is named at launch, and by an experiment's prerequisites with ``make routers``)."""
     given = os.environ.get(router.env_bin)
     if given:
         return [*given.split(), *router.subcommand]
-    script = VENV_BIN / router.script
-    return [str(script) if script.exists() else router.script, *router.subcommand]
+    return [str(VENV_BIN / router.script), *router.subcommand]
 
 
 def layer_flags(router: Router, layer_args: tuple[str, ...]) -> list[str]:
