@@ -102,6 +102,16 @@ def test_the_executable_is_the_router_venvs_unless_the_environment_says(monkeypa
     assert argv[:4] == ("/opt/py", "-m", "sglang_router.launch_router", "launch")
 
 
+def test_the_version_is_the_router_venvs_wheel(monkeypatch, tmp_path):
+    monkeypatch.setattr(routers, "VENV_BIN", tmp_path / "bin")
+    assert routers.installed_version(routers.VLLM) is None
+    (tmp_path / "lib/python3.11/site-packages/vllm_router-0.1.17.dist-info").mkdir(parents=True)
+    reader = PROFILES["vllm-router"].version_reader
+    assert reader is not None and reader() == "0.1.17"
+    monkeypatch.setenv("TOKENBENCH_VLLM_ROUTER_BIN", "/elsewhere/vllm-router")
+    assert reader() is None  # another install: its version is not the venv's
+
+
 def test_ready_once_every_replica_is_counted_healthy():
     ready = PROFILES["vllm-router"].ready_body
     assert PROFILES["vllm-router"].ready_path == "/readiness" and ready is not None

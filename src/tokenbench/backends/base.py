@@ -68,6 +68,8 @@ class Profile:
     version_path: str | None = None  # GET returning JSON with the engine version
     version_field: str | None = None  # dotted key in that JSON
     version_package: str | None = None  # else: the Python distribution of the engine
+    # else: the version read another way (a router's wheel in its own venv); None: unknown
+    version_reader: Callable[[], str | None] | None = None
     ignore_eos: bool = True  # honours ignore_eos (fixed-length outputs)
     usage: str = ""  # where the server reports token usage
     quirks: tuple[str, ...] = ()

@@ -118,6 +118,16 @@ def executable(router: Router) -> list[str]:
     return [str(VENV_BIN / router.script), *router.subcommand]
 
 
+def installed_version(router: Router) -> str | None:
+    """The router's wheel version in the router venv (its dist-info folder's name); None with an
+    executable from the environment (another install) or none installed."""
+    if os.environ.get(router.env_bin):
+        return None
+    distribution = router.script.replace("-", "_")
+    found = sorted(VENV_BIN.parent.glob(f"lib/python*/site-packages/{distribution}-*.dist-info"))
+    return found[-1].name.removeprefix(f"{distribution}-").removesuffix(".dist-info") if found else None
+
+
 def layer_flags(router: Router, layer_args: tuple[str, ...]) -> list[str]:
     """--policy, retries and the cache_aware thresholds from --layer-arg KEY=VALUE; an argument
     that starts with ``--`` is one of the router's own flags, passed as given."""
@@ -226,6 +236,7 @@ def _profile(router: Router, name: str, metrics: MetricNames) -> Profile:
         container=lambda spec: _container(router),
         metrics=metrics,
         metrics_url=metrics_url,
+        version_reader=lambda: installed_version(router),
         usage="the replica's own (the router relays the stream as it comes)",
         quirks=QUIRKS,
         cold_start_includes="the router's start and its first health check of every replica, after the "

@@ -279,7 +279,7 @@ class ManagedServer:
                 return version(p.version_package)
             except PackageNotFoundError:
                 return None
-        return None
+        return p.version_reader() if p.version_reader else None
 
     def describe(self) -> ServerFacts:
         if self.fleet:  # a router: each replica's facts, where the router reached it
