@@ -6,6 +6,8 @@ then stops the engine in order), watched by a guardian (procs.Guardian) that sto
 tokenbench dies first and writes the engine's stdout and stderr to ``server.log`` in the run
 directory, credentials masked. A port that already answers (a server left by a crashed run) is
 an error naming its holder, never a server to reuse.
+A router (Profile.router) is launched after its fleet: --replicas copies of its upstream engine,
+each with its own port and log (``server-replica-K.log``), and stops before them.
 Cold start = seconds from launch to the first 2xx of the profile's ready path, which includes
 weight download, conversion or engine compilation where the engine does those at start.
 """
@@ -398,7 +400,9 @@ def _fleet(
         metrics_url = backend.metrics_url or metrics_url_for(profile, router.url, router.spec)
         replicas = tuple(ReplicaEndpoint.at(r.url, engine, r.spec) for r in fleet)
         facts = router.describe()
-        yield ServerUnderTest(router.url, router.spec.served_name, profile, metrics_url, facts, True, replicas)
+        yield ServerUnderTest(
+            router.url, router.spec.served_name, profile, metrics_url, facts, fresh=True, replicas=replicas
+        )
 
 
 def _replica_log(log_path: Path, k: int) -> Path:
