@@ -77,26 +77,26 @@ def fleet(monkeypatch):
 def test_the_replicas_start_first_and_the_router_is_given_every_url(fleet, tmp_path):
     specs, stopped, _, _ = fleet
     said: list[str] = []
-    config = BackendConfig(name="rtr", replicas=3, layer_args=("policy=x",), ready_timeout_s=30)
+    config = BackendConfig(name="rtr", replicas=2, layer_args=("policy=x",), ready_timeout_s=30)
     with server_under_test(config, None, tmp_path / "server.log", said.append) as sut:
         replicas, (router,) = specs["eng"], specs["rtr"]
         ports = [r.port for r in replicas]
-        assert len(set(ports + [router.port])) == 4
+        assert len(set(ports + [router.port])) == 3
         urls = tuple(f"http://127.0.0.1:{p}" for p in ports)
         assert router.upstream_urls == urls and router.upstream_url == urls[0]
         assert router.knobs == EngineKnobs(engine_args=("policy=x",))  # the router's own settings only
-        assert all(r.knobs.engine_args == ("--threads=3",) for r in replicas)  # each replica's share
+        assert all(r.knobs.engine_args == ("--threads=2",) for r in replicas)  # each replica's share
         assert sut.url == f"http://127.0.0.1:{router.port}" and sut.fresh
         assert [(e.name, e.url, e.backend) for e in sut.replicas] == [(u.split("//")[1], u, "eng") for u in urls]
         assert [e.metrics_url for e in sut.replicas] == [f"{u}/metrics" for u in urls]
-        assert [" ".join(line.split()[:2]) for line in said] == ["starting ENG:", "ENG ready"] * 3 + [
+        assert [" ".join(line.split()[:2]) for line in said] == ["starting ENG:", "ENG ready"] * 2 + [
             "starting RTR:",
             "RTR ready",
         ]
         facts = sut.facts.to_json()
         assert (facts["backend"], facts["knobs"], "upstream" in facts) == ("rtr", None, False)
         assert [r["url"] for r in facts["replicas"]] == list(urls)
-        assert [r["log"] for r in facts["replicas"]] == [str(tmp_path / f"server-replica-{k}.log") for k in range(3)]
+        assert [r["log"] for r in facts["replicas"]] == [str(tmp_path / f"server-replica-{k}.log") for k in range(2)]
         assert all(r["backend"] == "eng" and r["cold_start_s"] > 0 and r["command"] for r in facts["replicas"])
     # the router first, then the replicas, last-started first
     assert stopped == [("rtr", router.port), *(("eng", p) for p in reversed(ports))]
