@@ -135,7 +135,7 @@ def test_the_router_is_ready_only_when_its_body_says_so(fleet, monkeypatch, tmp_
     body never counts workers, so the launch times out)."""
     _, stopped, _, rtr = fleet
     monkeypatch.setitem(backends.PROFILES, "rtr", replace(rtr, ready_body=lambda spec, body: b"workers" in body))
-    with pytest.raises(BackendError, match="RTR did not become ready: .* did not answer within 6s"):
+    with pytest.raises(BackendError, match="RTR did not become ready: .* answered but not ready within 6s"):
         with server_under_test(BackendConfig(name="rtr", replicas=1, ready_timeout_s=6), None, tmp_path / "s.log"):
             pytest.fail("the block must not run")
     assert [name for name, _ in stopped] == ["rtr", "eng"]

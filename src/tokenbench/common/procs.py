@@ -54,16 +54,23 @@ def wait_http(
     """Poll ``url`` until it answers 2xx (and ``accept`` takes its body, when given); fail early if
     ``proc`` exits."""
     t0 = time.perf_counter()
+    refused: bytes | None = None  # the last 2xx body ``accept`` did not take
     while time.perf_counter() - t0 < timeout_s:
         if proc is not None and proc.poll() is not None:
             raise NotReady(f"the process serving {url} exited with code {proc.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
-                if 200 <= resp.status < 300 and (accept is None or accept(resp.read())):
-                    return
+                if 200 <= resp.status < 300:
+                    body = resp.read() if accept is not None else b""
+                    if accept is None or accept(body):
+                        return
+                    refused = body
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.05)
+    if refused is not None:
+        text = refused[:200].decode(errors="replace")
+        raise NotReady(f"{url} answered but not ready within {timeout_s:.0f}s (last answer: {text!r})")
     raise NotReady(f"{url} did not answer within {timeout_s:.0f}s")
 
 
