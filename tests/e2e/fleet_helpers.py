@@ -24,7 +24,9 @@ def fleet_backend(gguf: Path, policy: str = "round_robin", replicas: int = FLEET
 
 
 def fleet_flags(fleet: ServerUnderTest) -> list[str]:
-    """`tokenbench run` flags that attach to a running fleet (its router, metrics and replicas)."""
-    assert fleet.metrics_url is not None and fleet.profile is not None
+    """`tokenbench run` flags that attach to a running fleet: its router, the router's metrics, its
+    replicas and the engine they run (--upstream: the replicas' metric names)."""
+    assert fleet.metrics_url is not None and fleet.profile is not None and fleet.replicas[0].backend
     flags = ["--url", fleet.url, "--backend", fleet.profile.name, "--metrics-url", fleet.metrics_url]
+    flags += ["--upstream", fleet.replicas[0].backend]
     return flags + [f for r in fleet.replicas for f in ("--replica-url", r.url)]
