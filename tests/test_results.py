@@ -18,7 +18,7 @@ PUBLIC_KEYS = """
 schema_version tool.name tool.version computed_by.name computed_by.version computed_by.how
 target.url target.model target.api target.ignore_eos target.backend target.engine target.engine_version
 target.cold_start_s target.cold_start_includes target.command target.command_env target.knobs
-target.engine_model target.log target.upstream
+target.engine_model target.log target.upstream target.replicas
 dataset.name dataset.num_requests dataset.exact_lengths dataset.tokenizer dataset.system_prompt
 dataset.unique_prefix dataset.source dataset.trace.format dataset.trace.sha256 dataset.trace.num_rows
 dataset.trace.num_rows_used dataset.trace.block_size dataset.trace.num_failed_skipped

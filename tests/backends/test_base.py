@@ -126,12 +126,16 @@ def test_launch_spec_metric_names_and_profile_defaults():
         "preemptions",
         "prefix_cache_hits",
         "prefix_cache_queries",
+        "prompt_tokens_computed",
         "generated_tokens",
+        "requests_finished",
         "spec_drafts",
         "spec_draft_tokens",
         "spec_accepted_tokens",
+        "requests",
     }
     assert all(v == () for v in names.fields().values()) and names.spec_accepted_by_position == ()
+    assert names.routed_requests_by_worker == ()
     assert names.histograms() == {"ttft": (), "itl": ()}
     profile = Profile(
         name="p",

@@ -77,3 +77,15 @@ def test_backends_show_masks_credentials():
 def test_backends_show_refuses_an_unmappable_knob():
     result = CliRunner().invoke(app, ["backends", "show", "llamacpp", "--quantization", "awq"])
     assert result.exit_code == 2 and "GGUF" in result.output
+
+
+def test_backends_show_a_router_with_two_replicas_on_the_engines_ports():
+    result = CliRunner().invoke(app, ["backends", "show", "vllm-router"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]
+    assert first.endswith(
+        "vllm-router --worker-urls http://127.0.0.1:8080 http://127.0.0.1:8081 --policy round_robin --disable-retries "
+        "--host 127.0.0.1 --port 30000 --prometheus-host 127.0.0.1 --prometheus-port 30001 "
+        "--worker-startup-check-interval 1"
+    )
+    assert "routed_requests@HOST:PORT" in result.output and "vllm_router_processed_requests_total" in result.output

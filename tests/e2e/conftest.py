@@ -4,11 +4,13 @@ can measure without each launching its own.
 Prerequisites, one fixture each (session-scoped, nothing is launched): ``vllm_cpu`` (the vLLM CPU
 venv and SmolLM2 converted to HF format), ``rayllm_cpu`` (Ray Serve LLM over that build),
 ``triton_venv`` (PyTriton's tritonserver), ``embedded_gguf`` (xllamacpp and the SmolLM2 GGUF),
-``smollm2_tokenizer`` (its HF tokenizer), ``ray_extra`` (Ray and Ray Serve) and ``chromium``. A
-missing one skips the test with the command that sets it up, except under CI (``CI`` set), where
-``make test`` has run every setup first: there a missing prerequisite is a broken setup, and fails.
+``smollm2_tokenizer`` (its HF tokenizer), ``ray_extra`` (Ray and Ray Serve), ``router_venv``
+(vllm-router and sglang-router) and ``chromium``. A missing one skips the test with the command
+that sets it up, except under CI (``CI`` set), where ``make test`` has run every setup first: there
+a missing prerequisite is a broken setup, and fails.
 
-Shared servers (``shared_vllm_cpu``): launched at the first module that asks for one, stopped by
+Shared servers (``shared_vllm_cpu``; ``shared_llamacpp_fleet``, two embedded llama.cpp replicas
+behind vllm-router, fleet_helpers.py): launched at the first module that asks for one, stopped by
 its process group after the last (the modules that share one run one after another: see
 ``pytest_collection_modifyitems``), bound to 127.0.0.1, reached by URL. A module whose subject is
 the launch itself (kill -9 of a run, cold-start facts, a sweep of launch knobs, spans the engine
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from browser_check import require_browser
+from fleet_helpers import fleet_backend
 
 from tokenbench.backends.server import ServerUnderTest, server_under_test
 from tokenbench.config import BackendConfig, EngineKnobs
@@ -213,7 +216,7 @@ class _Shared:
 
 # fixture name -> the server it gives; filled by the fixtures, stopped by the hooks below
 SHARED: dict[str, _Shared] = {}
-SHARED_FIXTURES = ("shared_vllm_cpu",)
+SHARED_FIXTURES = ("shared_vllm_cpu", "shared_llamacpp_fleet")
 _LAST_USER: dict[str, str] = {}  # fixture name -> nodeid of the last test that needs it
 
 
@@ -265,6 +268,37 @@ def shared_vllm_cpu(
         return server_under_test(backend, None, log)
 
     return _shared("shared_vllm_cpu", request, start)
+
+
+@pytest.fixture(scope="session")
+def router_venv() -> Path:
+    """vllm-router and sglang-router in their own venv (``make routers``): its bin folder."""
+    from tokenbench.backends.routers import VENV_BIN
+
+    require(
+        (VENV_BIN / "vllm-router").exists() and (VENV_BIN / "sglang-router").exists(),
+        "the routers are not installed: run `make routers` (scripts/setup_routers.sh; make test does)",
+    )
+    return VENV_BIN
+
+
+@pytest.fixture(scope="module")
+def shared_llamacpp_fleet(
+    embedded_gguf: Path, router_venv: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> ServerUnderTest:
+    """A fleet for the modules that measure routing: ``fleet_backend``'s two embedded llama.cpp
+    replicas behind vllm-router (round robin), launched as ``tokenbench run`` launches it. The
+    router at ``.url`` (its Prometheus at ``.metrics_url``), each replica's URL and /metrics in
+    ``.replicas``; the logs (server.log, server-replica-K.log) in a ``shared-fleet`` folder of the
+    session's temporary directory. Attach a run with ``--url URL --backend vllm-router
+    --metrics-url METRICS_URL --replica-url R ...`` (``fleet_flags``)."""
+    backend = fleet_backend(embedded_gguf)
+
+    def start() -> contextlib.AbstractContextManager[ServerUnderTest]:
+        log = tmp_path_factory.mktemp("shared-fleet") / "server.log"
+        return server_under_test(backend, None, log)
+
+    return _shared("shared_llamacpp_fleet", request, start)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -22,7 +22,11 @@ def test_launched_and_attached_fleets_give_their_replicas_and_routing():
 
 
 def test_a_policy_the_model_does_not_have_is_refused():
+    launched = fleet_of(BackendConfig(name="vllm-router", replicas=2))  # the router profile's default
+    assert (launched.routing, launched.policy) == ("round-robin", "round_robin")
     with pytest.raises(BadInput, match="routes by cache_aware.*policy=round_robin"):
-        fleet_of(BackendConfig(name="vllm-router", replicas=2))  # the routers' own default
+        fleet_of(BackendConfig(name="vllm-router", replicas=2, layer_args=("policy=cache_aware",)))
+    with pytest.raises(BadInput, match="routing is not known"):
+        fleet_of(BackendConfig(replica_urls=("http://127.0.0.1:1", "http://127.0.0.1:2")))
     with pytest.raises(BadInput, match="routes by power_of_two"):
         fleet_of(BackendConfig(name="vllm-router", replicas=3, layer_args=("policy=power_of_two",)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tokenbench.backends import llamacpp, lmdeploy, mlc, ollama, ray, sglang, tgi, triton, trtllm, vllm
+from tokenbench.backends import llamacpp, lmdeploy, mlc, ollama, ray, routers, sglang, tgi, triton, trtllm, vllm
 from tokenbench.backends.base import Profile
 from tokenbench.errors import BackendError
 
@@ -23,6 +23,8 @@ PROFILES: dict[str, Profile] = {
     EMBEDDED: llamacpp.EMBEDDED_PROFILE,
     "ollama": ollama.PROFILE,
     "ray": ray.PROFILE,
+    "vllm-router": routers.VLLM_PROFILE,
+    "sglang-router": routers.SGLANG_PROFILE,
 }
 
 

@@ -62,9 +62,14 @@ class Profile:
     # metrics port: Triton, Ray). For a server tokenbench did not launch, pass --metrics-url.
     metrics_url: Callable[[LaunchSpec], str] | None = None
     default_model: Callable[[], str] | None = None  # what it loads when --model is not given
+    # The ready path's 2xx body also says it can serve (a router: every replica counted healthy);
+    # None: any 2xx is ready.
+    ready_body: Callable[[LaunchSpec, bytes], bool] | None = None
     version_path: str | None = None  # GET returning JSON with the engine version
     version_field: str | None = None  # dotted key in that JSON
     version_package: str | None = None  # else: the Python distribution of the engine
+    # else: the version read another way (a router's wheel in its own venv); None: unknown
+    version_reader: Callable[[], str | None] | None = None
     ignore_eos: bool = True  # honours ignore_eos (fixed-length outputs)
     usage: str = ""  # where the server reports token usage
     quirks: tuple[str, ...] = ()
@@ -80,6 +85,9 @@ class Profile:
     # asked (llama.cpp: a slot save path, else erase answers 501; no host-RAM prompt cache, else
     # an erased prefix comes back from it). None: the launch as given.
     reset_launch: Callable[[BackendConfig], BackendConfig] | None = None
+    # The launch settings of one of N replicas of this engine sharing the machine (a fleet behind
+    # a router: llama.cpp's threads split between them). None: the launch as given.
+    replica_launch: Callable[[BackendConfig, int], BackendConfig] | None = None
     # The completions API takes the prompt as a list of token ids (vLLM, SGLang): trace block
     # prompts are then sent as exact ids, so the server's block hashes match the trace's.
     token_id_prompts: bool = False

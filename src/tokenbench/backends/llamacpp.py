@@ -120,7 +120,8 @@ def embedded_local(spec: LaunchSpec) -> Launch:
         raise BackendError("the embedded backend needs the xllamacpp wheel: pip install xllamacpp")
     if not Path(spec.model).is_file():
         raise BackendError(f"--model {spec.model}: no such GGUF file")
-    threads = ["--threads", str(_threads())]
+    # a --threads the user (or a fleet: fleet_replica) gave stays theirs
+    threads = [] if _gives_threads(spec.knobs.engine_args) else ["--threads", str(_threads())]
     default = [sys.executable, "-m", "tokenbench.backends._xllamacpp_child"]
     return Launch((*exe(spec, default), *_args(spec, spec.model), *threads), dict(spec.knobs.engine_env))
 
@@ -142,10 +143,25 @@ def resettable(backend: BackendConfig) -> BackendConfig:
     return backend.model_copy(update={"knobs": knobs})
 
 
-def _threads() -> int:
+def _gives_threads(engine_args: tuple[str, ...]) -> bool:
+    return any(a in ("--threads", "-t") or a.startswith(("--threads=", "-t=")) for a in engine_args)
+
+
+def _threads(replicas: int = 1) -> int:
     import os
 
-    return max(1, (os.cpu_count() or 2) - 1)  # leave a core to the load generator
+    # leave a core to the load generator; replicas of a fleet share the rest
+    return max(1, ((os.cpu_count() or 2) - 1) // replicas)
+
+
+def fleet_replica(backend: BackendConfig, replicas: int) -> BackendConfig:
+    """One of ``replicas`` llama.cpp servers on this machine (a fleet behind a router): its share
+    of the cores as --threads (1 each on 2 cores), unless --engine-arg gave one."""
+    args = backend.knobs.engine_args
+    if _gives_threads(args):
+        return backend
+    knobs = backend.knobs.model_copy(update={"engine_args": (*args, "--threads", str(_threads(replicas)))})
+    return backend.model_copy(update={"knobs": knobs})
 
 
 def container(spec: LaunchSpec) -> Launch:
@@ -169,6 +185,7 @@ _profile = partial(
     docs=("common/arg.cpp", "tools/server/README.md", "tools/server/server.cpp"),
     reset_prefix_cache=reset_llamacpp,  # erase every slot; answers 501 without --slot-save-path
     reset_launch=resettable,
+    replica_launch=fleet_replica,
     # --response-format in its own fields (json_schema, grammar: tools/server/README.md)
     structured="llamacpp",
 )

@@ -6,6 +6,8 @@ then stops the engine in order), watched by a guardian (procs.Guardian) that sto
 tokenbench dies first and writes the engine's stdout and stderr to ``server.log`` in the run
 directory, credentials masked. A port that already answers (a server left by a crashed run) is
 an error naming its holder, never a server to reuse.
+A router (Profile.router) is launched after its fleet: --replicas copies of its upstream engine,
+each with its own port and log (``server-replica-K.log``), and stops before them.
 Cold start = seconds from launch to the first 2xx of the profile's ready path, which includes
 weight download, conversion or engine compilation where the engine does those at start.
 """
@@ -34,10 +36,15 @@ HOST = "127.0.0.1"
 
 
 def launch_spec(
-    profile: Profile, config: BackendConfig, port: int | None = None, upstream: ManagedServer | None = None
+    profile: Profile,
+    config: BackendConfig,
+    port: int | None = None,
+    upstream: ManagedServer | None = None,
+    fleet: tuple[str, ...] = (),
 ) -> LaunchSpec:
     """What the profile renders its command from. A serving layer (``upstream``: the engine
-    launched before it) serves the engine's model; the engine's knobs are the engine's."""
+    launched before it) serves the engine's model; the engine's knobs are the engine's. A router's
+    ``fleet``: every replica's base URL (the first is ``upstream``'s)."""
     model = config.model or (upstream.spec.model if upstream else None)
     model = model or (profile.default_model() if profile.default_model else None)
     if not model:
@@ -57,6 +64,7 @@ def launch_spec(
         executable=None if upstream else config.executable,
         upstream_url=upstream.url if upstream else None,
         upstream_model=upstream.spec.served_name if upstream else None,
+        upstream_urls=fleet,
     )
 
 
@@ -68,6 +76,11 @@ def upstream_config(profile: Profile, config: BackendConfig) -> BackendConfig | 
     with the launch's model, knobs, --engine-bin and timeouts; None: no engine to launch first.
     "llamacpp" is the embedded llama.cpp server unless --engine-bin names a llama-server."""
     name = config.upstream or profile.default_upstream
+    fleet_size(profile, config)  # --replicas N: only behind a router
+    if profile.router and name == NO_UPSTREAM:
+        raise BackendError(
+            f"--backend {profile.name} is a router: it needs an engine to route to; drop --upstream none"
+        )
     if name is None or name == NO_UPSTREAM:
         return None
     if not profile.layer:
@@ -92,6 +105,24 @@ def upstream_config(profile: Profile, config: BackendConfig) -> BackendConfig | 
     )
 
 
+def fleet_size(profile: Profile, config: BackendConfig) -> int:
+    """How many copies of the upstream engine a launch starts: --replicas behind a router, else 1
+    (--replicas N with anything but a router is refused)."""
+    if config.replicas > 1 and not profile.router:
+        routers = ", ".join(p.name for p in PROFILES.values() if p.router)
+        engine = "llamacpp" if config.name in (None, EMBEDDED) else config.name
+        raise BackendError(
+            f"--replicas {config.replicas} launches a fleet behind a router: add --backend vllm-router "
+            f"--upstream {engine} (the routers: {routers}); --backend {profile.name} is not a router"
+        )
+    return config.replicas if profile.router else 1
+
+
+def replica_config(engine: Profile, upstream: BackendConfig, replicas: int) -> BackendConfig:
+    """One replica's launch: the engine's share of the machine (Profile.replica_launch)."""
+    return engine.replica_launch(upstream, replicas) if engine.replica_launch else upstream
+
+
 def engine_profile(profile: Profile, config: BackendConfig) -> Profile:
     """The profile whose launch defaults (prepare, reset_launch) apply to ``config``'s knobs: the
     upstream engine's for a serving layer, else the profile itself."""
@@ -100,23 +131,31 @@ def engine_profile(profile: Profile, config: BackendConfig) -> Profile:
 
 
 def check_launch(profile: Profile, config: BackendConfig) -> list[Launch]:
-    """Render the command(s) a launch would run (the engine's first): BackendError for an
-    unmappable knob or upstream."""
+    """Render the command(s) a launch would run (the engine's first; a router's replicas each, on
+    illustrative ports): BackendError for an unmappable knob or upstream."""
     upstream = upstream_config(profile, config)
     if upstream is None:
         return [profile.local(launch_spec(profile, config))]
     engine = get_profile(upstream.name or "")
-    spec = launch_spec(engine, upstream)
-    first = engine.local(spec)
+    n = fleet_size(profile, config)
+    replica = replica_config(engine, upstream, n) if profile.router else upstream
+    specs = [launch_spec(engine, replica, (upstream.port or engine.default_port) + k) for k in range(n)]
+    engines = [engine.local(spec) for spec in specs]
     # the layer as it will be rendered once the engine runs (its URL is known only then), with
     # the knobs launch_spec gives a layer with an upstream: its --layer-arg only
+    spec = specs[0]
     layer = replace(
         launch_spec(profile, config.model_copy(update={"model": spec.model})),
         knobs=EngineKnobs(engine_args=config.layer_args),
     )
+    urls = tuple(f"http://{HOST}:{s.port}" for s in specs) if profile.router else ()
     return [
-        first,
-        profile.local(replace(layer, upstream_url=f"http://{HOST}:{spec.port}", upstream_model=spec.served_name)),
+        *engines,
+        profile.local(
+            replace(
+                layer, upstream_url=f"http://{HOST}:{spec.port}", upstream_model=spec.served_name, upstream_urls=urls
+            )
+        ),
     ]
 
 
@@ -141,15 +180,24 @@ class ManagedServer:
     """``with ManagedServer(profile, config, log_path) as server: server.url``."""
 
     def __init__(
-        self, profile: Profile, config: BackendConfig, log_path: Path, upstream: ManagedServer | None = None
+        self,
+        profile: Profile,
+        config: BackendConfig,
+        log_path: Path,
+        upstream: ManagedServer | None = None,
+        fleet: tuple[ManagedServer, ...] = (),
     ) -> None:
         self.profile = profile
         self.config = config
         self.log_path = log_path
-        self.upstream = upstream  # the engine a serving layer serves from (started before this)
-        self.spec = launch_spec(profile, config, config.port or procs.free_port(HOST), upstream)
+        self.fleet = fleet  # a router's replicas (started before it, each ready)
+        # the engine a serving layer serves from (started before this): a router's first replica
+        self.upstream = fleet[0] if fleet else upstream
+        port = config.port or procs.free_port(HOST)
+        urls: tuple[str, ...] = tuple(r.url for r in fleet)
+        self.spec = launch_spec(profile, config, port, self.upstream, urls)
         self.launch = profile.local(self.spec)  # raises BackendError for unmapped knobs
-        self.url = f"http://{HOST}:{self.spec.port}"
+        self.url: str = f"http://{HOST}:{self.spec.port}"
         self.cold_start_s: float | None = None
         self.version: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -191,7 +239,10 @@ class ManagedServer:
         finally:
             os.close(read_fd)
         try:
-            procs.wait_http(self.url + self.profile.ready_url_path(self.spec), self.config.ready_timeout_s, self._proc)
+            body = self.profile.ready_body
+            accept = (lambda data: body(self.spec, data)) if body is not None else None
+            ready_url = self.url + self.profile.ready_url_path(self.spec)
+            procs.wait_http(ready_url, self.config.ready_timeout_s, self._proc, accept)
         except procs.NotReady as exc:
             self.stop()
             raise BackendError(f"{self.profile.title} did not become ready: {exc}; see {self.log_path}") from exc
@@ -231,9 +282,12 @@ class ManagedServer:
                 return version(p.version_package)
             except PackageNotFoundError:
                 return None
-        return None
+        return p.version_reader() if p.version_reader else None
 
     def describe(self) -> ServerFacts:
+        if self.fleet:  # a router: each replica's facts, where the router reached it
+            replicas = [r._describe().model_copy(update={"url": r.url}) for r in self.fleet]
+            return self._describe().model_copy(update={"knobs": None, "replicas": replicas})
         if self.upstream is None:
             return self._describe()
         # the knobs are the engine's (the upstream's); the layer takes none
@@ -296,7 +350,8 @@ def server_under_test(
     where its metrics are), or launch ``backend`` and stop it when the block ends, whatever ends
     it. ``say`` gets the progress lines (starting, ready). A serving layer (Profile.layer) starts
     its upstream engine first (its log ``<log>-upstream``), then itself in front of it; the layer
-    stops first, then the engine, also when the layer fails to start."""
+    stops first, then the engine, also when the layer fails to start. A router (Profile.router)
+    starts --replicas copies of its upstream engine first (``_fleet``)."""
     profile = get_profile(backend.name) if backend is not None and backend.name else None
     override = backend.metrics_url if backend is not None else None
     if url is not None:
@@ -310,6 +365,10 @@ def server_under_test(
         return
     if backend is None or profile is None:
         raise BackendError("nothing to benchmark: pass --url, or --backend NAME to launch one")
+    if profile.router:
+        with _fleet(profile, backend, log_path, say) as fleet:
+            yield fleet
+        return
     with contextlib.ExitStack() as stack:  # unwinds last-started first: the layer, then its engine
         upstream = upstream_config(profile, backend)
         engine = None
@@ -320,6 +379,35 @@ def server_under_test(
         server = stack.enter_context(_started(profile, backend, log_path, say, engine))
         metrics_url = override or metrics_url_for(profile, server.url, server.spec)
         yield ServerUnderTest(server.url, server.spec.served_name, profile, metrics_url, server.describe(), fresh=True)
+
+
+@contextlib.contextmanager
+def _fleet(
+    profile: Profile, backend: BackendConfig, log_path: Path, say: Callable[[str], None]
+) -> Iterator[ServerUnderTest]:
+    """A router (Profile.router) in front of --replicas copies of its upstream engine: each replica
+    on its own free port with its own log (server-replica-K.log), started and ready one after
+    another, then the router given every replica's URL. The ExitStack stops the router first, then
+    the replicas, last-started first, also when one of them fails to start."""
+    upstream = upstream_config(profile, backend)
+    assert upstream is not None and upstream.name  # a router always has one (upstream_config)
+    engine = get_profile(upstream.name)
+    n = fleet_size(profile, backend)
+    replica = replica_config(engine, upstream, n)
+    with contextlib.ExitStack() as stack:
+        fleet = tuple(stack.enter_context(_started(engine, replica, _replica_log(log_path, k), say)) for k in range(n))
+        router = stack.enter_context(_started(profile, backend, log_path, say, fleet=fleet))
+        metrics_url = backend.metrics_url or metrics_url_for(profile, router.url, router.spec)
+        replicas = tuple(ReplicaEndpoint.at(r.url, engine, r.spec) for r in fleet)
+        facts = router.describe()
+        yield ServerUnderTest(
+            router.url, router.spec.served_name, profile, metrics_url, facts, fresh=True, replicas=replicas
+        )
+
+
+def _replica_log(log_path: Path, k: int) -> Path:
+    """Replica ``k``'s log beside the router's: server.log -> server-replica-K.log."""
+    return log_path.with_name(f"{log_path.stem}-replica-{k}{log_path.suffix}")
 
 
 def _replica_profile(profile: Profile | None, backend: BackendConfig) -> Profile | None:
@@ -342,8 +430,9 @@ def _started(
     log_path: Path,
     say: Callable[[str], None],
     upstream: ManagedServer | None = None,
+    fleet: tuple[ManagedServer, ...] = (),
 ) -> Iterator[ManagedServer]:
-    server = ManagedServer(profile, config, log_path, upstream)
+    server = ManagedServer(profile, config, log_path, upstream, fleet)
     say(f"starting {profile.title}: {' '.join(redact.mask_argv(server.launch.argv))}")
     with server:
         say(

@@ -12,6 +12,8 @@ from tokenbench.cli.engine import SHOW_OPTIONS, knobs
 from tokenbench.cli.flags import FlagCommand
 from tokenbench.config import BackendConfig
 
+SHOWN_REPLICA_PORT = 8080  # `show` of a router: its replicas as if on the embedded llama.cpp server's port and the next
+
 app = typer.Typer(help="Backend profiles: list them, or show the exact launch command.", invoke_without_command=True)
 
 
@@ -37,6 +39,7 @@ def backends_show(
     """Print the exact launch command (an argument list) and what the profile knows; the engine
     options are `run`'s."""
     import shlex
+    from dataclasses import replace
 
     from tokenbench.backends import get_profile
     from tokenbench.backends.server import launch_spec
@@ -54,6 +57,8 @@ def backends_show(
             port=port,
         )
         spec = launch_spec(profile, config)
+        if profile.router:  # its replicas' URLs are known once they run: two shown on the engine's ports
+            spec = replace(spec, upstream_urls=tuple(f"http://{spec.host}:{SHOWN_REPLICA_PORT + k}" for k in range(2)))
         launch = (profile.container if container else profile.local)(spec)
     except BackendError as exc:  # here only the profile's refusal of these options: bad input
         fail(str(exc), 2)

@@ -45,19 +45,32 @@ class NotReady(Exception):
     """The child exited, or did not answer in time; the message says which."""
 
 
-def wait_http(url: str, timeout_s: float, proc: subprocess.Popen[AnyStr] | None = None) -> None:
-    """Poll ``url`` until it answers 2xx; fail early if ``proc`` exits."""
+def wait_http(
+    url: str,
+    timeout_s: float,
+    proc: subprocess.Popen[AnyStr] | None = None,
+    accept: Callable[[bytes], bool] | None = None,
+) -> None:
+    """Poll ``url`` until it answers 2xx (and ``accept`` takes its body, when given); fail early if
+    ``proc`` exits."""
     t0 = time.perf_counter()
+    refused: bytes | None = None  # the last 2xx body ``accept`` did not take
     while time.perf_counter() - t0 < timeout_s:
         if proc is not None and proc.poll() is not None:
             raise NotReady(f"the process serving {url} exited with code {proc.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
                 if 200 <= resp.status < 300:
-                    return
+                    body = resp.read() if accept is not None else b""
+                    if accept is None or accept(body):
+                        return
+                    refused = body
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.05)
+    if refused is not None:
+        text = refused[:200].decode(errors="replace")
+        raise NotReady(f"{url} answered but not ready within {timeout_s:.0f}s (last answer: {text!r})")
     raise NotReady(f"{url} did not answer within {timeout_s:.0f}s")
 
 

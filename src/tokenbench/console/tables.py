@@ -22,6 +22,7 @@ from tokenbench.results import Distribution as Stats
 from tokenbench.results import Experiment, Gauge, PointResult, RunResults, TrialStat
 from tokenbench.results.manifest import ATTACHED
 from tokenbench.telemetry.client_health import CPU_LIMIT, LAG_MARGIN, LOOP_LAG_LIMIT_S, MIN_SLOW_TICKS, advice
+from tokenbench.telemetry.prom import ROUTED_PREFIX
 
 if TYPE_CHECKING:  # only the backends commands print these tables; the report never imports backends
     from tokenbench.backends.base import LaunchSpec, Profile
@@ -277,6 +278,8 @@ def profile_panel(profile: Profile, spec: LaunchSpec) -> Table:
         table.add_row("metrics", profile.metrics.path)
         for field, names in {**profile.metrics.fields(), **profile.metrics.histograms()}.items():
             table.add_row(f"  {field}", " | ".join(names) or "- (not exposed)")
+        if profile.metrics.routed_requests_by_worker:  # a router: one field per replica
+            table.add_row(f"  {ROUTED_PREFIX}HOST:PORT", " | ".join(profile.metrics.routed_requests_by_worker))
     for quirk in profile.quirks:
         table.add_row("quirk", quirk)
     table.add_row("cold start", profile.cold_start_includes)

@@ -19,6 +19,7 @@ _MAKE = {
     ".cache/vllm-venv": "make vllm-cpu",
     ".cache/rayllm-venv": "make rayllm-cpu",
     ".cache/triton-venv": "make triton",
+    ".cache/router-venv": "make routers",
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokenbench.backends.routers import DEFAULT_POLICY
 from tokenbench.config import BackendConfig
 from tokenbench.errors import BadInput
 from tokenbench.model.engine import Routing
@@ -64,7 +65,6 @@ def _relative(predicted: float | None, measured: float | None) -> float | None:
 # a fleet's router policy (--layer-arg policy=) as the model routes it; a policy it has no model of
 # is refused. power_of_two picks the less loaded of two replicas it samples: of two, always both.
 MODELLED_POLICIES: dict[str, Routing] = {"round_robin": "round-robin"}
-ROUTER_DEFAULT_POLICY = "cache_aware"  # vllm-router's and sglang-router's own default
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,14 @@ def fleet_of(backend: BackendConfig | None) -> Fleet:
     if replicas == 1:
         return Fleet(1, "round-robin", None)
     args = dict(a.partition("=")[::2] for a in backend.layer_args)
-    policy = args.get("policy", ROUTER_DEFAULT_POLICY)
+    # a fleet tokenbench launched routes by its router profile's default unless told; one attached
+    # routes as its router was started, which the run does not know unless --layer-arg says
+    policy = args.get("policy", DEFAULT_POLICY if backend.replicas > 1 else None)
+    if policy is None:
+        raise BadInput(
+            "the attached fleet's routing is not known: say its router's policy with --layer-arg "
+            "policy=NAME (round_robin, power_of_two, ...) in the run, or validate on a fleet tokenbench launched"
+        )
     if policy == "power_of_two" and replicas == 2:
         return Fleet(replicas, "least-loaded", policy)
     if policy not in MODELLED_POLICIES:

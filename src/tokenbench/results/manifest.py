@@ -92,6 +92,8 @@ class ServerFacts(FrozenModel):
     log: str | None = None
     url: str | None = None  # only on an upstream engine: where the layer reached it
     upstream: ServerFacts | None = None  # a serving layer's engine, launched before it
+    # a router's replicas, launched before it in this order: each one's facts and url
+    replicas: list[ServerFacts] | None = None
 
     @field_validator("backend", mode="before")
     @classmethod

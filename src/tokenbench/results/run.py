@@ -57,6 +57,8 @@ class Target(FrozenModel):
     # a serving layer's engine, launched before it (--upstream): the same facts as above for the
     # engine (backend, engine, engine_version, cold_start_s, command, knobs, log) plus its url
     upstream: dict[str, Any] | None = None
+    # a router's replicas, launched before it (--replicas N): each one's facts as above, plus its url
+    replicas: list[dict[str, Any]] | None = None
 
 
 class Slo(OptionalParts):

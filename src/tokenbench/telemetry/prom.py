@@ -42,9 +42,11 @@ class MetricNames:
     spec_draft_tokens: tuple[str, ...] = ()
     spec_accepted_tokens: tuple[str, ...] = ()
     spec_accepted_by_position: tuple[str, ...] = ()
-    # a router's requests sent to each replica (counter, samples labelled ``worker`` with the
-    # replica's URL: one field per replica, ROUTED_PREFIX + its host:port)
-    routed_by_replica: tuple[str, ...] = ()
+    # a router in front of a fleet (backends/routers.py): requests it received (counter), and the
+    # requests it sent to each replica (counter, samples labelled ``worker`` with the replica's base
+    # URL: one field per replica, ``ROUTED_PREFIX`` + its host:port)
+    requests: tuple[str, ...] = ()
+    routed_requests_by_worker: tuple[str, ...] = ()
     ttft_histogram: tuple[str, ...] = ()
     itl_histogram: tuple[str, ...] = ()  # inter-token / time-per-output-token histogram
     histogram_scale: float = 1.0  # multiply a histogram's _sum to get seconds (0.001 for ms)
@@ -64,6 +66,7 @@ class MetricNames:
             "spec_drafts": self.spec_drafts,
             "spec_draft_tokens": self.spec_draft_tokens,
             "spec_accepted_tokens": self.spec_accepted_tokens,
+            "requests": self.requests,
         }
 
     def histograms(self) -> dict[str, tuple[str, ...]]:
@@ -127,13 +130,29 @@ def _select(samples: list[Sample], candidate: str, average: bool = False) -> flo
 
 # normalize's field for the accepted tokens at draft position i: this prefix and i
 SPEC_POSITION_PREFIX = "spec_accepted_pos_"
-# normalize's field for the requests a router sent to a replica: this prefix and its host:port
-ROUTED_PREFIX = "routed_requests@"
 
 
 def replica_name(url: str) -> str:
     """How a fleet names a replica: its URL's host:port (a router labels it by URL)."""
     return url.split("://", 1)[-1].split("/", 1)[0]
+
+
+# normalize's field for the requests a router sent to one replica: this prefix and the replica's
+# host:port (its ``worker`` label without the scheme: ReplicaEndpoint.name), e.g.
+# ``routed_requests@127.0.0.1:8001``
+ROUTED_PREFIX = "routed_requests@"
+
+
+def _by_worker(samples: list[Sample], name: str) -> dict[str, float]:
+    """The samples named ``name`` summed by their ``worker`` label (a URL: keyed by its host:port;
+    other labels, e.g. a circuit breaker's outcome, summed over)."""
+    out: dict[str, float] = {}
+    for s in samples:
+        worker = dict(s.labels).get("worker") if s.name == name else None
+        if worker:
+            key = replica_name(worker)
+            out[key] = out.get(key, 0.0) + s.value
+    return out
 
 
 def _by_label(samples: list[Sample], name: str, label: str) -> dict[int, float]:
@@ -170,12 +189,10 @@ def normalize(samples: list[Sample], names: MetricNames) -> dict[str, float]:
             for position, value in by_position.items():
                 values[f"{SPEC_POSITION_PREFIX}{position}"] = value
             break
-    for candidate in names.routed_by_replica:  # the first name present, by worker
-        routed = [x for x in samples if x.name == candidate and "worker" in dict(x.labels)]
-        for x in routed:
-            key = ROUTED_PREFIX + replica_name(dict(x.labels)["worker"])
-            values[key] = values.get(key, 0.0) + x.value
-        if routed:
+    for candidate in names.routed_requests_by_worker:  # the first name present, each worker's sum
+        by_worker = _by_worker(samples, candidate)
+        if by_worker:
+            values.update({f"{ROUTED_PREFIX}{worker}": value for worker, value in by_worker.items()})
             break
     for field, candidates in names.histograms().items():
         for base in candidates:
