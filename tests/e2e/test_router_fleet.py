@@ -73,6 +73,21 @@ def test_round_robin_sends_each_replica_half_and_its_tokens_match(shared_llamacp
     for replica in fleet.replicas:  # each replica decoded exactly what the router sent it
         grew = _predicted_tokens(replica.metrics_url) - tokens_before[replica.name]
         assert grew == OUTPUT_TOKENS * routed[replica.name], replica.name
+    # results.json says the same per replica over the point's window: the router's count, and the
+    # replica's own counters (scraped beside the router) agreeing with it
+    point = json.loads((out / "results.json").read_text())["points"][0]
+    figures = {r["replica"]: r for r in point["fleet"]["replicas"]}
+    assert sorted(figures) == sorted(routed)
+    window = point["requests_in_window"]["ok"]
+    assert sum(f["routed_requests"] for f in figures.values()) == window
+    for name, f in figures.items():
+        assert f["server"]["bracketed"] and f["server"]["generated_tokens"] == OUTPUT_TOKENS * f["routed_requests"], (
+            name
+        )
+        assert f["requests"] is None  # neither router names the serving replica in a header
+    fleet_figures = point["fleet"]
+    assert fleet_figures["imbalance_over"] == "routed_requests" and fleet_figures["imbalance_max_over_mean"] == 1.0
+    assert fleet_figures["attributed"] == 0 and fleet_figures["unattributed"] == window
 
 
 def _children(pid: int) -> set[int]:
