@@ -36,6 +36,7 @@ from tokenbench.config import (
     LoadPoint,
     PrefixCacheMode,
     RunConfig,
+    StagedLoad,
     TargetConfig,
     UsersLoad,
 )
@@ -231,7 +232,9 @@ def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunC
 
 def _concurrency_hint(load: LoadPoint) -> int:
     """Connections to open before a point: its users, or its concurrency cap (open loop)."""
-    return min((load.users if isinstance(load, UsersLoad) else load.max_concurrency) or 1, 1024)
+    if isinstance(load, UsersLoad | StagedLoad) and load.users is not None:
+        return min(load.users or 1, 1024)
+    return min(getattr(load, "max_concurrency", None) or 1, 1024)
 
 
 def _max_users(config: RunConfig) -> int:
