@@ -125,6 +125,11 @@ class Load(FrozenModel):
     duration_s: Number | None
     max_requests: int | None
 
+    @property
+    def open_loop(self) -> bool:
+        """Its requests arrived whatever the responses (config.open_loop, as written)."""
+        return self.kind in ("rate", "replay") or bool(self.stages and self.stages[0].rate_per_s is not None)
+
 
 class Span(FrozenModel):
     start_s: Number
