@@ -216,4 +216,4 @@ def test_every_worker_keeps_its_share_of_one_staged_schedule():
 
 
 def test_a_staged_point_is_described_by_its_levels():
-    assert describe(_staged(STAGES)) == "staged 2->8->2 req/s over 60s"
+    assert describe(_staged(STAGES)) == "staged 2 → 8 → 2 req/s over 60s"

@@ -31,9 +31,13 @@ def _served() -> list[RequestRecord]:
     return records
 
 
-def _backlog(records: list[RequestRecord], t: float) -> int:
-    """The definition: scheduled by t, not yet closed."""
-    return sum(1 for r in records if r.scheduled_s <= t and not (r.closed_s is not None and r.closed_s <= t))
+def _backlog(records: list[RequestRecord], t: float, before: bool = False) -> int:
+    """The definition: scheduled by t, not yet closed (``before``: just before t)."""
+
+    def by(x: float | None) -> bool:
+        return x is not None and (x < t if before else x <= t)
+
+    return sum(1 for r in records if by(r.scheduled_s) and not by(r.closed_s))
 
 
 def test_each_stage_counts_its_scheduled_requests_and_what_arrived_in_its_window():
@@ -57,16 +61,20 @@ def test_the_backlog_grows_in_the_overload_and_its_drain_is_timed():
     records, load = _served(), _load()
     tally = StageTally(load, 0.0)
     low, high, after = stage_results(list(tally.observe(records)), load, 0.0, 12.0, SLOConfig(), tally)
-    assert (high.backlog.at_start, high.backlog.at_end) == (_backlog(records, 4.0), _backlog(records, 6.0)) == (1, 5)
-    assert high.backlog.growth_per_s == pytest.approx((5 - 1) / 2)
+    ends = (high.backlog.at_start, high.backlog.at_end)
+    # just before 4 s the slot is idle; just before 6 s, 8 came, 4 left (the one due at 6 s is the next's)
+    assert ends == (_backlog(records, 4.0, before=True), _backlog(records, 6.0, before=True)) == (0, 4)
+    assert high.backlog.growth_per_s == pytest.approx((8 - 4) / 2)
+    assert after.backlog.at_start == high.backlog.at_end
     assert high.backlog.peak == max(_backlog(records, t) for t in [4 + 0.25 * k for k in range(8)])
     assert low.backlog.drain_s is None and high.backlog.drain_s is None  # neither follows a stage that grew
-    # back at 1 (where the overload began) once the one scheduled at 7 s closes (its slot at 8.05 s,
-    # + 0.45 s, + 1 ms to close): the one scheduled at 8 s is then the only one left
+    # back at 0 (where the overload began) once the one scheduled at 8 s closes: the slot, busy with
+    # the burst to 7.6 s, serves those due at 6, 7 and 8 s back to back to 8.95 s (+ 1 ms to close),
+    # before the one due at 9 s
     first_back = min(
-        r.closed_s for r in records if r.closed_s and r.closed_s > 6 and _backlog(records, r.closed_s) <= 1
+        r.closed_s for r in records if r.closed_s and r.closed_s > 6 and _backlog(records, r.closed_s) <= 0
     )
-    assert after.backlog.drain_s == pytest.approx(first_back - 6.0) == pytest.approx(2.501)
+    assert after.backlog.drain_s == pytest.approx(first_back - 6.0) == pytest.approx(2.951)
     assert after.backlog.at_end == 0
     assert after.good_fraction is None  # no --slo: no attainment
 

@@ -207,7 +207,9 @@ def describe(load: LoadPoint) -> str:
         return f"{load.users} users" + (f", ramp {load.ramp_up_s:g}s" if load.ramp_up_s else "")
     if isinstance(load, StagedLoad):
         unit = "req/s" if load.open_loop else "users"
-        levels = "->".join(f"{stage.level:g}" for stage in load.stages[:8]) + ("->..." if len(load.stages) > 8 else "")
+        levels = " → ".join(f"{stage.level:g}" for stage in load.stages[:8]) + (
+            " → ..." if len(load.stages) > 8 else ""
+        )
         shape = f" ({load.shape.partition(':')[0]})" if load.shape else ""
         cap = f", max {load.max_concurrency} in flight" if load.max_concurrency else ""
         return f"staged{shape} {levels} {unit} over {load.duration_s:g}s{cap}"

@@ -87,6 +87,10 @@ class _Backlogs:
     def at(self, t_s: float | np.ndarray) -> np.ndarray:
         return np.searchsorted(self.begun, t_s, side="right") - np.searchsorted(self.ended, t_s, side="right")
 
+    def before(self, t_s: float) -> int:
+        """Just before ``t_s``: what one stage leaves to the next (a request due at the boundary is the next's)."""
+        return int(np.searchsorted(self.begun, t_s, side="left") - np.searchsorted(self.ended, t_s, side="left"))
+
     def peak(self, start_s: float, end_s: float) -> int:
         lo, hi = np.searchsorted(self.begun, [start_s, end_s], side="left")
         candidates = np.concatenate(([start_s], self.begun[lo:hi]))
@@ -135,7 +139,7 @@ def stage_results(
         mine = by_stage[i]
         ok = [r for r in mine if r.outcome is Outcome.OK]
         ended = [r for r in mine if r.outcome not in UNFINISHED]
-        at_start, at_end = int(backlogs.at(a)), int(backlogs.at(b))
+        at_start, at_end = backlogs.before(a), backlogs.before(b)
         drain_s = None
         if grew_from is not None:
             drained = backlogs.drained_at(a, grew_from)

@@ -349,8 +349,8 @@ class Backlog(FrozenModel):
     """A stage's backlog: the requests scheduled and not yet ended (in flight, or waiting client-side
     for a --max-concurrency slot), counted over the whole point's records."""
 
-    at_start: int  # at the stage's start
-    at_end: int  # at its end
+    at_start: int  # just before the stage's start (what the stage before left it)
+    at_end: int  # just before its end (what it leaves the next: a request due at the boundary is the next's)
     peak: int  # the most at once within it
     growth_per_s: Number  # (at_end - at_start) / the stage's length
     # only a stage right after one whose backlog grew: seconds from its start until the backlog was
