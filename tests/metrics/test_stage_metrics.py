@@ -93,3 +93,8 @@ def test_the_time_series_carries_the_target_level():
     load = _load()
     rows = timeseries(_served(), 0.0, 12.0, 0.0, [], 2.0, target=load.level_at)
     assert [r.target_level for r in rows] == [1, 1, 4, 1, 1, 1]
+
+
+def test_a_point_that_is_not_staged_has_no_target_level_key():
+    rows = timeseries(_served(), 0.0, 12.0, 0.0, [], 2.0)
+    assert all("target_level" not in r.model_fields_set for r in rows)

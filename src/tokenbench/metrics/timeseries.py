@@ -58,7 +58,8 @@ def timeseries(
                 ttft_s_p90=float(np.percentile(ttft, 90)) if ttft.size else None,
                 errors=int(counts.errors[i]),
                 cancelled=int(counts.cancelled[i]),
-                target_level=target(start - span_start_s) if target is not None else None,
+                # a staged point's level: the key only its windows have
+                **({"target_level": target(start - span_start_s)} if target is not None else {}),
             )
         )
     return rows
