@@ -101,6 +101,8 @@ def test_a_staged_point_lasts_its_stages_and_a_longer_duration_holds_the_last_le
         RunConfig(loads=[load], stop=StopConfig(duration_s=30))
     with pytest.raises(ValidationError, match="run it alone"):
         RunConfig(loads=[load, load], stop={})
+    with pytest.raises(ValidationError, match="drop --stop-oversaturated"):
+        RunConfig(loads=[load], stop={"stop_oversaturated": True})
 
 
 def test_an_experiment_files_stages_read_as_the_flags():

@@ -1510,6 +1510,9 @@ class RunConfig(_Model):
             return self
         if self.sessions is not None:
             raise ValueError("--multi-turn runs under --users or --rate: not with --stages/--load-shape")
+        if self.stop.stop_oversaturated:
+            # a stage over capacity, and the drain after it, are what a staged point measures
+            raise ValueError("a staged point's overload and its drain are measured: drop --stop-oversaturated")
         if self.dataset.name in ("trace", "programs"):
             raise ValueError(
                 f"--dataset {self.dataset.name} has its own schedule: drop --stages/--load-shape "
