@@ -43,7 +43,7 @@ def _backlog(records: list[RequestRecord], t: float, before: bool = False) -> in
 def test_each_stage_counts_its_scheduled_requests_and_what_arrived_in_its_window():
     records, load = _served(), _load()
     tally = StageTally(load, 0.0)
-    stages = stage_results(list(tally.observe(records)), load, 0.0, 12.0, SLOConfig(ttft_s=0.3), tally)
+    stages = stage_results(list(tally.observe(records)), load, 0.0, SLOConfig(ttft_s=0.3), tally)
     assert [(s.start_s, s.end_s, s.target_rate_per_s) for s in stages] == [(0, 4, 1), (4, 6, 4), (6, 12, 1)]
     assert [s.requests for s in stages] == [4, 8, 6]
     assert [s.offered_per_s for s in stages] == [1.0, 4.0, 1.0]
@@ -60,7 +60,7 @@ def test_each_stage_counts_its_scheduled_requests_and_what_arrived_in_its_window
 def test_the_backlog_grows_in_the_overload_and_its_drain_is_timed():
     records, load = _served(), _load()
     tally = StageTally(load, 0.0)
-    low, high, after = stage_results(list(tally.observe(records)), load, 0.0, 12.0, SLOConfig(), tally)
+    low, high, after = stage_results(list(tally.observe(records)), load, 0.0, SLOConfig(), tally)
     ends = (high.backlog.at_start, high.backlog.at_end)
     # just before 4 s the slot is idle; just before 6 s, 8 came, 4 left (the one due at 6 s is the next's)
     assert ends == (_backlog(records, 4.0, before=True), _backlog(records, 6.0, before=True)) == (0, 4)
@@ -85,7 +85,7 @@ def test_a_backlog_that_never_drains_has_no_drain_time():
     stuck = [*records[:12], *(rec(100 + k, sent=6.0 + k, ttft=1.0, n_chunks=0, itl=0.1) for k in range(3))]
     for r in stuck[12:]:
         r.closed_s = None  # never closed: in the backlog until the point's end
-    _, _, after = stage_results(list(tally.observe(stuck)), load, 0.0, 12.0, SLOConfig(), tally)
+    _, _, after = stage_results(list(tally.observe(stuck)), load, 0.0, SLOConfig(), tally)
     assert after.backlog.drain_s is None
 
 
@@ -98,3 +98,13 @@ def test_the_time_series_carries_the_target_level():
 def test_a_point_that_is_not_staged_has_no_target_level_key():
     rows = timeseries(_served(), 0.0, 12.0, 0.0, [], 2.0)
     assert all("target_level" not in r.model_fields_set for r in rows)
+
+
+def test_a_point_stopped_early_has_the_stages_it_began_the_last_cut_where_it_stopped():
+    records, load = _served(), _load()
+    tally = StageTally(load, 0.0, load_end_s=5.0)
+    stages = stage_results(
+        list(tally.observe([r for r in records if r.scheduled_s < 5.0])), load, 0.0, SLOConfig(), tally
+    )
+    assert [(s.start_s, s.end_s, s.requests) for s in stages] == [(0, 4, 4), (4, 5, 4)]
+    assert stages[1].offered_per_s == 4.0

@@ -39,8 +39,15 @@ class StageTally:
     are dropped: metrics.ChunkTally): the output tokens that arrived in each stage's window and the
     ITL gaps of each stage's ok requests."""
 
-    def __init__(self, load: StagedLoad, start_s: float) -> None:
-        self.edges = np.array([start_s + t for t in load.starts_s])
+    def __init__(self, load: StagedLoad, start_s: float, load_end_s: float | None = None) -> None:
+        """The stages of a point that started at ``start_s`` (run clock) and whose load ended at
+        ``load_end_s``: a point stopped early (an interrupt, the breaker) has the stages it began,
+        the last cut there."""
+        edges = [start_s + t for t in load.starts_s]
+        if load_end_s is not None and load_end_s < edges[-1] - 1e-9:
+            began = [t for t in edges[:-1] if t < load_end_s]
+            edges = [*began, load_end_s] if began else [start_s]
+        self.edges = np.array(edges)
         k = len(self.edges) - 1
         self.tokens = np.zeros(k)
         self._gaps: list[list[np.ndarray]] = [[] for _ in range(k)]
@@ -121,19 +128,21 @@ def _ended_s(r: RequestRecord) -> float:
 
 
 def stage_results(
-    records: Sequence[RequestRecord], load: StagedLoad, start_s: float, end_s: float, slo: SLOConfig, tally: StageTally
+    records: Sequence[RequestRecord], load: StagedLoad, start_s: float, slo: SLOConfig, tally: StageTally
 ) -> list[StageResult]:
-    """One result per stage of a staged point that started at ``start_s`` (run clock) and ended at
-    ``end_s`` (its drain included); ``tally``: the chunk times' figures, taken as the records passed."""
+    """One result per stage of a staged point that started at ``start_s`` (run clock), per the
+    tally's stages (the ones it began); ``tally``: the chunk times' figures, taken as the records
+    passed."""
     backlogs = _Backlogs.of(records)
-    by_stage: list[list[RequestRecord]] = [[] for _ in load.stages]
+    stages = load.stages[: len(tally.edges) - 1]
+    by_stage: list[list[RequestRecord]] = [[] for _ in stages]
     for r in records:
         i = tally.stage_of(r.scheduled_s)
         if i is not None:
             by_stage[i].append(r)
     results: list[StageResult] = []
     grew_from: int | None = None  # the backlog at the start of the stage before, when it grew in it
-    for i, stage in enumerate(load.stages):
+    for i, stage in enumerate(stages):
         a, b = float(tally.edges[i]), float(tally.edges[i + 1])
         length = b - a
         mine = by_stage[i]

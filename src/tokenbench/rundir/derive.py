@@ -137,7 +137,9 @@ def point_result(
     span = PointSpan(window, open_loop=open_loop(load), end_s=end_s)
     chunks = ChunkTally(span, series_edges(start_s, end_s, config.window_s), config.deadlines)
     cache = CacheTally(chunks.in_population)  # reads the server timings consume drops
-    staged = StageTally(load, start_s) if isinstance(load, StagedLoad) else None  # what its stages read of chunks
+    staged = (
+        StageTally(load, start_s, event.load_end_s) if isinstance(load, StagedLoad) else None
+    )  # what its stages read of chunks
     kept = chunks.consume(cache.observe(records if staged is None else staged.observe(records)))  # without chunk times
     metrics = summarize_point(kept, span, config.slo, chunks)
     samples, header = samples_file.scrapes(), samples_file.header()
@@ -224,7 +226,7 @@ def point_result(
         if spans is not None and manifest.clock is not None
         else None,
         # a staged point: stage by stage (metrics/stages.py)
-        stages=stage_results(kept, load, start_s, end_s, config.slo, staged)
+        stages=stage_results(kept, load, start_s, config.slo, staged)
         if isinstance(load, StagedLoad) and staged is not None
         else None,
     )
