@@ -77,18 +77,26 @@ def test_an_overload_stage_grows_the_backlog_and_the_next_one_drains_it(start_mo
     # the overload: the server completes at most its capacity, the backlog grows by the rest
     assert high["requests_per_s"] <= CAPACITY_PER_S + 1.0
     assert high["backlog"]["growth_per_s"] >= HIGH - CAPACITY_PER_S - 1.0
-    # ... and exactly by what arrived less what the mock finished streaming in the stage (its log)
-    a, b = start + high["start_s"], start + high["end_s"]
-    finished = sum(1 for d in log.values() if a <= d["finished_s"] - origin < b)
-    assert high["backlog"]["growth_per_s"] == pytest.approx(HIGH - finished / 3.0, abs=3 / 3.0)
+    # ... and by what arrived less what the mock's log says it finished streaming in the stage
+    # (the client closes each a moment after: a little lag at each edge)
+    finished = sorted(d["finished_s"] - origin - start for d in log.values())
+    in_high = sum(1 for t in finished if high["start_s"] <= t < high["end_s"])
+    assert high["backlog"]["growth_per_s"] == pytest.approx(HIGH - in_high / 3.0, abs=2.0)
     assert low["backlog"]["peak"] <= SLOTS + 1 and low["backlog"]["drain_s"] is None
 
-    # the drain: no faster than the capacity left over by the low rate allows, and done in the stage
+    # the drain: no faster than the capacity the low rate leaves allows ...
     backlog, level = after["backlog"]["at_start"], high["backlog"]["at_start"]
     assert backlog > 40
     drain_s = after["backlog"]["drain_s"]
     assert drain_s is not None and drain_s >= (backlog - level) / (CAPACITY_PER_S - LOW) - 0.3
-    assert drain_s < 6.0 and after["backlog"]["at_end"] <= SLOTS + 1
+    # ... and where the mock's log has the backlog back at its level (scheduled less finished)
+    scheduled = sorted(r["scheduled_s"] - start for r in records)
+
+    def logged_backlog(t: float) -> int:
+        return sum(1 for x in scheduled if x <= t) - sum(1 for x in finished if x <= t)
+
+    back = next(t for t in finished if t >= after["start_s"] and logged_backlog(t) <= level)
+    assert back - after["start_s"] - 0.01 <= drain_s <= back - after["start_s"] + 0.5
 
     # SLO attainment (TTFT <= 200 ms from the scheduled time): met below capacity, lost above it
     assert low["good_fraction"] >= 0.9
