@@ -53,17 +53,18 @@ def _run(url: str, tmp_path, load: StagedLoad, slo: SLOConfig = SLOConfig()):
         keep_text=False,
         out_dir=tmp_path / "run",
     )
-    result = run(cfg, Console(file=io.StringIO()))
+    out = io.StringIO()
+    result = run(cfg, Console(file=out, width=200))
     with urllib.request.urlopen(url + "/mock/deliveries") as resp:
         log = json.loads(resp.read())
     records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
-    return result, log, records
+    return result, log, records, out.getvalue()
 
 
 def test_an_overload_stage_grows_the_backlog_and_the_next_one_drains_it(start_mock, tmp_path):
     url = start_mock(ttft_ms=TTFT_S * 1e3, itl_ms=ITL_S * 1e3, max_streams=SLOTS)
     load = _staged(f"rate={LOW:g}:3s, rate={HIGH:g}:3s, rate={LOW:g}:6s", arrival="constant")
-    result, log, records = _run(url, tmp_path, load, SLOConfig(ttft_s=0.2))
+    result, log, records, _ = _run(url, tmp_path, load, SLOConfig(ttft_s=0.2))
     point = result.results["points"][0]
     start, origin = point["span"]["start_s"], result.results["clock"]["origin_monotonic_s"]
     low, high, after = point["stages"]
@@ -116,7 +117,7 @@ def test_an_overload_stage_grows_the_backlog_and_the_next_one_drains_it(start_mo
 def test_users_added_at_a_step_up_retire_at_the_step_down(start_mock, tmp_path):
     url = start_mock(ttft_ms=TTFT_S * 1e3, itl_ms=ITL_S * 1e3)
     load = _staged("users=1:2s, users=4:2s, users=1:2s")
-    result, _, records = _run(url, tmp_path, load)
+    result, _, records, printed = _run(url, tmp_path, load)
     point = result.results["points"][0]
     start = point["span"]["start_s"]
     one, four, back = point["stages"]
@@ -136,3 +137,5 @@ def test_users_added_at_a_step_up_retire_at_the_step_down(start_mock, tmp_path):
     assert four["requests"] <= 4 * (2.0 / SERVICE_S + 1)
     assert four["requests"] >= 2 * one["requests"]
     assert point["timeseries"][2]["active_users"] == 4  # the window [2, 3) s: four users at its end
+    # the console prints the stages after the summary, one row each
+    assert "stage by stage" in printed and sum(" users" in line and "→" in line for line in printed.splitlines()) >= 3

@@ -43,7 +43,7 @@ from tokenbench.config import (
 from tokenbench.config.mix import mixed_conversations, mixed_requests
 from tokenbench.config.target import ResolvedTarget
 from tokenbench.console.live import LiveView
-from tokenbench.console.tables import summary_table, trials_table, workload_text
+from tokenbench.console.tables import stages_table, summary_table, trials_table, workload_text
 from tokenbench.console.terminal import console as wide_console
 from tokenbench.datasets import build_requests, check_path, trace_info, trace_plan
 from tokenbench.datasets.images import check_api as check_image_api
@@ -280,6 +280,8 @@ async def _run_points(bench: _Bench, sut: ServerUnderTest, console: Console) -> 
     console.print(summary_table(results, _workload(bench.config)))
     if (trials := trials_table(results)) is not None:
         console.print(trials)
+    if (stages := stages_table(results)) is not None:  # a staged point, stage by stage
+        console.print(stages)
     for line in failure_lines(results.points):  # what the server said, never markup
         console.print(line, markup=False, highlight=False, style="red" if line.startswith("FAILED") else None)
     if not pool.alive():
