@@ -96,7 +96,9 @@ def test_a_staged_point_lasts_its_stages_and_a_longer_duration_holds_the_last_le
     run = RunConfig(loads=[load], stop={})
     assert run.stop.duration_s == 40
     longer = RunConfig(loads=[load], stop=StopConfig(duration_s=60))
-    assert longer.stop.duration_s == 60 and longer.loads[0].stages[-1].duration_s == 40  # type: ignore[union-attr]
+    (held,) = longer.loads
+    assert longer.stop.duration_s == 60 and isinstance(held, StagedLoad) and held.stages[-1].duration_s == 40
+    assert RunConfig(loads=[load], stop={"duration_s": "1m"}).stop.duration_s == 60  # a file's duration, with its unit
     with pytest.raises(ValidationError, match="shorter than the stages"):
         RunConfig(loads=[load], stop=StopConfig(duration_s=30))
     with pytest.raises(ValidationError, match="run it alone"):

@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tokenbench.common.frozen import FrozenModel as _Model
 from tokenbench.common.redact import MASK, mask
-from tokenbench.common.units import seconds
+from tokenbench.common.units import parse_duration_s, seconds
 from tokenbench.config.constraints import (
     TOOL_CHOICES,
     ConstraintKind,
@@ -948,6 +948,13 @@ class StopConfig(_Model):
         return self
 
 
+def _duration_s(value: object) -> float:
+    """A stop's duration as given (a number of seconds, or text with its unit) in seconds."""
+    if isinstance(value, int | float):
+        return float(value)
+    return parse_duration_s(str(value))
+
+
 def _staged_or_as_is(load: object) -> object:
     """A load as given; an experiment file's staged one (a dict) as a StagedLoad."""
     if isinstance(load, dict) and load.get("kind") == "staged":
@@ -1499,7 +1506,7 @@ class RunConfig(_Model):
             raise ValueError("a staged point lasts its stages: drop --duration auto")
         given_s = None if fields.get("schedule_ends") else fields.get("duration_s")
         load = staged[0]
-        duration_s = load.duration_s if given_s is None else float(seconds(given_s))  # type: ignore[arg-type]
+        duration_s = load.duration_s if given_s is None else _duration_s(given_s)
         fields.update(duration_s=duration_s, schedule_ends=False)
         return {**data, "loads": [load.fitted(duration_s)], "stop": fields}
 
