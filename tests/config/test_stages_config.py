@@ -84,9 +84,10 @@ def test_a_bad_shape_names_what_to_fix(text, needle):
 
 
 def test_a_trace_rate_curve_is_its_arrivals_per_window_scaled():
-    arrivals = [0.0, 1.0, 2.0, 3.0, 10.5, 12.0, 25.0]  # 4 in [0, 10), 2 in [10, 20), 1 in [20, 25]
+    arrivals = [0.0, 1.0, 2.0, 3.0, 10.5, 12.0, 25.0]  # 4 in [0, 10), 2 in [10, 20), 1 in [20, 30)
     stages = trace_rate_stages(arrivals, 10.0, 2.0)
-    assert _levels(stages) == [(10, 0.8, 0), (10, 0.4, 0), (5, 0.4, 0)]
+    assert _levels(stages) == [(10, 0.8, 0), (10, 0.4, 0), (10, 0.2, 0)]
+    assert _levels(trace_rate_stages([0.0, 5.0, 10.0], 5.0, 1.0)) == [(5, 0.2, 0), (5, 0.4, 0)]  # 10 s: the last
 
 
 def test_a_staged_point_lasts_its_stages_and_a_longer_duration_holds_the_last_level():

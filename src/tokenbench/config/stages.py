@@ -242,8 +242,9 @@ def trace_shape_keys(text: str) -> dict[str, str] | None:
 
 def trace_rate_stages(arrivals_s: Sequence[float], window_s: float, scale: float) -> list[Stage]:
     """A trace's own rate curve as stages: its arrivals (seconds from its first) counted per
-    ``window_s``, each window one stage at count / window x ``scale`` requests/s (the last window
-    cut at the last arrival's, at least a millisecond long)."""
+    ``window_s``, each window one stage at count / window x ``scale`` requests/s. Every window is
+    whole (the last one's count over its whole length: a partial window cut at the last arrival
+    would read one late arrival as a spike); an arrival on the last boundary counts in the last."""
     if window_s <= 0 or scale <= 0:
         raise BadInput(f"a trace's rate curve needs window > 0 and scale > 0 (got {window_s:g}, {scale:g})")
     if not arrivals_s:
@@ -253,9 +254,7 @@ def trace_rate_stages(arrivals_s: Sequence[float], window_s: float, scale: float
     counts = [0] * n
     for t in arrivals_s:
         counts[min(n - 1, int(t // window_s))] += 1
-    lengths = [window_s] * n
-    lengths[-1] = max(1e-3, end - (n - 1) * window_s) if end > 0 else window_s
-    return [Stage(duration_s=d, rate_per_s=c / d * scale) for c, d in zip(counts, lengths, strict=True)]
+    return [Stage(duration_s=window_s, rate_per_s=c / window_s * scale) for c in counts]
 
 
 # --- text -------------------------------------------------------------------------------------------
