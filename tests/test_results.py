@@ -63,7 +63,7 @@ client_ttft_s_matched.period_s client_ttft_s_matched.uncertain""".split()
 GPU = "available reason util_pct.mean util_pct.max power_w.mean power_w.max mem_used_bytes_max".split()
 WINDOW = """start_s end_s ramp active_users in_flight requests_per_s output_tokens_per_s ttft_s_mean
 ttft_s_p90 errors cancelled server_running server_waiting server_kv_usage server_preemptions
-gpu_util_pct""".split()
+gpu_util_pct target_level""".split()
 PUBLIC_KEYS += [f"points[].{r}.{k}" for r in ("requests", "requests_in_window") for k in REQUESTS]
 PUBLIC_KEYS += [
     f"points[].{d}.{k}"
@@ -73,6 +73,14 @@ PUBLIC_KEYS += [
 PUBLIC_KEYS += [f"points[].{s}.{k}" for s in ("server", "server_whole_point") for k in SERVER]
 PUBLIC_KEYS += [f"points[].{g}.{k}" for g in ("gpu", "gpu_whole_point") for k in GPU]
 PUBLIC_KEYS += [f"points[].timeseries[].{k}" for k in WINDOW]
+# a staged point (metrics/stages.py): its stages as asked, and its results stage by stage
+PUBLIC_KEYS += [f"points[].load.{k}" for k in ("start_level", "shape")]
+PUBLIC_KEYS += [f"points[].load.stages[].{k}" for k in ("duration_s", "rate_per_s", "users", "ramp_s")]
+STAGE = """index start_s end_s target_rate_per_s target_users ramp_s population requests ok failed offered_per_s
+requests_per_s output_tokens_per_s good_fraction backlog.at_start backlog.at_end backlog.peak
+backlog.growth_per_s backlog.drain_s""".split()
+PUBLIC_KEYS += [f"points[].stages[].{k}" for k in STAGE]
+PUBLIC_KEYS += [f"points[].stages[].{d}.{k}" for d in ("ttft_s", "itl_s", "e2e_s") for k in DISTRIBUTION]
 # reasoning models (only on a point where reasoning streamed) and shared-prefix synthetic prompts
 PUBLIC_KEYS += [f"points[].ttfo_s.{k}" for k in DISTRIBUTION]
 PUBLIC_KEYS += [

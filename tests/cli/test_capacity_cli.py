@@ -49,7 +49,8 @@ def test_it_takes_runs_options_but_the_load_values_and_runs_slo():
     trace |= {"--trace-model", "--trace-log-type", "--context-tokens", "--over-context"}
     # --slo and --trials: run has its own of each (--trials: each point N times; the search's: per probed value)
     assert capacity - run == own - {"--slo", "--trials"}
-    assert run - capacity == {"--users", "--rate"} | trace
+    staged = {"--stages", "--load-shape"}  # one point whose load is its own: nothing to search
+    assert run - capacity == {"--users", "--rate"} | trace | staged
     assert "--dataset-path" in capacity and "--max-num-seqs" in capacity and "--header" in capacity
 
 

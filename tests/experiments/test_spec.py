@@ -170,3 +170,13 @@ def test_a_variant_may_send_its_own_lora_mix_and_workload_mix():
     assert by_variant["four"].lora_mix == {"a": 1.0, "b": 1.0} and by_variant["four"].tenant_header == "X-Org"
     assert by_variant["four"].mix is not None and [c.priority for c in by_variant["four"].mix.classes] == [0, 9]
     assert by_variant["four"].dataset == by_variant["one"].dataset  # not dataset fields
+
+
+def test_a_staged_load_needs_no_stop_its_stages_end_it():
+    spec = {**BASE, "load": {"stages": "rate=2:10s, rate=8:10s ramp=2s"}, "trials": 1, "variants": [{"label": "a"}]}
+    del spec["stop"]
+    (cell,) = expand(parse_spec(spec))[0].cells[:1]
+    assert cell.config.stop.duration_s == 20 and cell.config.loads[0].kind == "staged"
+    shaped = {**spec, "load": {"shape": "spike:base=1,peak=4,at=5s,for=5s"}, "stop": {"duration_s": 30}}
+    (cell,) = expand(parse_spec(shaped))[0].cells[:1]
+    assert cell.config.stop.duration_s == 30 and cell.config.loads[0].stages[-1].duration_s == 20

@@ -4,9 +4,18 @@
 import numpy as np
 import pytest
 
-from tokenbench.config import RateLoad, ReplayLoad, StopConfig, UsersLoad
+from tokenbench.config import LoadSweep, RateLoad, ReplayLoad, StagedLoad, StopConfig, UsersLoad
 from tokenbench.datasets.traces import TraceRow
-from tokenbench.loadgen.schedule import arrival_times, describe, replay_offsets, user_start_times
+from tokenbench.loadgen.schedule import (
+    RateCurve,
+    Share,
+    arrival_times,
+    describe,
+    replay_offsets,
+    staged_arrival_times,
+    staged_user_spans,
+    user_start_times,
+)
 
 
 def test_users_spawn_evenly_over_the_ramp():
@@ -126,3 +135,85 @@ def test_a_replay_describes_its_speed_window_jitter_and_cap():
     assert describe(ReplayLoad(start_s=5)) == "trace replay x1 5s-end"
     load = ReplayLoad(speed=2, start_s=10, end_s=70, jitter_s=3, max_concurrency=4)
     assert describe(load) == "trace replay x2 10s-70s, jitter 3s, max 4 in flight"
+
+
+# --- a staged load: the level changes while the point runs ------------------------------------------
+
+STAGES = "rate=2:20s, rate=8:20s ramp=5s, rate=2:20s"
+
+
+def _staged(text: str, **kw) -> StagedLoad:
+    (load,) = LoadSweep(stages=text, **kw).points()
+    assert isinstance(load, StagedLoad)
+    return load
+
+
+def test_the_rate_curve_integrates_the_stages_and_inverts_exactly():
+    curve = RateCurve.of(_staged(STAGES))
+    # 2 x 20 + (the ramp 2 -> 8 over 5 s: 25) + 8 x 15 + 2 x 20
+    assert curve.total == pytest.approx(40 + 25 + 120 + 40)
+    assert curve.expected(22.5) == pytest.approx(40 + 2 * 2.5 + 0.6 * 2.5**2 * 2 / 2)
+    for t in (0.1, 12.0, 21.3, 24.99, 30.0, 59.9):
+        assert curve.time_of(curve.expected(t)) == pytest.approx(t)
+
+
+def test_constant_arrivals_land_on_the_rate_curve():
+    """Arrival n is where n arrivals are due: in each stage of constant rate, every 1/rate s."""
+    load = _staged(STAGES, arrival="constant")
+    times = list(staged_arrival_times(load, 0, StopConfig(duration_s=load.duration_s)))
+    curve = RateCurve.of(load)
+    assert [curve.expected(t) for t in times] == pytest.approx(list(range(len(times))), abs=1e-9)
+    assert len(times) == 225
+    assert times[:3] == pytest.approx([0.0, 0.5, 1.0])
+    assert np.diff([t for t in times if 25 <= t < 40]) == pytest.approx(0.125)
+    assert np.diff([t for t in times if t >= 40]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("arrival,burstiness", [("poisson", 1.0), ("gamma", 4.0)])
+def test_the_expected_count_per_stage_is_the_integral_of_the_rate(arrival, burstiness):
+    """Over seeds, the mean count in each stage is its integral of the rate (40, 145, 40)."""
+    load = _staged(STAGES, arrival=arrival, burstiness=burstiness)
+    edges = [0, 20, 40, 60]
+    counts = np.array(
+        [np.histogram(list(staged_arrival_times(load, s, StopConfig(duration_s=60))), edges)[0] for s in range(400)]
+    )
+    assert counts.mean(axis=0) == pytest.approx([40, 145, 40], rel=0.03)
+    seeded = list(staged_arrival_times(load, 7, StopConfig(duration_s=60)))
+    assert seeded == list(staged_arrival_times(load, 7, StopConfig(duration_s=60)))
+
+
+def test_a_zero_rate_stage_sends_nothing_and_max_requests_ends_the_schedule():
+    load = _staged("rate=10:2s, rate=0:3s, rate=10:2s", arrival="constant")
+    times = list(staged_arrival_times(load, 0, StopConfig(duration_s=7)))
+    assert len(times) == 40 and not [t for t in times if 2 <= t < 5]
+    assert len(list(staged_arrival_times(load, 0, StopConfig(max_requests=5)))) == 5
+
+
+def test_users_follow_the_stages_added_along_ramps_retired_at_steps_down():
+    spans = staged_user_spans(_staged("users=2:10s, users=6:10s ramp=4s, users=1:10s ramp=5s, users=4:10s"))
+    as_tuples = [[(s.start_s, s.end_s) for s in user] for user in spans]
+    assert as_tuples == [
+        [(0, 40)],
+        [(0, 25), (30, 40)],  # retired last on the way down (at 25), back at the step up
+        [(10, 24), (30, 40)],  # added first on the ramp up, at its start
+        [(11, 23), (30, 40)],
+        [(12, 22)],
+        [(13, 21)],  # added last, retired first: one 5 s ramp for 5 users, one each second
+    ]
+
+    def active(t: float) -> int:
+        return sum(any(s.start_s <= t < s.end_s for s in user) for user in spans)
+
+    assert [active(t) for t in (5, 14, 19, 20.5, 26, 35)] == [2, 6, 6, 6, 1, 4]
+
+
+def test_every_worker_keeps_its_share_of_one_staged_schedule():
+    load = _staged(STAGES)
+    whole = list(staged_arrival_times(load, 3, StopConfig(duration_s=60)))
+    shares = [Share(i, 3) for i in range(3)]
+    dealt = sorted(t for share in shares for i, t in enumerate(whole) if share.mine(i))
+    assert dealt == whole
+
+
+def test_a_staged_point_is_described_by_its_levels():
+    assert describe(_staged(STAGES)) == "staged 2 → 8 → 2 req/s over 60s"

@@ -9,7 +9,7 @@ from array import array
 
 import pytest
 
-from tokenbench.config import RateLoad, ReplayLoad, StopConfig, UsersLoad
+from tokenbench.config import LoadSweep, RateLoad, ReplayLoad, StagedLoad, StopConfig, UsersLoad
 from tokenbench.datasets.trace_requests import TracePlan, TraceSelection
 from tokenbench.loadgen import LoadGenerator, Part, PointRun
 from tokenbench.loadgen.schedule import Share
@@ -71,6 +71,12 @@ async def _run(
     return [r for r in records if r.ok], parts
 
 
+def _staged(text: str) -> StagedLoad:
+    (load,) = LoadSweep(stages=text).points()
+    assert isinstance(load, StagedLoad)
+    return load
+
+
 def _schedule(records: list[RequestRecord], start: float) -> list[tuple[float, str]]:
     return sorted((round(r.scheduled_s - start, 9), r.output_text or "") for r in records)
 
@@ -81,6 +87,8 @@ def _schedule(records: list[RequestRecord], start: float) -> list[tuple[float, s
         (RateLoad(rate_per_s=150, arrival="poisson"), StopConfig(duration_s=0.4), False),
         (RateLoad(rate_per_s=100, arrival="gamma", burstiness=0.5), StopConfig(max_requests=37), False),
         (ReplayLoad(speed=2.0), StopConfig(schedule_ends=True), True),
+        # a staged point: arrivals over its rate curve, dealt as a rate's
+        (_staged("rate=100:0.2s, rate=300:0.2s ramp=0.1s"), StopConfig(duration_s=0.4), False),
     ],
 )
 async def test_an_open_loop_schedule_is_the_same_whatever_the_workers(load, stop, trace, tmp_path):
@@ -111,6 +119,18 @@ async def test_users_are_dealt_and_keep_their_global_ramp_times():
     # worker w runs users w, w + 4: its share of the users
     spans = [len(p.user_spans) for p in parts]
     assert spans == [2, 2, 1, 1]
+
+
+async def test_staged_users_are_dealt_added_at_the_step_up_and_retired_at_the_step_down():
+    load = _staged("users=2:0.4s, users=6:0.4s, users=2:0.4s")
+    records, parts = await _run(load, StopConfig(duration_s=load.duration_s), 4, _requests(10))
+    start = parts[0].start_s
+    firsts: dict[int, float] = {}
+    for r in sorted(records, key=lambda r: r.scheduled_s):
+        firsts.setdefault(r.user or 0, r.scheduled_s - start)
+    assert firsts == pytest.approx({0: 0, 1: 0, 2: 0.4, 3: 0.4, 4: 0.4, 5: 0.4})  # on the schedule, not late
+    assert {r.user for r in records if r.scheduled_s - start >= 0.8} == {0, 1}  # retired: nothing new
+    assert [len(p.user_spans) for p in parts] == [2, 2, 1, 1]  # worker w runs users w, w + 4
 
 
 def test_a_share_counts_its_items_of_a_budget():

@@ -25,9 +25,10 @@ SEARCH_OPTIONS = options(CapacitySettings)
 
 
 def _shared(option: Option) -> bool:
-    """run's flags but those the search sets itself (the probed value), run's --slo and --trials
+    """run's flags but those the search sets itself (the probed value; a staged point's load is its own),
+    run's --slo and --trials
     (the search's own) and a trace's (a trace replays its own schedule: no rate or users to search)."""
-    if option.model is LoadSweep and option.field in ("users", "rates"):
+    if option.model is LoadSweep and option.field in ("users", "rates", "stages", "shape"):
         return False
     if option.model is RunConfig and option.field in ("slo", "trials"):  # the search's own --trials
         return False

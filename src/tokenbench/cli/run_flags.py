@@ -9,8 +9,9 @@ another (refused, naming it, without)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, cast, get_args
 
 from tokenbench.cli.common import UsageError, err, given, numbers
 from tokenbench.cli.engine import backend_config
@@ -27,8 +28,10 @@ from tokenbench.config import (
     ReplayLoad,
     RunConfig,
     SessionConfig,
+    StagedLoad,
     StopConfig,
     TargetConfig,
+    TraceFormat,
     UsersLoad,
     WorkersConfig,
 )
@@ -36,6 +39,8 @@ from tokenbench.config.cost import CostConfig
 from tokenbench.config.flags import TRACE
 from tokenbench.config.mix import load_mix, parse_lora_mix
 from tokenbench.config.slo import SLOConfig, parse_slo
+from tokenbench.config.stages import Stage, trace_rate_stages, trace_shape_keys
+from tokenbench.datasets.traces import TraceReader, TraceSelection
 
 # The embedded default scenario (about a minute): a small ramp of chat users.
 DEFAULT_USERS = 4
@@ -88,6 +93,7 @@ def run_config(a: Params) -> RunConfig:
     Only what was given is passed on: every other value is the settings' own default (config/)."""
     scenario = _scenario(a)
     loads = _loads(a, scenario)
+    scenario = _staged_duration(loads, scenario)
     stop = _stop(a, scenario)
     _check_measured(a, loads, stop, scenario)
     slo = _slo(a.get("slo"))
@@ -119,6 +125,8 @@ def _flag(name: str) -> str:
 def _scenario(a: Params) -> _Scenario:
     users, rates = numbers(a.get("users"), "--users", int), numbers(a.get("rate"), "--rate")
     duration, max_requests, ramp_up = a.get("duration"), a.get("max_requests"), a.get("ramp_up")
+    if a.get("stages") or a.get("load_shape"):
+        return _staged_scenario(a)
     if duration == AUTO:  # autostop: the ceiling is the deadline; a replay's trace ends it (auto ignored)
         duration = None if a.get("dataset") == "trace" else a.get("max_duration") or DEFAULT_MAX_DURATION_S
     if a.get("dataset") == "trace":
@@ -155,6 +163,48 @@ def _scenario(a: Params) -> _Scenario:
     return _Scenario(users, rates, ramp_up, duration, max_requests, default_scenario)
 
 
+def _staged_scenario(a: Params) -> _Scenario:
+    """--stages or --load-shape: one point whose load changes, as long as its stages (a longer
+    --duration holds the last stage's level: StagedLoad.fitted)."""
+    if a.get("stages") and a.get("load_shape"):
+        raise UsageError("--stages and --load-shape both make the staged point's stages: give one")
+    other = [_flag(k) for k in ("users", "rate", "ramp_up") if a.get(k)]
+    if other:
+        raise UsageError(
+            f"--stages/--load-shape set the point's load over time: drop {' and '.join(other)} (a stage's own "
+            "ramp= ramps it)"
+        )
+    if a.get("duration") == AUTO:
+        raise UsageError("a staged point lasts its stages: drop --duration auto (or give a longer --duration)")
+    return _Scenario([], [], None, a.get("duration"), a.get("max_requests"), default=False)
+
+
+def _trace_curve(text: str) -> list[Stage] | None:
+    """``--load-shape trace:path=FILE[,format=F][,window=10s][,scale=1]``: the trace's own rate
+    curve (its arrivals per window) times ``scale``, as stages; None: another shape."""
+    keys = trace_shape_keys(text)
+    if keys is None:
+        return None
+    unknown = set(keys) - {"path", "format", "window", "scale"}
+    if "path" not in keys or unknown:
+        raise UsageError(
+            f"--load-shape {text!r}: write trace:path=FILE[,format=mooncake|azure|burstgpt|bailian][,window=10s]"
+            "[,scale=1]" + (f" (unknown: {', '.join(sorted(unknown))})" if unknown else "")
+        )
+    fmt = keys.get("format")
+    if fmt is not None and fmt not in get_args(TraceFormat):
+        raise UsageError(f"--load-shape {text!r}: format= is one of {', '.join(get_args(TraceFormat))}")
+    try:
+        window_s = parse_duration_s(keys.get("window", "10s"))
+        scale = float(keys.get("scale", "1"))
+        reader = TraceReader(TraceSelection(path=Path(keys["path"]), format=cast(TraceFormat | None, fmt)))
+        times = [row.timestamp_s for row in reader.rows()]
+        first = min(times, default=0.0)
+        return trace_rate_stages([t - first for t in times], window_s, scale)
+    except ValueError as exc:
+        raise UsageError(f"--load-shape {text!r}: {exc}") from None
+
+
 def _all_at_once(a: Params, rates: list[float], duration: float | None, max_requests: int | None) -> _Scenario:
     """``--rate inf`` as `vllm bench serve` means it: every request sent at t = 0 (at most
     --max-concurrency in flight, the next as soon as one ends). That is N closed-loop users with no
@@ -182,13 +232,22 @@ def _all_at_once(a: Params, rates: list[float], duration: float | None, max_requ
 def _loads(a: Params, scenario: _Scenario) -> list[LoadPoint]:
     if scenario.replay:
         return [ReplayLoad(**flagged(ReplayLoad, a))]
+    curve = _trace_curve(a["load_shape"]) if a.get("load_shape") else None
     sweep = LoadSweep(
         **{
             **flagged(LoadSweep, a),
             **given(users=scenario.users or None, rates=scenario.rates or None, ramp_up_s=scenario.ramp_up_s),
+            **given(stages=curve if curve is not None else a.get("stages")),
         }
     )
     return sweep.points()
+
+
+def _staged_duration(loads: list[LoadPoint], scenario: _Scenario) -> _Scenario:
+    """A staged point without --duration lasts its stages (with one, RunConfig fits them to it)."""
+    if len(loads) == 1 and isinstance(loads[0], StagedLoad) and scenario.duration_s is None:
+        return replace(scenario, duration_s=loads[0].duration_s)
+    return scenario
 
 
 def _stop(a: Params, scenario: _Scenario) -> StopConfig:

@@ -159,7 +159,7 @@ class Samples:
         records = self._records(t)
         if records is None:
             return None
-        open_loop = p.load.kind in ("rate", "replay")
+        open_loop = p.load.open_loop
         lo, hi = p.window.start_s, p.window.end_s
         out: list[float] = []
         for r in records:

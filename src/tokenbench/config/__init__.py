@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tokenbench.common.frozen import FrozenModel as _Model
 from tokenbench.common.redact import MASK, mask
-from tokenbench.common.units import seconds
+from tokenbench.common.units import parse_duration_s, seconds
 from tokenbench.config.constraints import (
     TOOL_CHOICES,
     ConstraintKind,
@@ -33,6 +33,7 @@ from tokenbench.config.flags import ENGINE, IMAGES, PREFIXES, PROGRAMS, SCALE, S
 from tokenbench.config.images import parse_image_count, parse_image_sizes
 from tokenbench.config.mix import DEFAULT_TENANT_HEADER, WorkloadMix, check_header, check_weights
 from tokenbench.config.slo import SLOConfig
+from tokenbench.config.stages import Stage, level_at, parse_shape, parse_stages, stage_starts_s, trace_shape_keys
 
 # The pooling APIs: they send inputs and get one non-streamed answer (clients/embeddings.py).
 PoolingApi = Literal["embeddings", "rerank", "score"]
@@ -593,7 +594,85 @@ class ReplayLoad(_Model):
         return self
 
 
-LoadPoint = UsersLoad | RateLoad | ReplayLoad
+class StagedLoad(_Model):
+    """One point whose level changes while it runs (config/stages.py): open loop when its stages
+    set ``rate_per_s`` (arrivals over the piecewise-linear rate curve, ``arrival`` as for a rate),
+    closed loop when they set ``users`` (users added along a ramp, retired at a step down once
+    their request in flight ends). The point lasts its stages' total (``duration_s``): a longer
+    ``--duration`` holds the last stage's level to it (``fitted``), a shorter one is refused.
+    ``shape``: the ``--load-shape`` text the stages came from, if any."""
+
+    kind: Literal["staged"] = "staged"
+    stages: tuple[Stage, ...] = Field(min_length=1)
+    start_level: float = Field(default=0.0, ge=0, allow_inf_nan=False)  # before the first stage
+    shape: str | None = None
+    arrival: Annotated[Arrival, SetBy("--arrival")] = "poisson"
+    burstiness: Annotated[float, SetBy("--burstiness")] = Field(default=1.0, gt=0)
+    max_concurrency: Annotated[int | None, SetBy("--max-concurrency")] = Field(default=None, gt=0)
+    think_time_s: Annotated[float, SetBy("--think-time")] = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> StagedLoad:
+        kinds = {stage.kind for stage in self.stages}
+        if len(kinds) > 1:
+            raise ValueError(
+                "a staged point's stages set rate= (open loop) or users= (closed loop), not both: "
+                "make every stage rate=R or every stage users=N"
+            )
+        if self.open_loop and not any(stage.level > 0 for stage in self.stages):
+            raise ValueError("an open-loop staged point sends nothing at rate 0 throughout: give a stage rate > 0")
+        if not self.open_loop:
+            if self.max_concurrency is not None:
+                raise ValueError("--max-concurrency caps an open loop: users stages are capped by their users already")
+            if self.start_level != int(self.start_level):
+                raise ValueError(f"a closed loop starts from a whole number of users, not {self.start_level:g}")
+        return self
+
+    @property
+    def open_loop(self) -> bool:
+        return self.stages[0].kind == "rate"
+
+    @property
+    def duration_s(self) -> float:
+        return sum(stage.duration_s for stage in self.stages)
+
+    @property
+    def starts_s(self) -> list[float]:
+        """Each stage's start from the point's start, then the point's end."""
+        return stage_starts_s(self.stages)
+
+    @property
+    def users(self) -> int | None:
+        """A closed loop's most users at once (None: open loop)."""
+        return None if self.open_loop else max(int(self.start_level), *(int(s.level) for s in self.stages))
+
+    def level_at(self, t_s: float) -> float:
+        """The target level (requests/s or users) ``t_s`` seconds into the point."""
+        return level_at(self.stages, self.start_level, t_s)
+
+    def fitted(self, duration_s: float) -> StagedLoad:
+        """The point run for ``duration_s``: the last stage held longer to it; shorter is refused."""
+        total = self.duration_s
+        if duration_s < total - 1e-9:
+            raise ValueError(
+                f"--duration {duration_s:g}s is shorter than the stages ({total:g}s): drop --duration (a staged "
+                "point lasts its stages) or shorten the stages"
+            )
+        if duration_s <= total + 1e-9:
+            return self
+        last = self.stages[-1]
+        longer = last.model_copy(update={"duration_s": last.duration_s + duration_s - total})
+        return self.model_copy(update={"stages": (*self.stages[:-1], longer)})
+
+
+LoadPoint = UsersLoad | RateLoad | ReplayLoad | StagedLoad
+OPEN_LOOP = (RateLoad, ReplayLoad)  # the loads whose requests arrive whatever the responses (and StagedLoad's rates)
+
+
+def open_loop(load: LoadPoint) -> bool:
+    """Whether the point's requests arrive on a schedule whatever the responses (coordinated
+    omission's rules: the population is the requests scheduled)."""
+    return isinstance(load, OPEN_LOOP) or (isinstance(load, StagedLoad) and load.open_loop)
 
 
 class ReplaySweep(_Model):
@@ -627,6 +706,25 @@ class LoadSweep(_Model):
         list[float] | None, Flag("--rate", "Open loop: requests/s, a list runs one point each: 1,2,4,8.")
     ] = None
     replay: ReplaySweep | None = None
+    # one staged point (config/stages.py): its stages, or a shape that makes them
+    stages: Annotated[
+        list[Stage] | None,
+        Flag(
+            "--stages",
+            "One point whose load changes: 'rate=2:20s, rate=8:20s ramp=5s, rate=2:20s' (or users=N:DURATION); "
+            "ramp= goes linearly from the stage before. The point lasts the stages' total (a longer --duration "
+            "holds the last level).",
+        ),
+    ] = None
+    shape: Annotated[
+        str | None,
+        Flag(
+            "--load-shape",
+            "One staged point from a shape: steps:levels=2/8/2,each=20s | spike:base=2,peak=10,at=20s,for=10s | "
+            "burst-drain:burst=20,for=10s,drain=30s | diurnal:min=1,max=9,period=120s,levels=8 | "
+            "trace:path=FILE,window=10s,scale=1 (the trace's own rate curve); of=users for users.",
+        ),
+    ] = None
     ramp_up_s: Annotated[float, Flag("--ramp-up", "Seconds over which users are spawned evenly.", default=True)] = (
         Field(default=UsersLoad.model_fields["ramp_up_s"].default, ge=0)
     )
@@ -654,6 +752,18 @@ class LoadSweep(_Model):
 
     _durations = field_validator("ramp_up_s", "think_time_s", mode="before")(seconds)
 
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _stages_text(cls, v: object) -> object:
+        return parse_stages(v) if isinstance(v, str) else v
+
+    @field_validator("shape")
+    @classmethod
+    def _shape_text(cls, v: str | None) -> str | None:
+        if v is not None and trace_shape_keys(v) is None:
+            parse_shape(v)  # the error names what to fix now, not when the point is built (a trace's: cli)
+        return v
+
     @model_validator(mode="before")
     @classmethod
     def _gamma_when_bursty(cls, data: object) -> object:
@@ -674,11 +784,28 @@ class LoadSweep(_Model):
     def _one(self) -> LoadSweep:
         if self.users and self.rates:
             raise ValueError("give users (closed loop) or rates (open loop), not both")
-        if sum(bool(x) for x in (self.users, self.rates, self.replay)) != 1:
-            raise ValueError("give users (closed loop), rates (open loop) or replay (a trace): exactly one")
+        # a shape's stages may be given with it (a trace's rate curve, read by the command line)
+        if sum(bool(x) for x in (self.users, self.rates, self.replay, self.stages or self.shape)) != 1:
+            raise ValueError(
+                "give users (closed loop), rates (open loop), replay (a trace), stages or a load shape: exactly one"
+            )
         return self
 
+    def _staged(self) -> StagedLoad:
+        stages, start = (self.stages, 0.0) if self.stages else parse_shape(self.shape or "")
+        return StagedLoad(
+            stages=tuple(stages),
+            start_level=start,
+            shape=self.shape,
+            arrival=self.arrival,
+            burstiness=self.burstiness,
+            max_concurrency=self.max_concurrency,
+            think_time_s=self.think_time_s,
+        )
+
     def points(self) -> list[LoadPoint]:
+        if self.stages or self.shape:
+            return [self._staged()]
         if self.users:
             return [UsersLoad(users=u, ramp_up_s=self.ramp_up_s, think_time_s=self.think_time_s) for u in self.users]
         if self.replay is not None:
@@ -819,6 +946,20 @@ class StopConfig(_Model):
         if self.duration_s is None and self.max_requests is None and not self.schedule_ends:
             raise ValueError("set --duration and/or --max-requests so the load stops by itself")
         return self
+
+
+def _duration_s(value: object) -> float:
+    """A stop's duration as given (a number of seconds, or text with its unit) in seconds."""
+    if isinstance(value, int | float):
+        return float(value)
+    return parse_duration_s(str(value))
+
+
+def _staged_or_as_is(load: object) -> object:
+    """A load as given; an experiment file's staged one (a dict) as a StagedLoad."""
+    if isinstance(load, dict) and load.get("kind") == "staged":
+        return StagedLoad.model_validate(load)
+    return load
 
 
 def _is_auto(value: object) -> bool:
@@ -1343,6 +1484,46 @@ class RunConfig(_Model):
         if self.dataset.unique_prefix:
             raise ValueError(
                 "--unique-prefix would break each session's shared prefixes: drop it with --dataset programs"
+            )
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _staged_duration(cls, data: Any) -> Any:
+        """A staged point lasts its stages: the stop's duration is theirs where none is given (or
+        the schedule was to end it), and a longer one holds the last stage's level (StagedLoad.fitted)."""
+        if not isinstance(data, dict) or not isinstance(data.get("loads"), list):
+            return data
+        loads = [_staged_or_as_is(load) for load in data["loads"]]
+        staged = [load for load in loads if isinstance(load, StagedLoad)]
+        if not staged:
+            return data
+        if len(loads) > 1:
+            raise ValueError("a staged point changes its load while it runs: run it alone (one point), not in a sweep")
+        stop = data.get("stop")
+        fields = stop.model_dump(exclude_unset=True) if isinstance(stop, StopConfig) else dict(stop or {})
+        if fields.get("duration_auto") or _is_auto(fields.get("duration_s")):
+            raise ValueError("a staged point lasts its stages: drop --duration auto")
+        given_s = None if fields.get("schedule_ends") else fields.get("duration_s")
+        load = staged[0]
+        duration_s = load.duration_s if given_s is None else _duration_s(given_s)
+        fields.update(duration_s=duration_s, schedule_ends=False)
+        return {**data, "loads": [load.fitted(duration_s)], "stop": fields}
+
+    @model_validator(mode="after")
+    def _staged_alone(self) -> RunConfig:
+        """A staged point runs single requests on its own schedule."""
+        if not any(isinstance(load, StagedLoad) for load in self.loads):
+            return self
+        if self.sessions is not None:
+            raise ValueError("--multi-turn runs under --users or --rate: not with --stages/--load-shape")
+        if self.stop.stop_oversaturated:
+            # a stage over capacity, and the drain after it, are what a staged point measures
+            raise ValueError("a staged point's overload and its drain are measured: drop --stop-oversaturated")
+        if self.dataset.name in ("trace", "programs"):
+            raise ValueError(
+                f"--dataset {self.dataset.name} has its own schedule: drop --stages/--load-shape "
+                "(a trace's rate curve: --load-shape trace:path=FILE)"
             )
         return self
 

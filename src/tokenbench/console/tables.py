@@ -295,6 +295,41 @@ def _ci(stat: TrialStat | None, m: Metric) -> str:
     return text
 
 
+def stages_table(results: RunResults) -> Table | None:
+    """A run with a staged point: one row per stage, its target, what arrived within it and its
+    backlog (results' ``stages``, as the report's Stages section shows them); None without one."""
+    staged = [p for p in results.points if p.stages]
+    if not staged:
+        return None
+    table = Table(title="tokenbench: stage by stage (requests scheduled in each; backlog: scheduled, not yet ended)")
+    for name in ("load", "stage", "window (s)", "target", "requests", "req/s", "output tok/s", "SLO met %"):
+        table.add_column(name, justify="left" if name in ("load", "target") else "right")
+    for name in ("TTFT p50 (ms)", "TTFT p99 (ms)", "backlog start → end", "peak", "growth /s", "drained (s)"):
+        table.add_column(name, justify="right")
+    for p in staged:
+        for s in p.stages or []:
+            b = s.backlog
+            level = f"{s.target_rate_per_s:g} req/s" if s.target_rate_per_s is not None else f"{s.target_users} users"
+            good = None if s.good_fraction is None else float(s.good_fraction) * 100
+            table.add_row(
+                p.label,
+                str(s.index + 1),
+                f"{s.start_s:g}–{s.end_s:g}",
+                level + (f", ramp {s.ramp_s:g}s" if s.ramp_s else ""),
+                str(s.requests),
+                _num(float(s.requests_per_s), ".2f"),
+                _num(float(s.output_tokens_per_s)),
+                _num(good, ".0f"),
+                _ms(s.ttft_s.p50),
+                _ms(s.ttft_s.p99),
+                f"{b.at_start} → {b.at_end}",
+                str(b.peak),
+                _num(float(b.growth_per_s), ".2f"),
+                _num(None if b.drain_s is None else float(b.drain_s), ".2f"),
+            )
+    return table
+
+
 def trials_table(results: RunResults) -> Table | None:
     """A run whose loads ran more than once (--trials N): one row per load, the mean ± 95% CI over
     its trials of the experiment view's metrics, as an experiment's table; None when every load

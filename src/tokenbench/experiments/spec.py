@@ -176,10 +176,11 @@ class ExperimentSpec(Layered):
 
     @classmethod
     def _given(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """A replay ends each point with the trace's last row: ``stop:`` (the experiment's, or a
-        variant's own) then needs neither a duration nor a request count (as ``tokenbench run
-        --dataset trace``)."""
-        if not isinstance(data.get("load"), dict) or not data["load"].get("replay"):
+        """A replay ends each point with the trace's last row, and a staged point with its stages:
+        ``stop:`` (the experiment's, or a variant's own) then needs neither a duration nor a request
+        count (as ``tokenbench run --dataset trace`` and ``--stages``)."""
+        load = data.get("load")
+        if not isinstance(load, dict) or not any(load.get(k) for k in ("replay", "stages", "shape")):
             return data
         variants = data.get("variants")
         if isinstance(variants, list):

@@ -34,13 +34,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokenbench.clients import Client
-from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StagedLoad, StopConfig, UsersLoad, open_loop
 from tokenbench.datasets.trace_requests import TraceTally
 from tokenbench.errors import BadInput
 from tokenbench.loadgen.autostop import CEILING, MAX_REQUESTS, OVER_SATURATED, AutoStop, PointMonitor, stop_facts
 from tokenbench.loadgen.failfast import Backoff, CircuitBreaker, Trip
 from tokenbench.loadgen.programs import ProgramSource, ProgramTally, run_programs
-from tokenbench.loadgen.schedule import Share, arrival_times, ramp_up_s, user_start_times
+from tokenbench.loadgen.schedule import (
+    Share,
+    UserSpan,
+    arrival_times,
+    ramp_up_s,
+    staged_arrival_times,
+    staged_user_spans,
+    user_start_times,
+)
 from tokenbench.loadgen.sessions import SessionSource, SessionTally, run_sessions
 from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.loadgen.stats import LiveStats
@@ -238,9 +246,7 @@ class LoadGenerator:
         self._show(run, stop)
         budget = _Budget(part.share.of(stop.max_requests))
         point = PointState(run, stop, seed, _deadline_s(run, stop), budget, source, part.share, _mean_gap_s(load))
-        monitor = PointMonitor(
-            stop, run.start_s, run.ramp_end_s, run.window_start_s, open_loop=isinstance(load, RateLoad | ReplayLoad)
-        )
+        monitor = PointMonitor(stop, run.start_s, run.ramp_end_s, run.window_start_s, open_loop=open_loop(load))
         point.monitor = monitor if monitor.active else None
         self._point = point
         try:
@@ -269,6 +275,8 @@ class LoadGenerator:
             issuer = self._replay(point, load, source)
         elif isinstance(load, UsersLoad):
             issuer = self._users(point, load, source)
+        elif isinstance(load, StagedLoad) and not load.open_loop:
+            issuer = self._staged_users(point, load, source)
         else:
             assert not isinstance(load, ReplayLoad), "a trace replay draws from a TraceSource"
             issuer = self._arrivals(point, load, source)
@@ -278,7 +286,8 @@ class LoadGenerator:
         halted_task = asyncio.ensure_future(point.halted.wait())
         watch_task = asyncio.ensure_future(self._watch(point))
         stops = {issue_task, interrupt_task, tripped_task, halted_task}
-        if isinstance(load, UsersLoad):
+        closed_loop = not open_loop(load)
+        if closed_loop:
             # Users stop issuing at the deadline; their last requests drain inside this wait.
             deadline = point.deadline_s
             limit = None if deadline is None else deadline + stop.drain_timeout_s - self._clock.now()
@@ -298,7 +307,7 @@ class LoadGenerator:
                 issue_task.cancel()
                 await asyncio.gather(issue_task, return_exceptions=True)
             await self._drain(tasks, stop.drain_timeout_s)
-        elif not isinstance(load, UsersLoad) and not self.interrupted:
+        elif not closed_loop and not self.interrupted:
             await self._drain(tasks, stop.drain_timeout_s)
         issue_task.cancel()
         for task in list(tasks):
@@ -411,11 +420,20 @@ class LoadGenerator:
         await self.run_users(load, point.share, user)
 
     async def _user_sends(
-        self, point: PointState, load: UsersLoad, source: RequestSource, u: int, me: asyncio.Task[Any], start_s: float
+        self,
+        point: PointState,
+        load: UsersLoad | StagedLoad,
+        source: RequestSource,
+        u: int,
+        me: asyncio.Task[Any],
+        start_s: float,
+        retire_s: float | None = None,
     ) -> None:
         """User ``u``'s requests, one after another from its start (``me``: its task; ``start_s``:
-        its ramp time, when its first request is scheduled: a late wake is queue delay, not hidden)."""
-        run, deadline, budget, tasks = point.run, point.deadline_s, point.budget, point.tasks
+        its ramp time, when its first request is scheduled: a late wake is queue delay, not hidden)
+        until the point's deadline, or (a staged point's) ``retire_s``: then it sends no new one."""
+        run, budget, tasks = point.run, point.budget, point.tasks
+        deadline = point.deadline_s if retire_s is None else _before(retire_s, point.deadline_s)
         began = self._clock.now()
         self.stats.active_users += 1
         scheduled = start_s
@@ -450,6 +468,40 @@ class LoadGenerator:
             self.stats.active_users -= 1
             run.user_spans.append((began, self._clock.now()))
 
+    async def _staged_users(self, point: PointState, load: StagedLoad, source: RequestSource) -> None:
+        """A staged closed loop: each user (of the share) sends through its spans in turn
+        (schedule.staged_user_spans), one request at a time; a span that begins while the user's
+        last request is still in flight begins late, its first request's delay queue delay."""
+        users = point.user_tasks = set()
+
+        async def user(u: int, spans: list[UserSpan]) -> None:
+            me = asyncio.current_task()
+            assert me is not None
+            users.add(me)
+            try:
+                for span in spans:
+                    start_s = point.run.start_s + span.start_s
+                    if not await self.sleep_until(start_s) or point.tripped.is_set() or point.halted.is_set():
+                        return
+                    retire_s = point.run.start_s + span.end_s
+                    await self._user_sends(point, load, source, u, me, start_s, retire_s)
+            finally:
+                users.discard(me)
+
+        every = staged_user_spans(load)
+        tasks = [
+            asyncio.ensure_future(user(u, spans)) for u, spans in enumerate(every) if point.share.mine(u) and spans
+        ]
+        try:
+            if tasks:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    if not task.cancelled() and (exc := task.exception()) is not None:
+                        raise exc
+        finally:
+            for task in tasks:
+                task.cancel()
+
     @staticmethod
     async def run_users(load: UsersLoad, share: Share, user: Callable[[int, float], Awaitable[None]]) -> None:
         """Every user of a closed-loop point (of ``share``) at once (``user(index, start offset)``:
@@ -468,9 +520,15 @@ class LoadGenerator:
             for task in users:
                 task.cancel()
 
-    async def _arrivals(self, point: PointState, load: RateLoad, source: RequestSource) -> None:
+    async def _arrivals(self, point: PointState, load: RateLoad | StagedLoad, source: RequestSource) -> None:
+        """Open loop, a rate's or a staged point's: each request scheduled at its arrival time
+        whatever the responses (a late send is queue delay, never a moved schedule)."""
         one = self.in_slot(load, point.share)
-        for i, offset in enumerate(arrival_times(load, point.seed, point.stop)):
+        if isinstance(load, StagedLoad):
+            times = staged_arrival_times(load, point.seed, point.stop)
+        else:
+            times = arrival_times(load, point.seed, point.stop)
+        for i, offset in enumerate(times):
             if not point.share.mine(i):
                 continue
             if not await self._arrive(point, offset):
@@ -541,7 +599,7 @@ class LoadGenerator:
             await self.sleep_until(planned)
 
     def in_slot(
-        self, load: RateLoad | ReplayLoad, share: Share = Share()
+        self, load: RateLoad | ReplayLoad | StagedLoad, share: Share = Share()
     ) -> Callable[[Request, RequestRecord], Awaitable[None]]:
         """How an arrival is sent: at once, or (``max_concurrency``) after waiting for a slot; one
         still waiting when the point ends is a never-sent record. A worker holds its share of the

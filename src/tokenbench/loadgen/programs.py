@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tokenbench.config import DatasetConfig, LoadPoint, RateLoad, ReplayLoad, UsersLoad
+from tokenbench.config import DatasetConfig, LoadPoint, RateLoad, ReplayLoad, StagedLoad, UsersLoad
 from tokenbench.datasets.programs.model import Call, Program
 from tokenbench.datasets.programs.prompts import Drawn, Messages, ProgramPrompts, Reply, filled
 from tokenbench.datasets.tokenizers import Tokenizer
@@ -156,6 +156,8 @@ async def run_programs(gen: Driver, point: ProgramPoint, load: LoadPoint) -> Non
     point.run.programs = tally
     if isinstance(load, UsersLoad):
         await _users(gen, point, load, source, tally)
+    elif isinstance(load, StagedLoad):
+        raise BadInput("agent programs run under --users, --rate or their own clock: not --stages/--load-shape")
     else:
         await _starts(gen, point, load, source, tally)
 

@@ -6,15 +6,17 @@ the load point.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
-from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StagedLoad, StopConfig, UsersLoad
 from tokenbench.errors import BadInput
 
 
@@ -73,6 +75,129 @@ def arrival_times(load: RateLoad, seed: int, stop: StopConfig) -> Iterator[float
         t = n * mean_gap if load.arrival == "constant" else t + gap()  # constant: no float drift
 
 
+# --- a staged load: the level changes while the point runs (config/stages.py) ------------------------
+
+
+@dataclass(frozen=True)
+class RateCurve:
+    """A staged point's rate as a piecewise-linear curve through its knots (a step is two knots at
+    one time), and its integral, the cumulative rate (the expected arrivals by ``t``), both ways."""
+
+    times_s: tuple[float, ...]
+    rates_per_s: tuple[float, ...]
+    cumulative: tuple[float, ...]  # the expected arrivals by each knot
+
+    @classmethod
+    def of(cls, load: StagedLoad) -> RateCurve:
+        knots = [(0.0, load.start_level)]
+        at = 0.0
+        for stage in load.stages:
+            if stage.ramp_s > 0:
+                knots.append((at + stage.ramp_s, stage.level))
+            else:
+                knots.append((at, stage.level))
+            at += stage.duration_s
+            knots.append((at, stage.level))
+        times, rates = tuple(t for t, _ in knots), tuple(r for _, r in knots)
+        areas = ((rates[i] + rates[i + 1]) / 2 * (times[i + 1] - times[i]) for i in range(len(knots) - 1))
+        return cls(times, rates, (0.0, *itertools.accumulate(areas)))
+
+    @property
+    def total(self) -> float:
+        """The expected arrivals over the whole point."""
+        return self.cumulative[-1]
+
+    def expected(self, t_s: float) -> float:
+        """The cumulative rate at ``t_s``: the expected arrivals in [0, t_s)."""
+        k = min(max(bisect.bisect_right(self.times_s, t_s) - 1, 0), len(self.times_s) - 2)
+        t0, t1, r0, r1 = self.times_s[k], self.times_s[k + 1], self.rates_per_s[k], self.rates_per_s[k + 1]
+        x = min(max(t_s - t0, 0.0), t1 - t0)
+        slope = (r1 - r0) / (t1 - t0) if t1 > t0 else 0.0
+        return self.cumulative[k] + r0 * x + slope * x * x / 2
+
+    def time_of(self, expected: float) -> float:
+        """The inverse of ``expected``: the time by which ``expected`` arrivals are due (exact: the
+        root of the segment's quadratic, in the form that keeps its precision at any slope)."""
+        k = min(bisect.bisect_right(self.cumulative, expected) - 1, len(self.times_s) - 2)
+        t0, t1, r0, r1 = self.times_s[k], self.times_s[k + 1], self.rates_per_s[k], self.rates_per_s[k + 1]
+        y = expected - self.cumulative[k]
+        if y <= 0 or t1 <= t0:
+            return t0
+        slope = (r1 - r0) / (t1 - t0)
+        root = math.sqrt(max(0.0, r0 * r0 + 2 * slope * y))
+        return min(t0 + 2 * y / (r0 + root), t1) if r0 + root > 0 else t0
+
+
+def staged_arrival_times(load: StagedLoad, seed: int, stop: StopConfig) -> Iterator[float]:
+    """A staged open loop's arrival times, by time-rescaling: a unit-rate process in operational
+    time (the expected arrivals so far) mapped through the inverse cumulative rate. constant:
+    arrival n where n arrivals are due (the first at 0, as for a rate; in a stage of constant rate
+    every 1/rate s); poisson: unit exponential gaps (a non-homogeneous Poisson process over the
+    curve, exact: no thinning); gamma: gaps of shape ``burstiness``, mean 1. Ends at the stages'
+    end (the point's duration) or after ``stop.max_requests``."""
+    curve = RateCurve.of(load)
+    rng = np.random.default_rng(seed)
+
+    def gap() -> float:
+        if load.arrival == "poisson":
+            return float(rng.exponential(1.0))
+        return float(rng.gamma(load.burstiness, 1.0 / load.burstiness))
+
+    end_s = load.duration_s if stop.duration_s is None else min(load.duration_s, stop.duration_s)
+    s = 0.0 if load.arrival == "constant" else gap()
+    n = 0
+    while (stop.max_requests is None or n < stop.max_requests) and s < curve.total:
+        t = curve.time_of(s)
+        if t >= end_s:
+            return
+        yield t
+        n += 1
+        s = float(n) if load.arrival == "constant" else s + gap()
+
+
+@dataclass(frozen=True)
+class UserSpan:
+    """When a staged closed loop's user is one of the point's users: from ``start_s``, retired at
+    ``end_s`` (seconds from the point's start): a retired user sends no new request (its request in
+    flight ends)."""
+
+    start_s: float
+    end_s: float
+
+
+def staged_user_spans(load: StagedLoad) -> list[list[UserSpan]]:
+    """Each user's spans (by global index) as the level follows the stages. The first
+    ``start_level`` users start at 0. A stage above the level before adds the users up to its
+    level evenly over its ramp (the k-th of n at ``k * ramp / n`` into it: the first at its start,
+    as --ramp-up spawns); one below retires the highest-numbered users evenly over its ramp (the
+    k-th at ``(k + 1) * ramp / n``: its level reached at the ramp's end); without a ramp, at once."""
+    total = load.duration_s
+    spans: list[list[UserSpan]] = []
+    opened: dict[int, float] = {}
+    for u in range(int(load.start_level)):
+        opened[u] = 0.0
+    active = int(load.start_level)
+    for start, stage in zip(load.starts_s, load.stages, strict=False):
+        target = int(stage.level)
+        step = stage.ramp_s / abs(target - active) if target != active else 0.0
+        for k in range(target - active):  # up: users active .. target - 1
+            opened[active + k] = start + k * step
+        for k in range(active - target):  # down: users active - 1 .. target
+            u = active - 1 - k
+            _close(spans, u, opened.pop(u), start + (k + 1) * step)
+        active = target
+    for u, began in sorted(opened.items()):
+        _close(spans, u, began, total)
+    return spans
+
+
+def _close(spans: list[list[UserSpan]], user: int, start_s: float, end_s: float) -> None:
+    while len(spans) <= user:
+        spans.append([])
+    if end_s > start_s:
+        spans[user].append(UserSpan(start_s, end_s))
+
+
 def ramp_up_s(load: LoadPoint) -> float:
     return load.ramp_up_s if isinstance(load, UsersLoad) else 0.0
 
@@ -80,6 +205,14 @@ def ramp_up_s(load: LoadPoint) -> float:
 def describe(load: LoadPoint) -> str:
     if isinstance(load, UsersLoad):
         return f"{load.users} users" + (f", ramp {load.ramp_up_s:g}s" if load.ramp_up_s else "")
+    if isinstance(load, StagedLoad):
+        unit = "req/s" if load.open_loop else "users"
+        levels = " → ".join(f"{stage.level:g}" for stage in load.stages[:8]) + (
+            " → ..." if len(load.stages) > 8 else ""
+        )
+        shape = f" ({load.shape.partition(':')[0]})" if load.shape else ""
+        cap = f", max {load.max_concurrency} in flight" if load.max_concurrency else ""
+        return f"staged{shape} {levels} {unit} over {load.duration_s:g}s{cap}"
     cap = f", max {load.max_concurrency} in flight" if load.max_concurrency else ""
     if isinstance(load, ReplayLoad):
         end = "end" if load.end_s is None else f"{load.end_s:g}s"

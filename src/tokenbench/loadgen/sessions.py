@@ -178,7 +178,7 @@ async def run_sessions(gen: Driver, point: Point, load: LoadPoint) -> None:
     elif isinstance(load, RateLoad):
         await _starts(gen, point, load)
     else:
-        raise BadInput("--multi-turn runs under --users or --rate, not a trace replay")
+        raise BadInput("--multi-turn runs under --users or --rate, not a trace replay or a staged point")
 
 
 @dataclass

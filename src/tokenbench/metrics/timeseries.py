@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +21,7 @@ def timeseries(
     user_spans: Sequence[tuple[float, float]],
     window_s: float,
     tokens: np.ndarray | None = None,
+    target: Callable[[float], float] | None = None,
 ) -> list[WindowClient]:
     """Fixed windows over the whole point, ramp included and marked.
 
@@ -30,7 +31,8 @@ def timeseries(
     arrived in the window; in_flight is the mean of the in-flight count over the window
     (each request's sent-to-closed time inside it, summed, over the window's length).
     ``tokens``: the tokens per window already tallied (ChunkTally over ``series_edges``); by
-    default they are counted here from the records' chunk times."""
+    default they are counted here from the records' chunk times. ``target``: a staged point's
+    level at a time from the point's start (StagedLoad.level_at): each window carries it at its start."""
     edges = series_edges(span_start_s, span_end_s, window_s)
     if edges.size == 0:
         return []
@@ -56,6 +58,8 @@ def timeseries(
                 ttft_s_p90=float(np.percentile(ttft, 90)) if ttft.size else None,
                 errors=int(counts.errors[i]),
                 cancelled=int(counts.cancelled[i]),
+                # a staged point's level: the key only its windows have
+                **({"target_level": target(start - span_start_s)} if target is not None else {}),
             )
         )
     return rows

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import count
 
-from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StopConfig, UsersLoad
+from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StagedLoad, StopConfig, UsersLoad
 from tokenbench.datasets.sessions import estimate_tokens
-from tokenbench.loadgen.schedule import arrival_times, ramp_up_s, user_start_times
+from tokenbench.errors import BadInput
+from tokenbench.loadgen.schedule import arrival_times, ramp_up_s, staged_arrival_times, user_start_times
 from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.model.engine import Cluster, Routing, Seq
 from tokenbench.model.params import ServerModel
@@ -159,6 +160,10 @@ class PointDriver:
                 self._next_of_user(u, self.start_s + offset)
         elif isinstance(load, RateLoad):
             self._open_loop([(t, None) for t in arrival_times(load, self.seed, stop)])
+        elif isinstance(load, StagedLoad):
+            if not load.open_loop:
+                raise BadInput("the server model predicts a staged open loop (rate stages), not users stages")
+            self._open_loop([(t, None) for t in staged_arrival_times(load, self.seed, stop)])
         else:
             assert isinstance(self.source, TraceSource), "a trace replay draws from a TraceSource"
             source = self.source

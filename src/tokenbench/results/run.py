@@ -95,10 +95,20 @@ class Distribution(FrozenModel):
     max: Number | None
 
 
-class Load(FrozenModel):
-    """The point's load (config.UsersLoad, RateLoad or ReplayLoad) and its stop settings."""
+class StageLoad(FrozenModel):
+    """A staged point's stage as asked (config.stages.Stage): its length, its level (requests/s or
+    users) and the ramp to it from the level before."""
 
-    kind: Literal["users", "rate", "replay"]
+    duration_s: Number
+    rate_per_s: Number | None = None
+    users: int | None = None
+    ramp_s: Number
+
+
+class Load(FrozenModel):
+    """The point's load (config.UsersLoad, RateLoad, ReplayLoad or StagedLoad) and its stop settings."""
+
+    kind: Literal["users", "rate", "replay", "staged"]
     users: int | None = None
     ramp_up_s: Number | None = None
     think_time_s: Number | None = None
@@ -110,9 +120,17 @@ class Load(FrozenModel):
     start_s: Number | None = None  # replay: the window of trace time replayed
     end_s: Number | None = None
     jitter_s: Number | None = None
+    stages: list[StageLoad] | None = None  # staged: its stages, in order
+    start_level: Number | None = None  # staged: the level before the first stage (its ramp's start)
+    shape: str | None = None  # staged: the --load-shape its stages came from
     warmup_s: Number
     duration_s: Number | None
     max_requests: int | None
+
+    @property
+    def open_loop(self) -> bool:
+        """Its requests arrived whatever the responses (config.open_loop, as written)."""
+        return self.kind in ("rate", "replay") or bool(self.stages and self.stages[0].rate_per_s is not None)
 
 
 class Span(FrozenModel):
@@ -326,6 +344,44 @@ class WindowClient(FrozenModel):
     ttft_s_p90: Number | None
     errors: int
     cancelled: int
+    target_level: Number | None = None  # a staged point: its level (req/s or users) at the window's start
+
+
+class Backlog(FrozenModel):
+    """A stage's backlog: the requests scheduled and not yet ended (in flight, or waiting client-side
+    for a --max-concurrency slot), counted over the whole point's records."""
+
+    at_start: int  # just before the stage's start (what the stage before left it)
+    at_end: int  # just before its end (what it leaves the next: a request due at the boundary is the next's)
+    peak: int  # the most at once within it
+    growth_per_s: Number  # (at_end - at_start) / the stage's length
+    # only a stage right after one whose backlog grew: seconds from its start until the backlog was
+    # back at the level it had when that stage began (null: it never got back there, to the point's end)
+    drain_s: Number | None = None
+
+
+class StageResult(FrozenModel):
+    """One stage of a staged point (metrics.stages): its window on the point's clock (seconds from
+    the point's start), its target, and what its requests met."""
+
+    index: int
+    start_s: Number
+    end_s: Number
+    target_rate_per_s: Number | None = None  # open loop: the stage's level (reached after ramp_s)
+    target_users: int | None = None  # closed loop
+    ramp_s: Number
+    population: str  # which requests and which period each figure counts
+    requests: int  # scheduled in the stage, whatever their outcome
+    ok: int
+    failed: int  # ended in failure (the run's own cuts, cancelled or never sent, are neither)
+    offered_per_s: Number  # requests / the stage's length
+    requests_per_s: Number  # ok requests that ended within the stage's window / its length
+    output_tokens_per_s: Number  # output tokens that arrived within the stage's window / its length
+    good_fraction: Number | None  # SLO attainment: of its requests that ended, the share meeting --slo
+    ttft_s: Distribution
+    itl_s: Distribution
+    e2e_s: Distribution
+    backlog: Backlog
 
 
 class WindowServer(FrozenModel):
@@ -726,6 +782,7 @@ class PointResult(PointMetrics, PointHead, OptionalParts):
     # server's phases joined from its spans (only a --server-traces run)
     http_phases: dict[str, Distribution] | None = None
     server_phases: ServerPhases | None = None
+    stages: list[StageResult] | None = None  # only a staged point: one per stage (metrics.stages)
 
 
 class Predicted(FrozenModel):

@@ -36,13 +36,14 @@ from tokenbench.config import (
     LoadPoint,
     PrefixCacheMode,
     RunConfig,
+    StagedLoad,
     TargetConfig,
     UsersLoad,
 )
 from tokenbench.config.mix import mixed_conversations, mixed_requests
 from tokenbench.config.target import ResolvedTarget
 from tokenbench.console.live import LiveView
-from tokenbench.console.tables import summary_table, trials_table, workload_text
+from tokenbench.console.tables import stages_table, summary_table, trials_table, workload_text
 from tokenbench.console.terminal import console as wide_console
 from tokenbench.datasets import build_requests, check_path, trace_info, trace_plan
 from tokenbench.datasets.images import check_api as check_image_api
@@ -231,7 +232,9 @@ def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunC
 
 def _concurrency_hint(load: LoadPoint) -> int:
     """Connections to open before a point: its users, or its concurrency cap (open loop)."""
-    return min((load.users if isinstance(load, UsersLoad) else load.max_concurrency) or 1, 1024)
+    if isinstance(load, UsersLoad | StagedLoad) and load.users is not None:
+        return min(load.users or 1, 1024)
+    return min(getattr(load, "max_concurrency", None) or 1, 1024)
 
 
 def _max_users(config: RunConfig) -> int:
@@ -277,6 +280,8 @@ async def _run_points(bench: _Bench, sut: ServerUnderTest, console: Console) -> 
     console.print(summary_table(results, _workload(bench.config)))
     if (trials := trials_table(results)) is not None:
         console.print(trials)
+    if (stages := stages_table(results)) is not None:  # a staged point, stage by stage
+        console.print(stages)
     for line in failure_lines(results.points):  # what the server said, never markup
         console.print(line, markup=False, highlight=False, style="red" if line.startswith("FAILED") else None)
     if not pool.alive():

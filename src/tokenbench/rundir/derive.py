@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tokenbench import __version__
-from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StopConfig
+from tokenbench.config import LoadPoint, StagedLoad, StopConfig, open_loop
 from tokenbench.errors import BadInput
 from tokenbench.loadgen.autostop import GATED, OVER_SATURATED, STEADY_WINDOWS, steady_state_of
 from tokenbench.loadgen.schedule import describe
@@ -42,6 +42,7 @@ from tokenbench.metrics.groups import group_breakdowns
 from tokenbench.metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from tokenbench.metrics.programs import program_stats
 from tokenbench.metrics.speculation import server_timing_stats, speculation_stats
+from tokenbench.metrics.stages import StageTally, stage_results
 from tokenbench.metrics.stats import distribution
 from tokenbench.records import RequestRecord
 from tokenbench.results import (
@@ -133,16 +134,26 @@ def point_result(
     config, load = manifest.config, event.load
     start_s, end_s = event.start_s, event.end_s
     window = Window(event.window_start_s, event.load_end_s)
-    span = PointSpan(window, open_loop=isinstance(load, RateLoad | ReplayLoad), end_s=end_s)
+    span = PointSpan(window, open_loop=open_loop(load), end_s=end_s)
     chunks = ChunkTally(span, series_edges(start_s, end_s, config.window_s), config.deadlines)
     cache = CacheTally(chunks.in_population)  # reads the server timings consume drops
-    kept = chunks.consume(cache.observe(records))  # the records, without their chunk times
+    staged = (
+        StageTally(load, start_s, event.load_end_s) if isinstance(load, StagedLoad) else None
+    )  # what its stages read of chunks
+    kept = chunks.consume(cache.observe(records if staged is None else staged.observe(records)))  # without chunk times
     metrics = summarize_point(kept, span, config.slo, chunks)
     samples, header = samples_file.scrapes(), samples_file.header()
     health = samples_file.events("client") if client_samples is None else client_samples
     user_spans = [(a, b) for a, b in event.user_spans]
     series = timeseries(
-        kept, start_s, end_s, event.ramp_end_s, user_spans, config.window_s, tokens=chunks.series_tokens
+        kept,
+        start_s,
+        end_s,
+        event.ramp_end_s,
+        user_spans,
+        config.window_s,
+        tokens=chunks.series_tokens,
+        target=load.level_at if isinstance(load, StagedLoad) else None,
     )
     server = point_server(samples, window.start_s, window.end_s)
     population = [r for r in kept if chunks.in_population(r)]
@@ -214,6 +225,10 @@ def point_result(
         )
         if spans is not None and manifest.clock is not None
         else None,
+        # a staged point: stage by stage (metrics/stages.py)
+        stages=stage_results(kept, load, start_s, config.slo, staged)
+        if isinstance(load, StagedLoad) and staged is not None
+        else None,
     )
 
 
@@ -238,7 +253,7 @@ def _send_lags(load: LoadPoint, records: Sequence[RequestRecord], window: Window
     """An open-loop point's send lags: each request due in the window, how late its
     exchange began (``http_start_s - scheduled_s``); None for a closed-loop point and one whose
     sends wait for a slot (``--max-concurrency``: that wait is the server's, queue delay)."""
-    if not isinstance(load, RateLoad | ReplayLoad) or load.max_concurrency is not None:
+    if not open_loop(load) or getattr(load, "max_concurrency", None) is not None:
         return None
     return [
         r.phases.http_start_s - r.scheduled_s
@@ -316,8 +331,11 @@ def _windows(
 
 def _load(stop: StopConfig, load: LoadPoint) -> Load:
     """A point's load with the run's stop settings."""
+    fields = load.model_dump(mode="json")
+    if isinstance(load, StagedLoad):  # a stage names its one level
+        fields["stages"] = [{k: v for k, v in stage.items() if v is not None} for stage in fields["stages"]]
     return Load(
-        **load.model_dump(mode="json"),
+        **fields,
         warmup_s=stop.warmup_s,
         duration_s=stop.duration_s,
         max_requests=stop.max_requests,

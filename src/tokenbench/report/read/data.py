@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokenbench.results import ErrorSeen, ProgramStats, StoppedEarly, TimeWindow, TrialStat
+from tokenbench.results import ErrorSeen, ProgramStats, StageResult, StoppedEarly, TimeWindow, TrialStat
 from tokenbench.results.capacity import CapacityResult
 
 LoadKey = tuple[str, float | str]  # (load kind, users or rate; the label when it has no number)
@@ -250,6 +250,15 @@ class ProgramRow:
 
 
 @dataclass(frozen=True)
+class StageRow:
+    """One staged point (results' ``stages``): its stages as results.json has them."""
+
+    config: str
+    label: str  # the point's
+    stages: tuple[StageResult, ...]
+
+
+@dataclass(frozen=True)
 class SessionRow:
     """One completed session of a programs point, from its records (metrics.programs.sessions, the
     results' own): its latency, calls, the calls on its critical path and the path's parts
@@ -332,6 +341,7 @@ class ReportData:
     sessions: tuple[SessionRow, ...] = ()  # agent programs: each point's slowest sessions
     timelines: tuple[SessionTimeline, ...] = ()  # agent programs: each point's slowest session, call by call
     replicas: tuple[ReplicaRow, ...] = ()  # fleets: each point's replicas
+    stages: tuple[StageRow, ...] = ()  # staged points, stage by stage
 
 
 @dataclass
@@ -354,6 +364,7 @@ class Part:
     programs: list[ProgramRow] = field(default_factory=list)  # agent programs
     sessions: list[SessionRow] = field(default_factory=list)
     timelines: list[SessionTimeline] = field(default_factory=list)
+    stages: list[StageRow] = field(default_factory=list)  # staged points
 
     def configs(self) -> list[str]:
         seen: list[str] = []

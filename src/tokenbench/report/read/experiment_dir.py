@@ -22,6 +22,7 @@ from tokenbench.report.read.run_dir import (
     read_capacity,
     slo_of,
     slow_rows,
+    stage_rows,
     turn_rows,
 )
 from tokenbench.results import NO_TRIALS, Experiment, RunResults
@@ -66,6 +67,7 @@ def read_experiment_dir(path: Path) -> Part:
             found, timelines = session_rows(path / cell.run_dir, cell_results[cell_id], config)
             part.sessions += [replace(r, label=r.label + trial) for r in found]
             part.timelines += [replace(t, label=t.label + trial) for t in timelines]
+            part.stages += [replace(r, label=r.label + trial) for r in stage_rows(cell_results[cell_id], config)]
         if cell.status == "ok":  # a search cell: its capacity.json (an unfinished search is not ranked)
             part.capacities += read_capacity(path / cell.run_dir, _config(cell.server, cell.variant, many_variants))
     part.slowest = _slowest_per_config(part.slowest)

@@ -29,6 +29,7 @@ from tokenbench.report.read.data import (
     SessionTimeline,
     Slo,
     SlowRow,
+    StageRow,
     TurnRow,
 )
 from tokenbench.report.read.experiment_dir import read_experiment_dir
@@ -59,6 +60,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     sessions: list[SessionRow] = []
     timelines: list[SessionTimeline] = []
     replicas: list[ReplicaRow] = []
+    stages: list[StageRow] = []
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]
         experiments += [_relabel_experiment(h, relabel) for h in part.experiments]
@@ -75,6 +77,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         sessions += [replace(s, config=relabel.get(s.config, s.config)) for s in part.sessions]
         timelines += [replace(t, config=relabel.get(t.config, t.config)) for t in part.timelines]
         replicas += [replace(r, config=relabel.get(r.config, r.config)) for r in part.replicas]
+        stages += [replace(t, config=relabel.get(t.config, t.config)) for t in part.stages]
     return ReportData(
         tuple(runs),
         tuple(experiments),
@@ -91,6 +94,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         tuple(sessions),
         tuple(timelines),
         tuple(replicas),
+        tuple(stages),
     )
 
 

@@ -25,9 +25,10 @@ from tokenbench.report.read.data import (
     RunSeries,
     Slo,
     SlowRow,
+    StageRow,
     TurnRow,
 )
-from tokenbench.report.read.programs import program_rows, session_rows
+from tokenbench.report.read.programs import point_labels, program_rows, session_rows
 from tokenbench.results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
 from tokenbench.results.capacity import CapacityResult
 from tokenbench.results.layout import CAPACITY, RECORDS, SPANS
@@ -149,7 +150,14 @@ def read_run(path: Path) -> Part:
     part.slowest = slow_rows(path, results, config)
     part.programs = program_rows(results, config)  # agent programs: only a programs run's points
     part.sessions, part.timelines = session_rows(path, results, config)
+    part.stages = stage_rows(results, config)  # staged points
     return part
+
+
+def stage_rows(results: RunResults, config: str) -> list[StageRow]:
+    """The staged points, stage by stage (none without one)."""
+    labels = point_labels(results)
+    return [StageRow(config, labels[p.index], tuple(p.stages)) for p in results.points if p.stages]
 
 
 def phase_rows(results: RunResults, config: str) -> list[PhaseRow]:

@@ -44,6 +44,7 @@ from tokenbench.report.sections.speculation_speedup import (
     speedups,
 )
 from tokenbench.report.sections.stability import DEGRADATION_THRESHOLD, MINUTE_BASIS_MIN_STEADY_S
+from tokenbench.report.sections.stages import STAGES_CAPTION, stages_table
 from tokenbench.report.sections.structured import STRUCTURED_CAPTION, structured_table
 from tokenbench.report.sections.tables import (
     FLEET_CAPTION,
@@ -192,6 +193,11 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     if pooling is not None:
         sections.append(
             Section("pooling", "Embeddings, rerank and score", (Block(table=pooling),), caption=POOLING_CAPTION)
+        )
+    stages = stages_table(data)  # staged points: stage by stage, with the backlog
+    if stages is not None:
+        sections.append(
+            Section("stages", "Stages", (Block(table=stages),), caption=STAGES_CAPTION, md_caption=STAGES_CAPTION)
         )
     turns = turns_table(data)
     if turns is not None:
