@@ -8,7 +8,10 @@ CLOCK_MONOTONIC, one clock for every process on the machine, so samples and reco
 
 File lines: first ``{"kind": "header", ...}`` (URL, backend, interval, GPU availability), then
 ``{"kind": "scrape", "t_s", "ok", "scrape_s", "values", "raw", "gpu"}``; a failed scrape is
-``"ok": false`` with its ``error`` (noted, never fatal). The run's own events come in through
+``"ok": false`` with its ``error`` (noted, never fatal). With a scaler to poll (``--scaler-url``
+and ``--scaler-kind``: telemetry/scaler.py), each scrape is followed by one poll of it, its own line
+``{"kind": "replicas", "t_s", "ok", "source", "replicas": [{"id", "state"}], "desired", "poll_s"}``
+(results.scaling.ReplicaPoll), on the same grid. The run's own events come in through
 the sampler's stdin, one JSON object a line, and are written as they are (the file is the run's
 timeline, one writer): ``{"kind": "point_start", ...}`` and ``{"kind": "point", ...}`` with a
 load point's span (manifest.PointStart and PointEnd), which ``tokenbench recompute`` needs. When stdin closes
@@ -27,16 +30,20 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from tokenbench.common import procs
 from tokenbench.common.redact import mask_text
+from tokenbench.common.replica_states import SCALER_KINDS, ScalerKind
 from tokenbench.telemetry.gpu import GPUSampler
 from tokenbench.telemetry.prom import MetricNames, flat, normalize, parse
+from tokenbench.telemetry.scaler import poll_line
 
 if TYPE_CHECKING:  # the sampler's own process never reads them: it copies event lines as they come
     from tokenbench.results.manifest import PointEnd, PointStart
+    from tokenbench.results.scaling import ReplicaPoll
 
 
 class Event(Protocol):
@@ -99,6 +106,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--interval", type=float, default=1.0)
     ap.add_argument("--origin", type=float, required=True, help="the run clock's perf_counter origin")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--scaler-url", default="", help="a scaler's API to poll for its replicas (telemetry/scaler.py)")
+    ap.add_argument("--scaler-kind", default="ray-serve", choices=SCALER_KINDS)
     return ap.parse_args(argv)
 
 
@@ -114,13 +123,16 @@ def _line_writer(out: TextIO) -> Callable[[str], None]:
 
 
 def _header(args: argparse.Namespace, gpu: GPUSampler) -> dict[str, Any]:
-    return {
+    header: dict[str, Any] = {
         "kind": "header",
         "metrics_url": mask_text(args.metrics_url) or None,
         "backend": args.backend,
         "interval_s": args.interval,
         "gpu": {"available": gpu.available, "reason": gpu.reason},
     }
+    if args.scaler_url:  # only a run polling a scaler
+        header["scaler"] = {"kind": args.scaler_kind, "url": mask_text(args.scaler_url)}
+    return header
 
 
 def _copy_events(write: Callable[[str], None], stop: threading.Event, wake: threading.Event) -> None:
@@ -157,6 +169,9 @@ def _scrape_until(
     next_t = time.perf_counter()
     while not stop.is_set():
         write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu, min(5.0, max(args.interval, 0.5)))))
+        if args.scaler_url:
+            timeout_s = min(5.0, max(args.interval, 0.5))
+            write(json.dumps(poll_line(args.scaler_url, args.scaler_kind, args.origin, timeout_s)))
         if time.perf_counter() >= next_t:  # this was the grid's scrape, not an extra one
             next_t += args.interval
         wake.wait(max(0.0, next_t - time.perf_counter()))
@@ -223,6 +238,12 @@ class SamplesFile:
         self._refresh()
         return [e for e in self._events if e.get("kind") == kind]
 
+    def replica_polls(self) -> list[ReplicaPoll]:
+        """The ``replicas`` lines: each poll of the scaler, in time order."""
+        from tokenbench.results.scaling import ReplicaPoll
+
+        return [ReplicaPoll.model_validate(e) for e in self.events("replicas")]
+
     def point_starts(self) -> list[PointStart]:
         """The ``point_start`` events: each point as it started."""
         from tokenbench.results.manifest import PointStart
@@ -236,6 +257,14 @@ class SamplesFile:
         return [PointEnd.from_json(e) for e in self.events("point")]
 
 
+@dataclass(frozen=True)
+class ScalerTarget:
+    """A scaler's API the sampler polls: its URL and which reader its answer needs."""
+
+    url: str
+    kind: ScalerKind
+
+
 class Sampler:
     """Context manager owning the sampler child: ``with Sampler(...) as s: ... s.wait_past(t)``."""
 
@@ -247,9 +276,11 @@ class Sampler:
         backend: str | None,
         interval_s: float,
         names: MetricNames | None = None,
+        scaler: ScalerTarget | None = None,
     ) -> None:
         """``names``: the backend profile's metric names (None: no normalized values); they go to
-        the child on its command line, so it never imports the backends."""
+        the child on its command line, so it never imports the backends. ``scaler``: a scaler's
+        API to poll for its replicas after each scrape (None: none)."""
         self.out = out
         self.file = SamplesFile(out)
         self.interval_s = interval_s
@@ -271,6 +302,8 @@ class Sampler:
             self._argv += ["--backend", backend]
         if names is not None:
             self._argv += ["--metric-names", json.dumps(names.to_json())]
+        if scaler is not None:
+            self._argv += ["--scaler-url", scaler.url, "--scaler-kind", scaler.kind]
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Sampler:
