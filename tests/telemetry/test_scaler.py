@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from tokenbench.results.scaling import ReplicaPoll
-from tokenbench.telemetry.sampler import Sampler, ScalerTarget
+from tokenbench.telemetry.sampler import Sampler
 from tokenbench.telemetry.scaler import (
     ScalerAnswerError,
+    ScalerTarget,
     kubernetes_replicas,
     pod_condition_times,
     poll_line,

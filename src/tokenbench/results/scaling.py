@@ -67,11 +67,12 @@ class Transition(FrozenModel):
 class SloWindow(FrozenModel):
     """SLO attainment over one window around a change: the requests *scheduled* in
     ``period_s`` (sent or not) and the fraction that met every objective of the run's SLO
-    (metrics.point.meets_slo). ``attainment`` None: no SLO, or no request in the window."""
+    (metrics.point.meets_slo). ``good`` None: the run has no SLO; ``attainment`` None: no SLO, or
+    no request in the window."""
 
     period_s: list[Number]
     requests: int
-    good: int
+    good: int | None
     attainment: Number | None
 
 

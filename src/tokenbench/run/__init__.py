@@ -213,7 +213,8 @@ def _decided(settings: TargetConfig, profile: Profile | None) -> dict[str, Any]:
 
 
 def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunClock) -> Sampler:
-    """Scrapes the server's /metrics (when its profile or --metrics-url says where) and the GPU."""
+    """Scrapes the server's /metrics (when its profile or --metrics-url says where) and the GPU,
+    and polls its scaler (--scaler-url, or what the launch answers at: ServerUnderTest.scaler)."""
     return Sampler(
         run_dir / SAMPLES,
         clock.origin_monotonic_s,
@@ -221,6 +222,7 @@ def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunC
         sut.profile.name if sut.profile else None,
         (config.backend or BackendConfig()).metrics_interval_s,
         sut.profile.metrics if sut.profile else None,
+        scaler=sut.scaler,
     )
 
 

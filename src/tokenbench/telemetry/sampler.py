@@ -30,16 +30,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from tokenbench.common import procs
 from tokenbench.common.redact import mask_text
-from tokenbench.common.replica_states import SCALER_KINDS, ScalerKind
+from tokenbench.common.replica_states import SCALER_KINDS
 from tokenbench.telemetry.gpu import GPUSampler
 from tokenbench.telemetry.prom import MetricNames, flat, normalize, parse
-from tokenbench.telemetry.scaler import poll_line
+from tokenbench.telemetry.scaler import ScalerTarget, poll_line
 
 if TYPE_CHECKING:  # the sampler's own process never reads them: it copies event lines as they come
     from tokenbench.results.manifest import PointEnd, PointStart
@@ -255,14 +254,6 @@ class SamplesFile:
         from tokenbench.results.manifest import PointEnd
 
         return [PointEnd.from_json(e) for e in self.events("point")]
-
-
-@dataclass(frozen=True)
-class ScalerTarget:
-    """A scaler's API the sampler polls: its URL and which reader its answer needs."""
-
-    url: str
-    kind: ScalerKind
 
 
 class Sampler:

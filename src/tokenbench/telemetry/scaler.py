@@ -41,6 +41,14 @@ from tokenbench.common.replica_states import REPLICA_STATES, ReplicaState, Scale
 _RAY_ALIASES: dict[str, ReplicaState | None] = {"STOPPED": None, "PENDING_MIGRATION": "RUNNING"}
 
 
+@dataclass(frozen=True)
+class ScalerTarget:
+    """A scaler's API the sampler polls: its URL and which reader its answer needs."""
+
+    url: str
+    kind: ScalerKind
+
+
 class ScalerAnswerError(ValueError):
     """A scaler's answer is not the JSON its reader expects (names the key, and what to fix)."""
 
