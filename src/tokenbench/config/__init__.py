@@ -518,7 +518,8 @@ class BackendConfig(_Model):
             "--layer-arg",
             "Serving layer (--backend ray/triton): one of the layer's own settings, KEY=VALUE (repeat), apart "
             "from its engine's. ray: stream_batching_interval_ms=MS (Ray Serve LLM's response batcher, default 50; "
-            "the CPU relay's, default 0) and max_ongoing_requests=N (per replica, default 1e9).",
+            "the CPU relay's, default 0), max_ongoing_requests=N (per replica, default 1e9) and, on the relay, "
+            "autoscaling=min:1,max:2,target_ongoing:2,upscale_delay:1,downscale_delay:5 (Serve's autoscaling_config).",
             ENGINE,
             repeat=True,
         ),
