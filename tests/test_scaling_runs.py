@@ -2,7 +2,8 @@
 one replica (2 slots), a load step from 1 user to 6 (two 2 s points), and a second replica STARTING
 2.5 s after the first request (in the second point) and RUNNING 0.5 s later. Each point's ``scaling`` has the timeline (1 RUNNING, then
 1 RUNNING + 1 STARTING, then 2 RUNNING), the scale-up timed from the step to within the poll
-interval of the mock's log, the replica-seconds, and the replica time's cost."""
+interval of the mock's log, the replica-seconds, and the replica time's cost; the report shows
+the transitions and the lags."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from run_helpers import config, mock_process, quiet
 
 from tokenbench.config import BackendConfig, StopConfig, UsersLoad
 from tokenbench.config.cost import CostConfig
+from tokenbench.report.read.load import load_inputs
+from tokenbench.report.render.markdown import render_markdown
+from tokenbench.report.render.outline import build_outline
+from tokenbench.report.sections.verdict import decide
 from tokenbench.results import SCHEMA_PATH
 from tokenbench.run import run
 from tokenbench.rundir.derive import recompute_run
@@ -125,3 +130,18 @@ def test_results_validate_and_recompute_the_same(scaled):
     jsonschema.validate(result.results, json.loads(SCHEMA_PATH.read_text()))
     again = recompute_run(result.run_dir).to_json()
     assert [p["scaling"] for p in again["points"]] == [p["scaling"] for p in result.results["points"]]
+
+
+def test_the_report_shows_the_replica_timeline_and_the_lags(scaled):
+    result, _, _ = scaled
+    data = load_inputs([result.run_dir])
+    outline = build_outline(data, decide(data), [])
+    section = next(s for s in outline.sections if s.key == "scaling")
+    timeline, lags = (b.table for b in section.blocks)
+    assert timeline is not None and lags is not None
+    changes = [(row[1], row[3], row[4]) for row in timeline.rows if row[2] != "whole point"]
+    assert changes == [("6 users", "replica-2", "new → STARTING"), ("6 users", "replica-2", "STARTING → RUNNING")]
+    up = result.results["points"][1]["scaling"]["scale_ups"][0]
+    (row,) = lags.rows
+    assert row[2:5] == ["replica-2", f"{up['lag_seen_s']:.2f}", f"{up['lag_running_s']:.2f}"]
+    assert "Autoscaling: replicas over time" in render_markdown(outline, [])

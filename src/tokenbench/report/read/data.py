@@ -14,6 +14,7 @@ from typing import Any
 
 from tokenbench.results import ErrorSeen, ProgramStats, StoppedEarly, TimeWindow, TrialStat
 from tokenbench.results.capacity import CapacityResult
+from tokenbench.results.scaling import Scaling
 
 LoadKey = tuple[str, float | str]  # (load kind, users or rate; the label when it has no number)
 Slo = dict[str, float | None]  # objective ("ttft_s", "tpot_s", "e2e_s") -> seconds, None when not set
@@ -165,6 +166,17 @@ class ImageRow:
 
 
 @dataclass(frozen=True)
+class ScalingRow:
+    """One point of a run that polled a scaler (results' ``scaling``): its replica timeline and
+    scale-ups, as the results have them (times on the run's clock)."""
+
+    config: str
+    label: str
+    start_s: float  # the point's start, which the section shows times from
+    scaling: Scaling
+
+
+@dataclass(frozen=True)
 class PhaseRow:
     """Where one point's requests spent their time (results' ``server_phases``): the
     share joined to a server span, each phase's median, and its mean over the slowest 1%."""
@@ -308,6 +320,7 @@ class ReportData:
     programs: tuple[ProgramRow, ...] = ()  # agent programs: the points with sessions
     sessions: tuple[SessionRow, ...] = ()  # agent programs: each point's slowest sessions
     timelines: tuple[SessionTimeline, ...] = ()  # agent programs: each point's slowest session, call by call
+    scaling: tuple[ScalingRow, ...] = ()  # autoscaling: the points of runs that polled a scaler
 
 
 @dataclass
@@ -329,6 +342,7 @@ class Part:
     programs: list[ProgramRow] = field(default_factory=list)  # agent programs
     sessions: list[SessionRow] = field(default_factory=list)
     timelines: list[SessionTimeline] = field(default_factory=list)
+    scaling: list[ScalingRow] = field(default_factory=list)  # autoscaling
 
     def configs(self) -> list[str]:
         seen: list[str] = []

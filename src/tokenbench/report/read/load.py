@@ -24,6 +24,7 @@ from tokenbench.report.read.data import (
     ReportData,
     RunHeader,
     RunSeries,
+    ScalingRow,
     SessionRow,
     SessionTimeline,
     Slo,
@@ -57,6 +58,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     programs: list[ProgramRow] = []
     sessions: list[SessionRow] = []
     timelines: list[SessionTimeline] = []
+    scaling: list[ScalingRow] = []  # autoscaling
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]
         experiments += [_relabel_experiment(h, relabel) for h in part.experiments]
@@ -72,6 +74,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         programs += [replace(p, config=relabel.get(p.config, p.config)) for p in part.programs]
         sessions += [replace(s, config=relabel.get(s.config, s.config)) for s in part.sessions]
         timelines += [replace(t, config=relabel.get(t.config, t.config)) for t in part.timelines]
+        scaling += [replace(r, config=relabel.get(r.config, r.config)) for r in part.scaling]
     return ReportData(
         tuple(runs),
         tuple(experiments),
@@ -87,6 +90,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         tuple(programs),
         tuple(sessions),
         tuple(timelines),
+        tuple(scaling),
     )
 
 

@@ -22,6 +22,7 @@ from tokenbench.report.read.data import (
     PointSpan,
     RunHeader,
     RunSeries,
+    ScalingRow,
     Slo,
     SlowRow,
     TurnRow,
@@ -147,7 +148,13 @@ def read_run(path: Path) -> Part:
     part.slowest = slow_rows(path, results, config)
     part.programs = program_rows(results, config)  # agent programs: only a programs run's points
     part.sessions, part.timelines = session_rows(path, results, config)
+    part.scaling = scaling_rows(results, config)  # autoscaling: only a run that polled a scaler
     return part
+
+
+def scaling_rows(results: RunResults, config: str) -> list[ScalingRow]:
+    """The points with a replica timeline (none unless the run polled a scaler)."""
+    return [ScalingRow(config, p.label, float(p.span.start_s), p.scaling) for p in results.points if p.scaling]
 
 
 def phase_rows(results: RunResults, config: str) -> list[PhaseRow]:
