@@ -63,6 +63,7 @@ def test_kubernetes_pods_map_onto_replica_states_and_the_hpa_says_the_desired_co
     assert view.desired == 3  # the HPA's desiredReplicas
     assert kubernetes_replicas(pods, deployment).desired == 3  # the Deployment's spec.replicas
     assert kubernetes_replicas(pods).desired is None
+    assert kubernetes_replicas({**pods, "kind": "PodList"}).replicas == view.replicas  # the API's own kind
     assert pod_condition_times(pods["items"][1]) == {
         "PodReadyToStartContainers": "2026-12-02T15:04:09Z",
         "Initialized": "2026-12-02T15:04:09Z",

@@ -103,9 +103,10 @@ def _ray_state(state: object) -> ReplicaState | None:
 def kubernetes_replicas(
     pods: Mapping[str, Any], deployment: Mapping[str, Any] | None = None, hpa: Mapping[str, Any] | None = None
 ) -> ScalerView:
-    """A PodList (and the Deployment's and HPA's objects, where given) -> the pods as replicas."""
+    """A PodList (the API's answer; ``kubectl get pods -o json`` prints it as kind List) and the
+    Deployment's and HPA's objects, where given -> the pods as replicas."""
     items = pods.get("items")
-    if pods.get("kind") not in (None, "PodList") or not isinstance(items, list):
+    if pods.get("kind") not in (None, "PodList", "List") or not isinstance(items, list):
         raise ScalerAnswerError("a Kubernetes answer is a PodList ('items': [pods]): GET .../pods?labelSelector=...")
     replicas = [Replica(id=p["metadata"]["name"], state=s) for p in items if (s := pod_state(p)) is not None]
     desired: int | None = None
