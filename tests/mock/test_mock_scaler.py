@@ -30,8 +30,6 @@ def test_a_script_is_steps_from_zero_with_rising_times():
 def test_a_script_needs_slots_per_replica():
     with pytest.raises(ValueError, match="--max-streams"):
         MockSettings(replicas_script="0:1")
-    with pytest.raises(ValueError, match="--priority-queue"):
-        MockSettings(replicas_script="0:1", max_streams=1, priority_queue=True)
 
 
 async def _chat(session: aiohttp.ClientSession, url: str) -> tuple[str | None, float]:
@@ -110,3 +108,21 @@ def test_without_a_script_there_is_no_replica_answer(mock_server):
             return resp.status
 
     assert asyncio.run(get()) == 404
+
+
+def test_with_a_priority_queue_waiters_are_admitted_lower_priority_first(mock_server):
+    url = mock_server(ttft_ms=100, itl_ms=0, max_streams=1, replicas_script="0:1", priority_queue=True)
+
+    async def scenario() -> list[float]:
+        async with aiohttp.ClientSession() as session:
+
+            async def chat(priority: int, after_s: float) -> float:
+                await asyncio.sleep(after_s)
+                async with session.post(url + "/v1/chat/completions", json={**CHAT, "priority": priority}) as resp:
+                    await resp.read()
+                    return time.perf_counter()
+
+            return await asyncio.gather(chat(0, 0), chat(5, 0.02), chat(1, 0.04))
+
+    _, low, high = asyncio.run(scenario())
+    assert high < low  # priority 1 waited less than priority 5, which came first

@@ -13,8 +13,9 @@ script lines up with a run's points. Before the first request the script's first
 - A fall sets the newest replicas STOPPING at the step's time: they take no new request and are
   gone once their requests in flight end (at once when idle).
 - A request takes a free slot on the RUNNING replica with the fewest requests in flight (the
-  first such, by id); with none free it waits, first come first served, and its timing starts
-  when it is admitted, as with ``--max-streams`` alone. Its reply carries ``x-served-by:
+  first such, by id); with none free it waits, first come first served (with ``--priority-queue``
+  by its priority, lower first, then in arrival order), and its timing starts when it is admitted,
+  as with ``--max-streams`` alone. Its reply carries ``x-served-by:
   replica-K`` (K from 1, in the order replicas were made, never reused) and its delivery logs K.
 
 ``GET /mock/replicas`` answers the replicas now in Ray Serve's shape (the dashboard's
@@ -29,8 +30,9 @@ log: ``origin_s`` (the first request's arrival) and each transition as it happen
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import time
-from collections import deque
 from dataclasses import dataclass, field
 
 from tokenbench.common.replica_states import ReplicaState
@@ -89,8 +91,10 @@ class ReplicaPool:
     replicas: list[Replica] = field(default_factory=list)
     log: list[_Transition] = field(default_factory=list)
     origin_s: float | None = None
+    by_priority: bool = False  # waiters admitted by priority (lower first), then in arrival order
     _made: int = 0
-    _waiting: deque[asyncio.Future[Replica]] = field(default_factory=deque)
+    _waiting: list[tuple[float, int, asyncio.Future[Replica]]] = field(default_factory=list)  # a heap
+    _arrivals: itertools.count[int] = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:
         for _ in range(self.script[0].replicas):
@@ -146,20 +150,20 @@ class ReplicaPool:
             replica = self._free()
             if replica is None:
                 return
-            fut = self._waiting.popleft()
+            _, _, fut = heapq.heappop(self._waiting)
             if fut.done():
                 continue
             replica.in_flight += 1
             fut.set_result(replica)
 
-    async def acquire(self) -> Replica:
-        """A slot on a RUNNING replica, waiting first come first served for one."""
+    async def acquire(self, priority: float = 0.0) -> Replica:
+        """A slot on a RUNNING replica, waiting for one (first come first served, or by priority)."""
         replica = self._free() if not self._waiting else None
         if replica is not None:
             replica.in_flight += 1
             return replica
         fut: asyncio.Future[Replica] = asyncio.get_running_loop().create_future()
-        self._waiting.append(fut)
+        heapq.heappush(self._waiting, (priority if self.by_priority else 0.0, next(self._arrivals), fut))
         try:
             return await fut
         except asyncio.CancelledError:

@@ -181,12 +181,21 @@ class MockServer:
         self._waiting = Gauge("vllm:num_requests_waiting", "queued for capacity", names, registry=reg).labels(model)
         scripted = bool(settings.replicas_script.strip())
         self._fleet = (
-            ReplicaPool(parse_script(settings.replicas_script), settings.max_streams, settings.replica_startup_s)
+            ReplicaPool(
+                parse_script(settings.replicas_script),
+                settings.max_streams,
+                settings.replica_startup_s,
+                by_priority=settings.priority_queue,
+            )
             if scripted
             else None
         )  # the slots are then the replicas'
         self._slots = asyncio.Semaphore(settings.max_streams) if settings.max_streams and not scripted else None
-        self._gate = PriorityGate(settings.max_streams) if settings.max_streams and settings.priority_queue else None
+        self._gate = (
+            PriorityGate(settings.max_streams)
+            if settings.max_streams and settings.priority_queue and not scripted
+            else None
+        )
         self._adapters = settings.adapter_costs_ms()
         self._generated = Counter("vllm:generation_tokens", "generated", names, registry=reg).labels(model)
         self._preempted = Counter("vllm:num_preemptions", "over kv_slots", names, registry=reg).labels(model)
@@ -339,9 +348,10 @@ class MockServer:
     ) -> web.StreamResponse:
         """A slot on one of the scripted replicas (waiting for one), the reply naming it."""
         pool.first_request(received)
+        priority = body.get("priority")
         self._waiting.inc()
         try:
-            replica = await pool.acquire()
+            replica = await pool.acquire(priority if isinstance(priority, int | float) else 0)
         finally:
             self._waiting.dec()
         try:

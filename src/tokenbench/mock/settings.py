@@ -265,8 +265,6 @@ class MockSettings(FrozenModel):
             raise ValueError(
                 f"--replicas-script {self.replicas_script!r} needs --max-streams N > 0: each replica's slots"
             )
-        if self.priority_queue:
-            raise ValueError("--replicas-script admits first come first served: leave out --priority-queue")
         return self
 
     @field_validator("spec_accept")
