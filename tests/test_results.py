@@ -99,7 +99,7 @@ receiver phases clock.offset_s clock.low_s clock.high_s clock.method slowest.req
 slowest.mean_s""".split()
 PUBLIC_KEYS += [f"points[].server_phases.{k}" for k in SERVER_PHASES]
 # autoscaling: a run that polled a scaler (--scaler-url; results/scaling.py)
-SCALING = """source interval_s period_s polls failed_polls replica_seconds mean_running_replicas
+SCALING = """source interval_s period_s polls failed_polls max_poll_gap_s replica_seconds mean_running_replicas
 max_running_replicas timeline[].t_s timeline[].running timeline[].other timeline[].desired transitions[].t_s
 transitions[].replica transitions[].from_state transitions[].to_state scale_downs[].replica
 scale_downs[].stopping_s scale_downs[].gone_s""".split()

@@ -49,6 +49,7 @@ def test_a_scale_up_is_timed_from_its_step_to_seen_running_and_its_first_reply()
     scaling = point_scaling(POLLS, RECORDS, SPAN)
     assert scaling is not None
     assert (scaling.polls, scaling.failed_polls) == (7, 1)
+    assert scaling.max_poll_gap_s == 2.0  # 13 -> 15: the poll at 14 failed
     assert [(r.t_s, r.running, r.other) for r in scaling.timeline] == [
         (10.0, 1, 0),
         (11.0, 1, 1),

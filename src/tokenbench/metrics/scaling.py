@@ -82,6 +82,7 @@ def point_scaling(polls: Sequence[ReplicaPoll], records: Sequence[RequestRecord]
         period_s=[span.start_s, span.end_s],
         polls=len(inside),
         failed_polls=len(inside) - len(ok),
+        max_poll_gap_s=_max_gap([*(before[-1:]), *ok]),
         timeline=[_row(p) for p in ok],
         transitions=transitions,
         scale_ups=ups,
@@ -90,6 +91,11 @@ def point_scaling(polls: Sequence[ReplicaPoll], records: Sequence[RequestRecord]
         mean_running_replicas=seconds / length if seconds is not None and length > 0 else None,
         max_running_replicas=max((_running(p) for p in ok), default=None),
     )
+
+
+def _max_gap(polls: Sequence[ReplicaPoll]) -> float | None:
+    gaps = [b.t_s - a.t_s for a, b in zip(polls, polls[1:], strict=False)]
+    return max(gaps) if gaps else None
 
 
 def _states(poll: ReplicaPoll) -> dict[str, ReplicaState]:

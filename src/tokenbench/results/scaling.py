@@ -8,8 +8,9 @@ conditions map onto them (telemetry/scaler.py).
 A replica not in a poll's answer is gone (STOPPED, or never started): it has no state.
 
 Every time is on the run's monotonic clock (seconds since its origin), as records' are. A time a
-scaler showed is known only to a poll interval: the first poll that showed it, so a lag measured
-from it is late by at most ``interval_s`` (and by the poll's own duration).
+scaler showed is known only to a poll: the first poll that showed it, so a lag measured from it is
+late by at most the gap since the poll before (``Scaling.max_poll_gap_s``: the sampler's interval,
+or more when a slow scrape held the next poll back).
 """
 
 from __future__ import annotations
@@ -114,7 +115,8 @@ class Scaling(FrozenModel):
     """A point's replicas as the scaler showed them (only a run that polled a scaler: --scaler-url).
     ``period_s`` is the point's span [start, end]; the timeline is every poll in it.
 
-    ``replica_seconds``: the integral of RUNNING replicas over the period, each poll's count held
+    ``max_poll_gap_s``: the longest time between two successful polls in the period (and from the
+    last poll before it): how late a transition's time may be. ``replica_seconds``: the integral of RUNNING replicas over the period, each poll's count held
     until the next poll (the last until the period's end; before the first poll, none is counted):
     None without a successful poll in the period. ``mean_running_replicas`` = replica_seconds /
     the period's length; ``max_running_replicas`` the most one poll showed."""
@@ -124,6 +126,7 @@ class Scaling(FrozenModel):
     period_s: list[Number]
     polls: int
     failed_polls: int
+    max_poll_gap_s: Number | None
     timeline: list[TimelineRow]
     transitions: list[Transition]
     scale_ups: list[ScaleUp]
