@@ -106,6 +106,19 @@ SERVER_PHASES = """requests joined joined_share spans failed_with_span late_span
 receiver phases clock.offset_s clock.low_s clock.high_s clock.method slowest.requests slowest.ttft_from_s
 slowest.mean_s""".split()
 PUBLIC_KEYS += [f"points[].server_phases.{k}" for k in SERVER_PHASES]
+# autoscaling: a run that polled a scaler (--scaler-url; results/scaling.py)
+SCALING = """source interval_s period_s polls failed_polls max_poll_gap_s replica_seconds mean_running_replicas
+max_running_replicas timeline[].t_s timeline[].running timeline[].other timeline[].desired transitions[].t_s
+transitions[].replica transitions[].from_state transitions[].to_state scale_downs[].replica
+scale_downs[].stopping_s scale_downs[].gone_s""".split()
+SCALE_UP = """replica step_s seen_s running_s first_request_s lag_seen_s lag_running_s lag_first_request_s""".split()
+SCALE_UP += [
+    f"{w}.{k}"
+    for w in ("slo_before", "slo_during", "slo_after")
+    for k in ("period_s", "requests", "good", "attainment")
+]
+PUBLIC_KEYS += [f"points[].scaling.{k}" for k in SCALING]
+PUBLIC_KEYS += [f"points[].scaling.scale_ups[].{k}" for k in SCALE_UP]
 PUBLIC_KEYS += [f"points[].by_turn[].{d}.{k}" for d in ("ttft_s", "e2e_s", "prompt_tokens") for k in DISTRIBUTION]
 PUBLIC_KEYS += [
     f"points[].sessions.{k}"
@@ -114,7 +127,8 @@ PUBLIC_KEYS += [
 PREFIX_CACHE = "reset reset_detail hit_rate hit_rate_source hit_rate_requests expected_reuse".split()
 PUBLIC_KEYS += [f"points[].prefix_cache.{k}" for k in PREFIX_CACHE]
 # a run given a price (--cost-per-hour; cost.py) and every point's GPU energy (telemetry.energy)
-COST = "usd_per_gpu_hour gpus usd_per_hour usd_per_million_output_tokens usd_per_million_total_tokens".split()
+COST = """usd_per_gpu_hour gpus usd_per_hour usd_per_million_output_tokens usd_per_million_total_tokens
+replica_seconds usd_for_replica_seconds""".split()
 PUBLIC_KEYS += [f"points[].cost.{k}" for k in COST]
 ENERGY = "available reason source gpus period_s joules mean_power_w joules_per_output_token".split()
 PUBLIC_KEYS += [f"points[].energy.{k}" for k in ENERGY]

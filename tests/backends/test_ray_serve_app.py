@@ -31,12 +31,13 @@ async def upstream(app: web.Application):
 
 
 @contextlib.asynccontextmanager
-async def relay(upstream_url: str, **settings):
+async def relay(upstream_url: str, served_by: str | None = None, **settings):
     config = RelayConfig(
         upstream_url=upstream_url, upstream_model="engine-model", served_name="layer-model", **settings
     )
     port = free_port("127.0.0.1")
-    server = uvicorn.Server(uvicorn.Config(make_app(config), host="127.0.0.1", port=port, log_level="error"))
+    app = make_app(config, served_by)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     task = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.01)

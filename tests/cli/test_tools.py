@@ -86,7 +86,9 @@ def _another_value(field: str) -> object:
     if kind is bool:
         return not was
     if kind is str or kind == str | None:
-        return {"adapters": "a=5,b=7", "spec_accept": "2,0,1"}.get(field, f"{field}-value")
+        return {"adapters": "a=5,b=7", "spec_accept": "2,0,1", "replicas_script": "0:1,4:2"}.get(
+            field, f"{field}-value"
+        )
     return kind(was + 3)
 
 

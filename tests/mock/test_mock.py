@@ -199,6 +199,7 @@ def test_deliveries_log_what_was_written(mock_server):
         "model",
         "priority",
         "traceparent",  # server spans: the request's W3C traceparent (None: it sent none)
+        "replica",  # --replicas-script: the scripted replica that served it (None: none)
     }
     assert ok["headers"] is None  # logged only with record_requests
     assert ok["fault"] is None and aborted["fault"] == "abort"

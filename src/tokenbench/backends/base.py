@@ -20,6 +20,7 @@ from tokenbench.config import BackendConfig, EngineKnobs
 from tokenbench.config.constraints import Dialect
 from tokenbench.errors import BackendError
 from tokenbench.telemetry.prom import MetricNames
+from tokenbench.telemetry.scaler import ScalerTarget
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,9 @@ class Profile:
     # a serving layer that passes the request's traceparent on to its upstream engine (Ray Serve's
     # relay: ray_serve_app.JOIN_HEADERS), so the engine's spans join; False: they cannot
     relays_join_key: bool = False
+    # Autoscaling: the scaler API a launch answers its replicas at (the ray relay with autoscaling:
+    # its driver's), polled by the sampler unless --scaler-url says where; None: none
+    scaler: Callable[[LaunchSpec], ScalerTarget | None] | None = None
 
     @property
     def default_api(self) -> str:

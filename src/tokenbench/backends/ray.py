@@ -10,7 +10,11 @@ Two paths, one profile (a serving layer: Profile.layer):
   group asks {"CPU": 1, "GPU": 1} and never schedules) and ``--layer-arg ray_init.num_cpus=4`` (the
   engine's bundle and replica and the ingress each take a logical CPU; a 2-core box has 2).
 - upstream given: ``<tokenbench's python> -m tokenbench.backends.ray_serve_app CONFIG_JSON``, whose
-  settings are --layer-arg keys (RELAY_ARGS); the engine's knobs go to the engine.
+  settings are --layer-arg keys (RELAY_ARGS); the engine's knobs go to the engine. ``autoscaling=
+  min:1,max:2,target_ongoing:2,upscale_delay:1,downscale_delay:5`` (AUTOSCALING_KEYS) is the
+  deployment's ``autoscaling_config`` (ray/serve/config.py ``AutoscalingConfig``: min_replicas,
+  max_replicas, target_ongoing_requests, upscale_delay_s, downscale_delay_s, metrics_interval_s,
+  look_back_period_s); the launch then answers its replicas (``scaler``) for the replica timeline.
 
 Facts and their sources (ray-project/ray unless a URL is given):
 - API: ``LLMConfig(model_loading_config={model_id, model_source}, engine_kwargs={...},
@@ -62,10 +66,11 @@ import sys
 from dataclasses import replace
 
 from tokenbench.backends.base import Launch, LaunchSpec, Profile, docker_run, exe, in_container, unsupported
-from tokenbench.backends.ray_serve_app import READY_PATH, RelayConfig, ServeConfig
+from tokenbench.backends.ray_serve_app import DETAILS_PATH, READY_PATH, RelayConfig, ServeConfig
 from tokenbench.backends.speculation import SPEC_KNOBS, ray_engine_kwargs
 from tokenbench.errors import BackendError
 from tokenbench.telemetry.prom import MetricNames
+from tokenbench.telemetry.scaler import ScalerTarget
 
 RELAY_MODULE = "tokenbench.backends.ray_serve_app"
 # --layer-arg key for the streamed-response batch interval (ms), on both paths (module docstring)
@@ -232,7 +237,50 @@ def local(spec: LaunchSpec) -> Launch:
 
 
 # --engine-arg keys of the Serve relay (an engine upstream): the rest of the launch is the engine's
-RELAY_ARGS = (BATCH_ARG, "max_ongoing_requests")
+AUTOSCALING_ARG = "autoscaling"  # KEY:NUMBER,... (AUTOSCALING_KEYS): the deployment's autoscaling_config
+RELAY_ARGS = (BATCH_ARG, "max_ongoing_requests", AUTOSCALING_ARG)
+# autoscaling=... keys -> Serve's AutoscalingConfig fields (ray/serve/config.py), the replica
+# counts whole numbers
+AUTOSCALING_KEYS = {
+    "min": "min_replicas",
+    "max": "max_replicas",
+    "target_ongoing": "target_ongoing_requests",
+    "upscale_delay": "upscale_delay_s",
+    "downscale_delay": "downscale_delay_s",
+    "metrics_interval": "metrics_interval_s",
+    "look_back": "look_back_period_s",
+}
+WHOLE_KEYS = ("min_replicas", "max_replicas")
+
+
+def autoscaling_config(text: str) -> dict[str, float]:
+    """``min:1,max:2,target_ongoing:2`` -> Serve's autoscaling_config (AUTOSCALING_KEYS)."""
+    config: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, raw = part.partition(":")
+        value = _value(raw)
+        if not sep or key not in AUTOSCALING_KEYS or not isinstance(value, int | float) or value < 0:
+            raise BackendError(
+                f"--layer-arg {AUTOSCALING_ARG}= takes KEY:NUMBER,... with KEY one of "
+                f"{', '.join(AUTOSCALING_KEYS)} (e.g. min:1,max:2,target_ongoing:2), got {part!r}"
+            )
+        field = AUTOSCALING_KEYS[key]
+        config[field] = int(value) if field in WHOLE_KEYS else float(value)
+    if "max_replicas" not in config:
+        raise BackendError(f"--layer-arg {AUTOSCALING_ARG}= needs max:N (Serve's max_replicas), got {text!r}")
+    return config
+
+
+def replicas_port(http_port: int) -> int:
+    """Where the relay's driver answers Serve's instance details: the metrics port + 1."""
+    return metrics_port(http_port) + 1
+
+
+def scaler(spec: LaunchSpec) -> ScalerTarget | None:
+    """The relay with autoscaling answers its replicas at its driver (ray_serve_app.serve_details)."""
+    if spec.upstream_url is None or relay_config(spec).autoscaling is None:
+        return None
+    return ScalerTarget(f"http://127.0.0.1:{replicas_port(spec.port)}{DETAILS_PATH}", "ray-serve")
 
 
 def relay_config(spec: LaunchSpec) -> ServeConfig:
@@ -240,8 +288,12 @@ def relay_config(spec: LaunchSpec) -> ServeConfig:
     knobs (--max-num-seqs, ...) are the engine's and are not read here."""
     assert spec.upstream_url is not None
     given: dict[str, float] = {}
+    autoscaling: dict[str, float] | None = None
     for arg in spec.knobs.engine_args:
         key, sep, raw = arg.partition("=")
+        if sep and key == AUTOSCALING_ARG:
+            autoscaling = autoscaling_config(raw)
+            continue
         value = _value(raw)
         if not sep or key not in RELAY_ARGS or not isinstance(value, int | float) or value < 0:
             raise BackendError(
@@ -256,6 +308,8 @@ def relay_config(spec: LaunchSpec) -> ServeConfig:
         batch_interval_ms=float(given.get(BATCH_ARG, 0.0)),
     )
     config = ServeConfig(host=spec.host, port=spec.port, metrics_port=metrics_port(spec.port), relay=relay)
+    if autoscaling is not None:  # the driver answers the replicas it scales (ray_serve_app.serve_details)
+        config = replace(config, autoscaling=autoscaling, replicas_port=replicas_port(spec.port))
     if "max_ongoing_requests" in given:
         config = replace(config, max_ongoing_requests=max(1, int(given["max_ongoing_requests"])))
     return config
@@ -282,6 +336,7 @@ PROFILE = Profile(
     title="Ray Serve",
     layer=True,  # --upstream NAME: the Serve relay in front of that engine; none: Ray Serve LLM
     relays_join_key=True,  # server spans: the relay passes traceparent on (ray_serve_app.JOIN_HEADERS)
+    scaler=scaler,  # --layer-arg autoscaling=...: the relay's driver answers its replicas
     apis=("chat", "completions"),
     default_port=8000,
     ready_path=READY_PATH,
@@ -303,6 +358,10 @@ PROFILE = Profile(
         "chunk counts reflect that, not the engine. The CPU relay (--upstream) does not batch unless asked",
         "with --upstream: a Serve deployment (num_cpus 0, max_ongoing_requests 1e9 as Ray Serve LLM's "
         "ingress) relays the engine's stream unbuffered; ray_serve_* series give running/waiting",
+        "with --upstream and --layer-arg autoscaling=min:1,max:2,target_ongoing:2,...: Serve autoscales the "
+        "relay; each reply names its replica in x-served-by, and the driver answers Serve's instance details "
+        "(GET /api/serve/applications/, the dashboard being off) on the metrics port + 1, polled for the "
+        "replica timeline. The replicas share one upstream engine",
         "rendered as python3 -c <Serve LLM program> <LLMConfig JSON>: the documented serve run needs "
         "a YAML file, which a profile does not write; --engine-bin picks the interpreter",
         "starts its own local Ray instance (ray.init(address='local')), with Ray's other ports "

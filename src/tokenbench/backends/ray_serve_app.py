@@ -14,12 +14,23 @@ serving layer of the ``ray`` profile on CPU (``--backend ray --upstream NAME``).
 (ray/llm/_internal/serve/utils/batcher.py: what arrived during each interval is sent together),
 so its effect on TTFT and inter-chunk gaps can be measured on CPU; 0 (default) relays each read.
 
+Each reply carries ``x-served-by``: the Serve replica's id (``serve.get_replica_context().replica_id
+.unique_id``, read when the replica starts: ray/serve/context.py; the id Serve's instance details
+list it by), so records name the replica that served them.
+
 ``main`` (``python -m tokenbench.backends.ray_serve_app CONFIG_JSON``) hosts the app in Ray Serve:
 a local Ray instance (``ray.init(address="local", num_cpus=1, include_dashboard=False,
 _metrics_export_port=M)``; on a 2-core box a replica must ask for 0 CPUs or it never schedules),
 ``serve.start`` on the configured host/port, and one ``@serve.deployment(ray_actor_options=
 {"num_cpus": 0})`` ``@serve.ingress`` replica that builds this app on the replica
 (``__serve_build_asgi_app__``, ray/serve/api.py ``ingress``).
+
+Autoscaling (``ServeConfig.autoscaling``: Serve's ``autoscaling_config`` fields, ray/serve/config.py
+``AutoscalingConfig``): the deployment scales between min_replicas and max_replicas on its ongoing
+requests. The dashboard is off (``include_dashboard=False``: on 2 cores its processes cost a
+core), so the driver answers its ``GET /api/serve/applications/`` itself on ``replicas_port``: the
+controller's ``get_serve_instance_details()`` as JSON, what the dashboard's route answers
+(ray/dashboard/modules/serve/serve_head.py), for the run's replica timeline (telemetry/scaler.py).
 """
 
 from __future__ import annotations
@@ -28,8 +39,10 @@ import asyncio
 import contextlib
 import json
 import sys
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -46,6 +59,8 @@ _DROP_HEADERS = {"content-length", "transfer-encoding", "connection", "content-e
 # server spans: the request's join key goes on to the engine, so its spans join the client's records
 # through the layer (W3C trace context and the request id; the relay keeps no trace of its own)
 JOIN_HEADERS = ("traceparent", "tracestate", "x-request-id")
+SERVED_BY_HEADER = "x-served-by"  # TargetConfig.replica_header's default: the replica's Serve id
+DETAILS_PATH = "/api/serve/applications/"  # the dashboard's route for Serve's instance details
 
 
 @dataclass(frozen=True)
@@ -66,9 +81,14 @@ class ServeConfig:
     # requests one replica takes at once before Serve queues them: Serve's default is 5; Ray Serve
     # LLM's ingress uses 1e9 (ray/llm/_internal/serve/constants.py), so the engine's slots limit
     max_ongoing_requests: int = 1_000_000_000
+    # Serve's autoscaling_config (min_replicas, max_replicas, target_ongoing_requests, ...); None: one replica
+    autoscaling: dict[str, float] | None = None
+    replicas_port: int | None = None  # where the driver answers DETAILS_PATH; None: nowhere
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """The settings as JSON; those left unset (None) are not written (a launch without
+        autoscaling has the command it had before autoscaling existed)."""
+        return json.dumps({k: v for k, v in asdict(self).items() if v is not None}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> ServeConfig:
@@ -82,9 +102,10 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": "upstream_error", "code": status}}, status_code=status)
 
 
-def make_app(config: RelayConfig) -> FastAPI:
+def make_app(config: RelayConfig, served_by: str | None = None) -> FastAPI:
     """The relay as a FastAPI app; one aiohttp session per app, opened on first use (it needs the
-    serving event loop) and closed when the app shuts down (ASGI lifespan, which Serve runs)."""
+    serving event loop) and closed when the app shuts down (ASGI lifespan, which Serve runs).
+    ``served_by``: the replica's id, sent in every reply's ``x-served-by`` (None: no header)."""
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
@@ -117,7 +138,10 @@ def make_app(config: RelayConfig) -> FastAPI:
         return JSONResponse({"object": "list", "data": [model]})
 
     async def relay(request: Request) -> Response:
-        return await _relay(session(), config, request)
+        response = await _relay(session(), config, request)
+        if served_by is not None:
+            response.headers[SERVED_BY_HEADER] = served_by
+        return response
 
     app.add_route("/v1/models", models, methods=["GET"])
     app.add_route(READY_PATH, models, methods=["GET"])  # the ray profile's ready path: the same check
@@ -219,8 +243,43 @@ def main(argv: list[str]) -> None:
         _metrics_export_port=config.metrics_port,
     )
     serve.start(http_options={"host": config.host, "port": config.port})
-    deployment = _deployment().options(max_ongoing_requests=config.max_ongoing_requests)
-    serve.run(deployment.bind(config.relay), name="tokenbench-relay", route_prefix="/", blocking=True)
+    options: dict[str, object] = {"max_ongoing_requests": config.max_ongoing_requests}
+    if config.autoscaling is not None:
+        options["autoscaling_config"] = config.autoscaling
+    deployment = _deployment().options(**options)
+    if config.replicas_port is None:
+        serve.run(deployment.bind(config.relay), name="tokenbench-relay", route_prefix="/", blocking=True)
+        return
+    serve.run(deployment.bind(config.relay), name="tokenbench-relay", route_prefix="/", blocking=False)
+    serve_details(config.host, config.replicas_port)
+
+
+def serve_details(host: str, port: int) -> None:
+    """Answer ``GET /api/serve/applications/`` with Serve's instance details, until killed."""
+    from ray.serve.context import _get_global_client
+
+    client = _get_global_client()  # raises when no controller runs (serve.run has just returned)
+    assert client is not None
+    details = client.get_serve_details
+    lock = threading.Lock()  # one controller call at a time
+
+    class Details(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] != DETAILS_PATH:
+                self.send_error(404, f"only {DETAILS_PATH}")
+                return
+            with lock:
+                body = json.dumps(details()).encode()  # its enums are str: their values
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:  # a poll a second: not the engine log's business
+            pass
+
+    ThreadingHTTPServer((host, port), Details).serve_forever()
 
 
 # Any: Ray's serve.Deployment, which mypy cannot see (it does not apply a class decorator's return type)
@@ -232,9 +291,10 @@ def _deployment() -> Any:
     class RayServeRelay:
         def __init__(self, config: RelayConfig) -> None:
             self.config = config
+            self.replica_id = serve.get_replica_context().replica_id.unique_id  # set before this runs
 
         def __serve_build_asgi_app__(self) -> FastAPI:
-            return make_app(self.config)
+            return make_app(self.config, self.replica_id)
 
     return RayServeRelay
 

@@ -31,6 +31,7 @@ from tokenbench.config import BackendConfig, EngineKnobs
 from tokenbench.errors import BackendError
 from tokenbench.results.manifest import ServerFacts
 from tokenbench.telemetry.prom import replica_name
+from tokenbench.telemetry.scaler import ScalerTarget
 
 HOST = "127.0.0.1"
 
@@ -340,6 +341,7 @@ class ServerUnderTest:
     fresh: bool = False
     # a fleet: the replicas behind the router at ``url`` (launched, or --replica-url); () otherwise
     replicas: tuple[ReplicaEndpoint, ...] = ()
+    scaler: ScalerTarget | None = None  # autoscaling: the scaler API the sampler polls; None: none
 
 
 @contextlib.contextmanager
@@ -361,7 +363,9 @@ def server_under_test(
             if backend
             else ()
         )
-        yield ServerUnderTest(url, None, profile, override or metrics_url_for(profile, url), facts, replicas=replicas)
+        scaler = ScalerTarget(backend.scaler_url, backend.scaler_kind) if backend and backend.scaler_url else None
+        metrics = override or metrics_url_for(profile, url)
+        yield ServerUnderTest(url, None, profile, metrics, facts, replicas=replicas, scaler=scaler)
         return
     if backend is None or profile is None:
         raise BackendError("nothing to benchmark: pass --url, or --backend NAME to launch one")
@@ -378,7 +382,16 @@ def server_under_test(
             )
         server = stack.enter_context(_started(profile, backend, log_path, say, engine))
         metrics_url = override or metrics_url_for(profile, server.url, server.spec)
-        yield ServerUnderTest(server.url, server.spec.served_name, profile, metrics_url, server.describe(), fresh=True)
+        scaler = (
+            ScalerTarget(backend.scaler_url, backend.scaler_kind)
+            if backend.scaler_url
+            else profile.scaler(server.spec)
+            if profile.scaler
+            else None
+        )
+        yield ServerUnderTest(
+            server.url, server.spec.served_name, profile, metrics_url, server.describe(), fresh=True, scaler=scaler
+        )
 
 
 @contextlib.contextmanager

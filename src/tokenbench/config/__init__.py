@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tokenbench.common.frozen import FrozenModel as _Model
 from tokenbench.common.redact import MASK, mask
+from tokenbench.common.replica_states import ScalerKind
 from tokenbench.common.units import parse_duration_s, seconds
 from tokenbench.config.constraints import (
     TOOL_CHOICES,
@@ -482,6 +483,22 @@ class BackendConfig(_Model):
         str | None,
         Flag("--metrics-url", "Scrape this URL instead of the server URL + the profile's metrics path.", ENGINE),
     ] = None
+    # Autoscaling: a scaler's API polled for its replicas beside each scrape (telemetry/scaler.py);
+    # a launched ray relay with autoscaling gives its own (backends/ray.py)
+    scaler_url: Annotated[
+        str | None,
+        Flag(
+            "--scaler-url",
+            "Autoscaling: poll this scaler API for its replicas every --metrics-interval (Ray Serve's "
+            "/api/serve/applications/, a Kubernetes PodList URL through kubectl proxy, the mock's /mock/replicas): "
+            "each point's replica timeline, scale-up lags and replica-seconds.",
+            ENGINE,
+        ),
+    ] = None
+    scaler_kind: Annotated[
+        ScalerKind,
+        Flag("--scaler-kind", "Autoscaling: what --scaler-url answers (ray-serve, kubernetes).", ENGINE, default=True),
+    ] = "ray-serve"
     # A serving layer (triton, ray) in front of an engine: the engine profile it serves from
     # (llamacpp, vllm), launched first on its own port.
     upstream: Annotated[
@@ -502,7 +519,8 @@ class BackendConfig(_Model):
             "--layer-arg",
             "Serving layer (--backend ray/triton): one of the layer's own settings, KEY=VALUE (repeat), apart "
             "from its engine's. ray: stream_batching_interval_ms=MS (Ray Serve LLM's response batcher, default 50; "
-            "the CPU relay's, default 0) and max_ongoing_requests=N (per replica, default 1e9).",
+            "the CPU relay's, default 0), max_ongoing_requests=N (per replica, default 1e9) and, on the relay, "
+            "autoscaling=min:1,max:2,target_ongoing:2,upscale_delay:1,downscale_delay:5 (Serve's autoscaling_config).",
             ENGINE,
             repeat=True,
         ),

@@ -38,6 +38,11 @@ only when the request asked for ``include_usage``: its timing from what was writ
 admitted - received, prefill to the first chunk, generation from the first chunk to the last) and
 its ``speculative_decoding`` figures (the steps' histogram and counts; ``detailed``: each step's).
 
+Replicas (``replicas_script``; mock/scaler.py): the capacity is a scripted fleet's, ``max_streams``
+slots per RUNNING replica, the count following the script from the first request; each reply
+names its replica in ``x-served-by`` and its delivery logs it; ``GET /mock/replicas`` answers the
+replicas in Ray Serve's shape, ``GET /mock/replica-log`` the transitions as they happened.
+
 Groups: with ``priority_queue`` the requests waiting for capacity are admitted
 by their ``priority`` field (lower first, vLLM's rule; absent counts as 0), then in arrival order,
 so under overload the high class's TTFT stays near the scripted one while the low class queues.
@@ -82,6 +87,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from tokenbench.mock.otlp import MockExporter
 from tokenbench.mock.pooling import PATHS as POOLING_PATHS
 from tokenbench.mock.pooling import pooling_answer, pooling_inputs
+from tokenbench.mock.scaler import SERVED_BY_HEADER, ReplicaPool, parse_script
 from tokenbench.mock.settings import Delivery, MockSettings
 from tokenbench.mock.speculation import Plan, SpecCounters, plan, request_metrics
 from tokenbench.mock.structured import scripted_deltas
@@ -173,8 +179,23 @@ class MockServer:
         reg, names, model = self._registry, ["model_name"], settings.model
         self._running = Gauge("vllm:num_requests_running", "in flight", names, registry=reg).labels(model)
         self._waiting = Gauge("vllm:num_requests_waiting", "queued for capacity", names, registry=reg).labels(model)
-        self._slots = asyncio.Semaphore(settings.max_streams) if settings.max_streams else None
-        self._gate = PriorityGate(settings.max_streams) if settings.max_streams and settings.priority_queue else None
+        scripted = bool(settings.replicas_script.strip())
+        self._fleet = (
+            ReplicaPool(
+                parse_script(settings.replicas_script),
+                settings.max_streams,
+                settings.replica_startup_s,
+                by_priority=settings.priority_queue,
+            )
+            if scripted
+            else None
+        )  # the slots are then the replicas'
+        self._slots = asyncio.Semaphore(settings.max_streams) if settings.max_streams and not scripted else None
+        self._gate = (
+            PriorityGate(settings.max_streams)
+            if settings.max_streams and settings.priority_queue and not scripted
+            else None
+        )
         self._adapters = settings.adapter_costs_ms()
         self._generated = Counter("vllm:generation_tokens", "generated", names, registry=reg).labels(model)
         self._preempted = Counter("vllm:num_preemptions", "over kv_slots", names, registry=reg).labels(model)
@@ -200,6 +221,8 @@ class MockServer:
                 web.post("/v1/completions", self._completions),
                 web.post("/tokenize", self._tokenize),
                 web.get("/mock/deliveries", self._deliveries),
+                web.get("/mock/replicas", self._replicas),
+                web.get("/mock/replica-log", self._replica_log),
                 web.get("/metrics", self._metrics),
                 *(web.post(path, self._pool) for path in POOLING_PATHS),  # embeddings
             ]
@@ -233,6 +256,16 @@ class MockServer:
 
     async def _deliveries(self, _: web.Request) -> web.Response:
         return web.json_response({k: d.__dict__ for k, d in self.deliveries.items()})
+
+    async def _replicas(self, _: web.Request) -> web.Response:
+        if self._fleet is None:
+            return web.json_response({"detail": "no --replicas-script"}, status=404)
+        return web.json_response(self._fleet.details())
+
+    async def _replica_log(self, _: web.Request) -> web.Response:
+        if self._fleet is None:
+            return web.json_response({"detail": "no --replicas-script"}, status=404)
+        return web.json_response(self._fleet.log_json())
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         return await self._stream(request, chat=True)
@@ -297,6 +330,8 @@ class MockServer:
                 return await self._generate(request, chat, body, received)
             finally:
                 self._gate.release()
+        if self._fleet is not None:
+            return await self._on_replica(self._fleet, request, chat, body, received)
         if self._slots is None:
             return await self._generate(request, chat, body, received)
         self._waiting.inc()
@@ -309,18 +344,38 @@ class MockServer:
         finally:
             self._slots.release()
 
-    async def _generate(self, request: web.Request, chat: bool, body: Body, received: float) -> web.StreamResponse:
+    async def _on_replica(
+        self, pool: ReplicaPool, request: web.Request, chat: bool, body: Body, received: float
+    ) -> web.StreamResponse:
+        """A slot on one of the scripted replicas (waiting for one), the reply naming it."""
+        pool.first_request(received)
+        priority = body.get("priority")
+        self._waiting.inc()
+        try:
+            replica = await pool.acquire(priority if isinstance(priority, int | float) else 0)
+        finally:
+            self._waiting.dec()
+        try:
+            return await self._generate(request, chat, body, received, replica.id)
+        finally:
+            pool.release(replica)
+
+    async def _generate(
+        self, request: web.Request, chat: bool, body: Body, received: float, replica: str | None = None
+    ) -> web.StreamResponse:
         self._in_flight += 1
         self._running.set(self._in_flight)
         if self.s.kv_slots and self._in_flight > self.s.kv_slots:
             self._preempted.inc()
         try:
-            return await self._reply(request, chat, body, received)
+            return await self._reply(request, chat, body, received, replica)
         finally:
             self._in_flight -= 1
             self._running.set(self._in_flight)
 
-    async def _reply(self, request: web.Request, chat: bool, body: Body, received: float) -> web.StreamResponse:
+    async def _reply(
+        self, request: web.Request, chat: bool, body: Body, received: float, replica: str | None = None
+    ) -> web.StreamResponse:
         admitted = time.perf_counter()
         fault = self._fault_for_this()
         rid = f"mock-{self._count}"
@@ -329,7 +384,7 @@ class MockServer:
         chunks = self._plan(int(body.get("max_tokens") or self.s.output_tokens))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
         delivery.model, delivery.priority = body.get("model"), body.get("priority")
-        delivery.traceparent = request.headers.get("traceparent")
+        delivery.traceparent, delivery.replica = request.headers.get("traceparent"), replica
         if self.s.record_requests:
             delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
             delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
@@ -340,9 +395,11 @@ class MockServer:
             delivery.images = images
         if self.s.record_deliveries:
             self.deliveries[rid] = delivery
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        if self.s.served_by:
-            resp.headers["x-served-by"] = self.s.served_by
+        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        served_by = replica if replica is not None else self.s.served_by  # a scripted replica, else --served-by
+        if served_by:
+            headers[SERVED_BY_HEADER] = served_by
+        resp = web.StreamResponse(headers=headers)
         await resp.prepare(request)
         opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
         continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tokenbench.common.frozen import FrozenModel
 from tokenbench.config.flags import Flag
+from tokenbench.mock.scaler import parse_script
 
 Fault = Literal[
     "none",
@@ -68,6 +69,24 @@ class MockSettings(FrozenModel):
             default=True,
         ),
     ] = 0
+    # a scripted scaler (mock/scaler.py): replicas over time, each with max_streams slots
+    replicas_script: Annotated[
+        str,
+        Flag(
+            "--replicas-script",
+            "Scripted replicas, SECONDS:REPLICAS,... from the first request (e.g. 0:1,4:2,12:1), each with "
+            "--max-streams slots; replies name theirs in x-served-by, GET /mock/replicas answers in Ray Serve's "
+            'shape ("": one server).',
+        ),
+    ] = ""
+    replica_startup_s: Annotated[
+        float,
+        Flag(
+            "--replica-startup-s",
+            "With --replicas-script: a new replica is STARTING this long before it is RUNNING and serves.",
+            default=True,
+        ),
+    ] = Field(default=0.0, ge=0)
     # chat: the first K content chunks are reasoning (see the server's doc)
     reasoning_chunks: Annotated[
         int,
@@ -246,6 +265,17 @@ class MockSettings(FrozenModel):
         ),
     ] = "none"
 
+    @model_validator(mode="after")
+    def _replicas_script(self) -> MockSettings:
+        if not self.replicas_script.strip():
+            return self
+        parse_script(self.replicas_script)  # its own error says what to write
+        if not self.max_streams:
+            raise ValueError(
+                f"--replicas-script {self.replicas_script!r} needs --max-streams N > 0: each replica's slots"
+            )
+        return self
+
     @field_validator("spec_accept")
     @classmethod
     def _spec_accept(cls, v: str, info: ValidationInfo) -> str:
@@ -294,3 +324,4 @@ class Delivery:
     model: str | None = None  # the request's model (a LoRA adapter's name)
     priority: float | None = None  # the request's priority field
     traceparent: str | None = None  # the W3C traceparent the request carried
+    replica: str | None = None  # --replicas-script: the scripted replica that served it

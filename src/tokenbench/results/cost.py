@@ -8,22 +8,29 @@ from __future__ import annotations
 from typing import Literal
 
 from tokenbench.common.frozen import FrozenModel
-from tokenbench.results.base import Number
+from tokenbench.results.base import Number, OptionalParts
 
 
-class Cost(FrozenModel):
+class Cost(OptionalParts):
     """The hardware's price over a point: only on points of a run given a price (exclude_unset).
 
     ``usd_per_hour`` = ``usd_per_gpu_hour`` x ``gpus``; per million tokens =
     usd_per_hour / 3600 / (tokens/s) x 1e6, with the point's output (or total) tokens/s: the tokens
     of its rate population over ``rate_period_s`` (METRICS.md). None when the point has no such
-    throughput (nothing measured): never 0, never infinite."""
+    throughput (nothing measured): never 0, never infinite.
+
+    Autoscaling (only a point with a replica timeline: results.scaling): the price is per replica,
+    ``replica_seconds`` the point's RUNNING replicas integrated over its span (scaling's), and
+    ``usd_for_replica_seconds`` = replica_seconds / 3600 x usd_per_hour: what the replicas the
+    scaler ran cost over the point, whatever the load used of them."""
 
     usd_per_gpu_hour: Number
     gpus: int
     usd_per_hour: Number
     usd_per_million_output_tokens: Number | None
     usd_per_million_total_tokens: Number | None
+    replica_seconds: Number | None = None
+    usd_for_replica_seconds: Number | None = None
 
 
 # nvml_total_energy: NVML's energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ since the

@@ -22,6 +22,7 @@ from tokenbench.results.base import AS_WRITTEN, Number, OptionalParts
 from tokenbench.results.client import Client, WindowHealth, WorkerLoss, Workers
 from tokenbench.results.cost import Cost, Energy
 from tokenbench.results.failures import ErrorSeen, StoppedEarly
+from tokenbench.results.scaling import Scaling
 from tokenbench.results.stopping import AutoStop, OverSaturated, SteadyState
 from tokenbench.results.workload import DatasetFacts, PrefixCache, TracePointFacts
 
@@ -783,6 +784,8 @@ class PointResult(PointMetrics, PointHead, OptionalParts):
     http_phases: dict[str, Distribution] | None = None
     server_phases: ServerPhases | None = None
     stages: list[StageResult] | None = None  # only a staged point: one per stage (metrics.stages)
+    # autoscaling: only a point of a run that polled a scaler (--scaler-url; results/scaling.py)
+    scaling: Scaling | None = None
 
 
 class Predicted(FrozenModel):

@@ -215,7 +215,8 @@ def _decided(settings: TargetConfig, profile: Profile | None) -> dict[str, Any]:
 
 def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunClock) -> Sampler:
     """Scrapes the server's /metrics (when its profile or --metrics-url says where), a fleet's
-    replicas' beside, and the GPU."""
+    replicas' beside, and the GPU, and polls its scaler (--scaler-url, or what the launch answers
+    at: ServerUnderTest.scaler)."""
     replicas = [(r.name, r.metrics_url) for r in sut.replicas if r.metrics_url]
     engine = next((r.backend for r in sut.replicas if r.backend), None)
     return Sampler(
@@ -227,6 +228,7 @@ def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunC
         sut.profile.metrics if sut.profile else None,
         replicas,
         get_profile(engine).metrics if engine else None,
+        scaler=sut.scaler,
     )
 
 

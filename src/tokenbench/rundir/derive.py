@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from tokenbench import __version__
 from tokenbench.config import LoadPoint, StagedLoad, StopConfig, open_loop
+from tokenbench.config.slo import SLOConfig
 from tokenbench.errors import BadInput
 from tokenbench.loadgen.autostop import GATED, OVER_SATURATED, STEADY_WINDOWS, steady_state_of
 from tokenbench.loadgen.schedule import describe
@@ -41,6 +42,7 @@ from tokenbench.metrics.fleet import fleet_stats
 from tokenbench.metrics.groups import group_breakdowns
 from tokenbench.metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from tokenbench.metrics.programs import program_stats
+from tokenbench.metrics.scaling import ScalingSpan, load_step_s, point_scaling
 from tokenbench.metrics.speculation import server_timing_stats, speculation_stats
 from tokenbench.metrics.stages import StageTally, stage_results
 from tokenbench.metrics.stats import distribution
@@ -68,6 +70,7 @@ from tokenbench.results.manifest import (
     load_manifest,
 )
 from tokenbench.results.run import Distribution, ProgramStats, WindowClient
+from tokenbench.results.scaling import Scaling
 from tokenbench.results.stopping import AutoStop, OverSaturated, SteadyState
 from tokenbench.rundir import RecordSlice, point_ranges, write_json
 from tokenbench.spans.phases import GRACE_S, SpanIndex, http_phases, joined_phases, point_server_phases
@@ -166,6 +169,8 @@ def point_result(
     # whole point (a point the process never finished has none)
     multi_turn = event.sessions is not None or config.sessions is not None
     price = config.cost  # a run given a price: each point's cost
+    scaling = _scaling(event, kept, samples_file, config.slo)  # only a run that polled a scaler
+    replica_s = scaling.replica_seconds if scaling is not None else None
     # routing: by adapter, class and tenant, and fairness (only when requests had groups)
     groups = group_breakdowns(population, metrics.rate_period_s or metrics.window_s, config.slo, config.mix)
     # Every part by name, the metrics as summarize_point made them. The parts only some points have
@@ -195,7 +200,9 @@ def point_result(
         server_timing=server_timing_stats(population),
         trace=event.trace,
         prefix_cache=prefix_cache(event.prefix_cache_reset, server, cache, workload_reuse),
-        cost=point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s) if price is not None else None,
+        cost=point_cost(price, metrics.output_tokens_per_s, metrics.total_tokens_per_s, replica_s)
+        if price is not None
+        else None,
         energy=point_energy(samples, header, window.start_s, window.end_s, metrics.output_tokens_per_s),
         # None: a run before it was sampled
         client=point_client(health, window.start_s, window.end_s, _send_lags(load, kept, window)),
@@ -229,7 +236,29 @@ def point_result(
         stages=stage_results(kept, load, start_s, config.slo, staged)
         if isinstance(load, StagedLoad) and staged is not None
         else None,
+        scaling=scaling,  # autoscaling: the replica timeline, scale-ups' lags, replica-seconds
     )
+
+
+def _scaling(
+    event: PointEnd, records: Sequence[RequestRecord], samples_file: SamplesFile, slo: SLOConfig
+) -> Scaling | None:
+    """The point's scaling from the scaler's polls (None: the run polled none), its load step
+    against the point before it (its ``point_start``)."""
+    polls = samples_file.replica_polls()
+    if not polls:
+        return None
+    previous = next((s.load for s in samples_file.point_starts() if s.index == event.index - 1), None)
+    header = samples_file.header() or {}
+    interval = header.get("interval_s")
+    span = ScalingSpan(
+        start_s=event.start_s,
+        end_s=event.end_s,
+        step_s=load_step_s(previous, event.load, event.start_s),
+        slo=slo,
+        interval_s=float(interval) if isinstance(interval, int | float) else None,
+    )
+    return point_scaling(polls, records, span)
 
 
 def _programs(

@@ -11,7 +11,10 @@ File lines: first ``{"kind": "header", ...}`` (URL, backend, interval, GPU avail
 ``"ok": false`` with its ``error`` (noted, never fatal). A fleet's replicas (``--replica
 NAME=URL``) are scraped in the same pass, after the router: ``"replicas": {NAME: {"ok", "values",
 "raw", "scrape_s"} or {"ok": false, "error"}}`` on the scrape's line (one t_s for the whole pass;
-each replica's ``scrape_s`` is from that t_s to its answer). The run's own events come in through
+each replica's ``scrape_s`` is from that t_s to its answer). With a scaler to poll (``--scaler-url``
+and ``--scaler-kind``: telemetry/scaler.py), each scrape is followed by one poll of it, its own line
+``{"kind": "replicas", "t_s", "ok", "source", "replicas": [{"id", "state"}], "desired", "poll_s"}``
+(results.scaling.ReplicaPoll), on the same grid. The run's own events come in through
 the sampler's stdin, one JSON object a line, and are written as they are (the file is the run's
 timeline, one writer): ``{"kind": "point_start", ...}`` and ``{"kind": "point", ...}`` with a
 load point's span (manifest.PointStart and PointEnd), which ``tokenbench recompute`` needs. When stdin closes
@@ -36,11 +39,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from tokenbench.common import procs
 from tokenbench.common.redact import mask_text
+from tokenbench.common.replica_states import SCALER_KINDS
 from tokenbench.telemetry.gpu import GPUSampler
 from tokenbench.telemetry.prom import MetricNames, flat, normalize, parse
+from tokenbench.telemetry.scaler import ScalerTarget, poll_line
 
 if TYPE_CHECKING:  # the sampler's own process never reads them: it copies event lines as they come
     from tokenbench.results.manifest import PointEnd, PointStart
+    from tokenbench.results.scaling import ReplicaPoll
 
 
 class Event(Protocol):
@@ -133,6 +139,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", required=True)
     ap.add_argument("--replica", action="append", default=[], help="a fleet's replica, NAME=METRICS_URL (repeat)")
     ap.add_argument("--replica-metric-names", default="", help="the replicas' engine's MetricNames as JSON")
+    ap.add_argument("--scaler-url", default="", help="a scaler's API to poll for its replicas (telemetry/scaler.py)")
+    ap.add_argument("--scaler-kind", default="ray-serve", choices=SCALER_KINDS)
     return ap.parse_args(argv)
 
 
@@ -153,13 +161,16 @@ def _line_writer(out: TextIO) -> Callable[[str], None]:
 
 
 def _header(args: argparse.Namespace, gpu: GPUSampler) -> dict[str, Any]:
-    return {
+    header: dict[str, Any] = {
         "kind": "header",
         "metrics_url": mask_text(args.metrics_url) or None,
         "backend": args.backend,
         "interval_s": args.interval,
         "gpu": {"available": gpu.available, "reason": gpu.reason},
     }
+    if args.scaler_url:  # only a run polling a scaler
+        header["scaler"] = {"kind": args.scaler_kind, "url": mask_text(args.scaler_url)}
+    return header
 
 
 def _copy_events(write: Callable[[str], None], stop: threading.Event, wake: threading.Event) -> None:
@@ -198,6 +209,8 @@ def _scrape_until(
     while not stop.is_set():
         timeout_s = min(5.0, max(args.interval, 0.5))
         write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu, timeout_s, fleet)))
+        if args.scaler_url:
+            write(json.dumps(poll_line(args.scaler_url, args.scaler_kind, args.origin, timeout_s)))
         if time.perf_counter() >= next_t:  # this was the grid's scrape, not an extra one
             next_t += args.interval
         wake.wait(max(0.0, next_t - time.perf_counter()))
@@ -264,6 +277,12 @@ class SamplesFile:
         self._refresh()
         return [e for e in self._events if e.get("kind") == kind]
 
+    def replica_polls(self) -> list[ReplicaPoll]:
+        """The ``replicas`` lines: each poll of the scaler, in time order."""
+        from tokenbench.results.scaling import ReplicaPoll
+
+        return [ReplicaPoll.model_validate(e) for e in self.events("replicas")]
+
     def point_starts(self) -> list[PointStart]:
         """The ``point_start`` events: each point as it started."""
         from tokenbench.results.manifest import PointStart
@@ -290,10 +309,12 @@ class Sampler:
         names: MetricNames | None = None,
         replicas: Sequence[tuple[str, str]] = (),
         replica_names: MetricNames | None = None,
+        scaler: ScalerTarget | None = None,
     ) -> None:
         """``names``: the backend profile's metric names (None: no normalized values); they go to
         the child on its command line, so it never imports the backends. ``replicas``: a fleet's
-        (name, metrics URL) pairs, scraped beside, read with ``replica_names``."""
+        (name, metrics URL) pairs, scraped beside, read with ``replica_names``. ``scaler``: a
+        scaler's API to poll for its replicas after each scrape (None: none)."""
         self.out = out
         self.file = SamplesFile(out)
         self.interval_s = interval_s
@@ -319,6 +340,8 @@ class Sampler:
             self._argv += ["--replica", f"{name}={url}"]
         if replicas and replica_names is not None:
             self._argv += ["--replica-metric-names", json.dumps(replica_names.to_json())]
+        if scaler is not None:
+            self._argv += ["--scaler-url", scaler.url, "--scaler-kind", scaler.kind]
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Sampler:

@@ -14,6 +14,7 @@ from typing import Any
 
 from tokenbench.results import ErrorSeen, ProgramStats, StageResult, StoppedEarly, TimeWindow, TrialStat
 from tokenbench.results.capacity import CapacityResult
+from tokenbench.results.scaling import Scaling
 
 LoadKey = tuple[str, float | str]  # (load kind, users or rate; the label when it has no number)
 Slo = dict[str, float | None]  # objective ("ttft_s", "tpot_s", "e2e_s") -> seconds, None when not set
@@ -162,6 +163,17 @@ class ImageRow:
     images_per_s: float | None
     prompt_tokens_mean: float | None  # the server's, images included
     ttft_mean_s: float | None  # the point's, over every successful request
+
+
+@dataclass(frozen=True)
+class ScalingRow:
+    """One point of a run that polled a scaler (results' ``scaling``): its replica timeline and
+    scale-ups, as the results have them (times on the run's clock)."""
+
+    config: str
+    label: str
+    start_s: float  # the point's start, which the section shows times from
+    scaling: Scaling
 
 
 @dataclass(frozen=True)
@@ -342,6 +354,7 @@ class ReportData:
     timelines: tuple[SessionTimeline, ...] = ()  # agent programs: each point's slowest session, call by call
     replicas: tuple[ReplicaRow, ...] = ()  # fleets: each point's replicas
     stages: tuple[StageRow, ...] = ()  # staged points, stage by stage
+    scaling: tuple[ScalingRow, ...] = ()  # autoscaling: the points of runs that polled a scaler
 
 
 @dataclass
@@ -365,6 +378,7 @@ class Part:
     sessions: list[SessionRow] = field(default_factory=list)
     timelines: list[SessionTimeline] = field(default_factory=list)
     stages: list[StageRow] = field(default_factory=list)  # staged points
+    scaling: list[ScalingRow] = field(default_factory=list)  # autoscaling
 
     def configs(self) -> list[str]:
         seen: list[str] = []

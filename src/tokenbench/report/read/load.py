@@ -25,6 +25,7 @@ from tokenbench.report.read.data import (
     ReportData,
     RunHeader,
     RunSeries,
+    ScalingRow,
     SessionRow,
     SessionTimeline,
     Slo,
@@ -61,6 +62,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
     timelines: list[SessionTimeline] = []
     replicas: list[ReplicaRow] = []
     stages: list[StageRow] = []
+    scaling: list[ScalingRow] = []  # autoscaling
     for part, relabel in zip(parts, labels):
         runs += [replace(h, config=relabel[h.config]) for h in part.runs]
         experiments += [_relabel_experiment(h, relabel) for h in part.experiments]
@@ -78,6 +80,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         timelines += [replace(t, config=relabel.get(t.config, t.config)) for t in part.timelines]
         replicas += [replace(r, config=relabel.get(r.config, r.config)) for r in part.replicas]
         stages += [replace(t, config=relabel.get(t.config, t.config)) for t in part.stages]
+        scaling += [replace(r, config=relabel.get(r.config, r.config)) for r in part.scaling]
     return ReportData(
         tuple(runs),
         tuple(experiments),
@@ -95,6 +98,7 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         tuple(timelines),
         tuple(replicas),
         tuple(stages),
+        tuple(scaling),
     )
 
 

@@ -23,6 +23,7 @@ from tokenbench.report.read.data import (
     ReplicaRow,
     RunHeader,
     RunSeries,
+    ScalingRow,
     Slo,
     SlowRow,
     StageRow,
@@ -151,6 +152,7 @@ def read_run(path: Path) -> Part:
     part.programs = program_rows(results, config)  # agent programs: only a programs run's points
     part.sessions, part.timelines = session_rows(path, results, config)
     part.stages = stage_rows(results, config)  # staged points
+    part.scaling = scaling_rows(results, config)  # autoscaling: only a run that polled a scaler
     return part
 
 
@@ -158,6 +160,11 @@ def stage_rows(results: RunResults, config: str) -> list[StageRow]:
     """The staged points, stage by stage (none without one)."""
     labels = point_labels(results)
     return [StageRow(config, labels[p.index], tuple(p.stages)) for p in results.points if p.stages]
+
+
+def scaling_rows(results: RunResults, config: str) -> list[ScalingRow]:
+    """The points with a replica timeline (none unless the run polled a scaler)."""
+    return [ScalingRow(config, p.label, float(p.span.start_s), p.scaling) for p in results.points if p.scaling]
 
 
 def phase_rows(results: RunResults, config: str) -> list[PhaseRow]:

@@ -35,6 +35,7 @@ from tokenbench.report.sections.programs import (
     programs_table,
     sessions_table,
 )
+from tokenbench.report.sections.scaling import LAGS_CAPTION, TIMELINE_CAPTION, lags_table, timeline_table
 from tokenbench.report.sections.speculation import SPECULATION_CAPTION, speculation_table
 from tokenbench.report.sections.speculation_speedup import (
     SPEEDUP_CAPTION,
@@ -231,6 +232,13 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     fleet = fleet_table(data)  # only a fleet's points
     if fleet is not None:
         sections.append(Section("fleet", "Fleet: by replica", (Block(table=fleet),), caption=FLEET_CAPTION))
+    timeline = timeline_table(data)  # autoscaling: only when some run polled a scaler
+    if timeline is not None:
+        blocks = [Block(table=timeline)]
+        lags = lags_table(data)
+        if lags is not None:
+            blocks.append(Block("Scale-up lags", caption=LAGS_CAPTION, md_caption=LAGS_CAPTION, table=lags))
+        sections.append(Section("scaling", "Autoscaling: replicas over time", tuple(blocks), caption=TIMELINE_CAPTION))
     structured = structured_table(data)  # only when some point asked for structure
     if structured is not None:
         sections.append(
