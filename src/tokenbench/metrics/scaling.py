@@ -7,7 +7,9 @@ run's clock.
   last poll before the point started, else the point's first poll: a point's first poll then has
   no transitions).
 - Scale-ups: replicas that first appear in the point. The step is the point's start when its load
-  rose over the point before (``step_s``; None: no step, no lags). ``first_request_s`` is when the
+  rose over the point before, or in a staged point the last stage start at or before the
+  replica's first sign where the stage's level rose over the one before (``step_s``; None: no
+  step, no lags). ``first_request_s`` is when the
   first reply the replica served began (the earliest first content chunk among the point's records
   naming it in ``replica``): when it was serving, which a request sent earlier and queued at a
   router would antedate.
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tokenbench.common.replica_states import ReplicaState
-from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, UsersLoad
+from tokenbench.config import LoadPoint, RateLoad, ReplayLoad, StagedLoad, UsersLoad
 from tokenbench.config.slo import SLOConfig
 from tokenbench.metrics.point import meets_slo
 from tokenbench.records import RequestRecord
@@ -50,6 +52,24 @@ class ScalingSpan:
     step_s: float | None
     slo: SLOConfig
     interval_s: float | None
+    # a staged point's rises: each stage start (run clock) whose level is above the one before;
+    # a scale-up's step is the last of them at or before its first sign (else step_s)
+    stage_steps_s: tuple[float, ...] = ()
+
+    def step_before(self, t_s: float) -> float | None:
+        """The load step a change first seen at ``t_s`` answers."""
+        rises = [s for s in self.stage_steps_s if s <= t_s]
+        return rises[-1] if rises else self.step_s
+
+
+def stage_steps_s(load: LoadPoint, start_s: float) -> tuple[float, ...]:
+    """A staged point's stage starts where its level rose over the stage before (the first stage
+    against the point's start level), on the run's clock; () for any other point."""
+    if not isinstance(load, StagedLoad):
+        return ()
+    levels = [load.start_level, *(stage.level for stage in load.stages)]
+    starts = load.starts_s
+    return tuple(start_s + t for t, a, b in zip(starts, levels, levels[1:], strict=False) if b > a)
 
 
 def load_step_s(previous: LoadPoint | None, load: LoadPoint, start_s: float) -> float | None:
@@ -139,7 +159,7 @@ def _scale_up(
         r.chunk_times_s[0] for r in records if r.served is not None and r.served.replica == replica and r.chunk_times_s
     ]
     first_request_s = min(first) if first else None
-    step = span.step_s
+    step = span.step_before(seen_s)
 
     def lag(t: float | None) -> float | None:
         return t - step if t is not None and step is not None else None

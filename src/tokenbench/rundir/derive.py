@@ -42,7 +42,7 @@ from tokenbench.metrics.fleet import fleet_stats
 from tokenbench.metrics.groups import group_breakdowns
 from tokenbench.metrics.prefix_cache import CacheTally, expected_reuse, prefix_cache
 from tokenbench.metrics.programs import program_stats
-from tokenbench.metrics.scaling import ScalingSpan, load_step_s, point_scaling
+from tokenbench.metrics.scaling import ScalingSpan, load_step_s, point_scaling, stage_steps_s
 from tokenbench.metrics.speculation import server_timing_stats, speculation_stats
 from tokenbench.metrics.stages import StageTally, stage_results
 from tokenbench.metrics.stats import distribution
@@ -257,6 +257,7 @@ def _scaling(
         step_s=load_step_s(previous, event.load, event.start_s),
         slo=slo,
         interval_s=float(interval) if isinstance(interval, int | float) else None,
+        stage_steps_s=stage_steps_s(event.load, event.start_s),
     )
     return point_scaling(polls, records, span)
 
