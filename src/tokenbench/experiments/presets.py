@@ -36,6 +36,13 @@ the ones built on them, each at full size (GPUs) and at a small scale that finis
   the gain ends (report/sections/speculation_speedup.py). Full: vLLM on the users study's model,
   n-gram and EAGLE drafts, 1 to 128 users, 3 trials. Small: vLLM CPU, SmolLM2-135M with n-gram
   drafts, 1 and 4 users, 2 trials.
+- ``routing``: which routing policy for a fleet: the same prefix-heavy traffic (shared-prefix
+  groups) through the same replicas behind one router under each policy (one fleet launch per
+  policy, tagged ``routing``); the fleet section gives each replica's requests, TTFT, prefix-cache
+  hit rate and the imbalance per policy. Full: 4 vLLM replicas behind vllm-router, round robin,
+  power of two, cache-aware and consistent hashing, 16 and 64 users. Small: 2 embedded llama.cpp
+  replicas (SmolLM2-135M, 2 slots each, no host-RAM prompt cache) behind vllm-router, round robin
+  vs cache-aware, 4 users.
 
 Each preset also has a ``ci`` scale: the small one's servers, variants and trials with shorter
 points, a rate study at its highest rate only and the sessions study at its highest user count only
@@ -596,6 +603,72 @@ def _speculation(scale: Scale) -> Doc:
     }
 
 
+# routing: which policy a fleet's router should use
+ROUTING_TAG = "routing"  # the router policy each configuration ran, as its file writes it
+
+
+def _routing(scale: Scale) -> Doc:
+    """The same prefix-heavy closed-loop traffic (shared-prefix groups: each request a group's
+    prefix and its own suffix) through the same replicas behind vllm-router, one fleet launch per
+    policy, each tagged with its policy. A prefix-aware policy keeps a group on the replica that
+    holds its prefix; round robin spreads every group over every replica (each replica's prefix-cache
+    hit rate and the imbalance: the report's fleet section)."""
+    if scale == "full":
+        base: Doc = {"backend": "vllm-router", "upstream": "vllm", "model": FULL_MODEL, "replicas": 4}
+        knobs: Doc = {"max_num_seqs": 64, "enable_prefix_caching": True}
+        policies = ["round_robin", "power_of_two", "cache_aware", "consistent_hash"]
+        study: Doc = {
+            "name": "routing",
+            "description": "Routing policies over shared-prefix traffic: 4 vLLM replicas behind vllm-router, 16 and 64 users.",
+            "load": {"users": [16, 64], "ramp_up_s": 10},
+            "stop": {"duration_s": 120, "drain_timeout_s": 60},
+            "dataset": {
+                "name": "synthetic",
+                "prefix_groups": 16,
+                "prefix_tokens": 1024,
+                "input_tokens": 64,
+                "output_tokens": 128,
+            },
+            "trials": 3,
+            "slo": _slo(ttft_s=0.5, tpot_s=0.05),
+        }
+    else:
+        # the embedded llama.cpp server (SmolLM2-135M), one thread each on 2 cores; 2 slots a replica,
+        # no host-RAM prompt cache (--cache-ram 0: a prefix a slot lost would come back from it, and
+        # every policy would hit): 4 groups over 2 replicas of 2 slots fit only if each stays on one
+        base = {"backend": "vllm-router", "upstream": "llamacpp", "replicas": 2}
+        knobs = {"max_num_seqs": 2, "engine_args": ["--cache-ram", "0"]}
+        policies = ["round_robin", "cache_aware"]
+        study = {
+            "name": "routing-small",
+            "description": "Routing policies at CPU scale: 2 llama.cpp replicas (SmolLM2-135M) behind vllm-router, "
+            "round robin vs cache-aware, 4 shared-prefix groups, 4 users.",
+            "load": {"users": [4], "ramp_up_s": 0},
+            "stop": {"duration_s": 20, "drain_timeout_s": 10},
+            "dataset": {
+                "name": "synthetic",
+                "prefix_groups": 4,
+                "prefix_tokens": 192,
+                "input_tokens": 16,
+                "output_tokens": 8,
+            },
+            "slo": _slo(ttft_s=2.0, tpot_s=0.2),
+            "metrics_interval_s": 0.5,
+        }
+    head = {key: study.pop(key) for key in ("name", "description")}
+    backends = [
+        {
+            **base,
+            "label": policy.replace("_", "-"),
+            "knobs": {k: list(v) if isinstance(v, list) else v for k, v in knobs.items()},
+            "layer_args": [f"policy={policy}"],
+            "tags": {ROUTING_TAG: policy},
+        }
+        for policy in policies
+    ]
+    return {**head, "backends": backends, **study, "api": "completions", "ignore_eos": True, "temperature": 0.0}
+
+
 PRESETS = {
     "users": _users,
     "sessions": _sessions,
@@ -605,6 +678,7 @@ PRESETS = {
     "priority": _priority,
     "structured-output": _structured_output,
     "speculation": _speculation,
+    "routing": _routing,
 }
 
 
@@ -644,6 +718,8 @@ CI_STOPS: dict[str, CiStop] = {
     # both user counts (a speedup per load is the study), 2 trials (its CI), one launch per
     # configuration: 12 points of 5 s (a 4-user point's first replies end in its drain) and three launches
     "speculation": CiStop(5.0, 0.0, 5.0),
+    # two fleet launches (2 llama.cpp replicas and a router, ~8 s each), one point of 8 s each
+    "routing": CiStop(8.0, 0.0, 5.0),
 }
 
 
