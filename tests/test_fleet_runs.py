@@ -105,3 +105,30 @@ def test_without_a_header_the_replica_comes_from_its_spans_resource(start_mock, 
     fleet = result.results["points"][0]["fleet"]
     assert fleet["attributed_from"] == "span" and [r["replica"] for r in fleet["replicas"]] == ["replica-a"]
     assert fleet["attributed"] == result.results["points"][0]["requests_in_window"]["ok"]
+
+
+def test_the_command_line_names_an_attached_fleets_replicas(fleet_of_one, tmp_path):
+    """--replica-url (a repeated flag) reaches the run: its replica scraped, its point a fleet's."""
+    from typer.testing import CliRunner
+
+    from tokenbench.cli import app
+
+    name, _ = fleet_of_one  # its mock is stopped: start another that names itself
+    port = free_port()
+    proc = subprocess.Popen(
+        mock_command(port, served_by=f"127.0.0.1:{port}"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(url + "/health", 20.0, proc)
+        args = ["run", "--url", url, "--backend", "vllm", "--replica-url", url, "--users", "1"]
+        args += ["--max-requests", "3", "--output-tokens", "4", "--out", str(tmp_path / "run"), "--no-live"]
+        result = CliRunner().invoke(app, args)
+    finally:
+        stop(proc, grace_s=10)
+    assert result.exit_code == 0, result.output
+    import json
+
+    point = json.loads((tmp_path / "run" / "results.json").read_text())["points"][0]
+    (replica,) = point["fleet"]["replicas"]
+    assert replica["replica"] == f"127.0.0.1:{port}" and replica["server"]["requests_finished"] == 3

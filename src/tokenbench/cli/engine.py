@@ -35,6 +35,8 @@ def backend_config(a: Params) -> BackendConfig | None:
     engine = knobs(a)
     fields = flagged(BackendConfig, a)
     fields.pop("name", None)
+    if a.get("replica_url"):  # a repeated flag: not a plain one
+        fields["replica_urls"] = tuple(a["replica_url"])
     # what a server tokenbench knows nothing of still takes: where to scrape, a fleet's replicas
     common = {k: v for k, v in fields.items() if k in ("metrics_interval_s", "metrics_url", "replicas", "replica_urls")}
     if a.get("backend") is None:
