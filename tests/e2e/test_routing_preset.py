@@ -1,8 +1,8 @@
 """The routing preset at ci scale: the same shared-prefix traffic (4 groups of a 192-token prefix,
 4 users) through 2 embedded llama.cpp replicas behind vllm-router, once round robin and once
 cache-aware (a fleet launch each). Known answers: each policy's point has both replicas with the
-router's counts summing to the window's requests and each replica's generated tokens equal to 8 per
-request it was sent; each replica's prefix-cache hit rate comes from its own counters; the
+router's counts summing to the window's requests and each replica's generated tokens 8 per request
+it was sent, up to the requests in flight at the window's edges (4 users); each replica's prefix-cache hit rate comes from its own counters; the
 imbalance is stated over the router's counts; and the report's fleet section has a row per
 (policy, replica). The policies' hit rates are compared in the test's output (not asserted: see the
 measured note in docs/backends.md)."""
@@ -37,9 +37,12 @@ def test_each_policy_ran_its_fleet_and_counts_agree(study):
         fleet = point["fleet"]
         assert len(fleet["replicas"]) == 2 and fleet["imbalance_over"] == "routed_requests"
         window = point["requests_in_window"]["ok"]
-        assert window > 0 and sum(r["routed_requests"] for r in fleet["replicas"]) == window
+        # routed when sent: the window's ok requests, and up to the 4 users' still in flight at its end
+        routed = sum(r["routed_requests"] for r in fleet["replicas"])
+        assert window > 0 and window <= routed <= window + 4
         for r in fleet["replicas"]:
-            assert r["server"]["generated_tokens"] == OUTPUT_TOKENS * r["routed_requests"], r
+            # routed when sent, decoded after: the window's edges hold at most the 4 users' requests
+            assert abs(r["server"]["generated_tokens"] - OUTPUT_TOKENS * r["routed_requests"]) <= OUTPUT_TOKENS * 4, r
             assert r["prefix_cache_hit_rate"] is not None
         hits = sum(r["server"]["prefix_cache_hits"] for r in fleet["replicas"])
         computed = sum(r["server"]["prompt_tokens_computed"] for r in fleet["replicas"])

@@ -20,6 +20,7 @@ from tokenbench.report.read.run_dir import (
     phase_rows,
     point_spans,
     read_capacity,
+    replica_rows,
     scaling_rows,
     slo_of,
     slow_rows,
@@ -70,6 +71,7 @@ def read_experiment_dir(path: Path) -> Part:
             part.timelines += [replace(t, label=t.label + trial) for t in timelines]
             part.stages += [replace(r, label=r.label + trial) for r in stage_rows(cell_results[cell_id], config)]
             part.scaling += [replace(r, label=r.label + trial) for r in scaling_rows(cell_results[cell_id], config)]
+            part.replicas += [replace(r, label=r.label + trial) for r in replica_rows(cell_results[cell_id], config)]
         if cell.status == "ok":  # a search cell: its capacity.json (an unfinished search is not ranked)
             part.capacities += read_capacity(path / cell.run_dir, _config(cell.server, cell.variant, many_variants))
     part.slowest = _slowest_per_config(part.slowest)
