@@ -17,7 +17,11 @@ def fleet_backend(gguf: Path, policy: str = "round_robin", replicas: int = FLEET
         name="vllm-router",
         model=str(gguf),
         replicas=replicas,
-        layer_args=(f"policy={policy}",),
+        # retries on: llama.cpp closes a keep-alive connection idle for 5 s, and the router, reusing
+        # one from its pool, answered 500 "error sending request" for 1 of 8 requests (seen once, 1
+        # of 3 runs); tokenbench's own client re-sends on such a connection, the router only with
+        # its retries
+        layer_args=(f"policy={policy}", "retries=on"),
         knobs=EngineKnobs(max_num_seqs=2),
         ready_timeout_s=120,
     )
