@@ -35,11 +35,16 @@ RUN = {
 
 def test_a_window_holds_the_keys_each_part_set():
     alone = TimeWindow.of(CLIENT, None)
-    assert alone.model_dump(exclude_unset=True) == CLIENT.model_dump()  # no server keys at all
+    assert alone.model_dump(exclude_unset=True) == CLIENT.model_dump(exclude_unset=True)  # no server keys at all
     server = WindowServer(server_running=3, gpu_util_pct=None)
     health = WindowHealth(client_cpu_util=0.4)
     joined = TimeWindow.of(CLIENT, server, health).model_dump(exclude_unset=True)
-    assert joined == {**CLIENT.model_dump(), "server_running": 3, "gpu_util_pct": None, "client_cpu_util": 0.4}
+    assert joined == {
+        **CLIENT.model_dump(exclude_unset=True),
+        "server_running": 3,
+        "gpu_util_pct": None,
+        "client_cpu_util": 0.4,
+    }
     assert list(joined)[:3] == ["start_s", "end_s", "ramp"]  # the client's figures first
 
 

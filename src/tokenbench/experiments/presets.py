@@ -615,7 +615,7 @@ def _routing(scale: Scale) -> Doc:
     hit rate and the imbalance: the report's fleet section)."""
     if scale == "full":
         base: Doc = {"backend": "vllm-router", "upstream": "vllm", "model": FULL_MODEL, "replicas": 4}
-        knobs: Doc = {"max_num_seqs": 64, "enable_prefix_caching": True}
+        knobs: Doc = {"max_num_seqs": 64, "prefix_caching": True}
         policies = ["round_robin", "power_of_two", "cache_aware", "consistent_hash"]
         study: Doc = {
             "name": "routing",
