@@ -2,6 +2,8 @@
 what the mock did, and results.json and records.jsonl hold the documented keys."""
 
 import json
+import statistics
+import urllib.request
 
 import pytest
 from run_helpers import config, quiet, records_of
@@ -24,9 +26,16 @@ def test_scripted_timing_is_measured(start_mock, tmp_path, api):
         "retried_requests": 0,
         "ok_without_end_marker": 0,
     }
-    # The mock writes its first content chunk 50 ms after reading the request, then one per 10 ms.
-    assert 0.050 <= point["ttft_s"]["mean"] < 0.060
-    assert point["ttft_s"]["p50"] == pytest.approx(0.050, abs=0.005)
+    # The mock writes its first content chunk 50 ms after reading the request, then one per 10 ms:
+    # a timer never fires early, but it overshoots on a loaded machine (a fresh clone's serial tier
+    # read a 55.2 ms median), so the script bounds from below and the mock's own log of what it
+    # did is the known answer, up to loopback and the client's read (3 ms)
+    with urllib.request.urlopen(url + "/mock/deliveries") as resp:
+        logged = [d["chunk_times_s"][0] - d["received_s"] for d in json.load(resp).values()]
+    assert len(logged) == 16
+    assert 0.050 <= point["ttft_s"]["p50"] and 0.050 <= point["ttft_s"]["mean"]
+    assert point["ttft_s"]["p50"] == pytest.approx(statistics.median(logged), abs=0.003)
+    assert point["ttft_s"]["mean"] == pytest.approx(statistics.fmean(logged), abs=0.003)
     assert point["itl_s"]["p50"] == pytest.approx(0.010, abs=0.002)
     assert point["tpot_s"]["mean"] == pytest.approx(0.010, abs=0.002)
     assert point["e2e_s"]["p50"] == pytest.approx(0.050 + 19 * 0.010, abs=0.01)
