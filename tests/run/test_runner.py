@@ -29,13 +29,13 @@ def test_scripted_timing_is_measured(start_mock, tmp_path, api):
     # The mock writes its first content chunk 50 ms after reading the request, then one per 10 ms:
     # a timer never fires early, but it overshoots on a loaded machine (a fresh clone's serial tier
     # read a 55.2 ms median), so the script bounds from below and the mock's own log of what it
-    # did is the known answer, up to loopback and the client's read (3 ms)
+    # did is the known answer, up to loopback and the client's read (seen 4 ms late on a loaded box)
     with urllib.request.urlopen(url + "/mock/deliveries") as resp:
         logged = [d["chunk_times_s"][0] - d["received_s"] for d in json.load(resp).values()]
     assert len(logged) == 16
     assert 0.050 <= point["ttft_s"]["p50"] and 0.050 <= point["ttft_s"]["mean"]
-    assert point["ttft_s"]["p50"] == pytest.approx(statistics.median(logged), abs=0.003)
-    assert point["ttft_s"]["mean"] == pytest.approx(statistics.fmean(logged), abs=0.003)
+    assert point["ttft_s"]["p50"] == pytest.approx(statistics.median(logged), abs=0.006)
+    assert point["ttft_s"]["mean"] == pytest.approx(statistics.fmean(logged), abs=0.006)
     assert point["itl_s"]["p50"] == pytest.approx(0.010, abs=0.002)
     assert point["tpot_s"]["mean"] == pytest.approx(0.010, abs=0.002)
     assert point["e2e_s"]["p50"] == pytest.approx(0.050 + 19 * 0.010, abs=0.01)
