@@ -3,10 +3,10 @@ each on its own port with its own log, the router is given all their URLs, and e
 when the block ends, the router first, also when a replica or the router fails to start. The
 replicas and the "router" are `tokenbench mock` processes (scripted servers)."""
 
-import sys
 from dataclasses import replace
 
 import pytest
+from mock_profiles import failing_launch, mock_launch, mock_profile
 
 from tokenbench import backends
 from tokenbench.backends import BackendError
@@ -17,28 +17,11 @@ from tokenbench.common.procs import port_in_use
 from tokenbench.config import BackendConfig, EngineKnobs
 from tokenbench.telemetry.prom import MetricNames
 
-
-def _mock(spec: LaunchSpec) -> Launch:
-    return Launch((sys.executable, "-m", "tokenbench", "mock", "--port", str(spec.port)))
-
-
-def _fails(spec: LaunchSpec) -> Launch:
-    return Launch((sys.executable, "-c", "import sys; sys.exit(3)"))
+_mock, _fails = mock_launch, failing_launch
 
 
 def _profile(name: str, local, **fields) -> Profile:
-    return Profile(
-        name=name,
-        title=name.upper(),
-        apis=("completions",),
-        default_port=1,
-        ready_path="/health",
-        local=local,
-        container=local,
-        metrics=MetricNames(running=("r",)),
-        default_model=lambda: "engine-model",
-        **fields,
-    )
+    return mock_profile(name, local, metrics=MetricNames(running=("r",)), **fields)
 
 
 @pytest.fixture

@@ -3,42 +3,24 @@ own port, the layer is given its URL and model, and both stop when the block end
 first, also when the layer fails to start. The "engine" and the "layer" are `tokenbench mock`
 processes (scripted servers), so no real engine is needed."""
 
-import sys
 import urllib.request
 from dataclasses import replace
 
 import pytest
+from mock_profiles import failing_launch, mock_launch, mock_profile
 
 from tokenbench import backends
 from tokenbench.backends import EMBEDDED, BackendError
 from tokenbench.backends import server as server_mod
-from tokenbench.backends.base import Launch, LaunchSpec, Profile
+from tokenbench.backends.base import Launch, LaunchSpec
 from tokenbench.backends.server import check_launch, engine_profile, server_under_test, upstream_config
 from tokenbench.common.procs import port_in_use
 from tokenbench.config import BackendConfig, EngineKnobs
 
-
-def _mock(spec: LaunchSpec) -> Launch:
-    return Launch((sys.executable, "-m", "tokenbench", "mock", "--port", str(spec.port)))
+_mock, _fails = mock_launch, failing_launch
 
 
-def _fails(spec: LaunchSpec) -> Launch:
-    return Launch((sys.executable, "-c", "import sys; sys.exit(3)"))
-
-
-def _profile(name: str, local, **fields) -> Profile:
-    return Profile(
-        name=name,
-        title=name.upper(),
-        apis=("completions",),
-        default_port=1,
-        ready_path="/health",
-        local=local,
-        container=local,
-        metrics=None,
-        default_model=lambda: "engine-model",
-        **fields,
-    )
+_profile = mock_profile
 
 
 @pytest.fixture
