@@ -17,7 +17,8 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt Makefile
 # Tests in tiers. Lint and every test that may run side by side (pytest-xdist, $(JOBS)
 # workers: most wait on a mock or a child process, so more workers than cores pays) first, at nice 10;
 # then the `serial` tests (tests/conftest.py: they time a mock to the millisecond) $(SERIAL_JOBS) at
-# a time, alone. Run beside the side-by-side tests (at nice 10, or under SCHED_IDLE) they failed in 5
+# a time, alone; then the `alone` tests one by one, beside nothing (a low-load point's client was
+# called loop-lag-limited, 8.4 ms p99, beside two other serial tests in CI). Run beside the side-by-side tests (at nice 10, or under SCHED_IDLE) they failed in 5
 # of 7 make checks, each time a different one of three (a +40 ms layer overhead read +38.5, a 2 ms
 # chunk gap, a 30 ms backoff wait); beside make test's engine installs 2 of 58 failed. `browser`
 # drives Chromium: make test's side-by-side tier runs it, make check does not. `e2e` tests need a
@@ -31,7 +32,8 @@ PYTEST_ANY := $(BIN)/python -m pytest -q --durations=25  # the slowest 25 in eve
 PYTEST := $(TESTS_ENV) $(PYTEST_ANY)
 PARALLEL_TESTS := $(LOW) $(PYTEST) -m "not e2e and not serial and not browser" -n $(JOBS) --dist worksteal
 UNIT_TESTS     := $(LOW) $(PYTEST) -m "not e2e and not serial" -n $(JOBS) --dist worksteal
-SERIAL_TESTS   := $(PYTEST) -m "serial and not e2e" -n $(SERIAL_JOBS) --dist worksteal
+SERIAL_TESTS   := $(PYTEST) -m "serial and not alone and not e2e" -n $(SERIAL_JOBS) --dist worksteal
+ALONE_TESTS    := $(PYTEST) -m "alone and not e2e" -p no:xdist
 E2E_TESTS      := $(PYTEST) -m e2e
 TIERS  := $(MAKE) --no-print-directory --output-sync=target  # each tier's log whole, when it ends
 
@@ -94,6 +96,7 @@ browser:
 check: setup
 	$(TIERS) -j2 lint parallel-tests
 	$(SERIAL_TESTS)
+	$(ALONE_TESTS)
 
 # Everything, real engines included: the README's test command, what CI runs (.ci/run). The engines'
 # installs (downloads and unpacking) run beside lint and the side-by-side tests, which read none of
@@ -105,6 +108,7 @@ check: setup
 test: setup
 	$(TIERS) -j3 engines unit-tests
 	$(SERIAL_TESTS)
+	$(ALONE_TESTS)
 	$(MAKE) --no-print-directory compiled-tests
 	$(E2E_TESTS)
 
@@ -135,6 +139,7 @@ parallel-tests: setup
 
 serial-tests: setup
 	$(SERIAL_TESTS)
+	$(ALONE_TESTS)
 
 # The checks are .pre-commit-config.yaml's hooks (ruff, ruff format, mypy --strict, the import
 # order, end of files), run over every tracked file: a commit's hooks and CI run the same list.

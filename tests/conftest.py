@@ -19,14 +19,15 @@ from tokenbench.common.procs import stop
 # Tests whose assertions a busy neighbour would change run alone: `make check` runs every other test
 # side by side (pytest-xdist), then the `serial` ones one at a time (``-m serial``). A module says so
 # itself (``pytestmark = pytest.mark.serial``, with why); a test that times a mock process to the
-# millisecond says so by asking for ``start_mock`` (see its docstring).
+# millisecond says so by asking for ``start_mock`` (see its docstring). The serial tests run a few at a
+# time; an ``alone`` test (its claim is that the machine was quiet) runs after them, beside nothing.
 SERIAL_FIXTURES = frozenset({"start_mock"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if SERIAL_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if SERIAL_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("alone"):
             item.add_marker(pytest.mark.serial)
 
 

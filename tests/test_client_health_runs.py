@@ -18,9 +18,9 @@ from tokenbench.run import run
 from tokenbench.rundir.derive import recompute_run
 from tokenbench.telemetry.client_health import LOOP_LAG_LIMIT_S
 
-# Serial (run alone, never beside other tests): asserts that the client itself was not CPU-limited
-# (loop lag, CPU): beside other tests it is.
-pytestmark = pytest.mark.serial
+# Alone (after the serial tests, beside nothing): asserts that the client itself was not limited (loop
+# lag, CPU). Beside two other serial tests in CI its loop lag p99 read 8.4 ms (limit 6) at 8% CPU.
+pytestmark = pytest.mark.alone
 
 
 @pytest.fixture(scope="module")
