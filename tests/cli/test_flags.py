@@ -26,7 +26,7 @@ from tokenbench.cli.flags import (
 from tokenbench.config import DatasetConfig, EngineKnobs, ReplayLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.config.flags import Flag, SetBy
 
-ENV = {"COLUMNS": "200"}
+ENV = {"COLUMNS": "240"}
 
 
 class _Toy(BaseModel):
@@ -110,7 +110,7 @@ def test_run_takes_every_declared_flag_and_help_shows_choices():
     result = CliRunner().invoke(app, ["run", "--help"], env=ENV)
     assert result.exit_code == 0, result.output
     for choice in (
-        "[chat|completions|tgi|triton|ollama|embeddings|rerank|score]",
+        "[chat|messages|responses|completions|tgi|triton|ollama|embeddings|rerank|score]",
         "[synthetic|sharegpt|dolly|jsonl|trace|programs]",
         "[reset|keep]",
     ):

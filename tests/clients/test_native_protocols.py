@@ -1,4 +1,5 @@
-"""TGI, Triton and Ollama native streaming, proven against wire-exact transcripts.
+"""TGI, Triton and Ollama native streaming, and the Messages and Responses APIs (llama.cpp's
+captured, vLLM's constructed from its source), proven against wire-exact transcripts.
 
 Each transcript in tests/transcripts/ is the exact response body a server sends; its
 ``.meta.json`` sidecar gives the status, headers, the request the client must send, what the
@@ -46,7 +47,31 @@ CASES = {
     "ollama_error": ("ollama", Request(prompt="The capital of France is", max_tokens=12), {}),
     "ollama_not_found": ("ollama", Request(prompt="The capital of France is", max_tokens=12), {}),
 }
-OK_CASES = ["tgi_generate_stream", "triton_generate_stream", "ollama_generate"]
+CAPITAL = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is the capital of France?"})
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+FORCED_TOOL = {"tools": [WEATHER], "tool_choice": "get_weather"}
+CASES |= {
+    "llamacpp_messages_stream": ("messages", Request(messages=CAPITAL, max_tokens=12), {"temperature": 0.0}),
+    "llamacpp_responses_stream": ("responses", Request(messages=CAPITAL, max_tokens=12), {"temperature": 0.0}),
+    "vllm_messages_tool_stream": ("messages", Request(prompt="Weather in Paris?", max_tokens=64), FORCED_TOOL),
+    "vllm_responses_tool_stream": ("responses", Request(prompt="Weather in Paris?", max_tokens=64), FORCED_TOOL),
+    "vllm_messages_error": ("messages", Request(messages=CAPITAL[1:], max_tokens=12), {}),
+    "llamacpp_responses_error": ("responses", Request(messages=CAPITAL[1:], max_tokens=12), {}),
+}
+CONVERSATION_CASES = [
+    "llamacpp_messages_stream",
+    "llamacpp_responses_stream",
+    "vllm_messages_tool_stream",
+    "vllm_responses_tool_stream",
+]
+OK_CASES = ["tgi_generate_stream", "triton_generate_stream", "ollama_generate", *CONVERSATION_CASES]
 
 
 def load(name: str) -> tuple[dict, bytes]:
@@ -171,6 +196,8 @@ async def test_tgi_eos_event_is_counted_by_the_server_but_is_not_a_chunk():
         ("triton_error", Outcome.HTTP_ERROR, 400, 0),  # a first-response error sets the status
         ("ollama_error", Outcome.STREAM_ERROR, 200, 4),  # runner failed after 4 pieces
         ("ollama_not_found", Outcome.HTTP_ERROR, 404, 0),  # before any content: status + JSON body
+        ("vllm_messages_error", Outcome.STREAM_ERROR, 200, 1),  # Anthropic's error event after one delta
+        ("llamacpp_responses_error", Outcome.HTTP_ERROR, 400, 0),  # the request refused: status + JSON body
     ],
 )
 async def test_error_transcripts_give_the_right_outcome_and_keep_the_text(name, outcome, status, chunks):
@@ -184,6 +211,29 @@ async def test_error_transcripts_give_the_right_outcome_and_keep_the_text(name, 
     if outcome is Outcome.HTTP_ERROR:
         assert record.error.startswith(f"HTTP {status}: ")
         assert load(name)[1].decode() in record.error  # the server's body, verbatim
+
+
+@pytest.mark.parametrize("name", CONVERSATION_CASES)
+async def test_the_conversation_apis_give_reasoning_tool_calls_and_usage_as_chat_does(name):
+    """Each API's typed events read as chat's deltas: thinking / reasoning chunks counted apart (the
+    first output after them), a tool call's name and argument pieces as output chunks and its
+    call kept whole, the usage's cached prompt tokens, and the finish reason in chat's words."""
+    meta, _, record = await run_case(name)
+    expect = meta["expect"]
+    assert record.outcome is Outcome.OK, record.error
+    assert record.finish_reason == expect["finish_reason"] and record.end_marker is True
+    assert record.cached_prompt_tokens == expect["cached_prompt_tokens"]
+    assert record.response_id is not None
+    reasoning = expect.get("reasoning_chunks", 0)
+    if reasoning:
+        assert record.reasoning is not None and record.reasoning.reasoning_chunks == reasoning
+        assert record.reasoning.reasoning_tokens == expect.get("reasoning_tokens")
+        assert record.reasoning.first_output_s == record.chunk_times_s[expect["first_output_chunk"]]
+    if "tool_calls" in expect:
+        used = record.tool_use
+        assert used is not None and used.tool_calls == len(expect["tool_calls"]) and used.tool_args_parsed is True
+        assert used.first_tool_call_s == record.chunk_times_s[expect["first_tool_chunk"]]
+        assert used.tool_call_chunks == 3  # the call's start (its name) and its two argument pieces
 
 
 @pytest.mark.parametrize("name", OK_CASES)

@@ -134,7 +134,7 @@ def test_tools_and_a_named_tool_choice(tools_file):
         TargetConfig(tools=str(tools_file), tool_choice="nope")
     with pytest.raises(ValidationError, match="--tool-choice needs --tools"):
         TargetConfig(tool_choice="auto")
-    with pytest.raises(BadInput, match="--tools: tool calls go on the chat API"):
+    with pytest.raises(BadInput, match="--tools: tool calls go on a conversation API"):
         _resolved(target.model_copy(update={"api": "completions"}), "vllm")
 
 

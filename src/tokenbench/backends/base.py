@@ -72,6 +72,8 @@ class Profile:
     # else: the version read another way (a router's wheel in its own venv); None: unknown
     version_reader: Callable[[], str | None] | None = None
     ignore_eos: bool = True  # honours ignore_eos (fixed-length outputs)
+    # the APIs whose route honours it, where some of those it serves do not (None: every one)
+    ignore_eos_apis: tuple[str, ...] | None = None
     usage: str = ""  # where the server reports token usage
     quirks: tuple[str, ...] = ()
     cold_start_includes: str = "process start and model load"

@@ -172,7 +172,7 @@ def container(spec: LaunchSpec) -> Launch:
 # What the profiles below share; each adds its own name, title and launch
 _profile = partial(
     Profile,
-    apis=("chat", "completions", "embeddings", "rerank"),
+    apis=("chat", "completions", "messages", "responses", "embeddings", "rerank"),
     default_port=8080,
     ready_path="/health",
     container=container,

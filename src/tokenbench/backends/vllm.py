@@ -119,7 +119,10 @@ def container(spec: LaunchSpec) -> Launch:
 PROFILE = Profile(
     name="vllm",
     title="vLLM",
-    apis=("completions", "chat", "embeddings", "rerank", "score"),
+    apis=("completions", "chat", "messages", "responses", "embeddings", "rerank", "score"),
+    # its Messages request model has no ignore_eos field and drops unknown ones
+    # (entrypoints/anthropic/protocol.py AnthropicMessagesRequest): replies there end at EOS
+    ignore_eos_apis=("completions", "chat", "responses"),
     default_port=8000,
     ready_path="/health",
     local=local,

@@ -43,13 +43,15 @@ def _dataset(value: str) -> list[str]:
 
 
 def _endpoint(value: str) -> list[str]:
-    """/v1/completions, /v1/chat/completions (/v1/embeddings, /v1/rerank, /v1/score): as --api completions, chat
-    (embeddings, rerank, score)"""
+    """/v1/completions, /v1/chat/completions, /v1/responses, /v1/messages (/v1/embeddings, /v1/rerank,
+    /v1/score): as --api completions, chat, responses, messages (embeddings, rerank, score)"""
     apis = {"/v1/completions": "completions", "/v1/chat/completions": "chat"}
+    apis |= {"/v1/responses": "responses", "/v1/messages": "messages"}
     apis |= {"/v1/embeddings": "embeddings", "/v1/rerank": "rerank", "/v1/score": "score"}  # embeddings
     if value not in apis:
         raise FlagError(
-            f"--endpoint {value}: tokenbench picks the path from --api (chat, completions, tgi, triton, ollama)"
+            f"--endpoint {value}: tokenbench picks the path from --api (chat, completions, responses, messages, "
+            "tgi, triton, ollama)"
         )
     return ["--api", apis[value]]
 
@@ -57,6 +59,7 @@ def _endpoint(value: str) -> list[str]:
 def _backend(value: str) -> list[str]:
     # vLLM's --backend names the request format; tokenbench's names the engine's profile
     apis = {"openai": "completions", "openai-chat": "chat", "openai-completions": "completions"}
+    apis |= {"openai-responses": "responses", "anthropic-messages": "messages"}
     apis |= {"openai-embeddings": "embeddings", "vllm-rerank": "rerank"}  # embeddings
     return ["--api", apis[value]] if value in apis else ["--backend", value]
 

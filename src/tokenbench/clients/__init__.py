@@ -9,8 +9,10 @@ from tokenbench.clients import compiled
 COMPILED = compiled.guard()  # first: a build older than its sources never runs (clients/compiled.py)
 
 from tokenbench.clients.embeddings import PoolingWire  # noqa: E402
+from tokenbench.clients.messages import MessagesWire  # noqa: E402
 from tokenbench.clients.ollama import OllamaWire  # noqa: E402
 from tokenbench.clients.openai import OpenAIWire  # noqa: E402
+from tokenbench.clients.responses import ResponsesWire  # noqa: E402
 from tokenbench.clients.tgi import TGIWire  # noqa: E402
 from tokenbench.clients.triton import TritonWire  # noqa: E402
 from tokenbench.clients.wire import Wire  # noqa: E402
@@ -26,6 +28,8 @@ class Client(Protocol):
 WIRES: dict[Api, Callable[[], Wire]] = {
     "chat": lambda: OpenAIWire(chat=True),
     "completions": lambda: OpenAIWire(chat=False),
+    "messages": MessagesWire,  # Anthropic's
+    "responses": ResponsesWire,
     "tgi": TGIWire,
     "triton": TritonWire,
     "ollama": OllamaWire,

@@ -32,6 +32,18 @@ grammar cannot be checked here (``output_valid`` None).
 auto|required|none|NAME`` go on the chat API as OpenAI's ``tools`` / ``tool_choice`` (a NAME as
 ``{"type": "function", "function": {"name": NAME}}``, which vLLM serves by guided decoding,
 without a tool parser). Streamed ``delta.tool_calls`` are output (clients/openai.py).
+
+The Messages and Responses APIs take both in their own words (``conversation_fields``), read
+from vLLM 0.32's request models (entrypoints/anthropic/protocol.py, openai/responses/protocol.py):
+
+- messages: ``output_config.format`` ``{"type": "json_schema", "schema"}`` (no json_object: ask for
+  ``json_schema`` with ``{"type": "object"}``); ``tools`` as ``{"name", "description",
+  "input_schema"}``, ``tool_choice`` ``{"type": "auto"|"any"|"none"}`` or ``{"type": "tool", "name"}``.
+- responses: ``text.format`` ``{"type": "json_object"}`` or ``{"type": "json_schema", "name",
+  "schema"}``; ``tools`` as ``{"type": "function", "name", "description", "parameters"}``,
+  ``tool_choice`` ``auto``, ``required``, ``none`` or ``{"type": "function", "name"}``.
+
+Neither has a choice, regex or grammar field: those go on --api chat with an engine's dialect.
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tokenbench.config import CONVERSATION_APIS
 from tokenbench.config.constraints import JSON_KINDS, TOOL_CHOICES, Dialect, JsonDict
 from tokenbench.errors import BadInput
 
@@ -166,6 +179,47 @@ def request_fields(target: TargetConfig) -> Body:
     return body
 
 
+def conversation_fields(api: str, target: TargetConfig) -> Body:
+    """What --response-format, --tools and --tool-choice add to a Messages or Responses request."""
+    body: Body = {}
+    c = target.response_format
+    if c is not None:
+        body.update(conversation_format(api, c.kind, c.json_schema))
+    if target.tools:
+        functions = [t.get("function", t) for t in target.tools]
+        choice = target.tool_choice
+        if api == "messages":
+            body["tools"] = [
+                {
+                    "name": f.get("name"),
+                    "description": f.get("description", ""),
+                    "input_schema": f.get("parameters", {}),
+                }
+                for f in functions
+            ]
+            if choice is not None:
+                named = {"auto": "auto", "required": "any", "none": "none"}
+                body["tool_choice"] = {"type": named[choice]} if choice in named else {"type": "tool", "name": choice}
+        else:
+            body["tools"] = [{"type": "function", **f} for f in functions]
+            if choice is not None:
+                body["tool_choice"] = choice if choice in TOOL_CHOICES else {"type": "function", "name": choice}
+    return body
+
+
+def conversation_format(api: str, kind: str, schema: JsonDict | None) -> Body:
+    """The field asking a Messages or Responses request for the constraint; BadInput where the API
+    has none."""
+    if api == "messages" and kind == "json_schema":
+        return {"output_config": {"format": {"type": "json_schema", "schema": schema}}}
+    if api == "responses" and kind == "json_schema":
+        return {"text": {"format": {"type": "json_schema", "name": "tokenbench", "schema": schema}}}
+    if api == "responses" and kind == "json_object":
+        return {"text": {"format": {"type": "json_object"}}}
+    other = "a json_schema" if api == "messages" else "json_object or json_schema"
+    raise BadInput(f"--response-format {kind}: --api {api} takes {other} only; for {kind} use --api chat")
+
+
 def fields_of(c: OutputConstraint, dialect: str) -> Body:
     return constraint_fields(
         c.kind, dialect, schema=c.json_schema, choices=c.choices or (), pattern=c.pattern, grammar=c.grammar
@@ -184,9 +238,16 @@ def structured_dialect(settings: TargetConfig, api: str, dialect: Dialect | None
     """The fields --response-format goes in on ``api`` with this engine's dialect
     (``Profile.structured``; None: openai), None when nothing was asked for; BadInput before any
     load when the API or the engine cannot take what was asked."""
-    if settings.tools and api != "chat":
-        raise BadInput(f"--tools: tool calls go on the chat API, not --api {api}: drop --api {api} or use --api chat")
+    if settings.tools and api not in CONVERSATION_APIS:
+        raise BadInput(
+            f"--tools: tool calls go on a conversation API (chat, messages, responses), not --api {api}: "
+            f"drop --api {api} or use --api chat"
+        )
     if settings.response_format is None:
+        return None
+    if api in ("messages", "responses"):
+        c = settings.response_format
+        conversation_format(api, c.kind, c.json_schema)  # BadInput now if the API has no field for it
         return None
     if api not in ("chat", "completions", "tgi"):
         raise BadInput(f"--response-format: --api {api} has no structured-output field here; use --api chat")

@@ -130,24 +130,43 @@ class Stream:
             if not isinstance(call, dict):
                 continue
             index = call.get("index")
-            parts = self.tool_calls.setdefault(index if type(index) is int else 0, ToolCallParts())
-            if isinstance(call.get("id"), str):
-                parts.id = call["id"]
             fn = call.get("function")
-            if isinstance(fn, dict):
-                name, arguments = fn.get("name"), fn.get("arguments")
-                if isinstance(name, str) and name:
-                    parts.name = name
-                    got = True
-                if isinstance(arguments, str) and arguments:
-                    parts.arguments.append(arguments)
-                    got = True
+            name, arguments = (fn.get("name"), fn.get("arguments")) if isinstance(fn, dict) else (None, None)
+            got = self.tool_part(index if type(index) is int else 0, call.get("id"), name, arguments) or got
         if got:
-            if self.first_tool_chunk is None:
-                self.first_tool_chunk = len(self.text) + self.tool_chunks
-            if not with_content:
-                self.tool_chunks += 1
+            self.tool_chunk(with_content)
         return got
+
+    def tool_part(self, index: int, call_id: object, name: object, arguments: object) -> bool:
+        """One piece of the call at ``index`` (its id, its name, a piece of its arguments, any of
+        them absent, as each protocol streams them): True when it carried a name or arguments."""
+        parts = self.tool_calls.setdefault(index, ToolCallParts())
+        if isinstance(call_id, str):
+            parts.id = call_id
+        got = False
+        if isinstance(name, str) and name:
+            parts.name = name
+            got = True
+        if isinstance(arguments, str) and arguments:
+            parts.arguments.append(arguments)
+            got = True
+        return got
+
+    def tool_chunk(self, with_content: bool = False) -> None:
+        """A chunk carried a tool call's name or arguments: the first such is the first tool chunk;
+        one without content of its own is counted as a tool chunk."""
+        if self.first_tool_chunk is None:
+            self.first_tool_chunk = len(self.text) + self.tool_chunks
+        if not with_content:
+            self.tool_chunks += 1
+
+    def output(self, piece: str) -> bool:
+        """A piece of the answer: a chunk; the first marks where the output began (every chunk
+        before it was reasoning)."""
+        if self.first_output_chunk is None:
+            self.first_output_chunk = self.reasoning_chunks
+        self.text.append(piece)
+        return True
 
     def answer_text(self) -> str:
         """The reply without its reasoning: what a conversation sends back as the assistant's turn."""

@@ -39,8 +39,25 @@ from tokenbench.config.stages import Stage, level_at, parse_shape, parse_stages,
 # The pooling APIs: they send inputs and get one non-streamed answer (clients/embeddings.py).
 PoolingApi = Literal["embeddings", "rerank", "score"]
 POOLING_APIS: tuple[PoolingApi, ...] = get_args(PoolingApi)
+# The conversation APIs: each sends a list of turns (a system prompt, images, tools, tool results)
+# and streams typed content: OpenAI's chat completions, Anthropic's Messages, OpenAI's Responses.
+ConversationApi = Literal["chat", "messages", "responses"]
+CONVERSATION_APIS: tuple[ConversationApi, ...] = get_args(ConversationApi)
 # The values of --api (clients.WIRES has one Wire each): the streamed APIs, then the pooling ones.
-Api = Literal["chat", "completions", "tgi", "triton", "ollama", PoolingApi]
+Api = Literal[ConversationApi, "completions", "tgi", "triton", "ollama", PoolingApi]
+# Other tools' names for these APIs, read as ours: vLLM bench's --backend and AIPerf's
+# --endpoint-type (``openai-chat``, ``chat``, ``responses``), inference-perf's ``api.type``
+# (``anthropic_messages``) and the agent frameworks' provider names (``anthropic-messages``,
+# ``openai-responses``).
+API_SPELLINGS: dict[str, Api] = {
+    "openai-chat": "chat",
+    "openai-completions": "completions",
+    "anthropic": "messages",
+    "anthropic-messages": "messages",
+    "anthropic_messages": "messages",
+    "openai-responses": "responses",
+    "openai_responses": "responses",
+}
 Arrival = Literal["constant", "poisson", "gamma"]
 # --prefix-cache: "reset" empties the server's prefix cache before every load point through the
 # engine's own control (backends/cache_control.py); "keep" leaves it as the last point left it.
@@ -126,8 +143,10 @@ class TargetConfig(_Model):
         Api | None,
         Flag(
             "--api",
-            "chat, completions (OpenAI), or native: tgi, triton, ollama; embeddings, rerank, score (pooling: "
-            "non-streamed, --batch-size inputs a request). Default: the backend's first API, else chat.",
+            "chat, completions, responses (OpenAI), messages (Anthropic), or native: tgi, triton, ollama; "
+            "embeddings, rerank, score (pooling: non-streamed, --batch-size inputs a request). Default: the "
+            "backend's first API, else chat.",
+            aliases=("--endpoint-type",),  # AIPerf's name for it
         ),
     ] = None  # None: the backend profile's first API, else chat
     # read at send time; the key itself is never stored
@@ -201,6 +220,12 @@ class TargetConfig(_Model):
             "query). Default 1.",
         ),
     ] = Field(default=None, gt=0)
+
+    @field_validator("api", mode="before")
+    @classmethod
+    def _api_spelling(cls, value: object) -> object:
+        """Other tools' names for the same APIs (API_SPELLINGS)."""
+        return API_SPELLINGS.get(value, value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _batch_size(self) -> TargetConfig:

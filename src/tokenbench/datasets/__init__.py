@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypedDict
 
-from tokenbench.config import SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, DatasetName, ShareGPTSampling
+from tokenbench.config import CONVERSATION_APIS, SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, DatasetName, ShareGPTSampling
 from tokenbench.datasets import dolly, jsonl, shared_prefix, sharegpt
 from tokenbench.datasets.images import with_synthetic_images
 from tokenbench.datasets.synthetic import synthetic_prompts
@@ -171,7 +171,7 @@ def trace_plan(
         seed=seed,
         token_ids=token_ids,
         guard=guard,
-        images=api == "chat",
+        images=api in CONVERSATION_APIS,
         image_size=cfg.image_size,
         image_format=cfg.image_format,
         pooling=(api, pooling_batch) if pooling_batch is not None else None,

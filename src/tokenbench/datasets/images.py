@@ -27,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 
-from tokenbench.config import DatasetConfig
+from tokenbench.config import CONVERSATION_APIS, DatasetConfig
 from tokenbench.config.images import parse_image_count, parse_image_sizes
 from tokenbench.datasets.chat_images import data_url, image_file, is_url, synthetic_image
 from tokenbench.errors import BadInput
@@ -111,7 +111,10 @@ def row_images(value: object, base: Path, where: str) -> tuple[tuple[str, ...], 
 
 
 def check_api(requests: list[Request], api: str | None, images: str | None = None) -> None:
-    """Images go in chat content parts: any other API is an error before anything is sent
-    (``images``: --images, for a source whose requests are made later: sessions)."""
-    if api != "chat" and (images is not None or any(r.images for r in requests)):
-        raise BadInput(f"images are sent as chat content parts: use --api chat, not --api {api}")
+    """Images go in a conversation API's content parts (chat's image_url, Messages' image blocks,
+    Responses' input_image): any other API is an error before anything is sent (``images``:
+    --images, for a source whose requests are made later: sessions)."""
+    if api not in CONVERSATION_APIS and (images is not None or any(r.images for r in requests)):
+        raise BadInput(
+            f"images are sent as a conversation's content parts: use --api chat, messages or responses, not --api {api}"
+        )

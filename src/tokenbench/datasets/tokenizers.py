@@ -1,4 +1,5 @@
-"""Token counting for prompts and replies: an HF tokenizer file, or the target's /tokenize endpoint.
+"""Token counting for prompts and replies: an HF tokenizer file, or the target's /tokenize endpoint
+(or, on the Messages API, its /v1/messages/count_tokens).
 
 A Tokenizer here only counts, without the special tokens (a BOS) its encoding may add; one may also
 say how many it adds (``special_tokens_of``: other tools count them). Where no tokenizer is
@@ -14,7 +15,7 @@ import urllib.error
 import urllib.parse
 import weakref
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
 
 class Tokenizer(Protocol):
@@ -71,12 +72,27 @@ class HFTokenizer:
         return len(self._tok.encode("", add_special_tokens=True).ids)
 
 
-class RemoteTokenizer:
-    """The server's own tokenizer through ``POST /tokenize`` (llama.cpp: ``{"content"}``, vLLM and
-    SGLang: ``{"model", "prompt"}``); both answer with ``tokens`` (vLLM adds ``count``)."""
+class ServerRoute:
+    """A JSON route of the server, POSTed on kept-alive connections (one per thread); a subclass
+    counts with it."""
+
+    def count(self, text: str) -> int:
+        raise NotImplementedError
+
+    @classmethod
+    def available(cls, base_url: str, model: str | None) -> Self | None:
+        """The counter, when the server answers a count; None when it cannot."""
+        tok = cls(base_url, model, timeout_s=5.0)
+        try:
+            tok.count("hello world")
+        except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError):
+            return None
+        return tok
+
+    path: ClassVar[str]  # the route, on the server's base URL
 
     def __init__(self, base_url: str, model: str | None, timeout_s: float = 10.0) -> None:
-        self._url = base_url.rstrip("/") + "/tokenize"
+        self._url = base_url.rstrip("/") + self.path
         self._model = model
         self._timeout_s = timeout_s
         self.name = f"server:{self._url}"
@@ -119,6 +135,13 @@ class RemoteTokenizer:
             raise ValueError(f"{self._url} answered {str(data)[:200]!r}, not a JSON object")
         return data
 
+
+class RemoteTokenizer(ServerRoute):
+    """The server's own tokenizer through ``POST /tokenize`` (llama.cpp: ``{"content"}``, vLLM and
+    SGLang: ``{"model", "prompt"}``); both answer with ``tokens`` (vLLM adds ``count``)."""
+
+    path = "/tokenize"
+
     def _tokenize(self, text: str, special: bool = False) -> dict[str, Any]:  # the server's JSON answer (_post)
         # add_special_tokens: vLLM's and SGLang's name; add_special: llama.cpp's (off by default)
         body: dict[str, object] = {"content": text, "prompt": text, "add_special_tokens": special}
@@ -139,14 +162,23 @@ class RemoteTokenizer:
     def ids(self, text: str) -> list[int]:
         return [int(t) for t in self._tokenize(text)["tokens"]]
 
-    @classmethod
-    def available(cls, base_url: str, model: str | None) -> RemoteTokenizer | None:
-        tok = cls(base_url, model, timeout_s=5.0)
-        try:
-            tok.count("hello world")
-        except (urllib.error.URLError, OSError, ValueError, KeyError):
-            return None
-        return tok
+
+class MessagesTokenCounter(ServerRoute):
+    """The Messages API's own count, ``POST /v1/messages/count_tokens`` (vLLM, llama.cpp; answers
+    ``{"input_tokens"}``), for a server without /tokenize: a text's tokens are those of one user
+    turn holding it less those of an empty turn (the chat template's own). Counts only: no ids."""
+
+    path = "/v1/messages/count_tokens"
+    _template: int | None = None  # an empty turn's count: the chat template's own tokens
+
+    def _turn(self, text: str) -> int:
+        body: dict[str, object] = {"model": self._model or "", "messages": [{"role": "user", "content": text}]}
+        return int(self._post(body)["input_tokens"])
+
+    def count(self, text: str) -> int:
+        if self._template is None:
+            self._template = self._turn("")
+        return max(0, self._turn(text) - self._template)
 
 
 def _count(data: dict[str, Any]) -> int:  # a /tokenize answer (vLLM adds ``count``)

@@ -30,6 +30,7 @@ from tokenbench.clients.structured import structured_dialect
 from tokenbench.common import redact
 from tokenbench.common.procs import Interrupts
 from tokenbench.config import (
+    CONVERSATION_APIS,
     SYNTHETIC_OUTPUT_TOKENS,
     BackendConfig,
     DatasetConfig,
@@ -89,7 +90,9 @@ class RunResult:
     failed: tuple[str, ...] = ()
 
 
-OPENAI_APIS = ("chat", "completions")  # the APIs whose /v1/models lists what requests may name
+OPENAI_APIS = ("chat", "completions")  # the APIs that give usage on every chunk where the engine does
+# the APIs whose /v1/models lists what requests may name
+LISTED_MODEL_APIS = (*OPENAI_APIS, "messages", "responses")
 
 # The next load point given the results so far (None: the run is done). A fixed list of points
 # is one plan; a capacity search (capacity.plan) chooses each point from the previous ones.
@@ -205,6 +208,12 @@ def _decided(settings: TargetConfig, profile: Profile | None) -> dict[str, Any]:
     api = settings.api or (profile.default_api if profile else "chat")
     if settings.api is not None and profile is not None and api not in profile.apis:
         raise BadInput(f"--api {api}: {profile.title} serves {', '.join(profile.apis)}")
+    eos = profile.ignore_eos_apis if profile else None
+    if settings.ignore_eos and profile is not None and eos is not None and api not in eos:
+        raise BadInput(
+            f"--ignore-eos: {profile.title}'s --api {api} route drops it (its replies end at EOS, so their "
+            f"lengths are not the dataset's); use --api {' or '.join(eos)}, or drop --ignore-eos"
+        )
     usage = settings.continuous_usage
     if usage is None:
         usage = bool(profile and profile.continuous_usage and settings.api in (None, *OPENAI_APIS))
@@ -448,7 +457,7 @@ def _trace_source(bench: _Bench, target: _Target, tokenizer: Tokenizer | None, m
     """The trace opened here (its format, clock and first row in the window checked before any
     load), its digest started on the side; the same plan goes to every worker."""
     config = bench.config
-    template = CHAT_TEMPLATE_TOKENS if target.config.api == "chat" else 0
+    template = CHAT_TEMPLATE_TOKENS if target.config.api in CONVERSATION_APIS else 0
     guard = ContextGuard(max_len, config.dataset.over_context, template)
     window = replay_window(config.loads)
     batch = (target.config.batch_size or 1) if target.config.pooling else None
@@ -511,7 +520,7 @@ async def resolve_target(
     models = await probe(session, settings, sut.url, wire)  # raises TargetUnreachable before any load
     model = settings.model or sut.model
     attached = sut.model is None
-    if attached and model is not None and models and decided["api"] in OPENAI_APIS and model not in models:
+    if attached and model is not None and models and decided["api"] in LISTED_MODEL_APIS and model not in models:
         served = ", ".join(models[:10]) + (f" (and {len(models) - 10} more)" if len(models) > 10 else "")
         raise BadInput(
             f"--model {model}: {sut.url}{wire.probe_path} serves {served}; "

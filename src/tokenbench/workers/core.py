@@ -27,7 +27,7 @@ from tokenbench.config import DatasetConfig, LoadPoint, ReplayLoad, SessionConfi
 from tokenbench.config.target import ResolvedTarget
 from tokenbench.datasets.programs.model import Program
 from tokenbench.datasets.sessions import Conversation, estimate_tokens
-from tokenbench.datasets.tokenizers import HFTokenizer, RemoteTokenizer, Tokenizer
+from tokenbench.datasets.tokenizers import HFTokenizer, MessagesTokenCounter, RemoteTokenizer, Tokenizer
 from tokenbench.datasets.trace_requests import TracePlan
 from tokenbench.loadgen import LoadGenerator, Part, PointRun
 from tokenbench.loadgen.programs import ProgramSource, program_source
@@ -41,11 +41,15 @@ from tokenbench.telemetry.client_monitor import ClientMonitor, Sample
 
 
 def choose_tokenizer(path: str | None, target: ResolvedTarget) -> Tokenizer | None:
-    """The run's tokenizer: ``--tokenizer``'s file, else the server's /tokenize when it has one
-    (None: neither; prompts and histories are then estimated)."""
+    """The run's tokenizer: ``--tokenizer``'s file, else the server's /tokenize when it has one, else
+    on the Messages API its count_tokens route (None: none of them; prompts and histories are then
+    estimated)."""
     if path:
         return HFTokenizer(path)
-    return RemoteTokenizer.available(target.url, target.model)
+    remote = RemoteTokenizer.available(target.url, target.model)
+    if remote is None and target.api == "messages":
+        return MessagesTokenCounter.available(target.url, target.model)
+    return remote
 
 
 @dataclass(frozen=True)
