@@ -1,5 +1,13 @@
 """The scripted OpenAI-compatible streaming server of `tokenbench mock` (self-checks and tests).
 
+It streams chat (``/v1/chat/completions``) and completions (``/v1/completions``) as vLLM does,
+and Anthropic's Messages (``/v1/messages``, with ``/v1/messages/count_tokens``) and OpenAI's
+Responses (``/v1/responses``) as those APIs do (mock/apis.py: each request read as chat, each
+reply written in its API's events by its ``Renderer``), all scripted alike: what follows holds
+for each, bar what says chat or completions only. Messages and Responses always report usage in
+their own shape (input/output tokens; cached and reasoning tokens), never per chunk, with no vLLM
+metrics object and no ``[DONE]``.
+
 Timing is scripted and absolute: content chunk i of a request is written at
 ``admitted + ttft + i * itl`` (admitted = received unless ``max_streams`` queues it; no drift from sleep overshoot adding up). The mock logs what it
 actually delivered - when each request arrived and when each chunk was written, on the machine's
@@ -17,9 +25,9 @@ waiting (queued for capacity) requests, generated tokens, the TTFT from arrival 
 ``vllm:time_to_first_token_seconds``, and ``vllm:num_preemptions_total`` counting each request
 that arrives while more than ``kv_slots`` are in flight (0: never).
 
-Reasoning (``reasoning_chunks`` K > 0, chat only): the first K chunks of a reply carry
+Reasoning (``reasoning_chunks`` K > 0, not completions): the first K chunks of a reply carry
 ``delta.reasoning_content`` (SGLang's and DeepSeek's field; vLLM sends it beside ``reasoning``) instead
-of ``delta.content``, on the same schedule, and the usage says ``completion_tokens_details:
+of ``delta.content`` (Messages: a ``thinking`` block; Responses: a ``reasoning`` item), on the same schedule, and the usage says ``completion_tokens_details:
 {"reasoning_tokens": K * tokens_per_chunk}`` (K capped at the reply's chunks). So the first output
 chunk is chunk K: TTFO = TTFT + K * ITL, as scripted. Asked for usage on every chunk (``stream_options.
 continuous_usage_stats``), the mock sends it as vLLM: role chunk 0, content chunk i (i + 1) * tokens_per_chunk.
@@ -55,7 +63,8 @@ Structured output and tool calls (mock/structured.py): a request asking for a JS
 the named (else first) tool, on the same schedule; ``invalid_every`` N makes every N-th such reply
 invalid (a known valid_fraction).
 
-Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request:
+Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request (here as
+chat writes them; Messages and Responses in their own error shapes, apis.py):
 http_500, http_429, http_400, disconnect (mid-stream, after ``fault_after_chunks``), malformed
 (a non-JSON event mid-stream), error_event (an ``{"error": ...}`` event), no_content (role-only
 and usage, no content), stall (stops sending mid-stream and holds the connection), abort (ends
@@ -63,7 +72,8 @@ after ``fault_after_chunks`` with ``finish_reason: "abort"``, usage and ``[DONE]
 request its engine aborted), no_end (the content, then the stream closes cleanly with neither a
 finish reason nor ``[DONE]``, as a proxy that cuts a stream at a chunk boundary would).
 
-Images (chat ``image_url`` content parts, images): accepted on any chat request; each
+Images (chat ``image_url`` content parts, Messages ``image`` blocks, Responses ``input_image``
+parts): accepted on any chat, Messages or Responses request; each
 adds ``image_ms`` to the reply's TTFT (chunk i at ``admitted + ttft + images * image_ms + i * itl``)
 and ``image_tokens`` to its usage's prompt_tokens, which are otherwise those of the same request
 with the image parts left out (its text parts joined). A delivery logs the count (``images``).
@@ -72,18 +82,29 @@ with the image parts left out (its text parts joined). A delivery logs the count
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from tokenbench.mock.apis import (
+    API_PATHS,
+    Body,
+    Event,
+    MessagesEvents,
+    Prompt,
+    Renderer,
+    ResponsesEvents,
+    chat_body,
+)
 from tokenbench.mock.otlp import MockExporter
 from tokenbench.mock.pooling import PATHS as POOLING_PATHS
 from tokenbench.mock.pooling import pooling_answer, pooling_inputs
@@ -94,11 +115,6 @@ from tokenbench.mock.structured import scripted_deltas
 
 # aiohttp refuses bodies over 1 MiB by default (HTTP 413); requests with images run to megabytes
 MAX_BODY_BYTES = 256 * 2**20
-
-# A request's JSON body as the client sent it: a true edge, any shape (the mock reads only the fields it knows).
-Body = dict[str, Any]
-# An event or usage object the mock writes as JSON.
-Event = dict[str, object]
 
 
 class PriorityGate:
@@ -219,6 +235,8 @@ class MockServer:
                 web.get("/v1/models", self._models),
                 web.post("/v1/chat/completions", self._chat),
                 web.post("/v1/completions", self._completions),
+                *(web.post(path, self._api) for path in API_PATHS),  # Messages, Responses
+                web.post("/v1/messages/count_tokens", self._count_tokens),
                 web.post("/tokenize", self._tokenize),
                 web.get("/mock/deliveries", self._deliveries),
                 web.get("/mock/replicas", self._replicas),
@@ -268,10 +286,21 @@ class MockServer:
         return web.json_response(self._fleet.log_json())
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._stream(request, chat=True)
+        return await self._stream(request, "chat")
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
-        return await self._stream(request, chat=False)
+        return await self._stream(request, "completions")
+
+    async def _api(self, request: web.Request) -> web.StreamResponse:
+        """Messages or Responses (apis.py), read as chat."""
+        return await self._stream(request, API_PATHS[request.path])
+
+    async def _count_tokens(self, request: web.Request) -> web.Response:
+        """Messages' token count: the prompt tokens its usage would give, the cache left as it was."""
+        body = chat_body("messages", await request.json())
+        messages, images = _without_images(body["messages"])  # as a reply reads them
+        body = {**body, "messages": messages} if images else body
+        return web.json_response({"input_tokens": self._prompt_tokens(body, images)})
 
     async def _pool(self, request: web.Request) -> web.Response:
         """A pooling answer (mock_pooling.py), whole at admitted + ttft + inputs * input_ms."""
@@ -291,7 +320,7 @@ class MockServer:
             admitted = time.perf_counter()
             fault = self._fault_for_this()
             rid = f"mock-{self._count}"
-            if (failed := _scripted_failure(fault)) is not None:
+            if (failed := _scripted_failure(fault, _OpenAIEvents)) is not None:
                 return failed
             delivery = Delivery(received, admitted, admitted - received, fault=fault)
             if self.s.record_deliveries:
@@ -312,13 +341,13 @@ class MockServer:
             return None
         return self.s.fault
 
-    async def _stream(self, request: web.Request, chat: bool) -> web.StreamResponse:
+    async def _stream(self, request: web.Request, api: str) -> web.StreamResponse:
         received = time.perf_counter()
-        body = await request.json()
+        body = chat_body(api, await request.json())
         model = body.get("model")
         if self._adapters and model != self.s.model and model not in self._adapters:
             message = f"The model `{model}` does not exist."  # vLLM's answer
-            return web.json_response({"error": {"message": message, "code": 404}}, status=404)
+            return web.json_response(RENDERERS[api].error_body(404, message), status=404)
         if self._gate is not None:
             priority = body.get("priority")
             self._waiting.inc()
@@ -327,25 +356,25 @@ class MockServer:
             finally:
                 self._waiting.dec()
             try:
-                return await self._generate(request, chat, body, received)
+                return await self._generate(request, api, body, received)
             finally:
                 self._gate.release()
         if self._fleet is not None:
-            return await self._on_replica(self._fleet, request, chat, body, received)
+            return await self._on_replica(self._fleet, request, api, body, received)
         if self._slots is None:
-            return await self._generate(request, chat, body, received)
+            return await self._generate(request, api, body, received)
         self._waiting.inc()
         try:
             await self._slots.acquire()  # asyncio.Semaphore wakes waiters in FIFO order
         finally:
             self._waiting.dec()
         try:
-            return await self._generate(request, chat, body, received)
+            return await self._generate(request, api, body, received)
         finally:
             self._slots.release()
 
     async def _on_replica(
-        self, pool: ReplicaPool, request: web.Request, chat: bool, body: Body, received: float
+        self, pool: ReplicaPool, request: web.Request, api: str, body: Body, received: float
     ) -> web.StreamResponse:
         """A slot on one of the scripted replicas (waiting for one), the reply naming it."""
         pool.first_request(received)
@@ -356,30 +385,31 @@ class MockServer:
         finally:
             self._waiting.dec()
         try:
-            return await self._generate(request, chat, body, received, replica.id)
+            return await self._generate(request, api, body, received, replica.id)
         finally:
             pool.release(replica)
 
     async def _generate(
-        self, request: web.Request, chat: bool, body: Body, received: float, replica: str | None = None
+        self, request: web.Request, api: str, body: Body, received: float, replica: str | None = None
     ) -> web.StreamResponse:
         self._in_flight += 1
         self._running.set(self._in_flight)
         if self.s.kv_slots and self._in_flight > self.s.kv_slots:
             self._preempted.inc()
         try:
-            return await self._reply(request, chat, body, received, replica)
+            return await self._reply(request, api, body, received, replica)
         finally:
             self._in_flight -= 1
             self._running.set(self._in_flight)
 
     async def _reply(
-        self, request: web.Request, chat: bool, body: Body, received: float, replica: str | None = None
+        self, request: web.Request, api: str, body: Body, received: float, replica: str | None = None
     ) -> web.StreamResponse:
         admitted = time.perf_counter()
         fault = self._fault_for_this()
         rid = f"mock-{self._count}"
-        if (failed := _scripted_failure(fault)) is not None:
+        renderer = RENDERERS[api]
+        if (failed := _scripted_failure(fault, renderer)) is not None:
             return failed
         chunks = self._plan(int(body.get("max_tokens") or self.s.output_tokens))
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
@@ -389,7 +419,7 @@ class MockServer:
             delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
             delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
         images = 0
-        if chat and isinstance(body.get("messages"), list):  # image parts: counted, then read as text
+        if renderer.chat and isinstance(body.get("messages"), list):  # image parts: counted, then read as text
             messages, images = _without_images(body["messages"])
             body = {**body, "messages": messages} if images else body
             delivery.images = images
@@ -401,14 +431,14 @@ class MockServer:
             headers[SERVED_BY_HEADER] = served_by
         resp = web.StreamResponse(headers=headers)
         await resp.prepare(request)
-        opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
-        continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
-        reply = _Reply(request, resp, delivery, chat, rid, self.s.model, fault, chunks, continuous, images)
-        reply.include_usage = bool(opts.get("include_usage"))
+        asked = body  # the prompt as the usage counts it, once (the cache's lookup remembers it)
+        events = renderer(rid, self.s.model, body, functools.cache(lambda: self._prompt(asked, images)))
+        reply = _Reply(request, resp, delivery, events, fault, chunks, images)
+        reply.include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         admitted += self._adapters.get(str(body.get("model")), 0.0) / 1e3  # an adapter's scripted cost
         reply.scripted = self._scripted(body, len(chunks.tokens), rid)
         if await self._write_chunks(reply, admitted, received):
-            await self._write_end(reply, body)
+            await self._write_end(reply)
             self._finished.inc()
             if self._exporter is not None:  # server spans: the reply's span, as vLLM would send it
                 prompt = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
@@ -434,14 +464,13 @@ class MockServer:
         return scripted_deltas(body, n_chunks, rid, invalid)
 
     async def _write_chunks(self, reply: _Reply, admitted: float, received: float) -> bool:
-        """The content chunks on their scripted times; False when a fault ended the stream."""
-        resp, delivery, fault, chunks = reply.resp, reply.delivery, reply.fault, reply.chunks
-        if reply.chat:  # like vLLM: a role-only first chunk with empty content, which is not output
-            await resp.write(reply.event(reply.role(), reply.usage_so_far(0)))
-        pieces: dict[tuple[int, bool], bytes] = {}  # a chunk's event by its tokens and whether it is reasoning
+        """The content chunks on their scripted times, one write each; False when a fault ended the stream."""
+        resp, delivery, fault, chunks, events = reply.resp, reply.delivery, reply.fault, reply.chunks, reply.events
+        if first := events.start():  # chat, like vLLM: a role-only first chunk with empty content, not output
+            await resp.write(first)
         so_far = list(itertools.accumulate(chunks.tokens))
         n_chunks = len(chunks.tokens)
-        reasoning = self.s.reasoning_chunks if reply.chat else 0
+        reasoning = self.s.reasoning_chunks if events.chat else 0
         start = admitted + (self._ttft_ms(received) + reply.images * self.s.image_ms) / 1e3
         itl = self.s.itl_ms / 1e3
         for i in range(0 if fault != "no_content" else n_chunks, n_chunks):
@@ -453,15 +482,9 @@ class MockServer:
             delivery.chunk_times_s.append(time.perf_counter())
             n = chunks.tokens[i]
             if reply.scripted is not None:  # structured output or a tool call
-                await resp.write(reply.event(reply.delta(reply.scripted[0][i]), reply.usage_so_far(so_far[i])))
-            elif reply.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
-                text = (" " + self.s.word) * n
-                await resp.write(reply.event(reply.content(text, i < reasoning), reply.usage_so_far(so_far[i])))
+                await resp.write(events.scripted(i, reply.scripted[0][i], so_far[i]))
             else:
-                key = (n, i < reasoning)
-                if key not in pieces:
-                    pieces[key] = reply.event(reply.content((" " + self.s.word) * n, key[1]))
-                await resp.write(pieces[key])
+                await resp.write(events.content(i, (" " + self.s.word) * n, i < reasoning, so_far[i]))
             if i == 0:
                 self._ttft.observe(delivery.chunk_times_s[0] - received)
             self._generated.inc(n)
@@ -488,23 +511,22 @@ class MockServer:
             reply.request.transport.close()  # type: ignore[union-attr]
             return False
         if fault == "malformed":
-            await resp.write(b"data: {this is not json\n\n")
+            await resp.write(reply.events.malformed())
         elif fault == "error_event":
-            await resp.write(b'data: {"error": {"message": "scripted error event"}}\n\n')
+            await resp.write(reply.events.error_event())
         elif fault == "stall":
             await asyncio.sleep(3600)
         elif fault == "abort":
-            await resp.write(reply.event(reply.finish("abort")))
-            await resp.write(reply.event(None, {"prompt_tokens": 1, "completion_tokens": i, "total_tokens": i + 1}))
-            await resp.write(b"data: [DONE]\n\n")
+            for part in reply.events.abort(i, sum(reply.chunks.tokens[:i])):
+                await resp.write(part)
             await resp.write_eof()
             reply.delivery.finished_s = time.perf_counter()
             return False
         return True
 
-    async def _write_end(self, reply: _Reply, body: Body) -> None:
-        """The finish reason, the usage (with vLLM's per-request ``metrics`` when asked for, and
-        the request asked for usage), ``[DONE]`` (unless the fault is ``no_end``)."""
+    async def _write_end(self, reply: _Reply) -> None:
+        """The finish reason and the usage in the API's events (unless the fault is ``no_end``),
+        with vLLM's per-request ``metrics`` when asked for and the request asked for usage."""
         resp, tokens = reply.resp, reply.chunks.tokens
         if reply.fault == "no_end":
             await resp.write_eof()
@@ -512,57 +534,65 @@ class MockServer:
             return
         completion = 0 if reply.fault == "no_content" else sum(tokens)
         reason = reply.scripted[1] if reply.scripted is not None else "length"
-        await resp.write(reply.event(reply.finish(reason), reply.usage_so_far(completion)))
-        usage = self._usage(body, completion, reply.images * self.s.image_tokens)
-        if reply.chat and self.s.reasoning_chunks and completion:
-            usage["completion_tokens_details"] = {"reasoning_tokens": sum(tokens[: self.s.reasoning_chunks])}
+        k = self.s.reasoning_chunks if reply.events.chat else 0
+        reasoning = sum(tokens[:k]) if k and completion else 0
         metrics = request_metrics(self.s, reply.delivery, completion, reply.accepted) if reply.include_usage else None
-        await resp.write(reply.event(None, usage, metrics))
-        await resp.write(b"data: [DONE]\n\n")
+        for part in reply.events.end(reason, completion, reasoning, metrics):
+            await resp.write(part)
         await resp.write_eof()
         reply.delivery.finished_s = time.perf_counter()
 
-    def _usage(self, body: Body, completion: int, image_tokens: int = 0) -> Event:
-        """The usage event; with a prefix cache, the prompt's tokens are its cache tokens and the
-        cached ones are reported as vLLM does (prompt_tokens_details.cached_tokens). The images'
-        tokens are added to the prompt's (never cached)."""
+    def _prompt_tokens(self, body: Body, images: int = 0) -> int:
+        """The prompt's tokens as the usage counts them (the words of its messages or prompt as
+        JSON; with a prefix cache, its cache tokens), the images' added."""
+        image_tokens = images * self.s.image_tokens
         if self.cache is None:
-            prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split()) + image_tokens
-            return {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion,
-                "total_tokens": prompt_tokens + completion,
-            }
+            return len(json.dumps(body.get("messages") or body.get("prompt") or "").split()) + image_tokens
+        return len(self.cache.tokens(body)) + image_tokens
+
+    def _prompt(self, body: Body, images: int = 0) -> Prompt:
+        """The prompt's tokens and, with a prefix cache, those it hit (reported as vLLM does,
+        prompt_tokens_details.cached_tokens); the images' tokens are never cached. Looked up once
+        a request: the lookup counts the prompt as seen."""
+        if self.cache is None:
+            return Prompt(self._prompt_tokens(body, images))
         tokens = self.cache.tokens(body)
         cached = self.cache.lookup(tokens)
         self._queries.inc(len(tokens))
         self._hits.inc(cached)
-        return {
-            "prompt_tokens": len(tokens) + image_tokens,
-            "completion_tokens": completion,
-            "total_tokens": len(tokens) + image_tokens + completion,
-            "prompt_tokens_details": {"cached_tokens": cached},
-        }
+        return Prompt(len(tokens) + images * self.s.image_tokens, cached)
 
 
 @dataclass
 class _Reply:
-    """One streamed reply as it is written: its events in the OpenAI shape of its endpoint."""
+    """One streamed reply as it is written: where to, what the script says, and its events."""
 
     request: web.Request
     resp: web.StreamResponse
     delivery: Delivery
-    chat: bool
-    rid: str
-    model: str
+    events: Renderer  # the reply's events in its API's shape
     fault: str | None
     chunks: Plan  # what each content chunk carries (its tokens; with speculation, its step's accepted drafts)
-    continuous: bool = False  # the request asked for usage on every chunk
     images: int = 0  # images: the request's image parts
     include_usage: bool = False  # the request asked for usage (stream_options.include_usage): vLLM's metrics go with it
     accepted: list[int] = field(default_factory=list)  # speculation: each verify step written, its accepted drafts
-    created: int = field(default_factory=lambda: int(time.time()))
     scripted: tuple[list[Event], str] | None = None  # each chunk's delta, the finish reason
+
+
+class _OpenAIEvents(Renderer):
+    """The OpenAI shapes of chat and completions chunks, as vLLM streams them: ``data: <json>``
+    events, the usage on every chunk when asked for (continuous_usage_stats), ``[DONE]`` last."""
+
+    def __init__(self, rid: str, model: str, body: Body, prompt: Callable[[], Prompt]) -> None:
+        super().__init__(rid, model, body, prompt)
+        opts = body.get("stream_options") or {}  # usage on every chunk: vLLM sends it only with include_usage
+        self.continuous = bool(opts.get("include_usage") and opts.get("continuous_usage_stats"))
+        self.created = int(time.time())
+        self._pieces: dict[tuple[str, bool], bytes] = {}  # a chunk's event by its text and whether it is reasoning
+
+    @staticmethod
+    def error_body(status: int, message: str) -> Event:
+        return {"error": {"message": message, "code": status}}
 
     def usage_so_far(self, completion: int) -> Event | None:
         """vLLM's usage on every chunk (continuous_usage_stats): the completion tokens so far."""
@@ -584,25 +614,79 @@ class _Reply:
             data["metrics"] = metrics
         return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
 
-    def role(self) -> Event:
-        return {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+    def start(self) -> bytes:
+        if not self.chat:
+            return b""
+        return self.event(
+            {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}, self.usage_so_far(0)
+        )
 
-    def content(self, text: str, reasoning: bool = False) -> Event:
+    def content(self, i: int, text: str, reasoning: bool, so_far: int) -> bytes:
+        if self.continuous:  # vLLM's continuous_usage_stats: the tokens so far, this chunk's included
+            return self.event(self._content(text, reasoning), self.usage_so_far(so_far))
+        key = (text, reasoning)
+        if key not in self._pieces:
+            self._pieces[key] = self.event(self._content(text, reasoning))
+        return self._pieces[key]
+
+    def _content(self, text: str, reasoning: bool) -> Event:
         if self.chat:
             key = "reasoning_content" if reasoning else "content"
             return {"index": 0, "delta": {key: text}, "finish_reason": None}
         return {"index": 0, "text": text, "finish_reason": None}
 
-    def delta(self, delta: Event) -> Event:
+    def scripted(self, i: int, delta: Event, so_far: int) -> bytes:
         """A scripted chunk: a chat delta, or a completion's ``{"text": ...}``."""
-        if self.chat:
-            return {"index": 0, "delta": delta, "finish_reason": None}
-        return {"index": 0, **delta, "finish_reason": None}
+        choice = (
+            {"index": 0, "delta": delta, "finish_reason": None}
+            if self.chat
+            else {"index": 0, **delta, "finish_reason": None}
+        )
+        return self.event(choice, self.usage_so_far(so_far))
 
-    def finish(self, reason: str) -> Event:
+    def _finish(self, reason: str) -> Event:
         if self.chat:
             return {"index": 0, "delta": {}, "finish_reason": reason}
         return {"index": 0, "text": "", "finish_reason": reason}
+
+    def malformed(self) -> bytes:
+        return b"data: {this is not json\n\n"
+
+    def error_event(self) -> bytes:
+        return b'data: {"error": {"message": "scripted error event"}}\n\n'
+
+    def abort(self, i: int, so_far: int) -> list[bytes]:
+        """``finish_reason: "abort"``, usage and ``[DONE]``, as vLLM ends a request its engine aborted."""
+        usage: Event = {"prompt_tokens": 1, "completion_tokens": i, "total_tokens": i + 1}
+        return [self.event(self._finish("abort")), self.event(None, usage), b"data: [DONE]\n\n"]
+
+    def end(self, reason: str, completion: int, reasoning: int, metrics: Event | None) -> list[bytes]:
+        """The finish reason, the usage (with vLLM's metrics object when given), ``[DONE]``."""
+        finish = self.event(self._finish(reason), self.usage_so_far(completion))
+        prompt = self.prompt()
+        usage: Event = {
+            "prompt_tokens": prompt.tokens,
+            "completion_tokens": completion,
+            "total_tokens": prompt.tokens + completion,
+        }
+        if prompt.cached is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": prompt.cached}
+        if self.chat and reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        return [finish, self.event(None, usage, metrics), b"data: [DONE]\n\n"]
+
+
+class _CompletionsEvents(_OpenAIEvents):
+    chat = False  # a prompt: no reasoning chunks, no images
+
+
+# Each API's events (the chat-shaped reply in its shape), by the name the routes give it.
+RENDERERS: dict[str, type[Renderer]] = {
+    "chat": _OpenAIEvents,
+    "completions": _CompletionsEvents,
+    "messages": MessagesEvents,
+    "responses": ResponsesEvents,
+}
 
 
 def _without_images(messages: list[Any]) -> tuple[list[Any], int]:
@@ -631,9 +715,9 @@ def serve(settings: MockSettings, host: str = "127.0.0.1", port: int = 9000) -> 
     web.run_app(MockServer(settings).app, host=host, port=port, print=None, access_log=None, shutdown_timeout=1.0)
 
 
-def _scripted_failure(fault: str | None) -> web.Response | None:
-    """The HTTP error a request drawing a scripted ``http_*`` fault gets instead of a reply."""
+def _scripted_failure(fault: str | None, renderer: type[Renderer]) -> web.Response | None:
+    """The HTTP error (in the API's shape) a request drawing a scripted ``http_*`` fault gets instead of a reply."""
     if fault not in ("http_500", "http_429", "http_400"):
         return None
     status = int(fault[5:])
-    return web.json_response({"error": {"message": f"scripted {fault}", "code": status}}, status=status)
+    return web.json_response(renderer.error_body(status, f"scripted {fault}"), status=status)
