@@ -234,7 +234,7 @@ class MessagesStream(Stream):
             piece = delta.get("thinking")
             return self.reasoning(piece) if isinstance(piece, str) and piece else False
         if kind == "input_json_delta" and self._tool_index is not None:
-            return self._tool(self.tool_part(self._tool_index, None, None, delta.get("partial_json")))
+            return self.tool_output(self.tool_part(self._tool_index, None, None, delta.get("partial_json")))
         return False  # signature_delta, citations, ...
 
     def _start(self, event: JsonObject) -> bool:
@@ -245,22 +245,13 @@ class MessagesStream(Stream):
         if kind == "tool_use":
             index = event.get("index")
             self._tool_index = index if type(index) is int else len(self.tool_calls)
-            return self._tool(self.tool_part(self._tool_index, block.get("id"), block.get("name"), None))
+            return self.tool_output(self.tool_part(self._tool_index, block.get("id"), block.get("name"), None))
         self._tool_index = None
         if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
             return self.output(block["text"])
         if kind == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]:
             return self.reasoning(block["thinking"])
         return False
-
-    def _tool(self, got: bool) -> bool:
-        """A tool_use block's name or a piece of its input: output, a chunk."""
-        if not got:
-            return False
-        self.tool_chunk()
-        if self.first_output_chunk is None:  # a tool call is output: every chunk before was reasoning
-            self.first_output_chunk = self.reasoning_chunks
-        return True
 
     def _usage(self, usage: object) -> None:
         if not isinstance(usage, dict):

@@ -161,12 +161,14 @@ class ResponsesStream(Stream):
             return self.reasoning(piece) if isinstance(piece, str) and piece else False
         if kind == "response.function_call_arguments.delta":
             index = self._call_index(obj.get("item_id"), obj.get("output_index"))
-            return self._tool(self.tool_part(index, None, None, obj.get("delta")))
+            return self.tool_output(self.tool_part(index, None, None, obj.get("delta")))
         if kind == "response.output_item.added":
             item = obj.get("item")
             if isinstance(item, dict) and item.get("type") == "function_call":
                 index = self._call_index(item.get("id"), obj.get("output_index"))
-                return self._tool(self.tool_part(index, item.get("call_id"), item.get("name"), item.get("arguments")))
+                return self.tool_output(
+                    self.tool_part(index, item.get("call_id"), item.get("name"), item.get("arguments"))
+                )
         elif kind == "response.created":
             response = obj.get("response")
             if isinstance(response, dict):
@@ -188,15 +190,6 @@ class ResponsesStream(Stream):
         """A function call's index among the reply's calls, by its item id (else its output index)."""
         key = str(item_id) if item_id is not None else f"#{output_index}"
         return self._calls.setdefault(key, len(self._calls))
-
-    def _tool(self, got: bool) -> bool:
-        """A function call's name or a piece of its arguments: output, a chunk."""
-        if not got:
-            return False
-        self.tool_chunk()
-        if self.first_output_chunk is None:  # a tool call is output: every chunk before was reasoning
-            self.first_output_chunk = self.reasoning_chunks
-        return True
 
     def _end(self, response: object, incomplete: bool) -> None:
         if not isinstance(response, dict):

@@ -160,6 +160,16 @@ class Stream:
         if not with_content:
             self.tool_chunks += 1
 
+    def tool_output(self, got: bool) -> bool:
+        """A tool call's name or a piece of its arguments on its own event (a typed stream's): output,
+        a chunk; every chunk before the first output was reasoning."""
+        if not got:
+            return False
+        self.tool_chunk()
+        if self.first_output_chunk is None:
+            self.first_output_chunk = self.reasoning_chunks
+        return True
+
     def output(self, piece: str) -> bool:
         """A piece of the answer: a chunk; the first marks where the output began (every chunk
         before it was reasoning)."""
