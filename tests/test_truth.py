@@ -8,6 +8,11 @@ rates within 3% when the server keeps up (the schedule is exact), 10% above capa
 backlog estimate), latencies within 5 ms (client-side read and parse time).
 
 Mock service time in every test: TTFT 50 ms + 19 x 20 ms = 0.43 s for 20 tokens.
+
+The conversation APIs (chat, Anthropic's Messages, OpenAI's Responses) are held to the same
+bounds: the mock scripts each one's events on the same schedule, so a latency, a rate or a token
+count that differs between them is the client's error, and a fault is typed the same whatever
+API carried it.
 """
 
 from __future__ import annotations
@@ -28,9 +33,12 @@ SERVICE_S = TTFT_S + (TOKENS - 1) * ITL_S
 MOCK = {"ttft_ms": TTFT_S * 1e3, "itl_ms": ITL_S * 1e3}
 
 
-def measure(url, tmp_path, load, stop, slo=SLOConfig(ttft_s=10.0)):
+CONVERSATION_APIS = ["chat", "messages", "responses"]
+
+
+def measure(url, tmp_path, load, stop, slo=SLOConfig(ttft_s=10.0), api="chat"):
     cfg = RunConfig(
-        target=TargetConfig(url=url, api="chat"),
+        target=TargetConfig(url=url, api=api),
         loads=[load],
         stop=stop,
         slo=slo,
@@ -64,12 +72,15 @@ def consistent(point):
     assert 0 <= point["good_fraction"] <= 1
 
 
-def test_open_loop_below_capacity_equals_the_offered_load(start_mock, tmp_path):
+@pytest.mark.parametrize("api", CONVERSATION_APIS)
+def test_open_loop_below_capacity_equals_the_offered_load(start_mock, tmp_path, api):
     """5 req/s constant for 4 s (20 arrivals), no cap: 5.0 req/s and 100 tok/s exactly, though no
-    request ends in the first 0.43 s and eight still stream after the last arrival."""
+    request ends in the first 0.43 s and eight still stream after the last arrival. On every
+    conversation API: TTFT and E2E within 5 ms of the mock's writes, ITL within 2 ms of its
+    20 ms, each reply's 20 tokens counted from the server's usage."""
     url = start_mock(**MOCK)
     point, records, log = measure(
-        url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"), StopConfig(duration_s=4, drain_timeout_s=10)
+        url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"), StopConfig(duration_s=4, drain_timeout_s=10), api=api
     )
     consistent(point)
     assert len(log) == 20 and point["offered_per_s"] == pytest.approx(5.0)
@@ -82,6 +93,12 @@ def test_open_loop_below_capacity_equals_the_offered_load(start_mock, tmp_path):
     e2e = [log[r["response_id"]]["chunk_times_s"][-1] - log[r["response_id"]]["received_s"] for r in records]
     assert point["e2e_s"]["p50"] == pytest.approx(sorted(e2e)[10], abs=0.005)
     assert point["queue_s"]["max"] < 0.05  # no slot to wait for: only the client loop's own lag
+    assert point["itl_s"]["mean"] == pytest.approx(ITL_S, abs=0.002)
+    assert point["tpot_s"]["mean"] == pytest.approx(ITL_S, abs=0.002)
+    for r in records:  # one chunk per token, and the count is the server's usage, not the client's
+        assert r["outcome"] == "ok" and r["end_marker"] and len(r["chunk_times_s"]) == TOKENS
+        assert r["output_tokens"] == TOKENS and r["output_tokens_source"] == "server"
+        assert r["prompt_tokens"] > 0
     # mean in flight = arrival rate x E2E (Little's law over the window)
     assert point["concurrency"]["mean"] == pytest.approx(5.0 * SERVICE_S, rel=0.1)
 
@@ -181,15 +198,31 @@ def test_concurrency_cap_under_overload_keeps_every_wait(start_mock, tmp_path):
     assert point["goodput_per_s"] < point["requests_per_s"] / 3
 
 
-@pytest.mark.parametrize("fault", ["http_500", "disconnect", "error_event", "no_content", "abort"])
-def test_each_fault_counts_as_a_failure_in_every_headline_number(start_mock, tmp_path, fault):
+# How each fault ends a request, whatever API carried it.
+FAULT_OUTCOMES = {
+    "http_500": "http_error",
+    "disconnect": "stream_error",
+    "error_event": "stream_error",
+    "no_content": "no_output",
+    "abort": "stream_error",
+}
+
+
+@pytest.mark.parametrize("api", CONVERSATION_APIS)
+@pytest.mark.parametrize("fault", list(FAULT_OUTCOMES))
+def test_each_fault_counts_as_a_failure_in_every_headline_number(start_mock, tmp_path, fault, api):
     """Every second request fails: requests/s and goodput are half the offered rate, the good
     fraction is 1/2, the latency distributions hold the successful half only, and the output
-    rate counts what the mock wrote (partial replies of failures included)."""
+    rate counts what the mock wrote (partial replies of failures included). Each API's fault
+    (an error body, a dropped stream, its error or failed event, a reply without content) is
+    typed as chat's is."""
     url = start_mock(fault=fault, fault_every=2, fault_after_chunks=5, **MOCK)
     point, records, log = measure(
-        url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"), StopConfig(duration_s=2, drain_timeout_s=10)
+        url, tmp_path, RateLoad(rate_per_s=5, arrival="constant"), StopConfig(duration_s=2, drain_timeout_s=10), api=api
     )
+    failures = [r for r in records if r["outcome"] != "ok"]
+    assert len(failures) == 5 and {r["outcome"] for r in failures} == {FAULT_OUTCOMES[fault]}
+    assert all(r["error"] for r in failures)
     consistent(point)
     assert point["requests_in_window"]["total"] == 10 and point["requests_in_window"]["ok"] == 5
     assert point["requests_per_s"] == pytest.approx(2.5, rel=0.03)

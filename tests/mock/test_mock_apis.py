@@ -413,7 +413,9 @@ def test_the_same_conversation_counts_the_same_prompt_tokens_as_chat(mock_server
     counted = json.loads(_post(url, "/v1/messages/count_tokens", messages_body(messages=turns))[1])
     assert counted == {"input_tokens": prompt}
     deliveries = _get(url, "/mock/deliveries")
-    assert deliveries["mock-2"]["messages"] == chat == deliveries["mock-3"]["messages"]  # logged as chat reads them
+    assert (
+        deliveries["mock-2"]["messages"] == chat == deliveries["resp_mock-3"]["messages"]
+    )  # logged as chat reads them
 
 
 def test_responses_input_images_count_as_chats(mock_server):
@@ -424,7 +426,7 @@ def test_responses_input_images_count_as_chats(mock_server):
     parts = [{"type": "text", "text": "what is this"}, {"type": "image_url", "image_url": {"url": image}}]
     chat = _chat_usage(url, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": parts}])
     assert events[-1]["response"]["usage"]["input_tokens"] == chat["prompt_tokens"]
-    assert _get(url, "/mock/deliveries")["mock-1"]["images"] == 1
+    assert _get(url, "/mock/deliveries")["resp_mock-1"]["images"] == 1
 
 
 @pytest.mark.parametrize(("path", "body"), [("/v1/messages", messages_body), ("/v1/responses", responses_body)])

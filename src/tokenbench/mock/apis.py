@@ -76,6 +76,9 @@ class Renderer(ABC):
     the script's schedule."""
 
     chat: ClassVar[bool] = True  # reads chat messages: reasoning chunks and images apply
+    # the reply id's prefix in this API's words: the id written is the delivery log's key too,
+    # so a record's response_id finds its delivery whatever the API
+    ID_PREFIX: ClassVar[str] = ""
 
     def __init__(self, rid: str, model: str, body: Body, prompt: Callable[[], Prompt]) -> None:
         self.rid, self.model = rid, model
@@ -477,10 +480,11 @@ class ResponsesEvents(Renderer):
         500: ("server_error", "server_error"),
     }
     PREFIX: ClassVar[dict[str, str]] = {"message": "msg", "reasoning": "rs", "function_call": "fc"}
+    ID_PREFIX: ClassVar[str] = "resp_"
 
     def __init__(self, rid: str, model: str, body: Body, prompt: Callable[[], Prompt]) -> None:
         super().__init__(rid, model, body, prompt)
-        self.id = f"resp_{rid}"
+        self.id = rid
         self.created_at = int(time.time())
         self._seq = 0
         self._items: list[_Item] = []  # the output items so far, the last one open unless done
@@ -542,7 +546,13 @@ class ResponsesEvents(Renderer):
             return item, b""
         out = self._close()
         index = len(self._items)
-        item = _Item(kind, f"{self.PREFIX[kind]}_{self.rid}_{index}", index, call_id=call_id, name=name)
+        item = _Item(
+            kind,
+            f"{self.PREFIX[kind]}_{self.rid.removeprefix(self.ID_PREFIX)}_{index}",
+            index,
+            call_id=call_id,
+            name=name,
+        )
         self._items.append(item)
         out += self._event("response.output_item.added", {"output_index": index, "item": item.whole()})
         if kind == "message":

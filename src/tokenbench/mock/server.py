@@ -407,8 +407,9 @@ class MockServer:
     ) -> web.StreamResponse:
         admitted = time.perf_counter()
         fault = self._fault_for_this()
-        rid = f"mock-{self._count}"
         renderer = RENDERERS[api]
+        serial = f"mock-{self._count}"  # the reply's own name: its tool call's id is call_<serial>
+        rid = renderer.ID_PREFIX + serial
         if (failed := _scripted_failure(fault, renderer)) is not None:
             return failed
         chunks = self._plan(int(body.get("max_tokens") or self.s.output_tokens))
@@ -436,7 +437,7 @@ class MockServer:
         reply = _Reply(request, resp, delivery, events, fault, chunks, images)
         reply.include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         admitted += self._adapters.get(str(body.get("model")), 0.0) / 1e3  # an adapter's scripted cost
-        reply.scripted = self._scripted(body, len(chunks.tokens), rid)
+        reply.scripted = self._scripted(body, len(chunks.tokens), serial)
         if await self._write_chunks(reply, admitted, received):
             await self._write_end(reply)
             self._finished.inc()
@@ -454,14 +455,14 @@ class MockServer:
         k = self.s.tokens_per_chunk
         return Plan((k,) * max(1, -(-total // k)))
 
-    def _scripted(self, body: Body, n_chunks: int, rid: str) -> tuple[list[Event], str] | None:
+    def _scripted(self, body: Body, n_chunks: int, serial: str) -> tuple[list[Event], str] | None:
         """a structured reply's or tool call's deltas and finish reason (mock_structured)."""
         if not (body.get("response_format") or body.get("structured_outputs") or body.get("json_schema")):
             if not body.get("tools"):
                 return None
         self._structured += 1
         invalid = bool(self.s.invalid_every) and self._structured % self.s.invalid_every == 0
-        return scripted_deltas(body, n_chunks, rid, invalid)
+        return scripted_deltas(body, n_chunks, serial, invalid)
 
     async def _write_chunks(self, reply: _Reply, admitted: float, received: float) -> bool:
         """The content chunks on their scripted times, one write each; False when a fault ended the stream."""
