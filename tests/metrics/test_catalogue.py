@@ -49,6 +49,7 @@ from tokenbench.results import (
     Requests,
     RunResults,
     Server,
+    ServerCpu,
     ServerRow,
     ServerSpeculation,
     Slo,
@@ -206,6 +207,8 @@ def sample_point(
             joules_per_output_token=55.0 / 11.0,
         ),
         client=CLIENT,
+        # a launched server's processes: 1.5 CPU seconds over the 3 s between two readings
+        server_cpu=ServerCpu(period_s=[0.0, 3.0], cpu_s=1.5, cores_mean=0.5, processes=2, bracketed=True),
         # pooling APIs: a pooling point's rates (metrics.pooling), read by their getters
         **({"pooling": POOLING} if pooling else {}),
         **({"programs": program_stats(records, records, (0.0, 10.0), None)} if programs else {}),
@@ -333,7 +336,7 @@ def test_missing_or_null_fields_give_none_never_zero() -> None:
         | {k: None for k in ("output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "offered_per_s")}
         | {"goodput_per_s": None, "good_fraction": None, "server": None, "requests_in_window": _NONE_ENDED}
         | {"prefix_cache": None, "cost": None, "energy": None, "fluidity": None, "client": None, "structured": None}
-        | {"programs": None, "speculation": None, "server_timing": None}
+        | {"programs": None, "speculation": None, "server_timing": None, "server_cpu": None}
     )
     for m in METRICS.values():
         assert m.get(nulls) is None, m.key

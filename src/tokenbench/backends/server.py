@@ -257,6 +257,11 @@ class ManagedServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def pid(self) -> int | None:
+        """The started process's PID (None: not running)."""
+        return self._proc.pid if self._proc is not None else None
+
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         procs.stop(proc, group=True)
@@ -342,6 +347,9 @@ class ServerUnderTest:
     # a fleet: the replicas behind the router at ``url`` (launched, or --replica-url); () otherwise
     replicas: tuple[ReplicaEndpoint, ...] = ()
     scaler: ScalerTarget | None = None  # autoscaling: the scaler API the sampler polls; None: none
+    # the processes tokenbench started as this server (engine, layer, replicas and router): the
+    # sampler reads their CPU; () when attached
+    pids: tuple[int, ...] = ()
 
 
 @contextlib.contextmanager
@@ -389,8 +397,9 @@ def server_under_test(
             if profile.scaler
             else None
         )
+        pids = _pids(engine, server)
         yield ServerUnderTest(
-            server.url, server.spec.served_name, profile, metrics_url, server.describe(), fresh=True, scaler=scaler
+            server.url, server.spec.served_name, profile, metrics_url, server.describe(), True, scaler=scaler, pids=pids
         )
 
 
@@ -414,8 +423,12 @@ def _fleet(
         replicas = tuple(ReplicaEndpoint.at(r.url, engine, r.spec) for r in fleet)
         facts = router.describe()
         yield ServerUnderTest(
-            router.url, router.spec.served_name, profile, metrics_url, facts, fresh=True, replicas=replicas
+            router.url, router.spec.served_name, profile, metrics_url, facts, True, replicas, pids=_pids(*fleet, router)
         )
+
+
+def _pids(*servers: ManagedServer | None) -> tuple[int, ...]:
+    return tuple(p for s in servers if s is not None and (p := s.pid) is not None)
 
 
 def _replica_log(log_path: Path, k: int) -> Path:

@@ -27,7 +27,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import AnyStr
@@ -255,6 +255,34 @@ def port_holder(port: int) -> str:
     except (psutil.Error, OSError):
         pass
     return "a process this user cannot see"
+
+
+# --- what a process tree has used ------------------------------------------------------------------
+
+
+def tree_cpu_s(roots: Sequence[int]) -> tuple[float, int] | None:
+    """CPU seconds (user + system) that the processes ``roots`` and their live descendants have
+    used, the children they reaped included, and how many processes were alive; None when none of
+    ``roots`` is. A server's engine core, a layer's workers and llama.cpp's child are descendants
+    of the process tokenbench started, so this is the whole server's CPU (a descendant that died
+    unreaped takes its seconds with it; a daemon that left the tree, Ray's, is not counted)."""
+    import psutil
+
+    total, alive = 0.0, 0
+    for pid in roots:
+        try:
+            root = psutil.Process(pid)
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            continue
+        for proc in tree:
+            try:
+                t = proc.cpu_times()
+            except psutil.Error:  # ended between the listing and the read
+                continue
+            total += t.user + t.system + t.children_user + t.children_system
+            alive += 1
+    return (total, alive) if alive else None
 
 
 # --- signals to tokenbench ----------------------------------------------------------------------

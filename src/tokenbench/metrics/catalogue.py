@@ -537,6 +537,20 @@ _METRICS: tuple[Metric, ...] = (
         get=path("server.prefix_cache_hit_rate"),
         views=_views("aggregates", "report"),
     ),
+    # what the launched server's processes cost the host (common.procs.tree_cpu_s)
+    Metric(
+        key="server_cpu_cores_mean",
+        title="server CPU",
+        unit="cores",
+        scale=1.0,
+        digits=2,
+        higher_is_better=False,
+        population="every process of the server tokenbench launched (its trees: engine, layer, replicas, router)",
+        period=SCRAPED,
+        get=path("server_cpu.cores_mean"),
+        views=_views("aggregates", "console", "report"),
+        optional=True,
+    ),
     # the client's own health, declared beside its rule (telemetry.client_health.CLIENT_METRICS)
     *(
         Metric(k, t, u, scale, 1, False, CLIENT_POPULATION, WINDOW, get, _views("aggregates", "report"), None, True)

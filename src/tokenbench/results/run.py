@@ -331,6 +331,18 @@ class Gpu(FrozenModel):
     mem_used_bytes_max: Number | None = None
 
 
+class ServerCpu(FrozenModel):
+    """The CPU a launched server's processes used over a point: the CPU seconds their trees used
+    between the scrapes that bracket the window, over that bracket's length (so a mean in cores:
+    1.0 = one core busy). What it costs the host to serve the load, beside the client's own CPU."""
+
+    period_s: list[Number] = Field(description="the bracketing scrapes' times: the CPU is over this stretch")
+    cpu_s: Number = Field(description="CPU seconds (user + system) of every process of the server's trees")
+    cores_mean: Number | None = Field(description="cpu_s / the period: the cores it kept busy on average")
+    processes: int = Field(description="the most processes of its trees seen alive in the period")
+    bracketed: bool = Field(description="False: no reading at or before the start, or at or after the end")
+
+
 class WindowClient(FrozenModel):
     """A time-series window as the client saw it (metrics.timeseries)."""
 
@@ -751,6 +763,7 @@ class PointResult(PointMetrics, PointHead, OptionalParts):
     server_whole_point: Server | None
     gpu: Gpu
     gpu_whole_point: Gpu
+    server_cpu: ServerCpu | None = None  # only a server tokenbench launched (its processes' CPU)
     timeseries: list[TimeWindow]
     by_turn: list[TurnStats] | None = None  # only a --multi-turn point has these two keys
     sessions: SessionCounts | None = None

@@ -238,6 +238,7 @@ def _sampler(config: RunConfig, sut: ServerUnderTest, run_dir: Path, clock: RunC
         replicas,
         get_profile(engine).metrics if engine else None,
         scaler=sut.scaler,
+        server_pids=sut.pids,
     )
 
 

@@ -203,6 +203,10 @@ def _cpu_util_max(point: PointResult) -> float | None:
     return None if point.client is None else point.client.cpu_util_max
 
 
+def _cpu_util_mean(point: PointResult) -> float | None:
+    return None if point.client is None else point.client.cpu_util_mean
+
+
 def _loop_lag_p99_s(point: PointResult) -> float | None:
     return None if point.client is None else point.client.loop_lag_p99_s
 
@@ -219,6 +223,7 @@ def client_limited(point: PointResult) -> float | None:
 CLIENT_POPULATION = "the client's own samples, their midpoints in the window (telemetry.client_health)"
 CLIENT_METRICS: tuple[tuple[str, str, str, float, Callable[[PointResult], float | None]], ...] = (
     ("client_cpu_util_max", "client CPU max", "%", 100.0, _cpu_util_max),
+    ("client_cpu_util_mean", "client CPU mean", "%", 100.0, _cpu_util_mean),
     ("client_loop_lag_p99_s", "client loop lag p99", "ms", 1e3, _loop_lag_p99_s),
     ("client_limited", "client-limited share", "%", 100.0, client_limited),
 )

@@ -11,7 +11,10 @@ File lines: first ``{"kind": "header", ...}`` (URL, backend, interval, GPU avail
 ``"ok": false`` with its ``error`` (noted, never fatal). A fleet's replicas (``--replica
 NAME=URL``) are scraped in the same pass, after the router: ``"replicas": {NAME: {"ok", "values",
 "raw", "scrape_s"} or {"ok": false, "error"}}`` on the scrape's line (one t_s for the whole pass;
-each replica's ``scrape_s`` is from that t_s to its answer). With a scaler to poll (``--scaler-url``
+each replica's ``scrape_s`` is from that t_s to its answer). A launched server's processes
+(``--server-pid``, repeat: the engine, a layer in front of it, a fleet's replicas and router) are
+read at the start of each scrape: ``"server_cpu": {"cpu_s", "processes"}``, the CPU seconds their
+trees have used so far (procs.tree_cpu_s; null once none is alive). With a scaler to poll (``--scaler-url``
 and ``--scaler-kind``: telemetry/scaler.py), each scrape is followed by one poll of it, its own line
 ``{"kind": "replicas", "t_s", "ok", "source", "replicas": [{"id", "state"}], "desired", "poll_s"}``
 (results.scaling.ReplicaPoll), on the same grid. The run's own events come in through
@@ -71,11 +74,15 @@ def scrape_line(
     gpu: GPUSampler,
     timeout_s: float,
     fleet: Fleet = Fleet(),
+    server_pids: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """One scrape's line (Any: JSON values, the server's metrics as it gave them), and its
-    fleet's replicas' beside."""
+    """One scrape's line (Any: JSON values, the server's metrics as it gave them), its fleet's
+    replicas' beside, and the CPU the launched server's processes have used (at t_s)."""
     t = time.perf_counter() - origin
     line: dict[str, Any] = {"kind": "scrape", "t_s": t}
+    if server_pids:
+        used = procs.tree_cpu_s(server_pids)
+        line["server_cpu"] = {"cpu_s": used[0], "processes": used[1]} if used is not None else None
     if url:
         line.update(_scrape(url, names, timeout_s))
         line["scrape_s"] = time.perf_counter() - origin - t
@@ -141,6 +148,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--replica-metric-names", default="", help="the replicas' engine's MetricNames as JSON")
     ap.add_argument("--scaler-url", default="", help="a scaler's API to poll for its replicas (telemetry/scaler.py)")
     ap.add_argument("--scaler-kind", default="ray-serve", choices=SCALER_KINDS)
+    ap.add_argument("--server-pid", type=int, action="append", default=[], help="a launched server's process (repeat)")
     return ap.parse_args(argv)
 
 
@@ -208,7 +216,8 @@ def _scrape_until(
     next_t = time.perf_counter()
     while not stop.is_set():
         timeout_s = min(5.0, max(args.interval, 0.5))
-        write(json.dumps(scrape_line(args.metrics_url, names, args.origin, gpu, timeout_s, fleet)))
+        line = scrape_line(args.metrics_url, names, args.origin, gpu, timeout_s, fleet, args.server_pid)
+        write(json.dumps(line))
         if args.scaler_url:
             write(json.dumps(poll_line(args.scaler_url, args.scaler_kind, args.origin, timeout_s)))
         if time.perf_counter() >= next_t:  # this was the grid's scrape, not an extra one
@@ -310,11 +319,13 @@ class Sampler:
         replicas: Sequence[tuple[str, str]] = (),
         replica_names: MetricNames | None = None,
         scaler: ScalerTarget | None = None,
+        server_pids: Sequence[int] = (),
     ) -> None:
         """``names``: the backend profile's metric names (None: no normalized values); they go to
         the child on its command line, so it never imports the backends. ``replicas``: a fleet's
         (name, metrics URL) pairs, scraped beside, read with ``replica_names``. ``scaler``: a
-        scaler's API to poll for its replicas after each scrape (None: none)."""
+        scaler's API to poll for its replicas after each scrape (None: none). ``server_pids``: the
+        processes tokenbench launched as the server, whose CPU each scrape reads (none: attached)."""
         self.out = out
         self.file = SamplesFile(out)
         self.interval_s = interval_s
@@ -342,6 +353,8 @@ class Sampler:
             self._argv += ["--replica-metric-names", json.dumps(replica_names.to_json())]
         if scaler is not None:
             self._argv += ["--scaler-url", scaler.url, "--scaler-kind", scaler.kind]
+        for pid in server_pids:
+            self._argv += ["--server-pid", str(pid)]
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Sampler:

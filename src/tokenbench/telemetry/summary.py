@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Any
 
-from tokenbench.results import Gauge, Gpu, MatchedTtft, Server, ServerSpeculation
+from tokenbench.results import Gauge, Gpu, MatchedTtft, Server, ServerCpu, ServerSpeculation
 from tokenbench.results.run import WindowServer
 from tokenbench.telemetry.prom import ROUTED_PREFIX, SPEC_POSITION_PREFIX
 
@@ -178,6 +178,28 @@ def replica_names(samples: list[Sample]) -> list[str]:
         for name in s.get("replicas") or {}:
             seen.setdefault(name)
     return list(seen)
+
+
+def point_server_cpu(samples: list[Sample], start_s: float, end_s: float) -> ServerCpu | None:
+    """The CPU the launched server's processes used over [start_s, end_s], between the readings
+    that bracket it (as a counter: the scrapes' ``server_cpu``); None when none were read (an
+    attached server). A tree whose total fell between two readings lost a process's seconds (it
+    ended unreaped): the fall counts as nothing, never as negative CPU."""
+    read = [s for s in samples if s.get("server_cpu")]
+    before, after = _bracket(read, start_s, end_s)
+    if before is None or after is None or after["t_s"] <= before["t_s"]:
+        return None
+    series = _between(read, before, after)
+    cpu = [float(s["server_cpu"]["cpu_s"]) for s in series]
+    used = sum(max(0.0, b - a) for a, b in zip(cpu, cpu[1:]))
+    period = after["t_s"] - before["t_s"]
+    return ServerCpu(
+        period_s=[before["t_s"], after["t_s"]],
+        cpu_s=used,
+        cores_mean=used / period,
+        processes=max(int(s["server_cpu"]["processes"]) for s in series),
+        bracketed=before["t_s"] <= start_s and after["t_s"] >= end_s,
+    )
 
 
 def point_gpu(samples: list[Sample], header: Sample | None, start_s: float, end_s: float) -> Gpu:
