@@ -275,9 +275,12 @@ def test_open_loop_carries_the_constraint(mock_server, tmp_path):
     assert result.results["points"][0]["structured"]["valid_fraction"] == 1.0
 
 
-def test_a_session_sends_the_canned_tool_result_back_and_continues(mock_server, tmp_path, tools_file):
+@pytest.mark.parametrize("api", ["chat", "messages", "responses"])
+def test_a_session_sends_the_canned_tool_result_back_and_continues(mock_server, tmp_path, tools_file, api):
     """Turn 0's reply calls get_weather: turn 1 carries the assistant's call, a tool message with
-    the --tool-result text for it, then the next user turn."""
+    the --tool-result text for it, then the next user turn. On Messages the call is a tool_use
+    block and its result a tool_result block; on Responses a function_call item and its
+    function_call_output: the mock logs each as chat reads it, so all three log the same turns."""
     import urllib.request
 
     from run_helpers import quiet, records_of
@@ -286,7 +289,7 @@ def test_a_session_sends_the_canned_tool_result_back_and_continues(mock_server, 
 
     url = mock_server(ttft_ms=2, itl_ms=1, record_requests=True)
     cfg = RunConfig(
-        target=TargetConfig(url=url, tools=str(tools_file), tool_choice="get_weather"),
+        target=TargetConfig(url=url, api=api, tools=str(tools_file), tool_choice="get_weather"),
         loads=[UsersLoad(users=1)],
         stop=StopConfig(max_requests=2),
         dataset=DatasetConfig(input_tokens=8, output_tokens=12, num_prompts=4),

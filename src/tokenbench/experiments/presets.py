@@ -43,6 +43,12 @@ the ones built on them, each at full size (GPUs) and at a small scale that finis
   power of two, cache-aware and consistent hashing, 16 and 64 users. Small: 2 embedded llama.cpp
   replicas (SmolLM2-135M, 2 slots each, no host-RAM prompt cache) behind vllm-router, round robin
   vs cache-aware, 4 users.
+- ``apis``: what the request API costs: the same prompts and closed-loop loads sent as chat, as
+  Anthropic's Messages and as OpenAI's Responses (three variants of one launch, ``api`` each),
+  TTFT, TPOT and the client's and the server's CPU side by side. Full: vLLM on the users study's
+  model, 1/8/32 users, 3 trials (no ignore-EOS: vLLM's Messages route drops it, so replies end at
+  EOS on every API alike). Small: the embedded llama.cpp server, 1 and 2 users, fixed lengths
+  (its routes all take ignore-EOS), 2 trials.
 
 Each preset also has a ``ci`` scale: the small one's servers, variants and trials with shorter
 points, a rate study at its highest rate only and the sessions study at its highest user count only
@@ -395,6 +401,41 @@ def _structured_output(scale: Scale) -> Doc:
     }
 
 
+CONVERSATION_APIS = ("chat", "messages", "responses")
+
+
+def _apis(scale: Scale) -> Doc:
+    """Chat vs Messages vs Responses: the same prompts (the same seed per trial) and loads on one
+    launch of each engine, so the request API is the only difference; its cost is in TTFT, TPOT
+    and the CPU of the client (its parsing of each API's events) and of the server (rendering them)."""
+    variants = [{"label": api, "api": api} for api in CONVERSATION_APIS]
+    if scale == "full":
+        return {
+            "name": "apis",
+            "description": "Chat vs Messages vs Responses on vLLM: 1/8/32 users.",
+            "backends": [{"backend": "vllm", "model": FULL_MODEL, "knobs": {"max_num_seqs": 256}}],
+            "load": {"users": [1, 8, 32], "ramp_up_s": 5},
+            "stop": {"duration_s": 120, "drain_timeout_s": 60},
+            "dataset": {"name": "synthetic", "input_tokens": 256, "output_tokens": 256},
+            "variants": variants,
+            "trials": 3,
+            "slo": _slo(ttft_s=0.5, tpot_s=0.05),
+        }
+    return {
+        "name": "apis-small",
+        "description": "Chat vs Messages vs Responses at CPU scale: embedded llama.cpp, 1 and 2 users.",
+        "backends": [{"backend": "xllamacpp", "label": "llamacpp", "knobs": {"max_num_seqs": 2}}],
+        "load": {"users": [1, 2], "ramp_up_s": 0},
+        "stop": {"duration_s": 15, "drain_timeout_s": 10},
+        "dataset": {"name": "synthetic", "input_tokens": 64, "output_tokens": 32},
+        "ignore_eos": True,
+        "variants": variants,
+        "window_s": 5,
+        "trials": 2,
+        "slo": _slo(ttft_s=2.0, tpot_s=0.2),
+    }
+
+
 # The engine alone runs from this profile: on the CPU machine llama.cpp is the in-process server
 # (no llama-server binary; a layer's upstream "llamacpp" is that server too).
 _ALONE = {"llamacpp": "xllamacpp"}
@@ -679,6 +720,7 @@ PRESETS = {
     "structured-output": _structured_output,
     "speculation": _speculation,
     "routing": _routing,
+    "apis": _apis,
 }
 
 
@@ -720,6 +762,8 @@ CI_STOPS: dict[str, CiStop] = {
     "speculation": CiStop(5.0, 0.0, 5.0),
     # two fleet launches (2 llama.cpp replicas and a router, ~8 s each), one point of 8 s each
     "routing": CiStop(8.0, 0.0, 5.0),
+    # six cells (three APIs, two trials) of one 2-user point, one launch: ~6 s each
+    "apis": CiStop(5.0, 0.0, 5.0, users=(2,)),
 }
 
 
