@@ -180,3 +180,19 @@ def test_server_usage_counts_match_what_was_streamed(users_run):
     # the prompt is 32 content tokens plus the chat template
     assert all(r["prompt_tokens"] > 32 for r in ok)
     assert all(r["server_timings"] and "predicted_n" in r["server_timings"] for r in ok)
+
+
+@pytest.mark.parametrize("api", ["messages", "responses"])
+def test_the_messages_and_responses_apis_count_tokens_from_the_servers_usage(tmp_path, embedded_gguf, api):
+    """The embedded default on Anthropic's Messages and OpenAI's Responses routes: every reply ok,
+    ended by its API's end event, its tokens from the server's usage; and, launched by
+    tokenbench, the server's own CPU over the window (its process tree)."""
+    out, _ = _run(tmp_path / api, "--api", api, "--users", "2", "--max-requests", "4", output_tokens=16)
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 4
+    for r in records:
+        assert r["outcome"] == "ok" and r["end_marker"], r.get("error")
+        assert r["output_tokens_source"] == "server" and 0 < r["output_tokens"] <= 16
+        assert r["prompt_tokens"] > 0
+    (point,) = json.loads((out / "results.json").read_text())["points"]
+    assert point["server_cpu"]["cores_mean"] > 0.05 and point["server_cpu"]["processes"] >= 1

@@ -37,6 +37,8 @@ class PointRow:
     outcomes: dict[str, int]  # request outcomes summed over trials, "ok" included
     num_trials: int
     upstream: str | None = None  # a serving layer's engine (experiment.json's server upstream)
+    server: str | None = None  # the server configuration's label (an experiment's; a run's: None)
+    api: str | None = None  # the request API its requests went by (results.json target.api)
     # a run's point: what the server said when requests failed, and whether the breaker stopped it
     errors_seen: tuple[ErrorSeen, ...] = ()
     stopped_early: StoppedEarly | None = None

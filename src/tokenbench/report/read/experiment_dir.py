@@ -47,7 +47,8 @@ def read_experiment_dir(path: Path) -> Part:
     many_variants = len({c.variant for c in exp.cells.values()} | {a.variant for a in exp.aggregates}) > 1
     cell_results = _cell_results(path, exp)
     outcomes, series = _finished_cells(path, exp, cell_results, many_variants)
-    rows = _rows(exp, name, outcomes, many_variants)
+    apis = {(c.server, c.variant): r.target.api for k, c in exp.cells.items() if (r := cell_results.get(k))}
+    rows = _rows(exp, name, outcomes, many_variants, apis)
     header = _header(path, exp, name, next(iter(cell_results.values()), None))
     part = Part(name, [], [header], rows, series, [header.slo])
     for cell_id, cell in exp.cells.items():  # multi-turn session cells: TTFT by turn, per trial
@@ -133,7 +134,10 @@ def _finished_cells(
     return outcomes, series
 
 
-def _rows(exp: Experiment, name: str, outcomes: Outcomes, many_variants: bool) -> list[PointRow]:
+def _rows(
+    exp: Experiment, name: str, outcomes: Outcomes, many_variants: bool, apis: dict[tuple[str, str], str | None]
+) -> list[PointRow]:
+    """One row per aggregate; ``apis``: the API each (server, variant)'s cells sent by."""
     backend_of = {s.label: s.backend for s in exp.servers}
     upstream_of = {s.label: s.upstream for s in exp.servers}
     rows = []
@@ -154,6 +158,8 @@ def _rows(exp: Experiment, name: str, outcomes: Outcomes, many_variants: bool) -
                 outcomes=outcomes.get((agg.server, agg.variant, agg.point), {}),
                 num_trials=max((s.n for s in metrics.values()), default=0),
                 upstream=upstream_of.get(agg.server),
+                server=agg.server,
+                api=apis.get((agg.server, agg.variant)),
             )
         )
     return rows

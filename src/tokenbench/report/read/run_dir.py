@@ -137,6 +137,7 @@ def read_run(path: Path) -> Part:
             num_trials=len(trials),
             errors_seen=tuple(e for p in trials for e in (p.errors_seen or ())),
             stopped_early=next((p.stopped_early for p in trials if p.stopped_early is not None), None),
+            api=results.target.api,
         )
         for trials in trial_groups(results.points)
     ]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from tokenbench.report.chart_spec import MAX_TIMESERIES_CHARTS, Chart
 from tokenbench.report.read.data import ReportData
 from tokenbench.report.read.run_dir import SLOWEST_REQUESTS
+from tokenbench.report.sections.apis import APIS_CAPTION, api_costs, api_lines, api_table, apis_table
 from tokenbench.report.sections.capacity import (
     ATTAINMENT_CAPTION,
     CAPACITY_CAPTION,
@@ -190,6 +191,7 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     ]
     sections += _layer_sections(data)
     sections += _speedup_sections(data)
+    sections += _api_sections(data)
     pooling = pooling_table(data)  # pooling APIs: only with pooling points
     if pooling is not None:
         sections.append(
@@ -336,6 +338,20 @@ def _speedup_sections(data: ReportData) -> list[Section]:
     return [
         Section("speculation-speedup", "Speculative decoding vs without it", blocks, short_title="Speculation speedup")
     ]
+
+
+def _api_sections(data: ReportData) -> list[Section]:
+    """Messages and Responses vs chat on the same server (none without a chat row beside them)."""
+    values = apis_table(data)
+    if values is None:
+        return []
+    items = api_costs(data)
+    blocks = (
+        Block(lines=tuple(api_lines(items, data))),
+        Block("Per configuration and load", caption=HEADLINE_CAPTION, table=values),
+        Block("Each API against chat", caption=APIS_CAPTION, md_caption=APIS_CAPTION, table=api_table(items)),
+    )
+    return [Section("apis", "Request APIs vs chat", blocks, short_title="Request APIs")]
 
 
 def _input_blocks(data: ReportData) -> tuple[Block, ...]:
