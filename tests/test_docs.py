@@ -53,6 +53,7 @@ OTHER_TOOLS = {
     "--enable-auto-tool-choice": "vLLM serve (a named tool_choice needs it: docs/workloads.md)",
     "--tool-call-parser": "vLLM serve (a named tool_choice needs it: docs/workloads.md)",
     "--no-oversample": "vllm bench serve (no counterpart: docs/workloads.md, ShareGPT sampling)",
+    "--save-detailed": "vllm bench serve (its per-request result, what tokenbench import reads)",
     "--disable-shuffle": "vllm bench serve (no counterpart: docs/workloads.md, ShareGPT sampling)",
     "--sharegpt-context-len": "SGLang's bench_serving (no counterpart: docs/workloads.md, ShareGPT sampling)",
     # speculative decoding and per-request metrics: the engines' own flags (docs/backends.md)

@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tokenbench"
 # writes, then what reads it after the fact, and the commands last.
 ORDER = (
     "errors records common config results datasets telemetry metrics backends spans clients mock"
-    " loadgen workers rundir console report run compare history capacity experiments model cli __main__"
+    " loadgen workers rundir imports console report run compare history capacity experiments model cli __main__"
 ).split()
 
 

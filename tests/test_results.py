@@ -73,6 +73,12 @@ PUBLIC_KEYS += [
 PUBLIC_KEYS += [f"points[].{s}.{k}" for s in ("server", "server_whole_point") for k in SERVER]
 PUBLIC_KEYS += [f"points[].{g}.{k}" for g in ("gpu", "gpu_whole_point") for k in GPU]
 PUBLIC_KEYS += [f"points[].server_cpu.{k}" for k in "period_s cpu_s cores_mean processes bracketed".split()]
+PUBLIC_KEYS += [f"imported.{k}" for k in "tool version file sha256 imported_by not_recorded".split()]
+PUBLIC_KEYS += [
+    f"imported.points[].figures[].{k}"
+    for k in "metric tool_name tool_value tokenbench_value difference same_definition definition".split()
+]
+PUBLIC_KEYS += ["imported.points[].index"]
 PUBLIC_KEYS += [f"points[].timeseries[].{k}" for k in WINDOW]
 # a staged point (metrics/stages.py): its stages as asked, and its results stage by stage
 PUBLIC_KEYS += [f"points[].load.{k}" for k in ("start_level", "shape")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 
 import aiohttp
 import pytest
@@ -415,3 +416,27 @@ def test_no_speculation_changes_nothing(mock_server):
     assert streams[0] == streams[1]
     assert _chunk_tokens(streams[0]) == [1] * 6 and "metrics" not in _final(streams[0])
     assert _spec_counters(plain) == {} == _spec_counters(asked)
+
+
+@pytest.mark.parametrize("fault", ["none", "no_content"])
+def test_the_opening_chunk_rides_with_the_first_token_as_vllm_sends_it(mock_server, fault):
+    """--opening-chunk with-first-token: the same events, the role-only chunk written with the
+    first content chunk (the first byte back waits for the prefill), or before the end of a reply
+    without content."""
+    url = mock_server(ttft_ms=60, itl_ms=1, opening_chunk="with-first-token", fault=fault)
+
+    async def first_byte() -> tuple[float, str]:
+        async with aiohttp.ClientSession() as session:
+            t0 = time.perf_counter()
+            async with session.post(url + "/v1/chat/completions", json={**CHAT, "max_tokens": 3}) as resp:
+                await resp.content.readany()
+                waited = time.perf_counter() - t0
+                return waited, await resp.text()
+
+    waited, _ = asyncio.run(first_byte())
+    _, text = _post(url, max_tokens=3)
+    events = _events(text)
+    assert events[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert _contents(events) == ([" hi"] * 3 if fault == "none" else [])
+    if fault == "none":
+        assert waited >= 0.05  # nothing before the first token

@@ -65,6 +65,7 @@ def _options(
 
 app.command("run", cls=run.RunCommand)(run.command)
 app.command("capacity")(capacity.command)
+app.command("import")(files.import_results)
 app.add_typer(backends.app, name="backends")
 app.add_typer(experiment.app, name="experiment")
 app.add_typer(model.app, name="model")

@@ -83,6 +83,30 @@ def recompute(
             fail(_naming(d, exc), 2)
 
 
+def import_results(
+    file: Annotated[Path, typer.Argument(help="Another tool's result file (vllm bench serve --save-detailed JSON).")],
+    out: Annotated[Path | None, typer.Option(help="The run directory to write (default runs/<file name>).")] = None,
+) -> None:
+    """Import another tool's per-request results as a tokenbench run directory: its records, and
+    results.json by tokenbench's definitions, with the tool's own figures beside them and what
+    explains each difference (results.json ``imported``). report, compare, history and export
+    then read it as any run."""
+    from tokenbench.console.tables import imported_table, summary_table
+    from tokenbench.imports import read, write_run_dir
+
+    target = out or Path("runs") / file.stem
+    try:
+        run = read(file)
+        results = write_run_dir(run, target)
+    except _UNREADABLE as exc:
+        fail(_naming(file, exc), 2)
+    err.print(summary_table(results))
+    err.print(imported_table(results))
+    err.print(
+        f"imported {run.tool} ({len(results.points)} points): {target}/results.json  records: {target}/records.jsonl"
+    )
+
+
 def _naming(d: Path, exc: BaseException) -> str:
     """The error with the directory named once (most messages already start with it)."""
     text = str(exc)

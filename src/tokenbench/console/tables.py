@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from tokenbench.console.fmt import scaled
+from tokenbench.console.fmt import NULL_TEXT, num, scaled
 from tokenbench.metrics.catalogue import (
+    METRICS,
     OUTPUT_TOKENS_PER_S,
     SERVER_PREEMPTIONS,
     SERVER_TTFT_MEAN,
@@ -389,4 +390,24 @@ def experiment_table(state: Experiment) -> Table:
     for server in state.servers:
         if server.status == "failed":
             table.add_row(server.label, "-", "server failed", "0", *("-" for _ in metrics))
+    return table
+
+
+def imported_table(results: RunResults) -> Table:
+    """An imported run's figures as its tool gave them beside tokenbench's over the same requests,
+    point by point: the difference, and the definition that explains it (results.json
+    ``imported``)."""
+    imported = results.imported
+    assert imported is not None  # only for a run tokenbench import wrote
+    table = Table(title=f"{imported.tool}'s figures vs tokenbench's, over the same requests", title_justify="left")
+    for header in ("point", "metric", imported.tool, "tokenbench", "difference", "why"):
+        table.add_column(header, justify="right" if header in (imported.tool, "tokenbench", "difference") else "left")
+    for point in imported.points:
+        for f in point.figures:
+            metric = METRICS[f.metric]
+            diff = NULL_TEXT if f.difference is None else f"{f.difference * 100:+.2f}%"
+            why = "same definition" if f.same_definition else f.definition
+            theirs, ours = (num(v, metric.digits, metric.scale) for v in (f.tool_value, f.tokenbench_value))
+            title = f"{metric.title} ({metric.unit})" if metric.unit else metric.title
+            table.add_row(str(point.index), title, theirs, ours, diff, why)
     return table

@@ -467,8 +467,12 @@ class MockServer:
     async def _write_chunks(self, reply: _Reply, admitted: float, received: float) -> bool:
         """The content chunks on their scripted times, one write each; False when a fault ended the stream."""
         resp, delivery, fault, chunks, events = reply.resp, reply.delivery, reply.fault, reply.chunks, reply.events
-        if first := events.start():  # chat, like vLLM: a role-only first chunk with empty content, not output
-            await resp.write(first)
+        # chat, like vLLM: a role-only first chunk with empty content, not output; at once, or
+        # in the first token's write (vLLM's own timing)
+        opening = events.start()
+        if opening and self.s.opening_chunk == "at-once":
+            await resp.write(opening)
+            opening = b""
         so_far = list(itertools.accumulate(chunks.tokens))
         n_chunks = len(chunks.tokens)
         reasoning = self.s.reasoning_chunks if events.chat else 0
@@ -483,15 +487,18 @@ class MockServer:
             delivery.chunk_times_s.append(time.perf_counter())
             n = chunks.tokens[i]
             if reply.scripted is not None:  # structured output or a tool call
-                await resp.write(events.scripted(i, reply.scripted[0][i], so_far[i]))
+                data = events.scripted(i, reply.scripted[0][i], so_far[i])
             else:
-                await resp.write(events.content(i, (" " + self.s.word) * n, i < reasoning, so_far[i]))
+                data = events.content(i, (" " + self.s.word) * n, i < reasoning, so_far[i])
+            await resp.write(opening + data if i == 0 else data)
             if i == 0:
                 self._ttft.observe(delivery.chunk_times_s[0] - received)
             self._generated.inc(n)
             if i and self._spec is not None:  # chunk i is verify step i - 1
                 reply.accepted.append(chunks.accepted[i - 1])
                 self._spec.step(chunks.accepted[i - 1])
+        if opening and (fault == "no_content" or not n_chunks):  # no token to ride with: before the end
+            await resp.write(opening)
         return True
 
     def _ttft_ms(self, received: float) -> float:

@@ -43,6 +43,14 @@ class MockSettings(FrozenModel):
     tokens_per_chunk: Annotated[int, Flag("--tokens-per-chunk", "Tokens each chunk stands for.", default=True)] = 1
     word: str = "hi"
     model: str = "mock-model"
+    # when a chat stream's role-only opening chunk is written: at once (the request's first byte
+    # back, the default), or in the first token's write, as vLLM does (it yields the role chunk on
+    # its engine's first output): a tool that times the first event as the first token reads the
+    # prefill as ~0 against the first and right against the second (benchmarks/conformance.py)
+    opening_chunk: Annotated[
+        Literal["at-once", "with-first-token"],
+        Flag("--opening-chunk", "When a chat stream's role-only first chunk is written.", default=True),
+    ] = "at-once"
     fault: Annotated[
         Fault, Flag("--fault", "The fault scripted on every --fault-every-th request (none: no fault).", default=True)
     ] = "none"

@@ -22,6 +22,7 @@ from tokenbench.results.base import AS_WRITTEN, Number, OptionalParts
 from tokenbench.results.client import Client, WindowHealth, WorkerLoss, Workers
 from tokenbench.results.cost import Cost, Energy
 from tokenbench.results.failures import ErrorSeen, StoppedEarly
+from tokenbench.results.imported import Imported
 from tokenbench.results.scaling import Scaling
 from tokenbench.results.stopping import AutoStop, OverSaturated, SteadyState
 from tokenbench.results.workload import DatasetFacts, PrefixCache, TracePointFacts
@@ -835,6 +836,7 @@ class RunResults(OptionalParts):
     points: list[PointResult]
     interrupted: bool | None = None  # None while the run goes on
     predicted: Predicted | None = None  # the server model: only a model's prediction (tokenbench model predict)
+    imported: Imported | None = None  # only a run imported from another tool's file (tokenbench import)
 
     def with_point(self, point: PointResult) -> RunResults:
         """These results with one more point, as it finished."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from tokenbench.results import ErrorSeen, ProgramStats, StageResult, StoppedEarly, TimeWindow, TrialStat
 from tokenbench.results.capacity import CapacityResult
+from tokenbench.results.imported import Imported
 from tokenbench.results.scaling import Scaling
 
 LoadKey = tuple[str, float | str]  # (load kind, users or rate; the label when it has no number)
@@ -97,6 +98,7 @@ class RunHeader:
     interrupted: bool
     num_points: int
     url: str | None = None  # where the server was reached (results' target.url)
+    imported: Imported | None = None  # a run imported from another tool's file: its figures beside ours
 
 
 @dataclass(frozen=True)

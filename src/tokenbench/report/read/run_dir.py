@@ -106,6 +106,7 @@ def _header(path: Path, results: RunResults, config: str) -> RunHeader:
         interrupted=bool(results.interrupted),
         num_points=len(results.points),
         url=target.url,
+        imported=results.imported,
     )
 
 
@@ -120,7 +121,8 @@ def _outcomes(points: list[PointResult]) -> dict[str, int]:
 def read_run(path: Path) -> Part:
     """A run directory: one row per load, its points the trials (one point: one trial)."""
     results = read_results(path)
-    config = results.target.backend or "run"
+    # an imported run is named by the tool that measured it
+    config = results.target.backend or (results.imported.tool if results.imported else "run")
     rows = [
         PointRow(
             source=path.name,

@@ -24,6 +24,7 @@ from tokenbench.report.sections.capacity import (
     capacity_lines,
     capacity_table,
 )
+from tokenbench.report.sections.imported import IMPORTED_CAPTION, imported_table
 from tokenbench.report.sections.layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
 from tokenbench.report.sections.pooling import POOLING_CAPTION, pooling_table
 from tokenbench.report.sections.programs import (
@@ -192,6 +193,7 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     sections += _layer_sections(data)
     sections += _speedup_sections(data)
     sections += _api_sections(data)
+    sections += _imported_sections(data)
     pooling = pooling_table(data)  # pooling APIs: only with pooling points
     if pooling is not None:
         sections.append(
@@ -352,6 +354,15 @@ def _api_sections(data: ReportData) -> list[Section]:
         Block("Each API against chat", caption=APIS_CAPTION, md_caption=APIS_CAPTION, table=api_table(items)),
     )
     return [Section("apis", "Request APIs vs chat", blocks, short_title="Request APIs")]
+
+
+def _imported_sections(data: ReportData) -> list[Section]:
+    """Runs imported from another tool: its figures beside tokenbench's (none without one)."""
+    table = imported_table(data)
+    if table is None:
+        return []
+    block = Block(caption=IMPORTED_CAPTION, md_caption=IMPORTED_CAPTION, table=table)
+    return [Section("imported", "Imported runs: the tool's figures vs tokenbench's", (block,), short_title="Imported")]
 
 
 def _input_blocks(data: ReportData) -> tuple[Block, ...]:

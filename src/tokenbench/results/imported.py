@@ -1,0 +1,40 @@
+"""results.json's ``imported``: a run directory made from another tool's result file
+(``tokenbench import``). Its points are tokenbench's own figures over the tool's requests; this
+part keeps what the tool itself said of them, figure by figure, beside tokenbench's, with the
+definition that explains a difference (imports/definitions.py)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from tokenbench.common.frozen import FrozenModel
+from tokenbench.results.base import Number
+
+
+class ImportedFigure(FrozenModel):
+    """One of the tool's headline figures of a point beside tokenbench's over the same requests."""
+
+    metric: str = Field(description="tokenbench's catalogue key of the figure compared (ttft_s_mean, ...)")
+    tool_name: str = Field(description="the tool's own name for its figure (mean_ttft_ms)")
+    tool_value: Number | None = Field(description="the tool's figure, in tokenbench's stored unit (s, 1/s)")
+    tokenbench_value: Number | None = Field(description="tokenbench's figure of the same requests")
+    difference: Number | None = Field(description="(tool − tokenbench) / tokenbench; None without both")
+    same_definition: bool = Field(description="the two formulas agree: a difference is the tool's arithmetic")
+    definition: str = Field(description="how the tool computes it, and how that differs from tokenbench")
+
+
+class ImportedPoint(FrozenModel):
+    index: int
+    figures: list[ImportedFigure]
+
+
+class Imported(FrozenModel):
+    """Where an imported run came from, and how its tool's figures compare with tokenbench's."""
+
+    tool: str = Field(description="the tool that measured the run (vllm-bench-serve, ...)")
+    version: str | None = Field(description="the tool's version, where its file says")
+    file: str = Field(description="the imported file's name")
+    sha256: str
+    imported_by: str = Field(description="the tokenbench version that imported it")
+    not_recorded: list[str] = Field(description="record keys the tool has no data for: absent, never guessed")
+    points: list[ImportedPoint]
