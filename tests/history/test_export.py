@@ -88,5 +88,5 @@ def test_csv_tables_and_an_experiment(run_dir, tmp_path):
 def test_a_directory_without_results_is_refused(tmp_path):
     with pytest.raises(ExportError, match="no results.json"):
         export(tmp_path, "parquet")
-    with pytest.raises(ExportError, match="parquet or csv"):
+    with pytest.raises(ExportError, match="parquet, csv or benchmark-report"):
         export(tmp_path, "xlsx")  # type: ignore[arg-type]

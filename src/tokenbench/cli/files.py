@@ -115,11 +115,18 @@ def _naming(d: Path, exc: BaseException) -> str:
 
 def export(
     dirs: Annotated[list[Path], typer.Argument(help="Run or experiment directories.")],
-    format: Annotated[str, typer.Option(help="parquet or csv.", metavar="[parquet|csv]")] = "parquet",
+    format: Annotated[
+        str,
+        typer.Option(
+            help="parquet or csv tables, or benchmark-report: each point as llm-d's Benchmark Report v0.2.1 JSON.",
+            metavar="[parquet|csv|benchmark-report]",
+        ),
+    ] = "parquet",
     out: Annotated[Path | None, typer.Option(help="Where to write (default: each directory itself).")] = None,
 ) -> None:
     """Write records, points and time series as tables (records.parquet, points.parquet,
-    timeseries.parquet, or .csv): one row per request / point / window, the run's facts as columns."""
+    timeseries.parquet, or .csv): one row per request / point / window, the run's facts as columns;
+    or a run's points as llm-d Benchmark Reports (benchmark_report_<point>.json)."""
     from tokenbench.history.export import export as export_dir
 
     fmt = cast("Format", format)  # export() refuses any other, naming --format

@@ -38,7 +38,7 @@ from tokenbench.rundir import read_records
 from tokenbench.rundir.read import read_results
 from tokenbench.spans.phases import GRACE_S, RequestPhases, SpanIndex, request_phases
 
-Format = Literal["parquet", "csv"]
+Format = Literal["parquet", "csv", "benchmark-report"]
 TABLES = ("records", "points", "timeseries")
 
 # results.json or experiment.json read as plain JSON: every key becomes a column, whatever the
@@ -204,10 +204,12 @@ def export(path: Path, fmt: Format = "parquet", out_dir: Path | None = None) -> 
     import pyarrow.csv as pa_csv  # type: ignore[import-untyped]  # pyarrow ships no type hints
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-    if fmt not in ("parquet", "csv"):
-        raise ExportError(f"--format must be parquet or csv, got {fmt!r}")
-    tables = dir_tables(path)
+    if fmt not in ("parquet", "csv", "benchmark-report"):
+        raise ExportError(f"--format must be parquet, csv or benchmark-report, got {fmt!r}")
     out_dir = Path(out_dir or path)
+    if fmt == "benchmark-report":
+        return _benchmark_reports(path, out_dir)
+    tables = dir_tables(path)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     for name in TABLES:
@@ -218,4 +220,20 @@ def export(path: Path, fmt: Format = "parquet", out_dir: Path | None = None) -> 
         else:
             pa_csv.write_csv(table, file)
         written[name] = file
+    return written
+
+
+def _benchmark_reports(path: Path, out_dir: Path) -> dict[str, Path]:
+    """A run's points as llm-d Benchmark Reports v0.2.1 (history/benchmark_report.py), one file
+    each: benchmark_report_<point>.json; {"benchmark_report_<point>": file}."""
+    from tokenbench.history.benchmark_report import benchmark_reports
+
+    if not (path / RESULTS).is_file():
+        raise ExportError(f"{path}: --format benchmark-report exports a run directory (results.json): give a cell's")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for index, report in benchmark_reports(path).items():
+        file = out_dir / f"benchmark_report_{index}.json"
+        file.write_text(json.dumps(report, indent=2) + "\n")
+        written[file.stem] = file
     return written
