@@ -53,3 +53,5 @@ class ImportedRun:
     api: str  # tokenbench's name of the API its requests went by
     points: list[ToolPoint]
     not_recorded: tuple[str, ...] = ()  # record keys the tool has no data for (absent, never guessed)
+    # when its first request was sent, on the wall clock, where the file says (None: it does not)
+    started_unix_s: float | None = None

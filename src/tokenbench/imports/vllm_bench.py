@@ -22,6 +22,7 @@ reply in fewer events than tokens keeps every event.
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,18 @@ def read(path: Path) -> ImportedRun | None:
         api=APIS[backend],
         points=[_point(data)],
         not_recorded=NOT_RECORDED,
+        started_unix_s=_started(data),
     )
+
+
+def _started(data: dict[str, Any]) -> float | None:
+    """The wall time of its first send: its ``date`` (when it saved the result, local time without
+    a zone: read as this machine's) less its ``duration``; None without them."""
+    try:
+        saved = datetime.datetime.strptime(str(data["date"]), "%Y%m%d-%H%M%S").timestamp()
+        return saved - float(data["duration"])
+    except (KeyError, ValueError, TypeError):
+        return None
 
 
 def _point(data: dict[str, Any]) -> ToolPoint:

@@ -77,8 +77,9 @@ def write_run_dir(run: ImportedRun, out: Path) -> RunResults:
             config=config,
             resolved_target=TargetFacts(url=run.url, model=run.model, api=run.api),  # type: ignore[arg-type]
             tool=Tool(name=run.tool, version=run.version),  # what measured it; computed_by: tokenbench
-            # the tool's own clock, its first send at 0 (its wall clock not kept: 0 = unknown)
-            clock=Clock(origin_monotonic_s=origin, origin_unix_s=0.0, unit="s"),
+            # the tool's own clock, its first send at 0; on the wall clock where the file says
+            # (0: it does not)
+            clock=Clock(origin_monotonic_s=origin, origin_unix_s=run.started_unix_s or 0.0, unit="s"),
         )
         writer.write_config(manifest)
         events = []
