@@ -156,3 +156,25 @@ def test_an_imported_run_compares_with_a_native_one_and_exports(mock_server, tmp
     )
     assert export.returncode == 0, export.stderr[-2000:]
     assert len((imported / "records.csv").read_text().splitlines()) == 41  # a header and 40 requests
+
+
+def test_failed_requests_are_records_typed_by_vllm_benchs_error_text(tmp_path):
+    """vLLM bench keeps an HTTP reason phrase, a traceback or its no-chunk message: each failed
+    request is a record of the matching outcome, left out of the latencies."""
+    data = json.loads(RATE.read_text())
+    errors = {
+        0: "Internal Server Error",
+        1: "Traceback (most recent call last):\n  ...\nasyncio.exceptions.TimeoutError\n",
+        2: "Traceback (most recent call last):\n  ...\naiohttp.client_exceptions.ClientConnectorError: ...",
+        3: "Never received a valid chunk to calculate TTFT.This response will be marked as failed!",
+        4: "Traceback (most recent call last):\n  ...\naiohttp.client_exceptions.ClientPayloadError: ...",
+    }
+    for i, text in errors.items():
+        data["errors"][i] = text
+        data["ttfts"][i], data["itls"][i], data["output_lens"][i] = 0.0, [], 0
+    path = tmp_path / "failed.json"
+    path.write_text(json.dumps(data))
+    results = write_run_dir(read(path), tmp_path / "run")
+    outcomes = [r["outcome"] for r in _records(tmp_path / "run")][:5]
+    assert outcomes == ["http_error", "timeout", "connect_error", "no_output", "stream_error"]
+    assert results.points[0].requests.by_outcome["ok"] == 35 and results.points[0].ttft_s.count == 35

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokenbench.config import LoadPoint
-from tokenbench.records import TokenSource
+from tokenbench.records import Outcome, TokenSource
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class ToolRequest:
     output_tokens: int | None = None
     output_tokens_from: TokenSource | None = None  # where the tool's count came from, where it says
     error: str | None = None  # the tool's error text: a failed request
+    failure: Outcome = Outcome.STREAM_ERROR  # how it failed, as far as the tool's text tells
     # its first timed event carried no token (the role-only opening chunk a chat stream starts
     # with, which some tools time as the first token), its last none either (a closing chunk with
     # only the finish reason): dropped, so TTFT and E2E are at the first and last content

@@ -31,7 +31,7 @@ from tokenbench.config import Arrival, LoadPoint, RateLoad, UsersLoad
 from tokenbench.errors import BadInput
 from tokenbench.imports.definitions import tool_names
 from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest
-from tokenbench.records import TokenSource
+from tokenbench.records import Outcome, TokenSource
 
 TOOL = "vllm-bench-serve"
 PER_REQUEST = ("start_times", "ttfts", "itls", "latencies", "input_lens", "output_lens", "errors")
@@ -122,9 +122,25 @@ def _request(data: dict[str, Any], i: int) -> ToolRequest:
         # vLLM bench takes the server's usage (include_usage) and counts the text only without one
         output_tokens_from=TokenSource.SERVER,
         error=error,
+        failure=_failure(error) if error else Outcome.STREAM_ERROR,
         opening_chunk=ttft is not None and bool(output) and extra >= 1,
         closing_chunk=ttft is not None and bool(output) and extra >= 2,
     )
+
+
+def _failure(error: str) -> Outcome:
+    """How a request failed, from vLLM bench's error text (lib/endpoint_request_func.py): the
+    HTTP reason phrase of a non-200 answer, a Python traceback of an exception, or its message
+    for a stream without a single chunk."""
+    if error.startswith("Never received a valid chunk"):
+        return Outcome.NO_OUTPUT
+    if "Traceback" not in error:
+        return Outcome.HTTP_ERROR  # response.reason: "Internal Server Error", "Bad Request", ...
+    if "TimeoutError" in error:
+        return Outcome.TIMEOUT
+    if "ClientConnectorError" in error or "ConnectionRefusedError" in error:
+        return Outcome.CONNECT_ERROR
+    return Outcome.STREAM_ERROR
 
 
 def _figures(data: dict[str, Any]) -> dict[str, float]:

@@ -38,7 +38,7 @@ def _record(point: int, index: int, r: ToolRequest, origin: float) -> RequestRec
             chunks.pop(0)
     ok = r.error is None and r.latency_s is not None
     closed = start + r.latency_s if r.latency_s is not None else (chunks[-1] if chunks else start)
-    outcome = Outcome.OK if ok else Outcome.STREAM_ERROR
+    outcome = Outcome.OK if ok else r.failure
     if ok and not chunks:
         outcome = Outcome.NO_OUTPUT
     return RequestRecord(
