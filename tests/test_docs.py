@@ -80,6 +80,10 @@ OTHER_TOOLS = {
     "--disable-retries": "vllm-router and sglang-router",
     "--worker-startup-check-interval": "vllm-router and sglang-router",
     "--disable-circuit-breaker": "vllm-router and sglang-router",
+    "--artifact-dir": "aiperf profile (its output directory, what tokenbench import reads)",
+    "--arrival-pattern": "aiperf profile",
+    "--concurrency": "aiperf profile",
+    "--export-level": "aiperf profile (records: its per-request file, what tokenbench import reads)",
 }
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9](?![\w*-])")  # not vLLM's --ramp-up-*-rps glob
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)

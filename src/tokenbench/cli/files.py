@@ -84,7 +84,12 @@ def recompute(
 
 
 def import_results(
-    file: Annotated[Path, typer.Argument(help="Another tool's result file (vllm bench serve --save-detailed JSON).")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Another tool's result file or directory (vllm bench serve --save-detailed JSON, aiperf --artifact-dir)."
+        ),
+    ],
     out: Annotated[Path | None, typer.Option(help="The run directory to write (default runs/<file name>).")] = None,
 ) -> None:
     """Import another tool's per-request results as a tokenbench run directory: its records, and

@@ -17,6 +17,25 @@ Its throughputs divide every completed request (and its output tokens) by the be
 duration, from its first send to its last reply's end; tokenbench divides the requests in the
 measurement window by the window (open loop: the requests scheduled in it, over the window
 stretched by any backlog: METRICS.md "Populations and periods").
+
+AIPerf 0.13.0 (aiperf/metrics/types/*.py, aiperf/transports/aiohttp_client.py,
+aiperf/common/models/record_models.py, aiperf/metrics/metric_dicts.py): a request's clock starts
+just before its POST (``start_perf_ns``, session set up, connection not yet made), and it times only
+responses with content (``content_responses``: a role-only opening chunk, a finish-only closing one
+and the usage chunk are not among them). Its TTFT (ttft_metric.py) ends at the first of them, its
+request latency (request_latency_metric.py) at the last; its inter chunk latency
+(inter_chunk_latency_metric.py) is every gap between consecutive ones, pooled: tokenbench's TTFT,
+E2E and ITL. Its inter token latency (inter_token_latency_metric.py) is (latency − TTFT) / (output
+tokens − 1) over requests of 2+ tokens, the tokens its tokenizer counted in the reply (the first
+chunk's own count under --per-chunk-usage): tokenbench's TPOT. Its TTFT, ITL and latency
+percentiles include a failed request that had content (``PERCENTILE_INCLUDES_FAILED_REQUESTS``);
+tokenbench's are over the requests that succeeded. Its request and output token throughputs
+(request_throughput_metric.py, output_token_throughput_metrics.py) divide the valid requests (no
+error, content) and their output tokens by the benchmark duration (benchmark_duration_metric.py:
+the first request's start to the last response, on the wall clock); tokenbench divides the
+requests in the measurement window by the window. It counts a failed request once in
+``error_request_count`` and groups them in ``error_summary`` by identical error, each entry with
+its own ``count``; its warmup requests (--warmup-request-count) are in none of its figures.
 """
 
 from __future__ import annotations
@@ -67,6 +86,27 @@ _VLLM_TOKENS = (
     "that arrived in the measurement window / the window"
 )
 
+_AIPERF_LATENCY = (
+    "the same in both: POST to the {end} response with content (AIPerf times no role-only or finish-only chunk); "
+    "AIPerf's percentiles also hold a failed request that had content, tokenbench's only those that succeeded"
+)
+_AIPERF_ICL = (
+    "AIPerf's inter chunk latency is tokenbench's ITL: every gap between consecutive responses with content, "
+    "pooled over requests"
+)
+_AIPERF_ITL = (
+    "AIPerf's inter token latency is tokenbench's TPOT: (latency - TTFT) / (output tokens - 1) over requests "
+    "of 2+ tokens, the tokens its tokenizer counted in the reply"
+)
+_AIPERF_RATE = (
+    "AIPerf: the valid requests / the benchmark duration (first request's start to the last response, warmup "
+    "left out); tokenbench: the requests in the measurement window / the window (open loop: scheduled in it)"
+)
+_AIPERF_TOKENS = (
+    "AIPerf: the valid requests' output tokens (its tokenizer's count) / the benchmark duration; tokenbench: "
+    "the tokens that arrived in the measurement window / the window"
+)
+
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {
     "vllm-bench-serve": (
         Definition("ttft_s_mean", "mean_ttft_ms", True, False, _VLLM_TTFT),
@@ -81,6 +121,20 @@ DEFINITIONS: dict[str, tuple[Definition, ...]] = {
         Definition("e2e_s_p99", "p99_e2el_ms", True, False, _VLLM_E2E),
         Definition("requests_per_s", "request_throughput", False, False, _VLLM_RATE),
         Definition("output_tokens_per_s", "output_throughput", False, False, _VLLM_TOKENS),
+    ),
+    "aiperf": (
+        Definition("ttft_s_mean", "time_to_first_token.avg", True, True, _AIPERF_LATENCY.format(end="first")),
+        Definition("ttft_s_p50", "time_to_first_token.p50", True, True, _AIPERF_LATENCY.format(end="first")),
+        Definition("ttft_s_p99", "time_to_first_token.p99", True, True, _AIPERF_LATENCY.format(end="first")),
+        Definition("tpot_s_mean", "inter_token_latency.avg", True, True, _AIPERF_ITL),
+        Definition("tpot_s_p50", "inter_token_latency.p50", True, True, _AIPERF_ITL),
+        Definition("tpot_s_p99", "inter_token_latency.p99", True, True, _AIPERF_ITL),
+        Definition("itl_s_mean", "inter_chunk_latency.avg", True, True, _AIPERF_ICL),
+        Definition("e2e_s_mean", "request_latency.avg", True, True, _AIPERF_LATENCY.format(end="last")),
+        Definition("e2e_s_p50", "request_latency.p50", True, True, _AIPERF_LATENCY.format(end="last")),
+        Definition("e2e_s_p99", "request_latency.p99", True, True, _AIPERF_LATENCY.format(end="last")),
+        Definition("requests_per_s", "request_throughput.avg", False, False, _AIPERF_RATE),
+        Definition("output_tokens_per_s", "output_token_throughput.avg", False, False, _AIPERF_TOKENS),
     ),
 }
 

@@ -50,6 +50,8 @@ NOT_RECORDED = ("scheduled_s", "finish_reason", "cached_prompt_tokens", "chunk_t
 
 def read(path: Path) -> ImportedRun | None:
     """``path`` read, or None when it is not a vLLM bench result."""
+    if not path.is_file():
+        return None
     try:
         data = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError):
