@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tokenbench.errors import BadInput
-from tokenbench.imports import vllm_bench
+from tokenbench.imports import guidellm, vllm_bench
 from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest
 from tokenbench.imports.write import write_run_dir
 
@@ -30,6 +30,7 @@ Reader = Callable[[Path], ImportedRun | None]  # None: not this tool's file
 def read(path: Path) -> ImportedRun:
     """The first reader that knows ``path``; BadInput naming the formats known when none does."""
     readers: dict[str, Reader] = {"vllm bench serve --save-result --save-detailed (JSON)": vllm_bench.read}
+    readers["guidellm run --output kind=json (benchmarks.json)"] = guidellm.read
     if not path.is_file():
         raise BadInput(f"{path}: no such file; give a result file of one of: {'; '.join(readers)}")
     for reader in readers.values():
