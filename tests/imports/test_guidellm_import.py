@@ -114,7 +114,7 @@ def test_guidellm_bad_input_is_refused_naming_what_to_pass(tmp_path):
         data["benchmarks"][0]["requests"][status] = []
     empty = tmp_path / "no-requests.json"
     empty.write_text(json.dumps(data))
-    with pytest.raises(BadInput, match="without its requests.*sample_size"):
+    with pytest.raises(BadInput, match="without its requests.*--output kind=json"):
         read(empty)
 
 

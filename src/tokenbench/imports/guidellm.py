@@ -59,8 +59,8 @@ def read(path: Path) -> ImportedRun | None:
     benchmarks = data["benchmarks"] or []
     if not benchmarks or any(not _requests(b) for b in benchmarks):
         raise BadInput(
-            f"{path}: a GuideLLM report without its requests (benchmarks[].requests empty): run guidellm "
-            f"with --output kind=json and without --metrics sample_size=0"
+            f"{path}: a GuideLLM report without its requests (benchmarks[].requests empty): give the "
+            f"benchmarks.json of a guidellm run (--output kind=json) that sent requests"
         )
     spec = (data.get("config") or {}).get("spec") or {}
     backend = spec.get("backend") or {}
