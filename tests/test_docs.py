@@ -54,6 +54,8 @@ OTHER_TOOLS = {
     "--tool-call-parser": "vLLM serve (a named tool_choice needs it: docs/workloads.md)",
     "--no-oversample": "vllm bench serve (no counterpart: docs/workloads.md, ShareGPT sampling)",
     "--save-detailed": "vllm bench serve (its per-request result, what tokenbench import reads)",
+    "--output": "GuideLLM's guidellm run (--output kind=json: the report tokenbench import reads)",
+    "--metrics": "GuideLLM's guidellm run (--metrics sample_size=0: no prompts or replies kept)",
     "--disable-shuffle": "vllm bench serve (no counterpart: docs/workloads.md, ShareGPT sampling)",
     "--sharegpt-context-len": "SGLang's bench_serving (no counterpart: docs/workloads.md, ShareGPT sampling)",
     # speculative decoding and per-request metrics: the engines' own flags (docs/backends.md)

@@ -178,3 +178,14 @@ def test_failed_requests_are_records_typed_by_vllm_benchs_error_text(tmp_path):
     outcomes = [r["outcome"] for r in _records(tmp_path / "run")][:5]
     assert outcomes == ["http_error", "timeout", "connect_error", "no_output", "stream_error"]
     assert results.points[0].requests.by_outcome["ok"] == 35 and results.points[0].ttft_s.count == 35
+
+
+def test_recompute_of_an_imported_run_says_to_import_again(rate_run):
+    """Its results hold what only the import knows (the tool's figures, the events it dropped):
+    recompute refuses rather than lose them."""
+    _, out = rate_run
+    proc = subprocess.run(
+        [sys.executable, "-m", "tokenbench", "recompute", str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2 and "import the file again" in proc.stderr
+    assert "vllm-bench-serve's vllm-bench-serve-0.32-vllm-rate.json" in proc.stderr

@@ -72,6 +72,13 @@ def recompute(
             if is_experiment_dir(d):
                 state = recompute_experiment(d)
                 err.print(f"experiment: {d}/experiment.json ({len(state['aggregates'])} aggregate rows)")
+            elif (imported := _imported_from(d)) is not None:
+                # its results hold what the import knows beyond the records (the tool's figures,
+                # the gaps it never timed): derived again only by importing the file again
+                fail(
+                    f"{d}: imported from {imported} (results.json imported); import the file again: tokenbench import",
+                    2,
+                )
             else:
                 results = recompute_run(d)
                 err.print(summary_table(results))
@@ -110,6 +117,17 @@ def import_results(
     err.print(
         f"imported {run.tool} ({len(results.points)} points): {target}/results.json  records: {target}/records.jsonl"
     )
+
+
+def _imported_from(d: Path) -> str | None:
+    """The file an imported run directory came from (results.json ``imported``), else None."""
+    from tokenbench.results.layout import RESULTS
+
+    try:
+        imported = json.loads((d / RESULTS).read_text()).get("imported")
+    except (OSError, ValueError):
+        return None
+    return f"{imported.get('tool')}'s {imported.get('file')}" if isinstance(imported, dict) else None
 
 
 def _naming(d: Path, exc: BaseException) -> str:

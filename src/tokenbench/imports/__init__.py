@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tokenbench.errors import BadInput
-from tokenbench.imports import aiperf, vllm_bench
+from tokenbench.imports import aiperf, guidellm, vllm_bench
 from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest
 from tokenbench.imports.write import write_run_dir
 
@@ -31,6 +31,7 @@ def read(path: Path) -> ImportedRun:
     """The first reader that knows ``path``; BadInput naming the formats known when none does."""
     readers: dict[str, Reader] = {"vllm bench serve --save-result --save-detailed (JSON)": vllm_bench.read}
     readers["aiperf profile's --artifact-dir (directory)"] = aiperf.read
+    readers["guidellm run --output kind=json (benchmarks.json)"] = guidellm.read
     if not path.exists():
         raise BadInput(f"{path}: no such file or directory; give a result of one of: {'; '.join(readers)}")
     for reader in readers.values():

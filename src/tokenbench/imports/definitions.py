@@ -36,6 +36,21 @@ the first request's start to the last response, on the wall clock); tokenbench d
 requests in the measurement window by the window. It counts a failed request once in
 ``error_request_count`` and groups them in ``error_summary`` by identical error, each entry with
 its own ``count``; its warmup requests (--warmup-request-count) are in none of its figures.
+
+GuideLLM (guidellm/backends/openai/http.py, backends/openai/request_handlers.py,
+schemas/base/request_stats.py, benchmark/schemas/metrics.py and accumulator.py, GuideLLM 0.8.1):
+a request's clock starts when its first request header is written (httpx's trace hook; before
+the POST without one); its first and last token are the first and last SSE line with content (a
+role-only opening chunk and a finish-only or usage-only closing one are not), and it keeps only
+those two times. Its TTFT is tokenbench's. Its "inter token latency" is tokenbench's TPOT per
+request, (last token - first token) / (output tokens - 1), but its summary weights each request
+by its output tokens - 1; its "time per output token" is (last token - start) / output tokens,
+tokenbench's normalized latency, weighted by output tokens. Its request latency ends when the
+stream closed ([DONE] read), after the last token. Its summaries count the requests that overlap
+its measurement window (its warmup and cooldown cut off; TTFT by the first token's time), and its
+rates divide the successful requests (and their output tokens, the ones between the first and
+last token spread evenly between them) ending in that window by the window: its first request's
+start to its last one's end.
 """
 
 from __future__ import annotations
@@ -107,6 +122,33 @@ _AIPERF_TOKENS = (
     "the tokens that arrived in the measurement window / the window"
 )
 
+_GUIDELLM_TTFT = (
+    "first request header written to the first SSE line with content in GuideLLM, the send to the first "
+    "content chunk in tokenbench; GuideLLM's summary: the requests whose first token fell in its window"
+)
+_GUIDELLM_PCT = (
+    "; GuideLLM's median and percentiles are the first sample at or above the rank on its CDF "
+    "(schemas/base/statistics.py Percentiles.from_pdf), tokenbench's interpolate between samples"
+)
+_GUIDELLM_TPOT = (
+    "GuideLLM's inter_token_latency_ms: (last token - first token) / (output tokens - 1) per request, as "
+    "tokenbench's TPOT, but its summary weights each request by output tokens - 1 (the same when every "
+    "reply has as many tokens); its time_per_output_token_ms is E2E / output tokens (normalized latency)"
+)
+_GUIDELLM_E2E = (
+    "GuideLLM: request start to the stream's close ([DONE] read, after any closing and usage chunk); "
+    "tokenbench: to the last content chunk"
+)
+_GUIDELLM_RATE = (
+    "GuideLLM: successful requests ending in its measurement window (warmup and cooldown cut off) / the "
+    "window, first start to last end; tokenbench: the requests in the measurement window / the window "
+    "(open loop: scheduled in it)"
+)
+_GUIDELLM_TOKENS = (
+    "GuideLLM: the successful requests' output tokens in its measurement window / the window; tokenbench: "
+    "the tokens that arrived in the measurement window / the window"
+)
+
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {
     "vllm-bench-serve": (
         Definition("ttft_s_mean", "mean_ttft_ms", True, False, _VLLM_TTFT),
@@ -135,6 +177,19 @@ DEFINITIONS: dict[str, tuple[Definition, ...]] = {
         Definition("e2e_s_p99", "request_latency.p99", True, True, _AIPERF_LATENCY.format(end="last")),
         Definition("requests_per_s", "request_throughput.avg", False, False, _AIPERF_RATE),
         Definition("output_tokens_per_s", "output_token_throughput.avg", False, False, _AIPERF_TOKENS),
+    ),
+    "guidellm": (
+        Definition("ttft_s_mean", "time_to_first_token_ms.mean", True, True, _GUIDELLM_TTFT),
+        Definition("ttft_s_p50", "time_to_first_token_ms.median", False, False, _GUIDELLM_TTFT + _GUIDELLM_PCT),
+        Definition("ttft_s_p99", "time_to_first_token_ms.p99", False, False, _GUIDELLM_TTFT + _GUIDELLM_PCT),
+        Definition("tpot_s_mean", "inter_token_latency_ms.mean", False, False, _GUIDELLM_TPOT),
+        Definition("tpot_s_p50", "inter_token_latency_ms.median", False, False, _GUIDELLM_TPOT + _GUIDELLM_PCT),
+        Definition("tpot_s_p99", "inter_token_latency_ms.p99", False, False, _GUIDELLM_TPOT + _GUIDELLM_PCT),
+        Definition("e2e_s_mean", "request_latency.mean", False, False, _GUIDELLM_E2E),
+        Definition("e2e_s_p50", "request_latency.median", False, False, _GUIDELLM_E2E + _GUIDELLM_PCT),
+        Definition("e2e_s_p99", "request_latency.p99", False, False, _GUIDELLM_E2E + _GUIDELLM_PCT),
+        Definition("requests_per_s", "requests_per_second.mean", False, False, _GUIDELLM_RATE),
+        Definition("output_tokens_per_s", "output_tokens_per_second.mean", False, False, _GUIDELLM_TOKENS),
     ),
 }
 

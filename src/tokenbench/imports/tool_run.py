@@ -29,6 +29,9 @@ class ToolRequest:
     # only the finish reason): dropped, so TTFT and E2E are at the first and last content
     opening_chunk: bool = False
     closing_chunk: bool = False
+    # the tool kept only its first and last content chunk's times (chunk_gaps_s: the one gap
+    # between them): TTFT, E2E and TPOT stand; the gaps between chunks (ITL) are unknown
+    ends_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from tokenbench import __version__
 from tokenbench.config import RunConfig, StopConfig, TargetConfig
 from tokenbench.imports.definitions import compare_figures
 from tokenbench.imports.tool_run import ImportedRun, ToolRequest
+from tokenbench.metrics.stats import distribution
 from tokenbench.records import Outcome, RequestRecord
 from tokenbench.results import RunResults
 from tokenbench.results.imported import Imported, ImportedFigure, ImportedPoint
@@ -107,12 +108,24 @@ def write_run_dir(run: ImportedRun, out: Path) -> RunResults:
     finally:
         writer.close()
     (out / SAMPLES).write_text("".join(json.dumps(e) + "\n" for e in events))
-    results = recompute_run(out)
+    results = _without_unknown_gaps(run, recompute_run(out))
     (out / "results.previous.json").unlink(missing_ok=True)
     imported = imported_facts(run, results)
     results = results.model_copy(update={"imported": imported})
     write_json(out / "results.json", results.to_json())
     return results
+
+
+def _without_unknown_gaps(run: ImportedRun, results: RunResults) -> RunResults:
+    """A point whose tool kept only each request's first and last chunk (ToolRequest.ends_only)
+    has no ITL and no fluidity: the one gap its records hold spans the whole reply."""
+    points = [
+        point.model_copy(update={"itl_s": distribution(()), "fluidity": None})
+        if any(r.ends_only for r in tool_point.requests)
+        else point
+        for tool_point, point in zip(run.points, results.points)
+    ]
+    return results.model_copy(update={"points": points})
 
 
 def imported_facts(run: ImportedRun, results: RunResults) -> Imported:
