@@ -32,7 +32,7 @@ from types import ModuleType
 HERE = Path(__file__).resolve().parent
 # The modules a request's path runs through, for every wire (a compiled class cannot be the base
 # of an interpreted one: each Stream and Wire is compiled with wire.py's)
-MODULES = ("sse", "http1", "wire", "openai", "tgi", "ollama", "triton", "embeddings", "stream")
+MODULES = ("sse", "http1", "wire", "openai", "messages", "responses", "tgi", "ollama", "triton", "embeddings", "stream")
 GROUP = "tokenbench_clients"  # the build's shared library: <src>/tokenbench_clients__mypyc*.so
 MANIFEST = HERE / "compiled.json"
 
