@@ -23,8 +23,7 @@ from tokenbench.console import fmt
 from tokenbench.console.fmt import NULL_TEXT
 from tokenbench.metrics.catalogue import METRICS
 from tokenbench.report.read.data import LoadKey, PointRow, ReportData, load_key
-from tokenbench.report.sections.layers import delta_text, pct_text
-from tokenbench.report.sections.paired import Difference, Side, difference, load_text, side
+from tokenbench.report.sections.paired import Difference, Side, compared_cells, difference, load_text, pct_text, side
 from tokenbench.report.sections.tables import Table
 from tokenbench.results import NO_TRIALS, TrialStat
 
@@ -168,11 +167,7 @@ def api_table(items: list[ApiCost]) -> Table:
             c.base,
             _load(c),
             METRICS[c.metric].label,
-            fmt.stat(c.base_stat, METRICS[c.metric], unit=False),
-            fmt.stat(c.stat, METRICS[c.metric], unit=False),
-            delta_text(METRICS[c.metric], c.diff),
-            pct_text(c.diff),
-            c.side + (" (paired)" if c.diff.paired and c.side != "unknown" else ""),
+            *compared_cells(METRICS[c.metric], c.base_stat, c.stat, c.diff, c.side),
         ]
         for c in items
     ]

@@ -33,7 +33,16 @@ from tokenbench.metrics.catalogue import (
     Metric,
 )
 from tokenbench.report.read.data import PointRow, ReportData
-from tokenbench.report.sections.paired import Difference, Side, difference, load_text, side
+from tokenbench.report.sections.paired import (
+    Difference,
+    Side,
+    compared_cells,
+    delta_text,
+    difference,
+    load_text,
+    pct_text,
+    side,
+)
 from tokenbench.report.sections.tables import Table
 from tokenbench.results import NO_TRIALS, TrialStat
 
@@ -153,13 +162,6 @@ def overheads(data: ReportData) -> list[Overhead]:
 # sentences
 
 
-def pct_text(diff: Difference) -> str:
-    if diff.pct is None:
-        return NULL_TEXT
-    ci = "" if diff.pct_ci95 is None else f" ± {diff.pct_ci95 * 100:.1f}%"
-    return f"{diff.pct * 100:+.1f}%{ci}"
-
-
 def short_load(o: Overhead) -> str:
     """The load in short: "32 req/s" (the point's label when it has no number)."""
     return load_text(o.load_kind, o.load_value, o.label)
@@ -223,15 +225,6 @@ def layer_lines(items: list[Overhead], data: ReportData | None = None) -> list[s
 # tables
 
 
-def delta_text(metric: Metric, diff: Difference) -> str:
-    if diff.delta is None:
-        return NULL_TEXT
-    text = f"{diff.delta * metric.scale:+,.{metric.digits}f}"
-    if diff.delta_ci95 is not None:
-        text += f" ± {fmt.num(diff.delta_ci95, metric.digits, metric.scale)}"
-    return text
-
-
 def overhead_table(items: list[Overhead]) -> Table:
     """One row per (layer, load, metric): the engine alone, the layer, the overhead and the verdict."""
     rows = [
@@ -240,11 +233,7 @@ def overhead_table(items: list[Overhead]) -> Table:
             o.engine,
             short_load(o),
             METRICS[o.metric].label,
-            fmt.stat(o.engine_stat, METRICS[o.metric], unit=False),
-            fmt.stat(o.layer_stat, METRICS[o.metric], unit=False),
-            delta_text(METRICS[o.metric], o.diff),
-            pct_text(o.diff),
-            o.verdict + (" (paired)" if o.diff.paired and o.verdict != "unknown" else ""),
+            *compared_cells(METRICS[o.metric], o.engine_stat, o.layer_stat, o.diff, o.verdict),
         ]
         for o in items
     ]

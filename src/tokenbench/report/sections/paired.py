@@ -18,6 +18,9 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from tokenbench.console import fmt
+from tokenbench.console.fmt import NULL_TEXT
+from tokenbench.metrics.catalogue import Metric
 from tokenbench.results import NO_TRIALS, TrialStat, mean_ci95
 
 # Where a difference falls: beyond its CI on the better or the worse side, within it, or no CI.
@@ -76,3 +79,31 @@ def load_text(load_kind: str, load_value: float | None, label: str) -> str:
         return label
     unit = "user" if load_kind == "users" and load_value == 1 else _UNITS.get(load_kind, "")
     return f"{load_value:g} {unit}".rstrip()
+
+
+def pct_text(diff: Difference) -> str:
+    if diff.pct is None:
+        return NULL_TEXT
+    ci = "" if diff.pct_ci95 is None else f" ± {diff.pct_ci95 * 100:.1f}%"
+    return f"{diff.pct * 100:+.1f}%{ci}"
+
+
+def delta_text(metric: Metric, diff: Difference) -> str:
+    if diff.delta is None:
+        return NULL_TEXT
+    text = f"{diff.delta * metric.scale:+,.{metric.digits}f}"
+    if diff.delta_ci95 is not None:
+        text += f" ± {fmt.num(diff.delta_ci95, metric.digits, metric.scale)}"
+    return text
+
+
+def compared_cells(metric: Metric, base: TrialStat, other: TrialStat, diff: Difference, verdict: str) -> list[str]:
+    """A difference's table cells: the base and the other side (mean ± CI), the difference, as a
+    share of the base, and the verdict (marked paired when the CI was)."""
+    return [
+        fmt.stat(base, metric, unit=False),
+        fmt.stat(other, metric, unit=False),
+        delta_text(metric, diff),
+        pct_text(diff),
+        verdict + (" (paired)" if diff.paired and verdict != "unknown" else ""),
+    ]
