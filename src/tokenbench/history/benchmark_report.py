@@ -27,7 +27,7 @@ from typing import Any
 
 from tokenbench import __version__
 from tokenbench.metrics.stats import distribution
-from tokenbench.records import UNFINISHED, Outcome, failed
+from tokenbench.records import UNFINISHED, Outcome, RequestRecord, failed
 from tokenbench.results import Distribution, Gauge, PointResult, RunResults
 from tokenbench.results.layout import CONFIG
 from tokenbench.rundir import read_records
@@ -76,9 +76,10 @@ def _iso(unix_s: float) -> str:
     return datetime.datetime.fromtimestamp(unix_s, tz=datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
-def point_report(run_dir: Path, results: RunResults, point: PointResult, settings: Doc) -> Doc:
-    """One load point of a run as a Benchmark Report v0.2.1 document."""
-    records = [r for r in read_records(run_dir) if r.point == point.index]
+def point_report(
+    run_dir: Path, results: RunResults, point: PointResult, records: list[RequestRecord], settings: Doc
+) -> Doc:
+    """One load point of a run as a Benchmark Report v0.2.1 document (``records``: the point's)."""
     ok = [r for r in records if r.outcome is Outcome.OK]
     prompt = [float(r.prompt_tokens) for r in ok if r.prompt_tokens is not None]
     output = [float(r.output_tokens) for r in ok if r.output_tokens is not None]
@@ -166,4 +167,7 @@ def benchmark_reports(run_dir: Path) -> dict[int, Doc]:
     """Every point of a run directory as a Benchmark Report, by point index."""
     results = read_results(run_dir)
     settings = read_json(run_dir / CONFIG) if (run_dir / CONFIG).is_file() else {}
-    return {p.index: point_report(run_dir, results, p, settings) for p in results.points}
+    by_point: dict[int, list[RequestRecord]] = {}
+    for record in read_records(run_dir):  # once for the run, not once a point
+        by_point.setdefault(record.point, []).append(record)
+    return {p.index: point_report(run_dir, results, p, by_point.get(p.index, []), settings) for p in results.points}

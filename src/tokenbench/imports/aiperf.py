@@ -27,7 +27,7 @@ from typing import Any
 from tokenbench.config import Arrival, LoadPoint, RateLoad, UsersLoad
 from tokenbench.errors import BadInput
 from tokenbench.imports.definitions import tool_names
-from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest
+from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest, json_object
 from tokenbench.records import TokenSource
 
 TOOL = "aiperf"
@@ -53,11 +53,8 @@ def read(path: Path) -> ImportedRun | None:
                 f"{path}: AIPerf's {PER_REQUEST} without its {AGGREGATE}: pass the whole artifacts directory"
             )
         return None
-    try:
-        data = json.loads(aggregate.read_text())
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(data, dict) or "aiperf_version" not in data:
+    data = json_object(aggregate)
+    if data is None or "aiperf_version" not in data:
         return None
     version = str(data["aiperf_version"])
     if version not in VERSIONS:

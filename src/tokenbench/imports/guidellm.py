@@ -21,14 +21,13 @@ imported as failed, with GuideLLM's status as their error.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from tokenbench.config import Arrival, LoadPoint, RateLoad, UsersLoad
 from tokenbench.errors import BadInput
 from tokenbench.imports.definitions import tool_names
-from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest
+from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest, json_object
 from tokenbench.records import TokenSource
 
 TOOL = "guidellm"
@@ -43,14 +42,11 @@ NOT_RECORDED = ("chunk_times_s (between the first and the last)", "finish_reason
 
 def read(path: Path) -> ImportedRun | None:
     """``path`` read, or None when it is not a GuideLLM report."""
-    if not path.is_file():
+    data = json_object(path)
+    if data is None or "benchmarks" not in data:
         return None
-    try:
-        data = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError):
-        return None
-    meta = data.get("metadata") if isinstance(data, dict) else None
-    if not isinstance(meta, dict) or "guidellm_version" not in meta or "benchmarks" not in data:
+    meta = data.get("metadata")
+    if not isinstance(meta, dict) or "guidellm_version" not in meta:
         return None
     version = str(meta["guidellm_version"])
     if version not in VERSIONS:

@@ -4,8 +4,10 @@ recorded it, the tool's own figures, and what it did not record. One reader per 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tokenbench.config import LoadPoint
 from tokenbench.records import Outcome, TokenSource
@@ -59,3 +61,15 @@ class ImportedRun:
     not_recorded: tuple[str, ...] = ()  # record keys the tool has no data for (absent, never guessed)
     # when its first request was sent, on the wall clock, where the file says (None: it does not)
     started_unix_s: float | None = None
+
+
+def json_object(path: Path) -> dict[str, Any] | None:
+    """A file's JSON object (Any: another tool's file, read key by key), or None when ``path`` is
+    not a file holding one: a reader's first test of whether a file is its tool's."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None

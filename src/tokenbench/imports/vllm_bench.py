@@ -23,14 +23,13 @@ reply in fewer events than tokens keeps every event.
 from __future__ import annotations
 
 import datetime
-import json
 from pathlib import Path
 from typing import Any
 
 from tokenbench.config import Arrival, LoadPoint, RateLoad, UsersLoad
 from tokenbench.errors import BadInput
 from tokenbench.imports.definitions import tool_names
-from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest
+from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest, json_object
 from tokenbench.records import Outcome, TokenSource
 
 TOOL = "vllm-bench-serve"
@@ -50,13 +49,8 @@ NOT_RECORDED = ("scheduled_s", "finish_reason", "cached_prompt_tokens", "chunk_t
 
 def read(path: Path) -> ImportedRun | None:
     """``path`` read, or None when it is not a vLLM bench result."""
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(data, dict) or "request_throughput" not in data or "endpoint_type" not in data:
+    data = json_object(path)
+    if data is None or "request_throughput" not in data or "endpoint_type" not in data:
         return None
     missing = [k for k in PER_REQUEST if k not in data]
     if missing:
