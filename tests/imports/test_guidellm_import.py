@@ -135,6 +135,37 @@ def test_guidellm_errored_and_incomplete_requests_are_failed(tmp_path):
     assert results.points[0].requests.total == 40
 
 
+def test_a_poisson_schedule_that_started_at_the_epoch_is_warned_of(tmp_path):
+    """GuideLLM 0.8.1's Poisson start race, as seen here in two of five runs: every target time
+    seconds after the Unix epoch, and the requests sent as fast as the workers went (the same
+    file with its targets and sends moved to that shape)."""
+    assert write_run_dir(read(RATE), tmp_path / "good").imported.points[0].warnings == []
+    data = json.loads(RATE.read_text())
+    benchmark = data["benchmarks"][0]
+    start = benchmark["start_time"]
+    for i, r in enumerate(benchmark["requests"]["successful"]):
+        timings = r["info"]["timings"]
+        timings["targeted_start"] = 0.25 * i  # from the epoch, not from the benchmark's start
+        shift = start + 0.02 * i - timings["request_start"]  # 50 req/s: each as a worker frees
+        for name in ("request_start", "first_token_iteration", "last_token_iteration", "request_end"):
+            timings[name] += shift
+    path = tmp_path / "raced.json"
+    path.write_text(json.dumps(data))
+    warnings = write_run_dir(read(path), tmp_path / "raced").imported.points[0].warnings
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith("GuideLLM's schedule did not start with the benchmark: 40 of 40 requests")
+    assert "GuideLLM sent 50.00 req/s for the 4 req/s asked" in warnings[1]
+    out = tmp_path / "cli"
+    cmd = [sys.executable, "-m", "tokenbench", "import", str(path), "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "250"})
+    assert proc.returncode == 0 and "warning, point 0: GuideLLM sent 50.00 req/s" in proc.stderr, proc.stderr[-2000:]
+    report = tmp_path / "report"
+    cmd = [sys.executable, "-m", "tokenbench", "report", str(out), "--out", str(report)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "GuideLLM sent 50.00 req/s" in (report / "report.md").read_text()
+
+
 def test_guidellm_cli_import(tmp_path):
     out = tmp_path / "imported"
     cmd = [sys.executable, "-m", "tokenbench", "import", str(CONCURRENT), "--out", str(out)]

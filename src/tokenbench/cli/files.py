@@ -114,6 +114,9 @@ def import_results(
         fail(_naming(file, exc), 2)
     err.print(summary_table(results))
     err.print(imported_table(results))
+    for point in results.imported.points if results.imported else ():
+        for warning in point.warnings:
+            err.print(Text(f"warning, point {point.index}: {warning}", style="yellow"))
     err.print(
         f"imported {run.tool} ({len(results.points)} points): {target}/results.json  records: {target}/records.jsonl"
     )

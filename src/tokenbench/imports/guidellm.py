@@ -110,7 +110,44 @@ def _point(path: Path, benchmark: dict[str, Any], cap: int | None) -> ToolPoint:
         requests=[_request(r) for r in _requests(benchmark)],
         figures=_figures(benchmark),
         duration_s=benchmark.get("duration"),
+        warnings=_warnings(benchmark, load),
     )
+
+
+# a request whose target time lies this long before its benchmark began was never on schedule
+LATE_TARGET_S = 1.0
+# a schedule sent this much faster than its rate is another load than the one named
+OVER_RATE = 1.5
+
+
+def _warnings(benchmark: dict[str, Any], load: LoadPoint) -> tuple[str, ...]:
+    """GuideLLM's own warnings of the benchmark, and a rate schedule it did not keep: in 0.8.1 a
+    Poisson run can read its arrivals' shared offset before it is set (still -1, in
+    ``AsyncPoissonStrategy.init_processes_start``, guidellm/scheduler/strategies.py), so its
+    requests' ``targeted_start`` are seconds after the Unix epoch, every one is late, and each goes
+    as soon as a worker is free: a burst, not the rate asked."""
+    out = [f"GuideLLM: {w}" for w in benchmark.get("warnings") or () if isinstance(w, str)]
+    if not isinstance(load, RateLoad):
+        return tuple(out)
+    requests = _requests(benchmark)
+    started = benchmark.get("start_time")
+    targets = [t for t in (_t(r, "targeted_start") for r in requests) if t is not None]
+    sends = sorted(t for t in (_t(r, "request_start") for r in requests) if t is not None)
+    if isinstance(started, (int, float)) and targets and min(targets) < started - LATE_TARGET_S:
+        late = sum(t < started - LATE_TARGET_S for t in targets)
+        out.append(
+            f"GuideLLM's schedule did not start with the benchmark: {late} of {len(targets)} requests were "
+            f"due before it began (targeted_start from {min(targets):.1f} s, the benchmark at {started:.1f} s), "
+            "so each went as soon as a worker was free"
+        )
+    if len(sends) > 2 and sends[-1] > sends[0]:
+        sent_rate = (len(sends) - 1) / (sends[-1] - sends[0])
+        if sent_rate > OVER_RATE * load.rate_per_s:
+            out.append(
+                f"GuideLLM sent {sent_rate:.2f} req/s for the {load.rate_per_s:g} req/s asked: these figures are "
+                "of that load, not of the rate the point names"
+            )
+    return tuple(out)
 
 
 def _t(r: dict[str, Any], name: str) -> float | None:

@@ -45,6 +45,9 @@ class ToolPoint:
     # the tool's headline figures by tokenbench metric key, in tokenbench's stored unit (s, 1/s)
     figures: dict[str, float] = field(default_factory=dict)
     duration_s: float | None = None  # the period the tool divided its rates by, where it says
+    # what the file shows went wrong with this benchmark (a schedule not kept, the tool's own
+    # warnings): the figures stand as measured, but they may not be of the load the point names
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

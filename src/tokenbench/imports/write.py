@@ -136,7 +136,7 @@ def imported_facts(run: ImportedRun, results: RunResults) -> Imported:
     for tool_point, point in zip(run.points, results.points):
         plain = not any(r.opening_chunk or r.closing_chunk for r in tool_point.requests)
         figures: list[ImportedFigure] = compare_figures(run.tool, tool_point.figures, point, plain)
-        points.append(ImportedPoint(index=point.index, figures=figures))
+        points.append(ImportedPoint(index=point.index, figures=figures, warnings=list(tool_point.warnings)))
     return Imported(
         tool=run.tool,
         version=run.version,

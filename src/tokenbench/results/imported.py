@@ -26,6 +26,11 @@ class ImportedFigure(FrozenModel):
 class ImportedPoint(FrozenModel):
     index: int
     figures: list[ImportedFigure]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what the file shows went wrong in this benchmark (a schedule the tool did not keep, its own "
+        "warnings): its figures may not be of the load the point names",
+    )
 
 
 class Imported(FrozenModel):

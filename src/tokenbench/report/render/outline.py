@@ -24,7 +24,7 @@ from tokenbench.report.sections.capacity import (
     capacity_lines,
     capacity_table,
 )
-from tokenbench.report.sections.imported import IMPORTED_CAPTION, imported_table
+from tokenbench.report.sections.imported import IMPORTED_CAPTION, imported_table, imported_warnings
 from tokenbench.report.sections.layers import LAYERS_CAPTION, layer_lines, layers_table, overhead_table, overheads
 from tokenbench.report.sections.pooling import POOLING_CAPTION, pooling_table
 from tokenbench.report.sections.programs import (
@@ -361,8 +361,12 @@ def _imported_sections(data: ReportData) -> list[Section]:
     table = imported_table(data)
     if table is None:
         return []
-    block = Block(caption=IMPORTED_CAPTION, md_caption=IMPORTED_CAPTION, table=table)
-    return [Section("imported", "Imported runs: the tool's figures vs tokenbench's", (block,), short_title="Imported")]
+    blocks = [Block(caption=IMPORTED_CAPTION, md_caption=IMPORTED_CAPTION, table=table)]
+    if warnings := imported_warnings(data):
+        blocks.append(Block("Warnings in the imported files", level=4, lines=tuple(warnings)))
+    return [
+        Section("imported", "Imported runs: the tool's figures vs tokenbench's", tuple(blocks), short_title="Imported")
+    ]
 
 
 def _input_blocks(data: ReportData) -> tuple[Block, ...]:

@@ -43,3 +43,15 @@ def imported_table(data: ReportData) -> Table | None:
         return None
     headers = ["run", "tool", "point", "metric", "the tool's name", "the tool's", "tokenbench's", "difference", "why"]
     return Table(headers, rows, numeric=(5, 6, 7))
+
+
+def imported_warnings(data: ReportData) -> list[str]:
+    """What the imported files show went wrong, a line per (run, point, warning): a schedule the
+    tool did not keep, the tool's own warnings (results.json ``imported.points[].warnings``)."""
+    return [
+        f"{run.name}, point {point.index}: {warning}"
+        for run in data.runs
+        if run.imported is not None
+        for point in run.imported.points
+        for warning in point.warnings
+    ]
