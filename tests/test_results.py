@@ -78,7 +78,13 @@ PUBLIC_KEYS += [
     f"imported.points[].figures[].{k}"
     for k in "metric tool_name tool_value tokenbench_value difference same_definition definition".split()
 ]
-PUBLIC_KEYS += ["imported.points[].index", "imported.points[].warnings"]
+PUBLIC_KEYS += [
+    "imported.points[].index",
+    "imported.points[].warnings",
+    "imported.points[].requests",
+    "imported.points[].failures",
+]
+PUBLIC_KEYS += ["imported.aggregate_only", "imported.measured_by"]
 PUBLIC_KEYS += [f"points[].timeseries[].{k}" for k in WINDOW]
 # a staged point (metrics/stages.py): its stages as asked, and its results stage by stage
 PUBLIC_KEYS += [f"points[].load.{k}" for k in ("start_level", "shape")]

@@ -94,7 +94,8 @@ def import_results(
     file: Annotated[
         Path,
         typer.Argument(
-            help="Another tool's result file or directory (vllm bench serve --save-detailed JSON, aiperf --artifact-dir)."
+            help="Another tool's result file or directory (vllm bench serve --save-detailed JSON, aiperf "
+            "--artifact-dir, GuideLLM benchmarks.json, llm-d Benchmark Reports v0.2.x)."
         ),
     ],
     out: Annotated[Path | None, typer.Option(help="The run directory to write (default runs/<file name>).")] = None,
@@ -102,7 +103,8 @@ def import_results(
     """Import another tool's per-request results as a tokenbench run directory: its records, and
     results.json by tokenbench's definitions, with the tool's own figures beside them and what
     explains each difference (results.json ``imported``). report, compare, history and export
-    then read it as any run."""
+    then read it as any run. A Benchmark Report holds aggregates only: its run has no records,
+    and report and compare show the report's own figures for it."""
     from tokenbench.console.tables import imported_table, summary_table
     from tokenbench.imports import read, write_run_dir
 

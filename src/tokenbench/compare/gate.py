@@ -17,6 +17,12 @@ The test (``method`` on each result):
   Welch's t-test over the time series' windows inside the measurement window (batch means);
 - any other metric with one trial, or too few values: UNTESTED (not a pass: the exit code says so).
 
+An imported run (``tokenbench import``) is gated as any run: a tool that kept its requests (vLLM
+bench, AIPerf, GuideLLM) gives records, and so tokenbench's figures and per-request values over
+them. One that kept aggregates only (a Benchmark Report: results.json ``imported.aggregate_only``)
+gives the tool's own figures (a statistic it did not report: "not measured"), and values to test
+only as trials: several reports at one load, Welch's t over them; one report a load: UNTESTED.
+
 Exit codes of ``compare --fail-on``: 0 every gate passed, 1 a gate failed (one FAIL line each),
 2 bad input (the spec, the directories), 5 none failed but some gate could not be tested.
 """
@@ -52,6 +58,11 @@ __all__ = [
     "parse_fail_on",
 ]
 
+# why a gate over an aggregate-only import (a Benchmark Report) of one trial a load has no test
+AGGREGATES_ONLY = (
+    "one trial and no per-request values: an imported Benchmark Report holds the tool's aggregates only; "
+    "import 2 or more reports at this load (trials) to test"
+)
 GATE_FAILED_EXIT = 1
 GATE_UNTESTED_EXIT = 5
 Verdict = Literal["fail", "pass", "untested"]
@@ -113,8 +124,8 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 def _test(gate: Gate, base: Cell, other: Cell, samples: Samples, config: str) -> GateTest:
     metric = gate.metric
-    b_vals = [metric.get(t.point) for t in base.trials]
-    o_vals = [metric.get(t.point) for t in other.trials]
+    b_vals = [t.value(metric) for t in base.trials]
+    o_vals = [t.value(metric) for t in other.trials]
     b, o = _mean(b_vals), _mean(o_vals)
 
     def test(p: float | None, method: str) -> GateTest:
@@ -128,6 +139,8 @@ def _test(gate: Gate, base: Cell, other: Cell, samples: Samples, config: str) ->
         return test(p, f"Welch's t over trials, {bt.n}/{ot.n}" + ("" if p is not None else ": no variance"))
     bs, os_ = samples.of(metric, base.trials), samples.of(metric, other.trials)
     if bs is None or os_ is None:
+        if any(t.aggregate_only for t in (*base.trials, *other.trials)):
+            return test(None, AGGREGATES_ONLY)
         return test(None, "one trial and no per-request values for this metric: run --trials 3 (or more) on both")
     (a, unit), (c, _) = bs, os_
     p, method = sample_test(metric, a, c, unit)

@@ -20,8 +20,9 @@ import numpy as np
 from tokenbench.metrics.catalogue import SESSION, Metric
 from tokenbench.metrics.programs import SessionPath, sessions
 from tokenbench.records import Outcome, RequestRecord
-from tokenbench.report.read.run_dir import load_value
+from tokenbench.report.read.run_dir import load_value, point_value
 from tokenbench.results import PointResult, TimeWindow
+from tokenbench.results.imported import Imported
 from tokenbench.results.layout import RECORDS, RESULTS
 from tokenbench.results.trials import trial_groups
 from tokenbench.rundir import RecordSlice, point_ranges
@@ -61,6 +62,16 @@ def _unit(metric: Metric) -> str:
 class Trial:
     run_dir: Path
     point: PointResult
+    imported: Imported | None = None  # a run imported from another tool's file (results.json imported)
+
+    @property
+    def aggregate_only(self) -> bool:
+        """Imported from a source of aggregates only: the tool's figures, no per-request values."""
+        return self.imported is not None and self.imported.aggregate_only
+
+    def value(self, metric: Metric) -> float | None:
+        """The figure the gate compares: tokenbench's, or an aggregate-only import's tool figure."""
+        return point_value(metric, self.point, self.imported)
 
 
 @dataclass
@@ -84,7 +95,7 @@ def read_cells(d: Path) -> list[Cell]:
         results = read_results(d)
         config = results.target.backend or "run"
         return [
-            Cell(d.name, config, _key(group[0]), group[0].label, [Trial(d, p) for p in group])
+            Cell(d.name, config, _key(group[0]), group[0].label, [Trial(d, p, results.imported) for p in group])
             for group in trial_groups(results.points)
         ]
     from tokenbench.errors import BadInput
@@ -122,9 +133,12 @@ class Samples:
 
     def of(self, metric: Metric, trials: list[Trial]) -> tuple[np.ndarray, str] | None:
         """The values pooled over the trials and what they are ("requests", "windows"); None
-        when this metric has none (or a trial's records are gone)."""
+        when this metric has none (or a trial's records are gone, or it never had any: an
+        aggregate-only import)."""
         parts: list[np.ndarray] = []
         for t in trials:
+            if t.aggregate_only:
+                return None
             values = self._one(metric, t)
             if values is None:
                 return None

@@ -16,11 +16,13 @@ from tokenbench.metrics.catalogue import (
     STREAMED,
     Distribution,
     Metric,
+    metric_of,
     shown_in,
 )
 from tokenbench.records import UNFINISHED, Outcome
 from tokenbench.results import Distribution as Stats
 from tokenbench.results import Experiment, Gauge, PointResult, RunResults, TrialStat
+from tokenbench.results.imported import NO_REQUESTS
 from tokenbench.results.manifest import ATTACHED
 from tokenbench.telemetry.client_health import CPU_LIMIT, LAG_MARGIN, LOOP_LAG_LIMIT_S, MIN_SLOW_TICKS, advice
 from tokenbench.telemetry.prom import ROUTED_PREFIX
@@ -399,13 +401,15 @@ def imported_table(results: RunResults) -> Table:
     ``imported``)."""
     imported = results.imported
     assert imported is not None  # only for a run tokenbench import wrote
-    table = Table(title=f"{imported.tool}'s figures vs tokenbench's, over the same requests", title_justify="left")
+    over = "no requests to compute tokenbench's over" if imported.aggregate_only else "over the same requests"
+    table = Table(title=f"{imported.tool}'s figures vs tokenbench's, {over}", title_justify="left")
     for header in ("point", "metric", imported.tool, "tokenbench", "difference", "why"):
         table.add_column(header, justify="right" if header in (imported.tool, "tokenbench", "difference") else "left")
     for point in imported.points:
         for f in point.figures:
-            metric = METRICS[f.metric]
+            metric = metric_of(f.metric) or METRICS[f.metric]
             diff = NULL_TEXT if f.difference is None else f"{f.difference * 100:+.2f}%"
+            diff = NO_REQUESTS if imported.aggregate_only else diff
             why = "same definition" if f.same_definition else f.definition
             theirs, ours = (num(v, metric.digits, metric.scale) for v in (f.tool_value, f.tokenbench_value))
             title = f"{metric.title} ({metric.unit})" if metric.unit else metric.title

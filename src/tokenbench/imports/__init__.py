@@ -9,7 +9,9 @@ derives results.json from it by the one path a native run's goes through (rundir
 figure is tokenbench's definition over the tool's requests; results.json's ``imported`` keeps the
 tool's own figures and, metric by metric, the difference and the definition that explains it
 (definitions.py). Everything that reads a run directory (report, compare, history, export) then
-reads an imported one.
+reads an imported one. A format of aggregates only (benchmark_report.py: llm-d's Benchmark Report)
+gives points without requests: no records, tokenbench's figures absent, the tool's in
+``imported`` (``aggregate_only``), which report, compare and the gate read instead.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tokenbench.errors import BadInput
-from tokenbench.imports import aiperf, guidellm, vllm_bench
+from tokenbench.imports import aiperf, benchmark_report, guidellm, vllm_bench
 from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest
 from tokenbench.imports.write import write_run_dir
 
@@ -32,6 +34,7 @@ def read(path: Path) -> ImportedRun:
     readers: dict[str, Reader] = {"vllm bench serve --save-result --save-detailed (JSON)": vllm_bench.read}
     readers["aiperf profile's --artifact-dir (directory)"] = aiperf.read
     readers["guidellm run --output kind=json (benchmarks.json)"] = guidellm.read
+    readers["llm-d Benchmark Report v0.2.x (JSON or YAML, or a directory of them)"] = benchmark_report.read
     if not path.exists():
         raise BadInput(f"{path}: no such file or directory; give a result of one of: {'; '.join(readers)}")
     for reader in readers.values():

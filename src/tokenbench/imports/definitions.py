@@ -59,7 +59,7 @@ from dataclasses import dataclass
 
 from tokenbench.metrics.catalogue import METRICS
 from tokenbench.results import PointResult
-from tokenbench.results.imported import ImportedFigure
+from tokenbench.results.imported import NO_REQUESTS, ImportedFigure
 
 
 @dataclass(frozen=True)
@@ -221,3 +221,26 @@ def compare_figures(tool: str, figures: dict[str, float], point: PointResult, pl
             )
         )
     return out
+
+
+def aggregate_figures(
+    measured_by: str | None, figures: dict[str, float], names: dict[str, str]
+) -> list[ImportedFigure]:
+    """The figures of a file that kept no request (a Benchmark Report): the tool's alone,
+    tokenbench's absent (nothing to compute them over), each as its measuring tool defines it;
+    that is tokenbench's own definition only when tokenbench measured them."""
+    ours = measured_by is not None and measured_by.split()[0] == "tokenbench"
+    by = measured_by or "the tool that wrote the report (the report does not name it)"
+    text = f"{NO_REQUESTS}: the report's figure as {by} defines it"
+    return [
+        ImportedFigure(
+            metric=key,
+            tool_name=names.get(key, key),
+            tool_value=value,
+            tokenbench_value=None,
+            difference=None,
+            same_definition=ours,
+            definition=text,
+        )
+        for key, value in figures.items()
+    ]

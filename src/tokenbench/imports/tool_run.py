@@ -48,6 +48,11 @@ class ToolPoint:
     # what the file shows went wrong with this benchmark (a schedule not kept, the tool's own
     # warnings): the figures stand as measured, but they may not be of the load the point names
     warnings: tuple[str, ...] = ()
+    # the tool's own name of a figure, where definitions.py has none (an aggregate-only format's)
+    figure_names: dict[str, str] = field(default_factory=dict)
+    # the tool's counts where it kept no request (an aggregate-only format): sent, failed
+    requests_total: int | None = None
+    requests_failed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,10 @@ class ImportedRun:
     not_recorded: tuple[str, ...] = ()  # record keys the tool has no data for (absent, never guessed)
     # when its first request was sent, on the wall clock, where the file says (None: it does not)
     started_unix_s: float | None = None
+    # the file holds the tool's aggregates only, no request (a Benchmark Report): points without
+    # records, tokenbench's own figures absent, the tool's in results.json ``imported``
+    aggregate_only: bool = False
+    measured_by: str | None = None  # the tool that measured the figures, where a format names it
 
 
 def json_object(path: Path) -> dict[str, Any] | None:

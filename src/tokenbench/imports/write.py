@@ -11,12 +11,12 @@ from pathlib import Path
 
 from tokenbench import __version__
 from tokenbench.config import RunConfig, StopConfig, TargetConfig
-from tokenbench.imports.definitions import compare_figures
-from tokenbench.imports.tool_run import ImportedRun, ToolRequest
+from tokenbench.imports.definitions import aggregate_figures, compare_figures
+from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest
 from tokenbench.metrics.stats import distribution
 from tokenbench.records import Outcome, RequestRecord
 from tokenbench.results import RunResults
-from tokenbench.results.imported import Imported, ImportedFigure, ImportedPoint
+from tokenbench.results.imported import Imported, ImportedPoint
 from tokenbench.results.layout import SAMPLES
 from tokenbench.results.manifest import PointEnd, PointStart, RunManifest, TargetFacts
 from tokenbench.results.run import Clock, Tool
@@ -66,7 +66,7 @@ def write_run_dir(run: ImportedRun, out: Path) -> RunResults:
         target=TargetConfig(url=run.url or "http://imported.invalid", model=run.model, api=run.api),  # type: ignore[arg-type]
         loads=[p.load for p in run.points],
         # what stopped the tool's load: its requests, every one sent
-        stop=StopConfig(max_requests=max(1, max(len(p.requests) for p in run.points)), drain_timeout_s=0),
+        stop=StopConfig(max_requests=max(1, max(_sent(p) for p in run.points)), drain_timeout_s=0),
         live=False,
         out_dir=out,
     )
@@ -108,12 +108,38 @@ def write_run_dir(run: ImportedRun, out: Path) -> RunResults:
     finally:
         writer.close()
     (out / SAMPLES).write_text("".join(json.dumps(e) + "\n" for e in events))
-    results = _without_unknown_gaps(run, recompute_run(out))
+    results = recompute_run(out)
+    results = _without_record_figures(results) if run.aggregate_only else _without_unknown_gaps(run, results)
     (out / "results.previous.json").unlink(missing_ok=True)
     imported = imported_facts(run, results)
     results = results.model_copy(update={"imported": imported})
     write_json(out / "results.json", results.to_json())
     return results
+
+
+def _sent(point: ToolPoint) -> int:
+    """The requests the tool sent at a point: its records, or its own count where it kept none."""
+    return len(point.requests) or point.requests_total or 0
+
+
+def _without_record_figures(results: RunResults) -> RunResults:
+    """An aggregate-only import's points: no records, so no rate, concurrency or time series of
+    tokenbench's (derive's zeros over no records would read as a server that served nothing)."""
+    empty: dict[str, object] = {
+        "output_tokens_per_s": None,
+        "total_tokens_per_s": None,
+        "requests_per_s": None,
+        "goodput_per_s": None,
+        "good_fraction": None,
+        "fluidity": None,
+        "steady_state": None,
+        "timeseries": [],
+    }
+    points = [
+        p.model_copy(update={**empty, "concurrency": p.concurrency.model_copy(update={"mean": None})})
+        for p in results.points
+    ]
+    return results.model_copy(update={"points": points})
 
 
 def _without_unknown_gaps(run: ImportedRun, results: RunResults) -> RunResults:
@@ -128,15 +154,29 @@ def _without_unknown_gaps(run: ImportedRun, results: RunResults) -> RunResults:
     return results.model_copy(update={"points": points})
 
 
+def _sha256(source: Path) -> str:
+    """A file's digest; a directory's (a directory of reports): over its files' names and bytes."""
+    if not source.is_dir():
+        return hashlib.sha256(source.read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    for f in sorted(p for p in source.iterdir() if p.is_file()):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
 def imported_facts(run: ImportedRun, results: RunResults) -> Imported:
     """What results.json says of the import: the file, the tool, and per point each of the tool's
     figures beside tokenbench's over the same requests, with the definition that explains a gap."""
-    digest = hashlib.sha256(run.source.read_bytes()).hexdigest()
+    digest = _sha256(run.source)
     points = []
     for tool_point, point in zip(run.points, results.points):
-        plain = not any(r.opening_chunk or r.closing_chunk for r in tool_point.requests)
-        figures: list[ImportedFigure] = compare_figures(run.tool, tool_point.figures, point, plain)
-        points.append(ImportedPoint(index=point.index, figures=figures, warnings=list(tool_point.warnings)))
+        if run.aggregate_only:
+            figures = aggregate_figures(run.measured_by, tool_point.figures, tool_point.figure_names)
+            counts = {"requests": tool_point.requests_total, "failures": tool_point.requests_failed}
+        else:
+            plain = not any(r.opening_chunk or r.closing_chunk for r in tool_point.requests)
+            figures, counts = compare_figures(run.tool, tool_point.figures, point, plain), {}
+        points.append(ImportedPoint(index=point.index, figures=figures, warnings=list(tool_point.warnings), **counts))
     return Imported(
         tool=run.tool,
         version=run.version,
@@ -145,4 +185,6 @@ def imported_facts(run: ImportedRun, results: RunResults) -> Imported:
         imported_by=__version__,
         not_recorded=list(run.not_recorded),
         points=points,
+        aggregate_only=run.aggregate_only,
+        measured_by=run.measured_by,
     )

@@ -561,6 +561,23 @@ _METRICS: tuple[Metric, ...] = (
 METRICS: dict[str, Metric] = {m.key: m for m in _METRICS}
 
 
+# the distributions a statistic of which may be named by key ("ttft_s_p90") without an entry of its own
+STAT_DISTRIBUTIONS: tuple[Distribution, ...] = (TTFT, TTFO, TPOT, DECODE_SPEED, ITL, E2E, QUEUE, SESSION)
+STAT_NAMES = ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max")
+
+
+def metric_of(key: str) -> Metric | None:
+    """The catalogue's metric ``key``, or one statistic of a distribution without an entry of its
+    own ("ttft_s_p90": the gate's and an imported report's); None for any other key."""
+    if key in METRICS:
+        return METRICS[key]
+    for d in STAT_DISTRIBUTIONS:
+        stat = key.removeprefix(d.key + "_")
+        if stat != key and stat in STAT_NAMES:
+            return d.stat(stat, 2, frozenset())
+    return None
+
+
 def shown_in(view: View) -> tuple[Metric, ...]:
     """The metrics a view shows, in catalogue order."""
     return tuple(m for m in METRICS.values() if view in m.views)

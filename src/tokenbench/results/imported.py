@@ -10,6 +10,9 @@ from pydantic import Field
 from tokenbench.common.frozen import FrozenModel
 from tokenbench.results.base import Number
 
+# what the difference of a figure is where the source kept no request (``Imported.aggregate_only``)
+NO_REQUESTS = "no requests in the source"
+
 
 class ImportedFigure(FrozenModel):
     """One of the tool's headline figures of a point beside tokenbench's over the same requests."""
@@ -31,6 +34,12 @@ class ImportedPoint(FrozenModel):
         description="what the file shows went wrong in this benchmark (a schedule the tool did not keep, its own "
         "warnings): its figures may not be of the load the point names",
     )
+    requests: int | None = Field(
+        default=None, description="the tool's count of requests sent, where it kept none of them (aggregate_only)"
+    )
+    failures: int | None = Field(
+        default=None, description="the tool's count of failed requests, where it kept none of them (aggregate_only)"
+    )
 
 
 class Imported(FrozenModel):
@@ -43,3 +52,22 @@ class Imported(FrozenModel):
     imported_by: str = Field(description="the tokenbench version that imported it")
     not_recorded: list[str] = Field(description="record keys the tool has no data for: absent, never guessed")
     points: list[ImportedPoint]
+    aggregate_only: bool = Field(
+        default=False,
+        description="the file held the tool's aggregates only, no request (a Benchmark Report): the points have no "
+        "records and no tokenbench figures (None); report, compare and the gate read the tool's (figures[].tool_value)",
+    )
+    measured_by: str | None = Field(
+        default=None, description="the tool that measured the figures, where the file names it (a Benchmark Report's)"
+    )
+
+    def figure(self, index: int, metric: str) -> float | None:
+        """The tool's figure ``metric`` (a catalogue key, "ttft_s_p90") of point ``index``; None
+        when it gave none."""
+        for point in self.points:
+            if point.index == index:
+                return next(
+                    (float(f.tool_value) for f in point.figures if f.metric == metric and f.tool_value is not None),
+                    None,
+                )
+        return None

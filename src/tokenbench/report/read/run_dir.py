@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tokenbench.metrics.catalogue import SLO_DISTRIBUTIONS, shown_in
+from tokenbench.metrics.catalogue import SLO_DISTRIBUTIONS, Metric, shown_in
 from tokenbench.report.read.data import (
     CapacityEntry,
     GroupRow,
@@ -32,6 +32,7 @@ from tokenbench.report.read.data import (
 from tokenbench.report.read.programs import point_labels, program_rows, session_rows
 from tokenbench.results import DatasetFacts, Load, PointResult, RunResults, mean_ci95
 from tokenbench.results.capacity import CapacityResult
+from tokenbench.results.imported import Imported
 from tokenbench.results.layout import CAPACITY, RECORDS, SPANS
 from tokenbench.results.trials import trial_groups
 from tokenbench.rundir import RecordSlice, point_ranges
@@ -43,6 +44,15 @@ def load_value(load: Load) -> float | None:
     """The point's load as one number: users, or offered requests per second."""
     value = load.users if load.kind == "users" else load.rate_per_s
     return None if value is None else float(value)
+
+
+def point_value(metric: Metric, point: PointResult, imported: Imported | None) -> float | None:
+    """The figure a point shows: tokenbench's own, or, for a run imported from a source of
+    aggregates only (no requests: tokenbench's are absent), the tool's own (results.json
+    ``imported``); None where neither has it."""
+    if imported is not None and imported.aggregate_only:
+        return imported.figure(point.index, metric.key)
+    return metric.get(point)
 
 
 def dataset_text(
@@ -134,7 +144,9 @@ def read_run(path: Path) -> Part:
             label=trials[0].label,
             load_kind=trials[0].load.kind,
             load_value=load_value(trials[0].load),
-            metrics={m.key: mean_ci95([m.get(p) for p in trials]) for m in shown_in("aggregates")},
+            metrics={
+                m.key: mean_ci95([point_value(m, p, results.imported) for p in trials]) for m in shown_in("aggregates")
+            },
             outcomes=_outcomes(trials),
             num_trials=len(trials),
             errors_seen=tuple(e for p in trials for e in (p.errors_seen or ())),

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from tokenbench.console import fmt
 from tokenbench.console.fmt import NULL_TEXT
-from tokenbench.metrics.catalogue import METRICS
+from tokenbench.metrics.catalogue import METRICS, metric_of
 from tokenbench.report.read.data import ReportData
 from tokenbench.report.sections.tables import Table
+from tokenbench.results.imported import NO_REQUESTS
 
 IMPORTED_CAPTION = (
     "A run imported from another tool's result file: each of the tool's headline figures beside tokenbench's "
     "over the same requests (tokenbench's definitions, METRICS.md), the difference as (tool − tokenbench) / "
-    "tokenbench, and, where the formulas differ, how."
+    "tokenbench, and, where the formulas differ, how. A source of aggregates only (a Benchmark Report) holds "
+    "no requests: its figures are the tool's alone, and the report's tables show them for its run."
 )
 
 
@@ -25,7 +27,8 @@ def imported_table(data: ReportData) -> Table | None:
             continue
         for point in run.imported.points:
             for f in point.figures:
-                metric = METRICS[f.metric]
+                metric = metric_of(f.metric) or METRICS[f.metric]
+                diff = NULL_TEXT if f.difference is None else f"{f.difference * 100:+.2f}%"
                 rows.append(
                     [
                         run.name,
@@ -35,7 +38,7 @@ def imported_table(data: ReportData) -> Table | None:
                         f.tool_name,
                         fmt.num(f.tool_value, metric.digits, metric.scale),
                         fmt.num(f.tokenbench_value, metric.digits, metric.scale),
-                        NULL_TEXT if f.difference is None else f"{f.difference * 100:+.2f}%",
+                        NO_REQUESTS if run.imported.aggregate_only else diff,
                         "same definition" if f.same_definition else f.definition,
                     ]
                 )
