@@ -219,3 +219,13 @@ def test_inference_perf_cli_import_then_report_and_compare(module_mock_server, t
     assert compare.returncode == 0, compare.stderr[-2000:]
     table = (tmp_path / "c.md").read_text()
     assert "4 users" in table and "imported" in table and "native" in table
+
+
+def test_inference_perf_malformed_files_are_bad_input(tmp_path):
+    broken = _copy(tmp_path, "broken")
+    (broken / "per_request_lifecycle_metrics.json").write_text(json.dumps([{"info": {}}]))
+    with pytest.raises(BadInput, match="each with start_time and end_time"):
+        read(broken)
+    (broken / "config.yaml").write_text("api: [unclosed\n")
+    with pytest.raises(BadInput, match="not inference-perf's config.yaml"):
+        read(broken)

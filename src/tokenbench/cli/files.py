@@ -94,7 +94,10 @@ def import_results(
     file: Annotated[
         Path,
         typer.Argument(
-            help="Another tool's result file or directory (vllm bench serve --save-detailed JSON, aiperf --artifact-dir)."
+            help=(
+                "Another tool's result file or directory (vllm bench serve --save-detailed JSON, aiperf "
+                "--artifact-dir, guidellm benchmarks.json, inference-perf's report directory)."
+            )
         ),
     ],
     out: Annotated[Path | None, typer.Option(help="The run directory to write (default runs/<file name>).")] = None,

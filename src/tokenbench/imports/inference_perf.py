@@ -68,7 +68,10 @@ def read(path: Path) -> ImportedRun | None:
     config_file = directory / CONFIG
     if summary is None or not {"load_summary", "successes", "failures"} <= summary.keys() or not config_file.is_file():
         return None
-    config = yaml.safe_load(config_file.read_text()) or {}
+    try:
+        config = yaml.safe_load(config_file.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise BadInput(f"{config_file}: not inference-perf's config.yaml (YAML: {exc})") from None
     _check_version(directory, summary, config)
     load = config.get("load") or {}
     api = config.get("api") or {}
@@ -141,8 +144,13 @@ def _points(directory: Path, load_type: str) -> list[ToolPoint]:
             f"report.request_lifecycle.per_stage: true (the default)"
         )
     entries = json.loads((directory / PER_REQUEST).read_text())
-    if not isinstance(entries, list):
-        raise BadInput(f"{directory / PER_REQUEST}: not inference-perf's per-request report (a JSON list)")
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and {"start_time", "end_time"} <= e.keys() for e in entries
+    ):
+        raise BadInput(
+            f"{directory / PER_REQUEST}: not inference-perf's per-request report (a JSON list of requests, "
+            f"each with start_time and end_time)"
+        )
     entries.sort(key=lambda e: float(e["start_time"]))
     counts = [int((s.get("load_summary") or {}).get("count") or 0) for s in stages]
     if sum(counts) != len(entries):
