@@ -9,7 +9,7 @@ completion, ``api.streaming``, ``load.type`` constant / poisson / concurrent and
 (one a stage: ``load_summary.count``, ``requested_rate``, ``concurrency``; ``benchmark_time_seconds``;
 ``successes.latency.<metric>.mean / median / pN`` in seconds; ``successes.throughput``;
 ``failures``), ``per_request_lifecycle_metrics.json`` (written only with
-``report.request_lifecycle.per_request: true``: a list, in the order requests finished, each with
+``report.request_lifecycle.per_request: true``: a list, not in start order, each with
 ``start_time`` and ``end_time`` (time.perf_counter(): just before the POST, and after the stream
 closed and the response was released; client/modelserver/openai_client.py),
 ``info.request_metrics.text.input_tokens`` (its tokenizer's count of the prompt),
