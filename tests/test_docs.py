@@ -45,6 +45,7 @@ OTHER_TOOLS = {
     "--full": "benchmarks/soak.py",
     "--quick": "benchmarks/request_overhead.py, benchmarks/client_overhead.py",
     "--rounds": "benchmarks/request_overhead.py",
+    "--only": "benchmarks/conformance.py (run one peer tool)",
     "--scheduling-policy": "vLLM's serve",
     "--lora-paths": "SGLang's launch_server",
     "--max-loras-per-batch": "SGLang's launch_server",

@@ -94,8 +94,11 @@ def import_results(
     file: Annotated[
         Path,
         typer.Argument(
-            help="Another tool's result file or directory (vllm bench serve --save-detailed JSON, aiperf "
-            "--artifact-dir, GuideLLM benchmarks.json, llm-d Benchmark Reports v0.2.x)."
+            help=(
+                "Another tool's result file or directory (vllm bench serve --save-detailed JSON, aiperf "
+                "--artifact-dir, GuideLLM benchmarks.json, inference-perf's report directory, llm-d "
+                "Benchmark Reports v0.2.x)."
+            )
         ),
     ],
     out: Annotated[Path | None, typer.Option(help="The run directory to write (default runs/<file name>).")] = None,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tokenbench.errors import BadInput
-from tokenbench.imports import aiperf, benchmark_report, guidellm, vllm_bench
+from tokenbench.imports import aiperf, benchmark_report, guidellm, inference_perf, vllm_bench
 from tokenbench.imports.tool_run import ImportedRun, ToolPoint, ToolRequest
 from tokenbench.imports.write import write_run_dir
 
@@ -34,6 +34,7 @@ def read(path: Path) -> ImportedRun:
     readers: dict[str, Reader] = {"vllm bench serve --save-result --save-detailed (JSON)": vllm_bench.read}
     readers["aiperf profile's --artifact-dir (directory)"] = aiperf.read
     readers["guidellm run --output kind=json (benchmarks.json)"] = guidellm.read
+    readers["inference-perf's report directory (report.request_lifecycle.per_request: true)"] = inference_perf.read
     readers["llm-d Benchmark Report v0.2.x (JSON or YAML, or a directory of them)"] = benchmark_report.read
     if not path.exists():
         raise BadInput(f"{path}: no such file or directory; give a result of one of: {'; '.join(readers)}")

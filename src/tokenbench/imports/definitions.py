@@ -51,6 +51,24 @@ its measurement window (its warmup and cooldown cut off; TTFT by the first token
 rates divide the successful requests (and their output tokens, the ones between the first and
 last token spread evenly between them) ending in that window by the window: its first request's
 start to its last one's end.
+
+inference-perf 0.7.0 (inference_perf/reportgen/base.py ``summarize_requests``,
+``compute_request_latency_metrics``, ``correct_streamed_response_metrics``;
+apis/streaming_parser.py; client/modelserver/openai_client.py): a request's clock starts just before
+its POST (``start``, connection not yet made); it times each SSE event with content (a role-only
+delta, the usage chunk and [DONE] are not timed), then, with a tokenizer configured, gives each
+token its chunk's time (``output_token_times``: a chunk of k tokens, by its tokenizer over the
+chunk's text, is k times, k - 1 gaps of 0). Its TTFT ends at the first token's time: tokenbench's.
+Its TPOT is (last token - first token) / (output tokens - 1), the tokens its tokenizer counted in
+the whole reply (the server's usage with ``use_server_output_tokens``): tokenbench's formula, whose
+count is the server's usage. Its inter_token_latency pools every gap between consecutive token
+times: tokenbench's ITL when each chunk is one token. Its request latency ends when the stream
+closed and the response was released (after [DONE]), not at the last token. Its TTFT and TPOT are
+over successful requests of 2+ token times. Its throughputs divide the successful requests (and
+their output tokens, its tokenizer's count) by the stage's ``benchmark_time_seconds``: the first
+request's start to the last one's end, failed ones included; tokenbench divides the requests in the
+measurement window by the window. Its normalized_time_per_output_token (NTPOT: request latency /
+output tokens) has no tokenbench headline figure to compare with.
 """
 
 from __future__ import annotations
@@ -149,6 +167,32 @@ _GUIDELLM_TOKENS = (
     "the tokens that arrived in the measurement window / the window"
 )
 
+_IP_TTFT = (
+    "the same in both: POST to the first SSE event with content (inference-perf times no role-only or usage chunk); "
+    "with a tokenizer, a first chunk its tokenizer counts as no token is skipped"
+)
+_IP_TPOT = (
+    "(last token - first token) / (output tokens - 1) in both, over requests of 2+ tokens; inference-perf's count is "
+    "its tokenizer's over the reply's text (the server's with use_server_output_tokens), tokenbench's the server's usage"
+)
+_IP_ITL = (
+    "inference-perf's inter_token_latency pools the gaps between its token times, a chunk of k tokens k times (k - 1 "
+    "gaps of 0); tokenbench's ITL pools the gaps between content chunks: the same when every chunk is one token"
+)
+_IP_E2E = (
+    "inference-perf: POST to the stream's close (after [DONE], the response released); tokenbench: to the last "
+    "content chunk"
+)
+_IP_RATE = (
+    "inference-perf: the stage's successful requests / its benchmark_time_seconds (first request's start to the last "
+    "one's end, failed ones included); tokenbench: the requests in the measurement window / the window (open loop: "
+    "scheduled in it)"
+)
+_IP_TOKENS = (
+    "inference-perf: the successful requests' output tokens (its tokenizer's count) / the stage's "
+    "benchmark_time_seconds; tokenbench: the tokens that arrived in the measurement window / the window"
+)
+
 DEFINITIONS: dict[str, tuple[Definition, ...]] = {
     "vllm-bench-serve": (
         Definition("ttft_s_mean", "mean_ttft_ms", True, False, _VLLM_TTFT),
@@ -190,6 +234,20 @@ DEFINITIONS: dict[str, tuple[Definition, ...]] = {
         Definition("e2e_s_p99", "request_latency.p99", False, False, _GUIDELLM_E2E + _GUIDELLM_PCT),
         Definition("requests_per_s", "requests_per_second.mean", False, False, _GUIDELLM_RATE),
         Definition("output_tokens_per_s", "output_tokens_per_second.mean", False, False, _GUIDELLM_TOKENS),
+    ),
+    "inference-perf": (
+        Definition("ttft_s_mean", "successes.latency.time_to_first_token.mean", True, True, _IP_TTFT),
+        Definition("ttft_s_p50", "successes.latency.time_to_first_token.median", True, True, _IP_TTFT),
+        Definition("ttft_s_p99", "successes.latency.time_to_first_token.p99", True, True, _IP_TTFT),
+        Definition("tpot_s_mean", "successes.latency.time_per_output_token.mean", True, True, _IP_TPOT),
+        Definition("tpot_s_p50", "successes.latency.time_per_output_token.median", True, True, _IP_TPOT),
+        Definition("tpot_s_p99", "successes.latency.time_per_output_token.p99", True, True, _IP_TPOT),
+        Definition("itl_s_mean", "successes.latency.inter_token_latency.mean", True, True, _IP_ITL),
+        Definition("e2e_s_mean", "successes.latency.request_latency.mean", False, False, _IP_E2E),
+        Definition("e2e_s_p50", "successes.latency.request_latency.median", False, False, _IP_E2E),
+        Definition("e2e_s_p99", "successes.latency.request_latency.p99", False, False, _IP_E2E),
+        Definition("requests_per_s", "successes.throughput.requests_per_sec", False, False, _IP_RATE),
+        Definition("output_tokens_per_s", "successes.throughput.output_tokens_per_sec", False, False, _IP_TOKENS),
     ),
 }
 
