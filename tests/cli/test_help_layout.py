@@ -17,7 +17,7 @@ from tokenbench.cli.flags import run_options
 from tokenbench.cli.help import HELP_INDENT, NAME_INDENT, GroupedCommand, find_groups, reflow
 from tokenbench.cli.vllm_flags import aliases
 from tokenbench.common.units import parse_fraction
-from tokenbench.config.flags import DATASET, GROUPS, LOAD, OUTPUT, STOPPING, TARGET
+from tokenbench.config.flags import DATASET, GROUPS, LOAD, OUTPUT, STOPPING, TARGET, VLLM
 from tokenbench.errors import BadInput
 
 NARROW = {"COLUMNS": "80"}
@@ -25,6 +25,7 @@ MAX_HELP_LINES = 4  # an option's help, wrapped at 80 columns
 MIN_HELP_WIDTH = 40  # the columns an option's help is given at 80
 ROOT = typer.main.get_command(app)
 RUN = ROOT.commands["run"]  # type: ignore[attr-defined]
+RUN_GROUPS = [g for g in GROUPS if g == VLLM or any(o.flag and o.flag.panel == g for o in run_options())]
 
 
 def _commands(command: Any = ROOT, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -45,7 +46,7 @@ def _helps() -> Iterator[tuple[str, ...]]:
         yield (*path, "--help")
         if isinstance(command, GroupedCommand):
             yield (*path, "--help", "all")
-    yield from (("run", "--help", group) for group in GROUPS if group != "Capacity search")
+    yield from (("run", "--help", group) for group in RUN_GROUPS)
 
 
 def _option_help_lines(text: str) -> dict[str, list[str]]:
@@ -118,13 +119,12 @@ def test_help_all_lists_every_option_and_every_vllm_name():
         assert set(option.flag.aliases) <= names
     ours = {o.name for o in run_options()}
     assert {n for n in aliases() if n not in ours} <= names
-    for group in GROUPS:
-        if group != "Capacity search":
-            assert f"\n {group} — " in text
+    for group in RUN_GROUPS:
+        assert f"\n {group} — " in text
 
 
 def test_help_group_takes_a_name_or_prefix_in_any_case():
-    groups = list(GROUPS)
+    groups = RUN_GROUPS
     assert find_groups("ENGINE", groups) == ["Engine"]
     assert find_groups("eng", groups) == ["Engine"]
     assert find_groups("request-kinds", groups) == ["Request kinds"]
@@ -138,6 +138,10 @@ def test_help_group_takes_a_name_or_prefix_in_any_case():
     assert "--request-rate" in _help("run", "--help", "vllm")
 
 
+def test_a_command_without_groups_reads_help_then_its_argument_as_plain_help():
+    assert _help("report", "--help", "runs/x") == _help("report", "--help")
+
+
 def test_an_unknown_group_is_one_line_naming_the_groups():
     result = CliRunner().invoke(app, ["run", "--help", "nonsense"], env={"COLUMNS": "400"})
     assert result.exit_code == 2
@@ -145,6 +149,14 @@ def test_an_unknown_group_is_one_line_naming_the_groups():
     assert "\n" not in line and "'nonsense'" in line
     for group in ("target", "load", "engine", "vllm bench's spellings", "all"):
         assert group in line
+
+
+def test_mock_help_lists_its_options_by_group():
+    text = _help("mock", "--help")
+    for heading in ("Replies — ", "Faults — ", "Scheduling — ", "Spans — ", "Engine figures — "):
+        assert f"\n {heading}" in text
+    assert text.index("Faults — ") < text.index("--fault-every") < text.index("Scheduling — ")
+    assert "--max-streams" not in _help("mock", "--help", "faults")
 
 
 def test_capacity_help_leads_with_the_search():

@@ -177,6 +177,8 @@ class GroupedCommand(typer.core.TyperCommand):
         console.width = min(console.width, MAX_WIDTH)
         groups = entries(self, ctx)
         several = len(groups) > 1
+        if not set(groups) - {ARGUMENTS, OPTIONS}:
+            asked = None  # no groups to name: `report --help DIR` is the plain help
         groups.setdefault(OPTIONS, []).append(
             Entry(
                 "-h, --help [GROUP|all]" if several else "-h, --help",

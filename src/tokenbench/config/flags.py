@@ -25,6 +25,12 @@ COST = "Cost"
 IMAGES = "Images"
 SEARCH = "Capacity search"  # `tokenbench capacity --help` (capacity/plan.py: CapacitySettings)
 VLLM = "vllm bench's spellings"  # the vllm-bench names `run` rewrites as its own (cli/vllm_flags.py)
+# `tokenbench mock`'s (mock/settings.py: MockSettings)
+REPLIES = "Replies"
+FAULTS = "Faults"
+SCHEDULING = "Scheduling"
+SPANS = "Spans"
+ENGINE_FIGURES = "Engine figures"
 
 # Every group, in the order --help lists them, each with what its options are for.
 GROUPS: dict[str, str] = {
@@ -45,6 +51,11 @@ GROUPS: dict[str, str] = {
     IMAGES: "synthetic images in chat requests",
     COST: "the price of the server's hardware",
     VLLM: "vllm bench serve's flags, rewritten as tokenbench's",
+    REPLIES: "the mock's timing and what its replies hold",
+    FAULTS: "failures the mock scripts",
+    SCHEDULING: "the mock's capacity, queue, replicas and prefix cache",
+    SPANS: "the OpenTelemetry spans the mock sends",
+    ENGINE_FIGURES: "vLLM's per-request figures and speculative decoding, scripted",
 }
 
 
