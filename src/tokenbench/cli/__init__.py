@@ -2,9 +2,10 @@
 
 One module per group of commands: run.py (`run`), capacity.py (`capacity`: run's flags and the
 search's), backends.py, experiment.py, files.py (`report`, `recompute`, `export`, `compare`, `history`),
-tools.py (`mock`, `calibrate`); flags.py builds the options from the settings' own flags,
-run_flags.py and engine.py turn their values into settings; common.py holds the error console,
-the one error formatter and the exit code of each kind of failure (tokenbench/errors.py).
+tools.py (`mock`, `calibrate`), completion.py (`completion SHELL`); flags.py builds the options
+from the settings' own flags, run_flags.py and engine.py turn their values into settings; help.py
+renders every command's --help (options by group, --help GROUP); common.py holds the error
+console, the one error formatter and the exit code of each kind of failure (tokenbench/errors.py).
 """
 
 from __future__ import annotations
