@@ -140,6 +140,8 @@ def test_help_group_takes_a_name_or_prefix_in_any_case():
 
 def test_a_command_without_groups_reads_help_then_its_argument_as_plain_help():
     assert _help("report", "--help", "runs/x") == _help("report", "--help")
+    assert _help("backends", "show", "--help", "vllm") == _help("backends", "show", "--help")
+    assert "--served-model-name" not in _help("backends", "show", "--help", "engine")
 
 
 def test_an_unknown_group_is_one_line_naming_the_groups():

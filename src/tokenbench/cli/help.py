@@ -191,6 +191,8 @@ class GroupedCommand(typer.core.TyperCommand):
         )
         first = [g for g in groups if self.first is None or g in (*self.first, ARGUMENTS, OPTIONS)]
         shown = first if asked is None else find_groups(asked, list(groups))
+        if not shown and ARGUMENTS in groups:  # `backends show --help vllm`: the word is its argument
+            asked, shown = None, first
         if not shown:
             names = ", ".join(g.lower() for g in groups)
             fail(f"no group {asked!r} in `{ctx.command_path}`'s options; the groups: {names}, all", 2)
