@@ -208,7 +208,7 @@ def test_readme_keeps_the_quickstart_and_the_exit_codes():
 
 def test_help_texts_the_docs_point_to_render_whole():
     runner = CliRunner()
-    run_help = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "250"})
+    run_help = runner.invoke(app, ["run", "--help", "all"], env={"COLUMNS": "250"})
     assert run_help.exit_code == 0, run_help.output
     assert "pip install 'tokenbench[ray]'" in run_help.output  # Rich markup would eat an unescaped [ray]
     presets = runner.invoke(app, ["experiment", "presets"])

@@ -71,7 +71,7 @@ def test_spec_auto_and_its_settings() -> None:
     for bad, needle in [
         ({"auto_trials": {"metric": "latency"}}, "not an aggregated metric"),
         ({"auto_trials": {"min": 5, "max": 3}}, "max (3) is below min (5)"),
-        ({"auto_trials": {"precision": "two%"}}, "a percent such as 5%"),
+        ({"auto_trials": {"precision": "two%"}}, "write it as 0.02 or as 2%"),
         ({"trials": "many"}, "trials"),
         ({"load": None, "search": {"slo": "ttft:p90<=500ms"}}, "trials: auto adds trials to load: experiments"),
     ]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tokenbench.common.units import parse_duration_s
+from tokenbench.common.units import parse_duration_s, parse_fraction
 from tokenbench.config.mix import WorkloadMix
 from tokenbench.config.slo import SLOConfig
 from tokenbench.errors import BadInput
@@ -89,10 +89,10 @@ def _objective(part: str) -> Objective:
 
 
 def _fraction(part: str, value: str) -> float:
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*(%?)", value)
-    if m is None:
-        raise ObjectiveError(f"--slo part {part!r}: write the error rate as a percentage, e.g. errors<=1%")
-    fraction = float(m.group(1)) / (100.0 if m.group(2) else 1.0)
+    try:
+        fraction = parse_fraction(value)
+    except BadInput:
+        raise ObjectiveError(f"--slo part {part!r}: write the error rate as a percentage, e.g. errors<=1%") from None
     if fraction > 1:
         raise ObjectiveError(f"--slo part {part!r}: an error rate above 100% means nothing; e.g. errors<=1%")
     return fraction

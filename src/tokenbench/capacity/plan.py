@@ -11,11 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from tokenbench.capacity.decide import Bracket, Verdict, next_step
 from tokenbench.capacity.objectives import check, check_mean, measure
 from tokenbench.common.frozen import FrozenModel
+from tokenbench.common.units import fraction
 from tokenbench.config import LoadPoint, RateLoad, UsersLoad
 from tokenbench.config.flags import SEARCH, Flag
 from tokenbench.results.capacity import (
@@ -37,6 +38,8 @@ class CapacitySettings(FrozenModel):
     gap between the highest passing and lowest failing value, trials per value (the verdict is
     on the trial mean), the probe budget (distinct values after the saturating probe) and the
     users of the saturating probe. Each is a flag of `tokenbench capacity` (cli/capacity.py)."""
+
+    _fractions = field_validator("tolerance", mode="before")(fraction)
 
     variable: Annotated[
         Variable,

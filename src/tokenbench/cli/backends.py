@@ -10,6 +10,7 @@ from rich.console import Console
 from tokenbench.cli.common import err, fail
 from tokenbench.cli.engine import SHOW_OPTIONS, knobs
 from tokenbench.cli.flags import FlagCommand
+from tokenbench.cli.help import GroupedCommand
 from tokenbench.config import BackendConfig
 
 SHOWN_REPLICA_PORT = 8080  # `show` of a router: its replicas as if on the embedded llama.cpp server's port and the next
@@ -70,4 +71,4 @@ def backends_show(
     err.print(profile_panel(profile, spec))
 
 
-app.command("show")(FlagCommand(backends_show, SHOW_OPTIONS))
+app.command("show", cls=GroupedCommand)(FlagCommand(backends_show, SHOW_OPTIONS))

@@ -13,8 +13,9 @@ from pydantic import ValidationError
 from tokenbench.capacity.plan import CapacitySettings
 from tokenbench.cli.common import UsageError, err, exit_codes, validation_message
 from tokenbench.cli.flags import RUN_FLAGS, FlagCommand, Option, Params, flag_of, given_fields, options, run_options
+from tokenbench.cli.help import GroupedCommand
 from tokenbench.config import LoadSweep, ReplayLoad, RunConfig
-from tokenbench.config.flags import SEARCH, TRACE
+from tokenbench.config.flags import DATASET, OUTPUT, SEARCH, STOPPING, TARGET, TRACE
 from tokenbench.results.capacity import Objective
 from tokenbench.results.layout import CAPACITY
 
@@ -78,6 +79,12 @@ def capacity(
 
 
 command = FlagCommand(capacity, OPTIONS)
+
+
+class CapacityCommand(GroupedCommand):
+    """``tokenbench capacity``: its --help shows the search's options and the groups a first search needs."""
+
+    first = (SEARCH, TARGET, DATASET, STOPPING, OUTPUT)
 
 
 def _settings(a: Params) -> tuple[RunConfig, list[Objective], CapacitySettings]:

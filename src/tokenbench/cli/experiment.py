@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, cast, get_args
 import typer
 
 from tokenbench.cli.common import err, fail
+from tokenbench.cli.help import GroupedCommand
 from tokenbench.errors import BadInput
 
 app = typer.Typer(
@@ -15,7 +16,7 @@ app = typer.Typer(
 )
 
 
-@app.command("run")
+@app.command("run", cls=GroupedCommand)
 def experiment_run(
     file: Annotated[Path | None, typer.Argument(help="Experiment YAML file.")] = None,
     preset: Annotated[
@@ -69,7 +70,7 @@ def experiment_run(
         raise typer.Exit(1)
 
 
-@app.command("presets")
+@app.command("presets", cls=GroupedCommand)
 def experiment_presets(
     show: Annotated[str | None, typer.Option(help="Print this preset as YAML (copy it to start your own).")] = None,
     scale: Annotated[str, typer.Option(help="small, full or ci.", metavar="[small|full|ci]")] = "small",

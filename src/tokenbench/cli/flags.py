@@ -96,6 +96,17 @@ class Option:
         ``500ms``, ``5s``, ``2m``, or a plain number of seconds (units.parse_duration_s)."""
         return self.field.endswith("_s") and _bare(self.info.annotation) is float
 
+    @property
+    def fraction(self) -> bool:
+        """A share of a whole (a float field at most 1: --precision, --kv-memory, --tolerance): the
+        option takes ``0.02`` or ``2%`` (units.parse_fraction)."""
+        if _bare(self.info.annotation) is not float:
+            return False
+        bounds = [getattr(m, "le", None) for m in self.info.metadata] + [
+            getattr(m, "lt", None) for m in self.info.metadata
+        ]
+        return any(b is not None and b <= 1 for b in bounds)
+
     def _default_text(self) -> str:
         assert self.flag is not None
         if self.flag.default is False:
@@ -112,22 +123,29 @@ class Option:
         value: Any = bool if switch else bare if bare in _PLAIN else str
         if flag.repeat:
             value = list[str]
-        if self.duration:
+        if self.duration or self.fraction:
+            parse: Callable[[str], float | str] = _fraction if self.fraction else _duration
+            metavar = "FRACTION" if self.fraction else "DURATION"
+            if flag.auto:
+                metavar, parse = "DURATION|auto", _duration_or_auto
             option = typer.Option(
                 *decls,
-                help=flag.help + self._default_text(),
+                help=flag.help + (" Written 0.02 or 2%." if self.fraction else "") + self._default_text(),
                 rich_help_panel=flag.panel,
-                metavar="DURATION|auto" if flag.auto else "DURATION",
-                parser=_duration_or_auto if flag.auto else _duration,
+                metavar=metavar,
+                parser=parse,
+                autocompletion=_words(AUTO) if flag.auto else None,
             )
             return inspect.Parameter(
                 self.param, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[float | None, option]
             )
+        literal = get_origin(bare) is Literal
         option = typer.Option(
             *decls,
             help=flag.help + self._default_text(),
             rich_help_panel=flag.panel,
-            metavar=choices(bare) if get_origin(bare) is Literal else None,
+            metavar=choices(bare) if literal else _metavar(bare, flag),
+            autocompletion=_words(*map(str, get_args(bare))) if literal else None,
         )
         annotation = Annotated[value | None, option]
         return inspect.Parameter(self.param, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
@@ -141,6 +159,29 @@ def _duration(text: str) -> float:
         return parse_duration_s(text)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+
+
+def _fraction(text: str) -> float:
+    """A fraction option's text (``0.02`` or ``2%``) -> the fraction; click names the option in the error (exit 2)."""
+    from tokenbench.common.units import parse_fraction
+
+    try:
+        return parse_fraction(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _words(*words: str) -> Callable[[str], list[str]]:
+    """Shell completion of an option's value: the words it takes that start as typed."""
+    return lambda incomplete: [w for w in words if w.startswith(incomplete)]
+
+
+def _metavar(bare: Any, flag: Flag) -> str | None:
+    """The value's name on the option's --help line: a list's ``LIST`` (comma-separated), a
+    repeated option's ``TEXT``; None: the type's."""
+    if get_origin(bare) is list and not flag.repeat:
+        return "LIST"
+    return None
 
 
 def _duration_or_auto(text: str) -> float | str:

@@ -11,7 +11,9 @@ import typer
 
 from tokenbench.cli.common import UsageError, err
 from tokenbench.cli.flags import FlagCommand, run_options
+from tokenbench.cli.help import GroupedCommand
 from tokenbench.cli.run_flags import run_config
+from tokenbench.config.flags import DATASET, LOAD, OUTPUT, STOPPING
 
 if TYPE_CHECKING:
     from tokenbench.capacity.plan import CapacitySettings
@@ -70,7 +72,7 @@ def _fit_report(model: ServerModel) -> None:
     err.print(points)
 
 
-@app.command("fit")
+@app.command("fit", cls=GroupedCommand)
 def fit(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, or directories holding runs (an experiment).")],
     out: Annotated[
@@ -151,10 +153,18 @@ def predict(
 
 
 predict_command = FlagCommand(predict, run_options())
-app.command("predict")(predict_command)
 
 
-@app.command("validate")
+class PredictCommand(GroupedCommand):
+    """``tokenbench model predict``: run's options, its --help the model's and a first run's groups."""
+
+    first = (MODEL_PANEL, LOAD, DATASET, STOPPING, OUTPUT)
+
+
+app.command("predict", cls=PredictCommand)(predict_command)
+
+
+@app.command("validate", cls=GroupedCommand)
 def validate(
     model: Annotated[Path, typer.Argument(help="A model file from `tokenbench model fit`.")],
     run: Annotated[Path, typer.Argument(help="A run the model was not fitted on.")],

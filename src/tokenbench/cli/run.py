@@ -1,49 +1,42 @@
 """`tokenbench run`: flags -> RunConfig (cli/run_flags.py), then one call (runner.run). Its
 options are the settings' flags (cli/flags.py), and the vllm-bench names it also takes, listed
-in their own help section (vllm_flags.py rewrites them before the arguments are parsed)."""
+in their own help group (vllm_flags.py rewrites them before the arguments are parsed)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
-import typer.core
 
 from tokenbench.cli.common import err, exit_codes, fail
 from tokenbench.cli.flags import FlagCommand, run_options
+from tokenbench.cli.help import Entry, GroupedCommand, reflow
 from tokenbench.cli.run_flags import run_config
 from tokenbench.cli.vllm_flags import FlagError, aliases, translate
 from tokenbench.config import RunConfig
+from tokenbench.config.flags import DATASET, LOAD, OUTPUT, STOPPING, TARGET, VLLM
 from tokenbench.errors import SERVER_FAILED_EXIT
 
-VLLM_PANEL = "vllm bench serve's flags (rewritten as tokenbench's)"
 
+class RunCommand(GroupedCommand):
+    """``tokenbench run``: vllm-bench flags rewritten before the arguments are parsed (vllm_flags);
+    its --help shows the groups a first run needs."""
 
-class RunCommand(typer.core.TyperCommand):
-    """``tokenbench run``: vllm-bench flags rewritten before the arguments are parsed (vllm_flags)."""
+    first = (TARGET, LOAD, DATASET, STOPPING, OUTPUT)
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+    def rewrite(self, args: list[str]) -> list[str]:
         try:
-            args = translate(args)
+            return translate(args)
         except FlagError as exc:
             fail(str(exc), 2)
-        return super().parse_args(ctx, args)
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        """run's options, then the vllm-bench names it takes: a panel of their own (not options of
-        the command: ``translate`` has rewritten them before the arguments are parsed)."""
-        super().format_help(ctx, formatter)
-        from rich import box
-        from rich.console import Console
-        from rich.panel import Panel
-        from rich.table import Table
+    def extra_groups(self) -> dict[str, list[Entry]]:
+        """The vllm-bench names run takes (not options of the command: ``translate`` has rewritten
+        them before the arguments are parsed)."""
+        from rich.text import Text
 
-        table = Table.grid(padding=(0, 2))
         ours = {o.name for o in run_options()}
-        for name, meaning in aliases().items():
-            if name not in ours:
-                table.add_row(f"[bold cyan]{name}[/]", meaning)
-        Console().print(Panel(table, title=VLLM_PANEL, title_align="left", border_style="dim", box=box.ROUNDED))
+        return {
+            VLLM: [Entry(name, Text(reflow(meaning) or "")) for name, meaning in aliases().items() if name not in ours]
+        }
 
 
 def run(ctx: typer.Context) -> None:

@@ -19,7 +19,7 @@ from pydantic import Field, field_validator, model_validator
 from tokenbench.common.frozen import FrozenModel as _Model
 from tokenbench.common.redact import MASK, mask
 from tokenbench.common.replica_states import ScalerKind
-from tokenbench.common.units import parse_duration_s, seconds
+from tokenbench.common.units import fraction, parse_duration_s, seconds
 from tokenbench.config.constraints import (
     TOOL_CHOICES,
     ConstraintKind,
@@ -30,7 +30,24 @@ from tokenbench.config.constraints import (
     tool_names,
 )
 from tokenbench.config.cost import CostConfig
-from tokenbench.config.flags import ENGINE, IMAGES, PREFIXES, PROGRAMS, SCALE, SESSIONS, TRACE, Flag, SetBy
+from tokenbench.config.flags import (
+    DATASET,
+    ENGINE,
+    IMAGES,
+    LOAD,
+    OUTPUT,
+    PREFIXES,
+    PROGRAMS,
+    REQUESTS,
+    SCALE,
+    SESSIONS,
+    STOPPING,
+    TARGET,
+    TELEMETRY,
+    TRACE,
+    Flag,
+    SetBy,
+)
 from tokenbench.config.images import parse_image_count, parse_image_sizes
 from tokenbench.config.mix import DEFAULT_TENANT_HEADER, WorkloadMix, check_header, check_weights
 from tokenbench.config.slo import SLOConfig
@@ -129,7 +146,11 @@ class TargetConfig(_Model):
 
     url: Annotated[
         str | None,
-        Flag("--url", "Server base URL, e.g. http://127.0.0.1:8000. Omit to start the embedded llama.cpp backend."),
+        Flag(
+            "--url",
+            "Server base URL, e.g. http://127.0.0.1:8000. Omit to start the embedded llama.cpp backend.",
+            TARGET,
+        ),
     ] = None
     # model name sent in requests; for the embedded backend, a .gguf path
     model: Annotated[
@@ -137,6 +158,7 @@ class TargetConfig(_Model):
         Flag(
             "--model",
             "Model name to request (default: the first of /v1/models). Without --url: a .gguf path for the embedded server.",
+            TARGET,
         ),
     ] = None
     api: Annotated[
@@ -146,13 +168,14 @@ class TargetConfig(_Model):
             "chat, completions, responses (OpenAI), messages (Anthropic), or native: tgi, triton, ollama; "
             "embeddings, rerank, score (pooling: non-streamed, --batch-size inputs a request). Default: the "
             "backend's first API, else chat.",
+            TARGET,
             aliases=("--endpoint-type",),  # AIPerf's name for it
         ),
     ] = None  # None: the backend profile's first API, else chat
     # read at send time; the key itself is never stored
-    api_key_env: Annotated[str, Flag("--api-key-env", "Environment variable holding the API key.", default=True)] = (
-        "OPENAI_API_KEY"
-    )
+    api_key_env: Annotated[
+        str, Flag("--api-key-env", "Environment variable holding the API key.", TARGET, default=True)
+    ] = "OPENAI_API_KEY"
     # whole request, first byte to end of stream
     request_timeout_s: Annotated[
         float,
@@ -160,18 +183,21 @@ class TargetConfig(_Model):
             "--request-timeout",
             "Seconds a whole request may take, from its send to the end of its stream; one that takes longer is "
             "recorded with outcome timeout.",
+            TARGET,
             default=True,
             aliases=("--timeout",),
         ),
     ] = 600.0
     # longest silence between two reads of one stream
     read_timeout_s: Annotated[
-        float, Flag("--read-timeout", "Seconds of silence allowed within a stream.", default=True)
+        float, Flag("--read-timeout", "Seconds of silence allowed within a stream.", TARGET, default=True)
     ] = 120.0
     connect_timeout_s: Annotated[
-        float, Flag("--connect-timeout", "Seconds to open a connection to the server.", default=True)
+        float, Flag("--connect-timeout", "Seconds to open a connection to the server.", TARGET, default=True)
     ] = Field(default=10.0, gt=0)
-    ignore_eos: Annotated[bool, Flag("--ignore-eos", "Ask the server to ignore EOS (fixed output lengths).")] = False
+    ignore_eos: Annotated[
+        bool, Flag("--ignore-eos", "Ask the server to ignore EOS (fixed output lengths).", REQUESTS)
+    ] = False
     include_usage: bool = True
     # usage on every chunk; None: as the backend profile says
     continuous_usage: Annotated[
@@ -179,6 +205,7 @@ class TargetConfig(_Model):
         Flag(
             "--continuous-usage",
             "Ask for usage on every chunk (per-token ITL).",
+            REQUESTS,
             default="where the --backend gives it",
         ),
     ] = None
@@ -188,6 +215,7 @@ class TargetConfig(_Model):
         Flag(
             "--extra-body",
             "JSON object merged into every request body (sampling parameters, e.g. '{\"temperature\": 0}').",
+            REQUESTS,
         ),
     ] = Field(default_factory=dict)
     # sent with every request (--header "Name: value"); values are masked in every file written
@@ -196,6 +224,7 @@ class TargetConfig(_Model):
         Flag(
             "--header",
             "'Name: value' sent with every request (repeat); values are masked in every file tokenbench writes.",
+            TARGET,
             repeat=True,
         ),
     ] = Field(default_factory=dict)
@@ -207,6 +236,7 @@ class TargetConfig(_Model):
         Flag(
             "--replica-header",
             "Fleet: the response header naming the replica that served a request (a router's or proxy's).",
+            TELEMETRY,
             default=True,
         ),
     ] = "x-served-by"
@@ -218,6 +248,7 @@ class TargetConfig(_Model):
             "--batch-size",
             "Inputs per request of --api embeddings (strings), rerank and score (documents scored against one "
             "query). Default 1.",
+            REQUESTS,
         ),
     ] = Field(default=None, gt=0)
 
@@ -248,15 +279,16 @@ class TargetConfig(_Model):
             "--response-format",
             "Structured output: json_object, json_schema:FILE, choice:A,B,C, regex:PATTERN or grammar:FILE, sent in "
             "the engine's own fields (--backend); each reply is checked (valid_fraction).",
+            REQUESTS,
         ),
     ] = None
     tools: Annotated[
         tuple[dict[str, Any], ...] | None,
-        Flag("--tools", "Tool calls (chat): a JSON file of OpenAI tool definitions sent with every request."),
+        Flag("--tools", "Tool calls (chat): a JSON file of OpenAI tool definitions sent with every request.", REQUESTS),
     ] = None
     tool_choice: Annotated[
         str | None,
-        Flag("--tool-choice", "With --tools: auto, required, none, or a tool's NAME (forces that tool)."),
+        Flag("--tool-choice", "With --tools: auto, required, none, or a tool's NAME (forces that tool).", REQUESTS),
     ] = None
     # how the engine takes --response-format (Profile.structured; the runner sets it): None = openai
     structured_dialect: Dialect | None = None
@@ -298,6 +330,7 @@ class EngineKnobs(_Model):
     "the engine's default"; a knob an engine has no flag for is an error naming --engine-arg."""
 
     FLAGS: ClassVar[str] = "engine knobs"  # named in an error about several knobs at once
+    _fractions = field_validator("kv_memory", mode="before")(fraction)
 
     max_num_seqs: Annotated[
         int | None, Flag("--max-num-seqs", "Engine: max concurrent sequences (batch size).", ENGINE)
@@ -501,12 +534,12 @@ class BackendConfig(_Model):
     ] = Field(default=900.0, gt=0)
     # /metrics scrape period
     metrics_interval_s: Annotated[
-        float, Flag("--metrics-interval", "Seconds between /metrics scrapes.", ENGINE, default=True)
+        float, Flag("--metrics-interval", "Seconds between /metrics scrapes.", TELEMETRY, default=True)
     ] = Field(default=1.0, gt=0)
     # default: the target URL + the profile's metrics path
     metrics_url: Annotated[
         str | None,
-        Flag("--metrics-url", "Scrape this URL instead of the server URL + the profile's metrics path.", ENGINE),
+        Flag("--metrics-url", "Scrape this URL instead of the server URL + the profile's metrics path.", TELEMETRY),
     ] = None
     # Autoscaling: a scaler's API polled for its replicas beside each scrape (telemetry/scaler.py);
     # a launched ray relay with autoscaling gives its own (backends/ray.py)
@@ -517,12 +550,14 @@ class BackendConfig(_Model):
             "Autoscaling: poll this scaler API for its replicas every --metrics-interval (Ray Serve's "
             "/api/serve/applications/, a Kubernetes PodList URL through kubectl proxy, the mock's /mock/replicas): "
             "each point's replica timeline, scale-up lags and replica-seconds.",
-            ENGINE,
+            TELEMETRY,
         ),
     ] = None
     scaler_kind: Annotated[
         ScalerKind,
-        Flag("--scaler-kind", "Autoscaling: what --scaler-url answers (ray-serve, kubernetes).", ENGINE, default=True),
+        Flag(
+            "--scaler-kind", "Autoscaling: what --scaler-url answers (ray-serve, kubernetes).", TELEMETRY, default=True
+        ),
     ] = "ray-serve"
     # A serving layer (triton, ray) in front of an engine: the engine profile it serves from
     # (llamacpp, vllm), launched first on its own port.
@@ -543,9 +578,8 @@ class BackendConfig(_Model):
         Flag(
             "--layer-arg",
             "Serving layer (--backend ray/triton): one of the layer's own settings, KEY=VALUE (repeat), apart "
-            "from its engine's. ray: stream_batching_interval_ms=MS (Ray Serve LLM's response batcher, default 50; "
-            "the CPU relay's, default 0), max_ongoing_requests=N (per replica, default 1e9) and, on the relay, "
-            "autoscaling=min:1,max:2,target_ongoing:2,upscale_delay:1,downscale_delay:5 (Serve's autoscaling_config).",
+            "from its engine's, e.g. ray: stream_batching_interval_ms=MS, max_ongoing_requests=N, "
+            "autoscaling=min:1,max:2,... (docs/backends.md).",
             ENGINE,
             repeat=True,
         ),
@@ -569,7 +603,7 @@ class BackendConfig(_Model):
             "--replica-url",
             "Fleet behind --url (a router): one replica's base URL (repeat); each one's /metrics is scraped "
             "beside the router's and named by its host:port.",
-            ENGINE,
+            TELEMETRY,
             repeat=True,
         ),
     ] = ()
@@ -743,10 +777,10 @@ class LoadSweep(_Model):
     FLAGS: ClassVar[str] = "--users/--rate"  # named in an error about the whole sweep
 
     users: Annotated[
-        list[int] | None, Flag("--users", "Closed loop: concurrent users, a list runs one point each: 10,50,100.")
+        list[int] | None, Flag("--users", "Closed loop: concurrent users, a list runs one point each: 10,50,100.", LOAD)
     ] = None
     rates: Annotated[
-        list[float] | None, Flag("--rate", "Open loop: requests/s, a list runs one point each: 1,2,4,8.")
+        list[float] | None, Flag("--rate", "Open loop: requests/s, a list runs one point each: 1,2,4,8.", LOAD)
     ] = None
     replay: ReplaySweep | None = None
     # one staged point (config/stages.py): its stages, or a shape that makes them
@@ -757,32 +791,35 @@ class LoadSweep(_Model):
             "One point whose load changes: 'rate=2:20s, rate=8:20s ramp=5s, rate=2:20s' (or users=N:DURATION); "
             "ramp= goes linearly from the stage before. The point lasts the stages' total (a longer --duration "
             "holds the last level).",
+            LOAD,
         ),
     ] = None
     shape: Annotated[
         str | None,
         Flag(
             "--load-shape",
-            "One staged point from a shape: steps:levels=2/8/2,each=20s | spike:base=2,peak=10,at=20s,for=10s | "
-            "burst-drain:burst=20,for=10s,drain=30s | diurnal:min=1,max=9,period=120s,levels=8 | "
-            "trace:path=FILE,window=10s,scale=1 (the trace's own rate curve); of=users for users.",
+            "One staged point from a shape: steps:levels=2/8/2,each=20s, spike:base=2,peak=10,at=20s,for=10s, "
+            "burst-drain:..., diurnal:... or trace:path=FILE (its own rate curve); of=users for users "
+            "(docs/workloads.md).",
+            LOAD,
         ),
     ] = None
-    ramp_up_s: Annotated[float, Flag("--ramp-up", "Seconds over which users are spawned evenly.", default=True)] = (
-        Field(default=UsersLoad.model_fields["ramp_up_s"].default, ge=0)
-    )
+    ramp_up_s: Annotated[
+        float, Flag("--ramp-up", "Seconds over which users are spawned evenly.", LOAD, default=True)
+    ] = Field(default=UsersLoad.model_fields["ramp_up_s"].default, ge=0)
     think_time_s: Annotated[
         float,
-        Flag("--think-time", "Seconds a user waits after a reply before its next request.", default=True),
+        Flag("--think-time", "Seconds a user waits after a reply before its next request.", LOAD, default=True),
     ] = Field(default=UsersLoad.model_fields["think_time_s"].default, ge=0)
-    arrival: Annotated[Arrival, Flag("--arrival", "Open-loop arrivals: constant, poisson (default) or gamma.")] = (
-        RateLoad.model_fields["arrival"].default
-    )
+    arrival: Annotated[
+        Arrival, Flag("--arrival", "Open-loop arrivals: constant, poisson (default) or gamma.", LOAD)
+    ] = RateLoad.model_fields["arrival"].default
     burstiness: Annotated[
         float,
         Flag(
             "--burstiness",
             "Gamma shape (1 = poisson, <1 burstier); other than 1 without --arrival: gamma, as in vllm bench serve.",
+            LOAD,
         ),
     ] = Field(default=RateLoad.model_fields["burstiness"].default, gt=0)
     max_concurrency: Annotated[
@@ -790,6 +827,7 @@ class LoadSweep(_Model):
         Flag(
             "--max-concurrency",
             "Open loop and replay: at most this many in flight; the wait is recorded as queue delay.",
+            LOAD,
         ),
     ] = Field(default=None, gt=0)
 
@@ -880,11 +918,12 @@ class StopConfig(_Model):
             "--duration",
             "Seconds of load per point; auto: until its figures are precise (--precision), at most --max-duration "
             "(a trace replay ignores auto: the trace ends it).",
+            STOPPING,
             auto=True,
         ),
     ] = Field(default=None, gt=0)
-    max_requests: Annotated[int | None, Flag("--max-requests", "Stop a point after this many requests.")] = Field(
-        default=None, gt=0
+    max_requests: Annotated[int | None, Flag("--max-requests", "Stop a point after this many requests.", STOPPING)] = (
+        Field(default=None, gt=0)
     )
     # after ramp-up; excluded from metrics
     warmup_s: Annotated[
@@ -893,6 +932,7 @@ class StopConfig(_Model):
             "--warmup",
             "Seconds after ramp-up excluded from metrics; auto: from where steady state began (no drift in TTFT "
             "and tok/s over 4 windows).",
+            STOPPING,
             default=True,
             auto=True,
         ),
@@ -900,7 +940,7 @@ class StopConfig(_Model):
     # wait for in-flight requests at the end
     drain_timeout_s: Annotated[
         float,
-        Flag("--drain-timeout", "Seconds in-flight requests may finish after the load stops.", default=True),
+        Flag("--drain-timeout", "Seconds in-flight requests may finish after the load stops.", STOPPING, default=True),
     ] = Field(default=60.0, ge=0)
     # The loads' own schedule ends each point (trace replay: its last row), so neither a duration
     # nor a request count is needed; RunConfig allows it only when every load is a replay.
@@ -918,13 +958,17 @@ class StopConfig(_Model):
             "With --duration auto: stop a point once the 95% CI half-width of mean TTFT, mean TPOT, output tok/s "
             "and TTFT p90 is within this fraction of each (batch means; p90 by an order-statistic bound). "
             "Trace replay ignores it (a trace has its own end).",
+            STOPPING,
             default=f"{DEFAULT_PRECISION}",
         ),
     ] = Field(default=None, gt=0, lt=1)
     max_duration_s: Annotated[
         float | None,
         Flag(
-            "--max-duration", "With --duration auto: the ceiling of each point.", default=f"{DEFAULT_MAX_DURATION_S:g}s"
+            "--max-duration",
+            "With --duration auto: the ceiling of each point.",
+            STOPPING,
+            default=f"{DEFAULT_MAX_DURATION_S:g}s",
         ),
     ] = Field(default=None, gt=0)
     min_requests: Annotated[
@@ -932,6 +976,7 @@ class StopConfig(_Model):
         Flag(
             "--min-requests",
             "With --duration auto: a point never stops as precise before this many requests in its window.",
+            STOPPING,
             default=f"{DEFAULT_MIN_REQUESTS}",
         ),
     ] = Field(default=None, ge=20)
@@ -942,12 +987,14 @@ class StopConfig(_Model):
             "Open loop: stop a point whose backlog grows without bound (its slope's 95% CI above 0 and its growth "
             f"at least its mean, judged from {BACKLOG_SPAN_S:g}s on), marked over_saturated (capacity probes: on "
             "unless --no-stop-oversaturated).",
+            STOPPING,
         ),
     ] = None
     # the run's --window: the steady-state rule's windows (the runner copies it in for the workers)
     window_s: float | None = Field(default=None, gt=0)
 
     _durations = field_validator("duration_s", "warmup_s", "drain_timeout_s", "max_duration_s", mode="before")(seconds)
+    _fractions = field_validator("precision", mode="before")(fraction)
 
     @model_validator(mode="before")
     @classmethod
@@ -1016,20 +1063,22 @@ class DatasetConfig(_Model):
             "--dataset",
             "synthetic, sharegpt, dolly, jsonl, trace (replays --dataset-path on its own schedule), or programs "
             "(agent sessions: graphs of dependent calls).",
+            DATASET,
             default=True,
         ),
     ] = "synthetic"
     path: Annotated[
-        Path | None, Flag("--dataset-path", "Dataset file (sharegpt JSON, dolly JSONL, your JSONL, a trace).")
+        Path | None, Flag("--dataset-path", "Dataset file (sharegpt JSON, dolly JSONL, your JSONL, a trace).", DATASET)
     ] = None
     # --dataset sharegpt: which conversations become prompts, in which order, with which length filters
     sharegpt_sampling: Annotated[
         ShareGPTSampling,
         Flag(
             "--sharegpt-sampling",
-            "ShareGPT: draw as tokenbench (conversations whose first turn is human), vllm (as vllm bench serve "
-            "--dataset-name sharegpt) or sglang (as SGLang's bench_serving): the first two turns whoever speaks "
-            "them, that tool's shuffle and length filters (lengths agree with the same --tokenizer and --seed).",
+            "ShareGPT: draw as tokenbench (conversations whose first turn is human), vllm (as vllm bench serve) "
+            "or sglang (as SGLang's bench_serving): that tool's turns, shuffle and length filters (the same "
+            "lengths with the same --tokenizer and --seed).",
+            DATASET,
             default=True,
         ),
     ] = "tokenbench"
@@ -1037,13 +1086,15 @@ class DatasetConfig(_Model):
     input_tokens: Annotated[
         int,
         Flag(
-            "--input-tokens", "Synthetic prompt length in tokens (with --prefix-groups: the suffix after the prefix)."
+            "--input-tokens",
+            "Synthetic prompt length in tokens (with --prefix-groups: the suffix after the prefix).",
+            DATASET,
         ),
     ] = Field(default=128, gt=0)
     # None: the reply's length (sharegpt, dolly), SYNTHETIC_OUTPUT_TOKENS, or the jsonl line's
     output_tokens: Annotated[
         int | None,
-        Flag("--output-tokens", "max_tokens per request (default: dataset's reply length; synthetic 128)."),
+        Flag("--output-tokens", "max_tokens per request (default: dataset's reply length; synthetic 128).", DATASET),
     ] = Field(default=None, gt=0)
     # prompts loaded, then cycled
     num_prompts: Annotated[
@@ -1052,23 +1103,31 @@ class DatasetConfig(_Model):
             "--num-prompts",
             "Distinct prompts to load (default 1000), cycled until --duration/--max-requests; with neither, each is "
             "sent once (as vllm bench serve).",
+            DATASET,
         ),
     ] = Field(default=1000, gt=0)
     # filter (dolly, sharegpt)
     min_prompt_tokens: Annotated[
-        int | None, Flag("--min-prompt-tokens", "Keep prompts with at least this many tokens.")
+        int | None, Flag("--min-prompt-tokens", "Keep prompts with at least this many tokens.", DATASET)
     ] = None
     max_prompt_tokens: Annotated[
-        int | None, Flag("--max-prompt-tokens", "Keep prompts with at most this many tokens.")
+        int | None, Flag("--max-prompt-tokens", "Keep prompts with at most this many tokens.", DATASET)
     ] = None
-    system_prompt: Annotated[str | None, Flag("--system-prompt", "System prompt TEXT or @FILE.")] = None
+    system_prompt: Annotated[str | None, Flag("--system-prompt", "System prompt TEXT or @FILE.", DATASET)] = None
     unique_prefix: Annotated[
-        bool, Flag("--unique-prefix", "Prefix every prompt uniquely to defeat prefix caching across requests and runs.")
+        bool,
+        Flag(
+            "--unique-prefix",
+            "Prefix every prompt uniquely to defeat prefix caching across requests and runs.",
+            DATASET,
+        ),
     ] = False
     # HF tokenizer.json path or folder; default: the target's /tokenize
     tokenizer: Annotated[
         str | None,
-        Flag("--tokenizer", "HF tokenizer.json (or folder) for exact lengths; default: the server's /tokenize."),
+        Flag(
+            "--tokenizer", "HF tokenizer.json (or folder) for exact lengths; default: the server's /tokenize.", DATASET
+        ),
     ] = None
     # --dataset trace: the file's format (None: detected), tokens per hash id (None: the format's),
     # BurstGPT's Model and Log Type filters
@@ -1387,17 +1446,18 @@ class RunConfig(_Model):
     stop: StopConfig
     dataset: DatasetConfig = DatasetConfig()
     backend: BackendConfig | None = None
-    slo: Annotated[SLOConfig, Flag("--slo", "Goodput objectives, e.g. ttft=500ms,tpot=50ms.")] = SLOConfig()
+    slo: Annotated[SLOConfig, Flag("--slo", "Goodput objectives, e.g. ttft=500ms,tpot=50ms.", OUTPUT)] = SLOConfig()
     # --deadlines: the fluidity index's
     deadlines: Annotated[
         DeadlinesConfig,
         Flag(
             "--deadlines",
             "Fluidity index deadlines: first token, then each later one.",
+            OUTPUT,
             default="ttft=100ms,tbt=50ms",
         ),
     ] = DeadlinesConfig()
-    seed: Annotated[int, Flag("--seed", "Seed for prompts and arrivals.", default=True)] = 0
+    seed: Annotated[int, Flag("--seed", "Seed for prompts and arrivals.", LOAD, default=True)] = 0
     # each load point run this many times in a row (trials): mean ± 95% CI per load, and compare's tests
     trials: Annotated[
         int,
@@ -1405,25 +1465,26 @@ class RunConfig(_Model):
             "--trials",
             "Run each load point N times in a row: the summary gives mean ± 95% CI per load, and "
             "compare tests the differences (as an experiment's trials).",
+            LOAD,
             default=True,
         ),
     ] = Field(default=1, ge=1)
     # time-series window
-    window_s: Annotated[float, Flag("--window", "Time-series window in seconds.", default=True)] = Field(
+    window_s: Annotated[float, Flag("--window", "Time-series window in seconds.", OUTPUT, default=True)] = Field(
         default=5.0, gt=0
     )
-    out_dir: Annotated[Path | None, Flag("--out", "Run directory (default runs/<timestamp>).")] = None
+    out_dir: Annotated[Path | None, Flag("--out", "Run directory (default runs/<timestamp>).", OUTPUT)] = None
     # store generated text in records.jsonl
-    keep_text: Annotated[bool, Flag("--keep-text", "Store generated text in records.jsonl.")] = False
+    keep_text: Annotated[bool, Flag("--keep-text", "Store generated text in records.jsonl.", OUTPUT)] = False
     # server spans: an OTLP/HTTP receiver for the server's own spans, joined to the records
     server_traces: Annotated[
         bool,
         Flag(
             "--server-traces",
-            "Receive the server's OpenTelemetry spans (OTLP/HTTP and OTLP/gRPC on 127.0.0.1; a launched vLLM, "
-            "SGLang, TGI or TensorRT-LLM is pointed at it, an attached server by you: the console prints both "
-            "endpoints) and join them to the records: each request's server queue, prefill and decode in "
-            "results.json.",
+            "Receive the server's OpenTelemetry spans on 127.0.0.1 (a launched vLLM, SGLang, TGI or TensorRT-LLM "
+            "is pointed at it; an attached one by you, to the endpoints printed) and join them to the records: "
+            "each request's server queue, prefill and decode in results.json.",
+            TELEMETRY,
         ),
     ] = False
     server_traces_port: Annotated[
@@ -1432,6 +1493,7 @@ class RunConfig(_Model):
             "--server-traces-port",
             "With --server-traces: the receiver's port on 127.0.0.1 (0: any free one; an attached server's "
             "exporter needs a fixed one, e.g. 4318, OTLP/HTTP's own).",
+            TELEMETRY,
         ),
     ] = Field(default=0, ge=0, le=65535)
     server_traces_grpc_port: Annotated[
@@ -1440,9 +1502,10 @@ class RunConfig(_Model):
             "--server-traces-grpc-port",
             "With --server-traces: the OTLP/gRPC receiver's port on 127.0.0.1 (0: any free one; an attached "
             "server whose exporter speaks gRPC needs a fixed one, e.g. 4317, OTLP/gRPC's own).",
+            TELEMETRY,
         ),
     ] = Field(default=0, ge=0, le=65535)
-    live: Annotated[bool, Flag("--live", "Show the live view.", default="live")] = True
+    live: Annotated[bool, Flag("--live", "Show the live view.", OUTPUT, default="live")] = True
     # --multi-turn: conversations instead of single prompts
     sessions: Annotated[
         SessionConfig | None,
@@ -1461,6 +1524,7 @@ class RunConfig(_Model):
             "--prefix-cache",
             "Before every load point: 'reset' empties the server's prefix cache through the engine's own "
             "control (vLLM, SGLang, llama.cpp slots), 'keep' leaves it warm.",
+            ENGINE,
             default=True,
         ),
     ] = "keep"
@@ -1473,6 +1537,7 @@ class RunConfig(_Model):
             "--lora-mix",
             "LoRA adapters: send model=NAME by a seeded draw in proportion to the weights, name=weight,... "
             "(e.g. a=1,b=1) or a YAML file of name: weight. The engine must serve each adapter.",
+            REQUESTS,
         ),
     ] = None
     mix: Annotated[
@@ -1481,10 +1546,12 @@ class RunConfig(_Model):
             "--mix",
             "Workload mix YAML: classes, each with a share, and optionally its own dataset, slo, priority "
             "(sent as the request's priority field) and tenant (sent in --tenant-header). Results by_class.",
+            REQUESTS,
         ),
     ] = None
     tenant_header: Annotated[
-        str, Flag("--tenant-header", "Header carrying a class's tenant on each of its requests.", default=True)
+        str,
+        Flag("--tenant-header", "Header carrying a class's tenant on each of its requests.", REQUESTS, default=True),
     ] = DEFAULT_TENANT_HEADER
 
     _tenant_header = field_validator("tenant_header")(check_header)

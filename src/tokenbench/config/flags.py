@@ -6,16 +6,57 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Help panels of `tokenbench run --help` (None: the general "Options").
+# The groups of a command's options in --help (cli/help.py): every flag names its group
+# (``Flag.panel``); `tokenbench run --help` shows the first five, ``--help GROUP`` any other.
+TARGET = "Target"
+LOAD = "Load"
+DATASET = "Dataset"
+STOPPING = "Stopping"
+OUTPUT = "Output"
+REQUESTS = "Request kinds"
 ENGINE = "Engine"
+TELEMETRY = "Telemetry"
+SCALE = "Scale-out"
 TRACE = "Trace replay"
 PREFIXES = "Shared prefixes"
 SESSIONS = "Sessions"
 PROGRAMS = "Agent programs"
 COST = "Cost"
-SCALE = "Scale-out"
-IMAGES = "Images"  # images
+IMAGES = "Images"
 SEARCH = "Capacity search"  # `tokenbench capacity --help` (capacity/plan.py: CapacitySettings)
+VLLM = "vllm bench's spellings"  # the vllm-bench names `run` rewrites as its own (cli/vllm_flags.py)
+# `tokenbench mock`'s (mock/settings.py: MockSettings)
+REPLIES = "Replies"
+FAULTS = "Faults"
+SCHEDULING = "Scheduling"
+SPANS = "Spans"
+ENGINE_FIGURES = "Engine figures"
+
+# Every group, in the order --help lists them, each with what its options are for.
+GROUPS: dict[str, str] = {
+    TARGET: "the server, its API and how requests reach it",
+    LOAD: "how many requests and when: users, rates, stages",
+    DATASET: "what the prompts are, and how long",
+    STOPPING: "when a load point ends and what counts",
+    OUTPUT: "the run directory, objectives, the live view",
+    SEARCH: "the load search of tokenbench capacity",
+    REQUESTS: "what each request asks for beyond its prompt",
+    ENGINE: "launching a server and its knobs",
+    TELEMETRY: "metrics, spans and replicas watched during the run",
+    SCALE: "sending the load from several processes",
+    TRACE: "replaying a trace file's schedule",
+    PREFIXES: "synthetic prompts that share prefixes",
+    SESSIONS: "multi-turn conversations",
+    PROGRAMS: "agent sessions: graphs of calls",
+    IMAGES: "synthetic images in chat requests",
+    COST: "the price of the server's hardware",
+    VLLM: "vllm bench serve's flags, rewritten as tokenbench's",
+    REPLIES: "the mock's timing and what its replies hold",
+    FAULTS: "failures the mock scripts",
+    SCHEDULING: "the mock's capacity, queue, replicas and prefix cache",
+    SPANS: "the OpenTelemetry spans the mock sends",
+    ENGINE_FIGURES: "vLLM's per-request figures and speculative decoding, scripted",
+}
 
 
 @dataclass(frozen=True)

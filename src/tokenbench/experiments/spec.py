@@ -25,6 +25,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from tokenbench.common.frozen import FrozenModel
 from tokenbench.common.slug import slug
+from tokenbench.common.units import fraction
 from tokenbench.config import (
     BackendConfig,
     DatasetConfig,
@@ -133,15 +134,7 @@ class AutoTrials(FrozenModel):
     min: int = Field(default=3, ge=2)
     max: int = Field(default=10, ge=2)
 
-    @field_validator("precision", mode="before")
-    @classmethod
-    def _percent(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip().endswith("%"):
-            try:
-                return float(value.strip()[:-1]) / 100
-            except ValueError:
-                raise ValueError(f"precision {value!r}: a percent such as 5% or a fraction such as 0.05") from None
-        return value
+    _fractions = field_validator("precision", mode="before")(fraction)
 
     @field_validator("metric")
     @classmethod

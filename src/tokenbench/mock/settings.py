@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tokenbench.common.frozen import FrozenModel
-from tokenbench.config.flags import Flag
+from tokenbench.config.flags import ENGINE_FIGURES, FAULTS, REPLIES, SCHEDULING, SPANS, Flag
 from tokenbench.mock.scaler import parse_script
 
 Fault = Literal[
@@ -35,12 +35,14 @@ class MockSettings(FrozenModel):
     field (``ttft_ms``: ``--ttft-ms``, the knobs of tests/run_helpers.py's ``mock_command``); the
     others are set by the tests that serve it in their own process."""
 
-    ttft_ms: Annotated[float, Flag("--ttft-ms", "Time to first content chunk.", default=True)] = 50.0
-    itl_ms: Annotated[float, Flag("--itl-ms", "Gap between content chunks.", default=True)] = 10.0
+    ttft_ms: Annotated[float, Flag("--ttft-ms", "Time to first content chunk.", REPLIES, default=True)] = 50.0
+    itl_ms: Annotated[float, Flag("--itl-ms", "Gap between content chunks.", REPLIES, default=True)] = 10.0
     output_tokens: Annotated[
-        int, Flag("--output-tokens", "Chunks per reply when a request sets no max_tokens.", default=True)
+        int, Flag("--output-tokens", "Chunks per reply when a request sets no max_tokens.", REPLIES, default=True)
     ] = 128
-    tokens_per_chunk: Annotated[int, Flag("--tokens-per-chunk", "Tokens each chunk stands for.", default=True)] = 1
+    tokens_per_chunk: Annotated[
+        int, Flag("--tokens-per-chunk", "Tokens each chunk stands for.", REPLIES, default=True)
+    ] = 1
     word: str = "hi"
     model: str = "mock-model"
     # when a chat stream's role-only opening chunk is written: at once (the request's first byte
@@ -49,14 +51,17 @@ class MockSettings(FrozenModel):
     # prefill as ~0 against the first and right against the second (benchmarks/conformance.py)
     opening_chunk: Annotated[
         Literal["at-once", "with-first-token"],
-        Flag("--opening-chunk", "When a chat stream's role-only first chunk is written.", default=True),
+        Flag("--opening-chunk", "When a chat stream's role-only first chunk is written.", REPLIES, default=True),
     ] = "at-once"
     fault: Annotated[
-        Fault, Flag("--fault", "The fault scripted on every --fault-every-th request (none: no fault).", default=True)
+        Fault,
+        Flag("--fault", "The fault scripted on every --fault-every-th request (none: no fault).", FAULTS, default=True),
     ] = "none"
-    fault_every: Annotated[int, Flag("--fault-every", "Apply the fault to every N-th request.", default=True)] = 1
+    fault_every: Annotated[
+        int, Flag("--fault-every", "Apply the fault to every N-th request.", FAULTS, default=True)
+    ] = 1
     fault_after_chunks: Annotated[
-        int, Flag("--fault-after-chunks", "Mid-stream faults happen after this many chunks.", default=True)
+        int, Flag("--fault-after-chunks", "Mid-stream faults happen after this many chunks.", FAULTS, default=True)
     ] = 3
     record_deliveries: bool = True
     # > 0: a request arriving above this many in flight counts a "preemption"
@@ -65,6 +70,7 @@ class MockSettings(FrozenModel):
         Flag(
             "--kv-slots",
             "Count a vllm:num_preemptions_total for each request arriving above this many in flight (0: never).",
+            SCHEDULING,
             default=True,
         ),
     ] = 0
@@ -74,6 +80,7 @@ class MockSettings(FrozenModel):
         Flag(
             "--max-streams",
             "Capacity: at most this many requests generate at once; the rest wait FIFO (0: no limit).",
+            SCHEDULING,
             default=True,
         ),
     ] = 0
@@ -85,6 +92,7 @@ class MockSettings(FrozenModel):
             "Scripted replicas, SECONDS:REPLICAS,... from the first request (e.g. 0:1,4:2,12:1), each with "
             "--max-streams slots; replies name theirs in x-served-by, GET /mock/replicas answers in Ray Serve's "
             'shape ("": one server).',
+            SCHEDULING,
         ),
     ] = ""
     replica_startup_s: Annotated[
@@ -92,6 +100,7 @@ class MockSettings(FrozenModel):
         Flag(
             "--replica-startup-s",
             "With --replicas-script: a new replica is STARTING this long before it is RUNNING and serves.",
+            SCHEDULING,
             default=True,
         ),
     ] = Field(default=0.0, ge=0)
@@ -102,6 +111,7 @@ class MockSettings(FrozenModel):
             "--reasoning-chunks",
             "Chat: the first K chunks of each reply are reasoning_content (TTFO = TTFT + K * ITL), "
             "and usage gives reasoning_tokens.",
+            REPLIES,
             default=True,
         ),
     ] = 0
@@ -112,6 +122,7 @@ class MockSettings(FrozenModel):
         Flag(
             "--record-requests",
             "Log each request's X-* headers and messages/prompt in /mock/deliveries.",
+            REPLIES,
             default="no-record-requests",
         ),
     ] = False
@@ -124,6 +135,7 @@ class MockSettings(FrozenModel):
             "--cache-block-tokens",
             "A prefix cache of blocks of N prompt tokens (words, or token ids): usage reports cached_tokens, "
             "/metrics vLLM's prefix_cache counters, POST /reset_prefix_cache empties it (0: none).",
+            SCHEDULING,
             default=True,
         ),
     ] = 0
@@ -133,16 +145,23 @@ class MockSettings(FrozenModel):
         Flag(
             "--input-ms",
             "/v1/embeddings, /v1/rerank, /v1/score: each input's cost (answer at TTFT + N * this).",
+            REPLIES,
             default=True,
         ),
     ] = 5.0
     # images: each image_url part's prefill cost (added to TTFT) and prompt tokens
     image_ms: Annotated[
         float,
-        Flag("--image-ms", "Chat: each image_url part adds this to the reply's TTFT (prefill cost).", default=True),
+        Flag(
+            "--image-ms",
+            "Chat: each image_url part adds this to the reply's TTFT (prefill cost).",
+            REPLIES,
+            default=True,
+        ),
     ] = 0.0
     image_tokens: Annotated[
-        int, Flag("--image-tokens", "Chat: each image_url part adds this to usage.prompt_tokens.", default=True)
+        int,
+        Flag("--image-tokens", "Chat: each image_url part adds this to usage.prompt_tokens.", REPLIES, default=True),
     ] = 0
     # routing by priority and by LoRA adapter (see the server's doc)
     priority_queue: Annotated[
@@ -150,12 +169,17 @@ class MockSettings(FrozenModel):
         Flag(
             "--priority-queue",
             "With --max-streams: admit waiting requests by their priority field (lower first).",
+            SCHEDULING,
             default="no-priority-queue",
         ),
     ] = False
     adapters: Annotated[
         str,
-        Flag("--adapters", "LoRA adapters served, NAME=MS,...: each one's extra TTFT; other model names get 404."),
+        Flag(
+            "--adapters",
+            "LoRA adapters served, NAME=MS,...: each one's extra TTFT; other model names get 404.",
+            REPLIES,
+        ),
     ] = ""
     # every N-th request asking for structure or offering tools gets invalid output
     # (structured.py); 0: all valid
@@ -165,6 +189,7 @@ class MockSettings(FrozenModel):
             "--invalid-every",
             "Structured output and tool calls: every N-th request asking for structure (or offering tools) "
             "gets invalid JSON (0: all valid).",
+            FAULTS,
             default=True,
         ),
     ] = 0
@@ -178,21 +203,23 @@ class MockSettings(FrozenModel):
             "--warmup-slow-s",
             "A scripted warm-up transient: requests received within N s of the first one have their TTFT "
             "times --warmup-factor.",
+            REPLIES,
             default=True,
         ),
     ] = 0.0
     warmup_factor: Annotated[
-        float, Flag("--warmup-factor", "TTFT multiplier during --warmup-slow-s.", default=True)
+        float, Flag("--warmup-factor", "TTFT multiplier during --warmup-slow-s.", REPLIES, default=True)
     ] = 1.0
     ttft_jitter: Annotated[
         float,
         Flag(
             "--ttft-jitter",
             "Each TTFT times 1 + J * U, U uniform on [-1, 1] (seeded by --jitter-seed): relative SD J/sqrt(3).",
+            REPLIES,
             default=True,
         ),
     ] = 0.0
-    jitter_seed: Annotated[int, Flag("--jitter-seed", "Seed of --ttft-jitter's draws.", default=True)] = 0
+    jitter_seed: Annotated[int, Flag("--jitter-seed", "Seed of --ttft-jitter's draws.", REPLIES, default=True)] = 0
     # an OTLP endpoint to send each reply's span to (otlp.py; "": none), and its robustness
     # knobs: every N-th span never sent, each sent this late, an unknown attribute
     otlp_endpoint: Annotated[
@@ -201,17 +228,22 @@ class MockSettings(FrozenModel):
             "--otlp-endpoint",
             "After each reply, post an llm_request span with vLLM's gen_ai.* attributes and the script's "
             "queue/prefill/decode times to this OTLP/HTTP URL (protobuf), in the request's traceparent's trace.",
+            SPANS,
         ),
     ] = ""
     otlp_skip_every: Annotated[
-        int, Flag("--otlp-skip-every", "With --otlp-endpoint: never send every N-th span.", default=True)
+        int, Flag("--otlp-skip-every", "With --otlp-endpoint: never send every N-th span.", SPANS, default=True)
     ] = 0
     otlp_delay_ms: Annotated[
-        float, Flag("--otlp-delay-ms", "With --otlp-endpoint: send each span this late.", default=True)
+        float, Flag("--otlp-delay-ms", "With --otlp-endpoint: send each span this late.", SPANS, default=True)
     ] = 0.0
     otlp_extra_attribute: Annotated[
         str,
-        Flag("--otlp-extra-attribute", "With --otlp-endpoint: add this attribute (one vLLM never sets) to each span."),
+        Flag(
+            "--otlp-extra-attribute",
+            "With --otlp-endpoint: add this attribute (one vLLM never sets) to each span.",
+            SPANS,
+        ),
     ] = ""
     # how the spans go: "http/protobuf" (a POST to the URL) or "grpc" (TraceService/Export to the
     # host:port, as an exporter left at OTEL_EXPORTER_OTLP_TRACES_PROTOCOL's default does)
@@ -221,6 +253,7 @@ class MockSettings(FrozenModel):
             "--otlp-protocol",
             "With --otlp-endpoint: http/protobuf (POST to the URL) or grpc (TraceService/Export to the "
             "endpoint's host:port).",
+            SPANS,
             default=True,
         ),
     ] = "http/protobuf"
@@ -233,6 +266,7 @@ class MockSettings(FrozenModel):
             "--spec-tokens",
             "Speculative decoding: the draft length K. The first chunk is the prefill's token, each later one a "
             "verify step's accepted drafts plus its bonus token (--tokens-per-chunk ignored; 0: none).",
+            ENGINE_FIGURES,
             default=True,
         ),
     ] = Field(default=0, ge=0)
@@ -242,6 +276,7 @@ class MockSettings(FrozenModel):
             "--spec-accept",
             "With --spec-tokens K: the drafts each verify step accepts, a comma-separated cycle of 0..K "
             "(e.g. 3,1,0,2; default: all K).",
+            ENGINE_FIGURES,
         ),
     ] = ""
     # a fleet's replica: the header a router or proxy would set (nginx's add_header with
@@ -251,6 +286,7 @@ class MockSettings(FrozenModel):
         Flag(
             "--served-by",
             "Answer every stream with an x-served-by: NAME header (a fleet's replica, as a proxy names it).",
+            REPLIES,
         ),
     ] = None
     # vLLM's per-request ``metrics`` object on the final usage chunk (include_usage only)
@@ -260,6 +296,7 @@ class MockSettings(FrozenModel):
             "--per-request-metrics",
             "As vLLM's --enable-per-request-metrics: the final usage chunk's metrics object gives the "
             "request's queue, prefill and generation times, mean ITL and tokens/s (as written).",
+            ENGINE_FIGURES,
             default="no-per-request-metrics",
         ),
     ] = False
@@ -269,6 +306,7 @@ class MockSettings(FrozenModel):
             "--spec-metrics",
             "As vLLM's --per-request-spec-decode-metrics: with --spec-tokens, the metrics object's "
             "speculative_decoding (summary: counts and histogram; detailed: each step's too).",
+            ENGINE_FIGURES,
             default=True,
         ),
     ] = "none"
