@@ -149,3 +149,23 @@ def test_masked_headers_must_be_given_again(mock_server, tmp_path):
     assert code == 2 and "--header's values are masked there" in err
     printed = _printed("--config", str(first), "--header", "X-Key: secret")
     assert printed["header"] == ["X-Key: ***"]  # --print-config masks them too
+
+
+def test_aliases_and_natives_read_as_the_flags(tmp_path):
+    """A flag's alias is a key too (timeout: --request-timeout's); mappings read as the flag's text
+    (deadlines as k=v, extra-body as JSON, header as Name: value) and tools as the list itself."""
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text(
+        "url: http://127.0.0.1:9\nrate: '1,2'\nduration: 90\ntimeout: 30s\nendpoint-type: completions\n"
+        "deadlines: {ttft: 200ms, tbt: 20ms}\nextra-body: {top_k: 5}\n"
+        "tools: [{type: function, function: {name: f, parameters: {type: object}}}]\ntool-choice: f\n"
+    )
+    flags = [
+        *("--url", "http://127.0.0.1:9", "--rate", "1,2", "--duration", "90", "--request-timeout", "30"),
+        *("--api", "completions", "--deadlines", "ttft=200ms,tbt=20ms", "--extra-body", '{"top_k": 5}'),
+    ]
+    tools = tmp_path / "tools.json"
+    tools.write_text('[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]')
+    expected = _printed(*flags, "--tools", str(tools), "--tool-choice", "f")
+    assert _printed("--config", str(run_file)) == expected
+    assert expected["request-timeout"] == 30.0 and expected["deadlines"] == "ttft=0.2s,tbt=0.02s"
