@@ -40,6 +40,14 @@ def test_a_rate_run_plans_its_requests_and_duration(mock_server, tmp_path):
     assert f"would write: {tmp_path / 'out'}/" in plan and "records.jsonl" in plan
 
 
+def test_a_request_count_ends_a_rate_point_first(mock_server, tmp_path):
+    """5 requests at 2 req/s take 2.5 s at the mean pace, before the 10 s --duration."""
+    url = mock_server()
+    plan = _dry_run(url, tmp_path / "out", "--rate", "2", "--duration", "10s", "--max-requests", "5")
+    assert "stop: after 10s of load or after 5 requests" in plan
+    assert "requests: 5" in plan and "expected duration: 2.5 s" in plan
+
+
 def test_a_users_sweep_plans_each_point(mock_server, tmp_path):
     url = mock_server()
     plan = _dry_run(url, tmp_path / "out", "--users", "2,4", "--ramp-up", "2s", "--duration", "30s", "--trials", "2")
