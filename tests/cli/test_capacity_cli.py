@@ -50,7 +50,8 @@ def test_it_takes_runs_options_but_the_load_values_and_runs_slo():
     # --slo and --trials: run has its own of each (--trials: each point N times; the search's: per probed value)
     assert capacity - run == own - {"--slo", "--trials"}
     staged = {"--stages", "--load-shape"}  # one point whose load is its own: nothing to search
-    assert run - capacity == {"--users", "--rate"} | trace | staged
+    run_file = {"--config", "--print-config", "--dry-run"}  # run's own: a run file and the plan (cli/run.py)
+    assert run - capacity == {"--users", "--rate"} | trace | staged | run_file
     assert "--dataset-path" in capacity and "--max-num-seqs" in capacity and "--header" in capacity
 
 

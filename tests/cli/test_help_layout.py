@@ -17,7 +17,7 @@ from tokenbench.cli.flags import run_options
 from tokenbench.cli.help import HELP_INDENT, NAME_INDENT, GroupedCommand, find_groups, reflow
 from tokenbench.cli.vllm_flags import aliases
 from tokenbench.common.units import parse_fraction
-from tokenbench.config.flags import DATASET, GROUPS, LOAD, OUTPUT, STOPPING, TARGET, VLLM
+from tokenbench.config.flags import DATASET, GROUPS, LOAD, OUTPUT, RUN_FILE, STOPPING, TARGET, VLLM
 from tokenbench.errors import BadInput
 
 NARROW = {"COLUMNS": "80"}
@@ -100,7 +100,7 @@ def test_every_run_option_belongs_to_a_group():
 def test_run_help_shows_a_first_runs_groups_and_names_the_others():
     text = _help("run", "--help")
     headings = [line.split(" — ")[0].strip() for line in text.splitlines() if " — " in line and line[1] != " "]
-    assert headings == [TARGET, LOAD, DATASET, STOPPING, OUTPUT]
+    assert headings == [TARGET, LOAD, DATASET, STOPPING, OUTPUT, RUN_FILE]
     assert "--url" in text and "--engine-arg" not in text and "--turns" not in text
     more = " ".join(text[text.index("More options, by group:") :].split())
     for group in ("request kinds", "engine", "telemetry", "scale-out", "trace replay", "vllm bench's spellings"):

@@ -4,6 +4,9 @@ in their own help group (vllm_flags.py rewrites them before the arguments are pa
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from tokenbench.cli.common import err, exit_codes, fail
@@ -12,7 +15,7 @@ from tokenbench.cli.help import Entry, GroupedCommand, reflow
 from tokenbench.cli.run_flags import run_config
 from tokenbench.cli.vllm_flags import FlagError, aliases, translate
 from tokenbench.config import RunConfig
-from tokenbench.config.flags import DATASET, LOAD, OUTPUT, STOPPING, TARGET, VLLM
+from tokenbench.config.flags import DATASET, LOAD, OUTPUT, RUN_FILE, STOPPING, TARGET, VLLM
 from tokenbench.errors import SERVER_FAILED_EXIT
 
 
@@ -20,7 +23,7 @@ class RunCommand(GroupedCommand):
     """``tokenbench run``: vllm-bench flags rewritten before the arguments are parsed (vllm_flags);
     its --help shows the groups a first run needs."""
 
-    first = (TARGET, LOAD, DATASET, STOPPING, OUTPUT)
+    first = (TARGET, LOAD, DATASET, STOPPING, OUTPUT, RUN_FILE)
 
     def rewrite(self, args: list[str]) -> list[str]:
         try:
@@ -39,18 +42,64 @@ class RunCommand(GroupedCommand):
         }
 
 
-def run(ctx: typer.Context) -> None:
+def run(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Run file (YAML or TOML) whose keys are these flags without --, e.g. rate: 4; a run "
+            "directory or its config.json runs its settings again. Flags given here override it.",
+            rich_help_panel=RUN_FILE,
+        ),
+    ] = None,
+    print_config: Annotated[
+        bool,
+        typer.Option(
+            "--print-config",
+            help="Write the resolved settings as a YAML run file to stdout and exit, running nothing.",
+            rich_help_panel=RUN_FILE,
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Check the server (--url) and its model, build the dataset and the schedule, print the plan "
+            "and exit: no request of the load is sent, no run directory made.",
+            rich_help_panel=RUN_FILE,
+        ),
+    ] = False,
+) -> None:
     """Benchmark a server (or, with no --url, the embedded llama.cpp backend).
 
     Ctrl-C or SIGTERM stops the run, keeps every record and exits with 130 or 143; a second
     signal exits at once (`tokenbench recompute DIR` then derives results.json)."""
+    from tokenbench.cli.run_file import merged, run_file_yaml
     from tokenbench.common.procs import Interrupts
 
+    settings = run_config(merged(ctx, config))
+    if print_config:
+        typer.echo(run_file_yaml(settings), nl=False)
+        return
+    if dry_run:
+        _plan(settings)
+        return
     Interrupts.install()
-    _benchmark(run_config(ctx.params))
+    _benchmark(settings)
 
 
 command = FlagCommand(run, run_options())
+
+
+def _plan(config: RunConfig) -> None:
+    """--dry-run: the plan on stdout; an unreachable server exits 3, bad input 2, as a run would."""
+    from tokenbench.console.plan import plan_lines
+    from tokenbench.run import dry_run
+
+    with exit_codes("interrupted while planning"):
+        plan = dry_run(config)
+    typer.echo("\n".join(plan_lines(plan)))
 
 
 def _benchmark(config: RunConfig) -> None:

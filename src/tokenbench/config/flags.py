@@ -13,6 +13,7 @@ LOAD = "Load"
 DATASET = "Dataset"
 STOPPING = "Stopping"
 OUTPUT = "Output"
+RUN_FILE = "Run file and plan"  # `tokenbench run --config/--print-config/--dry-run` (cli/run.py)
 REQUESTS = "Request kinds"
 ENGINE = "Engine"
 TELEMETRY = "Telemetry"
@@ -39,6 +40,7 @@ GROUPS: dict[str, str] = {
     DATASET: "what the prompts are, and how long",
     STOPPING: "when a load point ends and what counts",
     OUTPUT: "the run directory, objectives, the live view",
+    RUN_FILE: "the settings from a file, and the plan before the load",
     SEARCH: "the load search of tokenbench capacity",
     REQUESTS: "what each request asks for beyond its prompt",
     ENGINE: "launching a server and its knobs",

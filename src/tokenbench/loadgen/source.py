@@ -53,6 +53,11 @@ class SessionDeal(Generic[T]):
         self._next_session = lane.index
 
     @property
+    def items(self) -> list[T]:
+        """The sessions dealt, in order (``run --dry-run`` reads their lengths)."""
+        return self._items
+
+    @property
     def id_prefix(self) -> str:
         return self._prefix
 
@@ -223,16 +228,23 @@ class TraceSource:
             self._ahead.stop()
             self._ahead = None
 
-    def _items(
-        self, load: ReplayLoad, seed: int, stop: StopConfig, share: Share, tally: TraceTally
-    ) -> Iterator[ReplayItem]:
+    def schedule(
+        self, load: ReplayLoad, seed: int, stop: StopConfig, tally: TraceTally
+    ) -> Iterator[tuple[int, ReplaySend[TraceRow]]]:
+        """The point's schedule, numbered, with no prompt built: the window's rows at their
+        offsets, cut where the load ends (--duration, --max-requests). ``run --dry-run`` reads it."""
         rows = self.trace.rows(tally, load.start_s, load.end_s)
         duration, limit = stop.duration_s, stop.max_requests
         sends = replay_offsets(rows, load.speed, jitter_s=load.jitter_s, seed=seed)
-        kept = itertools.takewhile(
+        return itertools.takewhile(
             lambda x: (duration is None or x[1].offset_s < duration) and (limit is None or x[0] < limit),
             enumerate(sends),
         )
+
+    def _items(
+        self, load: ReplayLoad, seed: int, stop: StopConfig, share: Share, tally: TraceTally
+    ) -> Iterator[ReplayItem]:
+        kept = self.schedule(load, seed, stop, tally)
         if self.plan.pooling is None:
             for i, send in kept:
                 yield ReplayItem(send.offset_s, send.row, self.trace.request(send.row) if share.mine(i) else None)

@@ -44,6 +44,7 @@ from tokenbench.config import (
 from tokenbench.config.mix import mixed_conversations, mixed_requests
 from tokenbench.config.target import ResolvedTarget
 from tokenbench.console.live import LiveView
+from tokenbench.console.plan import RunPlan
 from tokenbench.console.tables import stages_table, summary_table, trials_table, workload_text
 from tokenbench.console.terminal import console as wide_console
 from tokenbench.datasets import build_requests, check_path, trace_info, trace_plan
@@ -62,10 +63,11 @@ from tokenbench.loadgen.source import RequestSource, TraceSource
 from tokenbench.loadgen.stats import LiveStats
 from tokenbench.records import Request, RunClock
 from tokenbench.report.sections.failures import failed_points, failure_lines
-from tokenbench.results import PointResult, RunResults
+from tokenbench.results import DatasetFacts, PointResult, RunResults
 from tokenbench.results.layout import SAMPLES, SERVER_LOG
 from tokenbench.results.manifest import ServerFacts
 from tokenbench.run.facts import config_json, point_facts, start_facts
+from tokenbench.run.plan import dataset_lengths, point_plans, run_files
 from tokenbench.rundir import RunWriter, default_run_dir, fresh_out_dir, remove_failed_start
 from tokenbench.rundir.derive import point_result, results_header
 from tokenbench.spans.launch import point_spans, traced_launch
@@ -173,6 +175,53 @@ def run(
         writer.close()
         if fresh and not measured:
             remove_failed_start(out, made)
+
+
+def dry_run(config: RunConfig) -> RunPlan:
+    """What ``run`` would do, resolved as it resolves it before its first request: the server
+    reached and its model checked (``resolve_target``), the dataset read and built, each point's
+    schedule; then it stops, with no request of the load sent and no run directory made. An
+    attached server only (--url): a dry run launches nothing."""
+    if config.target.url is None:
+        raise BadInput("--dry-run checks a running server and launches none: add --url (the server to plan for)")
+    check_path(config.dataset)
+    with server_under_test(config.backend, config.target.url, Path(SERVER_LOG)) as sut:  # attached: no log
+        runner = uvloop.run if uvloop is not None else asyncio.run
+        return runner(_planned(config, sut))
+
+
+async def _planned(config: RunConfig, sut: ServerUnderTest) -> RunPlan:
+    clock = RunClock.start()
+    async with make_session(config.target, clock.now) as session:
+        target = await resolve_target(session, config.target, sut)
+        wire = wire_for(target.api)
+        checks = [f"GET {sut.url}{wire.probe_path}: answered"]
+        named = "--model, listed by the server" if config.target.model else "the first the server lists"
+        checks.append(f"model: {target.model} ({named})")
+        if config.sessions is not None or config.dataset.name == "trace":
+            max_len = await served_max_model_len(session, target, wire)
+            checks.append(f"context: {max_len} tokens (/v1/models)" if max_len else "context: not stated by the server")
+        else:
+            max_len = None
+        source, info = _built(config, _Target(session, target, sut.profile), max_len)
+    checks.append(f"prompt lengths: {info.tokenizer or 'estimated (no tokenizer, no /tokenize)'}")
+    checks.append(f"metrics: {sut.metrics_url or 'none scraped (no --backend profile or --metrics-url)'}")
+    prompts, outputs = dataset_lengths(source)
+    return RunPlan(
+        target=f"{target.url}, model {target.model}, --api {target.api}",
+        checks=tuple(checks),
+        dataset=(
+            f"{info.name} ({info.trace.format}, {info.source}): the rows each point sends, below"
+            if info.trace
+            else f"{info.name}: {info.num_requests} prompts built"
+        ),
+        prompt_tokens=prompts,
+        output_tokens=outputs,
+        points=point_plans(config, source),
+        trials=config.trials,
+        out_dir=str(config.out_dir) if config.out_dir else f"{default_run_dir().parent}/<the time it starts>",
+        files=run_files(config),
+    )
 
 
 def _launch(config: RunConfig) -> BackendConfig | None:
@@ -408,18 +457,27 @@ class _Driver:
         return await reset_prefix_cache(hook, self.target.session, self.target.config.url)
 
 
-def _source(
-    bench: _Bench, target: _Target, backend: ServerFacts, served_max_len: int | None = None
-) -> RequestSource | SessionSource | TraceSource | ProgramSource:
+Source = RequestSource | SessionSource | TraceSource | ProgramSource
+
+
+def _source(bench: _Bench, target: _Target, backend: ServerFacts, served_max_len: int | None = None) -> Source:
+    """The dataset built and config.json written; a trace's digest started on the side."""
+    source, info = _built(bench.config, target, served_max_len)
+    if isinstance(source, TraceSource):
+        source.digest = source.trace.digest().start()
+    bench.writer.write_config(config_json(bench.config, target.config, backend, info, bench.clock, bench.sampler))
+    return source
+
+
+def _built(config: RunConfig, target: _Target, served_max_len: int | None = None) -> tuple[Source, DatasetFacts]:
     """The dataset built (the requests, or the conversations, every worker draws from; a trace:
-    opened, its rows built by each worker as its replay goes) and config.json written."""
-    config, writer = bench.config, bench.writer
+    opened, its rows built by each worker as its replay goes) and what config.json says of it."""
     tokenizer = choose_tokenizer(config.dataset.tokenizer, target.config)
     knobs = config.backend.knobs if config.backend is not None else None
     max_len = (knobs.max_model_len if knobs is not None else None) or served_max_len
     source: RequestSource | SessionSource | TraceSource | ProgramSource
     if config.dataset.name == "trace":
-        source = _trace_source(bench, target, tokenizer, config.dataset.context_tokens or max_len)
+        source = _trace_source(config, target, tokenizer, config.dataset.context_tokens or max_len)
         name = tokenizer.name if tokenizer is not None else None
         info = trace_info(config.dataset, source.trace, source.trace.facts(None), name)
     elif config.dataset.name == "programs":
@@ -450,14 +508,12 @@ def _source(
             requests = mixed_requests(requests, config.mix, config.lora_mix, config.tenant_header, config.seed, build)
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
-    writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))
-    return source
+    return source, info
 
 
-def _trace_source(bench: _Bench, target: _Target, tokenizer: Tokenizer | None, max_len: int | None) -> TraceSource:
+def _trace_source(config: RunConfig, target: _Target, tokenizer: Tokenizer | None, max_len: int | None) -> TraceSource:
     """The trace opened here (its format, clock and first row in the window checked before any
-    load), its digest started on the side; the same plan goes to every worker."""
-    config = bench.config
+    load); the same plan goes to every worker."""
     template = CHAT_TEMPLATE_TOKENS if target.config.api in CONVERSATION_APIS else 0
     guard = ContextGuard(max_len, config.dataset.over_context, template)
     window = replay_window(config.loads)
@@ -474,7 +530,6 @@ def _trace_source(bench: _Bench, target: _Target, tokenizer: Tokenizer | None, m
             f"{config.dataset.path}: no trace rows in the replay window [{start or 'start'}, {end or 'end'}) s "
             f"of trace time (its clock: {_clock_text(source)})"
         )
-    source.digest = source.trace.digest().start()
     return source
 
 
