@@ -192,7 +192,7 @@ def _metric_rows(row: _Row, points: list[PointResult]) -> None:
             if m is OUTPUT_TOKENS_PER_S and any(p.cancelled_streams for p in points):
                 row("  incl. tokens of cancelled streams", cancelled_tokens_text)
             if m is ACCURACY:
-                row("  Wilson 95% [low, high] (correct/graded, not graded)", _accuracy_detail)
+                row("  Wilson 95% interval (correct/graded, not graded)", _accuracy_detail)
     pooling = all(p.pooling is not None for p in points)  # pooling APIs: no streamed metrics
     for d in dict.fromkeys(m.distribution for m in metrics if m.distribution is not None):
         if pooling and d.key in STREAMED:

@@ -24,6 +24,7 @@ from tokenbench.records import Outcome, RequestRecord
 from tokenbench.results.run import Accuracy
 
 CONFIDENCE = 0.95
+INTERVAL = "wilson 95%"  # results.json's accuracy.interval
 
 
 def wilson_interval(correct: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
@@ -69,5 +70,6 @@ def accuracy_metrics(population: Sequence[RequestRecord]) -> dict[str, Any]:
             accuracy=correct / len(graded) if graded else None,
             ci_low=interval[0] if interval else None,
             ci_high=interval[1] if interval else None,
+            interval=INTERVAL,
         )
     }

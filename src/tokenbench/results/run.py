@@ -249,7 +249,7 @@ class Accuracy(FrozenModel):
     accuracy: Number | None  # correct / graded (None: nothing graded)
     ci_low: Number | None  # Wilson 95% interval of accuracy
     ci_high: Number | None
-    interval: str = "wilson 95%"
+    interval: str  # how the interval was made: "wilson 95%"
 
 
 class ToolCalls(FrozenModel):
