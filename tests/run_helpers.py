@@ -38,6 +38,7 @@ SETTINGS_ADDED_SINCE_FIXTURES = {
     "server_traces_port": 0,
     "server_traces_grpc_port": 0,  # server spans: the OTLP/gRPC receiver
     "target.replica_header": "x-served-by",  # fleets
+    "dataset.grader": None,  # graded datasets
 }
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from tokenbench.records import (
     ChunkEnds,
+    Grade,
     Group,
     HttpPhases,
     ImageInput,
@@ -121,7 +122,8 @@ EVERY_PART_LINE = (
     b'"spec_acceptance_length":2.5,"spec_acceptance_rate":0.5,"spec_tokens":3,"spec_accepted_histogram":[0,1,1,0],'
     b'"spec_step_accepted":[1,2],"spec_step_drafted":[3,3],"spec_from":"vllm","reported_queue_s":0.001,'
     b'"reported_prefill_s":0.2,"reported_ttft_s":0.201,"reported_decode_s":0.5,"reported_itl_s":0.25,'
-    b'"reported_timing_from":"vllm","replica":"127.0.0.1:8001","replica_from":"header"}\n'
+    b'"reported_timing_from":"vllm","replica":"127.0.0.1:8001","replica_from":"header",'
+    b'"grader":"numeric","graded":true,"correct":false,"graded_answer":"17"}\n'
 )
 NO_PART_LINE = (
     b'{"point":0,"id":1,"scheduled_s":0.5,"sent_s":null,"chunk_times_s":[],"end_s":null,"closed_s":null,'
@@ -142,13 +144,14 @@ NO_PART_LINE = (
     b'"spec_steps":null,"spec_draft_tokens":null,"spec_accepted_tokens":null,"spec_acceptance_length":null,'
     b'"spec_acceptance_rate":null,"spec_tokens":null,"spec_accepted_histogram":null,"spec_step_accepted":null,'
     b'"spec_step_drafted":null,"spec_from":null,"reported_queue_s":null,"reported_prefill_s":null,'
-    b'"reported_ttft_s":null,"reported_decode_s":null,"reported_itl_s":null,"reported_timing_from":null,"replica":null,"replica_from":null}\n'
+    b'"reported_ttft_s":null,"reported_decode_s":null,"reported_itl_s":null,"reported_timing_from":null,"replica":null,"replica_from":null,'
+    b'"grader":null,"graded":null,"correct":null,"graded_answer":null}\n'
 )
 # tests/fixtures/rundirs' records.jsonl (tokenbench 0.2.1's lines) read back and written again by
 # the flat RequestRecord: a sha256 of the lines
 FIXTURE_LINES_SHA256 = {
-    "0.2.1-sessions": "7123740004d28f966fc0057fa7f78a05c4a80b13932b7ee0a6dcb6418d0d3f86",  # + program_*, spec_*, reported_*, replica*
-    "0.2.1-workers": "a28b8867c9f188b9c02b8f51f38fc912e3373302f135dfad0e8d7699a3415a5f",
+    "0.2.1-sessions": "cf8180a3e521906bdea832b96c47cf22cdd8e303c576e5db61b298a9342c7035",  # + program_*, spec_*, reported_*, replica*, grade
+    "0.2.1-workers": "d3b5260330f39b99b402f5b33e7689a8b2ef4e0920ca9a7444f0cfbc50748d13",
 }
 
 
@@ -239,6 +242,7 @@ def _every_part() -> RequestRecord:
             reported_timing_from="vllm",
         ),
         served=Served(replica="127.0.0.1:8001", replica_from="header"),
+        grade=Grade(grader="numeric", graded=True, correct=False, graded_answer="17"),
     )
     record.output_text = "a reply"
     return record

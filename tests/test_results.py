@@ -188,6 +188,9 @@ PUBLIC_KEYS += [
     for k in ("requests", "with_calls", "calls", "args_parsed", "args_parsed_fraction", "call_chunks", "args_tokens")
 ]
 PUBLIC_KEYS += [f"points[].ttftc_s.{k}" for k in DISTRIBUTION]
+# a graded dataset: only on a point where some request carried an expected answer (metrics.accuracy)
+ACCURACY = "grader requests graded not_graded correct accuracy ci_low ci_high interval".split()
+PUBLIC_KEYS += [f"points[].accuracy.{k}" for k in ACCURACY]
 # speculative decoding: the server's counters, each point's acceptance from the responses, the
 # server's own per-request timing, and tokens per chunk (only where reported)
 SERVER_SPECULATION = """drafts draft_tokens accepted_tokens accepted_by_position acceptance_rate acceptance_length

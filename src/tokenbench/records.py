@@ -89,6 +89,9 @@ class Request:
     image_pixels: int | None = None
     # routing: the group it belongs to (datasets/mix.py; its tenant is also in ``headers``)
     group: Group | None = None
+    # a graded dataset's row: the answer expected of the reply and the grader that checks it
+    # (datasets/graders.py); the client grades the reply when it ends (RequestRecord.grade)
+    expected: Expected | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -237,6 +240,27 @@ class ImageInput:
     @staticmethod
     def of(request: Request) -> ImageInput | None:
         return ImageInput(len(request.images), request.image_pixels) if request.images else None
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """A graded dataset row's expected answer and its grader's spec (datasets/graders.py:
+    exact, normalised, regex:PATTERN, numeric[:TOL], json:FIELD, choice)."""
+
+    answer: str
+    grader: str
+
+
+@dataclass(slots=True)
+class Grade:
+    """A graded request (Request.expected): the grader's spec, whether the reply was graded (True:
+    an ok reply; False: the request failed, so there was no reply to grade), whether it was correct
+    and what the grader read from it (None: nothing it could read, or not graded)."""
+
+    grader: str | None = None
+    graded: bool | None = None
+    correct: bool | None = None
+    graded_answer: str | None = None
 
 
 @dataclass(slots=True)
@@ -449,6 +473,7 @@ class RequestRecord:
     speculation: Speculation | None = _part(Speculation)  # speculative decoding, as the server said
     server_timing: ServerTiming | None = _part(ServerTiming)  # the server's own timing, from its response
     served: Served | None = _part(Served)  # the fleet's replica that served it
+    grade: Grade | None = _part(Grade)  # a graded dataset's reply against its expected answer
     # Carried, not facts of the record: the reply's text (records.jsonl keeps it only with
     # --keep-text, as "output_text"; a session's next turn sends it back as history) and a
     # multi-turn turn's tool calls as the assistant message's tool_calls (loadgen/sessions.py; never

@@ -22,6 +22,7 @@ from tokenbench.metrics.cost import point_cost
 from tokenbench.metrics.programs import program_stats
 from tokenbench.metrics.speculation import server_timing_stats, speculation_stats
 from tokenbench.records import (
+    Grade,
     Outcome,
     OutputCheck,
     ProgramCall,
@@ -110,6 +111,8 @@ def _record(i: int, sent: float, itl: float, reasoning: int = 0, structured: boo
         chunk_tokens=[1] * 11,  # usage on every chunk: per-token ITL is the ITL
         # asked for a JSON schema; every 4th reply (0, 4, 8) invalid: valid_fraction 0.7
         output_check=OutputCheck("json_schema", True, i % 4 != 0) if structured else None,
+        # a graded row (with structured): every 5th reply (0, 5) wrong: accuracy 0.8
+        grade=Grade("numeric", True, i % 5 != 0, "42") if structured else None,
         # the server's figures: 5 verify steps drafting 2, half accepted; its TTFT 40 ms from its queue
         speculation=Speculation(spec_steps=5, spec_draft_tokens=10, spec_accepted_tokens=5, spec_tokens=2),
         server_timing=ServerTiming(reported_queue_s=0.001, reported_prefill_s=0.039, reported_ttft_s=0.04),
@@ -295,6 +298,10 @@ KNOWN = {
     "inputs_per_s": 4.0,
     "prompt_tokens_per_s": 40.0,
     "valid_fraction": 0.7,
+    "accuracy": 0.8,  # 10 graded, 0 and 5 wrong
+    "accuracy_correct": 8.0,
+    "accuracy_graded": 10.0,
+    "accuracy_not_graded": 0.0,
     "session_s_mean": 1.151,  # call 1 sent 1 s after its session's start, its E2E 0.15 s, closed 1 ms later
     "session_s_p90": 1.151,
     "sessions_per_s": 0.5,  # 5 sessions started in the 10 s window

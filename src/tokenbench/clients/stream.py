@@ -25,7 +25,10 @@ from tokenbench.clients.structured import arguments_parse, reply_check
 from tokenbench.clients.wire import ERROR_BODY_CHARS, Body, LineDecoder, SSEPayloads, Stream, WholeBody, Wire
 from tokenbench.config import TargetConfig
 from tokenbench.config.target import ResolvedTarget
+from tokenbench.datasets.graders import grade
 from tokenbench.records import (
+    Expected,
+    Grade,
     HttpPhases,
     JoinKey,
     Outcome,
@@ -404,6 +407,13 @@ class Http1Exchange(Exchange):
             self._pool.close()
 
 
+def _graded(expected: Expected, reply: str) -> Grade:
+    """A reply graded when it ends, so no run keeps its text to grade it (a graded run need not
+    --keep-text): its answer without reasoning against the row's expected answer."""
+    correct, read = grade(expected.grader, reply, expected.answer)
+    return Grade(expected.grader, graded=True, correct=correct, graded_answer=read)
+
+
 class StreamingClient:
     """Sends Requests to one target over one Wire and one Exchange, and records what happened."""
 
@@ -494,6 +504,9 @@ class StreamingClient:
                     headers.update(request.headers)
         else:
             headers = {**self._headers, **dict(request.headers)} if request.headers else self._headers
+        expected = request.expected
+        if expected is not None:  # a graded row: graded when its reply ends ok (a failure: not graded)
+            record.grade = Grade(expected.grader, graded=False)
         try:
             while True:
                 attempt = _Attempt(record)
@@ -529,6 +542,8 @@ class StreamingClient:
             return self._fail(record, stream, Outcome.STREAM_ERROR, f"{type(exc).__name__}: {exc}")
         record.outcome = self._outcome(record, stream)
         self._finish_tokens(record, stream)
+        if expected is not None and record.outcome is Outcome.OK:
+            record.grade = _graded(expected, stream.answer_text())
 
     def _fail(self, record: RequestRecord, stream: Stream, outcome: Outcome, error: str) -> None:
         record.closed_s = self._now()

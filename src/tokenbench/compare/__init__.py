@@ -6,7 +6,9 @@ trials.
     rows = compare([Path("runs/a"), Path("runs/b")])
     Console().print(compare_table(rows))     # or compare_markdown(rows)
 
-Significance: Welch's t-test (scipy.stats.ttest_ind, equal_var=False) over the per-trial values,
+Significance: Welch's t-test (scipy.stats.ttest_ind, equal_var=False) over the per-trial values
+(a proportion, accuracy, with fewer than two trials a side: the pooled two-proportion z-test on
+its correct / graded counts summed over each side's trials),
 with the p-values of one comparison (every metric x load x input) adjusted by Holm-Bonferroni's
 step-down method, significant when the adjusted p < 0.05: 8 metrics x 6 loads at p < 0.05 would
 otherwise give 2-3 "significant" differences under the null. With fewer than two trials on
@@ -37,6 +39,7 @@ from scipy.special import stdtr  # type: ignore[import-untyped]  # scipy-stubs i
 from tokenbench.console import fmt
 from tokenbench.console.fmt import NULL_TEXT, md
 from tokenbench.errors import BadInput
+from tokenbench.metrics.accuracy import two_proportion_p
 from tokenbench.metrics.catalogue import METRICS, Metric, shown_in
 from tokenbench.report.read.data import PointRow, ReportData, load_key
 from tokenbench.report.read.load import load_inputs
@@ -60,7 +63,9 @@ class CompareRow:
     other: TrialStat
     delta: float | None  # other - baseline, in the metric's stored unit (s, tokens/s, fraction)
     delta_pct: float | None  # delta / |baseline|
-    p_value: float | None  # Welch's t-test; None when either side has < 2 trials or no variance
+    # Welch's t-test; None when either side has < 2 trials or no variance (a proportion such as
+    # accuracy then: the two-proportion z-test on its counts)
+    p_value: float | None
     significant: bool | None  # Holm-adjusted p < 0.05; None = n/a
     better: bool | None  # the change is an improvement (None when no change or no data)
     p_adjusted: float | None = None  # Holm-Bonferroni over every test of the comparison
@@ -102,6 +107,27 @@ def _variance(values: Sequence[float]) -> float:
     """The sample variance (n - 1)."""
     m = _mean(values)
     return sum((v - m) ** 2 for v in values) / (len(values) - 1)
+
+
+def proportion_counts(metric: Metric, row: PointRow) -> tuple[int, int] | None:
+    """A proportion's successes and trials at a row, summed over its trials (None: not one, or
+    not counted there)."""
+    if metric.counts is None:
+        return None
+    hits, n = (row.metrics.get(k, NO_TRIALS) for k in metric.counts)
+    if not hits.values or not n.values:
+        return None
+    return round(sum(hits.values)), round(sum(n.values))
+
+
+def _p_value(metric: Metric, b: PointRow, o: PointRow, bs: TrialStat, os_: TrialStat) -> float | None:
+    """Welch's t over trials; a proportion (accuracy) with fewer than 2 trials a side: the
+    two-proportion z-test on its counts pooled over each side's trials."""
+    p = welch_p(bs, os_)
+    if p is not None or min(len(bs.values), len(os_.values)) >= 2:
+        return p
+    a, c = proportion_counts(metric, b), proportion_counts(metric, o)
+    return two_proportion_p(*a, *c) if a is not None and c is not None else None
 
 
 def holm(p_values: list[float | None]) -> list[float | None]:
@@ -175,6 +201,12 @@ NA_NOTE = (
 )
 
 
+PROPORTION_NOTE = (
+    "accuracy: with fewer than 2 trials a side, tested as two proportions (pooled z-test on correct/graded, "
+    "summed over each side's trials), Holm-adjusted with the rest"
+)
+
+
 def comparison(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare")) -> Comparison:
     """Compare every input after the first with the first (the baseline), metric by metric, at
     the loads both have; the points of either side without a match are listed in ``unmatched``.
@@ -218,7 +250,7 @@ def comparison(dirs: list[Path], metrics: tuple[Metric, ...] = shown_in("compare
                         other=os_,
                         delta=delta,
                         delta_pct=pct,
-                        p_value=welch_p(bs, os_),
+                        p_value=_p_value(metric, b, o, bs, os_),
                         significant=None,
                         better=better,
                     )
@@ -332,6 +364,8 @@ def _parts(result: Comparison | list[CompareRow]) -> tuple[list[CompareRow], dic
         rows, names, notes = result, {}, []
     if any(r.significant is None for r in rows):
         notes.append(NA_NOTE)
+    if any(METRICS[r.metric].counts is not None and r.p_value is not None for r in rows):
+        notes.append(PROPORTION_NOTE)
     return rows, names, notes
 
 

@@ -15,6 +15,10 @@ The test (``method`` on each result):
   percentile by a z-test on the percentiles' difference with bootstrap standard errors, a mean by
   Welch's t-test over the per-request values (stats.py); a rate (output tokens/s, requests/s) by
   Welch's t-test over the time series' windows inside the measurement window (batch means);
+- a proportion (accuracy) with one trial a side: the pooled two-proportion z-test on its
+  correct / graded counts summed over each side's trials (metrics/accuracy.py). So
+  ``accuracy:-2%`` fails where the new accuracy is more than 2% (relative) below the baseline's
+  AND the drop is significant: the difference lies beyond what the two samples' sizes explain;
 - any other metric with one trial, or too few values: UNTESTED (not a pass: the exit code says so).
 
 An imported run (``tokenbench import``) is gated as any run: a tool that kept its requests (vLLM
@@ -40,7 +44,8 @@ from tokenbench.compare import SIGNIFICANCE_P, holm, stats
 from tokenbench.compare.samples import Cell, Samples, read_cells
 from tokenbench.compare.spec import FLAG, STATS, Gate, parse_fail_on
 from tokenbench.errors import BadInput
-from tokenbench.metrics.catalogue import Metric
+from tokenbench.metrics.accuracy import two_proportion_p
+from tokenbench.metrics.catalogue import METRICS, Metric
 from tokenbench.results import mean_ci95
 
 __all__ = [
@@ -137,6 +142,13 @@ def _test(gate: Gate, base: Cell, other: Cell, samples: Samples, config: str) ->
     if bt.n >= 2 and ot.n >= 2:
         p = stats.welch_p(np.array(bt.values), np.array(ot.values))
         return test(p, f"Welch's t over trials, {bt.n}/{ot.n}" + ("" if p is not None else ": no variance"))
+    if metric.counts is not None:  # a proportion (accuracy): its counts, pooled over each side's trials
+        hb, ho = _counts(metric, base), _counts(metric, other)
+        if hb is None or ho is None:
+            side = "either side" if hb is None and ho is None else "one side"
+            return test(None, "no correct/graded counts on " + side)
+        p = two_proportion_p(*hb, *ho)
+        return test(p, f"two-proportion z-test, {hb[0]}/{hb[1]} vs {ho[0]}/{ho[1]} correct/graded")
     bs, os_ = samples.of(metric, base.trials), samples.of(metric, other.trials)
     if bs is None or os_ is None:
         if any(t.aggregate_only for t in (*base.trials, *other.trials)):
@@ -145,6 +157,18 @@ def _test(gate: Gate, base: Cell, other: Cell, samples: Samples, config: str) ->
     (a, unit), (c, _) = bs, os_
     p, method = sample_test(metric, a, c, unit)
     return test(p, method)
+
+
+def _counts(metric: Metric, cell: Cell) -> tuple[int, int] | None:
+    """A proportion's successes and trials summed over a cell's trials (None: none counted)."""
+    assert metric.counts is not None
+    hits_key, n_key = metric.counts
+    hits = [METRICS[hits_key].get(t.point) for t in cell.trials]
+    n = [METRICS[n_key].get(t.point) for t in cell.trials]
+    pairs = [(h, k) for h, k in zip(hits, n) if h is not None and k is not None]
+    if not pairs or sum(k for _, k in pairs) == 0:
+        return None
+    return round(sum(h for h, _ in pairs)), round(sum(k for _, k in pairs))
 
 
 def sample_test(metric: Metric, a: np.ndarray, b: np.ndarray, unit: str = "requests") -> tuple[float | None, str]:

@@ -1070,6 +1070,17 @@ class DatasetConfig(_Model):
     path: Annotated[
         Path | None, Flag("--dataset-path", "Dataset file (sharegpt JSON, dolly JSONL, your JSONL, a trace).", DATASET)
     ] = None
+    # --dataset jsonl with expected answers (datasets/graders.py): how each reply is graded where
+    # a row names no grader of its own (None: numeric for GSM8K's "#### N" answers, else exact)
+    grader: Annotated[
+        str | None,
+        Flag(
+            "--grader",
+            "Graded JSONL (rows with answer/expected): exact, normalised, regex:PATTERN, numeric[:TOL], "
+            "json:FIELD or choice (default: a row's own grader, numeric for GSM8K's '#### N', else exact).",
+            panel=DATASET,
+        ),
+    ] = None
     # --dataset sharegpt: which conversations become prompts, in which order, with which length filters
     sharegpt_sampling: Annotated[
         ShareGPTSampling,

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from tokenbench.console.fmt import NULL_TEXT, num, scaled
 from tokenbench.metrics.catalogue import (
+    ACCURACY,
     METRICS,
     OUTPUT_TOKENS_PER_S,
     SERVER_PREEMPTIONS,
@@ -192,6 +193,8 @@ def _metric_rows(row: _Row, points: list[PointResult]) -> None:
             row(m.label, _metric_cell(m))
             if m is OUTPUT_TOKENS_PER_S and any(p.cancelled_streams for p in points):
                 row("  incl. tokens of cancelled streams", cancelled_tokens_text)
+            if m is ACCURACY:
+                row("  Wilson 95% interval (correct/graded, not graded)", _accuracy_detail)
     pooling = all(p.pooling is not None for p in points)  # pooling APIs: no streamed metrics
     for d in dict.fromkeys(m.distribution for m in metrics if m.distribution is not None):
         if pooling and d.key in STREAMED:
@@ -199,6 +202,15 @@ def _metric_rows(row: _Row, points: list[PointResult]) -> None:
         # an optional one (TTFO, per-token ITL) only where some point measured it
         if any(d.read(p, "count") if d.optional else d.read(p, "count") is not None for p in points):
             row(f"{d.name} ({d.unit}) mean / p50 / p99 (n)", _dist_cell(d))
+
+
+def _accuracy_detail(p: PointResult) -> str:
+    """A graded point's interval and counts: "[61.2, 88.1] (16/20, 1)"."""
+    a = p.accuracy
+    if a is None:
+        return "-"
+    interval = "-" if a.ci_low is None or a.ci_high is None else f"[{a.ci_low * 100:.1f}, {a.ci_high * 100:.1f}]"
+    return f"{interval} ({a.correct}/{a.graded}, {a.not_graded})"
 
 
 def _program_rows(row: _Row, points: list[PointResult]) -> None:

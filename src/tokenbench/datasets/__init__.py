@@ -15,6 +15,7 @@ from typing import TypedDict
 
 from tokenbench.config import CONVERSATION_APIS, SYNTHETIC_OUTPUT_TOKENS, DatasetConfig, DatasetName, ShareGPTSampling
 from tokenbench.datasets import dolly, jsonl, shared_prefix, sharegpt
+from tokenbench.datasets.graders import grader
 from tokenbench.datasets.images import with_synthetic_images
 from tokenbench.datasets.synthetic import synthetic_prompts
 from tokenbench.datasets.tokenizers import Tokenizer, special_tokens_of
@@ -51,6 +52,10 @@ def check_path(cfg: DatasetConfig) -> None:
         if not path.exists():
             raise BadInput(f"--dataset-path {path}: no such file; check the path")
     read_system_prompt(cfg.system_prompt)
+    if cfg.grader is not None:
+        if cfg.name != "jsonl":
+            raise BadInput(f"--grader grades --dataset jsonl rows with an answer; --dataset {cfg.name} has none")
+        grader(cfg.grader)
 
 
 def _read_error(cfg: DatasetConfig, exc: Exception) -> BadInput:
@@ -124,9 +129,10 @@ def _jsonl(src: Source, _: Tokenizer | None) -> Built:
     if cfg.path is None:
         raise BadInput("--dataset jsonl needs --dataset-path FILE.jsonl")
     requests: list[Request] = []
-    for r in jsonl.load(cfg.path):
+    for r in jsonl.load(cfg.path, cfg.grader):
         if src.system and r.prompt is not None:
-            r = replace(_make(r.prompt, src.system, r.max_tokens, None), images=r.images, image_pixels=r.image_pixels)
+            made = _make(r.prompt, src.system, r.max_tokens, None)
+            r = replace(made, images=r.images, image_pixels=r.image_pixels, expected=r.expected)
         if r.max_tokens is None and cfg.output_tokens is not None:
             r = replace(r, max_tokens=cfg.output_tokens)
         requests.append(r)

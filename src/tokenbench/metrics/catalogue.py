@@ -38,6 +38,10 @@ SCRAPED = "the window, between the scrapes that bracket it"
 SCRAPES_IN = "the scrapes inside the window"
 
 SUCCESSFUL = "successful requests sent in the window (open loop: scheduled in it)"  # a population
+GRADED = (  # accuracy's population
+    "graded requests: successful requests sent in the window (open loop: scheduled in it) that carried an "
+    "expected answer; failed ones are not graded (accuracy.not_graded)"
+)
 
 
 def path(dotted: str) -> Getter:
@@ -112,6 +116,9 @@ class Metric:
     views: frozenset[View]
     distribution: Distribution | None = None  # set when it is one statistic of a distribution
     optional: bool = False  # only some runs have it (a price, a GPU); views skip it when none do
+    # a proportion: the keys of the metrics holding its successes and its trials (accuracy:
+    # correct of graded), so compare and the gate test it as two proportions
+    counts: tuple[str, str] | None = None
 
     @property
     def label(self) -> str:
@@ -450,6 +457,60 @@ _METRICS: tuple[Metric, ...] = (
         views=_views("aggregates", "console", "experiment", "report"),
         optional=True,
     ),
+    # a graded dataset: replies that gave the expected answer (metrics/accuracy.py)
+    Metric(
+        key="accuracy",
+        title="accuracy",
+        unit="%",
+        scale=100.0,
+        digits=1,
+        higher_is_better=True,
+        population=GRADED,
+        period=WINDOW,
+        get=path("accuracy.accuracy"),
+        views=_views("aggregates", "console", "experiment", "report", "compare"),
+        optional=True,
+        counts=("accuracy_correct", "accuracy_graded"),
+    ),
+    Metric(
+        key="accuracy_correct",
+        title="correct",
+        unit="",
+        scale=1.0,
+        digits=0,
+        higher_is_better=True,
+        population=GRADED,
+        period=WINDOW,
+        get=path("accuracy.correct"),
+        views=_AGGREGATED,
+        optional=True,
+    ),
+    Metric(
+        key="accuracy_graded",
+        title="graded",
+        unit="",
+        scale=1.0,
+        digits=0,
+        higher_is_better=True,
+        population="successful requests of the population that carried an expected answer (failed ones: not graded)",
+        period=WINDOW,
+        get=path("accuracy.graded"),
+        views=_AGGREGATED,
+        optional=True,
+    ),
+    Metric(
+        key="accuracy_not_graded",
+        title="not graded",
+        unit="",
+        scale=1.0,
+        digits=0,
+        higher_is_better=False,
+        population="requests of the population that carried an expected answer and failed (no reply to grade)",
+        period=WINDOW,
+        get=path("accuracy.not_graded"),
+        views=_AGGREGATED,
+        optional=True,
+    ),
     Metric(
         key="error_rate",
         title="errors",
@@ -596,6 +657,7 @@ SERVER_TTFT_MEAN = METRICS["server_ttft_s_mean"]
 PREFIX_CACHE_HIT_RATE = METRICS["prefix_cache_hit_rate"]
 PREFIX_CACHE_EXPECTED_REUSE = METRICS["prefix_cache_expected_reuse"]
 USD_PER_MILLION_OUTPUT_TOKENS = METRICS["usd_per_million_output_tokens"]
+ACCURACY = METRICS["accuracy"]
 CLIENT_LIMITED = METRICS["client_limited"]
 
 

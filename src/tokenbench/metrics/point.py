@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from tokenbench.config.slo import SLOConfig
+from tokenbench.metrics.accuracy import accuracy_metrics
 from tokenbench.metrics.chunks import CancelledOutput, ChunkTally
 from tokenbench.metrics.images import image_metrics
 from tokenbench.metrics.pooling import is_pooling, pooling_metrics
@@ -227,6 +228,7 @@ def summarize_point(
         **(pooling_metrics(basis.rated, basis.weight, basis.period_s, prompt_tokens) if pooling else {}),
         **image_metrics(population, rates.requests_per_s),  # images: only when some carried images
         **validity_metrics(population),  # only when structure or tools were asked for
+        **accuracy_metrics(population),  # only when some request carried an expected answer
     )
 
 

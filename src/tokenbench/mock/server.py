@@ -62,6 +62,8 @@ Structured output and tool calls (mock/structured.py): a request asking for a JS
 (any dialect tokenbench sends) gets the schema's smallest instance, one offering tools one call of
 the named (else first) tool, on the same schedule; ``invalid_every`` N makes every N-th such reply
 invalid (a known valid_fraction).
+Answers by prompt (``answers``, mock/answers.py): a request whose prompt text is a row of the
+--answers file gets that row's reply as its content on the same schedule (a known accuracy).
 
 Faults (for tests of the client's outcomes), applied to every ``fault_every``-th request (here as
 chat writes them; Messages and Responses in their own error shapes, apis.py):
@@ -90,11 +92,13 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from tokenbench.mock.answers import answer_for, load_answers
 from tokenbench.mock.apis import (
     API_PATHS,
     Body,
@@ -111,7 +115,7 @@ from tokenbench.mock.pooling import pooling_answer, pooling_inputs
 from tokenbench.mock.scaler import SERVED_BY_HEADER, ReplicaPool, parse_script
 from tokenbench.mock.settings import Delivery, MockSettings
 from tokenbench.mock.speculation import Plan, SpecCounters, plan, request_metrics
-from tokenbench.mock.structured import scripted_deltas
+from tokenbench.mock.structured import pieces, scripted_deltas
 
 # aiohttp refuses bodies over 1 MiB by default (HTTP 413); requests with images run to megabytes
 MAX_BODY_BYTES = 256 * 2**20
@@ -223,6 +227,7 @@ class MockServer:
         if self.cache is not None:  # vLLM's names (backends/vllm.py), in tokens
             self._queries = Counter("vllm:prefix_cache_queries", "prompt tokens", names, registry=reg).labels(model)
             self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", names, registry=reg).labels(model)
+        self._answers = load_answers(Path(settings.answers)) if settings.answers else {}  # by prompt
         self._first_received: float | None = None  # autostop: the scripted warm-up starts here
         self._jitter = random.Random(settings.jitter_seed)
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
@@ -457,6 +462,10 @@ class MockServer:
 
     def _scripted(self, body: Body, n_chunks: int, serial: str) -> tuple[list[Event], str] | None:
         """a structured reply's or tool call's deltas and finish reason (mock_structured)."""
+        answer = answer_for(self._answers, body)  # --answers: the reply scripted for this prompt
+        if answer is not None:
+            key = "content" if body.get("messages") is not None else "text"
+            return [{key: p} for p in pieces(answer, n_chunks)], "stop"
         if not (body.get("response_format") or body.get("structured_outputs") or body.get("json_schema")):
             if not body.get("tools"):
                 return None

@@ -193,6 +193,16 @@ class MockSettings(FrozenModel):
             default=True,
         ),
     ] = 0
+    # answers by prompt (mock/answers.py): a graded run's known answers; "": the usual words
+    answers: Annotated[
+        str,
+        Flag(
+            "--answers",
+            'JSONL of {"prompt": ..., "reply": ...}: a request whose prompt (the last user message, or the '
+            "completion prompt) equals one gets its reply as content; others the usual words.",
+            panel=REPLIES,
+        ),
+    ] = ""
     # a scripted warm-up transient and jitter: a request received within warmup_slow_s of the
     # first one has its TTFT times warmup_factor; every TTFT is then times 1 + ttft_jitter * U
     # (U uniform on [-1, 1], drawn from random.Random(jitter_seed) in the order requests arrive:

@@ -234,6 +234,24 @@ class StructuredOutput(FrozenModel):
     valid_fraction: Number | None  # valid / checked (None: nothing checked)
 
 
+class Accuracy(FrozenModel):
+    """A graded dataset's replies over a point's population (only on a point where some request
+    carried an expected answer: metrics/accuracy.py). accuracy's population: the graded requests,
+    the successful ones of the population that carried an expected answer; a failed one has no
+    reply to grade and is counted apart (``not_graded``), never as wrong. The interval: Wilson's
+    score interval at 95% for the proportion correct / graded."""
+
+    grader: str  # the graders the rows named (comma-separated)
+    requests: int  # requests of the population that carried an expected answer
+    graded: int  # of them, successful ones whose reply was graded
+    not_graded: int  # of them, failed ones (no reply to grade): requests - graded
+    correct: int  # graded replies that gave the expected answer
+    accuracy: Number | None  # correct / graded (None: nothing graded)
+    ci_low: Number | None  # Wilson 95% interval of accuracy
+    ci_high: Number | None
+    interval: str  # how the interval was made: "wilson 95%"
+
+
 class ToolCalls(FrozenModel):
     """Tool calls over a point's population (only on a point whose requests offered --tools)."""
 
@@ -624,6 +642,8 @@ class PointMetrics(FrozenModel):
     structured: StructuredOutput | None = None
     tool_calls: ToolCalls | None = None
     ttftc_s: Distribution | None = None
+    # a graded dataset: only on a point where some request carried an expected answer
+    accuracy: Accuracy | None = None
 
     def fields(self) -> dict[str, Any]:
         """Its fields by name, as the PointResult that holds them takes them (derive.point_result)."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from tokenbench.report.chart_spec import MAX_TIMESERIES_CHARTS, Chart
 from tokenbench.report.read.data import ReportData
 from tokenbench.report.read.run_dir import SLOWEST_REQUESTS
+from tokenbench.report.sections.accuracy import ACCURACY_CAPTION, accuracy_table
 from tokenbench.report.sections.apis import APIS_CAPTION, api_costs, api_lines, api_table, apis_table
 from tokenbench.report.sections.capacity import (
     ATTAINMENT_CAPTION,
@@ -248,6 +249,9 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
         sections.append(
             Section("structured", "Structured output", (Block(table=structured),), caption=STRUCTURED_CAPTION)
         )
+    graded = accuracy_table(data)  # only when some point was graded (a dataset with expected answers)
+    if graded is not None:
+        sections.append(Section("accuracy", "Accuracy", (Block(table=graded),), caption=ACCURACY_CAPTION))
     speculation = speculation_table(data)  # only when some point reported speculation
     if speculation is not None:
         sections.append(

@@ -1,1 +1,1 @@
-"""The report's sections: what each decides (verdict, stability, failures) and shows (tables, charts, the capacity, layer, pooling, structured-output, agent-programs and speculative-decoding sections), from the rows."""
+"""The report's sections: what each decides (verdict, stability, failures) and shows (tables, charts, the capacity, layer, pooling, structured-output, accuracy, agent-programs and speculative-decoding sections), from the rows."""
