@@ -8,6 +8,7 @@ import pytest
 from report_synthetic import point, results, write_run
 
 from tokenbench.report.read.load import load_inputs
+from tokenbench.report.sections.tables import verdict_lines
 from tokenbench.report.sections.verdict import decide, pareto_front, saturation_point
 
 
@@ -193,3 +194,45 @@ def test_a_point_fails_past_half_its_finished_requests_failed_cancelled_ones_asi
     lines = verdict_lines(verdict, data)
     assert lines[0] == "8 users failed: 11 of 20 finished requests failed (timeout 11)."
     assert "One configuration: nothing to pick between; its numbers are in the headline table." in lines
+
+
+def _graded_point(tokens_per_s: float, ttft_s: float, correct: int, graded: int = 40) -> dict:
+    p = point(0, "users", 4, tokens_per_s=tokens_per_s, ttft_s=ttft_s)
+    p["accuracy"] = {
+        "grader": "numeric",
+        "requests": graded,
+        "graded": graded,
+        "not_graded": 0,
+        "correct": correct,
+        "accuracy": correct / graded,
+        "ci_low": None,
+        "ci_high": None,
+        "interval": "wilson 95%",
+    }
+    return p
+
+
+def test_a_faster_configuration_that_answers_worse_is_not_called_simply_better(tmp_path: Path) -> None:
+    """Two engines at 4 users: the faster (2x the tokens/s, half the TTFT) answers 20/40 graded
+    rows right, the slower 36/40: the verdict says the pick for speed answers worse, with both
+    counts and the two-proportion test (p = 9.48e-5, scipy's chi2_contingency without correction)."""
+    fast = write_run(tmp_path / "fast", results([_graded_point(200.0, 0.05, 20)], backend="sglang"))
+    slow = write_run(tmp_path / "slow", results([_graded_point(100.0, 0.10, 36)], backend="vllm"))
+    data = load_inputs([fast, slow])
+    verdict = decide(data)
+    assert [(q.picked_for, q.fast.config, q.accurate.config) for q in verdict.quality] == [
+        ("best throughput", data.rows[0].config, data.rows[1].config),
+        ("best TTFT", data.rows[0].config, data.rows[1].config),
+    ]
+    q = verdict.quality[0]
+    assert (q.fast.correct, q.fast.graded, q.accurate.correct, q.accurate.graded) == (20, 40, 36, 40)
+    assert q.p == pytest.approx(9.477e-5, rel=1e-3)
+    lines = [line for line in verdict_lines(verdict, data) if "answers worse" in line]
+    assert len(lines) == 2 and "20/40 right (50.0%)" in lines[0] and "36/40 (90.0%" in lines[0], lines
+    assert lines[0].endswith("faster, not better.")
+    # the same counts on both sides, or a difference within chance: no flag
+    same = write_run(tmp_path / "same", results([_graded_point(100.0, 0.10, 34)], backend="vllm"))
+    near = load_inputs(
+        [write_run(tmp_path / "fast2", results([_graded_point(200.0, 0.05, 33)], backend="sglang")), same]
+    )
+    assert decide(near).quality == ()

@@ -514,6 +514,12 @@ def verdict_lines(verdict: Verdict, data: ReportData) -> list[str]:
             parts.append(f"most stable {s.config} (CV {fmt.num(s.cv.mean, 1, 100)}%)")
         if parts:
             lines.append(f"At {lv.label}: " + "; ".join(parts) + ".")
+    for q in verdict.quality:
+        lines.append(
+            f"At {q.label}: {q.fast.config} has the {q.picked_for} but answers worse, {q.fast.correct}/"
+            f"{q.fast.graded} right ({q.fast.accuracy:.1%}) against {q.accurate.config}'s {q.accurate.correct}/"
+            f"{q.accurate.graded} ({q.accurate.accuracy:.1%}; two-proportion p = {q.p:.2g}): faster, not better."
+        )
     for sat in verdict.saturation:
         lines.append(f"{sat.config} saturates at {sat.label}: {sat.reason}.")
     lines += [_client_line(c) for c in verdict.client]

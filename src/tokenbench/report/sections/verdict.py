@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from tokenbench.metrics.accuracy import two_proportion_p
 from tokenbench.metrics.catalogue import (
+    ACCURACY,
     CLIENT_LIMITED,
     GOOD_FRACTION,
     GOODPUT_PER_S,
@@ -39,6 +41,9 @@ SLO_ATTAINMENT = 0.90
 # the reuse its workload promises is flagged: a cache warm from an earlier point or run (above),
 # or one that evicted, or prompts that did not share blocks as the workload says (below).
 CACHE_REUSE_TOLERANCE = 0.10
+# A configuration picked for speed answers worse than another at its load when the two accuracies
+# differ at this significance (a pooled two-proportion z-test on correct/graded, trials summed).
+QUALITY_SIGNIFICANCE = 0.05
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,6 +205,31 @@ def client_flags(rows: list[PointRow]) -> list[ClientFlag]:
 
 
 @dataclass(frozen=True)
+class Graded:
+    """A configuration's graded replies at one load: its trials' counts summed."""
+
+    config: str
+    correct: int
+    graded: int
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.graded
+
+
+@dataclass(frozen=True)
+class QualityFlag:
+    """At one load, the configuration picked for speed (``picked_for``: its best TTFT or
+    throughput) answers the graded dataset significantly worse than the most accurate one."""
+
+    label: str
+    picked_for: str
+    fast: Graded
+    accurate: Graded
+    p: float
+
+
+@dataclass(frozen=True)
 class Verdict:
     loads: tuple[LoadVerdict, ...]
     slo: tuple[SloResult, ...]
@@ -211,6 +241,7 @@ class Verdict:
     cache: tuple[CacheFlag, ...] = ()  # hit rate far from the expected reuse
     client: tuple[ClientFlag, ...] = ()  # points the client limited
     failed: tuple[FailedPoint, ...] = ()  # points the server failed (results.failures' rule)
+    quality: tuple[QualityFlag, ...] = ()  # a pick for speed that answers a graded dataset worse
 
 
 def _load_order(key: LoadKey) -> tuple[bool, float, str]:
@@ -304,7 +335,41 @@ def decide(data: ReportData) -> Verdict:
     )
     named = len(configs) > 1
     failed = tuple(f for r in rows if (f := FailedPoint.of_row(r, named)) is not None)
-    return replace(verdict, cache=tuple(cache_flags(rows)), client=tuple(client_flags(rows)), failed=failed)
+    quality = tuple(f for lv in loads for f in quality_flags(lv, by_load[lv.load_key]))
+    return replace(
+        verdict, cache=tuple(cache_flags(rows)), client=tuple(client_flags(rows)), failed=failed, quality=quality
+    )
+
+
+def _graded(rows: list[PointRow]) -> Graded | None:
+    """A configuration's graded counts at a load (its trials summed), None when nothing was graded."""
+    correct = [v for r in rows if (m := r.metrics.get(f"{ACCURACY.key}_correct")) for v in m.values]
+    graded = [v for r in rows if (m := r.metrics.get(f"{ACCURACY.key}_graded")) for v in m.values]
+    if not graded or not sum(graded):
+        return None
+    return Graded(rows[0].config, round(sum(correct)), round(sum(graded)))
+
+
+def quality_flags(lv: LoadVerdict, group: list[PointRow]) -> list[QualityFlag]:
+    """The load's speed picks that answer worse: a faster configuration that changes the answers
+    is not simply better. Each pick against the most accurate configuration at the load, flagged
+    when the difference is significant (``QUALITY_SIGNIFICANCE``)."""
+    configs: dict[str, list[PointRow]] = {}
+    for r in group:
+        configs.setdefault(r.config, []).append(r)
+    graded = {c: g for c, rows in configs.items() if (g := _graded(rows)) is not None}
+    if len(graded) < 2:
+        return []
+    accurate = max(graded.values(), key=lambda g: g.accuracy)
+    out = []
+    for why, pick in (("best throughput", lv.best_throughput), ("best TTFT", lv.best_ttft)):
+        fast = graded.get(pick.config) if pick is not None else None
+        if fast is None or fast.config == accurate.config or fast.accuracy >= accurate.accuracy:
+            continue
+        p = two_proportion_p(fast.correct, fast.graded, accurate.correct, accurate.graded)
+        if p is not None and p < QUALITY_SIGNIFICANCE:
+            out.append(QualityFlag(lv.label, why, fast, accurate, p))
+    return out
 
 
 def slo_text(slo: dict[str, float | None]) -> str | None:
