@@ -473,6 +473,8 @@ class StreamingClient:
 
     async def send(self, request: Request, record: RequestRecord) -> None:
         data = self.sent_bytes(request)
+        if self._keep_text:  # the prompt's identity beside the reply's text: two runs' replies pair by it
+            record.prompt_hash = request.prompt_key()
         stream = self._wire.new_stream()
         stream.for_request(request)
         if self._chunk_usage:

@@ -105,6 +105,7 @@ from tokenbench.mock.apis import (
     ResponsesEvents,
     chat_body,
 )
+from tokenbench.mock.divergence import PROBE_HEADER, Divergence
 from tokenbench.mock.otlp import MockExporter
 from tokenbench.mock.pooling import PATHS as POOLING_PATHS
 from tokenbench.mock.pooling import pooling_answer, pooling_inputs
@@ -225,6 +226,8 @@ class MockServer:
             self._hits = Counter("vllm:prefix_cache_hits", "cached prompt tokens", names, registry=reg).labels(model)
         self._first_received: float | None = None  # autostop: the scripted warm-up starts here
         self._jitter = random.Random(settings.jitter_seed)
+        self._divergence = Divergence(settings)
+        self._created = int(time.time())  # /v1/models' created: when this server started
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         if self._exporter is not None:
             self.app.on_cleanup.append(self._exporter.close)
@@ -256,7 +259,9 @@ class MockServer:
         return web.json_response({"status": "ok"})
 
     async def _models(self, _: web.Request) -> web.Response:
-        card: Event = {"id": self.s.model, "object": "model"}
+        card: Event = {"id": self.s.model, "object": "model", "created": self._created, "owned_by": "mock"}
+        if self.s.model_root:  # vLLM's: the weights' path the name serves
+            card["root"] = self.s.model_root
         if self.s.max_model_len:
             card["max_model_len"] = self.s.max_model_len
         # LoRA adapters as vLLM lists them: their own cards, with the base model as parent
@@ -335,6 +340,23 @@ class MockServer:
             if self._slots is not None:
                 self._slots.release()
 
+    async def _probe(self, request: web.Request, api: str, body: Body) -> web.StreamResponse:
+        """A fingerprint probe's reply, whole at once: its words as the script's at one in flight
+        (the share's divergence and the salt apply; never the load's), no fault, delivery or count."""
+        renderer = RENDERERS[api]
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        events = renderer(renderer.ID_PREFIX + "probe", self.s.model, body, lambda: Prompt(self._prompt_tokens(body)))
+        n = int(body.get("max_tokens") or self.s.output_tokens)
+        diverged = self._divergence.active and self._divergence.diverges(body, 1)
+        text = self._divergence.text(0, n, diverged)
+        opening = events.start()
+        await resp.write(opening + events.content(0, text, False, n))
+        for part in events.end("length", n, 0, None):
+            await resp.write(part)
+        await resp.write_eof()
+        return resp
+
     def _fault_for_this(self) -> str | None:
         self._count += 1
         if self.s.fault == "none" or self._count % self.s.fault_every:
@@ -344,6 +366,8 @@ class MockServer:
     async def _stream(self, request: web.Request, api: str) -> web.StreamResponse:
         received = time.perf_counter()
         body = chat_body(api, await request.json())
+        if PROBE_HEADER in request.headers:  # a fingerprint probe: answered at once, outside the script
+            return await self._probe(request, api, body)
         model = body.get("model")
         if self._adapters and model != self.s.model and model not in self._adapters:
             message = f"The model `{model}` does not exist."  # vLLM's answer
@@ -396,14 +420,21 @@ class MockServer:
         self._running.set(self._in_flight)
         if self.s.kv_slots and self._in_flight > self.s.kv_slots:
             self._preempted.inc()
+        diverged = self._divergence.active and self._divergence.diverges(body, self._in_flight)
         try:
-            return await self._reply(request, api, body, received, replica)
+            return await self._reply(request, api, body, received, replica, diverged)
         finally:
             self._in_flight -= 1
             self._running.set(self._in_flight)
 
     async def _reply(
-        self, request: web.Request, api: str, body: Body, received: float, replica: str | None = None
+        self,
+        request: web.Request,
+        api: str,
+        body: Body,
+        received: float,
+        replica: str | None = None,
+        diverged: bool = False,
     ) -> web.StreamResponse:
         admitted = time.perf_counter()
         fault = self._fault_for_this()
@@ -416,6 +447,7 @@ class MockServer:
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
         delivery.model, delivery.priority = body.get("model"), body.get("priority")
         delivery.traceparent, delivery.replica = request.headers.get("traceparent"), replica
+        delivery.diverged_at = self.s.diverge_at if diverged else None
         if self.s.record_requests:
             delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
             delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
@@ -434,7 +466,7 @@ class MockServer:
         await resp.prepare(request)
         asked = body  # the prompt as the usage counts it, once (the cache's lookup remembers it)
         events = renderer(rid, self.s.model, body, functools.cache(lambda: self._prompt(asked, images)))
-        reply = _Reply(request, resp, delivery, events, fault, chunks, images)
+        reply = _Reply(request, resp, delivery, events, fault, chunks, images, diverged=diverged)
         reply.include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         admitted += self._adapters.get(str(body.get("model")), 0.0) / 1e3  # an adapter's scripted cost
         reply.scripted = self._scripted(body, len(chunks.tokens), serial)
@@ -488,6 +520,10 @@ class MockServer:
             n = chunks.tokens[i]
             if reply.scripted is not None:  # structured output or a tool call
                 data = events.scripted(i, reply.scripted[0][i], so_far[i])
+            elif self._divergence.active:  # answers that change (divergence.py): token by token
+                data = events.content(
+                    i, self._divergence.text(so_far[i] - n, n, reply.diverged), i < reasoning, so_far[i]
+                )
             else:
                 data = events.content(i, (" " + self.s.word) * n, i < reasoning, so_far[i])
             await resp.write(opening + data if i == 0 else data)
@@ -585,6 +621,7 @@ class _Reply:
     include_usage: bool = False  # the request asked for usage (stream_options.include_usage): vLLM's metrics go with it
     accepted: list[int] = field(default_factory=list)  # speculation: each verify step written, its accepted drafts
     scripted: tuple[list[Event], str] | None = None  # each chunk's delta, the finish reason
+    diverged: bool = False  # --diverge-*: its words differ from diverge_at on
 
 
 class _OpenAIEvents(Renderer):
