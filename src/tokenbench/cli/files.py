@@ -1,5 +1,5 @@
 """The after-the-fact commands over run and experiment directories: report, recompute, export,
-compare."""
+compare, agree (paired outputs)."""
 
 from __future__ import annotations
 
@@ -210,6 +210,34 @@ def compare(
         )
         if code:
             raise typer.Exit(code)
+
+
+def agree(
+    a: Annotated[Path, typer.Argument(help="A run directory (--keep-text).")],
+    b: Annotated[Path, typer.Argument(help="Another run that sent the same prompts (--keep-text).")],
+    out: Annotated[
+        Path | None, typer.Option(help="Where to write the paired outputs as JSON (default: A/agreement.json).")
+    ] = None,
+) -> None:
+    """Paired outputs: did two runs that sent the same prompts (temperature 0, --keep-text) give
+    the same answers? Each request matched to its twin by prompt_hash, point by point: identical
+    or not, where they first differ, how alike the rest is, the share identical with its Wilson
+    95% interval. Speed is compare's question; this is the answers'."""
+    from tokenbench.compare.agreement import agreement_of, agreement_table, write_agreement
+    from tokenbench.results.layout import AGREEMENT
+    from tokenbench.rundir.read import is_run_dir
+
+    for d in (a, b):
+        if not is_run_dir(d):
+            fail(f"{d}: not a run directory (results.json)", 2)
+    try:
+        agreement = agreement_of(a, b)
+    except _UNREADABLE as exc:
+        fail(str(exc), 2)
+    console().print(agreement_table(agreement))
+    path = out or a / AGREEMENT
+    write_agreement(agreement, path)
+    err.print(f"paired outputs: {path}")
 
 
 def history(
