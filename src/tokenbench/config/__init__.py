@@ -1415,6 +1415,17 @@ class RunConfig(_Model):
     out_dir: Annotated[Path | None, Flag("--out", "Run directory (default runs/<timestamp>).")] = None
     # store generated text in records.jsonl
     keep_text: Annotated[bool, Flag("--keep-text", "Store generated text in records.jsonl.")] = False
+    # which model is served: before any load, greedy replies to a few fixed prompts, hashed
+    # (clients/served_model.py; results.json target.served_model.fingerprint); chat and completions only
+    fingerprint: Annotated[
+        bool,
+        Flag(
+            "--fingerprint",
+            "Before the load, send 3 fixed prompts (temperature 0, 16 tokens each; counted in no point) and keep "
+            "the sha256 of the replies as the served model's fingerprint (chat and completions APIs).",
+            default="fingerprint",
+        ),
+    ] = True
     # server spans: an OTLP/HTTP receiver for the server's own spans, joined to the records
     server_traces: Annotated[
         bool,

@@ -13,21 +13,22 @@ its first differing token is exactly ``diverge_at`` (its first differing charact
   than K requests are in flight, itself counted, as ``kv_slots`` counts: load-dependent answers.
 
 ``fingerprint_salt`` stands for another model's weights: every reply's words carry it
-(``hi-SALT``), so a served model's fingerprint (run/served_model.py) differs while the name does not.
+(``hi-SALT``), so a served model's fingerprint (clients/served_model.py) differs while the name does not.
 
-Fingerprint probes (requests carrying ``PROBE_HEADER``) are answered at once, whole, outside the
+Fingerprint probes (requests carrying ``PROBE_HEADER``, clients/served_model.py) are answered at once, whole, outside the
 script's timing and counters: a run's probes never shift a test's known answers (fault_every's
 count, deliveries, the warm-up's first request, the in-flight count).
 """
 
 from __future__ import annotations
 
+from tokenbench.clients.served_model import PROBE_HEADER
 from tokenbench.mock.settings import MockSettings
 from tokenbench.records import prompt_hash
 
+__all__ = ["DIVERGED_WORD", "PROBE_HEADER", "Divergence", "prompt_diverges", "prompt_text"]
+
 DIVERGED_WORD = "ho"
-# the header a served model's fingerprint probes carry (run/served_model.py sends it)
-PROBE_HEADER = "X-Tokenbench-Probe"
 
 
 def prompt_text(body: dict[str, object]) -> str:

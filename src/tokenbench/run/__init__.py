@@ -25,7 +25,8 @@ from tokenbench.backends.base import Profile
 from tokenbench.backends.cache_control import NOT_REQUESTED, CacheReset, reset_prefix_cache
 from tokenbench.backends.server import ServerUnderTest, engine_profile, server_under_test
 from tokenbench.clients import wire_for
-from tokenbench.clients.stream import TargetUnreachable, make_session, probe, served_max_model_len
+from tokenbench.clients.served_model import served_model
+from tokenbench.clients.stream import ModelListing, TargetUnreachable, make_session, probe, served_max_model_len
 from tokenbench.clients.structured import structured_dialect
 from tokenbench.common import redact
 from tokenbench.common.procs import Interrupts
@@ -65,6 +66,7 @@ from tokenbench.report.sections.failures import failed_points, failure_lines
 from tokenbench.results import PointResult, RunResults
 from tokenbench.results.layout import SAMPLES, SERVER_LOG
 from tokenbench.results.manifest import ServerFacts
+from tokenbench.results.served_model import ServedModel
 from tokenbench.run.facts import config_json, point_facts, start_facts
 from tokenbench.rundir import RunWriter, default_run_dir, fresh_out_dir, remove_failed_start
 from tokenbench.rundir.derive import point_result, results_header
@@ -270,12 +272,14 @@ async def _run_points(bench: _Bench, sut: ServerUnderTest, console: Console) -> 
     """The load points one after another against the target, through the run's pool of workers
     (one on this loop unless --workers or --ray); results.json rewritten after each."""
     async with make_session(bench.config.target, bench.clock.now) as session:
-        target = await resolve_target(session, bench.config.target, sut)
+        target, listing = await resolve_target(session, bench.config.target, sut)
         wire = wire_for(target.api)
         # a session's history limit, a trace's context guard: when the server states its context
         wants_len = bench.config.sessions is not None or bench.config.dataset.name == "trace"
-        max_len = await served_max_model_len(session, target, wire) if wants_len else None
-        reached = _Target(session, target, sut.profile)
+        max_len = served_max_model_len(listing, target.model) if wants_len else None
+        # which model it serves (and its fingerprint's probes), before any load: in no point
+        served = await served_model(session, target, wire, listing, bench.config.fingerprint)
+        reached = _Target(session, target, sut.profile, served)
         source = _source(bench, reached, sut.facts, max_len)
         stats = LiveStats()
         io = (bench.writer.write_records, bench.sampler.event, console.print)
@@ -352,6 +356,7 @@ class _Target:
     session: aiohttp.ClientSession
     config: ResolvedTarget
     profile: Profile | None = None
+    served: ServedModel | None = None  # which model it serves, as far as it tells
 
 
 @dataclass(frozen=True)
@@ -450,7 +455,7 @@ def _source(
             requests = mixed_requests(requests, config.mix, config.lora_mix, config.tenant_header, config.seed, build)
         nonce = secrets.token_hex(4) if config.dataset.unique_prefix else None
         source = RequestSource(requests, unique_nonce=nonce)
-    writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler))
+    writer.write_config(config_json(config, target.config, backend, info, bench.clock, bench.sampler, target.served))
     return source
 
 
@@ -509,8 +514,8 @@ def _token_ids(target: _Target) -> bool:
 
 async def resolve_target(
     session: aiohttp.ClientSession, settings: TargetConfig, sut: ServerUnderTest
-) -> ResolvedTarget:
-    """The target resolved once, before any load: the server's URL, what its engine decides
+) -> tuple[ResolvedTarget, ModelListing]:
+    """The target resolved once, before any load (with what the server listed): the server's URL, what its engine decides
     (``_decided``) and the model requests name: --model, else the name a launched server was given,
     else the first the server lists. A server the user runs (attached) that lists its models on an
     OpenAI-compatible API must list --model: otherwise BadInput before any load, naming what it
@@ -518,7 +523,8 @@ async def resolve_target(
     it, and other APIs name models their own way: unchecked."""
     decided = _decided(settings, sut.profile)
     wire = wire_for(decided["api"])
-    models = await probe(session, settings, sut.url, wire)  # raises TargetUnreachable before any load
+    listing = await probe(session, settings, sut.url, wire)  # raises TargetUnreachable before any load
+    models = listing.ids
     model = settings.model or sut.model
     attached = sut.model is None
     if attached and model is not None and models and decided["api"] in LISTED_MODEL_APIS and model not in models:
@@ -532,4 +538,5 @@ async def resolve_target(
             raise TargetUnreachable(f"{sut.url}{wire.probe_path} names no model; pass --model NAME")
         model = models[0]
     backend = sut.profile.name if sut.profile else None
-    return ResolvedTarget.of(settings, url=sut.url, model=model, backend=backend, fresh=sut.fresh, **decided)
+    resolved = ResolvedTarget.of(settings, url=sut.url, model=model, backend=backend, fresh=sut.fresh, **decided)
+    return resolved, listing
