@@ -106,8 +106,13 @@ def load_inputs(dirs: list[Path]) -> ReportData:
 
 
 def _agreements(dirs: list[Path]) -> tuple[Agreement, ...]:
-    """The paired outputs written into the inputs (agreement.json), in input order."""
-    found = [Path(d) / AGREEMENT for d in dirs]
+    """The paired outputs written into the inputs (agreement.json: `tokenbench agree`'s in a run
+    directory, a determinism study's in each cell of an experiment), in input order."""
+    found = []
+    for d in map(Path, dirs):
+        found.append(d / AGREEMENT)
+        if is_experiment_dir(d):
+            found += sorted((d / "cells").glob(f"*/{AGREEMENT}"))
     return tuple(Agreement.model_validate_json(p.read_text()) for p in found if p.is_file())
 
 
