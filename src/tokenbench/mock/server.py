@@ -72,6 +72,13 @@ after ``fault_after_chunks`` with ``finish_reason: "abort"``, usage and ``[DONE]
 request its engine aborted), no_end (the content, then the stream closes cleanly with neither a
 finish reason nor ``[DONE]``, as a proxy that cuts a stream at a chunk boundary would).
 
+Answers that change (mock/divergence.py): ``diverge_share`` picks a share of prompts by their
+hash and ``diverge_above_in_flight`` the requests that arrive above a load; their replies differ
+from output token ``diverge_at`` on, and each delivery logs ``diverged_at``. ``fingerprint_salt``
+changes every reply's words. A request carrying ``X-Tokenbench-Probe`` (a served model's
+fingerprint) is answered whole at once, outside the timing, the faults and every count.
+/v1/models lists the model with ``created``, ``owned_by`` and, with ``model_root``, ``root``.
+
 Images (chat ``image_url`` content parts, Messages ``image`` blocks, Responses ``input_image``
 parts): accepted on any chat, Messages or Responses request; each
 adds ``image_ms`` to the reply's TTFT (chunk i at ``admitted + ttft + images * image_ms + i * itl``)
