@@ -20,6 +20,7 @@ def test_each_cell_runs_low_high_low_with_every_prompt_once_greedy_and_kept():
         cell = first.cells[0]
         assert [p.users for p in cell.config.loads] == [1, 8, 1]
         assert cell.config.keep_text and cell.config.target.temperature == 0.0
+        assert cell.config.prefix_cache == "reset"  # each point from an empty cache
         assert cell.config.stop.max_requests == cell.config.dataset.num_prompts
     assert [p.backend.name for p in expand(preset("determinism", "full"))] == ["vllm", "sglang"]
 

@@ -85,7 +85,10 @@ async def served_model(
     session: aiohttp.ClientSession, target: ResolvedTarget, wire: Wire, listing: ModelListing, probes: bool
 ) -> ServedModel:
     """What the server says of the model requests name, and with ``probes`` its fingerprint."""
-    fields = card_fields(listing.card(target.model))
+    # the card of the name requested; else a server of one model's (llama.cpp lists its GGUF's
+    # name and serves it under any name requested)
+    card = listing.card(target.model) or (next(iter(listing.cards.values())) if len(listing.cards) == 1 else None)
+    fields = card_fields(card)
     fields |= await llamacpp_props(session, target)
     if probes and target.api in FINGERPRINT_APIS:
         try:
