@@ -42,9 +42,9 @@ class MockSettings(FrozenModel):
     ] = 128
     tokens_per_chunk: Annotated[int, Flag("--tokens-per-chunk", "Tokens each chunk stands for.", default=True)] = 1
     word: str = "hi"
-    model: Annotated[
-        str, Flag("--served-model-name", "The model name /v1/models lists and replies carry.", default=True)
-    ] = "mock-model"
+    model: Annotated[str, Flag("--model", "The model name /v1/models lists and replies carry.", default=True)] = (
+        "mock-model"
+    )
     # what /v1/models says of the model beside its name (vLLM's root: the weights' path; parent)
     model_root: Annotated[
         str, Flag("--model-root", "/v1/models' root of the model (vLLM: the weights' path; \"\": none).")
