@@ -22,6 +22,7 @@ from tokenbench.config.target import ResolvedTarget
 # A nested key is dotted ("target.batch_size": embeddings).
 SETTINGS_ADDED_SINCE_FIXTURES = {
     "trials": 1,
+    "fingerprint": False,  # the served model's fingerprint (--fingerprint)
     "target.batch_size": None,
     "lora_mix": None,
     "mix": None,

@@ -28,6 +28,7 @@ from tokenbench.records import (
     Speculation,
     TokenSource,
     ToolUse,
+    prompt_hash,
 )
 
 FIXTURE_RUNS = Path(__file__).resolve().parent / "fixtures" / "rundirs"
@@ -57,6 +58,16 @@ def test_a_record_survives_its_json_line_unchanged():
     assert type(back.chunk_times_s) is array and back.chunk_times_s.tolist() == [2.0, 2.25, 2.5]
     assert back.outcome is Outcome.OK and back.output_tokens_source is TokenSource.SERVER
     assert "output_text" not in record.to_json()  # text only when asked for
+    assert "prompt_hash" not in record.to_json()  # the prompt's key goes with the text
+
+
+def test_a_prompt_key_is_the_hash_of_its_text_whichever_api_sent_it():
+    """--keep-text's prompt_hash: sha256 of the prompt's text, 16 hex digits; the same prompt as
+    chat messages or a completions prompt keys alike, another prompt differently."""
+    assert prompt_hash("hello") == "2cf24dba5fb0a30e"  # sha256("hello") = 2cf24dba5fb0a30e26e8...
+    chat = Request(messages=({"role": "user", "content": "hello"},))
+    assert chat.prompt_key() == Request(prompt="hello").prompt_key() == prompt_hash("hello")
+    assert Request(prompt="hello!").prompt_key() != chat.prompt_key()
 
 
 def test_a_records_line_written_by_orjson_from_its_fields_is_its_json():
@@ -245,6 +256,7 @@ def _every_part() -> RequestRecord:
         grade=Grade(grader="numeric", graded=True, correct=False, graded_answer="17"),
     )
     record.output_text = "a reply"
+    record.prompt_hash = "5a1d5c6bd1b8d0e3"
     return record
 
 
@@ -254,9 +266,9 @@ def test_a_record_with_every_part_writes_the_flat_records_line():
     record = _every_part()
     assert record.to_line() == EVERY_PART_LINE
     assert json.dumps(record.to_json(), separators=(",", ":")).encode() + b"\n" == EVERY_PART_LINE
-    assert list(record.to_json(keep_text=True)) == [*json.loads(EVERY_PART_LINE), "output_text"]
+    assert list(record.to_json(keep_text=True)) == [*json.loads(EVERY_PART_LINE), "output_text", "prompt_hash"]
     back = RequestRecord.from_json(json.loads(json.dumps(record.to_json(keep_text=True))))
-    assert back == record and back.output_text == "a reply"
+    assert back == record and back.output_text == "a reply" and back.prompt_hash == "5a1d5c6bd1b8d0e3"
     assert RequestRecord.from_json(json.loads(EVERY_PART_LINE)).to_line() == EVERY_PART_LINE
 
 

@@ -73,6 +73,12 @@ PUBLIC_KEYS += [
 PUBLIC_KEYS += [f"points[].{s}.{k}" for s in ("server", "server_whole_point") for k in SERVER]
 PUBLIC_KEYS += [f"points[].{g}.{k}" for g in ("gpu", "gpu_whole_point") for k in GPU]
 PUBLIC_KEYS += [f"points[].server_cpu.{k}" for k in "period_s cpu_s cores_mean processes bracketed".split()]
+# which model the server served (clients/served_model.py): its card, llama.cpp's /props, the fingerprint
+PUBLIC_KEYS += [
+    f"target.served_model.{k}"
+    for k in "id root parent max_model_len owned_by created model_path n_ctx fingerprint fingerprint_tokens".split()
+]
+PUBLIC_KEYS += ["target.served_model.probes"]
 PUBLIC_KEYS += [f"imported.{k}" for k in "tool version file sha256 imported_by not_recorded".split()]
 PUBLIC_KEYS += [
     f"imported.points[].figures[].{k}"

@@ -12,6 +12,7 @@ False): compare ``chunk_times_s.tolist()``. records.jsonl keeps them as a JSON l
 from __future__ import annotations
 
 import enum
+import hashlib
 import time
 from array import array
 from collections.abc import Callable
@@ -105,10 +106,22 @@ class Request:
             return self.prompt
         return "\n\n".join(m["content"] or "" for m in self.messages or ())
 
+    def prompt_key(self) -> str:
+        """The prompt's identity across runs (``prompt_hash``): the hash of its text as
+        ``as_prompt_text`` flattens it."""
+        return prompt_hash(self.as_prompt_text())
+
     def as_messages(self) -> list[dict[str, Any]]:
         if self.messages is not None:
             return list(self.messages)
         return [{"role": "user", "content": self.prompt or ""}]
+
+
+def prompt_hash(text: str) -> str:
+    """A prompt's identity: the first 16 hex digits of the sha256 of its text (UTF-8). Two runs
+    that sent the same prompts pair their replies by it (metrics/agreement.py); the mock chooses
+    its diverging prompts by it (mock/divergence.py)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _no_chunks() -> array[float]:
@@ -475,11 +488,13 @@ class RequestRecord:
     served: Served | None = _part(Served)  # the fleet's replica that served it
     grade: Grade | None = _part(Grade)  # a graded dataset's reply against its expected answer
     # Carried, not facts of the record: the reply's text (records.jsonl keeps it only with
-    # --keep-text, as "output_text"; a session's next turn sends it back as history) and a
+    # --keep-text, as "output_text", and beside it "prompt_hash", Request.prompt_key: the
+    # prompt's identity that pairs two runs' replies; a session's next turn sends it back as history) and a
     # multi-turn turn's tool calls as the assistant message's tool_calls (loadgen/sessions.py; never
     # written). Read and set as ``output_text`` and ``tool_messages``; the "_" keeps them off
     # the line (to_line, to_json).
     _output_text: str | None = None
+    _prompt_hash: str | None = None
     _tool_messages: tuple[dict[str, object], ...] | None = None
 
     @property
@@ -489,6 +504,14 @@ class RequestRecord:
     @output_text.setter
     def output_text(self, text: str | None) -> None:
         self._output_text = text
+
+    @property
+    def prompt_hash(self) -> str | None:
+        return self._prompt_hash
+
+    @prompt_hash.setter
+    def prompt_hash(self, key: str | None) -> None:
+        self._prompt_hash = key
 
     @property
     def tool_messages(self) -> tuple[dict[str, object], ...] | None:
@@ -514,6 +537,7 @@ class RequestRecord:
             chunk_times_s=ChunkEnds(self.chunk_times_s),
             chunk_tokens=None,
             _output_text=None,
+            _prompt_hash=None,
             server_timings=self.server_timings if self.program is not None else None,  # a program's breakdown
             _tool_messages=None,
             response_id=None,
@@ -641,6 +665,7 @@ class RequestRecord:
         data["output_tokens_source"] = source._value_ if source else None
         if keep_text:
             data["output_text"] = self._output_text
+            data["prompt_hash"] = self._prompt_hash
         return data
 
     @classmethod
@@ -653,6 +678,8 @@ class RequestRecord:
         data["output_tokens_source"] = TokenSource(src) if src else None
         if "output_text" in data:  # a --keep-text line
             data["_output_text"] = data.pop("output_text")
+        if "prompt_hash" in data:  # a --keep-text line since prompts were keyed
+            data["_prompt_hash"] = data.pop("prompt_hash")
         parts = {}
         for name, kind, keys, absent in _LINE_PARTS:  # a part whose keys all hold its defaults is absent
             values = [data.pop(key, default) for key, default in zip(keys, absent)]
@@ -708,7 +735,7 @@ _LINE_PARTS = tuple(
 )
 _OWN_KEYS = frozenset(
     f.name for f in fields(RequestRecord) if _PART not in f.metadata and not f.name.startswith("_")
-) | {"_output_text"}
+) | {"_output_text", "_prompt_hash"}
 
 
 def _json_array(value: object) -> list[float] | list[int]:

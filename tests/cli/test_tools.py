@@ -74,7 +74,7 @@ def test_every_settings_flag_is_an_option_of_mock_and_reaches_the_settings(serve
 
 
 # MockSettings' fields no flag sets: the tests that serve it in their own process set them.
-NOT_FLAGS = {"word", "model", "record_deliveries", "max_model_len"}
+NOT_FLAGS = {"word", "record_deliveries", "max_model_len"}
 
 
 def _another_value(field: str) -> object:
@@ -85,6 +85,8 @@ def _another_value(field: str) -> object:
         return next(v for v in get_args(kind) if v != was)
     if kind is bool:
         return not was
+    if field == "diverge_share":  # a share: 0..1
+        return 0.5
     if kind is str or kind == str | None:
         return {"adapters": "a=5,b=7", "spec_accept": "2,0,1", "replicas_script": "0:1,4:2"}.get(
             field, f"{field}-value"

@@ -201,6 +201,7 @@ def test_deliveries_log_what_was_written(mock_server):
         "priority",
         "traceparent",  # server spans: the request's W3C traceparent (None: it sent none)
         "replica",  # --replicas-script: the scripted replica that served it (None: none)
+        "diverged_at",  # --diverge-*: the output token its reply differs from (None: the usual reply)
     }
     assert ok["headers"] is None  # logged only with record_requests
     assert ok["fault"] is None and aborted["fault"] == "abort"
@@ -238,7 +239,8 @@ def test_kv_slots_count_preemptions(mock_server):
 def test_health_models_and_tokenize(mock_server):
     url = mock_server(model="m1")
     assert json.loads(_get(url, "/health")[1]) == {"status": "ok"}
-    assert json.loads(_get(url, "/v1/models")[1])["data"] == [{"id": "m1", "object": "model"}]
+    (card,) = json.loads(_get(url, "/v1/models")[1])["data"]
+    assert card == {"id": "m1", "object": "model", "created": card["created"], "owned_by": "mock"}
     status, text = _post(url, "/tokenize", prompt="one two three", messages=None)
     assert (status, json.loads(text)) == (200, {"tokens": [0, 1, 2], "count": 3})
 

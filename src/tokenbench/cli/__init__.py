@@ -1,7 +1,7 @@
 """Command line: flags -> config, then one call. Nothing else lives here.
 
 One module per group of commands: run.py (`run`), capacity.py (`capacity`: run's flags and the
-search's), backends.py, experiment.py, files.py (`report`, `recompute`, `export`, `compare`, `history`),
+search's), backends.py, experiment.py, files.py (`report`, `recompute`, `export`, `compare`, `agree`, `history`),
 tools.py (`mock`, `calibrate`), completion.py (`completion SHELL`); flags.py builds the options
 from the settings' own flags, run_flags.py and engine.py turn their values into settings; help.py
 renders every command's --help (options by group, --help GROUP); common.py holds the error
@@ -87,6 +87,7 @@ for command in (
     files.recompute,
     files.export,
     files.compare,
+    files.agree,
     files.history,
 ):
     app.command(cls=GroupedCommand)(command)

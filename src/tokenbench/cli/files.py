@@ -1,5 +1,5 @@
 """The after-the-fact commands over run and experiment directories: report, recompute, export,
-compare."""
+compare, agree (paired outputs)."""
 
 from __future__ import annotations
 
@@ -181,12 +181,23 @@ def compare(
             metavar="GATES",
         ),
     ] = None,
+    fail_on_model_change: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-model-change",
+            help="Exit 1 when the runs did not serve the same model (a different name, identity or fingerprint); "
+            "without it a warning line.",
+        ),
+    ] = False,
 ) -> None:
     """Side by side with deltas, and whether each difference is significant across trials.
 
     With --fail-on, a regression gate for CI: one line per gate and load (FAIL, pass, UNTESTED).
     Exit codes: 0 no gate failed (or no --fail-on), 1 a gate failed, 2 bad input (a directory,
     the --fail-on spec), 5 no gate failed but one could not be tested (too few trials or values).
+    Runs that did not serve the same model (name, the server's identity fields, the fingerprint of
+    its greedy answers: results.json target.served_model) get one warning line each; exit 1 with
+    --fail-on-model-change.
     """
     from tokenbench import compare as cmp
 
@@ -200,6 +211,12 @@ def compare(
     _require_result_dirs(dirs)
     result = cmp.comparison(dirs)  # no load in common: BadInput, exit 2
     console().print(cmp.compare_table(result))
+    from tokenbench.compare.served_models import model_warnings, served_of
+
+    served = [s for s in (served_of(d) for d in dirs) if s is not None]
+    changed = model_warnings(served)
+    for line in changed:  # one line each: which model each run served
+        console().print(Text(line, style="yellow"))
     if out is not None:
         out.write_text(cmp.compare_markdown(result))
         err.print(f"comparison: {out}")
@@ -218,6 +235,37 @@ def compare(
         )
         if code:
             raise typer.Exit(code)
+    if changed and fail_on_model_change:
+        err.print(f"--fail-on-model-change: {len(changed)} run(s) served another model (exit 1)")
+        raise typer.Exit(1)
+
+
+def agree(
+    a: Annotated[Path, typer.Argument(help="A run directory (--keep-text).")],
+    b: Annotated[Path, typer.Argument(help="Another run that sent the same prompts (--keep-text).")],
+    out: Annotated[
+        Path | None, typer.Option(help="Where to write the paired outputs as JSON (default: A/agreement.json).")
+    ] = None,
+) -> None:
+    """Paired outputs: did two runs that sent the same prompts (temperature 0, --keep-text) give
+    the same answers? Each request matched to its twin by prompt_hash, point by point: identical
+    or not, where they first differ, how alike the rest is, the share identical with its Wilson
+    95% interval. Speed is compare's question; this is the answers'."""
+    from tokenbench.compare.agreement import agreement_of, agreement_table, write_agreement
+    from tokenbench.results.layout import AGREEMENT
+    from tokenbench.rundir.read import is_run_dir
+
+    for d in (a, b):
+        if not is_run_dir(d):
+            fail(f"{d}: not a run directory (results.json)", 2)
+    try:
+        agreement = agreement_of(a, b)
+    except _UNREADABLE as exc:
+        fail(str(exc), 2)
+    console().print(agreement_table(agreement))
+    path = out or a / AGREEMENT
+    write_agreement(agreement, path)
+    err.print(f"paired outputs: {path}")
 
 
 def history(

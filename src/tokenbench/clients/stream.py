@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import aiohttp
 import orjson
@@ -162,9 +164,22 @@ def make_session(target: TargetConfig, now: Callable[[], float] | None = None) -
     return aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=1 << 20, trace_configs=traces)
 
 
-async def probe(session: aiohttp.ClientSession, target: TargetConfig, base_url: str, wire: Wire) -> list[str]:
+@dataclass(frozen=True)
+class ModelListing:
+    """What the probe's answer lists: the model ids (the wire's reading) and each OpenAI-style
+    card by its id (/v1/models' ``data``; empty where the API lists none)."""
+
+    ids: list[str]
+    cards: dict[str, dict[str, Any]]
+
+    def card(self, model: str) -> dict[str, Any] | None:
+        return self.cards.get(model)
+
+
+async def probe(session: aiohttp.ClientSession, target: TargetConfig, base_url: str, wire: Wire) -> ModelListing:
     """Check the server at ``base_url`` answers before any load (with the settings' credentials);
-    return the model ids it lists."""
+    return what it lists (the one query of /v1/models a run makes: the model's context and
+    identity are read from it too)."""
     url = base_url + wire.probe_path
     try:
         async with session.get(url, headers=auth_headers(target), timeout=aiohttp.ClientTimeout(total=15)) as resp:
@@ -183,22 +198,17 @@ async def probe(session: aiohttp.ClientSession, target: TargetConfig, base_url: 
         data = json.loads(text)
     except ValueError:
         data = None
-    return wire.model_ids(data)
-
-
-async def served_max_model_len(session: aiohttp.ClientSession, target: ResolvedTarget, wire: Wire) -> int | None:
-    """The model's context length as the server lists it (vLLM's /v1/models ``max_model_len``),
-    None when it does not say (or cannot be asked): a session's history limit when known."""
-    try:
-        async with session.get(target.url + wire.probe_path, headers=auth_headers(target)) as resp:
-            data = await resp.json(content_type=None) if resp.status == 200 else None
-    except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
-        return None
     models = data.get("data") if isinstance(data, dict) else None
-    for m in models if isinstance(models, list) else []:
-        if isinstance(m, dict) and m.get("id") == target.model and isinstance(m.get("max_model_len"), int):
-            return int(m["max_model_len"])
-    return None
+    cards = {str(m["id"]): m for m in models if isinstance(m, dict) and "id" in m} if isinstance(models, list) else {}
+    return ModelListing(wire.model_ids(data), cards)
+
+
+def served_max_model_len(listing: ModelListing, model: str) -> int | None:
+    """The model's context length as the server lists it (vLLM's /v1/models ``max_model_len``),
+    None when it does not say: a session's history limit when known."""
+    card = listing.card(model) or {}
+    value = card.get("max_model_len")
+    return value if isinstance(value, int) else None
 
 
 async def warm_connections(session: aiohttp.ClientSession, target: ResolvedTarget, wire: Wire, count: int) -> int:
@@ -483,6 +493,8 @@ class StreamingClient:
 
     async def send(self, request: Request, record: RequestRecord) -> None:
         data = self.sent_bytes(request)
+        if self._keep_text:  # the prompt's identity beside the reply's text: two runs' replies pair by it
+            record.prompt_hash = request.prompt_key()
         stream = self._wire.new_stream()
         stream.for_request(request)
         if self._chunk_usage:

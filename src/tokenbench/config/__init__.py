@@ -1487,6 +1487,18 @@ class RunConfig(_Model):
     out_dir: Annotated[Path | None, Flag("--out", "Run directory (default runs/<timestamp>).", OUTPUT)] = None
     # store generated text in records.jsonl
     keep_text: Annotated[bool, Flag("--keep-text", "Store generated text in records.jsonl.", OUTPUT)] = False
+    # which model is served: before any load, greedy replies to a few fixed prompts, hashed
+    # (clients/served_model.py; results.json target.served_model.fingerprint); chat and completions only
+    fingerprint: Annotated[
+        bool,
+        Flag(
+            "--fingerprint",
+            "Before the load, send 3 fixed greedy prompts (16 tokens each, in no point) and keep the sha256 of "
+            "the replies as the served model's fingerprint (chat, completions). Off by default: the probes "
+            "would warm a cold server.",
+            TARGET,
+        ),
+    ] = False
     # server spans: an OTLP/HTTP receiver for the server's own spans, joined to the records
     server_traces: Annotated[
         bool,

@@ -51,6 +51,13 @@ the ones built on them, each at full size (GPUs) and at a small scale that finis
   (its routes all take ignore-EOS), 2 trials. The prefix cache is reset before every point: the
   APIs send the same prompts, which the cells after the first would otherwise find cached.
 
+- ``determinism``: do greedy answers change with the load? The same fixed prompts (temperature 0,
+  text kept) at 1 user, 8 users and 1 user again, every prompt once a point; each cell's answers
+  at 8 users and at 1 user again paired with those of its first point by prompt
+  (experiments/determinism.py): answers changed with load, and the noise floor. Full: vLLM and
+  SGLang on the users study's model, 200 Dolly prompts of 128 tokens. Small: the embedded
+  llama.cpp server with 8 slots, 16 Dolly prompts of 24 tokens.
+
 Each preset also has a ``ci`` scale: the small one's servers, variants and trials with shorter
 points, a rate study at its highest rate only and the sessions study at its highest user count only
 (``CI_STOPS``), what the end-to-end tests run; every assertion made of the small
@@ -717,6 +724,60 @@ def _routing(scale: Scale) -> Doc:
     return {**head, "backends": backends, **study, "api": "completions", "ignore_eos": True, "temperature": 0.0}
 
 
+DETERMINISM_USERS = (1, 8)  # the low and the high load: low, high, then low again (the noise floor)
+
+
+def _determinism(scale: Scale) -> Doc:
+    """Do greedy answers change with the load? The same fixed prompts (temperature 0, text kept)
+    at 1 user, at 8, and at 1 again, each point sending every prompt once (max_requests = the
+    prompts): experiments/determinism.py pairs each high point's answers and the second low
+    point's with the first low point's, by prompt. Batching changes an engine's kernels and
+    reduction order, so a greedy answer may change with the batch it ran in; the second low
+    point says how many change with no change of load."""
+    low, high = DETERMINISM_USERS
+    common = {
+        "load": {"users": [low, high, low], "ramp_up_s": 0},
+        "keep_text": True,
+        "temperature": 0.0,
+        "api": "chat",
+        # every point from an empty prefix cache: the later points would otherwise find the first's
+        # prompts cached, and a prefill from the cache is other arithmetic than a cold one (measured
+        # on llama.cpp without the reset: the same 2 of 16 answers changed at 8 users and at 1 user again)
+        "prefix_cache": "reset",
+        "fingerprint": True,  # which model answered: the card and its greedy fingerprint, per launch
+        "trials": 1,
+        "window_s": 5,
+    }
+    if scale == "full":
+        prompts = 200
+        return {
+            "name": "determinism",
+            "description": "Greedy answers at 1, 8 and again 1 user on vLLM and SGLang: how many change with load.",
+            "backends": [
+                {"backend": b, "model": FULL_MODEL, "knobs": {"max_num_seqs": 256}} for b in ("vllm", "sglang")
+            ],
+            "stop": {"duration_s": 600, "max_requests": prompts, "drain_timeout_s": 60},
+            "dataset": {"name": "dolly", "num_prompts": prompts, "output_tokens": 128},
+            "slo": _slo(ttft_s=0.5, tpot_s=0.05),
+            **common,
+        }
+    prompts = 16
+    return {
+        "name": "determinism-small",
+        "description": "Greedy answers at 1, 8 and again 1 user at CPU scale: embedded llama.cpp, 8 slots.",
+        "backends": [{"backend": "xllamacpp", "label": "llamacpp", "knobs": {"max_num_seqs": high}}],
+        "stop": {"duration_s": 120, "max_requests": prompts, "drain_timeout_s": 30},
+        "dataset": {
+            "name": "dolly",
+            "path": str(DATA / "dolly_sample.jsonl"),
+            "num_prompts": prompts,
+            "output_tokens": 24,
+        },
+        "slo": _slo(ttft_s=2.0, tpot_s=0.2),
+        **common,
+    }
+
+
 PRESETS = {
     "users": _users,
     "sessions": _sessions,
@@ -728,6 +789,7 @@ PRESETS = {
     "speculation": _speculation,
     "routing": _routing,
     "apis": _apis,
+    "determinism": _determinism,
 }
 
 
@@ -771,6 +833,8 @@ CI_STOPS: dict[str, CiStop] = {
     "routing": CiStop(8.0, 0.0, 5.0),
     # six cells (three APIs, two trials) of one 2-user point, one launch: ~6 s each
     "apis": CiStop(5.0, 0.0, 5.0, users=(2,)),
+    # each point ends at its 16 requests (max_requests), long before the duration: the same points as small's
+    "determinism": CiStop(120.0, 0.0, 30.0),
 }
 
 

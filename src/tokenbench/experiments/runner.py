@@ -370,6 +370,11 @@ def _finish(
     if any(SPECULATION_TAG in s.swept for s in state.servers):  # speculation vs the same engine without it
         for renderable in speculation_study(out_dir):
             console.print(renderable)
+    from tokenbench.experiments.determinism import write_determinism
+
+    # a determinism study (cells that kept their text, loads low, high, low): answers changed by the load
+    for line in write_determinism([out_dir / row.run_dir for row in state.cells.values() if row.status == "ok"]):
+        console.print(line, markup=False, highlight=False)
     ranked = sorted(state.capacity, key=lambda r: -(r.max_passing if r.max_passing is not None else -1))
     for row in ranked:  # a search experiment: each configuration's answer, highest capacity first
         console.print(f"[bold]{row.server} · {row.variant}[/]: {row.answer}")

@@ -2,8 +2,8 @@
 
 server.py is the server (MockServer, serve; its doc says what it scripts), settings.py its
 settings (MockSettings, whose fields declare `tokenbench mock`'s flags) and what it logs of each
-request (Delivery: the known answers); apis.py, otlp.py, pooling.py, speculation.py and structured.py are
-its parts.
+request (Delivery: the known answers); apis.py, divergence.py, otlp.py, pooling.py, speculation.py and
+structured.py are its parts.
 
 The package loads only the settings: every ``tokenbench`` command's options are built when the CLI
 starts, `tokenbench mock`'s from MockSettings, and the server (aiohttp, prometheus_client) is

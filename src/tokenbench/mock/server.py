@@ -74,6 +74,13 @@ after ``fault_after_chunks`` with ``finish_reason: "abort"``, usage and ``[DONE]
 request its engine aborted), no_end (the content, then the stream closes cleanly with neither a
 finish reason nor ``[DONE]``, as a proxy that cuts a stream at a chunk boundary would).
 
+Answers that change (mock/divergence.py): ``diverge_share`` picks a share of prompts by their
+hash and ``diverge_above_in_flight`` the requests that arrive above a load; their replies differ
+from output token ``diverge_at`` on, and each delivery logs ``diverged_at``. ``fingerprint_salt``
+changes every reply's words. A request carrying ``X-Tokenbench-Probe`` (a served model's
+fingerprint) is answered whole at once, outside the timing, the faults and every count.
+/v1/models lists the model with ``created``, ``owned_by`` and, with ``model_root``, ``root``.
+
 Images (chat ``image_url`` content parts, Messages ``image`` blocks, Responses ``input_image``
 parts): accepted on any chat, Messages or Responses request; each
 adds ``image_ms`` to the reply's TTFT (chunk i at ``admitted + ttft + images * image_ms + i * itl``)
@@ -109,6 +116,7 @@ from tokenbench.mock.apis import (
     ResponsesEvents,
     chat_body,
 )
+from tokenbench.mock.divergence import PROBE_HEADER, Divergence
 from tokenbench.mock.otlp import MockExporter
 from tokenbench.mock.pooling import PATHS as POOLING_PATHS
 from tokenbench.mock.pooling import pooling_answer, pooling_inputs
@@ -230,6 +238,8 @@ class MockServer:
         self._answers = load_answers(Path(settings.answers)) if settings.answers else {}  # by prompt
         self._first_received: float | None = None  # autostop: the scripted warm-up starts here
         self._jitter = random.Random(settings.jitter_seed)
+        self._divergence = Divergence(settings)
+        self._created = int(time.time())  # /v1/models' created: when this server started
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         if self._exporter is not None:
             self.app.on_cleanup.append(self._exporter.close)
@@ -261,7 +271,9 @@ class MockServer:
         return web.json_response({"status": "ok"})
 
     async def _models(self, _: web.Request) -> web.Response:
-        card: Event = {"id": self.s.model, "object": "model"}
+        card: Event = {"id": self.s.model, "object": "model", "created": self._created, "owned_by": "mock"}
+        if self.s.model_root:  # vLLM's: the weights' path the name serves
+            card["root"] = self.s.model_root
         if self.s.max_model_len:
             card["max_model_len"] = self.s.max_model_len
         # LoRA adapters as vLLM lists them: their own cards, with the base model as parent
@@ -340,6 +352,23 @@ class MockServer:
             if self._slots is not None:
                 self._slots.release()
 
+    async def _probe(self, request: web.Request, api: str, body: Body) -> web.StreamResponse:
+        """A fingerprint probe's reply, whole at once: its words as the script's at one in flight
+        (the share's divergence and the salt apply; never the load's), no fault, delivery or count."""
+        renderer = RENDERERS[api]
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        events = renderer(renderer.ID_PREFIX + "probe", self.s.model, body, lambda: Prompt(self._prompt_tokens(body)))
+        n = int(body.get("max_tokens") or self.s.output_tokens)
+        diverged = self._divergence.active and self._divergence.diverges(body, 1)
+        text = self._divergence.text(0, n, diverged)
+        opening = events.start()
+        await resp.write(opening + events.content(0, text, False, n))
+        for part in events.end("length", n, 0, None):
+            await resp.write(part)
+        await resp.write_eof()
+        return resp
+
     def _fault_for_this(self) -> str | None:
         self._count += 1
         if self.s.fault == "none" or self._count % self.s.fault_every:
@@ -349,6 +378,8 @@ class MockServer:
     async def _stream(self, request: web.Request, api: str) -> web.StreamResponse:
         received = time.perf_counter()
         body = chat_body(api, await request.json())
+        if PROBE_HEADER in request.headers:  # a fingerprint probe: answered at once, outside the script
+            return await self._probe(request, api, body)
         model = body.get("model")
         if self._adapters and model != self.s.model and model not in self._adapters:
             message = f"The model `{model}` does not exist."  # vLLM's answer
@@ -401,14 +432,21 @@ class MockServer:
         self._running.set(self._in_flight)
         if self.s.kv_slots and self._in_flight > self.s.kv_slots:
             self._preempted.inc()
+        diverged = self._divergence.active and self._divergence.diverges(body, self._in_flight)
         try:
-            return await self._reply(request, api, body, received, replica)
+            return await self._reply(request, api, body, received, replica, diverged)
         finally:
             self._in_flight -= 1
             self._running.set(self._in_flight)
 
     async def _reply(
-        self, request: web.Request, api: str, body: Body, received: float, replica: str | None = None
+        self,
+        request: web.Request,
+        api: str,
+        body: Body,
+        received: float,
+        replica: str | None = None,
+        diverged: bool = False,
     ) -> web.StreamResponse:
         admitted = time.perf_counter()
         fault = self._fault_for_this()
@@ -421,6 +459,7 @@ class MockServer:
         delivery = Delivery(received, admitted, admitted - received, fault=fault)
         delivery.model, delivery.priority = body.get("model"), body.get("priority")
         delivery.traceparent, delivery.replica = request.headers.get("traceparent"), replica
+        delivery.diverged_at = self.s.diverge_at if diverged else None
         if self.s.record_requests:
             delivery.headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
             delivery.messages, delivery.prompt = body.get("messages"), body.get("prompt")
@@ -439,7 +478,7 @@ class MockServer:
         await resp.prepare(request)
         asked = body  # the prompt as the usage counts it, once (the cache's lookup remembers it)
         events = renderer(rid, self.s.model, body, functools.cache(lambda: self._prompt(asked, images)))
-        reply = _Reply(request, resp, delivery, events, fault, chunks, images)
+        reply = _Reply(request, resp, delivery, events, fault, chunks, images, diverged=diverged)
         reply.include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         admitted += self._adapters.get(str(body.get("model")), 0.0) / 1e3  # an adapter's scripted cost
         reply.scripted = self._scripted(body, len(chunks.tokens), serial)
@@ -497,6 +536,10 @@ class MockServer:
             n = chunks.tokens[i]
             if reply.scripted is not None:  # structured output or a tool call
                 data = events.scripted(i, reply.scripted[0][i], so_far[i])
+            elif self._divergence.active:  # answers that change (divergence.py): token by token
+                data = events.content(
+                    i, self._divergence.text(so_far[i] - n, n, reply.diverged), i < reasoning, so_far[i]
+                )
             else:
                 data = events.content(i, (" " + self.s.word) * n, i < reasoning, so_far[i])
             await resp.write(opening + data if i == 0 else data)
@@ -594,6 +637,7 @@ class _Reply:
     include_usage: bool = False  # the request asked for usage (stream_options.include_usage): vLLM's metrics go with it
     accepted: list[int] = field(default_factory=list)  # speculation: each verify step written, its accepted drafts
     scripted: tuple[list[Event], str] | None = None  # each chunk's delta, the finish reason
+    diverged: bool = False  # --diverge-*: its words differ from diverge_at on
 
 
 class _OpenAIEvents(Renderer):

@@ -44,7 +44,44 @@ class MockSettings(FrozenModel):
         int, Flag("--tokens-per-chunk", "Tokens each chunk stands for.", REPLIES, default=True)
     ] = 1
     word: str = "hi"
-    model: str = "mock-model"
+    model: Annotated[str, Flag("--model", "The model name /v1/models lists and replies carry.", default=True)] = (
+        "mock-model"
+    )
+    # what /v1/models says of the model beside its name (vLLM's root: the weights' path; parent)
+    model_root: Annotated[
+        str, Flag("--model-root", "/v1/models' root of the model (vLLM: the weights' path; \"\": none).")
+    ] = ""
+    # answers that change (mock/divergence.py): a share of prompts, or the requests above a load,
+    # get a reply that differs from output token diverge_at on; the salt stands for other weights
+    diverge_share: Annotated[
+        float,
+        Flag(
+            "--diverge-share",
+            "A deterministic share F of prompts (by the hash of their text) get a reply that differs from "
+            "output token --diverge-at on.",
+            default=True,
+        ),
+    ] = Field(default=0.0, ge=0, le=1)
+    diverge_at: Annotated[
+        int, Flag("--diverge-at", "The output token (0-based) a diverging reply differs from.", default=True)
+    ] = Field(default=0, ge=0)
+    diverge_above_in_flight: Annotated[
+        int,
+        Flag(
+            "--diverge-above-in-flight",
+            "Replies differ from --diverge-at on when more than K requests (itself counted) are in flight as "
+            "the request arrives: load-dependent answers (0: never).",
+            default=True,
+        ),
+    ] = Field(default=0, ge=0)
+    fingerprint_salt: Annotated[
+        str,
+        Flag(
+            "--fingerprint-salt",
+            "Every reply's words carry this (hi-SALT): other weights under the same name, so the served "
+            "model's fingerprint differs.",
+        ),
+    ] = ""
     # when a chat stream's role-only opening chunk is written: at once (the request's first byte
     # back, the default), or in the first token's write, as vLLM does (it yields the role chunk on
     # its engine's first output): a tool that times the first event as the first token reads the
@@ -381,3 +418,4 @@ class Delivery:
     priority: float | None = None  # the request's priority field
     traceparent: str | None = None  # the W3C traceparent the request carried
     replica: str | None = None  # --replicas-script: the scripted replica that served it
+    diverged_at: int | None = None  # --diverge-*: the output token its reply differs from (None: the usual reply)

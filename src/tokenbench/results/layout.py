@@ -7,7 +7,8 @@ A run directory holds ``CONFIG`` (the settings and what the run found, written f
 the points' start and end events), ``SPANS`` (with --server-traces), ``SERVER_LOG`` (a launched
 server's output) and ``RESULTS`` (rewritten after every point; derived from the others, so
 ``tokenbench recompute`` makes it again). A capacity search adds ``CAPACITY``; an experiment
-directory holds ``EXPERIMENT`` and one run directory a cell."""
+directory holds ``EXPERIMENT`` and one run directory a cell. ``AGREEMENT``: paired outputs, in the
+first run directory `tokenbench agree` read, and in a determinism study's experiment directory."""
 
 from __future__ import annotations
 
@@ -19,3 +20,4 @@ SERVER_LOG = "server.log"
 RESULTS = "results.json"
 CAPACITY = "capacity.json"
 EXPERIMENT = "experiment.json"
+AGREEMENT = "agreement.json"  # paired outputs (`tokenbench agree`, the determinism study)

@@ -37,6 +37,7 @@ from tokenbench.results import (
 )
 from tokenbench.results.base import Number
 from tokenbench.results.client import WorkerLoss, Workers
+from tokenbench.results.served_model import ServedModel
 from tokenbench.results.stopping import AutoStopFacts
 
 # What config.json says of a server tokenbench knows nothing of (``ServerFacts.backend`` None):
@@ -63,12 +64,16 @@ class TargetFacts(FrozenModel):
     continuous_usage: bool | None = None  # usage on every chunk was asked for; absent before it existed
     # the fields --response-format went in (config/constraints.py's Dialect); only when it was given
     structured_dialect: str | None = None
+    # which model the server served, as far as it told (clients/served_model.py); absent before it was asked
+    served_model: ServedModel | None = None
 
     @classmethod
-    def of(cls, target: ResolvedTarget) -> TargetFacts:
-        dialect = {"structured_dialect": target.structured_dialect} if target.structured_dialect else {}
+    def of(cls, target: ResolvedTarget, served: ServedModel | None = None) -> TargetFacts:
+        given: dict[str, Any] = {"structured_dialect": target.structured_dialect} if target.structured_dialect else {}
+        if served is not None:
+            given["served_model"] = served
         return cls(
-            url=target.url, model=target.model, api=target.api, continuous_usage=target.continuous_usage, **dialect
+            url=target.url, model=target.model, api=target.api, continuous_usage=target.continuous_usage, **given
         )
 
 

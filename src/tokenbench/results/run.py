@@ -24,6 +24,7 @@ from tokenbench.results.cost import Cost, Energy
 from tokenbench.results.failures import ErrorSeen, StoppedEarly
 from tokenbench.results.imported import Imported
 from tokenbench.results.scaling import Scaling
+from tokenbench.results.served_model import ServedModel
 from tokenbench.results.stopping import AutoStop, OverSaturated, SteadyState
 from tokenbench.results.workload import DatasetFacts, PrefixCache, TracePointFacts
 
@@ -61,6 +62,9 @@ class Target(FrozenModel):
     upstream: dict[str, Any] | None = None
     # a router's replicas, launched before it (--replicas N): each one's facts as above, plus its url
     replicas: list[dict[str, Any]] | None = None
+    # which model it served, as far as the server told (/v1/models' card, llama.cpp's /props) and
+    # its greedy answers' fingerprint (clients/served_model.py); absent before runs asked
+    served_model: ServedModel | None = None
 
 
 class Slo(OptionalParts):

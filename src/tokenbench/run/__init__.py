@@ -25,7 +25,8 @@ from tokenbench.backends.base import Profile
 from tokenbench.backends.cache_control import NOT_REQUESTED, CacheReset, reset_prefix_cache
 from tokenbench.backends.server import ServerUnderTest, engine_profile, server_under_test
 from tokenbench.clients import wire_for
-from tokenbench.clients.stream import TargetUnreachable, make_session, probe, served_max_model_len
+from tokenbench.clients.served_model import served_model
+from tokenbench.clients.stream import ModelListing, TargetUnreachable, make_session, probe, served_max_model_len
 from tokenbench.clients.structured import structured_dialect
 from tokenbench.common import redact
 from tokenbench.common.procs import Interrupts
@@ -66,6 +67,7 @@ from tokenbench.report.sections.failures import failed_points, failure_lines
 from tokenbench.results import DatasetFacts, PointResult, RunResults
 from tokenbench.results.layout import SAMPLES, SERVER_LOG
 from tokenbench.results.manifest import ServerFacts
+from tokenbench.results.served_model import ServedModel
 from tokenbench.run.facts import config_json, point_facts, start_facts
 from tokenbench.run.plan import dataset_lengths, point_plans, run_files
 from tokenbench.rundir import RunWriter, default_run_dir, fresh_out_dir, remove_failed_start
@@ -193,13 +195,13 @@ def dry_run(config: RunConfig) -> RunPlan:
 async def _planned(config: RunConfig, sut: ServerUnderTest) -> RunPlan:
     clock = RunClock.start()
     async with make_session(config.target, clock.now) as session:
-        target = await resolve_target(session, config.target, sut)
+        target, listing = await resolve_target(session, config.target, sut)
         wire = wire_for(target.api)
         checks = [f"GET {sut.url}{wire.probe_path}: answered"]
         named = "--model, listed by the server" if config.target.model else "the first the server lists"
         checks.append(f"model: {target.model} ({named})")
         if config.sessions is not None or config.dataset.name == "trace":
-            max_len = await served_max_model_len(session, target, wire)
+            max_len = served_max_model_len(listing, target.model)
             checks.append(f"context: {max_len} tokens (/v1/models)" if max_len else "context: not stated by the server")
         else:
             max_len = None
@@ -319,12 +321,14 @@ async def _run_points(bench: _Bench, sut: ServerUnderTest, console: Console) -> 
     """The load points one after another against the target, through the run's pool of workers
     (one on this loop unless --workers or --ray); results.json rewritten after each."""
     async with make_session(bench.config.target, bench.clock.now) as session:
-        target = await resolve_target(session, bench.config.target, sut)
+        target, listing = await resolve_target(session, bench.config.target, sut)
         wire = wire_for(target.api)
         # a session's history limit, a trace's context guard: when the server states its context
         wants_len = bench.config.sessions is not None or bench.config.dataset.name == "trace"
-        max_len = await served_max_model_len(session, target, wire) if wants_len else None
-        reached = _Target(session, target, sut.profile)
+        max_len = served_max_model_len(listing, target.model) if wants_len else None
+        # which model it serves (and its fingerprint's probes), before any load: in no point
+        served = await served_model(session, target, wire, listing, bench.config.fingerprint)
+        reached = _Target(session, target, sut.profile, served)
         source = _source(bench, reached, sut.facts, max_len)
         stats = LiveStats()
         io = (bench.writer.write_records, bench.sampler.event, console.print)
@@ -401,6 +405,7 @@ class _Target:
     session: aiohttp.ClientSession
     config: ResolvedTarget
     profile: Profile | None = None
+    served: ServedModel | None = None  # which model it serves, as far as it tells
 
 
 @dataclass(frozen=True)
@@ -465,7 +470,9 @@ def _source(bench: _Bench, target: _Target, backend: ServerFacts, served_max_len
     source, info = _built(bench.config, target, served_max_len)
     if isinstance(source, TraceSource):
         source.digest = source.trace.digest().start()
-    bench.writer.write_config(config_json(bench.config, target.config, backend, info, bench.clock, bench.sampler))
+    bench.writer.write_config(
+        config_json(bench.config, target.config, backend, info, bench.clock, bench.sampler, target.served)
+    )
     return source
 
 
@@ -564,8 +571,8 @@ def _token_ids(target: _Target) -> bool:
 
 async def resolve_target(
     session: aiohttp.ClientSession, settings: TargetConfig, sut: ServerUnderTest
-) -> ResolvedTarget:
-    """The target resolved once, before any load: the server's URL, what its engine decides
+) -> tuple[ResolvedTarget, ModelListing]:
+    """The target resolved once, before any load (with what the server listed): the server's URL, what its engine decides
     (``_decided``) and the model requests name: --model, else the name a launched server was given,
     else the first the server lists. A server the user runs (attached) that lists its models on an
     OpenAI-compatible API must list --model: otherwise BadInput before any load, naming what it
@@ -573,7 +580,8 @@ async def resolve_target(
     it, and other APIs name models their own way: unchecked."""
     decided = _decided(settings, sut.profile)
     wire = wire_for(decided["api"])
-    models = await probe(session, settings, sut.url, wire)  # raises TargetUnreachable before any load
+    listing = await probe(session, settings, sut.url, wire)  # raises TargetUnreachable before any load
+    models = listing.ids
     model = settings.model or sut.model
     attached = sut.model is None
     if attached and model is not None and models and decided["api"] in LISTED_MODEL_APIS and model not in models:
@@ -587,4 +595,5 @@ async def resolve_target(
             raise TargetUnreachable(f"{sut.url}{wire.probe_path} names no model; pass --model NAME")
         model = models[0]
     backend = sut.profile.name if sut.profile else None
-    return ResolvedTarget.of(settings, url=sut.url, model=model, backend=backend, fresh=sut.fresh, **decided)
+    resolved = ResolvedTarget.of(settings, url=sut.url, model=model, backend=backend, fresh=sut.fresh, **decided)
+    return resolved, listing

@@ -17,6 +17,7 @@ from tokenbench.records import RunClock
 from tokenbench.results import Clock, DatasetFacts, ProgramCounts, SessionCounts, StoppedEarly, Telemetry, Tool
 from tokenbench.results.client import WorkerLoss
 from tokenbench.results.manifest import PointEnd, PointStart, PrefixCacheReset, RunManifest, ServerFacts, TargetFacts
+from tokenbench.results.served_model import ServedModel
 from tokenbench.telemetry.sampler import Sampler
 
 
@@ -27,12 +28,13 @@ def config_json(
     info: DatasetFacts,
     clock: RunClock,
     sampler: Sampler,
+    served: ServedModel | None = None,
 ) -> RunManifest:
     """config.json: the settings and every resolved fact results.json is derived from (with the
-    records and samples): the target, the server, the dataset, the clock, where telemetry went."""
+    records and samples): the target (and which model it serves), the server, the dataset, the clock, where telemetry went."""
     return RunManifest(
         config=config,
-        resolved_target=TargetFacts.of(target),
+        resolved_target=TargetFacts.of(target, served),
         backend=backend,
         dataset_info=info,
         tool=Tool(name="tokenbench", version=__version__),

@@ -110,6 +110,7 @@ def results_header(
         target=Target.model_validate(
             {"url": target.url, "model": target.model, "api": target.api, "ignore_eos": config.target.ignore_eos}
             | server
+            | ({"served_model": target.served_model} if target.served_model is not None else {})
         ),
         dataset=manifest.dataset_info,
         slo=Slo(**config.slo.model_dump()),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenbench.results import ErrorSeen, ProgramStats, StageResult, StoppedEarly, TimeWindow, TrialStat
+from tokenbench.results.agreement import Agreement
 from tokenbench.results.capacity import CapacityResult
 from tokenbench.results.imported import Imported
 from tokenbench.results.scaling import Scaling
@@ -359,6 +360,7 @@ class ReportData:
     replicas: tuple[ReplicaRow, ...] = ()  # fleets: each point's replicas
     stages: tuple[StageRow, ...] = ()  # staged points, stage by stage
     scaling: tuple[ScalingRow, ...] = ()  # autoscaling: the points of runs that polled a scaler
+    agreements: tuple[Agreement, ...] = ()  # paired outputs: the inputs' agreement.json
 
 
 @dataclass

@@ -35,6 +35,8 @@ from tokenbench.report.read.data import (
 )
 from tokenbench.report.read.experiment_dir import read_experiment_dir
 from tokenbench.report.read.run_dir import read_run
+from tokenbench.results.agreement import Agreement
+from tokenbench.results.layout import AGREEMENT
 from tokenbench.rundir.read import ReportInputError, is_experiment_dir, is_run_dir
 
 __all__ = ["ReportInputError", "is_experiment_dir", "is_run_dir", "load_inputs"]
@@ -99,7 +101,19 @@ def load_inputs(dirs: list[Path]) -> ReportData:
         tuple(replicas),
         tuple(stages),
         tuple(scaling),
+        _agreements(dirs),
     )
+
+
+def _agreements(dirs: list[Path]) -> tuple[Agreement, ...]:
+    """The paired outputs written into the inputs (agreement.json: `tokenbench agree`'s in a run
+    directory, a determinism study's in each cell of an experiment), in input order."""
+    found = []
+    for d in map(Path, dirs):
+        found.append(d / AGREEMENT)
+        if is_experiment_dir(d):
+            found += sorted((d / "cells").glob(f"*/{AGREEMENT}"))
+    return tuple(Agreement.model_validate_json(p.read_text()) for p in found if p.is_file())
 
 
 def _read(d: Path) -> Part:

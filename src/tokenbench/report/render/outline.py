@@ -17,6 +17,7 @@ from tokenbench.report.chart_spec import MAX_TIMESERIES_CHARTS, Chart
 from tokenbench.report.read.data import ReportData
 from tokenbench.report.read.run_dir import SLOWEST_REQUESTS
 from tokenbench.report.sections.accuracy import ACCURACY_CAPTION, accuracy_table
+from tokenbench.report.sections.agreement import AGREEMENT_CAPTION, agreements_table
 from tokenbench.report.sections.apis import APIS_CAPTION, api_costs, api_lines, api_table, apis_table
 from tokenbench.report.sections.capacity import (
     ATTAINMENT_CAPTION,
@@ -194,6 +195,7 @@ def build_outline(data: ReportData, verdict: Verdict, charts: list[Chart]) -> Re
     sections += _layer_sections(data)
     sections += _speedup_sections(data)
     sections += _api_sections(data)
+    sections += _agreement_sections(data)
     sections += _imported_sections(data)
     pooling = pooling_table(data)  # pooling APIs: only with pooling points
     if pooling is not None:
@@ -358,6 +360,15 @@ def _api_sections(data: ReportData) -> list[Section]:
         Block("Each API against chat", caption=APIS_CAPTION, md_caption=APIS_CAPTION, table=api_table(items)),
     )
     return [Section("apis", "Request APIs vs chat", blocks, short_title="Request APIs")]
+
+
+def _agreement_sections(data: ReportData) -> list[Section]:
+    """Paired outputs: the same prompts' greedy answers, twin by twin (none without agreement.json)."""
+    table = agreements_table(data.agreements)
+    if table is None:
+        return []
+    block = Block(caption=AGREEMENT_CAPTION, md_caption=AGREEMENT_CAPTION, table=table)
+    return [Section("paired-outputs", "Paired outputs: the same answers?", (block,), short_title="Paired outputs")]
 
 
 def _imported_sections(data: ReportData) -> list[Section]:
