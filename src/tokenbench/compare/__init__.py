@@ -109,24 +109,15 @@ def _variance(values: Sequence[float]) -> float:
     return sum((v - m) ** 2 for v in values) / (len(values) - 1)
 
 
-def proportion_counts(metric: Metric, row: PointRow) -> tuple[int, int] | None:
-    """A proportion's successes and trials at a row, summed over its trials (None: not one, or
-    not counted there)."""
-    if metric.counts is None:
-        return None
-    hits, n = (row.metrics.get(k, NO_TRIALS) for k in metric.counts)
-    if not hits.values or not n.values:
-        return None
-    return round(sum(hits.values)), round(sum(n.values))
-
-
 def _p_value(metric: Metric, b: PointRow, o: PointRow, bs: TrialStat, os_: TrialStat) -> float | None:
     """Welch's t over trials; a proportion (accuracy) with fewer than 2 trials a side: the
     two-proportion z-test on its counts pooled over each side's trials."""
     p = welch_p(bs, os_)
     if p is not None or min(len(bs.values), len(os_.values)) >= 2:
         return p
-    a, c = proportion_counts(metric, b), proportion_counts(metric, o)
+    if metric.counts is None:
+        return None
+    a, c = b.proportion(metric.counts), o.proportion(metric.counts)
     return two_proportion_p(*a, *c) if a is not None and c is not None else None
 
 

@@ -49,6 +49,17 @@ class PointRow:
         stat = self.metrics.get(name)
         return None if stat is None else stat.mean
 
+    def summed(self, name: str) -> int | None:
+        """A count's sum over the trials (a proportion's correct or graded); None where none counted."""
+        stat = self.metrics.get(name)
+        return round(sum(stat.values)) if stat is not None and stat.values else None
+
+    def proportion(self, counts: tuple[str, str]) -> tuple[int, int] | None:
+        """A proportion's successes and trials (a catalogue metric's ``counts`` keys), each summed
+        over the trials; None where either was not counted."""
+        hits, n = (self.summed(k) for k in counts)
+        return (hits, n) if hits is not None and n is not None else None
+
 
 def load_key(row: PointRow) -> LoadKey:
     """Rows at the same load across configurations share this key."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tokenbench.console import fmt
 from tokenbench.metrics.accuracy import wilson_interval
 from tokenbench.metrics.catalogue import ACCURACY, METRICS
-from tokenbench.report.read.data import PointRow, ReportData
+from tokenbench.report.read.data import ReportData
 from tokenbench.report.sections.tables import Table
 
 CORRECT, GRADED, NOT_GRADED = (METRICS[k] for k in ("accuracy_correct", "accuracy_graded", "accuracy_not_graded"))
@@ -24,18 +24,13 @@ ACCURACY_CAPTION = (
 )
 
 
-def _summed(row: PointRow, key: str) -> int | None:
-    stat = row.metrics.get(key)
-    return round(sum(stat.values)) if stat is not None and stat.values else None
-
-
 def accuracy_table(data: ReportData) -> Table | None:
     """One row per configuration and load when some row was graded; else None."""
     if not any(r.mean(ACCURACY.key) is not None for r in data.rows):
         return None
     rows = []
     for r in data.rows:
-        correct, graded, failed = _summed(r, CORRECT.key), _summed(r, GRADED.key), _summed(r, NOT_GRADED.key)
+        correct, graded, failed = r.summed(CORRECT.key), r.summed(GRADED.key), r.summed(NOT_GRADED.key)
         interval = wilson_interval(correct, graded) if correct is not None and graded else None
         cells = [
             r.config,

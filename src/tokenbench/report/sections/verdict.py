@@ -343,11 +343,10 @@ def decide(data: ReportData) -> Verdict:
 
 def _graded(rows: list[PointRow]) -> Graded | None:
     """A configuration's graded counts at a load (its trials summed), None when nothing was graded."""
-    correct = [v for r in rows if (m := r.metrics.get(f"{ACCURACY.key}_correct")) for v in m.values]
-    graded = [v for r in rows if (m := r.metrics.get(f"{ACCURACY.key}_graded")) for v in m.values]
-    if not graded or not sum(graded):
-        return None
-    return Graded(rows[0].config, round(sum(correct)), round(sum(graded)))
+    assert ACCURACY.counts is not None
+    counted = [c for r in rows if (c := r.proportion(ACCURACY.counts)) is not None]
+    graded = sum(n for _, n in counted)
+    return Graded(rows[0].config, sum(h for h, _ in counted), graded) if graded else None
 
 
 def quality_flags(lv: LoadVerdict, group: list[PointRow]) -> list[QualityFlag]:
