@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tokenbench.metrics.agreement import paired_reply, point_agreement, wilson_ci95
+from tokenbench.metrics.accuracy import wilson_interval as wilson_ci95
+from tokenbench.metrics.agreement import paired_reply, point_agreement
 from tokenbench.records import Outcome, RequestRecord
 
 

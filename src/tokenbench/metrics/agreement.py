@@ -13,7 +13,7 @@ whitespace-split text; records keep no output token ids, so the word stands in f
 the mock's words are its tokens). ``rest_similarity`` is difflib's SequenceMatcher ratio
 (2 * matches / total, autojunk off) over the words from the first differing one on, on both sides;
 ``similarity`` the same over all the words. The population: the paired requests; the share
-identical comes with its Wilson 95% interval (scipy's binomtest). The types: results/agreement.py.
+identical comes with its Wilson 95% interval (metrics/accuracy.py's, as accuracy's). The types: results/agreement.py.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from tokenbench.metrics.accuracy import wilson_interval
 from tokenbench.records import RequestRecord
 from tokenbench.results.agreement import Agreement, PairedReply, PointAgreement
 
@@ -43,44 +44,22 @@ def _keyed(records: Iterable[RequestRecord]) -> tuple[dict[tuple[str, int], Requ
 def paired_reply(key: str, a: RequestRecord, b: RequestRecord) -> PairedReply:
     text_a, text_b = a.output_text or "", b.output_text or ""
     words_a, words_b = text_a.split(), text_b.split()
-    if text_a == text_b:
-        return PairedReply(
-            prompt_hash=key,
-            id_a=a.id,
-            id_b=b.id,
-            identical=True,
-            first_diff_char=None,
-            first_diff_word=None,
-            similarity=1.0,
-            rest_similarity=None,
-        )
-    char = len(os.path.commonprefix([text_a, text_b]))
-    word = len(os.path.commonprefix([words_a, words_b]))
+    identical = text_a == text_b
+    word = None if identical else len(os.path.commonprefix([words_a, words_b]))
     return PairedReply(
         prompt_hash=key,
         id_a=a.id,
         id_b=b.id,
-        identical=False,
-        first_diff_char=char,
+        identical=identical,
+        first_diff_char=None if identical else len(os.path.commonprefix([text_a, text_b])),
         first_diff_word=word,
-        similarity=_ratio(words_a, words_b),
-        rest_similarity=_ratio(words_a[word:], words_b[word:]),
+        similarity=1.0 if identical else _ratio(words_a, words_b),
+        rest_similarity=None if word is None else _ratio(words_a[word:], words_b[word:]),
     )
 
 
 def _ratio(a: Sequence[str], b: Sequence[str]) -> float:
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
-
-
-def wilson_ci95(successes: int, n: int) -> tuple[float, float] | None:
-    """The Wilson score 95% interval of a share (None: no trials)."""
-    if n == 0:
-        return None
-    # imported here: scipy.stats takes ~0.9 s to import (metrics/precision.py), paid only by paired outputs
-    from scipy.stats import binomtest  # type: ignore[import-untyped]  # scipy-stubs is not a dependency
-
-    ci = binomtest(successes, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
 
 
 def point_agreement(
@@ -103,7 +82,7 @@ def point_agreement(
         pairs=n,
         identical=identical,
         share_identical=identical / n if n else None,
-        share_ci95=wilson_ci95(identical, n),
+        share_ci95=wilson_interval(identical, n),
         unpaired_a=others_a + len(keyed_a) - n,
         unpaired_b=others_b + len(keyed_b) - n,
         first_diff_word_median=_median(words),
